@@ -1,0 +1,33 @@
+# Every target uses the local Go toolchain (go.mod pins Go 1.26.8).
+export GOTOOLCHAIN := local
+
+.PHONY: run test vet fmt build bench fuzz
+
+## run: compact the sample conversation on the embedded stack (Temporal, Postgres, S3, offline summarizer)
+run:
+	go run ./deploy/dev
+
+## test: every test, on real Temporal (in-process), Postgres and an S3 server
+test:
+	go test -count=1 -timeout 30m ./...
+
+vet:
+	go vet ./...
+
+fmt:
+	gofmt -l -w .
+
+## build: the production binaries (they do not link the Temporal server)
+build:
+	go build -o bin/worker ./worker
+	go build -o bin/starter ./starter
+
+## bench: the engine benchmarks
+bench:
+	go test -run '^$$' -bench . -benchmem ./internal/...
+
+## fuzz: each parser fuzz target for 30s
+fuzz:
+	go test -run '^$$' -fuzz FuzzParseOpenAI -fuzztime 30s ./internal/conversation
+	go test -run '^$$' -fuzz FuzzParseAnthropic -fuzztime 30s ./internal/conversation
+	go test -run '^$$' -fuzz FuzzParseReAct -fuzztime 30s ./internal/conversation

@@ -1,0 +1,181 @@
+// Package activities implements the compaction steps as Temporal
+// activities. They are thin: each loads what it needs from S3, calls the
+// pure packages (plan, compress, digest) or the summarizer, writes its
+// result back to S3 and records itself in Postgres. Only keys and small
+// figures go back to the workflow.
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/llm"
+	"github.com/ctxcompact/orchestrator/internal/plan"
+	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
+)
+
+// Activities holds the dependencies of every activity. Register a pointer
+// to it with a worker; the methods are the activities.
+type Activities struct {
+	Store      *store.Store
+	Blob       *blob.Store
+	Summarizer llm.Summarizer
+	// Limits are the models' context limits.
+	Limits tokens.Limits
+	// Overrides are the deployment's preset overrides (preset file and
+	// environment), applied under each run's own overrides.
+	Overrides policy.Overrides
+	// SummarizerModel is the default summarizer model, recorded on runs.
+	SummarizerModel string
+	// LLMSlots bounds the summarizer calls in flight in this worker.
+	LLMSlots chan struct{}
+}
+
+// preset resolves a run's preset: built-in numbers, then the deployment's
+// overrides, then the run's.
+func (a *Activities) preset(run Run) (policy.Preset, error) {
+	name := run.Preset
+	if name == "" {
+		name = policy.Adaptive
+	}
+	merged, err := policy.Merge(a.Overrides[name], run.Overrides)
+	if err != nil {
+		return policy.Preset{}, config(err)
+	}
+	p, err := policy.Resolve(name, merged)
+	if err != nil {
+		return policy.Preset{}, config(err)
+	}
+	return p, nil
+}
+
+// budget resolves the run's preset and budget together.
+func (a *Activities) budget(run Run) (policy.Preset, plan.Budget, error) {
+	p, err := a.preset(run)
+	if err != nil {
+		return p, plan.Budget{}, err
+	}
+	b, err := plan.NewBudget(p, run.Model, run.ContextLimit, a.Limits)
+	if err != nil {
+		return p, b, badInput(err)
+	}
+	return p, b, nil
+}
+
+// load reads and parses a working conversation.
+func (a *Activities) load(ctx context.Context, key string) (conversation.Conversation, []byte, error) {
+	data, err := a.Blob.Get(ctx, key)
+	if err != nil {
+		return conversation.Conversation{}, nil, blobErr(fmt.Errorf("read %s: %w", key, err))
+	}
+	c, err := conversation.ParseAny(data)
+	if err != nil {
+		return conversation.Conversation{}, nil, badInput(fmt.Errorf("parse conversation: %w", err))
+	}
+	return c, data, nil
+}
+
+// save renders and stores a working conversation, content-addressed.
+func (a *Activities) save(ctx context.Context, tenant string, c conversation.Conversation) (string, error) {
+	data, err := conversation.Render(c)
+	if err != nil {
+		return "", fmt.Errorf("render conversation: %w", err)
+	}
+	ref, err := a.Blob.PutContent(ctx, tenant, "work", data)
+	if err != nil {
+		return "", blobErr(err)
+	}
+	return ref.Key, nil
+}
+
+// text reads a text object; an empty key is an empty text.
+func (a *Activities) text(ctx context.Context, key string) (string, error) {
+	if key == "" {
+		return "", nil
+	}
+	data, err := a.Blob.Get(ctx, key)
+	if err != nil {
+		return "", blobErr(fmt.Errorf("read %s: %w", key, err))
+	}
+	return string(data), nil
+}
+
+// putText stores a text content-addressed under kind.
+func (a *Activities) putText(ctx context.Context, tenant, kind, text string) (string, error) {
+	ref, err := a.Blob.PutContent(ctx, tenant, kind, []byte(text))
+	if err != nil {
+		return "", blobErr(err)
+	}
+	return ref.Key, nil
+}
+
+// stepRecord is filled by an activity and written by record.
+type stepRecord struct {
+	kind             string
+	inputSize        int64
+	outputSize       int64
+	promptTokens     int
+	completionTokens int
+	model            string
+	promptVersion    string
+}
+
+// record appends this attempt of a step to the run's history. The attempt
+// number comes from Temporal, so a retried write of the same attempt adds
+// nothing; a new attempt adds its own row.
+func (a *Activities) record(ctx context.Context, runID, name string, started time.Time, rec stepRecord, stepErr error) {
+	attempt := 1
+	if activity.IsActivity(ctx) {
+		attempt = int(activity.GetInfo(ctx).Attempt)
+	}
+	st := store.Step{
+		RunID: runID, Name: name, Attempt: attempt, Kind: rec.kind,
+		InputSize: rec.inputSize, OutputSize: rec.outputSize,
+		PromptTokens: rec.promptTokens, CompletionTokens: rec.completionTokens,
+		Model: rec.model, PromptVersion: rec.promptVersion, Duration: time.Since(started),
+	}
+	if stepErr != nil {
+		st.Error = stepErr.Error()
+	}
+	if err := a.Store.RecordStep(ctx, st); err != nil {
+		// The step itself succeeded or failed on its own; a lost history
+		// row must not turn into a retry of an LLM call.
+		logger(ctx).Warn("record step", "run", runID, "step", name, "error", err)
+	}
+}
+
+// logger returns the activity logger, or a no-op one outside activities
+// (unit tests call the methods directly).
+func logger(ctx context.Context) interface {
+	Info(string, ...interface{})
+	Warn(string, ...interface{})
+} {
+	if activity.IsActivity(ctx) {
+		return activity.GetLogger(ctx)
+	}
+	return nopLogger{}
+}
+
+type nopLogger struct{}
+
+func (nopLogger) Info(string, ...interface{}) {}
+func (nopLogger) Warn(string, ...interface{}) {}
+
+func mustJSON(v any) json.RawMessage {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return data
+}
+
+var errNoSummarizer = errors.New("no summarizer configured")

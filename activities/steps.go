@@ -1,0 +1,681 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/compress"
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/digest"
+	"github.com/ctxcompact/orchestrator/internal/llm"
+	"github.com/ctxcompact/orchestrator/internal/plan"
+	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+// Plan creates the run's row, reads and validates the input, and measures
+// it. A conversation that does not parse fails the run at once, with the
+// parser's error naming the message and field.
+func (a *Activities) Plan(ctx context.Context, in PlanInput) (res PlanResult, err error) {
+	started := time.Now()
+	var rec stepRecord
+	rec.kind = "plan"
+	defer func() { a.record(ctx, in.Run.ID, "plan", started, rec, err) }()
+
+	run := in.Run
+	if _, _, err := a.Store.CreateRun(ctx, store.Run{
+		ID: run.ID, Tenant: run.Tenant, Session: run.Session, EventID: run.EventID, Trigger: run.Trigger,
+		Preset: run.Preset, InputKey: in.InputKey, ReplayOf: run.ReplayOf, Status: store.RunPending,
+	}); err != nil {
+		return res, storeErr(fmt.Errorf("create run: %w", err))
+	}
+	if err := a.Store.MarkRunning(ctx, run.ID); err != nil {
+		return res, storeErr(fmt.Errorf("mark run running: %w", err))
+	}
+	data, err := a.Blob.GetVerified(ctx, in.InputKey, in.InputSHA256)
+	if err != nil {
+		return res, blobErr(fmt.Errorf("read input: %w", err))
+	}
+	rec.inputSize = int64(len(data))
+	conv, err := conversation.ParseAny(data)
+	if err != nil {
+		return res, badInput(fmt.Errorf("input conversation: %w", err))
+	}
+	p, b, err := a.budget(run)
+	if err != nil {
+		return res, err
+	}
+	size := b.Measure(conv)
+	usage := b.Usage(size)
+	res = PlanResult{
+		Format: string(conv.Format), Messages: len(conv.Messages), Encoding: b.Counter.Name(),
+		ContextLimit: b.Limit, TokensBefore: size, CharsBefore: utf8.RuneCount(data),
+		UsageBefore: usage, LevelBefore: string(compress.LevelFor(usage)),
+	}
+	switch {
+	case p.Debug:
+		res.Skip, res.Reason = true, "debug verbosity: compression disabled"
+	case len(conv.Messages) == 0:
+		res.Skip, res.Reason = true, "empty conversation"
+	}
+	if err := a.Store.RecordPlan(ctx, run.ID, store.RunPlan{
+		Preset: p.Name, Model: a.modelFor(p), Level: res.LevelBefore, InputKey: in.InputKey,
+		TokensBefore: int64(size), CharsBefore: int64(res.CharsBefore),
+	}); err != nil {
+		return res, storeErr(fmt.Errorf("record plan: %w", err))
+	}
+	return res, nil
+}
+
+// modelFor is the summarizer model a run will use, as recorded on it.
+func (a *Activities) modelFor(p policy.Preset) string {
+	if _, offline := a.Summarizer.(llm.Extractive); offline {
+		return "extractive"
+	}
+	if p.SummarizerModel != "" {
+		return p.SummarizerModel
+	}
+	return a.SummarizerModel
+}
+
+// Archive copies the original to its archive key and reads it back to
+// verify the checksum, before any step replaces anything.
+func (a *Activities) Archive(ctx context.Context, in ArchiveInput) (res ArchiveResult, err error) {
+	started := time.Now()
+	rec := stepRecord{kind: "archive"}
+	defer func() { a.record(ctx, in.Run.ID, "archive", started, rec, err) }()
+
+	data, err := a.Blob.GetVerified(ctx, in.InputKey, in.InputSHA256)
+	if err != nil {
+		return res, blobErr(fmt.Errorf("read input: %w", err))
+	}
+	ref, err := a.Blob.PutContent(ctx, in.Run.Tenant, blob.KindArchive, data)
+	if err != nil {
+		return res, blobErr(fmt.Errorf("write archive: %w", err))
+	}
+	if _, err := a.Blob.GetVerified(ctx, ref.Key, ref.SHA256); err != nil {
+		return res, blobErr(fmt.Errorf("verify archive: %w", err))
+	}
+	if err := a.Store.RecordArchive(ctx, in.Run.ID, ref.Key, ref.SHA256); err != nil {
+		return res, storeErr(fmt.Errorf("record archive: %w", err))
+	}
+	rec.inputSize, rec.outputSize = ref.Size, ref.Size
+	return ArchiveResult{Key: ref.Key, SHA256: ref.SHA256, Size: ref.Size}, nil
+}
+
+// Deterministic runs every pass that needs no LLM (plan.Deterministic),
+// stores the offloaded results before the conversation that refers to
+// them, and lists the results that need map-reduce.
+func (a *Activities) Deterministic(ctx context.Context, in DeterministicInput) (res DeterministicResult, err error) {
+	started := time.Now()
+	rec := stepRecord{kind: "deterministic"}
+	defer func() { a.record(ctx, in.Run.ID, "deterministic", started, rec, err) }()
+
+	run := in.Run
+	conv, data, err := a.load(ctx, in.WorkKey)
+	if err != nil {
+		return res, err
+	}
+	rec.inputSize = int64(len(data))
+	p, b, err := a.budget(run)
+	if err != nil {
+		return res, err
+	}
+	watermark, err := a.Store.GetWatermark(ctx, run.Tenant, run.Session)
+	if err != nil {
+		return res, storeErr(fmt.Errorf("read watermark: %w", err))
+	}
+	out, err := plan.Deterministic(plan.Input{
+		Conv: conv, Preset: p, Budget: b, Watermark: watermark,
+		OffloadKey: func(text string) string {
+			return blob.ContentKey(run.Tenant, blob.KindOffload, blob.SHA256Hex([]byte(text)))
+		},
+	})
+	if err != nil {
+		return res, badInput(err)
+	}
+	for _, o := range out.Offloads {
+		ref, err := a.Blob.PutContent(ctx, run.Tenant, blob.KindOffload, []byte(o.Text))
+		if err != nil {
+			return res, blobErr(fmt.Errorf("offload %s: %w", o.ToolID, err))
+		}
+		if ref.Key != o.Key {
+			return res, fmt.Errorf("offload %s: stored under %s, planned %s", o.ToolID, ref.Key, o.Key)
+		}
+		if err := a.Store.AddOffload(ctx, store.Offload{Tenant: run.Tenant, Session: run.Session, RunID: run.ID,
+			Key: ref.Key, ToolID: o.ToolID, ToolName: o.ToolName, Tokens: o.Tokens, SHA256: ref.SHA256}); err != nil {
+			return res, storeErr(fmt.Errorf("record offload %s: %w", o.ToolID, err))
+		}
+	}
+	key, err := a.save(ctx, run.Tenant, out.Conv)
+	if err != nil {
+		return res, err
+	}
+	res = DeterministicResult{WorkKey: key, Tokens: out.SizeAfter, Usage: b.Usage(out.SizeAfter),
+		Watermark: out.Watermark, Done: out.Done}
+	for _, ps := range out.Passes {
+		res.Passes = append(res.Passes, PassStat(ps))
+		logger(ctx).Info("pass", "run", run.ID, "pass", ps.Name, "applied", ps.Applied, "count", ps.Count, "saved", ps.TokensSaved)
+	}
+	for _, r := range out.LargeResults {
+		t, err := a.target(ctx, run.Tenant, out.Conv, r)
+		if err != nil {
+			return res, err
+		}
+		res.LargeResults = append(res.LargeResults, t)
+	}
+	rec.outputSize = int64(out.SizeAfter)
+	return res, nil
+}
+
+// target stores one tool result's text and context for an LLM pass.
+func (a *Activities) target(ctx context.Context, tenant string, conv conversation.Conversation, r compress.ResultLoc) (Target, error) {
+	textKey, err := a.putText(ctx, tenant, "text", conv.Messages[r.Msg].Blocks[r.Block].Text)
+	if err != nil {
+		return Target{}, err
+	}
+	t := Target{Msg: r.Msg, Block: r.Block, Chars: r.Chars, TextKey: textKey}
+	if r.Context != "" {
+		if t.ContextKey, err = a.putText(ctx, tenant, "text", r.Context); err != nil {
+			return Target{}, err
+		}
+	}
+	return t, nil
+}
+
+// Chunk splits a large result into bounded chunks (seed 000: 50K chars),
+// each stored on its own.
+func (a *Activities) Chunk(ctx context.Context, in ChunkInput) (res ChunkResult, err error) {
+	started := time.Now()
+	rec := stepRecord{kind: "chunk"}
+	defer func() { a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
+
+	p, err := a.preset(in.Run)
+	if err != nil {
+		return res, err
+	}
+	text, err := a.text(ctx, in.TextKey)
+	if err != nil {
+		return res, err
+	}
+	chunks, err := digest.Chunk(text, p.LargeResult.ChunkChars)
+	if err != nil {
+		return res, config(fmt.Errorf("chunk: %w", err))
+	}
+	for _, c := range chunks {
+		key, err := a.putText(ctx, in.Run.Tenant, blob.KindChunk, c)
+		if err != nil {
+			return res, err
+		}
+		res.Keys = append(res.Keys, key)
+		res.Chars = append(res.Chars, utf8.RuneCountInString(c))
+	}
+	logger(ctx).Info("Breaking result into chunks for summarization", "run", in.Run.ID, "chars", utf8.RuneCountInString(text), "chunks", len(chunks))
+	rec.inputSize, rec.outputSize = int64(len(text)), int64(len(chunks))
+	return res, nil
+}
+
+// Fallback makes a summary without an LLM: the extractive summarizer, or
+// seed 000's first N characters.
+func (a *Activities) Fallback(ctx context.Context, in FallbackInput) (res SummarizeResult, err error) {
+	started := time.Now()
+	rec := stepRecord{kind: "fallback", model: in.Mode}
+	defer func() { a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
+
+	text, err := a.text(ctx, in.SourceKey)
+	if err != nil {
+		return res, err
+	}
+	var out string
+	switch in.Mode {
+	case "truncate":
+		p, err := a.preset(in.Run)
+		if err != nil {
+			return res, err
+		}
+		out = digest.Truncate(text, p.LargeResult.TruncateChars)
+	case "extractive":
+		out = digest.Extractive(text, max(in.TargetChars, 200))
+	default:
+		return res, config(fmt.Errorf("unknown fallback mode %q", in.Mode))
+	}
+	key, err := a.putText(ctx, in.Run.Tenant, "summary", out)
+	if err != nil {
+		return res, err
+	}
+	rec.inputSize, rec.outputSize = int64(len(text)), int64(len(out))
+	return SummarizeResult{Key: key, Chars: utf8.RuneCountInString(out), Model: in.Mode, Fallback: in.Mode}, nil
+}
+
+// Merge joins chunk summaries in order.
+func (a *Activities) Merge(ctx context.Context, in MergeInput) (res MergeResult, err error) {
+	started := time.Now()
+	rec := stepRecord{kind: "merge"}
+	defer func() { a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
+
+	parts := make([]string, 0, len(in.Keys))
+	for _, k := range in.Keys {
+		t, err := a.text(ctx, k)
+		if err != nil {
+			return res, err
+		}
+		parts = append(parts, strings.TrimSpace(t))
+	}
+	merged := strings.Join(parts, "\n\n")
+	key, err := a.putText(ctx, in.Run.Tenant, "summary", merged)
+	if err != nil {
+		return res, err
+	}
+	rec.outputSize = int64(len(merged))
+	return MergeResult{Key: key, Chars: utf8.RuneCountInString(merged)}, nil
+}
+
+// ApplyResults puts rewritten tool results into the working conversation.
+func (a *Activities) ApplyResults(ctx context.Context, in ApplyResultsInput) (res WorkResult, err error) {
+	started := time.Now()
+	rec := stepRecord{kind: "apply"}
+	defer func() { a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
+
+	conv, data, err := a.load(ctx, in.WorkKey)
+	if err != nil {
+		return res, err
+	}
+	_, b, err := a.budget(in.Run)
+	if err != nil {
+		return res, err
+	}
+	for _, r := range in.Replacements {
+		text, err := a.text(ctx, r.TextKey)
+		if err != nil {
+			return res, err
+		}
+		if r.Msg < 0 || r.Msg >= len(conv.Messages) || r.Block < 0 || r.Block >= len(conv.Messages[r.Msg].Blocks) {
+			return res, badInput(fmt.Errorf("replacement for message %d block %d: out of range", r.Msg, r.Block))
+		}
+		before := utf8.RuneCountInString(conv.Messages[r.Msg].Blocks[r.Block].Text)
+		if conv, err = compress.ReplaceToolResult(conv, r.Msg, r.Block, text); err != nil {
+			return res, badInput(fmt.Errorf("replace result: %w", err))
+		}
+		after := utf8.RuneCountInString(text)
+		logger(ctx).Info(fmt.Sprintf("Compressed %d → %d chars (%.1f%%)", before, after, 100*float64(after)/float64(max(before, 1))), "run", in.Run.ID, "msg", r.Msg)
+	}
+	key, err := a.save(ctx, in.Run.Tenant, conv)
+	if err != nil {
+		return res, err
+	}
+	size := b.Measure(conv)
+	rec.inputSize, rec.outputSize = int64(len(data)), int64(size)
+	return WorkResult{WorkKey: key, Tokens: size, Usage: b.Usage(size)}, nil
+}
+
+// PlanGlobal lists seed 000's layer 2 targets once usage passes its
+// trigger.
+func (a *Activities) PlanGlobal(ctx context.Context, in GlobalInput) (res GlobalResult, err error) {
+	started := time.Now()
+	rec := stepRecord{kind: "plan-global"}
+	defer func() { a.record(ctx, in.Run.ID, "plan-global", started, rec, err) }()
+
+	conv, _, err := a.load(ctx, in.WorkKey)
+	if err != nil {
+		return res, err
+	}
+	p, b, err := a.budget(in.Run)
+	if err != nil {
+		return res, err
+	}
+	exclude := make(map[[2]int]bool, len(in.Exclude))
+	for _, e := range in.Exclude {
+		exclude[[2]int{e.Msg, e.Block}] = true
+	}
+	targets, usage := plan.GlobalTargets(conv, p, b, exclude)
+	res.Usage = usage
+	for _, r := range targets {
+		t, err := a.target(ctx, in.Run.Tenant, conv, r)
+		if err != nil {
+			return res, err
+		}
+		res.Targets = append(res.Targets, t)
+	}
+	if len(targets) > 0 {
+		logger(ctx).Warn("context exceeds threshold, triggering global compression", "run", in.Run.ID, "usage", usage, "results", len(targets))
+	}
+	rec.outputSize = int64(len(targets))
+	return res, nil
+}
+
+// PrepareHistory decides history compaction and writes the transcript of
+// the messages to summarize, with offloaded results restored (seed 002;
+// unreadable ones read "[Content unavailable: KEY]").
+func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res HistoryPlan, err error) {
+	started := time.Now()
+	rec := stepRecord{kind: "prepare-history"}
+	defer func() { a.record(ctx, in.Run.ID, "history/prepare", started, rec, err) }()
+
+	conv, _, err := a.load(ctx, in.WorkKey)
+	if err != nil {
+		return res, err
+	}
+	p, b, err := a.budget(in.Run)
+	if err != nil {
+		return res, err
+	}
+	d := plan.History(conv, p, b, in.TokensFreed, in.Run.Trigger == "manual")
+	if !d.Run {
+		return HistoryPlan{Skip: true, Reason: d.Reason}, nil
+	}
+	summarized := conv
+	if p.History.RestoreOffloads {
+		// Only the summarized range is restored: kept messages keep their
+		// references (seed 002).
+		keep := make([]bool, len(conv.Messages))
+		for i := range keep {
+			keep[i] = d.Protected[i] || i >= d.Split
+		}
+		restored, st, err := compress.Restore(conv, func(key string) (string, error) {
+			return a.text(ctx, key)
+		}, keep)
+		if err != nil {
+			return res, badInput(fmt.Errorf("restore offloads: %w", err))
+		}
+		summarized, res.Restored, res.Unavailable = restored, st.Restored, len(st.Unavailable)
+	}
+	transcript := Transcript(summarized, d.Split, d.Protected)
+	key, err := a.putText(ctx, in.Run.Tenant, "transcript", transcript)
+	if err != nil {
+		return res, err
+	}
+	res.Split, res.Summarized, res.TranscriptKey = d.Split, d.Summarized, key
+	rec.outputSize = int64(len(transcript))
+	return res, nil
+}
+
+// Transcript renders the messages before split that are not protected as
+// the plain text the summarizer reads, one "[role]" header per message.
+func Transcript(c conversation.Conversation, split int, protected []bool) string {
+	var sb strings.Builder
+	for i := 0; i < split && i < len(c.Messages); i++ {
+		if i < len(protected) && protected[i] {
+			continue
+		}
+		m := c.Messages[i]
+		for _, blk := range m.Blocks {
+			switch blk.Kind {
+			case conversation.KindText, conversation.KindThinking:
+				fmt.Fprintf(&sb, "[%s]\n%s\n\n", m.Role, blk.Text)
+			case conversation.KindToolUse:
+				fmt.Fprintf(&sb, "[assistant tool call %s]\n%s\n\n", blk.ToolName, blk.Input)
+			case conversation.KindToolResult:
+				label := "tool result"
+				if blk.IsError {
+					label = "tool error"
+				}
+				fmt.Fprintf(&sb, "[tool %s %s]\n%s\n\n", label, blk.ToolName, blk.Text)
+			}
+		}
+	}
+	return sb.String()
+}
+
+// CheckDrift measures a summary against its source: the share of the
+// source's identifiers (paths, URLs, ids, numbers, commands, error codes)
+// it keeps, over the most recent MaxIdentifiers of them. The missing items
+// go to S3 and Postgres, never into workflow history.
+func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftResult, err error) {
+	started := time.Now()
+	rec := stepRecord{kind: "drift"}
+	defer func() { a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
+
+	p, err := a.preset(in.Run)
+	if err != nil {
+		return res, err
+	}
+	source, err := a.text(ctx, in.SourceKey)
+	if err != nil {
+		return res, err
+	}
+	summary, err := a.text(ctx, in.SummaryKey)
+	if err != nil {
+		return res, err
+	}
+	score, missing := Retention(source, summary, p.Drift.MaxIdentifiers)
+	res = DriftResult{Score: score, Passed: score >= p.Drift.MinRetention, MissingCount: len(missing)}
+	if len(missing) > 0 {
+		data, _ := json.Marshal(missing)
+		if res.MissingKey, err = a.putText(ctx, in.Run.Tenant, "drift", string(data)); err != nil {
+			return res, err
+		}
+	}
+	verdict := "passed"
+	if !res.Passed {
+		verdict = fmt.Sprintf("below %.2f: %d identifiers missing", p.Drift.MinRetention, len(missing))
+	}
+	if err := a.Store.RecordDrift(ctx, store.Drift{RunID: in.Run.ID, Step: in.Step, Pass: in.Pass, Score: score,
+		Passed: res.Passed, Missing: missing, Verdict: verdict}); err != nil {
+		return res, storeErr(fmt.Errorf("record drift: %w", err))
+	}
+	return res, nil
+}
+
+// Retention scores a summary against the last maxIDs identifiers of its
+// source and lists the missing ones, most recent last.
+func Retention(source, summary string, maxIDs int) (float64, []string) {
+	ids := digest.Identifiers(source)
+	if maxIDs > 0 && len(ids) > maxIDs {
+		ids = ids[len(ids)-maxIDs:]
+	}
+	if len(ids) == 0 {
+		return 1, nil
+	}
+	wanted := make(map[digest.Identifier]bool, len(ids))
+	for _, id := range ids {
+		wanted[id] = true
+	}
+	r := digest.Retain(source, summary)
+	missingSet := make(map[digest.Identifier]bool, len(r.Missing))
+	for _, m := range r.Missing {
+		missingSet[m] = true
+	}
+	var missing []string
+	for _, id := range ids {
+		if missingSet[id] {
+			missing = append(missing, id.Value)
+		}
+	}
+	return float64(len(ids)-len(missing)) / float64(len(ids)), missing
+}
+
+// Patch appends the items still missing after repair to a summary, so that
+// no identifier the drift check found is lost.
+func (a *Activities) Patch(ctx context.Context, in PatchInput) (res SummarizeResult, err error) {
+	started := time.Now()
+	rec := stepRecord{kind: "patch"}
+	defer func() { a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
+
+	summary, err := a.text(ctx, in.SummaryKey)
+	if err != nil {
+		return res, err
+	}
+	raw, err := a.text(ctx, in.MissingKey)
+	if err != nil {
+		return res, err
+	}
+	var missing []string
+	if raw != "" {
+		if err := json.Unmarshal([]byte(raw), &missing); err != nil {
+			return res, fmt.Errorf("read missing items: %w", err)
+		}
+	}
+	var sb strings.Builder
+	sb.WriteString(strings.TrimRight(summary, "\n"))
+	if len(missing) > 0 {
+		sb.WriteString("\n\nIdentifiers kept by the drift check:\n")
+		for _, m := range missing {
+			sb.WriteString("- " + m + "\n")
+		}
+	}
+	out := sb.String()
+	key, err := a.putText(ctx, in.Run.Tenant, "summary", out)
+	if err != nil {
+		return res, err
+	}
+	rec.outputSize = int64(len(out))
+	return SummarizeResult{Key: key, Chars: utf8.RuneCountInString(out), Fallback: "patch"}, nil
+}
+
+// ApplyHistory replaces the summarized messages with the summary message
+// in the preset's style, keeping protected messages verbatim.
+func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (res WorkResult, err error) {
+	started := time.Now()
+	rec := stepRecord{kind: "apply-history"}
+	defer func() { a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
+
+	conv, _, err := a.load(ctx, in.WorkKey)
+	if err != nil {
+		return res, err
+	}
+	p, b, err := a.budget(in.Run)
+	if err != nil {
+		return res, err
+	}
+	summary, err := a.text(ctx, in.SummaryKey)
+	if err != nil {
+		return res, err
+	}
+	style := compress.SummaryStyle(p.History.Style)
+	if style == compress.StyleSessionSummary && !strings.HasPrefix(summary, "## Session Summary") {
+		summary = fmt.Sprintf("## Session Summary [%s]\n\n%s", in.Run.Session, summary)
+	}
+	before := b.Measure(conv)
+	protected := compress.Protected(conv, plan.Protection(p))
+	out, st, err := compress.Compact(conv, in.Split, summary, style, protected)
+	if err != nil {
+		return res, badInput(fmt.Errorf("compact history: %w", err))
+	}
+	key, err := a.save(ctx, in.Run.Tenant, out)
+	if err != nil {
+		return res, err
+	}
+	after := b.Measure(out)
+	logger(ctx).Info(fmt.Sprintf("Summarized %d messages → 1 summary (saved ~%d tokens)", st.Summarized, before-after), "run", in.Run.ID)
+	rec.inputSize, rec.outputSize = int64(before), int64(after)
+	return WorkResult{WorkKey: key, Tokens: after, Usage: b.Usage(after)}, nil
+}
+
+// Commit writes the compacted conversation in the caller's format, marks
+// the run succeeded (at most once), persists the watermark, and only then
+// deletes the offloads the summary restored.
+func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResult, err error) {
+	started := time.Now()
+	rec := stepRecord{kind: "commit"}
+	defer func() { a.record(ctx, in.Run.ID, "commit", started, rec, err) }()
+
+	run := in.Run
+	conv, _, err := a.load(ctx, in.WorkKey)
+	if err != nil {
+		return res, err
+	}
+	p, b, err := a.budget(run)
+	if err != nil {
+		return res, err
+	}
+	stored, err := a.Store.GetRun(ctx, run.ID)
+	if err != nil {
+		return res, storeErr(fmt.Errorf("read run: %w", err))
+	}
+	after := b.Measure(conv)
+	usage := b.Usage(after)
+	if conv.Format == conversation.FormatReAct {
+		threshold := int(float64(b.Limit) * p.GlobalResults.TriggerUsage)
+		if err := conversation.SetReActStats(&conv, conversation.ReActStats{
+			TotalSize: after, ModelLimit: b.Limit, UsagePercent: roundTo(usage*100, 1),
+			TurnsCount: len(conv.Messages) / 2, CompressionThreshold: threshold, NeedsCompression: after > threshold,
+		}); err != nil {
+			return res, fmt.Errorf("write compression stats: %w", err)
+		}
+	}
+	data, err := conversation.Render(conv)
+	if err != nil {
+		return res, fmt.Errorf("render output: %w", err)
+	}
+	ref, err := a.Blob.PutContent(ctx, run.Tenant, blob.KindOutput, data)
+	if err != nil {
+		return res, blobErr(fmt.Errorf("write output: %w", err))
+	}
+	level := compress.LevelFor(usage)
+	ratio := 0.0
+	if stored.TokensBefore > 0 {
+		ratio = float64(after) / float64(stored.TokensBefore)
+	}
+	stats := map[string]any{
+		"passes": in.Passes, "usage_after": usage, "agent_model": run.Model, "context_limit": b.Limit,
+		"encoding": b.Counter.Name(), "history_failed": in.HistoryFailed, "recommendation": compress.Recommendation(level),
+		"archive_key": in.ArchiveKey,
+	}
+	model := in.Model
+	if model == "" {
+		model = a.modelFor(p)
+	}
+	committed, err := a.Store.CommitRun(ctx, run.ID, store.RunResult{
+		TokensAfter: int64(after), CharsAfter: int64(utf8.RuneCount(data)), Ratio: ratio,
+		OutputKey: ref.Key, OutputSHA256: ref.SHA256, Model: model, PromptVersion: in.PromptVersion,
+		Level: string(level), Stats: mustJSON(stats),
+	})
+	if err != nil {
+		return res, storeErr(fmt.Errorf("commit run: %w", err))
+	}
+	if !committed {
+		// A retried commit finds the run already final: nothing changes.
+		current, err := a.Store.GetRun(ctx, run.ID)
+		if err != nil {
+			return res, storeErr(fmt.Errorf("read run: %w", err))
+		}
+		if current.Status != store.RunSucceeded {
+			return res, badInput(fmt.Errorf("run %s is already %s", run.ID, current.Status))
+		}
+	}
+	if in.Watermark != "" {
+		if err := a.Store.SetWatermark(ctx, run.Tenant, run.Session, in.Watermark, run.ID); err != nil {
+			return res, storeErr(fmt.Errorf("persist watermark: %w", err))
+		}
+	}
+	deleted := 0
+	if len(in.DeleteOffloads) > 0 {
+		for _, k := range in.DeleteOffloads {
+			if err := a.Blob.Delete(ctx, k); err != nil && !errors.Is(err, blob.ErrNotFound) {
+				// Seed 002: a failed delete is logged and does not undo the
+				// compaction.
+				logger(ctx).Warn("delete offload", "run", run.ID, "key", k, "error", err)
+			}
+		}
+		n, err := a.Store.MarkOffloadsDeleted(ctx, run.Tenant, run.Session, in.DeleteOffloads)
+		if err != nil {
+			return res, storeErr(fmt.Errorf("mark offloads deleted: %w", err))
+		}
+		deleted = n
+	}
+	rec.outputSize = int64(len(data))
+	return CommitResult{OutputKey: ref.Key, OutputSHA256: ref.SHA256, TokensBefore: int(stored.TokensBefore),
+		TokensAfter: after, Ratio: ratio, LevelAfter: string(level), Committed: committed, Deleted: deleted}, nil
+}
+
+// FailRun marks a run failed; a run already final stays as it is.
+func (a *Activities) FailRun(ctx context.Context, in FailInput) error {
+	if _, err := a.Store.FailRun(ctx, in.RunID, in.Message); err != nil {
+		return storeErr(fmt.Errorf("fail run: %w", err))
+	}
+	return nil
+}
+
+func roundTo(v float64, digits int) float64 {
+	f := 1.0
+	for i := 0; i < digits; i++ {
+		f *= 10
+	}
+	return float64(int64(v*f+0.5)) / f
+}

@@ -1,0 +1,137 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/ctxcompact/orchestrator/internal/digest"
+	"github.com/ctxcompact/orchestrator/internal/llm"
+)
+
+// maxSplitDepth bounds how often a context-length error halves the input.
+const maxSplitDepth = 3
+
+// heartbeatEvery is how often a summarizer call reports it is alive, well
+// inside the workflow's 30s heartbeat timeout.
+const heartbeatEvery = 10 * time.Second
+
+// Summarize asks the summarizer for one summary and stores it. A
+// context-length error splits the input in halves, summarizes each and
+// joins them; other errors are classified once, in llmErr.
+func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (res SummarizeResult, err error) {
+	started := time.Now()
+	rec := stepRecord{kind: "llm"}
+	defer func() { a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
+
+	if a.Summarizer == nil {
+		return res, config(errNoSummarizer)
+	}
+	p, err := a.preset(in.Run)
+	if err != nil {
+		return res, err
+	}
+	text, err := a.text(ctx, in.SourceKey)
+	if err != nil {
+		return res, err
+	}
+	context_, err := a.text(ctx, in.ContextKey)
+	if err != nil {
+		return res, err
+	}
+	var missing []string
+	if raw, err := a.text(ctx, in.MissingKey); err != nil {
+		return res, err
+	} else if raw != "" {
+		if err := json.Unmarshal([]byte(raw), &missing); err != nil {
+			return res, fmt.Errorf("read missing items: %w", err)
+		}
+	}
+	req := llm.Request{
+		Prompt: in.Prompt, Text: text, Context: context_, TargetTokens: in.TargetTokens,
+		TargetChars: in.TargetChars, Missing: missing, ArchiveRef: in.ArchiveKey, Model: p.SummarizerModel,
+	}
+	stop := a.heartbeat(ctx)
+	resp, err := a.summarize(ctx, req, 0)
+	stop()
+	rec.inputSize = int64(len(text))
+	if err != nil {
+		return res, llmErr(err)
+	}
+	rec.outputSize, rec.model, rec.promptVersion = int64(len(resp.Text)), resp.Model, resp.PromptVersion
+	rec.promptTokens, rec.completionTokens = resp.PromptTokens, resp.CompletionTokens
+	key, err := a.putText(ctx, in.Run.Tenant, "summary", resp.Text)
+	if err != nil {
+		return res, err
+	}
+	return SummarizeResult{Key: key, Chars: utf8.RuneCountInString(resp.Text), Model: resp.Model, PromptVersion: resp.PromptVersion}, nil
+}
+
+// summarize calls the summarizer within this worker's LLM slots, halving
+// the input on a context-length error.
+func (a *Activities) summarize(ctx context.Context, req llm.Request, depth int) (llm.Response, error) {
+	if a.LLMSlots != nil {
+		select {
+		case a.LLMSlots <- struct{}{}:
+			defer func() { <-a.LLMSlots }()
+		case <-ctx.Done():
+			return llm.Response{}, ctx.Err()
+		}
+	}
+	resp, err := a.Summarizer.Summarize(ctx, req)
+	var le *llm.Error
+	if err == nil || !errors.As(err, &le) || le.Kind != llm.ContextLength || depth >= maxSplitDepth {
+		return resp, err
+	}
+	halves, cerr := digest.Chunk(req.Text, utf8.RuneCountInString(req.Text)/2+1)
+	if cerr != nil || len(halves) < 2 {
+		return resp, err
+	}
+	var parts []string
+	var out llm.Response
+	for _, h := range halves {
+		sub := req
+		sub.Text = h
+		sub.TargetTokens, sub.TargetChars = req.TargetTokens/len(halves), req.TargetChars/len(halves)
+		r, err := a.summarize(ctx, sub, depth+1)
+		if err != nil {
+			return r, err
+		}
+		parts = append(parts, strings.TrimSpace(r.Text))
+		out.Model, out.PromptVersion = r.Model, r.PromptVersion
+		out.PromptTokens += r.PromptTokens
+		out.CompletionTokens += r.CompletionTokens
+	}
+	out.Text = strings.Join(parts, "\n\n")
+	return out, nil
+}
+
+// heartbeat reports liveness while a long call runs; the returned func
+// stops it.
+func (a *Activities) heartbeat(ctx context.Context) func() {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(heartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
+}

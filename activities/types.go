@@ -1,0 +1,288 @@
+package activities
+
+import "encoding/json"
+
+// Only S3 keys and small metadata cross Temporal: every type in this file
+// is an activity input or result, and none of them carries conversation
+// text. Texts travel as S3 keys.
+
+// Run identifies a compaction run and the settings every step needs.
+type Run struct {
+	ID        string          `json:"id"`
+	Tenant    string          `json:"tenant"`
+	Session   string          `json:"session"`
+	EventID   string          `json:"event_id"`
+	Trigger   string          `json:"trigger"`
+	Preset    string          `json:"preset"`
+	Overrides json.RawMessage `json:"overrides,omitempty"`
+	// Model is the agent's model: it picks the token encoding and the
+	// default context limit.
+	Model        string `json:"model"`
+	ContextLimit int    `json:"context_limit"`
+	ReplayOf     string `json:"replay_of,omitempty"`
+}
+
+// PlanInput starts a run.
+type PlanInput struct {
+	Run         Run    `json:"run"`
+	InputKey    string `json:"input_key"`
+	InputSHA256 string `json:"input_sha256"`
+}
+
+// PlanResult is what the plan step learned about the input.
+type PlanResult struct {
+	Format       string  `json:"format"`
+	Messages     int     `json:"messages"`
+	Encoding     string  `json:"encoding"`
+	ContextLimit int     `json:"context_limit"`
+	TokensBefore int     `json:"tokens_before"`
+	CharsBefore  int     `json:"chars_before"`
+	UsageBefore  float64 `json:"usage_before"`
+	LevelBefore  string  `json:"level_before"`
+	// Skip is set when the preset has nothing to do (debug verbosity, an
+	// empty conversation); the run still commits the input unchanged.
+	Skip   bool   `json:"skip"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// ArchiveInput archives the original.
+type ArchiveInput struct {
+	Run         Run    `json:"run"`
+	InputKey    string `json:"input_key"`
+	InputSHA256 string `json:"input_sha256"`
+}
+
+// ArchiveResult is where the verified copy of the original lives.
+type ArchiveResult struct {
+	Key    string `json:"key"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+}
+
+// DeterministicInput runs every pass that needs no LLM.
+type DeterministicInput struct {
+	Run     Run    `json:"run"`
+	WorkKey string `json:"work_key"`
+}
+
+// Target is one tool result an LLM pass will rewrite. TextKey holds the
+// result text and ContextKey the turn's context (thought and action).
+type Target struct {
+	Msg        int    `json:"msg"`
+	Block      int    `json:"block"`
+	Chars      int    `json:"chars"`
+	TextKey    string `json:"text_key"`
+	ContextKey string `json:"context_key,omitempty"`
+}
+
+// PassStat reports one pass.
+type PassStat struct {
+	Name        string `json:"name"`
+	Applied     bool   `json:"applied"`
+	Count       int    `json:"count"`
+	TokensSaved int    `json:"tokens_saved"`
+	Note        string `json:"note,omitempty"`
+}
+
+// DeterministicResult is the working conversation after the cheap passes
+// and the large results that need map-reduce.
+type DeterministicResult struct {
+	WorkKey      string     `json:"work_key"`
+	Tokens       int        `json:"tokens"`
+	Usage        float64    `json:"usage"`
+	Passes       []PassStat `json:"passes"`
+	Watermark    string     `json:"watermark,omitempty"`
+	LargeResults []Target   `json:"large_results,omitempty"`
+	// Done is set when usage is at or below the preset's target, so the
+	// adaptive preset stops before any LLM pass.
+	Done bool `json:"done"`
+}
+
+// ChunkInput splits one large result into chunks.
+type ChunkInput struct {
+	Run     Run    `json:"run"`
+	Step    string `json:"step"`
+	TextKey string `json:"text_key"`
+}
+
+// ChunkResult lists the chunk keys in order.
+type ChunkResult struct {
+	Keys  []string `json:"keys"`
+	Chars []int    `json:"chars"`
+}
+
+// SummarizeInput asks the summarizer for one text.
+type SummarizeInput struct {
+	Run  Run    `json:"run"`
+	Step string `json:"step"`
+	// Prompt names the prompt file: chunk, merge, result, history, brief,
+	// session, repair.
+	Prompt       string `json:"prompt"`
+	SourceKey    string `json:"source_key"`
+	ContextKey   string `json:"context_key,omitempty"`
+	MissingKey   string `json:"missing_key,omitempty"`
+	ArchiveKey   string `json:"archive_key,omitempty"`
+	TargetChars  int    `json:"target_chars,omitempty"`
+	TargetTokens int    `json:"target_tokens,omitempty"`
+}
+
+// SummarizeResult is where the summary was written.
+type SummarizeResult struct {
+	Key           string `json:"key"`
+	Chars         int    `json:"chars"`
+	Model         string `json:"model"`
+	PromptVersion string `json:"prompt_version"`
+	Fallback      string `json:"fallback,omitempty"`
+}
+
+// FallbackInput asks for the no-LLM fallback of a summary.
+type FallbackInput struct {
+	Run         Run    `json:"run"`
+	Step        string `json:"step"`
+	SourceKey   string `json:"source_key"`
+	TargetChars int    `json:"target_chars"`
+	// Mode is "extractive" or "truncate" (seed 000's first N chars).
+	Mode string `json:"mode"`
+}
+
+// MergeInput joins chunk summaries in order.
+type MergeInput struct {
+	Run  Run      `json:"run"`
+	Step string   `json:"step"`
+	Keys []string `json:"keys"`
+}
+
+// MergeResult is the merged text.
+type MergeResult struct {
+	Key   string `json:"key"`
+	Chars int    `json:"chars"`
+}
+
+// Replacement puts the text at TextKey in place of one tool result.
+type Replacement struct {
+	Msg     int    `json:"msg"`
+	Block   int    `json:"block"`
+	TextKey string `json:"text_key"`
+}
+
+// ApplyResultsInput rewrites tool results in the working conversation.
+type ApplyResultsInput struct {
+	Run          Run           `json:"run"`
+	Step         string        `json:"step"`
+	WorkKey      string        `json:"work_key"`
+	Replacements []Replacement `json:"replacements"`
+}
+
+// WorkResult is a new working conversation.
+type WorkResult struct {
+	WorkKey string  `json:"work_key"`
+	Tokens  int     `json:"tokens"`
+	Usage   float64 `json:"usage"`
+}
+
+// GlobalInput plans seed 000's layer 2 over the working conversation.
+type GlobalInput struct {
+	Run     Run    `json:"run"`
+	WorkKey string `json:"work_key"`
+	// Exclude lists results already compressed by layer 1, which are not
+	// compressed again.
+	Exclude []Replacement `json:"exclude,omitempty"`
+}
+
+// GlobalResult lists the results to compress; empty when usage is under
+// the trigger.
+type GlobalResult struct {
+	Targets []Target `json:"targets,omitempty"`
+	Usage   float64  `json:"usage"`
+}
+
+// HistoryInput prepares history compaction.
+type HistoryInput struct {
+	Run        Run    `json:"run"`
+	WorkKey    string `json:"work_key"`
+	TokensFreed int   `json:"tokens_freed"`
+}
+
+// HistoryPlan says whether and how to compact the history.
+type HistoryPlan struct {
+	Skip   bool   `json:"skip"`
+	Reason string `json:"reason,omitempty"`
+	Split  int    `json:"split"`
+	// TranscriptKey holds the text of the messages to summarize, with
+	// offloaded content restored.
+	TranscriptKey string   `json:"transcript_key,omitempty"`
+	Summarized    int      `json:"summarized"`
+	Restored      []string `json:"restored,omitempty"`
+	Unavailable   int      `json:"unavailable,omitempty"`
+}
+
+// DriftInput measures a summary against its source.
+type DriftInput struct {
+	Run        Run    `json:"run"`
+	Step       string `json:"step"`
+	Pass       int    `json:"pass"`
+	SourceKey  string `json:"source_key"`
+	SummaryKey string `json:"summary_key"`
+}
+
+// DriftResult is the verdict. The missing items stay in S3 and Postgres:
+// they are conversation text.
+type DriftResult struct {
+	Score        float64 `json:"score"`
+	Passed       bool    `json:"passed"`
+	MissingCount int     `json:"missing_count"`
+	MissingKey   string  `json:"missing_key,omitempty"`
+}
+
+// PatchInput appends the still-missing items to a summary: the last,
+// deterministic resort of the drift check.
+type PatchInput struct {
+	Run        Run    `json:"run"`
+	Step       string `json:"step"`
+	SummaryKey string `json:"summary_key"`
+	MissingKey string `json:"missing_key"`
+}
+
+// ApplyHistoryInput replaces the summarized messages with the summary.
+type ApplyHistoryInput struct {
+	Run        Run    `json:"run"`
+	Step       string `json:"step"`
+	WorkKey    string `json:"work_key"`
+	Split      int    `json:"split"`
+	SummaryKey string `json:"summary_key"`
+}
+
+// CommitInput finishes a run.
+type CommitInput struct {
+	Run        Run    `json:"run"`
+	WorkKey    string `json:"work_key"`
+	ArchiveKey string `json:"archive_key"`
+	Watermark  string `json:"watermark,omitempty"`
+	// DeleteOffloads removes offloads restored into the summary (seed 002),
+	// only after the commit.
+	DeleteOffloads []string   `json:"delete_offloads,omitempty"`
+	Passes         []PassStat `json:"passes,omitempty"`
+	Model          string     `json:"model,omitempty"`
+	PromptVersion  string     `json:"prompt_version,omitempty"`
+	// HistoryFailed marks seed 002's "success false": the summary failed
+	// and the history was left as it was.
+	HistoryFailed bool `json:"history_failed,omitempty"`
+}
+
+// CommitResult is the run's outcome.
+type CommitResult struct {
+	OutputKey    string  `json:"output_key"`
+	OutputSHA256 string  `json:"output_sha256"`
+	TokensBefore int     `json:"tokens_before"`
+	TokensAfter  int     `json:"tokens_after"`
+	Ratio        float64 `json:"ratio"`
+	LevelAfter   string  `json:"level_after"`
+	Committed    bool    `json:"committed"`
+	Deleted      int     `json:"deleted_offloads"`
+}
+
+// FailInput marks a run failed.
+type FailInput struct {
+	RunID   string `json:"run_id"`
+	Message string `json:"message"`
+}

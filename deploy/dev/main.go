@@ -1,0 +1,128 @@
+// Command dev is the one-command demo and development stack: it starts an
+// in-process Temporal server on a SQLite file, Postgres (DATABASE_URL, or a
+// throw-away cluster from the local PostgreSQL binaries), an S3-compatible
+// store on a local folder and a worker, then compacts a conversation (the
+// shipped sample by default) and prints the before/after report and where
+// the archive is. With --serve it keeps the stack running for `starter`.
+//
+// It links the Temporal server, so it lives under deploy/, apart from the
+// production binaries.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/ctxcompact/orchestrator/deploy/devstack"
+	"github.com/ctxcompact/orchestrator/internal/app"
+	"github.com/ctxcompact/orchestrator/internal/config"
+	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/report"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "dev:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	dir := flag.String("dir", ".devstack", "folder for the stack's state (Temporal SQLite file, Postgres cluster, S3 objects)")
+	file := flag.String("file", "testdata/conversations/django__django-11742.json", "conversation to compact")
+	preset := flag.String("preset", "", "preset (default: COMPACTOR_DEFAULT_PRESET, adaptive)")
+	model := flag.String("model", "gpt-4o", "the agent's model")
+	limit := flag.Int("limit", 40000, "context limit in the preset's unit; the default puts the sample over its thresholds")
+	out := flag.String("o", "", "write the compacted conversation to this file")
+	serve := flag.Bool("serve", false, "keep the stack and worker running after the demo (Ctrl-C stops)")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	fmt.Println("starting the embedded stack in", *dir, "…")
+	started := time.Now()
+	stack, err := devstack.Start(ctx, devstack.Options{Dir: *dir, DatabaseURL: os.Getenv("DATABASE_URL"), Log: os.Stderr})
+	if err != nil {
+		return fmt.Errorf("start stack: %w", err)
+	}
+	defer stack.Close()
+	// The stack's addresses become the configuration, exactly as a real
+	// deployment passes them through the environment.
+	for k, v := range map[string]string{
+		"TEMPORAL_ADDRESS": stack.TemporalAddress, "TEMPORAL_NAMESPACE": stack.Namespace,
+		"DATABASE_URL": stack.DatabaseURL, "S3_ENDPOINT": stack.S3Endpoint, "S3_BUCKET": stack.S3Bucket,
+		"S3_ACCESS_KEY": stack.S3AccessKey, "S3_SECRET_KEY": stack.S3SecretKey, "S3_PATH_STYLE": "true",
+	} {
+		if err := os.Setenv(k, v); err != nil {
+			return err
+		}
+	}
+	cfg, err := config.Load()
+	if err != nil {
+		return err
+	}
+	deps, err := app.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer deps.Close()
+	c, err := app.Dial(cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	w := deps.NewWorker(c)
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	defer w.Stop()
+	summarizer := "offline extractive summarizer (set OPENAI_BASE_URL for an LLM)"
+	if cfg.OpenAIBaseURL != "" {
+		summarizer = cfg.OpenAIBaseURL + " model " + cfg.SummarizerModel
+	}
+	fmt.Printf("stack ready in %s: temporal %s, s3 %s, summarizer: %s\n\n", time.Since(started).Round(time.Millisecond), stack.TemporalAddress, stack.S3Endpoint, summarizer)
+
+	data, err := os.ReadFile(*file)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", *file, err)
+	}
+	gw := &gateway.Gateway{Store: deps.Store, Blob: deps.Blob, Temporal: c, TaskQueue: cfg.TaskQueue, DefaultPreset: cfg.DefaultPreset}
+	ev := gateway.Event{
+		Tenant: "demo", Session: "demo", EventID: fmt.Sprintf("dev-%d", time.Now().UnixNano()), Kind: gateway.KindThreshold,
+		Model: *model, ContextLimit: *limit, Preset: *preset, Conversation: data,
+	}
+	sub, err := gw.Submit(ctx, ev)
+	if err != nil {
+		return fmt.Errorf("submit %s: %w", *file, err)
+	}
+	fmt.Printf("compacting %s (run %s)…\n", *file, sub.RunID)
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	defer cancel()
+	res, err := gw.Wait(wctx, sub.RunID)
+	if err != nil {
+		return fmt.Errorf("run %s: %w", sub.RunID, err)
+	}
+	report.Run(os.Stdout, res)
+	fmt.Printf("\nthe original is archived (sha256 verified) at s3://%s/%s under %s/s3\n", stack.S3Bucket, res.ArchiveKey, *dir)
+	if *out != "" {
+		body, err := deps.Blob.GetVerified(ctx, res.OutputKey, res.OutputSHA256)
+		if err != nil {
+			return fmt.Errorf("read output: %w", err)
+		}
+		if err := os.WriteFile(*out, body, 0o644); err != nil {
+			return err
+		}
+		fmt.Println("compacted conversation written to", *out)
+	}
+	if *serve {
+		fmt.Println("\nstack running; point starter at it with the variables above. Ctrl-C stops.")
+		<-ctx.Done()
+	}
+	return nil
+}

@@ -1,0 +1,104 @@
+// Package app wires the configuration into the dependencies that the
+// worker and the starter share: Postgres, S3, the summarizer and the
+// Temporal client and worker.
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/config"
+	"github.com/ctxcompact/orchestrator/internal/llm"
+	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
+	"github.com/ctxcompact/orchestrator/workflows"
+)
+
+// Deps are the opened dependencies. Close releases them.
+type Deps struct {
+	Config     config.Config
+	Store      *store.Store
+	Blob       *blob.Store
+	Summarizer llm.Summarizer
+	Limits     tokens.Limits
+}
+
+// Open connects to Postgres (applying migrations), S3 (creating the bucket
+// if missing) and builds the summarizer: offline extractive when no
+// OPENAI_BASE_URL is set.
+func Open(ctx context.Context, cfg config.Config) (*Deps, error) {
+	limits := tokens.DefaultLimits()
+	if cfg.ModelLimits != "" {
+		extra, err := tokens.ParseLimits(cfg.ModelLimits)
+		if err != nil {
+			return nil, fmt.Errorf("MODEL_CONTEXT_LIMITS: %w", err)
+		}
+		for k, v := range extra {
+			limits[k] = v
+		}
+	}
+	st, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	if err := st.Migrate(ctx); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("migrate postgres: %w", err)
+	}
+	bl, err := blob.New(ctx, blob.Config{
+		Endpoint: cfg.S3Endpoint, Region: cfg.S3Region, Bucket: cfg.S3Bucket,
+		AccessKey: cfg.S3AccessKey, SecretKey: cfg.S3SecretKey, PathStyle: cfg.S3PathStyle,
+	})
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("open s3: %w", err)
+	}
+	if err := bl.EnsureBucket(ctx); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("s3 bucket %s: %w", cfg.S3Bucket, err)
+	}
+	sum, err := llm.New(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: cfg.SummarizerModel, Timeout: cfg.LLMTimeout})
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("summarizer: %w", err)
+	}
+	return &Deps{Config: cfg, Store: st, Blob: bl, Summarizer: sum, Limits: limits}, nil
+}
+
+// Activities builds the activity struct over the dependencies.
+func (d *Deps) Activities() *activities.Activities {
+	return &activities.Activities{
+		Store: d.Store, Blob: d.Blob, Summarizer: d.Summarizer, Limits: d.Limits,
+		Overrides: d.Config.PresetOverrides, SummarizerModel: d.Config.SummarizerModel,
+		LLMSlots: make(chan struct{}, max(d.Config.LLMParallelism, 1)),
+	}
+}
+
+// NewWorker builds a worker on the configured task queue with every
+// workflow and activity registered.
+func (d *Deps) NewWorker(c client.Client) worker.Worker {
+	w := worker.New(c, d.Config.TaskQueue, worker.Options{
+		MaxConcurrentActivityExecutionSize: max(d.Config.WorkerActivities, 1),
+	})
+	workflows.Register(w, d.Activities())
+	return w
+}
+
+// Close releases the dependencies.
+func (d *Deps) Close() {
+	d.Store.Close()
+}
+
+// Dial connects a Temporal client.
+func Dial(cfg config.Config) (client.Client, error) {
+	c, err := client.Dial(client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace})
+	if err != nil {
+		return nil, fmt.Errorf("connect to temporal at %s: %w", cfg.TemporalAddress, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,103 @@
+package blob
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Kinds of content stored under a tenant. They are the second path segment of
+// a content key, so listing one tenant's archives is a single prefix scan.
+const (
+	KindInput   = "input"
+	KindArchive = "archive"
+	KindOffload = "offload"
+	KindOutput  = "output"
+	KindChunk   = "chunk"
+)
+
+// MaxTenantLen bounds tenant IDs so that keys stay far below S3's 1024-byte
+// key limit whatever the kind and hash.
+const MaxTenantLen = 128
+
+// maxKindLen bounds kinds for the same reason as MaxTenantLen.
+const maxKindLen = 32
+
+// ValidateTenant reports why tenant cannot be used as a key prefix, or nil.
+// Tenants become a path segment, so anything that could escape or merge
+// segments ("/", "..", empty) is rejected, and the alphabet is kept to
+// characters every S3 implementation stores verbatim.
+func ValidateTenant(tenant string) error {
+	switch {
+	case tenant == "":
+		return fmt.Errorf("tenant: empty")
+	case len(tenant) > MaxTenantLen:
+		return fmt.Errorf("tenant %.20q...: %d characters, at most %d allowed", tenant, len(tenant), MaxTenantLen)
+	case tenant == "." || strings.Contains(tenant, ".."):
+		return fmt.Errorf("tenant %q: must not be %q or contain %q", tenant, ".", "..")
+	}
+	for i, r := range tenant {
+		if !isTenantChar(r) {
+			return fmt.Errorf("tenant %q: character %q at byte %d not allowed (use A-Z a-z 0-9 . _ -)", tenant, r, i)
+		}
+	}
+	return nil
+}
+
+func isTenantChar(r rune) bool {
+	return (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') ||
+		r == '.' || r == '_' || r == '-'
+}
+
+// ValidateKind reports why kind cannot be used as a key segment, or nil. Any
+// short lowercase segment is accepted rather than a fixed list, so a new kind
+// of content needs no change here; the Kind constants are the ones in use.
+func ValidateKind(kind string) error {
+	if kind == "" {
+		return fmt.Errorf("kind: empty")
+	}
+	if len(kind) > maxKindLen {
+		return fmt.Errorf("kind %q: %d characters, at most %d allowed", kind, len(kind), maxKindLen)
+	}
+	for i, r := range kind {
+		if !((r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-') {
+			return fmt.Errorf("kind %q: character %q at byte %d not allowed (use a-z 0-9 -)", kind, r, i)
+		}
+	}
+	return nil
+}
+
+// ValidateSHA256 reports whether s is a lowercase hex SHA-256 digest.
+func ValidateSHA256(s string) error {
+	if len(s) != 64 {
+		return fmt.Errorf("sha256 %q: %d characters, want 64 lowercase hex", s, len(s))
+	}
+	for i, r := range s {
+		if !((r >= '0' && r <= '9') || (r >= 'a' && r <= 'f')) {
+			return fmt.Errorf("sha256 %q: character %q at byte %d is not lowercase hex", s, r, i)
+		}
+	}
+	return nil
+}
+
+// ContentKey returns the object key for content of the given kind and
+// SHA-256 owned by tenant: tenants/{tenant}/{kind}/{sha[:2]}/{sha}. The
+// two-character fan-out keeps any one listing prefix small.
+//
+// It returns "" when any part is invalid, and every Store method rejects an
+// empty key, so a bad tenant can never reach S3; call ValidateTenant at the
+// API boundary to tell the caller what is wrong.
+func ContentKey(tenant, kind, sha256hex string) string {
+	if ValidateTenant(tenant) != nil || ValidateKind(kind) != nil || ValidateSHA256(sha256hex) != nil {
+		return ""
+	}
+	return "tenants/" + tenant + "/" + kind + "/" + sha256hex[:2] + "/" + sha256hex
+}
+
+// TenantPrefix returns the key prefix under which all of tenant's objects
+// live, ending in "/" so that tenant "a" never matches tenant "ab".
+func TenantPrefix(tenant string) (string, error) {
+	if err := ValidateTenant(tenant); err != nil {
+		return "", err
+	}
+	return "tenants/" + tenant + "/", nil
+}

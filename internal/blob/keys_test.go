@@ -1,0 +1,77 @@
+package blob_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/blob"
+)
+
+func TestValidateTenant(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		tenant string
+		want   string // substring of the error; "" means valid
+	}{
+		{"acme", ""},
+		{"Acme_Corp-2.eu", ""},
+		{strings.Repeat("a", blob.MaxTenantLen), ""},
+		{"", "empty"},
+		{strings.Repeat("a", blob.MaxTenantLen+1), "at most 128"},
+		{"a/b", `'/'`},
+		{"..", `".."`},
+		{"a..b", `".."`},
+		{".", `"."`},
+		{"with space", `' '`},
+		{"tenant\x00", `'\x00'`},
+		{"ünicode", `'ü'`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.tenant, func(t *testing.T) {
+			t.Parallel()
+			err := blob.ValidateTenant(tc.tenant)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+func TestContentKey(t *testing.T) {
+	t.Parallel()
+	sha := blob.SHA256Hex([]byte("content"))
+	tests := []struct {
+		name, tenant, kind, sha, want string
+	}{
+		{"input", "acme", blob.KindInput, sha, "tenants/acme/input/" + sha[:2] + "/" + sha},
+		{"archive", "t-1", blob.KindArchive, sha, "tenants/t-1/archive/" + sha[:2] + "/" + sha},
+		{"bad tenant", "a/b", blob.KindInput, sha, ""},
+		{"bad kind", "acme", "in/put", sha, ""},
+		{"empty kind", "acme", "", sha, ""},
+		{"short sha", "acme", blob.KindInput, "ab", ""},
+		{"uppercase sha", "acme", blob.KindInput, strings.ToUpper(sha), ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.want, blob.ContentKey(tc.tenant, tc.kind, tc.sha))
+		})
+	}
+}
+
+func TestTenantPrefix(t *testing.T) {
+	t.Parallel()
+	prefix, err := blob.TenantPrefix("acme")
+	require.NoError(t, err)
+	require.Equal(t, "tenants/acme/", prefix)
+	key := blob.ContentKey("acme", blob.KindOutput, blob.SHA256Hex(nil))
+	require.True(t, strings.HasPrefix(key, prefix))
+	require.False(t, strings.HasPrefix(blob.ContentKey("acme2", blob.KindOutput, blob.SHA256Hex(nil)), prefix))
+
+	_, err = blob.TenantPrefix("")
+	require.Error(t, err)
+}

@@ -1,0 +1,391 @@
+// Package blob is the S3 repository: tenant-prefixed, content-addressed
+// objects on any S3-compatible endpoint, with SHA-256 verification and a
+// single place (IsRetryable) where S3 errors are classified.
+package blob
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+)
+
+// Defaults applied by New when the Config leaves a field zero.
+const (
+	// DefaultTimeout bounds one operation, SDK retries included. A 5 MB
+	// object moves in well under a second on any sane link; the margin is
+	// for slow gateways, and anything slower is better retried by Temporal.
+	DefaultTimeout = 60 * time.Second
+	// DefaultMaxAttempts keeps SDK retries few: the pipeline retries whole
+	// activities, and stacked retry loops multiply the wait on an outage.
+	DefaultMaxAttempts = 3
+	// DefaultRegion is used for custom endpoints that ignore the region but
+	// still need one for SigV4.
+	DefaultRegion = "us-east-1"
+	// contentType is stored on every object: blobs are opaque to S3 and
+	// only ever read back by this package.
+	contentType = "application/octet-stream"
+	// metaSHA256 is the user-metadata key (x-amz-meta-sha256) holding the
+	// hex SHA-256 of the object body.
+	metaSHA256 = "sha256"
+	// maxBackoff caps the SDK's delay between its few attempts.
+	maxBackoff = 2 * time.Second
+)
+
+// Config locates a bucket on an S3-compatible endpoint.
+type Config struct {
+	// Endpoint is the base URL of an S3-compatible server
+	// ("http://127.0.0.1:7070"); empty means AWS S3.
+	Endpoint string
+	// Region for request signing; DefaultRegion when empty.
+	Region string
+	// Bucket holding all objects; required.
+	Bucket string
+	// AccessKey and SecretKey are static credentials; when both are empty
+	// the SDK's default chain (env, shared files, IAM role) is used.
+	AccessKey string
+	SecretKey string
+	// PathStyle addresses buckets as endpoint/bucket rather than
+	// bucket.endpoint, as most self-hosted servers require.
+	PathStyle bool
+
+	// Timeout bounds each operation; DefaultTimeout when zero.
+	Timeout time.Duration
+	// MaxAttempts is the SDK's attempts per operation; DefaultMaxAttempts
+	// when zero.
+	MaxAttempts int
+	// ListPageSize is MaxKeys for each List request; zero leaves the
+	// server default (1000). Small values exist to exercise paging.
+	ListPageSize int32
+	// HTTPClient replaces the SDK's HTTP client, e.g. to observe requests
+	// in tests; nil keeps the SDK default.
+	HTTPClient *http.Client
+}
+
+// Ref identifies stored content: where it is, its SHA-256 and size.
+type Ref struct {
+	Key    string
+	SHA256 string
+	Size   int64
+}
+
+// Store reads and writes objects in one bucket. It is safe for concurrent
+// use.
+type Store struct {
+	client   *s3.Client
+	bucket   string
+	timeout  time.Duration
+	pageSize int32
+}
+
+// New builds a Store for cfg. It does not contact the server; call
+// EnsureBucket to check (and create) the bucket.
+func New(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Bucket == "" {
+		return nil, errors.New("blob config: bucket is empty")
+	}
+	if (cfg.AccessKey == "") != (cfg.SecretKey == "") {
+		return nil, errors.New("blob config: access key and secret key must be given together")
+	}
+	if cfg.Timeout < 0 || cfg.MaxAttempts < 0 || cfg.ListPageSize < 0 {
+		return nil, fmt.Errorf("blob config: negative timeout (%s), max attempts (%d) or list page size (%d)",
+			cfg.Timeout, cfg.MaxAttempts, cfg.ListPageSize)
+	}
+	region := cfg.Region
+	if region == "" {
+		region = DefaultRegion
+	}
+	attempts := cfg.MaxAttempts
+	if attempts == 0 {
+		attempts = DefaultMaxAttempts
+	}
+	timeout := cfg.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+
+	opts := []func(*config.LoadOptions) error{
+		config.WithRegion(region),
+		config.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts = attempts
+				o.MaxBackoff = maxBackoff
+				// The client-side retry budget would turn a long outage
+				// into "quota exceeded" errors that outlive it; retries
+				// are already few, so it buys nothing here.
+				o.RateLimiter = ratelimit.None
+			})
+		}),
+	}
+	if cfg.AccessKey != "" {
+		opts = append(opts, config.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(cfg.AccessKey, cfg.SecretKey, "")))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("blob config: load aws config: %w", err)
+	}
+	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+		o.UsePathStyle = cfg.PathStyle
+		// Set here rather than in LoadDefaultConfig, which refuses a plain
+		// *http.Client when AWS_CA_BUNDLE is set in the environment.
+		if cfg.HTTPClient != nil {
+			o.HTTPClient = cfg.HTTPClient
+		}
+	})
+	return &Store{client: client, bucket: cfg.Bucket, timeout: timeout, pageSize: cfg.ListPageSize}, nil
+}
+
+// Bucket returns the bucket this Store works in.
+func (s *Store) Bucket() string { return s.bucket }
+
+// Client returns the underlying S3 client for operations this package does
+// not wrap (tests, administration).
+func (s *Store) Client() *s3.Client { return s.client }
+
+// opContext bounds one operation by the Store's timeout.
+func (s *Store) opContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+// EnsureBucket creates the bucket unless it already exists and is ours.
+// HEAD comes first so that credentials without s3:CreateBucket work against
+// a bucket provisioned elsewhere.
+func (s *Store) EnsureBucket(ctx context.Context) error {
+	ctx, cancel := s.opContext(ctx)
+	defer cancel()
+	_, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.bucket)})
+	if err == nil {
+		return nil
+	}
+	if !isMissingBucket(err) {
+		return fmt.Errorf("head bucket %q: %w", s.bucket, err)
+	}
+	in := &s3.CreateBucketInput{Bucket: aws.String(s.bucket)}
+	if region := s.client.Options().Region; region != DefaultRegion {
+		// Outside us-east-1, AWS requires the location to match the region.
+		in.CreateBucketConfiguration = &types.CreateBucketConfiguration{
+			LocationConstraint: types.BucketLocationConstraint(region),
+		}
+	}
+	_, err = s.client.CreateBucket(ctx, in)
+	var owned *types.BucketAlreadyOwnedByYou
+	if err != nil && !errors.As(err, &owned) {
+		return fmt.Errorf("create bucket %q: %w", s.bucket, err)
+	}
+	return nil
+}
+
+// isMissingBucket reports a HEAD bucket 404 (which has no body, hence no
+// specific code) or an explicit NoSuchBucket.
+func isMissingBucket(err error) bool {
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) && (apiErr.ErrorCode() == "NotFound" || apiErr.ErrorCode() == "NoSuchBucket") {
+		return true
+	}
+	var statusErr interface{ HTTPStatusCode() int }
+	return errors.As(err, &statusErr) && statusErr.HTTPStatusCode() == http.StatusNotFound
+}
+
+// SHA256Hex returns the lowercase hex SHA-256 of data.
+func SHA256Hex(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// PutContent stores data under its content key for tenant and kind. If the
+// object is already there with the same SHA-256 it is not uploaded again, so
+// a retried activity costs one HEAD; if the key holds something else (a
+// damaged object) it is overwritten with the right bytes.
+func (s *Store) PutContent(ctx context.Context, tenant, kind string, data []byte) (Ref, error) {
+	if err := ValidateTenant(tenant); err != nil {
+		return Ref{}, fmt.Errorf("put content: %w", err)
+	}
+	if err := ValidateKind(kind); err != nil {
+		return Ref{}, fmt.Errorf("put content: %w", err)
+	}
+	sum := SHA256Hex(data)
+	ref := Ref{Key: ContentKey(tenant, kind, sum), SHA256: sum, Size: int64(len(data))}
+
+	stored, err := s.storedSHA256(ctx, ref.Key)
+	switch {
+	case err == nil && stored == sum:
+		return ref, nil
+	case err != nil && !errors.Is(err, ErrNotFound):
+		return Ref{}, fmt.Errorf("put content %s: %w", ref.Key, err)
+	}
+	if err := s.put(ctx, ref.Key, sum, data); err != nil {
+		return Ref{}, fmt.Errorf("put content %s: %w", ref.Key, err)
+	}
+	return ref, nil
+}
+
+// Put stores data under key, overwriting whatever is there, and records its
+// SHA-256 in the object metadata.
+func (s *Store) Put(ctx context.Context, key string, data []byte) (Ref, error) {
+	if err := validateKey(key); err != nil {
+		return Ref{}, fmt.Errorf("put: %w", err)
+	}
+	sum := SHA256Hex(data)
+	if err := s.put(ctx, key, sum, data); err != nil {
+		return Ref{}, fmt.Errorf("put %s: %w", key, err)
+	}
+	return Ref{Key: key, SHA256: sum, Size: int64(len(data))}, nil
+}
+
+func (s *Store) put(ctx context.Context, key, sum string, data []byte) error {
+	ctx, cancel := s.opContext(ctx)
+	defer cancel()
+	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket:        aws.String(s.bucket),
+		Key:           aws.String(key),
+		Body:          bytes.NewReader(data),
+		ContentLength: aws.Int64(int64(len(data))),
+		ContentType:   aws.String(contentType),
+		Metadata:      map[string]string{metaSHA256: sum},
+	})
+	return mapError(err)
+}
+
+// storedSHA256 returns the sha256 metadata of key ("" if the object has
+// none), or an error wrapping ErrNotFound.
+func (s *Store) storedSHA256(ctx context.Context, key string) (string, error) {
+	ctx, cancel := s.opContext(ctx)
+	defer cancel()
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+	if err != nil {
+		return "", mapError(err)
+	}
+	// Servers differ in how they case metadata keys.
+	for k, v := range out.Metadata {
+		if strings.EqualFold(k, metaSHA256) {
+			return v, nil
+		}
+	}
+	return "", nil
+}
+
+// Get returns the whole object at key, or an error wrapping ErrNotFound.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := validateKey(key); err != nil {
+		return nil, fmt.Errorf("get: %w", err)
+	}
+	ctx, cancel := s.opContext(ctx)
+	defer cancel()
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", key, mapError(err))
+	}
+	defer out.Body.Close()
+	data, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: read body: %w", key, err)
+	}
+	return data, nil
+}
+
+// GetVerified returns the object at key after checking that its SHA-256 is
+// wantSHA; a mismatch is an error wrapping ErrChecksum. This is how an
+// archived original is proven intact before anything replaces it.
+func (s *Store) GetVerified(ctx context.Context, key, wantSHA string) ([]byte, error) {
+	if err := ValidateSHA256(wantSHA); err != nil {
+		return nil, fmt.Errorf("get verified %s: %w", key, err)
+	}
+	data, err := s.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if got := SHA256Hex(data); got != wantSHA {
+		return nil, fmt.Errorf("get verified %s: %w: want %s, got %s (%d bytes)", key, ErrChecksum, wantSHA, got, len(data))
+	}
+	return data, nil
+}
+
+// Exists reports whether an object is stored at key.
+func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
+	if err := validateKey(key); err != nil {
+		return false, fmt.Errorf("exists: %w", err)
+	}
+	_, err := s.storedSHA256(ctx, key)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrNotFound):
+		return false, nil
+	default:
+		return false, fmt.Errorf("exists %s: %w", key, err)
+	}
+}
+
+// Delete removes the object at key. Deleting a missing object succeeds, so
+// cleanup can be retried freely.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := validateKey(key); err != nil {
+		return fmt.Errorf("delete: %w", err)
+	}
+	ctx, cancel := s.opContext(ctx)
+	defer cancel()
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+	if err = mapError(err); err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	return nil
+}
+
+// List returns every key starting with prefix, in S3's (lexicographic)
+// order, following continuation tokens across pages.
+func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(prefix)}
+	if s.pageSize > 0 {
+		in.MaxKeys = aws.Int32(s.pageSize)
+	}
+	pages := s3.NewListObjectsV2Paginator(s.client, in)
+	var keys []string
+	for page := 1; pages.HasMorePages(); page++ {
+		out, err := s.nextPage(ctx, pages)
+		if err != nil {
+			return nil, fmt.Errorf("list %q page %d: %w", prefix, page, err)
+		}
+		for _, obj := range out.Contents {
+			keys = append(keys, aws.ToString(obj.Key))
+		}
+	}
+	return keys, nil
+}
+
+// nextPage gives each page its own timeout, so a long listing is not cut
+// short by a budget meant for one request.
+func (s *Store) nextPage(ctx context.Context, pages *s3.ListObjectsV2Paginator) (*s3.ListObjectsV2Output, error) {
+	ctx, cancel := s.opContext(ctx)
+	defer cancel()
+	out, err := pages.NextPage(ctx)
+	return out, mapError(err)
+}
+
+func validateKey(key string) error {
+	if key == "" {
+		return errors.New("empty key")
+	}
+	if len(key) > 1024 {
+		return fmt.Errorf("key %.40q...: %d bytes, S3 allows at most 1024", key, len(key))
+	}
+	return nil
+}

@@ -1,0 +1,288 @@
+package blob_test
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
+)
+
+func TestMain(m *testing.M) { blobtest.Main(m) }
+
+// requestCounter counts HTTP requests by method, to prove what the Store
+// did or did not send.
+type requestCounter struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (c *requestCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.counts[req.Method]++
+	c.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+func (c *requestCounter) get(method string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[method]
+}
+
+func (c *requestCounter) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.counts = map[string]int{}
+}
+
+func withCounter() (blobtest.Option, *requestCounter) {
+	c := &requestCounter{counts: map[string]int{}}
+	return func(cfg *blob.Config) { cfg.HTTPClient = &http.Client{Transport: c} }, c
+}
+
+func randomBytes(t *testing.T, n int) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	_, err := rand.Read(b)
+	require.NoError(t, err)
+	return b
+}
+
+func TestServerInUse(t *testing.T) {
+	t.Parallel()
+	// Reported so a run's log says which implementation the tests proved.
+	name := blobtest.ServerName(t)
+	require.Contains(t, []string{blobtest.ServerVersityGW, blobtest.ServerS3Local}, name)
+	t.Logf("S3 server: %s at %s", name, blobtest.Endpoint(t))
+}
+
+func TestRoundTrip5MB(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := blobtest.New(t)
+	data := randomBytes(t, 5<<20)
+
+	ref, err := store.Put(ctx, "big/object", data)
+	require.NoError(t, err)
+	require.Equal(t, "big/object", ref.Key)
+	require.Equal(t, int64(len(data)), ref.Size)
+	require.Equal(t, blob.SHA256Hex(data), ref.SHA256)
+
+	got, err := store.Get(ctx, ref.Key)
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+
+	got, err = store.GetVerified(ctx, ref.Key, ref.SHA256)
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+}
+
+func TestPutContentAddressesAndDeduplicates(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	opt, counter := withCounter()
+	store := blobtest.New(t, opt)
+	data := []byte(`{"messages":[{"role":"user","content":"hi"}]}`)
+	counter.reset()
+
+	first, err := store.PutContent(ctx, "acme", blob.KindInput, data)
+	require.NoError(t, err)
+	require.Equal(t, blob.ContentKey("acme", blob.KindInput, blob.SHA256Hex(data)), first.Key)
+	require.Equal(t, "tenants/acme/input/"+first.SHA256[:2]+"/"+first.SHA256, first.Key)
+	require.Equal(t, int64(len(data)), first.Size)
+	require.Equal(t, 1, counter.get(http.MethodPut))
+
+	second, err := store.PutContent(ctx, "acme", blob.KindInput, data)
+	require.NoError(t, err)
+	require.Equal(t, first, second)
+	require.Equal(t, 1, counter.get(http.MethodPut), "second PutContent of the same bytes must not upload")
+	require.Equal(t, 2, counter.get(http.MethodHead))
+
+	other, err := store.PutContent(ctx, "globex", blob.KindInput, data)
+	require.NoError(t, err)
+	require.NotEqual(t, first.Key, other.Key, "tenants must not share keys")
+	require.Equal(t, first.SHA256, other.SHA256)
+	require.Equal(t, 2, counter.get(http.MethodPut))
+}
+
+func TestPutContentRepairsDamagedObject(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := blobtest.New(t)
+	data := []byte("the original")
+	key := blob.ContentKey("acme", blob.KindArchive, blob.SHA256Hex(data))
+	_, err := store.Put(ctx, key, []byte("garbage at the content key"))
+	require.NoError(t, err)
+
+	ref, err := store.PutContent(ctx, "acme", blob.KindArchive, data)
+	require.NoError(t, err)
+	got, err := store.GetVerified(ctx, ref.Key, ref.SHA256)
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+}
+
+func TestGetVerifiedDetectsTampering(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := blobtest.New(t)
+	ref, err := store.PutContent(ctx, "acme", blob.KindArchive, []byte("archived original"))
+	require.NoError(t, err)
+	_, err = store.Put(ctx, ref.Key, []byte("tampered copy"))
+	require.NoError(t, err)
+
+	_, err = store.GetVerified(ctx, ref.Key, ref.SHA256)
+	require.ErrorIs(t, err, blob.ErrChecksum)
+	require.False(t, blob.IsRetryable(err))
+
+	_, err = store.GetVerified(ctx, ref.Key, "not-a-sha")
+	require.ErrorContains(t, err, "sha256")
+}
+
+func TestMissingObject(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := blobtest.New(t)
+
+	_, err := store.Get(ctx, "no/such/key")
+	require.ErrorIs(t, err, blob.ErrNotFound)
+	require.False(t, blob.IsRetryable(err))
+
+	exists, err := store.Exists(ctx, "no/such/key")
+	require.NoError(t, err)
+	require.False(t, exists)
+}
+
+func TestDeleteIsIdempotent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := blobtest.New(t)
+	ref, err := store.PutContent(ctx, "acme", blob.KindOffload, []byte("offloaded tool result"))
+	require.NoError(t, err)
+
+	require.NoError(t, store.Delete(ctx, ref.Key))
+	exists, err := store.Exists(ctx, ref.Key)
+	require.NoError(t, err)
+	require.False(t, exists)
+	require.NoError(t, store.Delete(ctx, ref.Key), "deleting a missing object must succeed")
+	require.NoError(t, store.Delete(ctx, "never/existed"))
+}
+
+func TestListFollowsPages(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	opt, counter := withCounter()
+	store := blobtest.New(t, opt, func(cfg *blob.Config) { cfg.ListPageSize = 3 })
+
+	var want []string
+	for i := range 10 {
+		ref, err := store.PutContent(ctx, "acme", blob.KindChunk, fmt.Appendf(nil, "chunk %d", i))
+		require.NoError(t, err)
+		want = append(want, ref.Key)
+	}
+	_, err := store.PutContent(ctx, "acme-other", blob.KindChunk, []byte("other tenant"))
+	require.NoError(t, err)
+	sort.Strings(want)
+	counter.reset()
+
+	prefix, err := blob.TenantPrefix("acme")
+	require.NoError(t, err)
+	got, err := store.List(ctx, prefix)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	if blobtest.ServerName(t) == blobtest.ServerS3Local {
+		// gofakes3's folder backend ignores MaxKeys and answers in one page.
+		t.Log("s3local does not page; only the listing itself was checked")
+	} else {
+		require.GreaterOrEqual(t, counter.get(http.MethodGet), 4, "10 keys at 3 per page need at least 4 requests")
+	}
+
+	none, err := store.List(ctx, "tenants/nobody/")
+	require.NoError(t, err)
+	require.Empty(t, none)
+}
+
+func TestEnsureBucketIsIdempotent(t *testing.T) {
+	t.Parallel()
+	store := blobtest.New(t)
+	require.NoError(t, store.EnsureBucket(context.Background()))
+	require.NoError(t, store.EnsureBucket(context.Background()))
+}
+
+func TestMissingBucketIsPermanent(t *testing.T) {
+	t.Parallel()
+	cfg := blobtest.NewConfig(t)
+	cfg.Bucket = "bt-never-created"
+	store, err := blob.New(context.Background(), cfg)
+	require.NoError(t, err)
+
+	_, err = store.Put(context.Background(), "k", []byte("v"))
+	require.Error(t, err)
+	require.False(t, blob.IsRetryable(err), "NoSuchBucket is a configuration error: %v", err)
+	require.NotErrorIs(t, err, blob.ErrNotFound)
+}
+
+func TestUnavailableServerIsRetryable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, proxy := blobtest.NewBehindProxy(t)
+	ref, err := store.PutContent(ctx, "acme", blob.KindInput, []byte("before the outage"))
+	require.NoError(t, err)
+
+	proxy.Down()
+	_, err = store.Get(ctx, ref.Key)
+	require.Error(t, err)
+	require.True(t, blob.IsRetryable(err), "outage must be retryable: %v", err)
+	_, err = store.PutContent(ctx, "acme", blob.KindInput, []byte("during the outage"))
+	require.Error(t, err)
+	require.True(t, blob.IsRetryable(err), "outage must be retryable: %v", err)
+
+	require.NoError(t, proxy.Up())
+	got, err := store.GetVerified(ctx, ref.Key, ref.SHA256)
+	require.NoError(t, err)
+	require.Equal(t, "before the outage", string(got))
+	_, err = store.PutContent(ctx, "acme", blob.KindInput, []byte("after the outage"))
+	require.NoError(t, err)
+}
+
+func TestInvalidInputIsRejected(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := blobtest.New(t)
+
+	_, err := store.PutContent(ctx, "../etc", blob.KindInput, []byte("x"))
+	require.ErrorContains(t, err, "tenant")
+	_, err = store.PutContent(ctx, "acme", "Bad/Kind", []byte("x"))
+	require.ErrorContains(t, err, "kind")
+	_, err = store.Put(ctx, "", []byte("x"))
+	require.ErrorContains(t, err, "empty key")
+	_, err = store.Get(ctx, "")
+	require.ErrorContains(t, err, "empty key")
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		cfg  blob.Config
+		want string
+	}{
+		{"no bucket", blob.Config{}, "bucket"},
+		{"access key without secret", blob.Config{Bucket: "b", AccessKey: "a"}, "together"},
+		{"negative timeout", blob.Config{Bucket: "b", Timeout: -1}, "negative"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := blob.New(context.Background(), tc.cfg)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}

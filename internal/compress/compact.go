@@ -1,0 +1,188 @@
+package compress
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+)
+
+// SplitPoint returns the index s such that messages[s:] are kept verbatim
+// and the non-system messages before s are summarized. It starts at
+// len-keepLast and moves earlier until no call in the summarized range has
+// a result in the kept range (so no kept result loses its call and no
+// summarized call leaves a result behind), and so that a pending call in
+// the last message is kept. System messages at the head are never in the
+// summarized range. It returns the first non-system index (0 when there is
+// no system head) when there is nothing to summarize: too few messages
+// (seed 002: at most keepLast), or only protected messages before s.
+func SplitPoint(c conversation.Conversation, keepLast int, protected []bool) int {
+	n := len(c.Messages)
+	head := headEnd(c)
+	s := max(n-max(keepLast, 0), head)
+	idx := indexTools(c)
+	if p := pendingCall(idx); p >= 0 {
+		s = min(s, p)
+	}
+	s = max(pairSafeBoundary(c, idx, s), head)
+	mask := closePairs(c, idx, protected)
+	for i := head; i < s; i++ {
+		if !mask[i] {
+			return s
+		}
+	}
+	return head
+}
+
+// pendingCall returns the index of the earliest message holding a pending
+// call (a call in the last message that is not only tool results, whose
+// result has not arrived: the agent is waiting for it), or -1.
+func pendingCall(idx toolIndex) int {
+	p := -1
+	for _, pair := range idx.x.Pairs {
+		if pair.Pending && (p < 0 || pair.Use.Msg < p) {
+			p = pair.Use.Msg
+		}
+	}
+	return p
+}
+
+// onlyResults reports whether a message holds nothing but tool results.
+func onlyResults(m conversation.Message) bool {
+	for _, b := range m.Blocks {
+		if b.Kind != conversation.KindToolResult {
+			return false
+		}
+	}
+	return len(m.Blocks) > 0
+}
+
+// SummaryStyle is how the summary message is written into the history.
+type SummaryStyle string
+
+// The summary styles of seeds 002–004.
+const (
+	// StyleCompressedHistory is seed 002: a user message
+	// "[Compressed History]\n\n{summary}".
+	StyleCompressedHistory SummaryStyle = "compressed-history"
+	// StyleSummaryFirst is seed 003: an assistant message
+	// "[SUMMARY]: {summary}".
+	StyleSummaryFirst SummaryStyle = "summary-first"
+	// StyleSessionSummary is seed 004: a user message holding the summary
+	// as given, already formatted as "## Session Summary [{session}] …".
+	StyleSessionSummary SummaryStyle = "session-summary"
+)
+
+// SummaryMessage builds the message that stands for the summarized range.
+// An empty summary is refused: it would erase history for nothing, and
+// the formats reject empty user text.
+func SummaryMessage(summary string, style SummaryStyle) (conversation.Message, error) {
+	if strings.TrimSpace(summary) == "" {
+		return conversation.Message{}, fmt.Errorf("summary is empty")
+	}
+	var role conversation.Role
+	var text string
+	switch style {
+	case StyleCompressedHistory:
+		role, text = conversation.RoleUser, "[Compressed History]\n\n"+summary
+	case StyleSummaryFirst:
+		role, text = conversation.RoleAssistant, "[SUMMARY]: "+summary
+	case StyleSessionSummary:
+		role, text = conversation.RoleUser, summary
+	default:
+		return conversation.Message{}, fmt.Errorf("unknown summary style %q", style)
+	}
+	return conversation.Message{
+		Role:   role,
+		Blocks: []conversation.Block{{Kind: conversation.KindText, Text: text}},
+	}, nil
+}
+
+// CompactStats reports what Compact did.
+type CompactStats struct {
+	// Summarized is the number of messages replaced by the summary.
+	Summarized int
+	// Preserved is the number of input messages kept verbatim (head
+	// system messages, protected messages of the summarized range, and
+	// the kept tail).
+	Preserved int
+}
+
+// Compact assembles a compacted history: the system messages at the head,
+// then the protected messages of the summarized range [head, split)
+// verbatim and in order, then the summary message, then messages[split:]
+// verbatim. When split leaves nothing to summarize the conversation is
+// returned unchanged. The canonical model allows consecutive messages of
+// the same role, which the summary message may create (Anthropic merges
+// them; OpenAI accepts them). ReAct trajectories are refused (seed 000
+// never drops a turn), and so is a split that would orphan a tool call.
+func Compact(c conversation.Conversation, split int, summary string, style SummaryStyle, protected []bool) (conversation.Conversation, CompactStats, error) {
+	if c.Format == conversation.FormatReAct {
+		return conversation.Conversation{}, CompactStats{}, fmt.Errorf("compact a %s conversation: %w", c.Format, ErrUnsupportedFormat)
+	}
+	if err := checkMask(c, protected); err != nil {
+		return conversation.Conversation{}, CompactStats{}, fmt.Errorf("compact: %w", err)
+	}
+	n := len(c.Messages)
+	head := headEnd(c)
+	if split < head || split > n {
+		return conversation.Conversation{}, CompactStats{}, fmt.Errorf("compact: split %d outside [%d, %d] (system head ends at %d)", split, head, n, head)
+	}
+	switch style {
+	case StyleCompressedHistory, StyleSummaryFirst, StyleSessionSummary:
+	default:
+		return conversation.Conversation{}, CompactStats{}, fmt.Errorf("compact: unknown summary style %q", style)
+	}
+	idx := indexTools(c)
+	mask := closePairs(c, idx, protected)
+
+	dropped := make([]bool, n)
+	summarized := 0
+	for i := head; i < split; i++ {
+		if !mask[i] {
+			dropped[i] = true
+			summarized++
+		}
+	}
+	if summarized == 0 {
+		return c.Clone(), CompactStats{Preserved: n}, nil
+	}
+	if err := checkDropPairs(c, idx, dropped); err != nil {
+		return conversation.Conversation{}, CompactStats{}, fmt.Errorf("compact at split %d: %w", split, err)
+	}
+	summaryMsg, err := SummaryMessage(summary, style)
+	if err != nil {
+		return conversation.Conversation{}, CompactStats{}, fmt.Errorf("compact: %w", err)
+	}
+
+	src := c.Clone()
+	out := src
+	out.Messages = make([]conversation.Message, 0, n-summarized+1)
+	for i := range split {
+		if !dropped[i] {
+			out.Messages = append(out.Messages, src.Messages[i])
+		}
+	}
+	out.Messages = append(out.Messages, summaryMsg)
+	out.Messages = append(out.Messages, src.Messages[split:]...)
+	return out, CompactStats{Summarized: summarized, Preserved: n - summarized}, nil
+}
+
+// checkDropPairs fails when dropping the marked messages would leave one
+// half of a tool call behind.
+func checkDropPairs(c conversation.Conversation, idx toolIndex, dropped []bool) error {
+	for i, m := range c.Messages {
+		if !dropped[i] {
+			continue
+		}
+		for j, b := range m.Blocks {
+			if b.Kind != conversation.KindToolUse && b.Kind != conversation.KindToolResult {
+				continue
+			}
+			if o, ok := idx.other(conversation.Pos{Msg: i, Block: j}); ok && !dropped[o.Msg] {
+				return fmt.Errorf("%s %q in summarized message %d has its other half in kept message %d", b.Kind, b.ToolID, i, o.Msg)
+			}
+		}
+	}
+	return nil
+}

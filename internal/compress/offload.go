@@ -1,0 +1,305 @@
+package compress
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
+)
+
+// Reference layout (seed 004's in-context replacement, plus seed 002's
+// machine-readable pointer as the last line so that both restore paths find
+// the key).
+const (
+	refHeadingPrefix = "## Offloaded: "
+	refPointerPrefix = "Tool result is at: "
+	// PreviewMaxLines and PreviewMaxChars bound a reference preview (seed
+	// 004: "first 10 lines", result[:500]).
+	PreviewMaxLines = 10
+	PreviewMaxChars = 500
+	// MaxKeyLen bounds a storage key (the S3 limit), so a reference stays
+	// small and planning's size check holds.
+	MaxKeyLen = 1024
+	// planningKey stands in for the real key when PlanOffload checks that
+	// a reference is smaller than the result it replaces; it is as long as
+	// a tenant/session/sha256 key.
+	planningKey = "tenants/tenant-0000000000/sessions/session-0000000000/offloads/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.txt"
+)
+
+// OffloadCandidate is a tool result worth moving to storage.
+type OffloadCandidate struct {
+	// Msg and Block locate the tool_result block.
+	Msg, Block int
+	// ToolID is the call id the result answers; ApplyOffload checks it to
+	// catch a plan made for another version of the conversation.
+	ToolID string
+	// ToolName is the called tool's name (taken from the call when the
+	// result does not carry it).
+	ToolName string
+	// Tokens is the result text's size in the planning counter's unit.
+	Tokens int
+}
+
+// OffloadOptions tunes PlanOffloadWith.
+type OffloadOptions struct {
+	// MinTokens: only results larger than this are candidates (seed 004:
+	// 15,000 tokens).
+	MinTokens int
+	// Protected messages are never offloaded (nil: none).
+	Protected []bool
+	// IncludeErrors also offers error results; by default they stay in
+	// context (seed 003: errors are always kept).
+	IncludeErrors bool
+	// PreviewLines and PreviewChars are the preview limits the caller will
+	// use (0: seed 004's 10 lines, 500 characters); planning needs them to
+	// check that a reference is smaller than its result.
+	PreviewLines, PreviewChars int
+}
+
+// PlanOffload lists, in conversation order, the tool results larger than
+// minTokens that are not protected, not errors and not already references.
+func PlanOffload(c conversation.Conversation, count tokens.Counter, minTokens int, protected []bool) []OffloadCandidate {
+	return PlanOffloadWith(c, count, OffloadOptions{MinTokens: minTokens, Protected: protected})
+}
+
+// PlanOffloadWith is PlanOffload with options. A result is offered only
+// when its reference (with a storage key of up to about 150 bytes and the
+// configured preview) would be smaller than the result, so offloading never
+// grows the conversation.
+func PlanOffloadWith(c conversation.Conversation, count tokens.Counter, opts OffloadOptions) []OffloadCandidate {
+	idx := indexTools(c)
+	mask := closePairs(c, idx, opts.Protected)
+	var out []OffloadCandidate
+	for i, m := range c.Messages {
+		if mask[i] {
+			continue
+		}
+		for j, b := range m.Blocks {
+			if b.Kind != conversation.KindToolResult || (b.IsError && !opts.IncludeErrors) {
+				continue
+			}
+			if _, isRef := ParseReference(b.Text); isRef {
+				continue
+			}
+			n := count.Count(b.Text)
+			if n <= opts.MinTokens {
+				continue
+			}
+			name := idx.toolName(conversation.Pos{Msg: i, Block: j})
+			ref := Reference(OffloadRef{Key: planningKey, ToolName: name, TokensSaved: n, Preview: PreviewN(b.Text, opts.PreviewLines, opts.PreviewChars)})
+			if n <= count.Count(ref) {
+				continue
+			}
+			out = append(out, OffloadCandidate{Msg: i, Block: j, ToolID: b.ToolID, ToolName: name, Tokens: n})
+		}
+	}
+	return out
+}
+
+// OffloadRef is what a reference block says about an offloaded result.
+type OffloadRef struct {
+	// Key is the storage key (seed 004's path).
+	Key string
+	// ToolName names the tool in the heading.
+	ToolName string
+	// TokensSaved is the offloaded result's size (seed 004 reports the
+	// whole result's estimate).
+	TokensSaved int
+	// Preview is the start of the result (see Preview).
+	Preview string
+}
+
+// Preview returns the first PreviewMaxLines lines of text, cut to at most
+// PreviewMaxChars characters (seed 004's preview).
+func Preview(text string) string {
+	return PreviewN(text, PreviewMaxLines, PreviewMaxChars)
+}
+
+// PreviewN returns the first maxLines lines of text, cut to at most
+// maxChars characters on a character boundary; a limit of 0 or less means
+// the default. PreviewN(PreviewN(s, l, c), l, c) equals PreviewN(s, l, c).
+func PreviewN(text string, maxLines, maxChars int) string {
+	if maxLines <= 0 {
+		maxLines = PreviewMaxLines
+	}
+	if maxChars <= 0 {
+		maxChars = PreviewMaxChars
+	}
+	lines := strings.SplitN(text, "\n", maxLines+1)
+	if len(lines) > maxLines {
+		lines = lines[:maxLines]
+	}
+	p := strings.Join(lines, "\n")
+	n := 0
+	for i := range p {
+		if n == maxChars {
+			return p[:i]
+		}
+		n++
+	}
+	return p
+}
+
+// Reference renders seed 004's in-context replacement for an offloaded
+// result, ending with seed 002's "Tool result is at: KEY" line, which
+// ParseReference reads back. The preview is used as given: cut it with
+// Preview or PreviewN first.
+func Reference(r OffloadRef) string {
+	name := r.ToolName
+	if name == "" {
+		name = "tool"
+	}
+	var sb strings.Builder
+	sb.WriteString(refHeadingPrefix + name + " Result\n")
+	sb.WriteString("**Path:** " + r.Key + "\n")
+	sb.WriteString("**Tokens Saved:** " + strconv.Itoa(r.TokensSaved) + "\n")
+	sb.WriteString("**Preview:**\n")
+	for _, line := range strings.Split(r.Preview, "\n") {
+		sb.WriteString(strings.TrimRight("> "+line, " ") + "\n")
+	}
+	sb.WriteString("\n*Use file read to access full content*\n")
+	sb.WriteString(refPointerPrefix + r.Key)
+	return sb.String()
+}
+
+// ParseReference returns the storage key of a reference: text whose last
+// line is "Tool result is at: KEY", either as the whole text (seed 002's
+// form) or at the end of a block that starts with "## Offloaded: " (seed
+// 004's form, as Reference writes it). Other text that merely quotes the
+// pointer line is not a reference.
+func ParseReference(text string) (key string, ok bool) {
+	text = strings.TrimRight(text, " \t\r\n")
+	last := text
+	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
+		last = text[i+1:]
+		if !strings.HasPrefix(text, refHeadingPrefix) {
+			return "", false
+		}
+	}
+	if !strings.HasPrefix(last, refPointerPrefix) {
+		return "", false
+	}
+	key = strings.TrimSpace(strings.TrimPrefix(last, refPointerPrefix))
+	if key == "" {
+		return "", false
+	}
+	return key, true
+}
+
+// Placed is a candidate whose full text has been stored under Key.
+type Placed struct {
+	OffloadCandidate
+	// Key is where the full result now lives.
+	Key string
+	// Preview is the preview to show (see the Preview function).
+	Preview string
+}
+
+// ApplyOffload replaces each placed result's text with its reference. It
+// fails, leaving nothing half-done, when a placement does not point at a
+// tool_result with the planned call id, is given twice, or has a key that
+// is empty, multi-line or longer than MaxKeyLen.
+func ApplyOffload(c conversation.Conversation, placed []Placed) (conversation.Conversation, error) {
+	out := c.Clone()
+	seen := map[[2]int]bool{}
+	for k, p := range placed {
+		b, err := resultBlock(out, p.Msg, p.Block)
+		if err != nil {
+			return conversation.Conversation{}, fmt.Errorf("offload placement %d: %w", k, err)
+		}
+		if b.ToolID != p.ToolID {
+			return conversation.Conversation{}, fmt.Errorf("offload placement %d: message %d block %d answers call %q, plan says %q", k, p.Msg, p.Block, b.ToolID, p.ToolID)
+		}
+		if err := checkKey(p.Key); err != nil {
+			return conversation.Conversation{}, fmt.Errorf("offload placement %d: %w", k, err)
+		}
+		at := [2]int{p.Msg, p.Block}
+		if seen[at] {
+			return conversation.Conversation{}, fmt.Errorf("offload placement %d: message %d block %d placed twice", k, p.Msg, p.Block)
+		}
+		seen[at] = true
+		b.ReplaceResult(Reference(OffloadRef{Key: p.Key, ToolName: p.ToolName, TokensSaved: p.Tokens, Preview: p.Preview}))
+	}
+	return out, nil
+}
+
+// RestoreStats lists the keys Restore handled, in conversation order.
+type RestoreStats struct {
+	// Restored keys were fetched and put back.
+	Restored []string
+	// Unavailable keys could not be fetched; their results now read
+	// "[Content unavailable: KEY]" (seed 002).
+	Unavailable []string
+}
+
+// Restore puts offloaded results back before summarization (seed 002):
+// every reference in a tool result of a non-protected message is replaced
+// by fetch(key), or by "[Content unavailable: KEY]" when fetch fails.
+// Protected messages keep their references, as seed 002's kept messages do.
+func Restore(c conversation.Conversation, fetch func(key string) (string, error), protected []bool) (conversation.Conversation, RestoreStats, error) {
+	if fetch == nil {
+		return conversation.Conversation{}, RestoreStats{}, fmt.Errorf("restore offloaded results: fetch is nil")
+	}
+	if err := checkMask(c, protected); err != nil {
+		return conversation.Conversation{}, RestoreStats{}, fmt.Errorf("restore offloaded results: %w", err)
+	}
+	out := c.Clone()
+	var stats RestoreStats
+	for i := range out.Messages {
+		if isProtected(protected, i) {
+			continue
+		}
+		for j := range out.Messages[i].Blocks {
+			b := &out.Messages[i].Blocks[j]
+			if b.Kind != conversation.KindToolResult {
+				continue
+			}
+			key, ok := ParseReference(b.Text)
+			if !ok {
+				continue
+			}
+			text, err := fetch(key)
+			if err != nil {
+				b.ReplaceResult("[Content unavailable: " + key + "]")
+				stats.Unavailable = append(stats.Unavailable, key)
+				continue
+			}
+			b.ReplaceResult(text)
+			stats.Restored = append(stats.Restored, key)
+		}
+	}
+	return out, stats, nil
+}
+
+// resultBlock returns a pointer to the tool_result block at (msg, block).
+func resultBlock(c conversation.Conversation, msg, block int) (*conversation.Block, error) {
+	if msg < 0 || msg >= len(c.Messages) {
+		return nil, fmt.Errorf("message %d out of range (conversation has %d)", msg, len(c.Messages))
+	}
+	m := c.Messages[msg]
+	if block < 0 || block >= len(m.Blocks) {
+		return nil, fmt.Errorf("block %d out of range (message %d has %d)", block, msg, len(m.Blocks))
+	}
+	b := &m.Blocks[block]
+	if b.Kind != conversation.KindToolResult {
+		return nil, fmt.Errorf("message %d block %d is %s, not %s", msg, block, b.Kind, conversation.KindToolResult)
+	}
+	return b, nil
+}
+
+// checkKey validates a storage key before it goes into a reference.
+func checkKey(key string) error {
+	switch {
+	case strings.TrimSpace(key) == "":
+		return fmt.Errorf("storage key is empty")
+	case strings.ContainsAny(key, "\r\n"):
+		return fmt.Errorf("storage key %q spans lines", key)
+	case len(key) > MaxKeyLen:
+		return fmt.Errorf("storage key is %d bytes, limit %d", len(key), MaxKeyLen)
+	case key != strings.TrimSpace(key):
+		return fmt.Errorf("storage key %q has surrounding spaces", key)
+	}
+	return nil
+}

@@ -1,0 +1,201 @@
+package compress
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+)
+
+func bigText(lines int) string {
+	var sb strings.Builder
+	for i := range lines {
+		fmt.Fprintf(&sb, "line %03d: some output of the tool\n", i)
+	}
+	return sb.String()
+}
+
+func offloadConv() conversation.Conversation {
+	return conv(conversation.FormatOpenAI,
+		sysMsg("sys"),
+		userMsg("Task."),
+		asstMsg("Read two files.", use("c1", "read_file", `{"path":"a"}`), use("c2", "read_file", `{"path":"b"}`)),
+		toolMsg("c1", bigText(200)),
+		conversation.Message{Role: conversation.RoleTool, Blocks: []conversation.Block{errResult("c2", bigText(200))}},
+		asstMsg("Small one.", use("c3", "bash", `{"command":"ls"}`)),
+		toolMsg("c3", "a b"),
+		asstMsg("Search.", use("c4", "grep", `{"q":"x"}`)),
+		toolMsg("c4", bigText(150)),
+	)
+}
+
+func TestPlanOffload(t *testing.T) {
+	t.Parallel()
+	c := offloadConv()
+	cc := charCounter{}
+
+	got := PlanOffload(c, cc, 1000, nil)
+	require.Equal(t, []OffloadCandidate{
+		{Msg: 3, Block: 0, ToolID: "c1", ToolName: "read_file", Tokens: cc.Count(bigText(200))},
+		{Msg: 8, Block: 0, ToolID: "c4", ToolName: "grep", Tokens: cc.Count(bigText(150))},
+	}, got, "errors and small results stay")
+
+	withErrors := PlanOffloadWith(c, cc, OffloadOptions{MinTokens: 1000, IncludeErrors: true})
+	require.Len(t, withErrors, 3)
+	require.Equal(t, "c2", withErrors[1].ToolID)
+
+	// Protecting the last message protects nothing else (c4's call is in
+	// message 7, which is then protected too).
+	mask := Protected(c, Protection{LastN: 1})
+	require.Equal(t, []OffloadCandidate{got[0]}, PlanOffload(c, cc, 1000, mask))
+
+	// Strictly above the threshold.
+	require.Len(t, PlanOffload(c, cc, cc.Count(bigText(150)), nil), 1)
+
+	// A result too small for its reference to save anything is not offered,
+	// whatever the threshold.
+	small := conv(conversation.FormatOpenAI, asstMsg("", use("s", "bash", "{}")), toolMsg("s", "short output"))
+	require.Empty(t, PlanOffload(small, cc, 0, nil))
+}
+
+func TestReferenceFormat(t *testing.T) {
+	t.Parallel()
+	ref := Reference(OffloadRef{Key: "t1/offload/abc.txt", ToolName: "read_file", TokensSaved: 15234, Preview: "first line\nsecond line"})
+	require.Equal(t, `## Offloaded: read_file Result
+**Path:** t1/offload/abc.txt
+**Tokens Saved:** 15234
+**Preview:**
+> first line
+> second line
+
+*Use file read to access full content*
+Tool result is at: t1/offload/abc.txt`, ref)
+	key, ok := ParseReference(ref)
+	require.True(t, ok)
+	require.Equal(t, "t1/offload/abc.txt", key)
+
+	require.True(t, strings.HasPrefix(Reference(OffloadRef{Key: "k"}), "## Offloaded: tool Result\n"))
+}
+
+func TestPreview(t *testing.T) {
+	t.Parallel()
+	long := bigText(30)
+	p := Preview(long)
+	require.Equal(t, PreviewMaxLines-1, strings.Count(p, "\n"), "ten lines")
+	require.True(t, strings.HasPrefix(long, p))
+
+	wide := strings.Repeat("é", 700)
+	require.Equal(t, strings.Repeat("é", PreviewMaxChars), Preview(wide), "cut on characters, not bytes")
+	require.Equal(t, Preview(wide), Preview(Preview(wide)))
+	require.Equal(t, "a\nb", PreviewN("a\nb\nc", 2, 0))
+	require.Equal(t, "ab", PreviewN("abc\nd", 0, 2))
+	require.Equal(t, "", Preview(""))
+}
+
+func TestParseReference(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, text, key string
+		ok              bool
+	}{
+		{"seed 002 bare pointer", "Tool result is at: offloaded/123.txt", "offloaded/123.txt", true},
+		{"trailing newline", "Tool result is at: k1\n", "k1", true},
+		{"seed 004 block", Reference(OffloadRef{Key: "k2", Preview: "x"}), "k2", true},
+		{"a file that quotes the pointer is not a reference", "some code\nTool result is at: k3", "", false},
+		{"pointer not on the last line", "## Offloaded: x Result\nTool result is at: k4\nmore", "", false},
+		{"empty key", "Tool result is at: ", "", false},
+		{"plain text", "hello", "", false},
+		{"empty", "", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			key, ok := ParseReference(tt.text)
+			require.Equal(t, tt.ok, ok)
+			require.Equal(t, tt.key, key)
+		})
+	}
+}
+
+func TestApplyOffloadAndRestore(t *testing.T) {
+	t.Parallel()
+	c := offloadConv()
+	cands := PlanOffload(c, charCounter{}, 1000, nil)
+	placed := []Placed{
+		{OffloadCandidate: cands[0], Key: "k/c1", Preview: Preview(c.Messages[3].Blocks[0].Text)},
+		{OffloadCandidate: cands[1], Key: "k/c4", Preview: Preview(c.Messages[8].Blocks[0].Text)},
+	}
+	out, err := ApplyOffload(c, placed)
+	require.NoError(t, err)
+	require.NotEqual(t, c, out)
+	require.Equal(t, bigText(200), c.Messages[3].Blocks[0].Text, "input unchanged")
+	got := out.Messages[3].Blocks[0]
+	require.Equal(t, "c1", got.ToolID)
+	require.Contains(t, got.Text, "**Tokens Saved:** "+fmt.Sprint(cands[0].Tokens))
+	require.Contains(t, got.Text, "> line 009: some output of the tool\n\n*Use file read")
+	require.NotContains(t, got.Text, "line 010")
+	require.NoError(t, checkPairing(out))
+
+	// Restore: one key readable, one not; a protected message keeps its
+	// reference (seed 002: kept messages keep their references).
+	store := map[string]string{"k/c1": bigText(200)}
+	fetch := func(key string) (string, error) {
+		if s, ok := store[key]; ok {
+			return s, nil
+		}
+		return "", errors.New("no such key")
+	}
+	restored, stats, err := Restore(out, fetch, nil)
+	require.NoError(t, err)
+	require.Equal(t, RestoreStats{Restored: []string{"k/c1"}, Unavailable: []string{"k/c4"}}, stats)
+	require.Equal(t, bigText(200), restored.Messages[3].Blocks[0].Text)
+	require.Equal(t, "[Content unavailable: k/c4]", restored.Messages[8].Blocks[0].Text)
+
+	mask := Protected(out, Protection{LastN: 1})
+	restored, stats, err = Restore(out, fetch, mask)
+	require.NoError(t, err)
+	require.Equal(t, RestoreStats{Restored: []string{"k/c1"}}, stats)
+	require.Equal(t, out.Messages[8], restored.Messages[8])
+
+	_, _, err = Restore(out, nil, nil)
+	require.ErrorContains(t, err, "fetch is nil")
+	_, _, err = Restore(out, fetch, []bool{true})
+	require.ErrorContains(t, err, "1 entries for 9 messages")
+}
+
+func TestApplyOffloadErrors(t *testing.T) {
+	t.Parallel()
+	c := offloadConv()
+	good := Placed{OffloadCandidate: OffloadCandidate{Msg: 3, Block: 0, ToolID: "c1", ToolName: "read_file", Tokens: 10}, Key: "k"}
+	with := func(f func(p *Placed)) []Placed {
+		p := good
+		f(&p)
+		return []Placed{p}
+	}
+	tests := []struct {
+		name   string
+		placed []Placed
+		want   string
+	}{
+		{"message out of range", with(func(p *Placed) { p.Msg = 99 }), "message 99 out of range"},
+		{"negative block", with(func(p *Placed) { p.Block = -1 }), "block -1 out of range"},
+		{"not a tool result", with(func(p *Placed) { p.Msg = 2 }), "is text, not tool_result"},
+		{"stale plan", with(func(p *Placed) { p.ToolID = "c9" }), `answers call "c1", plan says "c9"`},
+		{"empty key", with(func(p *Placed) { p.Key = "" }), "storage key is empty"},
+		{"multi-line key", with(func(p *Placed) { p.Key = "a\nTool result is at: b" }), "spans lines"},
+		{"padded key", with(func(p *Placed) { p.Key = " k" }), "surrounding spaces"},
+		{"huge key", with(func(p *Placed) { p.Key = strings.Repeat("k", MaxKeyLen+1) }), "limit 1024"},
+		{"twice", []Placed{good, good}, "placed twice"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ApplyOffload(c, tt.placed)
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+}

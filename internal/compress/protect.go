@@ -1,0 +1,73 @@
+package compress
+
+import (
+	"strings"
+
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+)
+
+// DefaultPinMarkers are the markers that pin a user message when a policy
+// names none: seed 003 never summarizes user-provided constraints, and these
+// are the ways users commonly flag them.
+var DefaultPinMarkers = []string{"[pinned]", "<constraints>", "IMPORTANT:"}
+
+// Protection says which messages no strategy may change (seed 003's
+// "never summarize" list, seed 002's kept tail).
+type Protection struct {
+	// System protects every system message (system prompt, persona).
+	System bool
+	// FirstUser protects the first user message holding text: the task
+	// statement, which seed 004 calls the session intent.
+	FirstUser bool
+	// LastN protects the last N messages (immediate context).
+	LastN int
+	// PinMarkers pins every user message whose text contains one of these
+	// substrings (case-sensitive), e.g. "[pinned]" or "IMPORTANT:". Text
+	// inside tool results never pins: only what the user wrote does.
+	PinMarkers []string
+}
+
+// Protected returns, per message index, whether the message is protected.
+// Protection is closed over tool pairing: a protected message holding a
+// tool result also protects the message with its tool_use, and a protected
+// tool_use protects its results, so no strategy can orphan either half.
+func Protected(c conversation.Conversation, p Protection) []bool {
+	n := len(c.Messages)
+	mask := make([]bool, n)
+	firstUserSeen := false
+	for i, m := range c.Messages {
+		switch m.Role {
+		case conversation.RoleSystem:
+			if p.System {
+				mask[i] = true
+			}
+		case conversation.RoleUser:
+			text := textOf(m, false)
+			if p.FirstUser && !firstUserSeen && hasTextBlock(m) {
+				mask[i] = true
+				firstUserSeen = true
+			}
+			for _, marker := range p.PinMarkers {
+				if marker != "" && strings.Contains(text, marker) {
+					mask[i] = true
+					break
+				}
+			}
+		}
+	}
+	for i := max(0, n-p.LastN); i < n; i++ {
+		mask[i] = true
+	}
+	return closePairs(c, indexTools(c), mask)
+}
+
+// hasTextBlock reports whether a message carries a text block, which tells
+// a user's own message from an Anthropic message of bare tool results.
+func hasTextBlock(m conversation.Message) bool {
+	for _, b := range m.Blocks {
+		if b.Kind == conversation.KindText {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,201 @@
+// Package config reads every setting of the worker and the starter from
+// environment variables, with the documented defaults. It is the only place
+// that reads the environment; the README lists every variable here.
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ctxcompact/orchestrator/internal/policy"
+)
+
+// Config is the whole configuration.
+type Config struct {
+	TemporalAddress   string
+	TemporalNamespace string
+	TaskQueue         string
+
+	DatabaseURL string
+
+	S3Endpoint  string
+	S3Region    string
+	S3Bucket    string
+	S3AccessKey string
+	S3SecretKey string
+	S3PathStyle bool
+
+	OpenAIBaseURL   string
+	OpenAIAPIKey    string
+	SummarizerModel string
+	LLMTimeout      time.Duration
+	// LLMParallelism bounds the summaries in flight per worker, so that a
+	// burst cannot trip the provider's rate limits.
+	LLMParallelism int
+
+	WorkerActivities int
+	HTTPAddr         string
+	MaxRequestBytes  int64
+
+	DefaultPreset string
+	// PresetOverrides holds the preset file's overrides, merged with the
+	// seed 002 SYNAPSE_COMPACT_* variables.
+	PresetOverrides policy.Overrides
+	ModelLimits     string
+}
+
+// Load reads the environment. Every error names the variable.
+func Load() (Config, error) {
+	return load(os.Getenv)
+}
+
+func load(getenv func(string) string) (Config, error) {
+	r := reader{getenv: getenv}
+	c := Config{
+		TemporalAddress:   r.str("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
+		TemporalNamespace: r.str("TEMPORAL_NAMESPACE", "default"),
+		TaskQueue:         r.str("TEMPORAL_TASK_QUEUE", "compaction"),
+		DatabaseURL:       r.str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
+		S3Endpoint:        r.str("S3_ENDPOINT", ""),
+		S3Region:          r.str("S3_REGION", "us-east-1"),
+		S3Bucket:          r.str("S3_BUCKET", "compactor"),
+		S3AccessKey:       r.str("S3_ACCESS_KEY", ""),
+		S3SecretKey:       r.str("S3_SECRET_KEY", ""),
+		S3PathStyle:       r.boolean("S3_PATH_STYLE", false),
+		OpenAIBaseURL:     r.str("OPENAI_BASE_URL", ""),
+		OpenAIAPIKey:      r.str("OPENAI_API_KEY", ""),
+		SummarizerModel:   r.str("SUMMARIZER_MODEL", "gpt-4o-mini"),
+		LLMTimeout:        r.duration("LLM_TIMEOUT", 120*time.Second),
+		LLMParallelism:    r.integer("LLM_PARALLELISM", 8),
+		WorkerActivities:  r.integer("WORKER_ACTIVITIES", 32),
+		HTTPAddr:          r.str("HTTP_ADDR", "127.0.0.1:8080"),
+		MaxRequestBytes:   int64(r.integer("MAX_REQUEST_BYTES", 32<<20)),
+		DefaultPreset:     r.str("COMPACTOR_DEFAULT_PRESET", policy.Adaptive),
+		ModelLimits:       r.str("MODEL_CONTEXT_LIMITS", ""),
+	}
+	if r.err != nil {
+		return Config{}, r.err
+	}
+	if _, err := policy.Builtin(c.DefaultPreset); err != nil {
+		return Config{}, fmt.Errorf("COMPACTOR_DEFAULT_PRESET: %w", err)
+	}
+	overrides := policy.Overrides{}
+	if path := getenv("COMPACTOR_PRESET_FILE"); path != "" {
+		o, err := policy.LoadFile(path)
+		if err != nil {
+			return Config{}, fmt.Errorf("COMPACTOR_PRESET_FILE: %w", err)
+		}
+		overrides = o
+	}
+	synapse, err := synapseOverrides(&r)
+	if err != nil {
+		return Config{}, err
+	}
+	if synapse != nil {
+		merged, err := policy.Merge(overrides[policy.OffloadCompact], synapse)
+		if err != nil {
+			return Config{}, err
+		}
+		overrides[policy.OffloadCompact] = merged
+		if _, err := policy.Resolve(policy.OffloadCompact, merged); err != nil {
+			return Config{}, fmt.Errorf("SYNAPSE_COMPACT_*: %w", err)
+		}
+	}
+	c.PresetOverrides = overrides
+	return c, nil
+}
+
+// synapseOverrides maps seed 002's own environment variables onto the
+// offload-compact preset, so that a deployment configured for that design
+// keeps working unchanged.
+func synapseOverrides(r *reader) (json.RawMessage, error) {
+	h := map[string]any{}
+	if v := r.getenv("SYNAPSE_COMPACT_TRIGGER_THRESHOLD"); v != "" {
+		h["max_freed_tokens"] = r.integer("SYNAPSE_COMPACT_TRIGGER_THRESHOLD", 0)
+	}
+	if v := r.getenv("SYNAPSE_COMPACT_TARGET_TOKENS"); v != "" {
+		h["target_tokens"] = r.integer("SYNAPSE_COMPACT_TARGET_TOKENS", 0)
+	}
+	if v := r.getenv("SYNAPSE_COMPACT_PRESERVE_COUNT"); v != "" {
+		h["keep_last"] = r.integer("SYNAPSE_COMPACT_PRESERVE_COUNT", 0)
+	}
+	if v := r.getenv("SYNAPSE_COMPACT_RETRY_COUNT"); v != "" {
+		h["attempts"] = r.integer("SYNAPSE_COMPACT_RETRY_COUNT", 0)
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	model := r.getenv("SYNAPSE_COMPACT_MODEL")
+	if len(h) == 0 && model == "" {
+		return nil, nil
+	}
+	doc := map[string]any{}
+	if len(h) > 0 {
+		doc["history"] = h
+	}
+	if model != "" {
+		doc["summarizer_model"] = model
+	}
+	return json.Marshal(doc)
+}
+
+type reader struct {
+	getenv func(string) string
+	err    error
+}
+
+func (r *reader) str(name, def string) string {
+	if v := strings.TrimSpace(r.getenv(name)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (r *reader) integer(name string, def int) int {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		r.fail(fmt.Errorf("%s: %q is not a non-negative integer", name, v))
+		return def
+	}
+	return n
+}
+
+func (r *reader) boolean(name string, def bool) bool {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		r.fail(fmt.Errorf("%s: %q is not a boolean", name, v))
+		return def
+	}
+	return b
+}
+
+func (r *reader) duration(name string, def time.Duration) time.Duration {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		r.fail(fmt.Errorf("%s: %q is not a positive duration like 30s", name, v))
+		return def
+	}
+	return d
+}
+
+func (r *reader) fail(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+}

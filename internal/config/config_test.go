@@ -1,0 +1,63 @@
+package config
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/policy"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := load(env(nil))
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:7233", c.TemporalAddress)
+	require.Equal(t, "compaction", c.TaskQueue)
+	require.Equal(t, "", c.OpenAIBaseURL, "offline summarizer by default")
+	require.Equal(t, 120*time.Second, c.LLMTimeout)
+	require.Equal(t, policy.Adaptive, c.DefaultPreset)
+}
+
+func TestErrorsNameTheVariable(t *testing.T) {
+	t.Parallel()
+	tests := map[string]map[string]string{
+		"LLM_TIMEOUT":                    {"LLM_TIMEOUT": "soon"},
+		"S3_PATH_STYLE":                  {"S3_PATH_STYLE": "maybe"},
+		"WORKER_ACTIVITIES":              {"WORKER_ACTIVITIES": "-1"},
+		"COMPACTOR_DEFAULT_PRESET":       {"COMPACTOR_DEFAULT_PRESET": "fast"},
+		"SYNAPSE_COMPACT_PRESERVE_COUNT": {"SYNAPSE_COMPACT_PRESERVE_COUNT": "five"},
+		"COMPACTOR_PRESET_FILE":          {"COMPACTOR_PRESET_FILE": "/does/not/exist.json"},
+	}
+	for name, vars := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := load(env(vars))
+			require.ErrorContains(t, err, name)
+		})
+	}
+}
+
+func TestSynapseVariablesOverrideOffloadCompact(t *testing.T) {
+	t.Parallel()
+	c, err := load(env(map[string]string{
+		"SYNAPSE_COMPACT_TRIGGER_THRESHOLD": "20000",
+		"SYNAPSE_COMPACT_TARGET_TOKENS":     "6000",
+		"SYNAPSE_COMPACT_PRESERVE_COUNT":    "4",
+		"SYNAPSE_COMPACT_RETRY_COUNT":       "2",
+		"SYNAPSE_COMPACT_MODEL":             "gpt-4.1-mini",
+	}))
+	require.NoError(t, err)
+	p, err := policy.Resolve(policy.OffloadCompact, c.PresetOverrides[policy.OffloadCompact])
+	require.NoError(t, err)
+	require.Equal(t, 20000, p.History.MaxFreedTokens)
+	require.Equal(t, 6000, p.History.TargetTokens)
+	require.Equal(t, 4, p.History.KeepLast)
+	require.Equal(t, 2, p.History.Attempts)
+	require.Equal(t, "gpt-4.1-mini", p.SummarizerModel)
+}

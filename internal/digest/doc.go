@@ -1,0 +1,19 @@
+// Package digest reduces one text at the text level: it chunks, extracts,
+// truncates and post-processes without any conversation model and without an
+// LLM. Every function is pure and deterministic, so its output can be cached
+// by content hash and replayed.
+//
+// Sizes are Unicode code points (runes; an invalid UTF-8 byte counts as one)
+// unless a counting function is passed, as PostProcess accepts. Seed 000
+// measures in characters, and code points keep that unit independent of the
+// byte encoding.
+//
+// The pieces:
+//   - Chunk splits a text losslessly into bounded chunks for map-reduce.
+//   - Extractive picks the most informative lines of a text, the offline
+//     summarizer and the fallback when the LLM fails; Truncate (seed 000's
+//     first-n-characters fallback) and Head (previews) stay selectable.
+//   - Identifiers and Retain feed the drift check: which paths, URLs, ids,
+//     numbers, commands and error names of a source survive in a summary.
+//   - PostProcess applies seed 003's selective tool post-processing table.
+package digest

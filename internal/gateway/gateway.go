@@ -1,0 +1,223 @@
+// Package gateway is how callers reach the pipeline: it validates an
+// event, stores the conversation in S3, claims the event id in Postgres and
+// hands the event to the session's workflow. The HTTP API and the CLI are
+// thin layers over it.
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/workflows"
+)
+
+// Event kinds.
+const (
+	KindThreshold  = "threshold"
+	KindCheckpoint = "checkpoint"
+	KindManual     = "manual"
+)
+
+// ErrConflict is returned when an event id is reused with another body.
+var ErrConflict = errors.New("event id already used with a different request")
+
+// InputError is a request the caller must fix; Field names what is wrong.
+type InputError struct {
+	Field string
+	Err   error
+}
+
+func (e *InputError) Error() string { return e.Field + ": " + e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// Event is a caller's request to compact a session.
+type Event struct {
+	Tenant       string          `json:"tenant"`
+	Session      string          `json:"session"`
+	EventID      string          `json:"event_id"`
+	Kind         string          `json:"kind"`
+	Model        string          `json:"model"`
+	ContextLimit int             `json:"context_limit"`
+	Preset       string          `json:"preset,omitempty"`
+	Overrides    json.RawMessage `json:"overrides,omitempty"`
+	// Conversation is the conversation inline, in any supported format;
+	// ConversationKey names one already in S3 (under the tenant's prefix).
+	Conversation    json.RawMessage `json:"conversation,omitempty"`
+	ConversationKey string          `json:"conversation_key,omitempty"`
+	ReplayOf        string          `json:"replay_of,omitempty"`
+}
+
+// Submitted is the answer to a submission.
+type Submitted struct {
+	RunID string `json:"run_id"`
+	// Existing is true when the event had been submitted before: the
+	// answer is the original run.
+	Existing bool   `json:"existing"`
+	InputKey string `json:"input_key"`
+}
+
+// Gateway submits events and waits for runs.
+type Gateway struct {
+	Store         *store.Store
+	Blob          *blob.Store
+	Temporal      client.Client
+	TaskQueue     string
+	DefaultPreset string
+}
+
+// RunID derives a run's id from its tenant, session and event id, so that
+// the same event always names the same run.
+func RunID(tenant, session, eventID string) string {
+	sum := sha256.Sum256([]byte(tenant + "\x00" + session + "\x00" + eventID))
+	return "run-" + hex.EncodeToString(sum[:12])
+}
+
+// Submit validates and stores an event and starts (or joins) its run.
+func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
+	if err := g.validate(&ev); err != nil {
+		return Submitted{}, err
+	}
+	data, err := g.conversation(ctx, ev)
+	if err != nil {
+		return Submitted{}, err
+	}
+	if _, err := conversation.ParseAny(data); err != nil {
+		return Submitted{}, &InputError{Field: "conversation", Err: err}
+	}
+	ref, err := g.Blob.PutContent(ctx, ev.Tenant, blob.KindInput, data)
+	if err != nil {
+		return Submitted{}, fmt.Errorf("store conversation: %w", err)
+	}
+	runID := RunID(ev.Tenant, ev.Session, ev.EventID)
+	existing, conflict, err := g.Store.ClaimEvent(ctx, ev.Tenant, ev.Session, ev.EventID, requestHash(ev, ref.SHA256), runID)
+	if err != nil {
+		return Submitted{}, fmt.Errorf("claim event: %w", err)
+	}
+	if conflict {
+		return Submitted{}, ErrConflict
+	}
+	out := Submitted{RunID: runID, InputKey: ref.Key}
+	if existing != "" {
+		out.RunID, out.Existing = existing, true
+	}
+	if _, _, err := g.Store.CreateRun(ctx, store.Run{
+		ID: out.RunID, Tenant: ev.Tenant, Session: ev.Session, EventID: ev.EventID, Trigger: ev.Kind,
+		Preset: ev.Preset, InputKey: ref.Key, ReplayOf: ev.ReplayOf, Status: store.RunPending,
+	}); err != nil {
+		return Submitted{}, fmt.Errorf("create run: %w", err)
+	}
+	// Signalling again for a known event is safe: the session drops a
+	// queued duplicate, and a finished run's id cannot be started twice.
+	in := workflows.CompactionInput{
+		Run: activities.Run{
+			ID: out.RunID, Tenant: ev.Tenant, Session: ev.Session, EventID: ev.EventID, Trigger: ev.Kind,
+			Preset: ev.Preset, Overrides: ev.Overrides, Model: ev.Model, ContextLimit: ev.ContextLimit, ReplayOf: ev.ReplayOf,
+		},
+		InputKey: ref.Key, InputSHA256: ref.SHA256,
+	}
+	_, err = g.Temporal.SignalWithStartWorkflow(ctx, workflows.SessionWorkflowID(ev.Tenant, ev.Session), workflows.EventSignal, in,
+		client.StartWorkflowOptions{ID: workflows.SessionWorkflowID(ev.Tenant, ev.Session), TaskQueue: g.TaskQueue},
+		workflows.Session, workflows.SessionInput{Tenant: ev.Tenant, Session: ev.Session})
+	if err != nil {
+		return Submitted{}, fmt.Errorf("start session workflow: %w", err)
+	}
+	return out, nil
+}
+
+func (g *Gateway) validate(ev *Event) error {
+	if err := blob.ValidateTenant(ev.Tenant); err != nil {
+		return &InputError{Field: "tenant", Err: err}
+	}
+	if strings.TrimSpace(ev.Session) == "" || len(ev.Session) > 200 || strings.ContainsAny(ev.Session, "/\x00") {
+		return &InputError{Field: "session", Err: errors.New("must be 1-200 characters without '/'")}
+	}
+	if strings.TrimSpace(ev.EventID) == "" || len(ev.EventID) > 200 {
+		return &InputError{Field: "event_id", Err: errors.New("must be 1-200 characters")}
+	}
+	switch ev.Kind {
+	case "":
+		ev.Kind = KindThreshold
+	case KindThreshold, KindCheckpoint, KindManual:
+	default:
+		return &InputError{Field: "kind", Err: fmt.Errorf("%q is not one of threshold, checkpoint, manual", ev.Kind)}
+	}
+	if ev.ContextLimit < 0 {
+		return &InputError{Field: "context_limit", Err: errors.New("must not be negative")}
+	}
+	if ev.Preset == "" {
+		ev.Preset = g.DefaultPreset
+	}
+	if _, err := policy.Resolve(ev.Preset, ev.Overrides); err != nil {
+		return &InputError{Field: "preset", Err: err}
+	}
+	if (len(ev.Conversation) == 0) == (ev.ConversationKey == "") {
+		return &InputError{Field: "conversation", Err: errors.New("give exactly one of conversation and conversation_key")}
+	}
+	return nil
+}
+
+func (g *Gateway) conversation(ctx context.Context, ev Event) ([]byte, error) {
+	if len(ev.Conversation) > 0 {
+		return ev.Conversation, nil
+	}
+	prefix, err := blob.TenantPrefix(ev.Tenant)
+	if err != nil {
+		return nil, &InputError{Field: "tenant", Err: err}
+	}
+	if !strings.HasPrefix(ev.ConversationKey, prefix) {
+		return nil, &InputError{Field: "conversation_key", Err: fmt.Errorf("must be under %s", prefix)}
+	}
+	data, err := g.Blob.Get(ctx, ev.ConversationKey)
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, &InputError{Field: "conversation_key", Err: fmt.Errorf("%s not found", ev.ConversationKey)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read conversation: %w", err)
+	}
+	return data, nil
+}
+
+// requestHash identifies what a request asks for, so that the same event
+// id with another body is told apart from a plain retry.
+func requestHash(ev Event, inputSHA string) string {
+	canon, _ := json.Marshal(struct {
+		Kind, Model, Preset, Input, ReplayOf string
+		Limit                                int
+		Overrides                            json.RawMessage
+	}{ev.Kind, ev.Model, ev.Preset, inputSHA, ev.ReplayOf, ev.ContextLimit, ev.Overrides})
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:])
+}
+
+// Wait waits for a run to finish and returns its result. A run still
+// queued behind another run of its session has no workflow yet; Wait polls
+// until it starts.
+func (g *Gateway) Wait(ctx context.Context, runID string) (workflows.CompactionResult, error) {
+	var res workflows.CompactionResult
+	for {
+		err := g.Temporal.GetWorkflow(ctx, runID, "").Get(ctx, &res)
+		var nf *serviceerror.NotFound
+		if !errors.As(err, &nf) {
+			return res, err
+		}
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,317 @@
+package llm_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ctxcompact/orchestrator/internal/llm"
+	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
+	"github.com/stretchr/testify/require"
+)
+
+const source = "user: the nightly job crashed again, see /var/log/etl/nightly.log\n" +
+	"tool: ERROR 2026-01-29T02:14:07Z worker-7 failed: pq: relation \"orders_2025\" does not exist (SQLSTATE 42P01)\n" +
+	"tool: retried 3 times, last exit code 137, job id job-8f3a91c\n" +
+	"assistant: The table orders_2025 was dropped by migration 0042_archive_orders.sql.\n"
+
+func newClient(t *testing.T, s *llmtest.Server, mutate func(*llm.Config)) *llm.OpenAI {
+	t.Helper()
+	cfg := llm.Config{BaseURL: s.URL(), APIKey: "sk-test", Model: "gpt-4o-mini"}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	c, err := llm.NewOpenAI(cfg)
+	require.NoError(t, err)
+	return c
+}
+
+func TestSummarizeSuccess(t *testing.T) {
+	t.Parallel()
+	s := llmtest.New(llmtest.WithRequireKey("sk-test"))
+	defer s.Close()
+	c := newClient(t, s, nil)
+
+	resp, err := c.Summarize(context.Background(), llm.Request{
+		Prompt: llm.PromptResult, Text: source, Context: "thought: find the cause; action: read_log", TargetChars: 400,
+	})
+	require.NoError(t, err)
+	p, err := llm.LoadPrompt(llm.PromptResult)
+	require.NoError(t, err)
+	require.Equal(t, p.Version, resp.PromptVersion)
+	require.Equal(t, "gpt-4o-mini", resp.Model)
+	require.False(t, resp.Offline)
+	require.NotEmpty(t, resp.Text)
+	require.Contains(t, source, strings.Split(resp.Text, "\n")[0], "the fake extracts from the user content")
+
+	calls := s.Calls()
+	require.Len(t, calls, 1)
+	require.Equal(t, 200, calls[0].Status)
+	// Usage is parsed from the wire: the fake counts 4 characters a token.
+	require.Equal(t, (calls[0].PromptChars+3)/4, resp.PromptTokens)
+	require.Equal(t, (len(resp.Text)+3)/4, resp.CompletionTokens)
+	// max_tokens = TargetChars/4 × 1.2.
+	require.Equal(t, 120, calls[0].MaxTokens)
+	require.NotNil(t, calls[0].Temperature, "temperature is sent, not dropped by omitempty")
+	require.Less(t, *calls[0].Temperature, 1e-6)
+}
+
+func TestMaxTokensOnTheWire(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		req    llm.Request
+		factor float64
+		want   int
+	}{
+		{"seed 002 default", llm.Request{Prompt: llm.PromptHistory, TargetTokens: 8000}, 0, 9600},
+		{"explicit 1.2", llm.Request{Prompt: llm.PromptHistory, TargetTokens: 500}, 1.2, 600},
+		{"from chars", llm.Request{Prompt: llm.PromptChunk, TargetChars: 5000}, 0, 1500},
+		{"other factor", llm.Request{Prompt: llm.PromptChunk, TargetTokens: 1000}, 2, 2000},
+		{"brief without target", llm.Request{Prompt: llm.PromptBrief}, 0, 0},
+		{"reasoning model", llm.Request{Prompt: llm.PromptHistory, TargetTokens: 1000, Model: "o3-mini"}, 0, 1200},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := llmtest.New()
+			defer s.Close()
+			c := newClient(t, s, func(cfg *llm.Config) { cfg.MaxTokensFactor = tc.factor })
+			tc.req.Text = source
+			resp, err := c.Summarize(context.Background(), tc.req)
+			require.NoError(t, err)
+			calls := s.Calls()
+			require.Len(t, calls, 1)
+			require.Equal(t, tc.want, calls[0].MaxTokens)
+			if tc.req.Model != "" {
+				require.Equal(t, tc.req.Model, calls[0].Model, "per-request model override")
+				require.Equal(t, tc.req.Model, resp.Model)
+				require.Nil(t, calls[0].Temperature, "reasoning models take no temperature")
+			}
+		})
+	}
+}
+
+func TestFaultClassification(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		opts       []llmtest.Option
+		cfg        func(*llm.Config)
+		down       bool
+		emptyText  bool
+		wantKind   llm.ErrorKind
+		retryable  bool
+		status     int
+		retryAfter time.Duration
+		check      func(t *testing.T, e *llm.Error, s *llmtest.Server)
+	}{
+		{name: "429 Retry-After 7", opts: []llmtest.Option{llmtest.WithScript(llmtest.Fault429{RetryAfter: 7 * time.Second})},
+			wantKind: llm.RateLimited, retryable: true, status: 429, retryAfter: 7 * time.Second},
+		{name: "429 retry-after-ms", opts: []llmtest.Option{llmtest.WithScript(llmtest.Fault429{RetryAfter: 7 * time.Second, RetryAfterMS: 1500 * time.Millisecond})},
+			wantKind: llm.RateLimited, retryable: true, status: 429, retryAfter: 1500 * time.Millisecond},
+		{name: "429 Retry-After date", opts: []llmtest.Option{llmtest.WithScript(llmtest.Fault429{RetryAfter: 30 * time.Second, HTTPDate: true})},
+			wantKind: llm.RateLimited, retryable: true, status: 429,
+			check: func(t *testing.T, e *llm.Error, _ *llmtest.Server) {
+				// An HTTP date has one-second resolution and counts from now.
+				require.Greater(t, e.RetryAfter, 20*time.Second)
+				require.LessOrEqual(t, e.RetryAfter, 30*time.Second)
+			}},
+		{name: "429 without header", opts: []llmtest.Option{llmtest.WithScript(llmtest.Fault429{})},
+			wantKind: llm.RateLimited, retryable: true, status: 429},
+		{name: "500", opts: []llmtest.Option{llmtest.WithScript(llmtest.Fault500{})},
+			wantKind: llm.ServerError, retryable: true, status: 500},
+		{name: "down", down: true, wantKind: llm.ServerError, retryable: true, status: 503,
+			check: func(t *testing.T, _ *llm.Error, s *llmtest.Server) { require.Equal(t, 503, s.Calls()[0].Status) }},
+		{name: "timeout", opts: []llmtest.Option{llmtest.WithScript(llmtest.FaultTimeout{})},
+			cfg: func(c *llm.Config) { c.Timeout = 200 * time.Millisecond }, wantKind: llm.Timeout, retryable: true},
+		{name: "scripted context length", opts: []llmtest.Option{llmtest.WithScript(llmtest.FaultContextLength{})},
+			wantKind: llm.ContextLength, retryable: false, status: 400,
+			check: func(t *testing.T, e *llm.Error, _ *llmtest.Server) {
+				require.Equal(t, "context_length_exceeded", e.Code)
+			}},
+		{name: "context limit", opts: []llmtest.Option{llmtest.WithContextLimit(100)},
+			wantKind: llm.ContextLength, retryable: false, status: 400},
+		{name: "scripted 401", opts: []llmtest.Option{llmtest.WithScript(llmtest.Fault401{})},
+			wantKind: llm.Auth, retryable: false, status: 401},
+		{name: "wrong key", opts: []llmtest.Option{llmtest.WithRequireKey("sk-right-key-000000")},
+			cfg:      func(c *llm.Config) { c.APIKey = "sk-wrong-key-987654321" },
+			wantKind: llm.Auth, retryable: false, status: 401},
+		{name: "no key", opts: []llmtest.Option{llmtest.WithRequireKey("sk-right-key-000000")},
+			cfg:      func(c *llm.Config) { c.APIKey = "" },
+			wantKind: llm.Auth, retryable: false, status: 401},
+		{name: "empty text is refused before sending", emptyText: true, wantKind: llm.BadRequest, retryable: false,
+			check: func(t *testing.T, _ *llm.Error, s *llmtest.Server) { require.Empty(t, s.Calls()) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := llmtest.New(tc.opts...)
+			defer s.Close()
+			s.SetDown(tc.down)
+			c := newClient(t, s, tc.cfg)
+			text := source
+			if tc.emptyText {
+				text = ""
+			}
+			_, err := c.Summarize(context.Background(), llm.Request{Prompt: llm.PromptChunk, Text: text, TargetTokens: 50})
+			require.Error(t, err)
+			var e *llm.Error
+			require.True(t, errors.As(err, &e), "%T: %v", err, err)
+			require.Equal(t, tc.wantKind, e.Kind, e.Error())
+			require.Equal(t, tc.retryable, e.Retryable())
+			require.Equal(t, tc.status, e.Status)
+			if tc.retryAfter > 0 {
+				require.Equal(t, tc.retryAfter, e.RetryAfter)
+			}
+			if tc.status != 0 {
+				require.NotEmpty(t, e.RequestID, "x-request-id is kept for support")
+			}
+			if e.Kind == llm.Auth {
+				require.Contains(t, e.Error(), s.URL(), "the message names the endpoint")
+				require.NotContains(t, e.Error(), "sk-wrong-key-987654321")
+				require.NotContains(t, e.Error(), "sk-right-key-000000")
+			}
+			if tc.check != nil {
+				tc.check(t, e, s)
+			}
+		})
+	}
+}
+
+func TestNoClientRetries(t *testing.T) {
+	t.Parallel()
+	s := llmtest.New(llmtest.WithScript(llmtest.Fault500{}, llmtest.Fault429{RetryAfter: time.Second}))
+	defer s.Close()
+	c := newClient(t, s, nil)
+	_, err := c.Summarize(context.Background(), llm.Request{Prompt: llm.PromptChunk, Text: source, TargetTokens: 50})
+	require.Equal(t, llm.ServerError, llm.KindOf(err))
+	require.Len(t, s.Calls(), 1, "one attempt per call: Temporal owns retries")
+	_, err = c.Summarize(context.Background(), llm.Request{Prompt: llm.PromptChunk, Text: source, TargetTokens: 50})
+	require.Equal(t, llm.RateLimited, llm.KindOf(err))
+	require.Len(t, s.Calls(), 2)
+	_, err = c.Summarize(context.Background(), llm.Request{Prompt: llm.PromptChunk, Text: source, TargetTokens: 50})
+	require.NoError(t, err)
+}
+
+func TestServerComesBack(t *testing.T) {
+	t.Parallel()
+	s := llmtest.New()
+	defer s.Close()
+	c := newClient(t, s, nil)
+	req := llm.Request{Prompt: llm.PromptBrief, Text: source}
+	s.SetDown(true)
+	_, err := c.Summarize(context.Background(), req)
+	var e *llm.Error
+	require.ErrorAs(t, err, &e)
+	require.True(t, e.Retryable())
+	s.SetDown(false)
+	_, err = c.Summarize(context.Background(), req)
+	require.NoError(t, err)
+}
+
+func TestKeyIsRedactedFromEchoes(t *testing.T) {
+	t.Parallel()
+	// A server that echoes the full key must not get it into our messages.
+	const key = "sk-live-abcdefghijklmnop"
+	s := llmtest.New(llmtest.WithRequireKey("sk-other"))
+	defer s.Close()
+	c := newClient(t, s, func(cfg *llm.Config) { cfg.APIKey = key })
+	_, err := c.Summarize(context.Background(), llm.Request{Prompt: llm.PromptBrief, Text: source})
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), key)
+}
+
+func TestCanceledContext(t *testing.T) {
+	t.Parallel()
+	s := llmtest.New(llmtest.WithScript(llmtest.FaultTimeout{}))
+	defer s.Close()
+	c := newClient(t, s, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Summarize(ctx, llm.Request{Prompt: llm.PromptBrief, Text: source})
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return s.InFlight() == 1 }, 10*time.Second, 5*time.Millisecond)
+	cancel()
+	err := <-done
+	require.Equal(t, llm.Canceled, llm.KindOf(err))
+	var e *llm.Error
+	require.ErrorAs(t, err, &e)
+	require.False(t, e.Retryable())
+}
+
+func TestConcurrentCallsRunInParallel(t *testing.T) {
+	t.Parallel()
+	// The server holds every call until the test has seen them all in
+	// flight, so the check needs no timing.
+	s := llmtest.New(llmtest.WithLatency(time.Hour))
+	defer s.Close()
+	c := newClient(t, s, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const n = 4
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = c.Summarize(ctx, llm.Request{Prompt: llm.PromptChunk, Text: source, TargetTokens: 50})
+		}()
+	}
+	require.Eventually(t, func() bool { return s.InFlight() == n }, 10*time.Second, 5*time.Millisecond)
+	cancel()
+	wg.Wait()
+	require.Equal(t, n, s.MaxConcurrent())
+	for _, err := range errs {
+		require.Equal(t, llm.Canceled, llm.KindOf(err))
+	}
+}
+
+func TestNewOpenAIConfigErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		cfg     llm.Config
+		wantErr string
+	}{
+		{"no base url", llm.Config{Model: "m"}, "BaseURL is empty"},
+		{"bad url", llm.Config{BaseURL: "llm.internal:8000", Model: "m"}, "not an http(s) URL"},
+		{"no model", llm.Config{BaseURL: "http://x/v1"}, "Model is empty"},
+		{"negative timeout", llm.Config{BaseURL: "http://x/v1", Model: "m", Timeout: -time.Second}, "Timeout"},
+		{"negative factor", llm.Config{BaseURL: "http://x/v1", Model: "m", MaxTokensFactor: -1}, "MaxTokensFactor"},
+		{"NaN factor", llm.Config{BaseURL: "http://x/v1", Model: "m", MaxTokensFactor: math.NaN()}, "MaxTokensFactor"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := llm.NewOpenAI(tc.cfg)
+			require.ErrorContains(t, err, tc.wantErr)
+		})
+	}
+}
+
+func TestNewPicksOfflineWithoutBaseURL(t *testing.T) {
+	t.Parallel()
+	sum, err := llm.New(llm.Config{})
+	require.NoError(t, err)
+	require.IsType(t, llm.Extractive{}, sum)
+
+	s := llmtest.New()
+	defer s.Close()
+	sum, err = llm.New(llm.Config{BaseURL: s.URL(), Model: "m"})
+	require.NoError(t, err)
+	require.IsType(t, &llm.OpenAI{}, sum)
+	resp, err := sum.Summarize(context.Background(), llm.Request{Prompt: llm.PromptBrief, Text: source})
+	require.NoError(t, err)
+	require.False(t, resp.Offline)
+
+	_, err = llm.New(llm.Config{BaseURL: s.URL()})
+	require.ErrorContains(t, err, "Model is empty")
+}

@@ -1,0 +1,69 @@
+package plan
+
+import (
+	"fmt"
+
+	"github.com/ctxcompact/orchestrator/internal/compress"
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
+)
+
+// Report is what a preset would do to a conversation, without running any
+// LLM: the deterministic passes are run for real, the LLM passes are
+// listed.
+type Report struct {
+	Preset     string  `json:"preset"`
+	Encoding   string  `json:"encoding"`
+	Limit      int     `json:"context_limit"`
+	SizeBefore int     `json:"size_before"`
+	Usage      float64 `json:"usage"`
+	Level      string  `json:"level"`
+	Passes     []Pass  `json:"passes"`
+	SizeAfter  int     `json:"size_after_deterministic"`
+	UsageAfter float64 `json:"usage_after_deterministic"`
+	// LargeResults is how many results would be map-reduced (seed 000
+	// layer 1), GlobalResults how many compressed by layer 2.
+	LargeResults  int `json:"large_results"`
+	GlobalResults int `json:"global_results"`
+	// History says whether the history would be summarized, and how many
+	// messages the summary would replace.
+	History        bool   `json:"history"`
+	HistoryNote    string `json:"history_note"`
+	Summarized     int    `json:"summarized_messages"`
+	Recommendation string `json:"recommendation"`
+}
+
+// Inspect reports what preset p would do to conv for an agent on model
+// with the given limit (0: the preset's or the model's).
+func Inspect(conv conversation.Conversation, p policy.Preset, model string, limit int, limits tokens.Limits) (Report, error) {
+	b, err := NewBudget(p, model, limit, limits)
+	if err != nil {
+		return Report{}, err
+	}
+	res, err := Deterministic(Input{Conv: conv, Preset: p, Budget: b, OffloadKey: func(text string) string {
+		return fmt.Sprintf("offload/%d", len(text))
+	}})
+	if err != nil {
+		return Report{}, fmt.Errorf("preset %s: %w", p.Name, err)
+	}
+	usage := b.Usage(res.SizeBefore)
+	r := Report{
+		Preset: p.Name, Encoding: b.Counter.Name(), Limit: b.Limit, SizeBefore: res.SizeBefore,
+		Usage: usage, Level: string(compress.LevelFor(usage)), Passes: res.Passes,
+		SizeAfter: res.SizeAfter, UsageAfter: b.Usage(res.SizeAfter), LargeResults: len(res.LargeResults),
+	}
+	if !res.Done {
+		targets, _ := GlobalTargets(res.Conv, p, b, nil)
+		r.GlobalResults = len(targets)
+		d := History(res.Conv, p, b, res.SizeBefore-res.SizeAfter, false)
+		r.History, r.HistoryNote, r.Summarized = d.Run, d.Reason, d.Summarized
+		if d.Run {
+			r.HistoryNote = fmt.Sprintf("summarize %d messages, keep from message %d", d.Summarized, d.Split)
+		}
+	} else {
+		r.HistoryNote = "target reached by the deterministic passes"
+	}
+	r.Recommendation = compress.Recommendation(compress.LevelFor(r.UsageAfter))
+	return r, nil
+}

@@ -1,0 +1,279 @@
+// Package plan decides, for one conversation and one preset, which passes
+// run and in what order, and runs the deterministic ones. It is pure: the
+// activities and `starter inspect` both call it, so what inspect shows is
+// what a run does.
+package plan
+
+import (
+	"fmt"
+
+	"github.com/ctxcompact/orchestrator/internal/compress"
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/digest"
+	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
+)
+
+// Budget is how a conversation is measured against its limit.
+type Budget struct {
+	Counter tokens.Counter
+	// Limit is the context limit in the counter's unit.
+	Limit int
+	// Overhead is added to every measure (seed 000's system prompt and
+	// instructions, which are not in the trajectory).
+	Overhead int
+}
+
+// NewBudget picks the counter and the limit for a preset and a model: the
+// preset's encoding (seed 000 counts characters) or the model's; the
+// caller's limit, else the preset's, else the model's known limit.
+func NewBudget(p policy.Preset, model string, callerLimit int, limits tokens.Limits) (Budget, error) {
+	enc := p.Encoding
+	if enc == "" {
+		enc = tokens.EncodingForModel(model)
+	}
+	counter, err := tokens.New(enc)
+	if err != nil {
+		return Budget{}, fmt.Errorf("preset %s: %w", p.Name, err)
+	}
+	limit := callerLimit
+	if limit <= 0 {
+		limit = p.ContextLimit
+	}
+	if limit <= 0 {
+		limit = limits.For(model)
+	}
+	if limit <= 0 {
+		return Budget{}, fmt.Errorf("no context limit for model %q: pass context_limit", model)
+	}
+	return Budget{Counter: counter, Limit: limit, Overhead: p.FixedOverhead}, nil
+}
+
+// Measure is the conversation's size plus the fixed overhead.
+func (b Budget) Measure(c conversation.Conversation) int {
+	return tokens.Conversation(b.Counter, c) + b.Overhead
+}
+
+// Usage is size / limit.
+func (b Budget) Usage(size int) float64 {
+	return float64(size) / float64(b.Limit)
+}
+
+// Protection maps a preset's protection rules onto compress's.
+func Protection(p policy.Preset) compress.Protection {
+	return compress.Protection{
+		System:     p.Protection.System,
+		FirstUser:  p.Protection.FirstUser,
+		LastN:      p.Protection.LastN,
+		PinMarkers: p.Protection.PinMarkers,
+	}
+}
+
+// Pass reports one pass.
+type Pass struct {
+	Name        string `json:"name"`
+	Applied     bool   `json:"applied"`
+	Count       int    `json:"count"`
+	TokensSaved int    `json:"tokens_saved"`
+	Note        string `json:"note,omitempty"`
+}
+
+// Offload is a tool result moved out of the conversation: the caller
+// stores Text under Key before the new conversation is used.
+type Offload struct {
+	Key      string
+	ToolID   string
+	ToolName string
+	Tokens   int
+	Text     string
+}
+
+// Input is what Deterministic works on.
+type Input struct {
+	Conv   conversation.Conversation
+	Preset policy.Preset
+	Budget Budget
+	// Watermark is the session's persisted watermark (seed 001).
+	Watermark string
+	// OffloadKey names the storage key for an offloaded text. It must be
+	// a pure function of the text (content addressing), so that a retried
+	// run computes the same keys.
+	OffloadKey func(text string) string
+}
+
+// Result is the conversation after the deterministic passes.
+type Result struct {
+	Conv         conversation.Conversation
+	SizeBefore   int
+	SizeAfter    int
+	Passes       []Pass
+	Watermark    string
+	Offloads     []Offload
+	LargeResults []compress.ResultLoc
+	// Done is set when the preset stops at its target usage and the
+	// deterministic passes reached it.
+	Done bool
+}
+
+// Deterministic runs the passes that need no LLM, cheapest first:
+// watermark pruning, selective post-processing, offload, tool-input
+// truncation; then it lists the results large enough for map-reduce.
+func Deterministic(in Input) (Result, error) {
+	p, b := in.Preset, in.Budget
+	conv := in.Conv
+	res := Result{SizeBefore: b.Measure(conv), Watermark: in.Watermark}
+	res.SizeAfter = res.SizeBefore
+	if p.Debug {
+		res.Conv = conv
+		res.Passes = append(res.Passes, Pass{Name: "all", Note: "debug verbosity: compression disabled"})
+		res.Done = true
+		return res, nil
+	}
+	stop := func() bool {
+		return p.StopAtTarget && b.Usage(res.SizeAfter) <= p.TargetUsage
+	}
+	record := func(name string, next conversation.Conversation, count int, note string) {
+		size := b.Measure(next)
+		res.Passes = append(res.Passes, Pass{Name: name, Applied: count > 0, Count: count, TokensSaved: res.SizeAfter - size, Note: note})
+		conv, res.SizeAfter = next, size
+	}
+
+	if p.Watermark.Enabled && conv.Format != conversation.FormatReAct {
+		if id, found := compress.FindCheckpoint(conv, p.Watermark.CheckpointTools, res.Watermark); found {
+			res.Watermark = id
+		}
+		note := "no watermark yet"
+		next := conv
+		count := 0
+		if res.Watermark != "" {
+			out, st, err := compress.PruneAtWatermarkWith(conv, res.Watermark, compress.WatermarkOptions{
+				KeepBefore: p.Watermark.KeepBefore, Protected: compress.Protected(conv, Protection(p)),
+			})
+			if err != nil {
+				return Result{}, fmt.Errorf("watermark pruning: %w", err)
+			}
+			next, count = out, st.BlocksRemoved
+			note = fmt.Sprintf("watermark %s: removed %d tool blocks, %d messages", res.Watermark, st.BlocksRemoved, st.MessagesRemoved)
+			if !st.Found {
+				note = fmt.Sprintf("watermark %s not found: no pruning", res.Watermark)
+			}
+		}
+		record("watermark", next, count, note)
+	}
+
+	if p.PostProcess.Enabled && !stop() {
+		rules := digest.PostRules{
+			SmallTokens: p.PostProcess.SmallTokens, JSONTokens: p.PostProcess.JSONTokens,
+			FileLines: p.PostProcess.FileLines, DBRows: p.PostProcess.DBRows, SampleRows: p.PostProcess.SampleRows,
+		}
+		out, st, err := compress.PostProcessResults(conv, b.Counter, rules, compress.Protected(conv, Protection(p)))
+		if err != nil {
+			return Result{}, fmt.Errorf("post-processing: %w", err)
+		}
+		record("post-process", out, st.Changed, "")
+	}
+
+	if p.Offload.Enabled && !stop() && b.Usage(res.SizeAfter) >= p.Offload.TriggerUsage {
+		protected := compress.Protected(conv, Protection(p))
+		cands := compress.PlanOffloadWith(conv, b.Counter, compress.OffloadOptions{
+			MinTokens: p.Offload.MinTokens, Protected: protected,
+			PreviewLines: p.Offload.PreviewLines, PreviewChars: p.Offload.PreviewChars,
+		})
+		placed := make([]compress.Placed, 0, len(cands))
+		for _, c := range cands {
+			text := conv.Messages[c.Msg].Blocks[c.Block].Text
+			key := in.OffloadKey(text)
+			placed = append(placed, compress.Placed{OffloadCandidate: c, Key: key,
+				Preview: compress.PreviewN(text, p.Offload.PreviewLines, p.Offload.PreviewChars)})
+			res.Offloads = append(res.Offloads, Offload{Key: key, ToolID: c.ToolID, ToolName: c.ToolName, Tokens: c.Tokens, Text: text})
+		}
+		out, err := compress.ApplyOffload(conv, placed)
+		if err != nil {
+			return Result{}, fmt.Errorf("offload: %w", err)
+		}
+		record("offload", out, len(placed), "")
+	}
+
+	if p.Truncate.Enabled && !stop() && b.Usage(res.SizeAfter) >= p.Truncate.TriggerUsage {
+		out, st, err := compress.TruncateInputs(conv, b.Counter, compress.TruncateOptions{
+			Tools: p.Truncate.Tools, MinTokens: p.Truncate.MinTokens, Protected: compress.Protected(conv, Protection(p)),
+		})
+		if err != nil {
+			return Result{}, fmt.Errorf("truncate tool inputs: %w", err)
+		}
+		record("truncate-inputs", out, st.Count, "")
+	}
+
+	if p.LargeResult.Enabled && !stop() {
+		for _, r := range compress.ToolResults(conv) {
+			if r.Chars > p.LargeResult.ThresholdChars {
+				res.LargeResults = append(res.LargeResults, r)
+			}
+		}
+	}
+	res.Conv = conv
+	res.Done = stop() && len(res.LargeResults) == 0
+	return res, nil
+}
+
+// GlobalTargets is seed 000's layer 2: when usage passes the trigger,
+// every result above the minimum size, except those already compressed
+// (exclude, as message/block pairs), with its turn as context.
+func GlobalTargets(conv conversation.Conversation, p policy.Preset, b Budget, exclude map[[2]int]bool) ([]compress.ResultLoc, float64) {
+	usage := b.Usage(b.Measure(conv))
+	if !p.GlobalResults.Enabled || usage <= p.GlobalResults.TriggerUsage {
+		return nil, usage
+	}
+	var out []compress.ResultLoc
+	for _, r := range compress.ToolResults(conv) {
+		if r.Chars > p.GlobalResults.MinChars && !exclude[[2]int{r.Msg, r.Block}] {
+			out = append(out, r)
+		}
+	}
+	return out, usage
+}
+
+// HistoryDecision says whether to compact the history and where to split.
+type HistoryDecision struct {
+	Run    bool
+	Reason string
+	// Split is the index of the first kept message.
+	Split int
+	// Summarized is how many messages the summary replaces.
+	Summarized int
+	Protected  []bool
+}
+
+// History decides history compaction: the preset's trigger usage, seed
+// 002's rule that compaction runs only when the cheaper passes freed less
+// than MaxFreedTokens, or force (a manual compact, seed 002's /compact).
+func History(conv conversation.Conversation, p policy.Preset, b Budget, freed int, force bool) HistoryDecision {
+	h := p.History
+	if !h.Enabled {
+		return HistoryDecision{Reason: "history compaction disabled by the preset"}
+	}
+	if conv.Format == conversation.FormatReAct {
+		return HistoryDecision{Reason: "a ReAct trajectory never drops a turn"}
+	}
+	usage := b.Usage(b.Measure(conv))
+	if !force {
+		if usage < h.TriggerUsage {
+			return HistoryDecision{Reason: fmt.Sprintf("usage %.1f%% is under the %.0f%% trigger", usage*100, h.TriggerUsage*100)}
+		}
+		if h.MaxFreedTokens > 0 && freed >= h.MaxFreedTokens {
+			return HistoryDecision{Reason: fmt.Sprintf("offload freed %d ≥ %d tokens: no compaction needed", freed, h.MaxFreedTokens)}
+		}
+	}
+	protected := compress.Protected(conv, Protection(p))
+	split := compress.SplitPoint(conv, h.KeepLast, protected)
+	n := 0
+	for i := 0; i < split; i++ {
+		if !protected[i] {
+			n++
+		}
+	}
+	if n == 0 {
+		return HistoryDecision{Reason: fmt.Sprintf("%d messages: nothing to summarize beyond the kept %d", len(conv.Messages), h.KeepLast)}
+	}
+	return HistoryDecision{Run: true, Split: split, Summarized: n, Protected: protected}
+}

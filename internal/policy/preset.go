@@ -1,0 +1,347 @@
+// Package policy holds the compaction presets, one per source design
+// ("seed"), as plain data with each seed's numbers, and the user
+// configuration that overrides them. Behaviour lives in internal/compress
+// and internal/plan; this package only says which passes run and with which
+// numbers.
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Preset names.
+const (
+	ReactTwoLayer  = "react-two-layer"
+	Watermark      = "watermark"
+	OffloadCompact = "offload-compact"
+	AutoSummarize  = "auto-summarize"
+	ThreeTier      = "three-tier"
+	Adaptive       = "adaptive"
+)
+
+// Preset is one complete compaction policy. Numbers that a seed leaves open
+// are ours and are marked so in the README.
+type Preset struct {
+	Name        string `json:"name"`
+	Seed        string `json:"seed"`
+	Description string `json:"description"`
+
+	// Encoding is the unit of every size in this preset: "chars" (seed 000
+	// measures characters) or a token encoding; "" means the encoding that
+	// fits the conversation's model.
+	Encoding string `json:"encoding"`
+	// ContextLimit is used when the caller gives none, in Encoding units;
+	// 0 means the model's known limit.
+	ContextLimit int `json:"context_limit"`
+	// FixedOverhead is added to the measured conversation: seed 000 counts
+	// a ~5K system prompt and ~3K of instructions outside the trajectory.
+	FixedOverhead int `json:"fixed_overhead"`
+	// TargetUsage is where the adaptive preset stops: once usage is at or
+	// below it, no further (costlier) pass runs.
+	TargetUsage float64 `json:"target_usage"`
+	// StopAtTarget stops before the next (costlier) pass once usage is at
+	// or below TargetUsage: the adaptive preset's "cheapest first".
+	StopAtTarget bool `json:"stop_at_target"`
+	// Debug disables every pass (seed 003: context.verbosity=debug).
+	Debug bool `json:"debug"`
+	// SummarizerModel overrides the worker's summarizer model for this
+	// preset (seed 002: SYNAPSE_COMPACT_MODEL); "" keeps the worker's.
+	SummarizerModel string `json:"summarizer_model"`
+
+	Protection    Protection    `json:"protection"`
+	LargeResult   LargeResult   `json:"large_result"`
+	GlobalResults GlobalResults `json:"global_results"`
+	Watermark     WatermarkRule `json:"watermark"`
+	Offload       Offload       `json:"offload"`
+	Truncate      Truncate      `json:"truncate"`
+	PostProcess   PostProcess   `json:"post_process"`
+	History       History       `json:"history"`
+	Drift         Drift         `json:"drift"`
+}
+
+// Protection says what no strategy may touch (seed 003).
+type Protection struct {
+	System     bool     `json:"system"`
+	FirstUser  bool     `json:"first_user"`
+	LastN      int      `json:"last_n"`
+	PinMarkers []string `json:"pin_markers"`
+}
+
+// LargeResult is seed 000's layer 1: map-reduce of one huge tool result.
+type LargeResult struct {
+	Enabled        bool    `json:"enabled"`
+	ThresholdChars int     `json:"threshold_chars"`
+	ChunkChars     int     `json:"chunk_chars"`
+	Ratio          float64 `json:"ratio"`
+	// SecondPassAboveChars triggers the second-level pass over the merged
+	// chunk summaries.
+	SecondPassAboveChars int `json:"second_pass_above_chars"`
+	// Fallback when the LLM keeps failing: "extractive" (ours) or
+	// "truncate" (the seed's first TruncateChars characters).
+	Fallback      string `json:"fallback"`
+	TruncateChars int    `json:"truncate_chars"`
+	// Parallelism bounds the chunk summaries in flight for one result.
+	Parallelism int `json:"parallelism"`
+}
+
+// GlobalResults is seed 000's layer 2: every large result compressed with
+// its thought/action as context once the context passes TriggerUsage.
+type GlobalResults struct {
+	Enabled      bool    `json:"enabled"`
+	TriggerUsage float64 `json:"trigger_usage"`
+	MinChars     int     `json:"min_chars"`
+	Ratio        float64 `json:"ratio"`
+	Parallelism  int     `json:"parallelism"`
+}
+
+// WatermarkRule is seed 001's checkpoint-tool watermark pruning.
+type WatermarkRule struct {
+	Enabled         bool     `json:"enabled"`
+	CheckpointTools []string `json:"checkpoint_tools"`
+	// KeepBefore keeps this many messages before the watermark untouched
+	// (the seed's "keep N messages before watermark" future item).
+	KeepBefore int `json:"keep_before"`
+}
+
+// Offload moves large tool results to S3 and leaves a reference (seeds 002
+// and 004 tier 1).
+type Offload struct {
+	Enabled      bool    `json:"enabled"`
+	MinTokens    int     `json:"min_tokens"`
+	TriggerUsage float64 `json:"trigger_usage"`
+	PreviewChars int     `json:"preview_chars"`
+	PreviewLines int     `json:"preview_lines"`
+}
+
+// Truncate shortens old, already persisted write/edit tool inputs (seed 004
+// tier 2).
+type Truncate struct {
+	Enabled      bool     `json:"enabled"`
+	TriggerUsage float64  `json:"trigger_usage"`
+	MinTokens    int      `json:"min_tokens"`
+	Tools        []string `json:"tools"`
+}
+
+// PostProcess is seed 003's selective tool post-processing table.
+type PostProcess struct {
+	Enabled     bool `json:"enabled"`
+	SmallTokens int  `json:"small_tokens"`
+	JSONTokens  int  `json:"json_tokens"`
+	FileLines   int  `json:"file_lines"`
+	DBRows      int  `json:"db_rows"`
+	SampleRows  int  `json:"sample_rows"`
+}
+
+// History is LLM compaction of everything but the last messages (seeds
+// 002, 003, 004 tier 3).
+type History struct {
+	Enabled bool `json:"enabled"`
+	// TriggerUsage starts compaction once usage reaches it (after the
+	// cheaper passes).
+	TriggerUsage float64 `json:"trigger_usage"`
+	// MaxFreedTokens: compaction runs only when the cheaper passes freed
+	// fewer tokens than this (seed 002: 15,000); 0 disables the rule.
+	MaxFreedTokens int `json:"max_freed_tokens"`
+	KeepLast       int `json:"keep_last"`
+	// Prompt is the prompt file: "history" (002), "brief" (003),
+	// "session" (004).
+	Prompt string `json:"prompt"`
+	// Style is how the summary is inserted, see compress.SummaryStyle.
+	Style        string `json:"style"`
+	TargetTokens int    `json:"target_tokens"`
+	// Attempts is the LLM attempts before giving up (seed 002: 3).
+	Attempts int `json:"attempts"`
+	// RestoreOffloads puts offloaded content back before summarizing, and
+	// DeleteOffloads removes it after a successful compaction (seed 002).
+	RestoreOffloads bool `json:"restore_offloads"`
+	// OnFailure is what happens when the summary cannot be made:
+	// "unchanged" leaves the history as it was (seed 002's success false),
+	// "extractive" uses the offline extractive summary instead.
+	OnFailure string `json:"on_failure"`
+	DeleteOffloads  bool `json:"delete_offloads"`
+	// CriticalUsage recommends a fresh session (seed 004: 85%).
+	CriticalUsage float64 `json:"critical_usage"`
+}
+
+// Drift is the check of a summary against its source.
+type Drift struct {
+	Enabled bool `json:"enabled"`
+	// MinRetention is the share of the source's identifiers the summary
+	// must keep.
+	MinRetention float64 `json:"min_retention"`
+	// RepairPasses is how many repair passes may run before falling back.
+	RepairPasses int `json:"repair_passes"`
+	// MaxIdentifiers bounds how many identifiers are checked (the most
+	// recent ones), so that a huge history does not demand the impossible.
+	MaxIdentifiers int `json:"max_identifiers"`
+}
+
+var checkpointTools = []string{"deactivate_augments", "compress_to_checkpoint",
+	"mcp__nisaba__deactivate_augments", "mcp__nisaba__compress_to_checkpoint"}
+
+var writeTools = []string{"write_file", "edit_file", "create_file", "str_replace_editor",
+	"str_replace_based_edit_tool", "apply_patch", "Write", "Edit", "MultiEdit"}
+
+var pinMarkers = []string{"[pinned]", "<constraints>", "IMPORTANT:", "CONSTRAINT:"}
+
+func basePreset() Preset {
+	return Preset{
+		TargetUsage: 0.5,
+		Protection:  Protection{System: true, FirstUser: true, LastN: 3, PinMarkers: pinMarkers},
+		LargeResult: LargeResult{ThresholdChars: 50000, ChunkChars: 50000, Ratio: 0.10,
+			SecondPassAboveChars: 50000, Fallback: "extractive", TruncateChars: 1000, Parallelism: 8},
+		GlobalResults: GlobalResults{TriggerUsage: 0.80, MinChars: 5000, Ratio: 0.10, Parallelism: 8},
+		Watermark:     WatermarkRule{CheckpointTools: checkpointTools},
+		Offload:       Offload{MinTokens: 15000, PreviewChars: 500, PreviewLines: 10},
+		Truncate:      Truncate{TriggerUsage: 0.50, MinTokens: 500, Tools: writeTools},
+		PostProcess:   PostProcess{SmallTokens: 200, JSONTokens: 500, FileLines: 500, DBRows: 100, SampleRows: 5},
+		History: History{KeepLast: 5, Prompt: "history", Style: "compressed-history",
+			TargetTokens: 8000, Attempts: 3, CriticalUsage: 0.85, OnFailure: "extractive"},
+		Drift: Drift{Enabled: true, MinRetention: 0.6, RepairPasses: 1, MaxIdentifiers: 60},
+	}
+}
+
+// Builtin returns the named built-in preset with its seed's numbers.
+func Builtin(name string) (Preset, error) {
+	p := basePreset()
+	p.Name = name
+	switch name {
+	case ReactTwoLayer:
+		p.Seed = "000"
+		p.Description = "ReAct two-layer: map-reduce of results > 50,000 chars; at 80% every result > 5,000 chars to 10% with its thought/action"
+		p.Encoding = "chars"
+		p.ContextLimit = 200000
+		p.FixedOverhead = 8000
+		p.Protection = Protection{System: true}
+		p.LargeResult.Enabled = true
+		p.GlobalResults.Enabled = true
+		// Seed 000 reports usage but never drops a turn; its summaries are
+		// per result, so the drift bar applies per result.
+		p.History.Enabled = false
+	case Watermark:
+		p.Seed = "001"
+		p.Description = "Watermark: drop tool_use/tool_result blocks before the latest checkpoint tool call, keep text"
+		p.Watermark.Enabled = true
+		p.Protection = Protection{System: true}
+		p.Drift.Enabled = false
+	case OffloadCompact:
+		p.Seed = "002"
+		p.Description = "Offload then compact: offload large results; when that frees < 15,000 tokens, summarize all but the last 5 into 8 sections"
+		p.Offload.Enabled = true
+		p.Offload.MinTokens = 5000
+		p.Offload.TriggerUsage = 0.70
+		p.Protection = Protection{System: true, LastN: 5}
+		p.History = History{Enabled: true, TriggerUsage: 0.70, MaxFreedTokens: 15000, KeepLast: 5,
+			Prompt: "history", Style: "compressed-history", TargetTokens: 8000, Attempts: 3,
+			RestoreOffloads: true, DeleteOffloads: true, OnFailure: "unchanged"}
+	case AutoSummarize:
+		p.Seed = "003"
+		p.Description = "Auto-summarize at 50%: post-process tool outputs, summarize all but the last 3, never the system prompt or pinned constraints"
+		p.PostProcess.Enabled = true
+		p.Protection = Protection{System: true, FirstUser: true, LastN: 3, PinMarkers: pinMarkers}
+		p.History = History{Enabled: true, TriggerUsage: 0.50, KeepLast: 3, Prompt: "brief",
+			Style: "summary-first", TargetTokens: 2000, Attempts: 3, OnFailure: "extractive"}
+	case ThreeTier:
+		p.Seed = "004"
+		p.Description = "Three tiers: offload results > 15,000 tokens; > 50% truncate persisted inputs; > 75% session summary with archive refs; > 85% recommend a fresh session"
+		p.Offload.Enabled = true
+		p.Offload.MinTokens = 15000
+		p.Truncate.Enabled = true
+		p.Protection = Protection{System: true, FirstUser: true, LastN: 3, PinMarkers: pinMarkers}
+		p.History = History{Enabled: true, TriggerUsage: 0.75, KeepLast: 3, Prompt: "session",
+			Style: "session-summary", TargetTokens: 4000, Attempts: 3, CriticalUsage: 0.85, OnFailure: "extractive"}
+	case Adaptive:
+		p.Seed = "all"
+		p.Description = "Adaptive (default): cheapest first — prune, offload, truncate, post-process, map-reduce, summarize — stop once usage ≤ target"
+		p.Watermark.Enabled = true
+		p.Offload.Enabled = true
+		p.Offload.MinTokens = 5000
+		p.Truncate.Enabled = true
+		p.Truncate.TriggerUsage = 0
+		p.PostProcess.Enabled = true
+		p.StopAtTarget = true
+		// Results over 5,000 tokens are offloaded first, which is cheaper
+		// than map-reduce and loses nothing, so layer 1 stays off here.
+		p.History = History{Enabled: true, TriggerUsage: 0.5, KeepLast: 5, Prompt: "history",
+			Style: "compressed-history", TargetTokens: 8000, Attempts: 3, RestoreOffloads: true,
+			CriticalUsage: 0.85, OnFailure: "extractive"}
+	default:
+		return Preset{}, fmt.Errorf("unknown preset %q (valid: %s)", name, strings.Join(Names(), ", "))
+	}
+	return p, nil
+}
+
+// Names lists the built-in presets.
+func Names() []string {
+	return []string{ReactTwoLayer, Watermark, OffloadCompact, AutoSummarize, ThreeTier, Adaptive}
+}
+
+// Resolve returns the named preset (the default when name is empty) with
+// overrides applied. Overrides are a JSON object with the same field names
+// as Preset; unknown fields are an error naming them, so a typo never
+// silently does nothing.
+func Resolve(name string, overrides json.RawMessage) (Preset, error) {
+	if name == "" {
+		name = Adaptive
+	}
+	p, err := Builtin(name)
+	if err != nil {
+		return Preset{}, err
+	}
+	if len(bytes.TrimSpace(overrides)) == 0 || string(bytes.TrimSpace(overrides)) == "null" {
+		return p, p.Validate()
+	}
+	dec := json.NewDecoder(bytes.NewReader(overrides))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return Preset{}, fmt.Errorf("preset %s overrides: %w", name, err)
+	}
+	p.Name = name
+	return p, p.Validate()
+}
+
+// Validate reports the first number that makes no sense, naming its field.
+func (p Preset) Validate() error {
+	checks := []struct {
+		field string
+		bad   bool
+	}{
+		{"context_limit", p.ContextLimit < 0},
+		{"fixed_overhead", p.FixedOverhead < 0},
+		{"target_usage", p.TargetUsage < 0 || p.TargetUsage > 1},
+		{"protection.last_n", p.Protection.LastN < 0},
+		{"large_result.chunk_chars", p.LargeResult.Enabled && p.LargeResult.ChunkChars < 1000},
+		{"large_result.ratio", p.LargeResult.Enabled && (p.LargeResult.Ratio <= 0 || p.LargeResult.Ratio >= 1)},
+		{"large_result.fallback", p.LargeResult.Fallback != "extractive" && p.LargeResult.Fallback != "truncate"},
+		{"large_result.parallelism", p.LargeResult.Parallelism < 1},
+		{"global_results.ratio", p.GlobalResults.Enabled && (p.GlobalResults.Ratio <= 0 || p.GlobalResults.Ratio >= 1)},
+		{"global_results.parallelism", p.GlobalResults.Parallelism < 1},
+		{"watermark.checkpoint_tools", p.Watermark.Enabled && len(p.Watermark.CheckpointTools) == 0},
+		{"offload.min_tokens", p.Offload.Enabled && p.Offload.MinTokens < 1},
+		{"history.keep_last", p.History.Enabled && p.History.KeepLast < 0},
+		{"history.target_tokens", p.History.Enabled && p.History.TargetTokens < 50},
+		{"history.attempts", p.History.Enabled && p.History.Attempts < 1},
+		{"history.prompt", p.History.Enabled && !oneOf(p.History.Prompt, "history", "brief", "session")},
+		{"history.on_failure", p.History.Enabled && !oneOf(p.History.OnFailure, "unchanged", "extractive")},
+		{"history.style", p.History.Enabled && !oneOf(p.History.Style, "compressed-history", "summary-first", "session-summary")},
+		{"drift.min_retention", p.Drift.MinRetention < 0 || p.Drift.MinRetention > 1},
+	}
+	for _, c := range checks {
+		if c.bad {
+			return fmt.Errorf("preset %s: invalid %s", p.Name, c.field)
+		}
+	}
+	return nil
+}
+
+func oneOf(s string, options ...string) bool {
+	for _, o := range options {
+		if s == o {
+			return true
+		}
+	}
+	return false
+}

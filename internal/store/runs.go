@@ -1,0 +1,487 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// RunStatus is the state of a compaction run. pending and running are live;
+// succeeded, failed and skipped are final and frozen.
+type RunStatus string
+
+// Run states.
+const (
+	RunPending   RunStatus = "pending"
+	RunRunning   RunStatus = "running"
+	RunSucceeded RunStatus = "succeeded"
+	RunFailed    RunStatus = "failed"
+	RunSkipped   RunStatus = "skipped"
+)
+
+// Final reports whether no further state change is allowed.
+func (s RunStatus) Final() bool {
+	return s == RunSucceeded || s == RunFailed || s == RunSkipped
+}
+
+// Valid reports whether s is one of the known states.
+func (s RunStatus) Valid() bool {
+	return s == RunPending || s == RunRunning || s.Final()
+}
+
+// Run is one compaction run of one session.
+type Run struct {
+	ID            string // chosen by the caller: the workflow run id
+	Tenant        string
+	Session       string
+	EventID       string
+	Trigger       string
+	Preset        string
+	Model         string
+	PromptVersion string
+	Status        RunStatus
+	TokensBefore  int64
+	TokensAfter   int64
+	CharsBefore   int64
+	CharsAfter    int64
+	Ratio         float64
+	InputKey      string
+	ArchiveKey    string
+	ArchiveSHA256 string
+	OutputKey     string
+	OutputSHA256  string
+	Level         string
+	Error         string
+	ReplayOf      string // id of the run this one replays, "" if none
+	StartedAt     time.Time
+	FinishedAt    time.Time // zero while the run is live
+	UpdatedAt     time.Time
+	Stats         json.RawMessage // free-form JSON, nil if none
+}
+
+// RunPlan holds what the plan step learns about a live run. Zero fields
+// leave the stored value unchanged.
+type RunPlan struct {
+	Preset        string
+	Model         string
+	PromptVersion string
+	Level         string
+	InputKey      string
+	TokensBefore  int64
+	CharsBefore   int64
+}
+
+// RunResult is what a successful run commits. Zero fields among Model,
+// PromptVersion, Level and Stats leave the stored value unchanged.
+type RunResult struct {
+	TokensAfter   int64
+	CharsAfter    int64
+	Ratio         float64
+	OutputKey     string
+	OutputSHA256  string
+	Model         string
+	PromptVersion string
+	Level         string
+	Stats         json.RawMessage
+}
+
+// RunFilter selects runs for ListRuns. Zero fields do not filter.
+type RunFilter struct {
+	Tenant   string
+	Session  string // only with Tenant
+	Status   RunStatus
+	ReplayOf string
+	From     time.Time // started at or after
+	To       time.Time // started before
+	// AfterID is the id of the last run of the previous page; the page
+	// continues with older runs.
+	AfterID string
+	// Limit caps the page; 0 means DefaultListLimit, more than MaxListLimit
+	// is capped.
+	Limit int
+}
+
+// Page sizes of ListRuns.
+const (
+	DefaultListLimit = 100
+	MaxListLimit     = 1000
+)
+
+// runColumns is the select list scanned by scanRun, in order.
+const runColumns = `id, tenant_id, session_id, event_id, trigger, preset, model, prompt_version,
+	status, tokens_before, tokens_after, chars_before, chars_after, ratio,
+	input_key, archive_key, archive_sha256, output_key, output_sha256, level, error,
+	coalesce(replay_of, ''), started_at, finished_at, updated_at, stats`
+
+func scanRun(row pgx.Row) (Run, error) {
+	var r Run
+	var status string
+	var finished *time.Time
+	var stats []byte
+	err := row.Scan(&r.ID, &r.Tenant, &r.Session, &r.EventID, &r.Trigger, &r.Preset, &r.Model, &r.PromptVersion,
+		&status, &r.TokensBefore, &r.TokensAfter, &r.CharsBefore, &r.CharsAfter, &r.Ratio,
+		&r.InputKey, &r.ArchiveKey, &r.ArchiveSHA256, &r.OutputKey, &r.OutputSHA256, &r.Level, &r.Error,
+		&r.ReplayOf, &r.StartedAt, &finished, &r.UpdatedAt, &stats)
+	if err != nil {
+		return Run{}, err
+	}
+	r.Status = RunStatus(status)
+	r.StartedAt = r.StartedAt.UTC()
+	r.UpdatedAt = r.UpdatedAt.UTC()
+	if finished != nil {
+		r.FinishedAt = finished.UTC()
+	}
+	if len(stats) > 0 {
+		r.Stats = json.RawMessage(stats)
+	}
+	return r, nil
+}
+
+// jsonArg validates raw JSON and turns empty into SQL NULL.
+func jsonArg(op string, raw json.RawMessage) (any, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	if !json.Valid(raw) {
+		return nil, fmt.Errorf("%s: stats is not valid JSON", op)
+	}
+	return string(raw), nil
+}
+
+// nullIfEmpty maps "" to SQL NULL for optional references.
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// nullIfZero maps the zero time to SQL NULL so that the database clock fills
+// the default.
+func nullIfZero(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// CreateRun records a run, and its tenant and session if new. It is
+// idempotent by ID: when the run already exists nothing is written and the
+// stored run is returned with created false. A run id already used by
+// another tenant or session is an error. An empty Status means pending; a
+// zero StartedAt means now.
+func (s *Store) CreateRun(ctx context.Context, r Run) (Run, bool, error) {
+	op := "create run"
+	if err := requireNonEmpty(op, [2]string{"ID", r.ID}, [2]string{"Tenant", r.Tenant}, [2]string{"Session", r.Session}); err != nil {
+		return Run{}, false, err
+	}
+	if r.Status == "" {
+		r.Status = RunPending
+	}
+	if !r.Status.Valid() {
+		return Run{}, false, fmt.Errorf("create run %s: unknown status %q", r.ID, r.Status)
+	}
+	if r.ReplayOf == r.ID {
+		return Run{}, false, fmt.Errorf("create run %s: a run cannot replay itself", r.ID)
+	}
+	stats, err := jsonArg("create run "+r.ID, r.Stats)
+	if err != nil {
+		return Run{}, false, err
+	}
+	var finished any
+	if r.Status.Final() {
+		if r.FinishedAt.IsZero() {
+			r.FinishedAt = time.Now()
+		}
+		finished = r.FinishedAt
+	}
+
+	var stored Run
+	var created bool
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := ensureSession(ctx, tx, r.Tenant, r.Session); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `
+			insert into runs (id, tenant_id, session_id, event_id, trigger, preset, model, prompt_version,
+				status, tokens_before, tokens_after, chars_before, chars_after, ratio,
+				input_key, archive_key, archive_sha256, output_key, output_sha256, level, error,
+				replay_of, started_at, finished_at, stats)
+			values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
+				$22, coalesce($23, now()), $24, $25)
+			on conflict (id) do nothing`,
+			r.ID, r.Tenant, r.Session, r.EventID, r.Trigger, r.Preset, r.Model, r.PromptVersion,
+			string(r.Status), r.TokensBefore, r.TokensAfter, r.CharsBefore, r.CharsAfter, r.Ratio,
+			r.InputKey, r.ArchiveKey, r.ArchiveSHA256, r.OutputKey, r.OutputSHA256, r.Level, r.Error,
+			nullIfEmpty(r.ReplayOf), nullIfZero(r.StartedAt), finished, stats)
+		if err != nil {
+			return fmt.Errorf("insert: %w", err)
+		}
+		created = tag.RowsAffected() == 1
+		stored, err = scanRun(tx.QueryRow(ctx, `select `+runColumns+` from runs where id = $1`, r.ID))
+		if err != nil {
+			return fmt.Errorf("read back: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return Run{}, false, fmt.Errorf("create run %s: %w", r.ID, err)
+	}
+	if stored.Tenant != r.Tenant || stored.Session != r.Session {
+		return Run{}, false, fmt.Errorf("create run %s: id already used by session %q/%q", r.ID, stored.Tenant, stored.Session)
+	}
+	return stored, created, nil
+}
+
+// GetRun returns the run with the given id, or an error wrapping ErrNotFound.
+func (s *Store) GetRun(ctx context.Context, id string) (Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, `select `+runColumns+` from runs where id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Run{}, fmt.Errorf("get run %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Run{}, fmt.Errorf("get run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// runStatus returns the status of run id, or an error wrapping ErrNotFound.
+func (s *Store) runStatus(ctx context.Context, id string) (RunStatus, error) {
+	var status string
+	err := s.pool.QueryRow(ctx, `select status from runs where id = $1`, id).Scan(&status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	if err != nil {
+		return "", err
+	}
+	return RunStatus(status), nil
+}
+
+// MarkRunning moves a pending run to running. A run already running or
+// final is left as it is, without error, so a retried call is harmless.
+func (s *Store) MarkRunning(ctx context.Context, id string) error {
+	tag, err := s.pool.Exec(ctx, `
+		update runs set status = 'running', updated_at = now()
+		where id = $1 and status = 'pending'`, id)
+	if err != nil {
+		return fmt.Errorf("mark run %s running: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		if _, err := s.runStatus(ctx, id); err != nil {
+			return fmt.Errorf("mark run %s running: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// RecordPlan stores what planning found out about a live run. Calling it
+// again with the same plan changes nothing new; on a final run it returns an
+// error wrapping ErrRunFinal.
+func (s *Store) RecordPlan(ctx context.Context, id string, p RunPlan) error {
+	tag, err := s.pool.Exec(ctx, `
+		update runs set
+			preset = coalesce(nullif($2, ''), preset),
+			model = coalesce(nullif($3, ''), model),
+			prompt_version = coalesce(nullif($4, ''), prompt_version),
+			level = coalesce(nullif($5, ''), level),
+			input_key = coalesce(nullif($6, ''), input_key),
+			tokens_before = coalesce(nullif($7::bigint, 0), tokens_before),
+			chars_before = coalesce(nullif($8::bigint, 0), chars_before),
+			updated_at = now()
+		where id = $1 and status in ('pending', 'running')`,
+		id, p.Preset, p.Model, p.PromptVersion, p.Level, p.InputKey, p.TokensBefore, p.CharsBefore)
+	if err != nil {
+		return fmt.Errorf("record plan of run %s: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return s.explainNoUpdate(ctx, "record plan of run", id)
+	}
+	return nil
+}
+
+// RecordArchive stores where the original conversation was archived and its
+// sha256. Recording the same archive again is a no-op, even after the run
+// finished; a different archive for the same run is an error, because the
+// original is archived once before anything is replaced.
+func (s *Store) RecordArchive(ctx context.Context, id, key, sha256 string) error {
+	op := "record archive of run " + id
+	if err := requireNonEmpty(op, [2]string{"key", key}, [2]string{"sha256", sha256}); err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, `
+		update runs set archive_key = $2, archive_sha256 = $3, updated_at = now()
+		where id = $1 and status in ('pending', 'running') and archive_key = ''`, id, key, sha256)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	var status, storedKey, storedSHA string
+	err = s.pool.QueryRow(ctx, `select status, archive_key, archive_sha256 from runs where id = $1`, id).
+		Scan(&status, &storedKey, &storedSHA)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("%s: %w", op, ErrNotFound)
+	case err != nil:
+		return fmt.Errorf("%s: %w", op, err)
+	case storedKey == key && storedSHA == sha256:
+		return nil
+	case storedKey != "":
+		return fmt.Errorf("%s: already archived as %s (sha256 %s)", op, storedKey, storedSHA)
+	default:
+		return fmt.Errorf("%s: status %s: %w", op, status, ErrRunFinal)
+	}
+}
+
+// explainNoUpdate turns an update of a live run that touched no row into
+// ErrNotFound or ErrRunFinal.
+func (s *Store) explainNoUpdate(ctx context.Context, op, id string) error {
+	status, err := s.runStatus(ctx, id)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", op, id, err)
+	}
+	return fmt.Errorf("%s %s: status %s: %w", op, id, status, ErrRunFinal)
+}
+
+// CommitRun marks a live run succeeded with its results. It commits at most
+// once: if the run is already final (a retried or concurrent commit, or a run
+// that failed meanwhile) nothing changes and committed is false with no
+// error. A missing run is an error wrapping ErrNotFound.
+func (s *Store) CommitRun(ctx context.Context, id string, res RunResult) (bool, error) {
+	op := "commit run " + id
+	stats, err := jsonArg(op, res.Stats)
+	if err != nil {
+		return false, err
+	}
+	tag, err := s.pool.Exec(ctx, `
+		update runs set
+			status = 'succeeded',
+			tokens_after = $2, chars_after = $3, ratio = $4,
+			output_key = $5, output_sha256 = $6,
+			model = coalesce(nullif($7, ''), model),
+			prompt_version = coalesce(nullif($8, ''), prompt_version),
+			level = coalesce(nullif($9, ''), level),
+			stats = coalesce($10::jsonb, stats),
+			finished_at = now(), updated_at = now()
+		where id = $1 and status in ('pending', 'running')`,
+		id, res.TokensAfter, res.CharsAfter, res.Ratio, res.OutputKey, res.OutputSHA256,
+		res.Model, res.PromptVersion, res.Level, stats)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	return s.finished(ctx, op, id, tag.RowsAffected())
+}
+
+// FailRun marks a live run failed with errMsg. Like CommitRun it changes
+// only a live run and reports whether it did.
+func (s *Store) FailRun(ctx context.Context, id, errMsg string) (bool, error) {
+	return s.finish(ctx, "fail run "+id, id, RunFailed, errMsg)
+}
+
+// SkipRun marks a live run skipped (nothing to do, or superseded) with the
+// reason stored in Error. Like CommitRun it changes only a live run and
+// reports whether it did.
+func (s *Store) SkipRun(ctx context.Context, id, reason string) (bool, error) {
+	return s.finish(ctx, "skip run "+id, id, RunSkipped, reason)
+}
+
+func (s *Store) finish(ctx context.Context, op, id string, status RunStatus, msg string) (bool, error) {
+	if strings.TrimSpace(msg) == "" {
+		return false, fmt.Errorf("%s: message is empty", op)
+	}
+	tag, err := s.pool.Exec(ctx, `
+		update runs set status = $2, error = $3, finished_at = now(), updated_at = now()
+		where id = $1 and status in ('pending', 'running')`, id, string(status), msg)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	return s.finished(ctx, op, id, tag.RowsAffected())
+}
+
+// finished interprets the row count of a finishing update.
+func (s *Store) finished(ctx context.Context, op, id string, rows int64) (bool, error) {
+	if rows == 1 {
+		return true, nil
+	}
+	if _, err := s.runStatus(ctx, id); err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	return false, nil
+}
+
+// ListRuns returns the runs matching f, newest first (by start time, then
+// id). Pass the last id of a page as AfterID to get the next page.
+func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
+	if f.Session != "" && f.Tenant == "" {
+		return nil, errors.New("list runs: session filter needs a tenant")
+	}
+	if f.Status != "" && !f.Status.Valid() {
+		return nil, fmt.Errorf("list runs: unknown status %q", f.Status)
+	}
+	if f.Limit < 0 {
+		return nil, fmt.Errorf("list runs: negative limit %d", f.Limit)
+	}
+	limit := f.Limit
+	if limit == 0 {
+		limit = DefaultListLimit
+	}
+	limit = min(limit, MaxListLimit)
+
+	var where []string
+	var args []any
+	add := func(cond string, arg any) {
+		args = append(args, arg)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if f.Tenant != "" {
+		add("tenant_id = $%d", f.Tenant)
+	}
+	if f.Session != "" {
+		add("session_id = $%d", f.Session)
+	}
+	if f.Status != "" {
+		add("status = $%d", string(f.Status))
+	}
+	if f.ReplayOf != "" {
+		add("replay_of = $%d", f.ReplayOf)
+	}
+	if !f.From.IsZero() {
+		add("started_at >= $%d", f.From)
+	}
+	if !f.To.IsZero() {
+		add("started_at < $%d", f.To)
+	}
+	if f.AfterID != "" {
+		var exists bool
+		if err := s.pool.QueryRow(ctx, `select exists (select 1 from runs where id = $1)`, f.AfterID).Scan(&exists); err != nil {
+			return nil, fmt.Errorf("list runs: look up cursor: %w", err)
+		}
+		if !exists {
+			return nil, fmt.Errorf("list runs: cursor run %s: %w", f.AfterID, ErrNotFound)
+		}
+		add("(started_at, id) < (select started_at, id from runs where id = $%d)", f.AfterID)
+	}
+	query := `select ` + runColumns + ` from runs`
+	if len(where) > 0 {
+		query += ` where ` + strings.Join(where, " and ")
+	}
+	args = append(args, limit)
+	query += fmt.Sprintf(` order by started_at desc, id desc limit $%d`, len(args))
+
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Run, error) { return scanRun(row) })
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return runs, nil
+}

@@ -1,0 +1,352 @@
+package store_test
+
+import (
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+func TestCreateRunIsIdempotent(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	in := store.Run{
+		ID: uuid.NewString(), Tenant: "acme", Session: "s1", EventID: "ev-1", Trigger: "threshold",
+		Preset: "adaptive", Model: "gpt-x", PromptVersion: "v3", TokensBefore: 1200, CharsBefore: 4800,
+		InputKey: "acme/in/abc", Level: "YELLOW", Stats: json.RawMessage(`{"turns": 12}`),
+	}
+	first, created, err := s.CreateRun(ctx, in)
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Equal(t, store.RunPending, first.Status)
+	require.Equal(t, in.TokensBefore, first.TokensBefore)
+	require.Equal(t, in.InputKey, first.InputKey)
+	require.JSONEq(t, string(in.Stats), string(first.Stats))
+	require.False(t, first.StartedAt.IsZero())
+	require.True(t, first.FinishedAt.IsZero())
+
+	// A retry, even one carrying different figures, writes nothing.
+	retry := in
+	retry.TokensBefore = 999
+	second, created, err := s.CreateRun(ctx, retry)
+	require.NoError(t, err)
+	require.False(t, created)
+	require.Equal(t, first, second)
+
+	var n int
+	require.NoError(t, s.Pool().QueryRow(ctx, "select count(*) from runs where id = $1", in.ID).Scan(&n))
+	require.Equal(t, 1, n)
+
+	// The same id for another session is refused.
+	other := in
+	other.Session = "s2"
+	_, _, err = s.CreateRun(ctx, other)
+	require.ErrorContains(t, err, "already used")
+}
+
+func TestCreateRunValidation(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	tests := []struct {
+		name string
+		run  store.Run
+		want string
+	}{
+		{"no id", store.Run{Tenant: "a", Session: "b"}, "ID is empty"},
+		{"no tenant", store.Run{ID: "r", Session: "b"}, "Tenant is empty"},
+		{"no session", store.Run{ID: "r", Tenant: "a"}, "Session is empty"},
+		{"bad status", store.Run{ID: "r", Tenant: "a", Session: "b", Status: "done"}, `unknown status "done"`},
+		{"bad stats", store.Run{ID: "r", Tenant: "a", Session: "b", Stats: json.RawMessage(`{`)}, "stats is not valid JSON"},
+		{"self replay", store.Run{ID: "r", Tenant: "a", Session: "b", ReplayOf: "r"}, "cannot replay itself"},
+		{"replay of missing run", store.Run{ID: "r", Tenant: "a", Session: "b", ReplayOf: "nope"}, "foreign key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := s.CreateRun(t.Context(), tt.run)
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+}
+
+func TestCommitRunCommitsOnce(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	r := newRun(t, s, "acme", "s1")
+	require.NoError(t, s.MarkRunning(ctx, r.ID))
+	require.NoError(t, s.MarkRunning(ctx, r.ID), "retried MarkRunning")
+
+	res := store.RunResult{TokensAfter: 300, CharsAfter: 1200, Ratio: 0.25, OutputKey: "acme/out/1",
+		OutputSHA256: "ab", Level: "GREEN", Stats: json.RawMessage(`{"freed": 900}`)}
+	ok, err := s.CommitRun(ctx, r.ID, res)
+	require.NoError(t, err)
+	require.True(t, ok)
+	committed, err := s.GetRun(ctx, r.ID)
+	require.NoError(t, err)
+
+	// A retried commit with other figures changes nothing.
+	res2 := res
+	res2.TokensAfter = 1
+	res2.OutputKey = "acme/out/2"
+	ok, err = s.CommitRun(ctx, r.ID, res2)
+	require.NoError(t, err)
+	require.False(t, ok)
+	got, err := s.GetRun(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, committed, got)
+	require.Equal(t, store.RunSucceeded, got.Status)
+	require.Equal(t, int64(300), got.TokensAfter)
+	require.Equal(t, "acme/out/1", got.OutputKey)
+	require.Equal(t, "GREEN", got.Level)
+	require.False(t, got.FinishedAt.IsZero())
+
+	// A final run stays final: no fail, no skip, no running, no plan.
+	ok, err = s.FailRun(ctx, r.ID, "late failure")
+	require.NoError(t, err)
+	require.False(t, ok)
+	ok, err = s.SkipRun(ctx, r.ID, "late skip")
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.NoError(t, s.MarkRunning(ctx, r.ID))
+	require.ErrorIs(t, s.RecordPlan(ctx, r.ID, store.RunPlan{Preset: "x"}), store.ErrRunFinal)
+	got, err = s.GetRun(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, committed, got)
+}
+
+func TestCommitRunConcurrent(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	r := newRun(t, s, "acme", "s1")
+	const n = 8
+	results := make([]bool, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			results[i], errs[i] = s.CommitRun(t.Context(), r.ID, store.RunResult{TokensAfter: int64(i + 1)})
+		})
+	}
+	wg.Wait()
+	winners := 0
+	winner := 0
+	for i := range n {
+		require.NoError(t, errs[i])
+		if results[i] {
+			winners++
+			winner = i
+		}
+	}
+	require.Equal(t, 1, winners)
+	got, err := s.GetRun(t.Context(), r.ID)
+	require.NoError(t, err)
+	require.Equal(t, int64(winner+1), got.TokensAfter, "the stored figures are the winner's")
+}
+
+func TestFailRunThenCommit(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	r := newRun(t, s, "acme", "s1")
+	_, err := s.FailRun(ctx, r.ID, "")
+	require.ErrorContains(t, err, "message is empty")
+
+	ok, err := s.FailRun(ctx, r.ID, "llm: context length exceeded")
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = s.FailRun(ctx, r.ID, "llm: context length exceeded")
+	require.NoError(t, err)
+	require.False(t, ok, "retried FailRun")
+	ok, err = s.CommitRun(ctx, r.ID, store.RunResult{TokensAfter: 5})
+	require.NoError(t, err)
+	require.False(t, ok, "commit after failure")
+
+	got, err := s.GetRun(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.RunFailed, got.Status)
+	require.Equal(t, "llm: context length exceeded", got.Error)
+	require.Zero(t, got.TokensAfter)
+}
+
+func TestSkipRun(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	r := newRun(t, s, "acme", "s1")
+	ok, err := s.SkipRun(t.Context(), r.ID, "below threshold")
+	require.NoError(t, err)
+	require.True(t, ok)
+	got, err := s.GetRun(t.Context(), r.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.RunSkipped, got.Status)
+	require.Equal(t, "below threshold", got.Error)
+	require.True(t, got.Status.Final())
+}
+
+func TestMissingRun(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	_, err := s.GetRun(ctx, "missing")
+	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, s.MarkRunning(ctx, "missing"), store.ErrNotFound)
+	_, err = s.CommitRun(ctx, "missing", store.RunResult{})
+	require.ErrorIs(t, err, store.ErrNotFound)
+	_, err = s.FailRun(ctx, "missing", "x")
+	require.ErrorIs(t, err, store.ErrNotFound)
+	require.ErrorIs(t, s.RecordPlan(ctx, "missing", store.RunPlan{}), store.ErrNotFound)
+	require.ErrorIs(t, s.RecordArchive(ctx, "missing", "k", "h"), store.ErrNotFound)
+}
+
+func TestRecordPlanAndArchive(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	r := newRun(t, s, "acme", "s1")
+
+	plan := store.RunPlan{Preset: "three-tier", Model: "m", PromptVersion: "p1", Level: "ORANGE",
+		InputKey: "acme/in/k", TokensBefore: 160000, CharsBefore: 640000}
+	require.NoError(t, s.RecordPlan(ctx, r.ID, plan))
+	require.NoError(t, s.RecordPlan(ctx, r.ID, store.RunPlan{Level: "RED"}), "zero fields keep values")
+	got, err := s.GetRun(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, "three-tier", got.Preset)
+	require.Equal(t, "RED", got.Level)
+	require.Equal(t, int64(160000), got.TokensBefore)
+	require.Equal(t, int64(640000), got.CharsBefore)
+	require.Equal(t, "acme/in/k", got.InputKey)
+
+	require.NoError(t, s.RecordArchive(ctx, r.ID, "acme/archive/h1", "h1"))
+	require.NoError(t, s.RecordArchive(ctx, r.ID, "acme/archive/h1", "h1"), "retry")
+	require.ErrorContains(t, s.RecordArchive(ctx, r.ID, "acme/archive/h2", "h2"), "already archived")
+
+	ok, err := s.CommitRun(ctx, r.ID, store.RunResult{TokensAfter: 1})
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, s.RecordArchive(ctx, r.ID, "acme/archive/h1", "h1"), "retry after commit")
+	got, err = s.GetRun(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, "acme/archive/h1", got.ArchiveKey)
+	require.Equal(t, "h1", got.ArchiveSHA256)
+
+	// A run finished without an archive cannot gain one.
+	r2 := newRun(t, s, "acme", "s1")
+	_, err = s.FailRun(ctx, r2.ID, "boom")
+	require.NoError(t, err)
+	require.ErrorIs(t, s.RecordArchive(ctx, r2.ID, "k", "h"), store.ErrRunFinal)
+}
+
+func TestReplayRun(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	orig := newRun(t, s, "acme", "s1")
+	_, err := s.FailRun(ctx, orig.ID, "boom")
+	require.NoError(t, err)
+	replay, created, err := s.CreateRun(ctx, store.Run{ID: uuid.NewString(), Tenant: "acme", Session: "s1", ReplayOf: orig.ID})
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Equal(t, orig.ID, replay.ReplayOf)
+
+	runs, err := s.ListRuns(ctx, store.RunFilter{ReplayOf: orig.ID})
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	require.Equal(t, replay.ID, runs[0].ID)
+}
+
+func TestListRuns(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	base := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+	// Runs one minute apart: index i started at base + i minutes.
+	type spec struct {
+		tenant, session string
+		final           store.RunStatus
+	}
+	specs := []spec{
+		{"acme", "s1", store.RunSucceeded},
+		{"acme", "s1", store.RunFailed},
+		{"acme", "s2", store.RunSucceeded},
+		{"beta", "s1", store.RunSucceeded},
+		{"acme", "s1", ""},
+		{"acme", "s1", store.RunSucceeded},
+	}
+	ids := make([]string, len(specs))
+	for i, sp := range specs {
+		r, _, err := s.CreateRun(ctx, store.Run{ID: uuid.NewString(), Tenant: sp.tenant, Session: sp.session,
+			StartedAt: base.Add(time.Duration(i) * time.Minute)})
+		require.NoError(t, err)
+		ids[i] = r.ID
+		switch sp.final {
+		case store.RunSucceeded:
+			_, err = s.CommitRun(ctx, r.ID, store.RunResult{})
+		case store.RunFailed:
+			_, err = s.FailRun(ctx, r.ID, "boom")
+		}
+		require.NoError(t, err)
+	}
+	idsOf := func(runs []store.Run) []string {
+		out := make([]string, len(runs))
+		for i, r := range runs {
+			out[i] = r.ID
+		}
+		return out
+	}
+
+	tests := []struct {
+		name   string
+		filter store.RunFilter
+		want   []int // indexes into ids, newest first
+	}{
+		{"all", store.RunFilter{}, []int{5, 4, 3, 2, 1, 0}},
+		{"tenant", store.RunFilter{Tenant: "acme"}, []int{5, 4, 2, 1, 0}},
+		{"session", store.RunFilter{Tenant: "acme", Session: "s1"}, []int{5, 4, 1, 0}},
+		{"status", store.RunFilter{Tenant: "acme", Status: store.RunSucceeded}, []int{5, 2, 0}},
+		{"pending", store.RunFilter{Status: store.RunPending}, []int{4}},
+		{"from", store.RunFilter{From: base.Add(3 * time.Minute)}, []int{5, 4, 3}},
+		{"to", store.RunFilter{To: base.Add(2 * time.Minute)}, []int{1, 0}},
+		{"window", store.RunFilter{From: base.Add(time.Minute), To: base.Add(4 * time.Minute)}, []int{3, 2, 1}},
+		{"limit", store.RunFilter{Limit: 2}, []int{5, 4}},
+		{"cursor", store.RunFilter{AfterID: ids[4], Limit: 2}, []int{3, 2}},
+		{"cursor with filter", store.RunFilter{Tenant: "acme", Session: "s1", AfterID: ids[4]}, []int{1, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			runs, err := s.ListRuns(t.Context(), tt.filter)
+			require.NoError(t, err)
+			want := make([]string, len(tt.want))
+			for i, w := range tt.want {
+				want[i] = ids[w]
+			}
+			require.Equal(t, want, idsOf(runs))
+		})
+	}
+
+	// Paging through everything two at a time visits each run once.
+	var seen []string
+	cursor := ""
+	for {
+		page, err := s.ListRuns(ctx, store.RunFilter{AfterID: cursor, Limit: 2})
+		require.NoError(t, err)
+		if len(page) == 0 {
+			break
+		}
+		seen = append(seen, idsOf(page)...)
+		cursor = page[len(page)-1].ID
+	}
+	require.Equal(t, []string{ids[5], ids[4], ids[3], ids[2], ids[1], ids[0]}, seen)
+
+	_, err := s.ListRuns(ctx, store.RunFilter{AfterID: "nope"})
+	require.ErrorIs(t, err, store.ErrNotFound)
+	_, err = s.ListRuns(ctx, store.RunFilter{Session: "s1"})
+	require.ErrorContains(t, err, "needs a tenant")
+	_, err = s.ListRuns(ctx, store.RunFilter{Status: "weird"})
+	require.ErrorContains(t, err, "unknown status")
+}

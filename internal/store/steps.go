@@ -1,0 +1,134 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Step is one attempt of one pipeline step of a run (plan, archive, one
+// chunk summary, merge, drift check, commit, ...).
+type Step struct {
+	RunID            string
+	Name             string // unique within the run, e.g. "summarize-chunk-3"
+	Attempt          int    // the activity attempt, from Temporal
+	Kind             string // e.g. "plan", "llm", "archive"
+	InputSize        int64
+	OutputSize       int64
+	PromptTokens     int
+	CompletionTokens int
+	Model            string
+	PromptVersion    string
+	Duration         time.Duration
+	Error            string
+	At               time.Time // zero means now
+}
+
+// RecordStep appends a step record. A record with the same run, name and
+// attempt already stored makes this a no-op, so a retried write adds
+// nothing. The run must exist.
+func (s *Store) RecordStep(ctx context.Context, st Step) error {
+	op := fmt.Sprintf("record step %q attempt %d of run %s", st.Name, st.Attempt, st.RunID)
+	if err := requireNonEmpty(op, [2]string{"RunID", st.RunID}, [2]string{"Name", st.Name}); err != nil {
+		return err
+	}
+	if st.Attempt < 0 {
+		return fmt.Errorf("%s: negative attempt", op)
+	}
+	if st.Duration < 0 {
+		return fmt.Errorf("%s: negative duration %s", op, st.Duration)
+	}
+	_, err := s.pool.Exec(ctx, `
+		insert into run_steps (run_id, name, attempt, kind, input_size, output_size,
+			prompt_tokens, completion_tokens, model, prompt_version, duration, error, at)
+		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, coalesce($13, now()))
+		on conflict (run_id, name, attempt) do nothing`,
+		st.RunID, st.Name, st.Attempt, st.Kind, st.InputSize, st.OutputSize,
+		st.PromptTokens, st.CompletionTokens, st.Model, st.PromptVersion, st.Duration, st.Error,
+		nullIfZero(st.At))
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
+// ListSteps returns the steps of a run in the order they happened.
+func (s *Store) ListSteps(ctx context.Context, runID string) ([]Step, error) {
+	rows, err := s.pool.Query(ctx, `
+		select run_id, name, attempt, kind, input_size, output_size, prompt_tokens, completion_tokens,
+			model, prompt_version, duration, error, at
+		from run_steps where run_id = $1 order by at, id`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list steps of run %s: %w", runID, err)
+	}
+	steps, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Step, error) {
+		var st Step
+		err := row.Scan(&st.RunID, &st.Name, &st.Attempt, &st.Kind, &st.InputSize, &st.OutputSize,
+			&st.PromptTokens, &st.CompletionTokens, &st.Model, &st.PromptVersion, &st.Duration, &st.Error, &st.At)
+		st.At = st.At.UTC()
+		return st, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list steps of run %s: %w", runID, err)
+	}
+	return steps, nil
+}
+
+// Drift is the verdict of one drift check of a run's summary.
+type Drift struct {
+	RunID   string
+	Step    string // the summary checked, e.g. "history" or "large/0"
+	Pass    int    // 0 for the first check, 1 for the check after repair
+	Score   float64
+	Passed  bool
+	Missing []string // what the summary lost: identifiers, constraints, ...
+	Verdict string
+	At      time.Time // set by the database
+}
+
+// RecordDrift appends a drift verdict. A verdict already stored for the
+// same run, step and pass makes this a no-op. The run must exist.
+func (s *Store) RecordDrift(ctx context.Context, d Drift) error {
+	op := fmt.Sprintf("record drift pass %d of run %s", d.Pass, d.RunID)
+	if err := requireNonEmpty(op, [2]string{"RunID", d.RunID}); err != nil {
+		return err
+	}
+	if d.Pass < 0 {
+		return fmt.Errorf("%s: negative pass", op)
+	}
+	missing := d.Missing
+	if missing == nil {
+		missing = []string{}
+	}
+	_, err := s.pool.Exec(ctx, `
+		insert into drift_verdicts (run_id, step, pass, score, passed, missing, verdict)
+		values ($1, $2, $3, $4, $5, $6, $7)
+		on conflict (run_id, step, pass) do nothing`,
+		d.RunID, d.Step, d.Pass, d.Score, d.Passed, missing, d.Verdict)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return nil
+}
+
+// ListDrift returns the drift verdicts of a run in the order they were made.
+func (s *Store) ListDrift(ctx context.Context, runID string) ([]Drift, error) {
+	rows, err := s.pool.Query(ctx, `
+		select run_id, step, pass, score, passed, missing, verdict, created_at
+		from drift_verdicts where run_id = $1 order by created_at, step, pass`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list drift of run %s: %w", runID, err)
+	}
+	verdicts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Drift, error) {
+		var d Drift
+		err := row.Scan(&d.RunID, &d.Step, &d.Pass, &d.Score, &d.Passed, &d.Missing, &d.Verdict, &d.At)
+		d.At = d.At.UTC()
+		return d, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list drift of run %s: %w", runID, err)
+	}
+	return verdicts, nil
+}

@@ -1,0 +1,170 @@
+// Package store is the Postgres repository of the orchestrator: tenants,
+// sessions, compaction runs and their per-step history, drift verdicts,
+// offloads, watermarks, event dedup and API keys.
+//
+// Every write is idempotent under activity retry: rows are keyed by what the
+// caller already knows (run id, step name and attempt, drift pass, offload
+// key, watermark tool_use id, event id), inserts use ON CONFLICT DO NOTHING
+// and state changes are guarded by the state they start from. History rows
+// are append-only; the schema enforces it with triggers.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/tern/v2/migrate"
+
+	"github.com/ctxcompact/orchestrator/schema"
+)
+
+// ErrNotFound reports that the requested row does not exist. Errors returned
+// by Get*, and by state changes of a missing run, wrap it.
+var ErrNotFound = errors.New("not found")
+
+// ErrRunFinal reports an attempt to change a run that has already succeeded,
+// failed or been skipped in a way that is not a harmless retry.
+var ErrRunFinal = errors.New("run is final")
+
+// versionTableName is tern's bookkeeping table, created in the current schema
+// so that each schema (one per test, or per deployment) migrates on its own.
+const versionTableName = "schema_version"
+
+// Store is the Postgres repository. It is safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// Open connects to the database at databaseURL (a postgres:// URL or a
+// keyword/value string) and pings it. Runtime parameters in the URL are
+// passed to the server, so `?search_path=name` selects the schema the store
+// works in. Errors never contain the password.
+//
+// Open does not migrate; call Migrate once at start.
+func Open(ctx context.Context, databaseURL string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		var pe *pgconn.ParseConfigError
+		if errors.As(err, &pe) {
+			// The parse error quotes the connection string and its password
+			// redaction is best effort, so only the cause is shown.
+			return nil, &redactedError{msg: "parse database url: malformed connection string (details withheld: they may contain the password)", err: err}
+		}
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	password := cfg.ConnConfig.Password
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", describe(cfg), scrub(err, password))
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to %s: %w", describe(cfg), scrub(err, password))
+	}
+	return &Store{pool: pool}, nil
+}
+
+// Close closes every connection of the pool; it waits for acquired ones.
+func (s *Store) Close() {
+	s.pool.Close()
+}
+
+// Pool returns the underlying pool, for health checks and tests.
+func (s *Store) Pool() *pgxpool.Pool {
+	return s.pool
+}
+
+// Migrate applies every embedded migration not yet applied to the current
+// schema (the first existing schema of search_path). It is safe to call from
+// several processes at once: tern's migrator holds a Postgres advisory lock
+// while it creates its version table and while it migrates, so a second
+// caller waits and then finds nothing to do.
+func (s *Store) Migrate(ctx context.Context) error {
+	return s.migrateTo(ctx, -1)
+}
+
+// migrateTo migrates to version target, or to the latest when target < 0.
+func (s *Store) migrateTo(ctx context.Context, target int32) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate schema: acquire connection: %w", err)
+	}
+	defer conn.Release()
+
+	var current *string
+	if err := conn.QueryRow(ctx, "select current_schema()").Scan(&current); err != nil {
+		return fmt.Errorf("migrate schema: read current schema: %w", err)
+	}
+	if current == nil {
+		return errors.New("migrate schema: no schema of search_path exists; create it first")
+	}
+	versionTable := pgx.Identifier{*current, versionTableName}.Sanitize()
+
+	m, err := migrate.NewMigrator(ctx, conn.Conn(), versionTable)
+	if err != nil {
+		return fmt.Errorf("migrate schema %q: create migrator: %w", *current, err)
+	}
+	if err := m.LoadMigrations(schema.FS); err != nil {
+		return fmt.Errorf("migrate schema %q: load migrations: %w", *current, err)
+	}
+	if target < 0 {
+		err = m.Migrate(ctx)
+	} else {
+		err = m.MigrateTo(ctx, target)
+	}
+	if err != nil {
+		return fmt.Errorf("migrate schema %q: %w", *current, err)
+	}
+	return nil
+}
+
+// ensureSession creates the tenant and session rows if they do not exist,
+// so that callers never need a separate registration step.
+func ensureSession(ctx context.Context, tx pgx.Tx, tenant, session string) error {
+	if _, err := tx.Exec(ctx, `insert into tenants (id) values ($1) on conflict do nothing`, tenant); err != nil {
+		return fmt.Errorf("upsert tenant %q: %w", tenant, err)
+	}
+	if _, err := tx.Exec(ctx, `insert into sessions (tenant_id, id) values ($1, $2) on conflict do nothing`, tenant, session); err != nil {
+		return fmt.Errorf("upsert session %q/%q: %w", tenant, session, err)
+	}
+	return nil
+}
+
+// requireNonEmpty returns an error naming the first empty field.
+func requireNonEmpty(op string, fields ...[2]string) error {
+	for _, f := range fields {
+		if strings.TrimSpace(f[1]) == "" {
+			return fmt.Errorf("%s: %s is empty", op, f[0])
+		}
+	}
+	return nil
+}
+
+// describe names the target of a connection without its password.
+func describe(cfg *pgxpool.Config) string {
+	c := cfg.ConnConfig
+	return fmt.Sprintf("postgres %s:%d/%s as %s", c.Host, c.Port, c.Database, c.User)
+}
+
+// scrub hides password in err's message while keeping err for errors.Is/As.
+// pgx does not print passwords today; this keeps it so if that changes.
+func scrub(err error, password string) error {
+	if err == nil || password == "" || !strings.Contains(err.Error(), password) {
+		return err
+	}
+	return &redactedError{msg: strings.ReplaceAll(err.Error(), password, "xxxxx"), err: err}
+}
+
+// redactedError prints msg but unwraps to the original error.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }

@@ -1,0 +1,12 @@
+// Package tokens counts tokens offline (o200k_base, cl100k_base) or
+// characters (seed 000 measures in characters).
+package tokens
+
+// Counter counts the size of a text in one unit (tokens of an encoding, or
+// characters).
+type Counter interface {
+	// Count returns the size of s.
+	Count(s string) int
+	// Name is the encoding name: "o200k_base", "cl100k_base" or "chars".
+	Name() string
+}

@@ -1,0 +1,214 @@
+// Command starter is the operator's and the agent platform's entry point:
+// it inspects conversations, submits compactions to a running deployment
+// and waits for them. Configuration comes from the environment (README).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctxcompact/orchestrator/internal/app"
+	"github.com/ctxcompact/orchestrator/internal/config"
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/plan"
+	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/report"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRoot().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "starter:", err)
+		os.Exit(1)
+	}
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "starter",
+		Short:         "Context-compression orchestrator: inspect and compact agent conversations",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newInspect(), newCompact())
+	return root
+}
+
+// readInput reads a file, or stdin for "-".
+func readInput(path string, stdin io.Reader) ([]byte, error) {
+	if path == "-" {
+		return io.ReadAll(stdin)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return data, nil
+}
+
+func newInspect() *cobra.Command {
+	var presets []string
+	var model string
+	var limit int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "inspect FILE|-",
+		Short: "Measure a conversation and show what each preset would do (no LLM, nothing stored)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := readInput(args[0], cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			conv, err := conversation.ParseAny(data)
+			if err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			cfg, err := config.Load()
+			if err != nil {
+				return err
+			}
+			limits := tokens.DefaultLimits()
+			if cfg.ModelLimits != "" {
+				if limits, err = tokens.ParseLimits(cfg.ModelLimits); err != nil {
+					return fmt.Errorf("MODEL_CONTEXT_LIMITS: %w", err)
+				}
+			}
+			if len(presets) == 0 {
+				presets = policy.Names()
+			}
+			var reports []plan.Report
+			for _, name := range presets {
+				p, err := policy.Resolve(name, cfg.PresetOverrides[name])
+				if err != nil {
+					return err
+				}
+				r, err := plan.Inspect(conv, p, model, limit, limits)
+				if err != nil {
+					return err
+				}
+				reports = append(reports, r)
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string]any{"format": conv.Format, "messages": len(conv.Messages), "presets": reports})
+			}
+			fmt.Fprintf(out, "%s: %s conversation, %d messages\n\n", args[0], conv.Format, len(conv.Messages))
+			report.Inspect(out, reports)
+			return nil
+		},
+	}
+	cmd.Flags().StringSliceVar(&presets, "preset", nil, "presets to show (default: all)")
+	cmd.Flags().StringVar(&model, "model", "gpt-4o", "the agent's model (picks the encoding and the default limit)")
+	cmd.Flags().IntVar(&limit, "limit", 0, "context limit in the preset's unit (default: the preset's, else the model's)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newCompact() *cobra.Command {
+	var ev gateway.Event
+	var overrides string
+	var wait time.Duration
+	var asJSON bool
+	var outPath string
+	cmd := &cobra.Command{
+		Use:   "compact FILE|-",
+		Short: "Submit a conversation to the running deployment and wait for the compacted result",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := readInput(args[0], cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			cfg, err := config.Load()
+			if err != nil {
+				return err
+			}
+			ev.Conversation = data
+			if overrides != "" {
+				ev.Overrides = json.RawMessage(overrides)
+			}
+			if ev.EventID == "" {
+				ev.EventID = fmt.Sprintf("cli-%d", time.Now().UnixNano())
+			}
+			ctx := cmd.Context()
+			deps, err := app.Open(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer deps.Close()
+			c, err := app.Dial(cfg)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			gw := &gateway.Gateway{Store: deps.Store, Blob: deps.Blob, Temporal: c, TaskQueue: cfg.TaskQueue, DefaultPreset: cfg.DefaultPreset}
+			return compactAndReport(ctx, gw, ev, wait, asJSON, outPath, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().StringVar(&ev.Tenant, "tenant", "default", "tenant")
+	cmd.Flags().StringVar(&ev.Session, "session", "cli", "session")
+	cmd.Flags().StringVar(&ev.EventID, "event-id", "", "event id (default: a new one); the same id twice returns the same run")
+	cmd.Flags().StringVar(&ev.Kind, "kind", gateway.KindManual, "threshold, checkpoint or manual")
+	cmd.Flags().StringVar(&ev.Model, "model", "gpt-4o", "the agent's model")
+	cmd.Flags().IntVar(&ev.ContextLimit, "limit", 0, "context limit (default: the preset's, else the model's)")
+	cmd.Flags().StringVar(&ev.Preset, "preset", "", "preset (default: COMPACTOR_DEFAULT_PRESET)")
+	cmd.Flags().StringVar(&overrides, "overrides", "", `preset overrides as JSON, e.g. '{"history":{"keep_last":4}}'`)
+	cmd.Flags().DurationVar(&wait, "wait", 10*time.Minute, "how long to wait for the run")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().StringVarP(&outPath, "output", "o", "", "write the compacted conversation to this file")
+	return cmd
+}
+
+// compactAndReport submits an event, shows progress while waiting, prints
+// the report and optionally writes the compacted conversation.
+func compactAndReport(ctx context.Context, gw *gateway.Gateway, ev gateway.Event, wait time.Duration, asJSON bool, outPath string, out, progress io.Writer) error {
+	sub, err := gw.Submit(ctx, ev)
+	var ie *gateway.InputError
+	if errors.As(err, &ie) {
+		return fmt.Errorf("bad input: %w", err)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(progress, "run %s submitted (existing: %v); waiting…\n", sub.RunID, sub.Existing)
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	res, err := gw.Wait(wctx, sub.RunID)
+	if err != nil {
+		return fmt.Errorf("run %s: %w", sub.RunID, err)
+	}
+	if outPath != "" {
+		data, err := gw.Blob.GetVerified(ctx, res.OutputKey, res.OutputSHA256)
+		if err != nil {
+			return fmt.Errorf("read output: %w", err)
+		}
+		if err := os.WriteFile(outPath, data, 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", outPath, err)
+		}
+	}
+	if asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	report.Run(out, res)
+	if outPath != "" {
+		fmt.Fprintf(out, "compacted conversation written to %s\n", outPath)
+	}
+	return nil
+}

@@ -1,0 +1,431 @@
+// Package workflows holds the deterministic Temporal workflow code: the
+// per-run Compaction workflow and the per-session Session workflow that
+// serializes runs. No I/O, clocks, goroutines or map ranging here; every
+// effect is an activity in package activities.
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/internal/policy"
+)
+
+// CompactionInput starts one compaction run. The conversation itself is in
+// S3 at InputKey (claim check).
+type CompactionInput struct {
+	Run         activities.Run `json:"run"`
+	InputKey    string         `json:"input_key"`
+	InputSHA256 string         `json:"input_sha256"`
+}
+
+// CompactionResult is the outcome of a run: keys and figures, no text.
+type CompactionResult struct {
+	RunID        string                `json:"run_id"`
+	OutputKey    string                `json:"output_key"`
+	OutputSHA256 string                `json:"output_sha256"`
+	ArchiveKey   string                `json:"archive_key"`
+	Format       string                `json:"format"`
+	TokensBefore int                   `json:"tokens_before"`
+	TokensAfter  int                   `json:"tokens_after"`
+	Ratio        float64               `json:"ratio"`
+	LevelBefore  string                `json:"level_before"`
+	LevelAfter   string                `json:"level_after"`
+	Passes       []activities.PassStat `json:"passes"`
+	// Drift is the verdict of the last drift check: "", "passed",
+	// "repaired" or "patched".
+	Drift string `json:"drift,omitempty"`
+	// HistoryFailed is seed 002's "success: false": the summary could not
+	// be made and the history was left unchanged.
+	HistoryFailed bool `json:"history_failed,omitempty"`
+}
+
+// Non-retryable error types, shared with the activities.
+const (
+	ErrBadInput = activities.ErrBadInput
+	ErrConfig   = activities.ErrConfig
+)
+
+// stepOptions are for steps that touch only S3 and Postgres: they retry
+// without a cap on attempts for up to an hour, so that an outage of either
+// delays a run rather than failing it.
+func stepOptions() workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout:    2 * time.Minute,
+		ScheduleToCloseTimeout: time.Hour,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        500 * time.Millisecond,
+			BackoffCoefficient:     2,
+			MaximumInterval:        30 * time.Second,
+			NonRetryableErrorTypes: []string{ErrBadInput, ErrConfig},
+		},
+	}
+}
+
+// llmOptions are for summarizer calls: a heartbeat catches a stuck call
+// early, and the attempts are bounded so that a dead LLM ends in the
+// fallback instead of waiting forever. Seed 002 asks for 3 attempts with a
+// growing delay; a 429's Retry-After overrides the delay (NextRetryDelay).
+func llmOptions(attempts int) workflow.ActivityOptions {
+	if attempts < 1 {
+		attempts = 3
+	}
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: 5 * time.Minute,
+		HeartbeatTimeout:    30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        time.Minute,
+			MaximumAttempts:        int32(attempts),
+			NonRetryableErrorTypes: []string{ErrBadInput, ErrConfig, activities.ErrLLMRejected},
+		},
+	}
+}
+
+// Compaction runs one compaction: plan → archive → deterministic passes →
+// LLM passes → drift check → commit. A failure marks the run failed.
+func Compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, error) {
+	ctx = workflow.WithActivityOptions(ctx, stepOptions())
+	res, err := compaction(ctx, in)
+	if err != nil {
+		var a *activities.Activities
+		// A disconnected context still records the failure when the run
+		// was cancelled.
+		fctx, _ := workflow.NewDisconnectedContext(ctx)
+		ferr := workflow.ExecuteActivity(fctx, a.FailRun, activities.FailInput{RunID: in.Run.ID, Message: err.Error()}).Get(fctx, nil)
+		if ferr != nil {
+			workflow.GetLogger(ctx).Error("record run failure", "run", in.Run.ID, "error", ferr)
+		}
+		return CompactionResult{RunID: in.Run.ID}, err
+	}
+	return res, nil
+}
+
+func compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, error) {
+	var a *activities.Activities
+	logger := workflow.GetLogger(ctx)
+	run := in.Run
+	res := CompactionResult{RunID: run.ID}
+
+	preset, err := policy.Resolve(run.Preset, run.Overrides)
+	if err != nil {
+		return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrConfig, err)
+	}
+
+	var plan activities.PlanResult
+	if err := workflow.ExecuteActivity(ctx, a.Plan, activities.PlanInput{Run: run, InputKey: in.InputKey, InputSHA256: in.InputSHA256}).Get(ctx, &plan); err != nil {
+		return res, fmt.Errorf("plan: %w", err)
+	}
+	res.Format, res.TokensBefore, res.LevelBefore = plan.Format, plan.TokensBefore, plan.LevelBefore
+
+	// The original is archived, and its checksum verified, before anything
+	// is replaced.
+	var archive activities.ArchiveResult
+	if err := workflow.ExecuteActivity(ctx, a.Archive, activities.ArchiveInput{Run: run, InputKey: in.InputKey, InputSHA256: in.InputSHA256}).Get(ctx, &archive); err != nil {
+		return res, fmt.Errorf("archive original: %w", err)
+	}
+	res.ArchiveKey = archive.Key
+
+	commit := activities.CommitInput{Run: run, WorkKey: in.InputKey, ArchiveKey: archive.Key}
+	if !plan.Skip {
+		if err := runPasses(ctx, run, preset, plan, archive, &commit, &res); err != nil {
+			return res, err
+		}
+	} else {
+		logger.Info("nothing to do", "run", run.ID, "reason", plan.Reason)
+	}
+
+	var out activities.CommitResult
+	if err := workflow.ExecuteActivity(ctx, a.Commit, commit).Get(ctx, &out); err != nil {
+		return res, fmt.Errorf("commit: %w", err)
+	}
+	res.OutputKey, res.OutputSHA256 = out.OutputKey, out.OutputSHA256
+	res.TokensAfter, res.Ratio, res.LevelAfter = out.TokensAfter, out.Ratio, out.LevelAfter
+	res.Passes = commit.Passes
+	res.HistoryFailed = commit.HistoryFailed
+	return res, nil
+}
+
+// runPasses runs the deterministic and LLM passes, updating commit with
+// the final working key and what was done.
+func runPasses(ctx workflow.Context, run activities.Run, preset policy.Preset, plan activities.PlanResult,
+	archive activities.ArchiveResult, commit *activities.CommitInput, res *CompactionResult) error {
+	var a *activities.Activities
+
+	var det activities.DeterministicResult
+	if err := workflow.ExecuteActivity(ctx, a.Deterministic, activities.DeterministicInput{Run: run, WorkKey: commit.WorkKey}).Get(ctx, &det); err != nil {
+		return fmt.Errorf("deterministic passes: %w", err)
+	}
+	commit.WorkKey, commit.Watermark = det.WorkKey, det.Watermark
+	commit.Passes = append(commit.Passes, det.Passes...)
+	if det.Done {
+		return nil
+	}
+	freed := plan.TokensBefore - det.Tokens
+
+	// Seed 000 layer 1: map-reduce of each huge tool result.
+	var layer1 []activities.Replacement
+	for i, t := range det.LargeResults {
+		rep, verdict, err := mapReduce(ctx, run, preset, fmt.Sprintf("large/%d", i), t)
+		if err != nil {
+			return fmt.Errorf("map-reduce result %d/%d: %w", t.Msg, t.Block, err)
+		}
+		layer1 = append(layer1, rep)
+		res.Drift = verdict
+	}
+	if len(layer1) > 0 {
+		var w activities.WorkResult
+		if err := workflow.ExecuteActivity(ctx, a.ApplyResults, activities.ApplyResultsInput{Run: run, Step: "apply/large", WorkKey: commit.WorkKey, Replacements: layer1}).Get(ctx, &w); err != nil {
+			return fmt.Errorf("apply large results: %w", err)
+		}
+		commit.WorkKey = w.WorkKey
+		commit.Passes = append(commit.Passes, activities.PassStat{Name: "map-reduce", Applied: true, Count: len(layer1)})
+	}
+
+	// Seed 000 layer 2: every remaining large result, with its turn as context.
+	if preset.GlobalResults.Enabled {
+		if err := globalPass(ctx, run, preset, layer1, commit); err != nil {
+			return err
+		}
+	}
+
+	if preset.History.Enabled {
+		return historyPass(ctx, run, preset, archive, freed, commit, res)
+	}
+	return nil
+}
+
+// mapReduce summarizes one huge result: chunks in parallel (bounded), merge,
+// a second pass when the merge is still too big, a fallback when the LLM
+// keeps failing, and a drift check of the final text against the source.
+func mapReduce(ctx workflow.Context, run activities.Run, preset policy.Preset, step string, t activities.Target) (activities.Replacement, string, error) {
+	var a *activities.Activities
+	lr := preset.LargeResult
+	var chunks activities.ChunkResult
+	if err := workflow.ExecuteActivity(ctx, a.Chunk, activities.ChunkInput{Run: run, Step: step + "/chunk", TextKey: t.TextKey}).Get(ctx, &chunks); err != nil {
+		return activities.Replacement{}, "", fmt.Errorf("chunk: %w", err)
+	}
+	summaries := make([]string, len(chunks.Keys))
+	errs := make([]error, len(chunks.Keys))
+	parallel(ctx, len(chunks.Keys), lr.Parallelism, func(gctx workflow.Context, i int) {
+		target := int(float64(chunks.Chars[i]) * lr.Ratio)
+		out, err := summarizeOrFallback(gctx, activities.SummarizeInput{
+			Run: run, Step: fmt.Sprintf("%s/summarize/%d", step, i), Prompt: "chunk",
+			SourceKey: chunks.Keys[i], ContextKey: t.ContextKey, TargetChars: target,
+		}, preset.History.Attempts, lr.Fallback)
+		summaries[i], errs[i] = out.Key, err
+	})
+	for i, err := range errs {
+		if err != nil {
+			return activities.Replacement{}, "", fmt.Errorf("chunk %d: %w", i, err)
+		}
+	}
+	var merged activities.MergeResult
+	if err := workflow.ExecuteActivity(ctx, a.Merge, activities.MergeInput{Run: run, Step: step + "/merge", Keys: summaries}).Get(ctx, &merged); err != nil {
+		return activities.Replacement{}, "", fmt.Errorf("merge: %w", err)
+	}
+	final := merged.Key
+	if merged.Chars > lr.SecondPassAboveChars {
+		out, err := summarizeOrFallback(ctx, activities.SummarizeInput{
+			Run: run, Step: step + "/second-pass", Prompt: "merge", SourceKey: merged.Key,
+			TargetChars: int(float64(merged.Chars) * lr.Ratio),
+		}, preset.History.Attempts, lr.Fallback)
+		if err != nil {
+			return activities.Replacement{}, "", fmt.Errorf("second pass: %w", err)
+		}
+		final = out.Key
+	}
+	verdict := ""
+	if preset.Drift.Enabled {
+		key, v, err := driftGate(ctx, run, preset, step, t.TextKey, final, "")
+		if err != nil {
+			return activities.Replacement{}, "", err
+		}
+		final, verdict = key, v
+	}
+	return activities.Replacement{Msg: t.Msg, Block: t.Block, TextKey: final}, verdict, nil
+}
+
+// globalPass is seed 000's layer 2: once usage passes the trigger, every
+// result above the minimum size is compressed with its thought and action
+// as context; a failed turn keeps its original result.
+func globalPass(ctx workflow.Context, run activities.Run, preset policy.Preset, exclude []activities.Replacement, commit *activities.CommitInput) error {
+	var a *activities.Activities
+	var g activities.GlobalResult
+	if err := workflow.ExecuteActivity(ctx, a.PlanGlobal, activities.GlobalInput{Run: run, WorkKey: commit.WorkKey, Exclude: exclude}).Get(ctx, &g); err != nil {
+		return fmt.Errorf("plan global compression: %w", err)
+	}
+	if len(g.Targets) == 0 {
+		return nil
+	}
+	reps := make([]*activities.Replacement, len(g.Targets))
+	parallel(ctx, len(g.Targets), preset.GlobalResults.Parallelism, func(gctx workflow.Context, i int) {
+		t := g.Targets[i]
+		out, err := summarizeOrFallback(gctx, activities.SummarizeInput{
+			Run: run, Step: fmt.Sprintf("global/%d", i), Prompt: "result", SourceKey: t.TextKey,
+			ContextKey: t.ContextKey, TargetChars: int(float64(t.Chars) * preset.GlobalResults.Ratio),
+		}, preset.History.Attempts, "")
+		if err != nil {
+			workflow.GetLogger(gctx).Warn("layer 2: keeping original result", "run", run.ID, "msg", t.Msg, "error", err)
+			return
+		}
+		reps[i] = &activities.Replacement{Msg: t.Msg, Block: t.Block, TextKey: out.Key}
+	})
+	var done []activities.Replacement
+	for _, r := range reps {
+		if r != nil {
+			done = append(done, *r)
+		}
+	}
+	stat := activities.PassStat{Name: "global-results", Applied: len(done) > 0, Count: len(done),
+		Note: fmt.Sprintf("%d of %d results compressed", len(done), len(g.Targets))}
+	commit.Passes = append(commit.Passes, stat)
+	if len(done) == 0 {
+		return nil
+	}
+	var w activities.WorkResult
+	if err := workflow.ExecuteActivity(ctx, a.ApplyResults, activities.ApplyResultsInput{Run: run, Step: "apply/global", WorkKey: commit.WorkKey, Replacements: done}).Get(ctx, &w); err != nil {
+		return fmt.Errorf("apply global compression: %w", err)
+	}
+	commit.WorkKey = w.WorkKey
+	return nil
+}
+
+// historyPass compacts everything but the last messages into a structured
+// summary, drift-checked.
+func historyPass(ctx workflow.Context, run activities.Run, preset policy.Preset, archive activities.ArchiveResult,
+	freed int, commit *activities.CommitInput, res *CompactionResult) error {
+	var a *activities.Activities
+	var hp activities.HistoryPlan
+	if err := workflow.ExecuteActivity(ctx, a.PrepareHistory, activities.HistoryInput{Run: run, WorkKey: commit.WorkKey, TokensFreed: freed}).Get(ctx, &hp); err != nil {
+		return fmt.Errorf("prepare history: %w", err)
+	}
+	if hp.Skip {
+		commit.Passes = append(commit.Passes, activities.PassStat{Name: "history", Note: hp.Reason})
+		return nil
+	}
+	fallback := ""
+	if preset.History.OnFailure == "extractive" {
+		fallback = "extractive"
+	}
+	sum, err := summarizeOrFallback(ctx, activities.SummarizeInput{
+		Run: run, Step: "history/summarize", Prompt: preset.History.Prompt, SourceKey: hp.TranscriptKey,
+		ArchiveKey: archive.Key, TargetTokens: preset.History.TargetTokens,
+	}, preset.History.Attempts, fallback)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("history summary failed; history unchanged", "run", run.ID, "error", err)
+		commit.HistoryFailed = true
+		commit.Passes = append(commit.Passes, activities.PassStat{Name: "history", Note: "summary failed: history unchanged"})
+		return nil
+	}
+	commit.Model, commit.PromptVersion = sum.Model, sum.PromptVersion
+	key := sum.Key
+	if preset.Drift.Enabled {
+		key, res.Drift, err = driftGate(ctx, run, preset, "history", hp.TranscriptKey, key, archive.Key)
+		if err != nil {
+			return err
+		}
+	}
+	var w activities.WorkResult
+	if err := workflow.ExecuteActivity(ctx, a.ApplyHistory, activities.ApplyHistoryInput{Run: run, Step: "history/apply", WorkKey: commit.WorkKey, Split: hp.Split, SummaryKey: key}).Get(ctx, &w); err != nil {
+		return fmt.Errorf("apply history summary: %w", err)
+	}
+	commit.WorkKey = w.WorkKey
+	commit.Passes = append(commit.Passes, activities.PassStat{Name: "history", Applied: true, Count: hp.Summarized,
+		Note: fmt.Sprintf("Summarized %d messages → 1 summary", hp.Summarized)})
+	if preset.History.DeleteOffloads {
+		commit.DeleteOffloads = hp.Restored
+	}
+	return nil
+}
+
+// driftGate checks a summary against its source; below the bar it runs the
+// repair passes naming what is missing, and if the summary still misses
+// items it appends them (the least aggressive result that keeps them).
+func driftGate(ctx workflow.Context, run activities.Run, preset policy.Preset, step, sourceKey, summaryKey, archiveKey string) (string, string, error) {
+	var a *activities.Activities
+	check := func(pass int, key string) (activities.DriftResult, error) {
+		var d activities.DriftResult
+		err := workflow.ExecuteActivity(ctx, a.CheckDrift, activities.DriftInput{Run: run, Step: fmt.Sprintf("%s/drift/%d", step, pass), Pass: pass, SourceKey: sourceKey, SummaryKey: key}).Get(ctx, &d)
+		if err != nil {
+			return d, fmt.Errorf("drift check: %w", err)
+		}
+		return d, nil
+	}
+	d, err := check(0, summaryKey)
+	if err != nil || d.Passed {
+		return summaryKey, "passed", err
+	}
+	for pass := 1; pass <= preset.Drift.RepairPasses; pass++ {
+		repaired, rerr := summarizeOrFallback(ctx, activities.SummarizeInput{
+			Run: run, Step: fmt.Sprintf("%s/repair/%d", step, pass), Prompt: "repair", SourceKey: sourceKey,
+			ContextKey: summaryKey, MissingKey: d.MissingKey, ArchiveKey: archiveKey, TargetTokens: preset.History.TargetTokens,
+		}, preset.History.Attempts, "")
+		if rerr != nil {
+			workflow.GetLogger(ctx).Warn("repair pass failed", "run", run.ID, "error", rerr)
+			break
+		}
+		nd, err := check(pass, repaired.Key)
+		if err != nil {
+			return "", "", err
+		}
+		if nd.Passed {
+			return repaired.Key, "repaired", nil
+		}
+		if nd.Score >= d.Score {
+			summaryKey, d = repaired.Key, nd
+		}
+	}
+	var patched activities.SummarizeResult
+	if err := workflow.ExecuteActivity(ctx, a.Patch, activities.PatchInput{Run: run, Step: step + "/patch", SummaryKey: summaryKey, MissingKey: d.MissingKey}).Get(ctx, &patched); err != nil {
+		return "", "", fmt.Errorf("patch summary: %w", err)
+	}
+	return patched.Key, "patched", nil
+}
+
+// summarizeOrFallback calls the summarizer; when it keeps failing and a
+// fallback mode is given, the no-LLM fallback produces the text instead.
+func summarizeOrFallback(ctx workflow.Context, in activities.SummarizeInput, attempts int, fallback string) (activities.SummarizeResult, error) {
+	var a *activities.Activities
+	var out activities.SummarizeResult
+	lctx := workflow.WithActivityOptions(ctx, llmOptions(attempts))
+	err := workflow.ExecuteActivity(lctx, a.Summarize, in).Get(ctx, &out)
+	if err == nil || fallback == "" {
+		return out, err
+	}
+	workflow.GetLogger(ctx).Warn("summarizer failed, using fallback", "run", in.Run.ID, "step", in.Step, "fallback", fallback, "error", err)
+	target := in.TargetChars
+	if target == 0 {
+		target = in.TargetTokens * 4
+	}
+	ferr := workflow.ExecuteActivity(ctx, a.Fallback, activities.FallbackInput{
+		Run: in.Run, Step: in.Step + "/fallback", SourceKey: in.SourceKey, TargetChars: target, Mode: fallback,
+	}).Get(ctx, &out)
+	return out, ferr
+}
+
+// parallel runs fn for 0..n-1 in workflow coroutines, at most limit at a
+// time, and waits for all of them. Coroutines are deterministic, unlike
+// goroutines.
+func parallel(ctx workflow.Context, n, limit int, fn func(ctx workflow.Context, i int)) {
+	if limit < 1 {
+		limit = 1
+	}
+	wg := workflow.NewWaitGroup(ctx)
+	slots := workflow.NewBufferedChannel(ctx, limit)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		workflow.Go(ctx, func(gctx workflow.Context) {
+			defer wg.Done()
+			slots.Send(gctx, struct{}{})
+			defer slots.Receive(gctx, nil)
+			fn(gctx, i)
+		})
+	}
+	wg.Wait(ctx)
+}

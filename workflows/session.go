@@ -1,0 +1,146 @@
+package workflows
+
+import (
+	"errors"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// EventSignal is the signal that hands a session workflow a new event.
+const EventSignal = "event"
+
+// QueueQuery returns the run ids waiting in a session's queue.
+const QueueQuery = "queue"
+
+// sessionIdle is how long a session workflow waits for another event
+// before it completes; the next event starts it again.
+const sessionIdle = 10 * time.Minute
+
+// maxRunsPerSession bounds a session workflow's history: after this many
+// runs it continues as new with its queue.
+const maxRunsPerSession = 50
+
+// seenLimit bounds the event ids a session remembers for deduplication
+// across continue-as-new (Postgres keeps them all).
+const seenLimit = 500
+
+// SessionInput is the state of a session workflow, carried across
+// continue-as-new.
+type SessionInput struct {
+	Tenant  string             `json:"tenant"`
+	Session string             `json:"session"`
+	Pending []CompactionInput  `json:"pending,omitempty"`
+	Seen    []string           `json:"seen,omitempty"`
+}
+
+// SessionWorkflowID is the id of a session's workflow: one per tenant and
+// session, so that at most one compaction runs per session at a time.
+func SessionWorkflowID(tenant, session string) string {
+	return "session/" + tenant + "/" + session
+}
+
+// Session serializes the compactions of one session: events arrive as
+// signals, duplicates (same event id) are dropped, and each event runs as a
+// child Compaction workflow whose id is the run id, one after another.
+func Session(ctx workflow.Context, in SessionInput) error {
+	logger := workflow.GetLogger(ctx)
+	queue := in.Pending
+	seen := append([]string(nil), in.Seen...)
+	known := make(map[string]bool, len(seen))
+	for _, id := range seen {
+		known[id] = true
+	}
+	for _, ev := range queue {
+		known[ev.Run.EventID] = true
+	}
+	add := func(ev CompactionInput) {
+		if known[ev.Run.EventID] {
+			logger.Info("duplicate event dropped", "event", ev.Run.EventID)
+			return
+		}
+		known[ev.Run.EventID] = true
+		queue = append(queue, ev)
+	}
+	if err := workflow.SetQueryHandler(ctx, QueueQuery, func() ([]string, error) {
+		ids := make([]string, len(queue))
+		for i, ev := range queue {
+			ids[i] = ev.Run.ID
+		}
+		return ids, nil
+	}); err != nil {
+		return err
+	}
+
+	signals := workflow.GetSignalChannel(ctx, EventSignal)
+	drain := func() {
+		for {
+			var ev CompactionInput
+			if !signals.ReceiveAsync(&ev) {
+				return
+			}
+			add(ev)
+		}
+	}
+
+	runs := 0
+	for {
+		drain()
+		if len(queue) == 0 {
+			if !waitForEvent(ctx, signals, add) {
+				drain()
+				if len(queue) == 0 {
+					return nil
+				}
+			}
+			continue
+		}
+		ev := queue[0]
+		queue = queue[1:]
+		seen = append(seen, ev.Run.EventID)
+		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+			WorkflowID:            ev.Run.ID,
+			WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+			ParentClosePolicy:     enums.PARENT_CLOSE_POLICY_ABANDON,
+		})
+		err := workflow.ExecuteChildWorkflow(cctx, Compaction, ev).Get(ctx, nil)
+		var started *temporal.ChildWorkflowExecutionAlreadyStartedError
+		switch {
+		case errors.As(err, &started):
+			logger.Info("run already exists", "run", ev.Run.ID)
+		case err != nil:
+			// The run recorded its own failure; the session goes on.
+			logger.Warn("run failed", "run", ev.Run.ID, "error", err)
+		}
+		runs++
+		if runs >= maxRunsPerSession || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			drain()
+			if len(seen) > seenLimit {
+				seen = seen[len(seen)-seenLimit:]
+			}
+			return workflow.NewContinueAsNewError(ctx, Session, SessionInput{
+				Tenant: in.Tenant, Session: in.Session, Pending: queue, Seen: seen,
+			})
+		}
+	}
+}
+
+// waitForEvent blocks until an event arrives (true) or the session has
+// been idle for sessionIdle (false).
+func waitForEvent(ctx workflow.Context, signals workflow.ReceiveChannel, add func(CompactionInput)) bool {
+	tctx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	got := false
+	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(signals, func(c workflow.ReceiveChannel, _ bool) {
+		var ev CompactionInput
+		c.Receive(ctx, &ev)
+		add(ev)
+		got = true
+	})
+	sel.AddFuture(workflow.NewTimer(tctx, sessionIdle), func(workflow.Future) {})
+	sel.Select(ctx)
+	return got
+}
