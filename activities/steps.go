@@ -548,8 +548,8 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 		return res, err
 	}
 	style := compress.SummaryStyle(p.History.Style)
-	if style == compress.StyleSessionSummary && !strings.HasPrefix(summary, "## Session Summary") {
-		summary = fmt.Sprintf("## Session Summary [%s]\n\n%s", in.Run.Session, summary)
+	if style == compress.StyleSessionSummary {
+		summary = sessionSummary(in.Run, summary, in.ArchiveKey)
 	}
 	before := b.Measure(conv)
 	protected := compress.Protected(conv, plan.Protection(p))
@@ -565,6 +565,21 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 	logger(ctx).Info(fmt.Sprintf("Summarized %d messages → 1 summary (saved ~%d tokens)", st.Summarized, before-after), "run", in.Run.ID)
 	rec.inputSize, rec.outputSize = int64(before), int64(after)
 	return WorkResult{WorkKey: key, Tokens: after, Usage: b.Usage(after)}, nil
+}
+
+// sessionSummary frames a summary as seed 004's session summary and makes
+// sure its recovery references name the archive and the offloads, whatever
+// the summarizer wrote: they are how an operator gets the original back.
+func sessionSummary(run Run, summary, archiveKey string) string {
+	if !strings.HasPrefix(summary, "## Session Summary") {
+		summary = fmt.Sprintf("## Session Summary [%s]\n\n%s", run.Session, summary)
+	}
+	if archiveKey != "" && !strings.Contains(summary, archiveKey) {
+		prefix, _ := blob.TenantPrefix(run.Tenant)
+		summary = strings.TrimRight(summary, "\n") + fmt.Sprintf(
+			"\n\n### Recovery References\n- Full conversation: %s\n- Offloaded content: %s%s/\n", archiveKey, prefix, blob.KindOffload)
+	}
+	return summary
 }
 
 // Commit writes the compacted conversation in the caller's format, marks

@@ -198,9 +198,9 @@ type GlobalResult struct {
 
 // HistoryInput prepares history compaction.
 type HistoryInput struct {
-	Run        Run    `json:"run"`
-	WorkKey    string `json:"work_key"`
-	TokensFreed int   `json:"tokens_freed"`
+	Run         Run    `json:"run"`
+	WorkKey     string `json:"work_key"`
+	TokensFreed int    `json:"tokens_freed"`
 }
 
 // HistoryPlan says whether and how to compact the history.
@@ -250,6 +250,8 @@ type ApplyHistoryInput struct {
 	WorkKey    string `json:"work_key"`
 	Split      int    `json:"split"`
 	SummaryKey string `json:"summary_key"`
+	// ArchiveKey is named in seed 004's recovery references.
+	ArchiveKey string `json:"archive_key,omitempty"`
 }
 
 // CommitInput finishes a run.

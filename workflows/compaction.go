@@ -332,7 +332,7 @@ func historyPass(ctx workflow.Context, run activities.Run, preset policy.Preset,
 		}
 	}
 	var w activities.WorkResult
-	if err := workflow.ExecuteActivity(ctx, a.ApplyHistory, activities.ApplyHistoryInput{Run: run, Step: "history/apply", WorkKey: commit.WorkKey, Split: hp.Split, SummaryKey: key}).Get(ctx, &w); err != nil {
+	if err := workflow.ExecuteActivity(ctx, a.ApplyHistory, activities.ApplyHistoryInput{Run: run, Step: "history/apply", WorkKey: commit.WorkKey, Split: hp.Split, SummaryKey: key, ArchiveKey: archive.Key}).Get(ctx, &w); err != nil {
 		return fmt.Errorf("apply history summary: %w", err)
 	}
 	commit.WorkKey = w.WorkKey

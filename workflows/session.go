@@ -30,10 +30,10 @@ const seenLimit = 500
 // SessionInput is the state of a session workflow, carried across
 // continue-as-new.
 type SessionInput struct {
-	Tenant  string             `json:"tenant"`
-	Session string             `json:"session"`
-	Pending []CompactionInput  `json:"pending,omitempty"`
-	Seen    []string           `json:"seen,omitempty"`
+	Tenant  string            `json:"tenant"`
+	Session string            `json:"session"`
+	Pending []CompactionInput `json:"pending,omitempty"`
+	Seen    []string          `json:"seen,omitempty"`
 }
 
 // SessionWorkflowID is the id of a session's workflow: one per tenant and

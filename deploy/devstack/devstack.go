@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Default names the stack uses.
@@ -83,6 +84,12 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		return nil, errors.Join(err, s.Close())
 	}
 
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, unlock)
+
 	// Postgres first: it is the piece most likely to be missing, and failing
 	// before the Temporal server starts keeps the error fast.
 	dbURL, stopDB, err := startPostgres(ctx, dir, opts.DatabaseURL)
@@ -123,6 +130,22 @@ func (s *Stack) Close() error {
 	}
 	s.closers = nil
 	return errors.Join(errs...)
+}
+
+// lockDir takes an exclusive lock on dir so a second dev command cannot run
+// on the same state (it would stop the first one's Postgres). The kernel
+// drops the lock when the process dies, so a crash leaves nothing stale.
+func lockDir(dir string) (func() error, error) {
+	path := filepath.Join(dir, "lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open lock file: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("devstack dir %s is in use by another process (lock %s): %w", dir, path, err)
+	}
+	return f.Close, nil
 }
 
 // freePorts reserves n distinct free TCP ports on 127.0.0.1. Listeners stay

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -181,6 +183,35 @@ func TestStartRejectsUnreachableDatabase(t *testing.T) {
 	require.Contains(t, err.Error(), "database URL")
 	_, statErr := os.Stat(dir + "/" + temporalDBFile)
 	require.True(t, os.IsNotExist(statErr), "temporal must not start when the database is unreachable")
+}
+
+// TestStartRejectsBusyTemporalPort checks that a taken fixed port is an
+// error rather than the server's fatal exit.
+func TestStartRejectsBusyTemporalPort(t *testing.T) {
+	t.Parallel()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer func() { _ = busy.Close() }()
+	port := busy.Addr().(*net.TCPAddr).Port
+	// Called directly: through Start, Postgres would come first.
+	_, _, err = startTemporal(context.Background(), t.TempDir(), port, io.Discard)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), strconv.Itoa(port))
+}
+
+// TestLockDirExcludesSecondUser checks that one state folder serves one
+// stack at a time and is free again after unlock.
+func TestLockDirExcludesSecondUser(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	unlock, err := lockDir(dir)
+	require.NoError(t, err)
+	_, err = lockDir(dir)
+	require.ErrorContains(t, err, "in use")
+	require.NoError(t, unlock())
+	unlock, err = lockDir(dir)
+	require.NoError(t, err)
+	require.NoError(t, unlock())
 }
 
 func TestQuoteConf(t *testing.T) {

@@ -73,8 +73,8 @@ func startPostgres(ctx context.Context, dir, databaseURL string) (string, func()
 	return url, c.stop, nil
 }
 
-// cluster is a Postgres data directory under Dir/pg run through pg_ctl.
-type cluster struct {
+// pgCluster is a Postgres data directory under Dir/pg run through pg_ctl.
+type pgCluster struct {
 	binDir  string
 	pgDir   string // Dir/pg, owned by the server's OS user
 	dataDir string
@@ -85,9 +85,9 @@ type cluster struct {
 	cred *syscall.Credential
 }
 
-func newCluster(dir, binDir string) (*cluster, error) {
+func newCluster(dir, binDir string) (*pgCluster, error) {
 	pgDir := filepath.Join(dir, "pg")
-	c := &cluster{
+	c := &pgCluster{
 		binDir:  binDir,
 		pgDir:   pgDir,
 		dataDir: filepath.Join(pgDir, "data"),
@@ -121,7 +121,7 @@ func newCluster(dir, binDir string) (*cluster, error) {
 
 // start initializes the cluster on first use, stops a server left running
 // by a killed dev command, and starts it on a free port.
-func (c *cluster) start(ctx context.Context) error {
+func (c *pgCluster) start(ctx context.Context) error {
 	if err := c.initOnce(); err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ func (c *cluster) start(ctx context.Context) error {
 
 // initOnce runs initdb into a scratch folder and renames it into place, so
 // an interrupted first run is simply redone.
-func (c *cluster) initOnce() error {
+func (c *pgCluster) initOnce() error {
 	if _, err := os.Stat(filepath.Join(c.dataDir, "PG_VERSION")); err == nil {
 		return nil
 	}
@@ -186,7 +186,7 @@ func (c *cluster) initOnce() error {
 }
 
 // writeSettings writes this start's listen settings to devstack.conf.
-func (c *cluster) writeSettings() error {
+func (c *pgCluster) writeSettings() error {
 	sock := c.sockDir
 	// A socket path beyond sun_path stops postgres from starting; TCP alone
 	// is all we use, so drop the socket rather than fail on a deep Dir.
@@ -202,18 +202,18 @@ func (c *cluster) writeSettings() error {
 	return nil
 }
 
-func (c *cluster) stop() error {
+func (c *pgCluster) stop() error {
 	if err := c.pgCtl("stop", "-m", "fast", "-w"); err != nil {
 		return fmt.Errorf("stop postgres: %w", err)
 	}
 	return nil
 }
 
-func (c *cluster) adminURL() string {
+func (c *pgCluster) adminURL() string {
 	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/postgres?sslmode=disable", pgUser, c.port)
 }
 
-func (c *cluster) pgCtl(args ...string) error {
+func (c *pgCluster) pgCtl(args ...string) error {
 	return c.run(filepath.Join(c.binDir, "pg_ctl"), append([]string{"-D", c.dataDir}, args...)...)
 }
 
@@ -221,7 +221,7 @@ func (c *cluster) pgCtl(args ...string) error {
 // binaries fail when they cannot read the working directory), and in its
 // own process group so a Ctrl-C meant for the dev command leaves Close to
 // stop postgres in order.
-func (c *cluster) run(name string, args ...string) error {
+func (c *pgCluster) run(name string, args ...string) error {
 	cmd := exec.Command(name, args...)
 	cmd.Dir = c.pgDir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: c.cred}
@@ -233,7 +233,7 @@ func (c *cluster) run(name string, args ...string) error {
 }
 
 // chown hands Dir/pg to the server's user when we are root.
-func (c *cluster) chown() error {
+func (c *pgCluster) chown() error {
 	if c.cred == nil {
 		return nil
 	}

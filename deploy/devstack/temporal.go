@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -41,14 +42,19 @@ const (
 // Dir/temporal.db, creating the schema and the namespace on first use, and
 // returns once the frontend answers for Namespace.
 func startTemporal(ctx context.Context, dir string, frontendPort int, logw io.Writer) (string, func() error, error) {
-	ports, err := freePorts(4)
+	ports, err := freePorts(5)
 	if err != nil {
 		return "", nil, err
 	}
 	if frontendPort == 0 {
 		frontendPort = ports[0]
+	} else if err := checkPortFree(frontendPort); err != nil {
+		// The server treats a failed listen as fatal and exits the process;
+		// an error is kinder to the dev command.
+		return "", nil, fmt.Errorf("temporal frontend port: %w", err)
 	}
 	frontendAddr := hostPort(frontendPort)
+	httpPort := ports[4]
 	servicePorts := map[primitives.ServiceName]int{
 		primitives.FrontendService: frontendPort,
 		primitives.HistoryService:  ports[1],
@@ -87,6 +93,11 @@ func startTemporal(ctx context.Context, dir string, frontendPort int, logw io.Wr
 		cfg.Services[string(name)] = config.Service{RPC: config.RPC{GRPCPort: port, BindOnIP: localhost}}
 		hosts[name] = static.SingleLocalHost(hostPort(port))
 	}
+	// The frontend's HTTP API is what Nexus callbacks and curl use; without
+	// it the server warns on every start.
+	frontend := cfg.Services[string(primitives.FrontendService)]
+	frontend.RPC.HTTPPort = httpPort
+	cfg.Services[string(primitives.FrontendService)] = frontend
 	cfg.Archival.History.State = "disabled"
 	cfg.Archival.Visibility.State = "disabled"
 	cfg.NamespaceDefaults.Archival.History.State = "disabled"
@@ -94,11 +105,12 @@ func startTemporal(ctx context.Context, dir string, frontendPort int, logw io.Wr
 	// The worker service talks to the frontend through a public client.
 	cfg.PublicClient.HostPort = frontendAddr
 
+	logger, logLevel := serverLogger(logw)
 	srv, err := temporal.NewServer(
 		temporal.WithConfig(cfg),
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithStaticHosts(hosts),
-		temporal.WithLogger(serverLogger(logw)),
+		temporal.WithLogger(logger),
 		temporal.WithAuthorizer(authorization.NewNoopAuthorizer()),
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper {
 			return authorization.NewNoopClaimMapper()
@@ -112,6 +124,9 @@ func startTemporal(ctx context.Context, dir string, frontendPort int, logw io.Wr
 		return "", nil, fmt.Errorf("start temporal server on %s: %w", frontendAddr, err)
 	}
 	stop := func() error {
+		// While the services stop one by one, the internal workers fail
+		// their polls against the already stopped ones; that is expected.
+		logLevel.SetLevel(zapcore.ErrorLevel)
 		if err := srv.Stop(); err != nil {
 			return fmt.Errorf("stop temporal server: %w", err)
 		}
@@ -188,15 +203,16 @@ func devDynamicConfig() dynamicconfig.StaticClient {
 	}
 }
 
-// serverLogger writes the server's warnings and errors to w; info level is
-// far too chatty for a dev console.
-func serverLogger(w io.Writer) log.Logger {
+// serverLogger writes the server's warnings and errors to w (info level is
+// far too chatty for a dev console) and returns the level to tune it later.
+func serverLogger(w io.Writer) (log.Logger, zap.AtomicLevel) {
+	level := zap.NewAtomicLevelAt(zapcore.WarnLevel)
 	if w == io.Discard {
-		return log.NewNoopLogger()
+		return log.NewNoopLogger(), level
 	}
 	enc := zap.NewDevelopmentEncoderConfig()
-	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(w), zapcore.WarnLevel)
-	return log.NewZapLogger(zap.New(core))
+	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(w), level)
+	return log.NewZapLogger(zap.New(core)), level
 }
 
 // waitTemporalReady polls the frontend until it describes Namespace, so
@@ -222,6 +238,15 @@ func waitTemporalReady(ctx context.Context, addr string) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// checkPortFree reports whether port can be bound on 127.0.0.1 right now.
+func checkPortFree(port int) error {
+	l, err := net.Listen("tcp", hostPort(port))
+	if err != nil {
+		return fmt.Errorf("port %d is not free: %w", port, err)
+	}
+	return l.Close()
 }
 
 func hostPort(port int) string {

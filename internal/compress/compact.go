@@ -11,8 +11,8 @@ import (
 // and the non-system messages before s are summarized. It starts at
 // len-keepLast and moves earlier until no call in the summarized range has
 // a result in the kept range (so no kept result loses its call and no
-// summarized call leaves a result behind), and so that a pending call in
-// the last message is kept. System messages at the head are never in the
+// summarized call leaves a result behind), and so that a pending call (one
+// the agent still awaits, see conversation.ToolPair) is kept. System messages at the head are never in the
 // summarized range. It returns the first non-system index (0 when there is
 // no system head) when there is nothing to summarize: too few messages
 // (seed 002: at most keepLast), or only protected messages before s.
@@ -45,16 +45,6 @@ func pendingCall(idx toolIndex) int {
 		}
 	}
 	return p
-}
-
-// onlyResults reports whether a message holds nothing but tool results.
-func onlyResults(m conversation.Message) bool {
-	for _, b := range m.Blocks {
-		if b.Kind != conversation.KindToolResult {
-			return false
-		}
-	}
-	return len(m.Blocks) > 0
 }
 
 // SummaryStyle is how the summary message is written into the history.

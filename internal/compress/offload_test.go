@@ -199,3 +199,18 @@ func TestApplyOffloadErrors(t *testing.T) {
 		})
 	}
 }
+
+// FuzzReference checks that every reference written with a valid key reads
+// back to that key, whatever the tool name and preview hold.
+func FuzzReference(f *testing.F) {
+	f.Add("tenants/t/offload/abc", "bash", "line 1\nTool result is at: evil", 10)
+	f.Add("k", "", "", 0)
+	f.Fuzz(func(t *testing.T, key, tool, preview string, saved int) {
+		if checkKey(key) != nil || strings.ContainsAny(tool, "\r\n") {
+			t.Skip()
+		}
+		got, ok := ParseReference(Reference(OffloadRef{Key: key, ToolName: tool, TokensSaved: saved, Preview: Preview(preview)}))
+		require.True(t, ok)
+		require.Equal(t, key, got)
+	})
+}

@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/digest"
 )
 
 // checkpointTools are seed 001's checkpoint tool names.
@@ -21,27 +23,50 @@ var checkpointTools = []string{"deactivate_augments", "compress_to_checkpoint"}
 // and the output is never larger than the input.
 func TestPropertyStrategies(t *testing.T) {
 	t.Parallel()
-	for i, tc := range genCases(20260129, 400) {
+	for i, tc := range genCases(20260129, 300) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r := rand.New(rand.NewPCG(uint64(i), 7))
 			in := tc.c
 			before := in.Clone()
-			require.NoError(t, checkPairing(in), "generator produced an invalid conversation")
-			checkRenders(t, in)
-			mask := Protected(in, tc.p)
-
-			t.Run("protected", func(t *testing.T) { propProtected(t, in, tc.p, mask) })
-			t.Run("watermark", func(t *testing.T) { propWatermark(t, r, in, mask) })
-			t.Run("offload", func(t *testing.T) { propOffload(t, in, mask) })
-			t.Run("truncate", func(t *testing.T) { propTruncate(t, in, mask) })
-			t.Run("compact", func(t *testing.T) { propCompact(t, r, in, mask) })
-			t.Run("replace", func(t *testing.T) { propReplace(t, r, in) })
-			t.Run("postprocess", func(t *testing.T) { propPostProcess(t, in, mask) })
-
+			checkAllProperties(t, r, in, tc.p)
 			require.Equal(t, before, in, "a strategy changed its input")
 		})
 	}
+}
+
+// checkAllProperties runs every strategy's property check on one
+// conversation.
+func checkAllProperties(t *testing.T, r *rand.Rand, in conversation.Conversation, p Protection) {
+	require.NoError(t, checkPairing(in), "generator produced an invalid conversation")
+	checkRenders(t, in)
+	mask := Protected(in, p)
+	t.Run("protected", func(t *testing.T) { propProtected(t, in, p, mask) })
+	t.Run("watermark", func(t *testing.T) { propWatermark(t, r, in, mask) })
+	t.Run("offload", func(t *testing.T) { propOffload(t, in, mask) })
+	t.Run("truncate", func(t *testing.T) { propTruncate(t, in, mask) })
+	t.Run("compact", func(t *testing.T) { propCompact(t, r, in, mask) })
+	t.Run("replace", func(t *testing.T) { propReplace(t, r, in) })
+	t.Run("postprocess", func(t *testing.T) { propPostProcess(t, in, mask) })
+}
+
+// FuzzStrategies explores more generated conversations than the fixed
+// batch: go test -fuzz FuzzStrategies ./internal/compress/
+func FuzzStrategies(f *testing.F) {
+	f.Add(uint64(1), uint8(10), uint8(3), false)
+	f.Add(uint64(42), uint8(40), uint8(0), true)
+	f.Fuzz(func(t *testing.T, seed uint64, turns, lastN uint8, anthropic bool) {
+		r := rand.New(rand.NewPCG(seed, uint64(turns)))
+		format := conversation.FormatOpenAI
+		if anthropic {
+			format = conversation.FormatAnthropic
+		}
+		in := genConversation(r, genConfig{format: format, turns: int(turns % 60)})
+		before := in.Clone()
+		p := Protection{System: seed%2 == 0, FirstUser: seed%3 == 0, LastN: int(lastN % 8), PinMarkers: DefaultPinMarkers}
+		checkAllProperties(t, r, in, p)
+		require.Equal(t, before, in, "a strategy changed its input")
+	})
 }
 
 func propProtected(t *testing.T, in conversation.Conversation, p Protection, mask []bool) {
@@ -83,9 +108,15 @@ func propWatermark(t *testing.T, r *rand.Rand, in conversation.Conversation, mas
 		require.Equal(t, len(in.Messages)-stats.MessagesRemoved, len(out.Messages))
 		require.Equal(t, in.Messages[stats.Boundary:], out.Messages[len(out.Messages)-(len(in.Messages)-stats.Boundary):],
 			"messages from the boundary on must be unchanged")
+		// A pruned message holds no tool block and is not empty.
 		for _, m := range out.Messages[:len(out.Messages)-(len(in.Messages)-stats.Boundary)] {
-			require.False(t, isEmpty(m.Blocks) && len(m.Blocks) > 0 && m.Role != conversation.RoleSystem && !containsMessage(in, m),
-				"pruning left an empty message")
+			if containsMessage(in, m) {
+				continue
+			}
+			require.False(t, isEmpty(m.Blocks), "pruning left an empty message")
+			for _, b := range m.Blocks {
+				require.NotContains(t, []conversation.Kind{conversation.KindToolUse, conversation.KindToolResult}, b.Kind)
+			}
 		}
 
 		// The watermark is applied on every request: applying it again to
@@ -101,7 +132,7 @@ func propWatermark(t *testing.T, r *rand.Rand, in conversation.Conversation, mas
 
 func containsMessage(c conversation.Conversation, m conversation.Message) bool {
 	for _, x := range c.Messages {
-		if fmt.Sprint(x) == fmt.Sprint(m) {
+		if reflect.DeepEqual(x, m) {
 			return true
 		}
 	}
@@ -239,7 +270,7 @@ func propReplace(t *testing.T, r *rand.Rand, in conversation.Conversation) {
 func TestGeneratorExercisesStrategies(t *testing.T) {
 	t.Parallel()
 	var pending, pinned, checkpoints, offloads, truncations, compactions, system int
-	for _, tc := range genCases(20260129, 400) {
+	for _, tc := range genCases(20260129, 300) {
 		c := tc.c
 		for _, p := range c.ToolIndex().Pairs {
 			if p.Pending {
@@ -272,4 +303,14 @@ func TestGeneratorExercisesStrategies(t *testing.T) {
 		"offloads": offloads, "truncations": truncations, "compactions": compactions, "system prompts": system} {
 		require.Greater(t, n, 20, "the generator must produce %s", name)
 	}
+}
+
+func propPostProcess(t *testing.T, in conversation.Conversation, mask []bool) {
+	rules := digest.DefaultPostRules()
+	rules.FileLines = 20
+	out, stats, err := PostProcessResults(in, charCounter{}, rules, mask)
+	require.NoError(t, err)
+	checkRenders(t, out)
+	require.NoError(t, checkProtectedSameIndex(in, out, mask))
+	require.Equal(t, convSize(in)-stats.TokensSaved, convSize(out))
 }

@@ -22,14 +22,11 @@ import (
 
 func parseAnthropic(data []byte) (Conversation, error) {
 	c := Conversation{Format: FormatAnthropic}
-	var msgs []json.RawMessage
+	list := data
 	var system *Message
 	switch jsonKind(data) {
 	case jsonArray:
 		c.Shape = shapeArray
-		if err := json.Unmarshal(data, &msgs); err != nil {
-			return Conversation{}, jsonSyntaxError(data, err)
-		}
 	case jsonObject:
 		var top map[string]json.RawMessage
 		if err := json.Unmarshal(data, &top); err != nil {
@@ -39,9 +36,10 @@ func parseAnthropic(data []byte) (Conversation, error) {
 		if !ok {
 			return Conversation{}, errAt(-1, "messages", "missing")
 		}
-		if msgs, ok = decodeArray(raw); !ok {
+		if jsonKind(raw) != jsonArray {
 			return Conversation{}, errAt(-1, "messages", "must be an array, got %s", jsonKind(raw))
 		}
+		list = raw
 		if raw, ok := top["system"]; ok && jsonKind(raw) != jsonNull {
 			delete(top, "system")
 			m, err := parseAnthropicSystem(raw)
@@ -52,15 +50,25 @@ func parseAnthropic(data []byte) (Conversation, error) {
 		}
 		c.Extra = nilIfEmpty(top)
 	default:
+		if err := checkSyntax(data); err != nil {
+			return Conversation{}, err
+		}
 		return Conversation{}, errAt(-1, "", "top level must be a JSON object with messages, got %s", jsonKind(data))
+	}
+	msgs, bad, kind, err := decodeObjects(list)
+	switch {
+	case err != nil:
+		return Conversation{}, jsonSyntaxError(data, err)
+	case bad >= 0:
+		return Conversation{}, errAt(bad, "", "must be an object, got %s", kind)
 	}
 	c.Messages = make([]Message, 0, len(msgs)+1)
 	if system != nil {
 		c.Messages = append(c.Messages, *system)
 	}
 	tr := newToolTracker()
-	for i, raw := range msgs {
-		m, err := parseAnthropicMessage(raw, i, i == len(msgs)-1, tr)
+	for i, obj := range msgs {
+		m, err := parseAnthropicMessage(obj, i, i == len(msgs)-1, tr)
 		if err != nil {
 			return Conversation{}, err
 		}
@@ -96,11 +104,7 @@ func parseAnthropicSystem(raw json.RawMessage) (Message, error) {
 	return m, nil
 }
 
-func parseAnthropicMessage(raw json.RawMessage, i int, last bool, tr *toolTracker) (Message, error) {
-	obj, ok := decodeObject(raw)
-	if !ok {
-		return Message{}, errAt(i, "", "must be an object, got %s", jsonKind(raw))
-	}
+func parseAnthropicMessage(obj map[string]json.RawMessage, i int, last bool, tr *toolTracker) (Message, error) {
 	roleRaw, ok := take(obj, "role")
 	if !ok {
 		return Message{}, errAt(i, "role", "missing")

@@ -3,6 +3,7 @@ package conversation
 import (
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 )
 
 // Parse decodes a conversation in the given wire format. Rendering the
@@ -30,11 +31,14 @@ func Parse(data []byte, f Format) (Conversation, error) {
 	default:
 		return Conversation{}, fmt.Errorf("parse: unknown format %q (want %s, %s or %s)", f, FormatOpenAI, FormatAnthropic, FormatReAct)
 	}
-	if err := checkSyntax(data); err != nil {
-		return Conversation{}, fmt.Errorf("parse %s conversation: %w", f, err)
-	}
-	if err := checkUTF8(data, f != FormatReAct); err != nil {
-		return Conversation{}, fmt.Errorf("parse %s conversation: %w", f, err)
+	// Invalid UTF-8 is checked on the whole document up front because the
+	// decoder would hide it; syntax errors come first, and the parsers'
+	// own decoding reports them otherwise, saving a pass over large input.
+	if !utf8.Valid(data) {
+		if err := checkSyntax(data); err != nil {
+			return Conversation{}, fmt.Errorf("parse %s conversation: %w", f, err)
+		}
+		return Conversation{}, fmt.Errorf("parse %s conversation: %w", f, checkUTF8(data, f != FormatReAct))
 	}
 	c, err := parse(data)
 	if err != nil {

@@ -3,6 +3,7 @@ package conversation
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"sort"
 	"unicode/utf8"
 )
@@ -79,6 +80,37 @@ func decodeString(raw []byte) (string, bool) {
 		return "", false
 	}
 	return s, true
+}
+
+// decodeObjects decodes an array whose elements should all be objects (a
+// message list, a turn list). Large conversations are decoded in one pass
+// when every element is an object; otherwise bad is the index of the first
+// element that is not, and kind its type. A syntax error in raw is returned
+// as err.
+func decodeObjects(raw []byte) (objs []map[string]json.RawMessage, bad int, kind string, err error) {
+	err = json.Unmarshal(raw, &objs)
+	if err == nil {
+		for i, m := range objs {
+			if m == nil {
+				return nil, i, jsonNull, nil
+			}
+		}
+		return objs, -1, "", nil
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return nil, -1, "", err
+	}
+	items, ok := decodeArray(raw)
+	if !ok {
+		return nil, -1, "", err
+	}
+	for i, it := range items {
+		if k := jsonKind(it); k != jsonObject {
+			return nil, i, k, nil
+		}
+	}
+	return nil, -1, "", err
 }
 
 // take removes a key from a field map and reports whether it was there.

@@ -21,13 +21,10 @@ import (
 
 func parseOpenAI(data []byte) (Conversation, error) {
 	c := Conversation{Format: FormatOpenAI}
-	var msgs []json.RawMessage
+	list := data
 	switch jsonKind(data) {
 	case jsonArray:
 		c.Shape = shapeArray
-		if err := json.Unmarshal(data, &msgs); err != nil {
-			return Conversation{}, jsonSyntaxError(data, err)
-		}
 	case jsonObject:
 		var top map[string]json.RawMessage
 		if err := json.Unmarshal(data, &top); err != nil {
@@ -37,17 +34,28 @@ func parseOpenAI(data []byte) (Conversation, error) {
 		if !ok {
 			return Conversation{}, errAt(-1, "messages", "missing")
 		}
-		if msgs, ok = decodeArray(raw); !ok {
+		if jsonKind(raw) != jsonArray {
 			return Conversation{}, errAt(-1, "messages", "must be an array, got %s", jsonKind(raw))
 		}
+		list = raw
 		c.Extra = nilIfEmpty(top)
 	default:
+		if err := checkSyntax(data); err != nil {
+			return Conversation{}, err
+		}
 		return Conversation{}, errAt(-1, "", "top level must be a JSON object with messages or an array of messages, got %s", jsonKind(data))
+	}
+	msgs, bad, kind, err := decodeObjects(list)
+	switch {
+	case err != nil:
+		return Conversation{}, jsonSyntaxError(data, err)
+	case bad >= 0:
+		return Conversation{}, errAt(bad, "", "must be an object, got %s", kind)
 	}
 	tr := newToolTracker()
 	c.Messages = make([]Message, 0, len(msgs))
-	for i, raw := range msgs {
-		m, err := parseOpenAIMessage(raw, i, tr)
+	for i, obj := range msgs {
+		m, err := parseOpenAIMessage(obj, i, tr)
 		if err != nil {
 			return Conversation{}, err
 		}
@@ -56,11 +64,7 @@ func parseOpenAI(data []byte) (Conversation, error) {
 	return c, nil
 }
 
-func parseOpenAIMessage(raw json.RawMessage, i int, tr *toolTracker) (Message, error) {
-	obj, ok := decodeObject(raw)
-	if !ok {
-		return Message{}, errAt(i, "", "must be an object, got %s", jsonKind(raw))
-	}
+func parseOpenAIMessage(obj map[string]json.RawMessage, i int, tr *toolTracker) (Message, error) {
 	roleRaw, ok := take(obj, "role")
 	if !ok {
 		return Message{}, errAt(i, "role", "missing")

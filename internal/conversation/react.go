@@ -31,14 +31,12 @@ func ReActToolID(turn int) string {
 
 func parseReAct(data []byte) (Conversation, error) {
 	c := Conversation{Format: FormatReAct}
-	var turns []json.RawMessage
+	var list []byte
 	prefix := ""
 	switch jsonKind(data) {
 	case jsonArray:
 		c.Shape = shapeArray
-		if err := json.Unmarshal(data, &turns); err != nil {
-			return Conversation{}, jsonSyntaxError(data, err)
-		}
+		list = data
 	case jsonObject:
 		var top map[string]json.RawMessage
 		if err := json.Unmarshal(data, &top); err != nil {
@@ -58,7 +56,7 @@ func parseReAct(data []byte) (Conversation, error) {
 				case jsonKind(tc) == jsonNull:
 					c.Shape = addShape(c.Shape, shapeNoToolCalls)
 				case jsonKind(tc) == jsonArray:
-					turns, _ = decodeArray(tc)
+					list = tc
 					delete(exec, "tool_calls")
 				default:
 					return Conversation{}, errAt(-1, prefix, "must be an array of turns, got %s", jsonKind(tc))
@@ -70,11 +68,27 @@ func parseReAct(data []byte) (Conversation, error) {
 		}
 		c.Extra = nilIfEmpty(top)
 	default:
+		if err := checkSyntax(data); err != nil {
+			return Conversation{}, err
+		}
 		return Conversation{}, errAt(-1, "", "top level must be a JSON object with execution.tool_calls or an array of turns, got %s", jsonKind(data))
 	}
+	var turns []map[string]json.RawMessage
+	if list != nil {
+		var bad int
+		var kind string
+		var err error
+		turns, bad, kind, err = decodeObjects(list)
+		switch {
+		case err != nil:
+			return Conversation{}, jsonSyntaxError(data, err)
+		case bad >= 0:
+			return Conversation{}, errAt(-1, indexed(prefix, bad), "must be an object, got %s", kind)
+		}
+	}
 	c.Messages = make([]Message, 0, 2*len(turns))
-	for t, raw := range turns {
-		use, result, err := parseReActTurn(raw, t, indexed(prefix, t))
+	for t, obj := range turns {
+		use, result, err := parseReActTurn(obj, t, indexed(prefix, t))
 		if err != nil {
 			return Conversation{}, err
 		}
@@ -83,11 +97,7 @@ func parseReAct(data []byte) (Conversation, error) {
 	return c, nil
 }
 
-func parseReActTurn(raw json.RawMessage, t int, at string) (Message, Message, error) {
-	obj, ok := decodeObject(raw)
-	if !ok {
-		return Message{}, Message{}, errAt(-1, at, "must be an object, got %s", jsonKind(raw))
-	}
+func parseReActTurn(obj map[string]json.RawMessage, t int, at string) (Message, Message, error) {
 	id := ReActToolID(t)
 	use := Message{Role: RoleAssistant}
 	if raw, ok := obj["thought"]; ok {

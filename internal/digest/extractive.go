@@ -110,6 +110,9 @@ type doc struct {
 
 func newDoc(text string, maxUnit int) *doc {
 	d := &doc{text: text}
+	lines := strings.Count(text, "\n") + 1
+	d.units = make([]unit, 0, lines+len(text)/maxUnit)
+	d.nonBlank = make([]int, 0, lines+1)
 	// A final line break does not start another line.
 	body := strings.TrimSuffix(text, "\n")
 	d.nonBlank = append(d.nonBlank, 0)
@@ -420,19 +423,24 @@ func (d *doc) render(chosen []int) string {
 	return b.String()
 }
 
-func (d *doc) sepCost(a, b int) int { return utf8.RuneCountInString(d.sep(a, b)) }
+// gap describes what the output holds between selected unit a and
+// selected unit b (a = -1: the start of the text; b = len(units): its end).
+type gap struct {
+	text   string // a fixed separator ("" or "\n"), when marker is false
+	marker bool
+	n      int    // lines or chars omitted
+	unit   string // "line", "lines" or "chars"
+	before bool   // a line break before the marker
+	after  bool   // a line break after the marker
+}
 
-// sep is what the output holds between selected unit a and selected unit b
-// (a = -1: the start of the text; b = len(units): its end).
-func (d *doc) sep(a, b int) string {
+func (d *doc) gap(a, b int) gap {
 	n := len(d.units)
 	if a >= 0 && b < n && d.units[a].end == d.units[b].start {
-		return "" // adjacent pieces of one line
+		return gap{} // adjacent pieces of one line
 	}
-	aEndsLine := a < 0 || d.units[a].lineEnd
-	bStartsLine := b == n || d.units[b].lineStart
-	var marker string
-	if aEndsLine && bStartsLine {
+	g := gap{marker: true, before: a >= 0, after: b < n}
+	if (a < 0 || d.units[a].lineEnd) && (b == n || d.units[b].lineStart) {
 		from, to := 0, d.numLines
 		if a >= 0 {
 			from = d.units[a].line + 1
@@ -443,37 +451,70 @@ func (d *doc) sep(a, b int) string {
 		if d.nonBlank[to]-d.nonBlank[from] == 0 {
 			// Only blank lines in between: a line break says enough.
 			if a < 0 || b == n {
-				return ""
+				return gap{}
 			}
-			return "\n"
+			return gap{text: "\n"}
 		}
-		marker = linesMarker(to - from)
-	} else {
-		from, to := 0, d.runes
-		if a >= 0 {
-			from = d.units[a].rEnd
+		g.n, g.unit = to-from, "lines"
+		if g.n == 1 {
+			g.unit = "line"
 		}
-		if b < n {
-			to = d.units[b].rStart
-		}
-		marker = fmt.Sprintf("[… %d chars omitted …]", to-from)
+		return g
 	}
-	switch {
-	case a < 0 && b == n:
-		return marker
-	case a < 0:
-		return marker + "\n"
-	case b == n:
-		return "\n" + marker
+	from, to := 0, d.runes
+	if a >= 0 {
+		from = d.units[a].rEnd
 	}
-	return "\n" + marker + "\n"
+	if b < n {
+		to = d.units[b].rStart
+	}
+	g.n, g.unit = to-from, "chars"
+	return g
 }
 
-func linesMarker(n int) string {
-	if n == 1 {
-		return "[… 1 line omitted …]"
+// Marker layout: "[… 37 lines omitted …]". markerFixedRunes counts the
+// code points around the number and the unit: "[… ", " ", " omitted …]".
+const markerFixedRunes = 3 + 1 + 11
+
+// sepCost is the length of sep in code points, computed without building
+// the string: it is evaluated three times per candidate unit.
+func (d *doc) sepCost(a, b int) int {
+	g := d.gap(a, b)
+	if !g.marker {
+		return len(g.text)
 	}
-	return fmt.Sprintf("[… %d lines omitted …]", n)
+	c := markerFixedRunes + decimalDigits(g.n) + len(g.unit)
+	if g.before {
+		c++
+	}
+	if g.after {
+		c++
+	}
+	return c
+}
+
+func (d *doc) sep(a, b int) string {
+	g := d.gap(a, b)
+	if !g.marker {
+		return g.text
+	}
+	m := fmt.Sprintf("[… %d %s omitted …]", g.n, g.unit)
+	if g.before {
+		m = "\n" + m
+	}
+	if g.after {
+		m += "\n"
+	}
+	return m
+}
+
+func decimalDigits(n int) int {
+	d := 1
+	for n >= 10 {
+		n /= 10
+		d++
+	}
+	return d
 }
 
 // fenwick is a binary indexed tree over unit indices counting selected

@@ -111,6 +111,58 @@ func splitLines(text string) [][2]int {
 	return spans
 }
 
+// maxWindow bounds the text one regexp call sees. Inputs up to 256 Kbit
+// divided by the program size let the regexp package use its backtracker;
+// a 1 MB line of minified JSON would otherwise run through the NFA at
+// about 1 MB/s.
+const maxWindow = 1024
+
+// scanSpans returns the lines of text, with lines longer than maxWindow
+// cut into windows at places no identifier spans.
+func scanSpans(text string) [][2]int {
+	var spans [][2]int
+	for _, ln := range splitLines(text) {
+		s, e := ln[0], ln[1]
+		for e-s > maxWindow {
+			cut := windowCut(text, s, s+maxWindow)
+			spans = append(spans, [2]int{s, cut})
+			s = cut
+		}
+		spans = append(spans, [2]int{s, e})
+	}
+	return spans
+}
+
+// windowCut picks the end of a window of a long line, searching back from
+// limit: after a space that no multi-word identifier uses (not next to a
+// digit or a colon, as in "HTTP 404", "3.5 GB", "status: 500"), or after
+// `",` in minified JSON; else after any space; else at a rune boundary.
+func windowCut(text string, s, limit int) int {
+	lower := max(s+1, limit-maxWindow/4)
+	anySpace := -1
+	for i := limit - 1; i >= lower; i-- {
+		c := text[i]
+		switch {
+		case c == ' ' || c == '\t':
+			if !isDigit(text[i-1]) && text[i-1] != ':' && (i+1 >= len(text) || !isDigit(text[i+1])) {
+				return i + 1
+			}
+			if anySpace < 0 {
+				anySpace = i + 1
+			}
+		case c == ',' && text[i-1] == '"':
+			return i + 1
+		}
+	}
+	if anySpace > 0 {
+		return anySpace
+	}
+	for limit > s+1 && !utf8.RuneStart(text[limit]) {
+		limit--
+	}
+	return limit
+}
+
 func containsAny(subs ...string) func(string) bool {
 	return func(line string) bool {
 		for _, s := range subs {
@@ -181,10 +233,50 @@ func isDot(c byte) bool { return c == '.' }
 
 func hasDigitByte(line string) bool { return strings.ContainsAny(line, "0123456789") }
 
+// fileExtensions make a bare name such as main.go a path.
+var fileExtensions = map[string]bool{
+	"py": true, "pyi": true, "ipynb": true, "go": true, "mod": true, "sum": true, "js": true, "mjs": true,
+	"cjs": true, "ts": true, "tsx": true, "jsx": true, "vue": true, "svelte": true, "rs": true, "java": true,
+	"kt": true, "kts": true, "scala": true, "c": true, "h": true, "cc": true, "cpp": true, "cxx": true,
+	"hpp": true, "hh": true, "cs": true, "rb": true, "php": true, "swift": true, "sh": true, "bash": true,
+	"zsh": true, "fish": true, "ps1": true, "bat": true, "cmd": true, "sql": true, "json": true, "jsonl": true,
+	"ndjson": true, "yaml": true, "yml": true, "toml": true, "ini": true, "cfg": true, "conf": true,
+	"env": true, "xml": true, "html": true, "htm": true, "css": true, "scss": true, "sass": true, "less": true,
+	"md": true, "markdown": true, "rst": true, "txt": true, "csv": true, "tsv": true, "log": true, "lock": true,
+	"proto": true, "tf": true, "tfvars": true, "gradle": true, "lua": true, "pl": true, "r": true, "R": true,
+	"dart": true, "exs": true, "erl": true, "hs": true, "ml": true, "clj": true, "el": true, "vim": true,
+	"pdf": true, "png": true, "gif": true, "svg": true, "webp": true, "ico": true, "zip": true, "gz": true,
+	"tgz": true, "bz2": true, "xz": true, "zst": true, "tar": true, "whl": true, "jar": true, "war": true,
+	"so": true, "dll": true, "exe": true, "dylib": true, "wasm": true, "bin": true, "dat": true, "db": true,
+	"sqlite": true, "parquet": true, "pkl": true, "pt": true, "onnx": true, "orig": true, "rej": true,
+	"patch": true, "diff": true, "bak": true, "tmp": true, "pem": true, "crt": true, "dockerfile": true,
+	"plist": true, "gemspec": true, "cabal": true, "nix": true, "bzl": true, "bazel": true, "cmake": true,
+	"mk": true, "makefile": true, "jpg": true, "jpeg": true,
+}
+
+// fileNames are files known without an extension.
+var fileNames = map[string]bool{
+	"Makefile": true, "Dockerfile": true, "Containerfile": true, "Gemfile": true, "Rakefile": true,
+	"Procfile": true, "Jenkinsfile": true, "Vagrantfile": true, "Justfile": true, "Taskfile": true,
+}
+
+// errnoNames are the POSIX errno names reported as errors.
+var errnoNames = map[string]bool{
+	"ENOENT": true, "EACCES": true, "EPERM": true, "EEXIST": true, "ENOTDIR": true, "EISDIR": true,
+	"EINVAL": true, "ENOSPC": true, "EPIPE": true, "EAGAIN": true, "ECONNREFUSED": true, "ECONNRESET": true,
+	"ECONNABORTED": true, "ETIMEDOUT": true, "EADDRINUSE": true, "EADDRNOTAVAIL": true, "ENOTEMPTY": true,
+	"EBADF": true, "ENOMEM": true, "EBUSY": true, "ENOTCONN": true, "EHOSTUNREACH": true, "ENETUNREACH": true,
+	"ENETDOWN": true, "EMFILE": true, "ENFILE": true, "EROFS": true, "EXDEV": true, "E2BIG": true,
+	"ENOEXEC": true, "ENOSYS": true, "EALREADY": true, "EINPROGRESS": true, "EDEADLK": true,
+	"EWOULDBLOCK": true, "ESRCH": true, "EINTR": true, "EIO": true, "ENXIO": true, "ECHILD": true,
+	"EFAULT": true, "ENOTTY": true, "ETXTBSY": true, "EFBIG": true, "ESPIPE": true, "EMLINK": true,
+	"EDOM": true, "ERANGE": true, "ENOTSUP": true, "EOPNOTSUPP": true, "EPROTO": true, "ELOOP": true,
+	"ENAMETOOLONG": true, "EDQUOT": true, "ESTALE": true, "EOVERFLOW": true, "ECANCELED": true,
+	"ENOTSOCK": true, "EMSGSIZE": true,
+}
+
 // kindRank orders kinds for overlap resolution and for ties at one offset.
 var kindRank = map[Kind]int{KindURL: 0, KindError: 1, KindPath: 2, KindID: 3, KindNumber: 4, KindCommand: 5}
-
-const fileExtensions = `py|pyi|ipynb|go|mod|sum|js|mjs|cjs|ts|tsx|jsx|vue|svelte|rs|java|kt|kts|scala|c|h|cc|cpp|cxx|hpp|hh|cs|rb|php|swift|sh|bash|zsh|fish|ps1|bat|cmd|sql|json|jsonl|ndjson|yaml|yml|toml|ini|cfg|conf|env|xml|html|htm|css|scss|sass|less|md|markdown|rst|txt|csv|tsv|log|lock|proto|tf|tfvars|gradle|lua|pl|r|R|dart|exs|erl|hs|ml|clj|el|vim|pdf|png|jpe?g|gif|svg|webp|ico|zip|gz|tgz|bz2|xz|zst|tar|whl|jar|war|so|dll|exe|dylib|wasm|bin|dat|db|sqlite|parquet|pkl|pt|onnx|orig|rej|patch|diff|bak|tmp|pem|crt|dockerfile|plist|gemspec|cabal|nix|bzl|bazel|cmake|mk|makefile`
 
 var (
 	reURL = regexp.MustCompile(`(?i)\b(?:https?|ftp|wss?|s3|gs|file)://[^\s<>"'\x60\\]+|\bwww\.[a-z0-9-]+\.[^\s<>"'\x60\\]+`)
@@ -192,12 +284,9 @@ var (
 	reException = regexp.MustCompile(`\b[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning)\b|\b(?:KeyboardInterrupt|SystemExit|StopIteration|GeneratorExit)\b|\bErr[A-Z][A-Za-z0-9]+\b`)
 	reHTTP      = regexp.MustCompile(`\bHTTP(?:/\d(?:\.\d)?)?\s+[45]\d\d\b|\b[45]\d\d (?:Bad Request|Unauthorized|Payment Required|Forbidden|Not Found|Method Not Allowed|Not Acceptable|Request Timeout|Conflict|Gone|Payload Too Large|Unsupported Media Type|Unprocessable Entity|Too Many Requests|Internal Server Error|Not Implemented|Bad Gateway|Service Unavailable|Gateway Timeout)\b|(?i:\bstatus(?:[ _-]?code)?)["']?\s*[:=]?\s*[45]\d\d\b`)
 	reErrCode   = regexp.MustCompile(`\b(?:E|W|F|C|TS|CS|SC)\d{3,5}\b`)
-	reErrno     = regexp.MustCompile(`\bE(?:NOENT|ACCES|PERM|EXIST|NOTDIR|ISDIR|INVAL|NOSPC|PIPE|AGAIN|CONNREFUSED|CONNRESET|CONNABORTED|TIMEDOUT|ADDRINUSE|ADDRNOTAVAIL|NOTEMPTY|BADF|NOMEM|BUSY|NOTCONN|HOSTUNREACH|NETUNREACH|NETDOWN|MFILE|NFILE|ROFS|XDEV|2BIG|NOEXEC|NOSYS|ALREADY|INPROGRESS|DEADLK|WOULDBLOCK|SRCH|INTR|IO|NXIO|CHILD|FAULT|NOTTY|TXTBSY|FBIG|SPIPE|MLINK|DOM|RANGE|NOTSUP|OPNOTSUPP|PROTO|LOOP|NAMETOOLONG|DQUOT|STALE|OVERFLOW|CANCELED|NOTSOCK|MSGSIZE)\b`)
 	reExit      = regexp.MustCompile(`(?i)\bexit (?:status|code) [1-9]\d*\b`)
 
-	rePathSlash = regexp.MustCompile(`(?:[A-Za-z]:|~|\.{1,2})?(?:/[\w.@+%~-]+)+/?(?::\d+(?::\d+)?)?|[\w.@+%~-]+(?:/[\w.@+%~-]+)+/?(?::\d+(?::\d+)?)?`)
-	rePathWin   = regexp.MustCompile(`\b[A-Za-z]:(?:\\{1,2}[^\\/:*?"<>|\s]+)+\\?(?::\d+(?::\d+)?)?|\\\\[\w.-]+(?:\\[^\\/:*?"<>|\s]+)+`)
-	rePathFile  = regexp.MustCompile(`\b[\w@+-]+(?:\.[\w@+-]+)*\.(?:` + fileExtensions + `)\b(?::\d+(?::\d+)?)?|\b(?:Makefile|Dockerfile|Containerfile|Gemfile|Rakefile|Procfile|Jenkinsfile|Vagrantfile|Justfile|Taskfile)\b`)
+	rePathWin = regexp.MustCompile(`\b[A-Za-z]:(?:\\{1,2}[^\\/:*?"<>|\s]+)+\\?(?::\d+(?::\d+)?)?|\\\\[\w.-]+(?:\\[^\\/:*?"<>|\s]+)+`)
 
 	reUUID     = regexp.MustCompile(`\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b`)
 	reEmail    = regexp.MustCompile(`\b[\w.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b`)
@@ -211,8 +300,6 @@ var (
 	reVersion = regexp.MustCompile(`\bv?\d+\.\d+\.\d+(?:[-+][0-9A-Za-z]+(?:\.[0-9A-Za-z]+)*)?\b`)
 	reDate    = regexp.MustCompile(`\b\d{4}-[01]\d-[0-3]\d(?:[T ][0-2]\d:[0-5]\d(?::[0-5]\d)?(?:\.\d+)?(?:Z|[+-][0-2]\d:?\d\d)?)?\b`)
 
-	reBacktick   = regexp.MustCompile("`([^`\n]+)`")
-	reJSONCmd    = regexp.MustCompile(`"(?:command|cmd)"\s*:\s*"((?:[^"\\\n]|\\.)*)"`)
 	reCmdNoPunct = regexp.MustCompile(`^[a-z][a-z0-9._+-]*$`)
 )
 
@@ -231,13 +318,13 @@ var pathStopStems = map[string]bool{"self": true, "this": true, "cls": true, "os
 var extractors = []extractor{
 	{kind: KindURL, re: reURL, accept: acceptURL, hint: containsAny("://", "www.", "WWW.")},
 	{kind: KindError, re: reException, accept: acceptAll, hint: containsAny("Err", "Exception", "Warning", "Interrupt", "Exit", "StopIteration")},
-	{kind: KindError, re: reHTTP, accept: acceptAll, hint: hasPair(func(c byte) bool { return c == '4' || c == '5' }, isDigit)},
-	{kind: KindError, re: reErrno, accept: acceptAll, hint: hasPair(func(c byte) bool { return c == 'E' }, func(c byte) bool { return isUpperByte(c) || c == '2' })},
+	{kind: KindError, re: reHTTP, accept: acceptAll, hint: httpHint},
+	{kind: KindError, find: findErrno, accept: acceptAll, hint: hasPair(func(c byte) bool { return c == 'E' }, func(c byte) bool { return isUpperByte(c) || c == '2' })},
 	{kind: KindError, re: reErrCode, accept: acceptAll, hint: hasPair(isUpperByte, isDigit)},
 	{kind: KindError, re: reExit, accept: acceptAll, hint: containsAny("xit ", "XIT ")},
 	{kind: KindPath, re: rePathWin, accept: acceptPath, hint: containsAny(":\\", "\\\\")},
-	{kind: KindPath, re: rePathSlash, accept: acceptSlashPath, hint: containsAny("/")},
-	{kind: KindPath, re: rePathFile, accept: acceptFileName, hint: func(l string) bool { return hasPair(isDot, isLetterByte)(l) || strings.Contains(l, "file") }},
+	{kind: KindPath, find: findSlashPaths, accept: acceptSlashPath, hint: containsAny("/")},
+	{kind: KindPath, find: findFileNames, accept: acceptFileName, hint: func(l string) bool { return hasPair(isDot, isLetterByte)(l) || strings.Contains(l, "file") }},
 	// Dates before ids: "15T15" inside a timestamp is not a code.
 	{kind: KindNumber, re: reDate, accept: acceptAll, hint: func(l string) bool { return strings.Contains(l, "-") && hasRun(isDigit, 4)(l) }},
 	{kind: KindID, re: reUUID, accept: acceptAll, hint: hasPair(isHexByte, func(c byte) bool { return c == '-' })},
@@ -260,7 +347,7 @@ func findIdentifiers(text string) []idMatch {
 		return nil
 	}
 	claimed := make([]bool, len(text))
-	lines := splitLines(text)
+	lines := scanSpans(text)
 	var out []idMatch
 	for _, ex := range extractors {
 		// Line by line: identifiers never span lines, the hint skips most
@@ -323,7 +410,14 @@ func acceptAll(_ string, s, e int) (int, int, bool) { return s, e, true }
 
 // trimTrailing drops sentence punctuation and closing brackets that have no
 // opening partner inside the span: "(see https://x.org/a)." → https://x.org/a.
+// Bracket balances are counted once, so a run of closers stays linear.
 func trimTrailing(text string, s, e int) int {
+	var balance [4]int // closers minus openers: ) ] } >
+	for i := s; i < e; i++ {
+		if k := bracketIndex(text[i]); k >= 0 {
+			balance[k%4] += 1 - 2*(k/4)
+		}
+	}
 	for e > s {
 		c := text[e-1]
 		switch c {
@@ -331,8 +425,8 @@ func trimTrailing(text string, s, e int) int {
 			e--
 			continue
 		case ')', ']', '}', '>':
-			open := map[byte]byte{')': '(', ']': '[', '}': '{', '>': '<'}[c]
-			if strings.Count(text[s:e], string(c)) > strings.Count(text[s:e], string(open)) {
+			if k := bracketIndex(c); balance[k] > 0 {
+				balance[k]--
 				e--
 				continue
 			}
@@ -340,6 +434,29 @@ func trimTrailing(text string, s, e int) int {
 		break
 	}
 	return e
+}
+
+// bracketIndex numbers the closers ) ] } > as 0–3 and their openers as 4–7.
+func bracketIndex(c byte) int {
+	switch c {
+	case ')':
+		return 0
+	case ']':
+		return 1
+	case '}':
+		return 2
+	case '>':
+		return 3
+	case '(':
+		return 4
+	case '[':
+		return 5
+	case '{':
+		return 6
+	case '<':
+		return 7
+	}
+	return -1
 }
 
 func acceptURL(text string, s, e int) (int, int, bool) {
@@ -350,6 +467,141 @@ func acceptURL(text string, s, e int) (int, int, bool) {
 func acceptPath(text string, s, e int) (int, int, bool) {
 	e = trimTrailing(text, s, e)
 	return s, e, e > s && hasLetter(text[s:e])
+}
+
+// findErrno returns the upper-case words of line that are errno names.
+func findErrno(line string) [][2]int {
+	var out [][2]int
+	for i := 0; i < len(line); {
+		if !isUpperOrDigit(line[i]) {
+			i++
+			continue
+		}
+		s := i
+		for i < len(line) && isUpperOrDigit(line[i]) {
+			i++
+		}
+		if (s == 0 || !isWordByte(line[s-1])) && (i == len(line) || !isWordByte(line[i])) && errnoNames[line[s:i]] {
+			out = append(out, [2]int{s, i})
+		}
+	}
+	return out
+}
+
+// findFileNames returns bare file names: a run of name characters whose
+// last dotted segment is a known extension (schema.py, schema.py.orig,
+// go.mod), with an optional :line(:col) suffix, or a known extensionless
+// name (Makefile). The longest such prefix of each run wins, as a greedy
+// regexp would choose; acceptFileName then rejects member accesses.
+func findFileNames(line string) [][2]int {
+	var out [][2]int
+	for i := 0; i < len(line); {
+		if !isNameByte(line[i]) {
+			i++
+			continue
+		}
+		s := i
+		for i < len(line) && isNameByte(line[i]) {
+			i++
+		}
+		run := line[s:i]
+		// A name starts at a word character ("@x.py" is "x.py").
+		lead := strings.IndexFunc(run, func(r rune) bool { return r < utf8.RuneSelf && isWordByte(byte(r)) })
+		if lead < 0 {
+			continue
+		}
+		start := s + lead
+		end := -1
+		if fileNames[line[start:i]] {
+			end = i
+		}
+		for d := i - 1; d > start && end < 0; d-- {
+			if line[d] != '.' {
+				continue
+			}
+			segEnd := d + 1
+			for segEnd < i && line[segEnd] != '.' {
+				segEnd++
+			}
+			if fileExtensions[line[d+1:segEnd]] && line[d-1] != '.' {
+				end = segEnd
+			}
+		}
+		if end < 0 {
+			continue
+		}
+		if end == i {
+			for k := 0; k < 2 && end+1 < len(line) && line[end] == ':' && isDigit(line[end+1]); k++ {
+				end++
+				for end < len(line) && isDigit(line[end]) {
+					end++
+				}
+			}
+		}
+		out = append(out, [2]int{start, end})
+		i = max(i, end)
+	}
+	return out
+}
+
+// isNameByte: the bytes of a bare file name.
+func isNameByte(c byte) bool {
+	return isWordByte(c) || c == '.' || c == '@' || c == '+' || c == '-'
+}
+
+// findSlashPaths returns the runs of path characters that hold a '/',
+// widened by a drive letter before ("C:/x") and a :line(:col) suffix
+// after. A hand-written scanner: the equivalent regexp retried every word
+// start and ran at about 1 MB/s.
+func findSlashPaths(line string) [][2]int {
+	var out [][2]int
+	for i := 0; i < len(line); {
+		if !isPathByte(line[i]) {
+			i++
+			continue
+		}
+		s := i
+		slash := false
+		for i < len(line) && isPathByte(line[i]) {
+			slash = slash || line[i] == '/'
+			i++
+		}
+		if !slash {
+			continue
+		}
+		if line[s] == '/' && s >= 2 && line[s-1] == ':' && isLetterByte(line[s-2]) {
+			s -= 2 // acceptSlashPath drops it again when glued to a word
+		}
+		e := i
+		for k := 0; k < 2 && e+1 < len(line) && line[e] == ':' && isDigit(line[e+1]); k++ {
+			e++
+			for e < len(line) && isDigit(line[e]) {
+				e++
+			}
+		}
+		out = append(out, [2]int{s, e})
+		i = e
+	}
+	return out
+}
+
+// isPathByte: the bytes of a Unix path segment, plus the separator.
+func isPathByte(c byte) bool {
+	return isWordByte(c) || c == '/' || c == '.' || c == '@' || c == '+' || c == '%' || c == '~' || c == '-'
+}
+
+// httpHint: an HTTP status needs "HTTP", "status", or a 4xx/5xx code
+// followed by a space and a capitalized reason.
+func httpHint(line string) bool {
+	if strings.Contains(line, "HTTP") || strings.Contains(line, "tatus") || strings.Contains(line, "TATUS") {
+		return true
+	}
+	for i := 0; i+4 < len(line); i++ {
+		if (line[i] == '4' || line[i] == '5') && isDigit(line[i+1]) && isDigit(line[i+2]) && line[i+3] == ' ' && isUpperByte(line[i+4]) {
+			return true
+		}
+	}
+	return false
 }
 
 // acceptSlashPath keeps a/b-style tokens only when they are clearly paths:
@@ -628,25 +880,85 @@ func findCommands(text string) []idMatch {
 		case !inFence && looksLikeCommandLine(trimmed):
 			out = append(out, cmdMatch(text, lead, lead+len(trimmed)))
 		}
+		out = append(out, inlineCommands(text, off, line)...)
 		if nl < 0 {
 			break
 		}
 		off = lineEnd + 1
 	}
-	for _, loc := range reBacktick.FindAllStringSubmatchIndex(text, -1) {
-		inner := text[loc[2]:loc[3]]
+	return out
+}
+
+// inlineCommands finds backticked commands and JSON "command"/"cmd"
+// values on one line, by plain scanning: as regexps they ran on whole
+// texts with the slow NFA engine.
+func inlineCommands(text string, off int, line string) []idMatch {
+	var out []idMatch
+	for i := 0; i < len(line); {
+		a := strings.IndexByte(line[i:], '`')
+		if a < 0 {
+			break
+		}
+		a += i
+		b := strings.IndexByte(line[a+1:], '`')
+		if b < 0 {
+			break
+		}
+		b += a + 1
+		if b == a+1 {
+			i = a + 1 // empty pair: the second backtick may open the next
+			continue
+		}
+		inner := line[a+1 : b]
 		trimmed := strings.TrimSpace(inner)
 		if len(trimmed) >= 2 && len(trimmed) <= 300 && looksLikeInlineCommand(trimmed) {
-			s := loc[2] + strings.Index(inner, trimmed)
+			s := off + a + 1 + strings.Index(inner, trimmed)
 			out = append(out, cmdMatch(text, s, s+len(trimmed)))
 		}
+		i = b + 1
 	}
-	for _, loc := range reJSONCmd.FindAllStringSubmatchIndex(text, -1) {
-		if n := loc[3] - loc[2]; n >= 2 && n <= 2000 {
-			out = append(out, cmdMatch(text, loc[2], loc[3]))
+	for _, key := range []string{`"command"`, `"cmd"`} {
+		for i := 0; ; {
+			k := strings.Index(line[i:], key)
+			if k < 0 {
+				break
+			}
+			i += k + len(key)
+			if s, e, ok := jsonStringAfterColon(line, i); ok && e-s >= 2 && e-s <= 2000 {
+				out = append(out, cmdMatch(text, off+s, off+e))
+			}
 		}
 	}
 	return out
+}
+
+// jsonStringAfterColon reads `\s*:\s*"…"` at i and returns the span of the
+// string's raw (still escaped) content.
+func jsonStringAfterColon(line string, i int) (int, int, bool) {
+	skip := func() {
+		for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+			i++
+		}
+	}
+	skip()
+	if i >= len(line) || line[i] != ':' {
+		return 0, 0, false
+	}
+	i++
+	skip()
+	if i >= len(line) || line[i] != '"' {
+		return 0, 0, false
+	}
+	start := i + 1
+	for j := start; j < len(line); j++ {
+		switch line[j] {
+		case '\\':
+			j++
+		case '"':
+			return start, j, true
+		}
+	}
+	return 0, 0, false
 }
 
 func cmdMatch(text string, s, e int) idMatch {

@@ -153,3 +153,21 @@ func TestRetainWithoutIdentifiers(t *testing.T) {
 	got := Retain("just some words here", "")
 	require.Equal(t, Retention{Total: 0, Kept: 0, Ratio: 1}, got)
 }
+
+func TestIdentifiersTrailingClosersLinear(t *testing.T) {
+	t.Parallel()
+	// A URL followed by many unbalanced closers must be trimmed without
+	// recounting the span for each closer, which would be quadratic.
+	text := "https://example.com/a" + strings.Repeat(")", 200_000)
+	require.Equal(t, []Identifier{{KindURL, "https://example.com/a"}}, Identifiers(text))
+}
+
+func FuzzIdentifiers(f *testing.F) {
+	f.Add("see (https://x.org/a_(b)). C:\\x\\y.txt foo.py:12 10.0.0.1:80 v1.2.3 $ git status")
+	f.Add("`pip install x` {\"command\": \"ls \\\"a\\\"\"} HTTP 404 ENOENT 15,000 tokens")
+	f.Fuzz(func(t *testing.T, text string) {
+		requireSubstrings(t, text, Identifiers(text))
+		r := Retain(text, text)
+		require.Equal(t, r.Total, r.Kept, "a text retains all of its own identifiers")
+	})
+}

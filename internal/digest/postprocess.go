@@ -60,6 +60,7 @@ const (
 	arrayKeepItems  = 10
 	arrayKeepBytes  = 200
 	arrayListIDs    = 10
+	maxReduceDepth  = 4
 )
 
 // PostProcess reduces one tool result by seed 003's table. It classifies by
@@ -86,7 +87,8 @@ const (
 //     descriptions such as "[array: 250 items; ids: a, b, …]". The result
 //     is valid JSON after a one-line header.
 //
-// count measures size (tokens, or code points when nil). The output is
+// count measures size: pass a tokens.Counter's Count method for tokens, or
+// nil for code points. The output is
 // never longer than text, by count and in code points; a reduction that
 // would not shrink the text yields text itself with PostUnchanged. changed
 // reports whether out differs from text.
@@ -143,11 +145,15 @@ func reduceToolResult(toolName, text, trimmed string, isJSON bool, r PostRules) 
 	if out, ok := pipeTable(text, r); ok {
 		return out, PostTable
 	}
-	if out, ok := delimitedTable(text, r); ok {
-		return out, PostTable
-	}
+	// A numbered listing ("     1\tline") would also pass for TSV.
 	fileTool := nameHas(name, "read", "readfile", "cat", "view", "open", "head", "less", "show", "contents")
-	if out, ok := fileSummary(text, fileTool, r); ok {
+	numbered := numberedListing(strings.Split(Head(text, 50), "\n"))
+	if !numbered {
+		if out, ok := delimitedTable(text, r); ok {
+			return out, PostTable
+		}
+	}
+	if out, ok := fileSummary(text, fileTool || numbered, r); ok {
 		return out, PostFile
 	}
 	return "", ""
@@ -264,7 +270,7 @@ func looksYAML(s string) bool {
 		return true
 	}
 	total, yamlish := 0, 0
-	for _, l := range strings.Split(s, "\n") {
+	for _, l := range strings.Split(Head(s, 250), "\n") {
 		t := strings.TrimSpace(l)
 		if t == "" || strings.HasPrefix(t, "#") {
 			continue
@@ -447,9 +453,8 @@ func textSearch(text string, searchTool bool) (string, bool) {
 	for i := 0; i < len(lines); i++ {
 		if m := reMDLink.FindStringSubmatch(lines[i]); m != nil {
 			h := searchHit{title: m[1], url: m[2], snippet: strings.TrimSpace(m[3])}
-			// Following indented or plain lines continue the snippet.
-			for i+1 < len(lines) && strings.TrimSpace(lines[i+1]) != "" && !reMDLink.MatchString(lines[i+1]) &&
-				utf8.RuneCountInString(h.snippet) < snippetMaxRunes {
+			// Up to two following non-blank lines continue the snippet.
+			for k := 0; k < 2 && i+1 < len(lines) && strings.TrimSpace(lines[i+1]) != "" && !reMDLink.MatchString(lines[i+1]); k++ {
 				i++
 				h.snippet = strings.TrimSpace(h.snippet + " " + strings.TrimSpace(lines[i]))
 			}
@@ -709,12 +714,12 @@ var reNumbered = regexp.MustCompile(`^\s*\d+(?:\t|: |\| |  )`)
 
 // fileSummary keeps the head, the definition lines and the tail of a long
 // file read, with numbered markers for what it leaves out.
-func fileSummary(text string, fileTool bool, r PostRules) (string, bool) {
-	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
-	if len(lines) <= r.FileLines || len(lines) <= fileHeadLines+fileTailLines {
+func fileSummary(text string, fileLike bool, r PostRules) (string, bool) {
+	if !fileLike {
 		return "", false
 	}
-	if !fileTool && !numberedListing(lines) {
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	if len(lines) <= r.FileLines || len(lines) <= fileHeadLines+fileTailLines {
 		return "", false
 	}
 	keep := make([]bool, len(lines))
@@ -764,17 +769,29 @@ func fileSummary(text string, fileTool bool, r PostRules) (string, bool) {
 	return strings.TrimSuffix(b.String(), "\n"), true
 }
 
-// numberedListing reports whether most of the first 50 non-blank lines
-// start with a line number (cat -n, editor views).
+// numberedListing reports whether the first 50 non-blank lines start with
+// consecutive line numbers (cat -n, editor views). Requiring the very first
+// line to be numbered keeps a TSV with a header and an id column out.
 func numberedListing(lines []string) bool {
-	n, numbered := 0, 0
+	n, numbered, prev := 0, 0, -1
 	for _, l := range lines {
 		if strings.TrimSpace(l) == "" {
 			continue
 		}
 		n++
-		if reNumbered.MatchString(l) {
+		m := reNumbered.FindString(l)
+		if m == "" {
+			if n == 1 {
+				return false
+			}
+			continue
+		}
+		num, err := strconv.Atoi(strings.TrimSpace(strings.TrimRight(m, "\t:| ")))
+		if err == nil && (prev < 0 || num == prev+1) {
 			numbered++
+		}
+		if err == nil {
+			prev = num
 		}
 		if n == 50 {
 			break
@@ -857,6 +874,11 @@ func writeReducedObject(b *bytes.Buffer, fields []jsonField, depth int) {
 func reducedValue(key string, raw json.RawMessage, depth int) (string, bool) {
 	switch firstByte(raw) {
 	case '{':
+		if depth > maxReduceDepth {
+			// Each level re-reads its subtree: a depth cap keeps
+			// pathological nesting from costing O(size × depth).
+			return "", false
+		}
 		fields, err := objectFields(raw)
 		if err != nil {
 			return "", false

@@ -160,8 +160,8 @@ type History struct {
 	// OnFailure is what happens when the summary cannot be made:
 	// "unchanged" leaves the history as it was (seed 002's success false),
 	// "extractive" uses the offline extractive summary instead.
-	OnFailure string `json:"on_failure"`
-	DeleteOffloads  bool `json:"delete_offloads"`
+	OnFailure      string `json:"on_failure"`
+	DeleteOffloads bool   `json:"delete_offloads"`
 	// CriticalUsage recommends a fresh session (seed 004: 85%).
 	CriticalUsage float64 `json:"critical_usage"`
 }

@@ -58,6 +58,10 @@ func New(encoding string) (Counter, error) {
 type bpeCounter struct {
 	codec tokenizer.Codec
 	name  string
+	// spaceRanks loads, on first need, the ranks countWhitespace merges
+	// with; nil if they could not be read (then the library's count is
+	// used, see whitespace.go).
+	spaceRanks func() map[string]int
 }
 
 func newBPE(enc tokenizer.Encoding) (Counter, error) {
@@ -69,24 +73,22 @@ func newBPE(enc tokenizer.Encoding) (Counter, error) {
 	// each bad sequence with U+FFFD as tiktoken does for lone surrogates. Set
 	// once here, before the codec is shared, so there is no data race.
 	codec.SetErrorMode(tokenizer.ErrorModeReplace)
-	return &bpeCounter{codec: codec, name: string(enc)}, nil
+	spaceRanks := sync.OnceValue(func() map[string]int {
+		ranks, err := loadSpaceRanks(enc)
+		if err != nil {
+			return nil
+		}
+		return ranks
+	})
+	return &bpeCounter{codec: codec, name: string(enc), spaceRanks: spaceRanks}, nil
 }
 
-// Count returns the number of tokens tiktoken's encode_ordinary would give:
+// Count returns the number of tokens tiktoken's encode_ordinary gives:
 // special-token text such as "<|endoftext|>" counts as ordinary text, which
-// is what it is inside a conversation being measured.
+// is what it is inside a conversation being measured. It corrects a
+// whitespace bug of the library (see whitespace.go).
 func (b *bpeCounter) Count(s string) int {
-	if s == "" {
-		return 0
-	}
-	n, err := b.codec.Count(s)
-	if err != nil {
-		// Only a regexp failure can get here (the match timeout is infinite
-		// and invalid UTF-8 is replaced); a size estimate of ~4 bytes per
-		// token is more useful to a caller than a zero or a panic.
-		return (len(s) + 3) / 4
-	}
-	return n
+	return b.countText(s)
 }
 
 // Name returns the encoding name.

@@ -1,0 +1,168 @@
+// Package e2e runs the whole pipeline on real parts: an in-process
+// Temporal server (one per test binary), Postgres (a schema per test), an
+// S3 server (versitygw when installed, a bucket per test) and an
+// OpenAI-compatible HTTP server with fault injection.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/server/temporaltest"
+
+	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/llm"
+	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
+	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/store/storetest"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
+	"github.com/ctxcompact/orchestrator/workflows"
+)
+
+// server is the one Temporal server of this test binary: starting one
+// costs seconds, so every test shares it and uses its own task queue.
+var server *temporaltest.TestServer
+
+func TestMain(m *testing.M) {
+	server = temporaltest.NewServer()
+	code := m.Run()
+	server.Stop()
+	if err := blobtest.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stop s3 server:", err)
+	}
+	os.Exit(code)
+}
+
+var queueSeq atomic.Int64
+
+// env is one test's stack.
+type env struct {
+	t         *testing.T
+	store     *store.Store
+	blob      *blob.Store
+	llm       *llmtest.Server
+	acts      *activities.Activities
+	client    client.Client
+	gw        *gateway.Gateway
+	taskQueue string
+	worker    worker.Worker
+	// tenant is unique per test: session workflow ids derive from tenant
+	// and session, and every test shares one Temporal namespace.
+	tenant string
+}
+
+type envOption func(*envConfig)
+
+type envConfig struct {
+	llmOpts   []llmtest.Option
+	offline   bool
+	blob      *blob.Store
+	noWorker  bool
+	overrides policy.Overrides
+}
+
+func withLLM(opts ...llmtest.Option) envOption {
+	return func(c *envConfig) { c.llmOpts = append(c.llmOpts, opts...) }
+}
+
+func offline() envOption { return func(c *envConfig) { c.offline = true } }
+
+func withBlob(b *blob.Store) envOption { return func(c *envConfig) { c.blob = b } }
+
+func newEnv(t *testing.T, opts ...envOption) *env {
+	t.Helper()
+	var cfg envConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	e := &env{t: t, store: storetest.New(t), blob: cfg.blob}
+	if e.blob == nil {
+		e.blob = blobtest.New(t)
+	}
+	var sum llm.Summarizer = llm.Extractive{}
+	if !cfg.offline {
+		e.llm = llmtest.New(cfg.llmOpts...)
+		t.Cleanup(e.llm.Close)
+		s, err := llm.NewOpenAI(llm.Config{BaseURL: e.llm.URL(), APIKey: "test-key", Model: "gpt-4o-mini", Timeout: 10 * time.Second})
+		require.NoError(t, err)
+		sum = s
+	}
+	e.acts = &activities.Activities{
+		Store: e.store, Blob: e.blob, Summarizer: sum, Limits: tokens.DefaultLimits(),
+		Overrides: cfg.overrides, SummarizerModel: "gpt-4o-mini", LLMSlots: make(chan struct{}, 16),
+	}
+	seq := queueSeq.Add(1)
+	e.taskQueue = fmt.Sprintf("e2e-%d-%s", seq, strings.ReplaceAll(t.Name(), "/", "-"))
+	e.tenant = fmt.Sprintf("tenant-%d", seq)
+	e.client = server.GetDefaultClient()
+	e.gw = &gateway.Gateway{Store: e.store, Blob: e.blob, Temporal: e.client, TaskQueue: e.taskQueue, DefaultPreset: policy.Adaptive}
+	if !cfg.noWorker {
+		e.startWorker()
+	}
+	return e
+}
+
+// startWorker starts a worker for this test's task queue; it stops with
+// the test.
+func (e *env) startWorker() {
+	w := worker.New(e.client, e.taskQueue, worker.Options{})
+	workflows.Register(w, e.acts)
+	require.NoError(e.t, w.Start())
+	e.worker = w
+	e.t.Cleanup(w.Stop)
+}
+
+// compact submits a conversation and waits for its run.
+func (e *env) compact(ev gateway.Event) (gateway.Submitted, workflows.CompactionResult) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if ev.Tenant == "" {
+		ev.Tenant = e.tenant
+	}
+	if ev.Session == "" {
+		ev.Session = "s1"
+	}
+	if ev.EventID == "" {
+		ev.EventID = fmt.Sprintf("ev-%d", time.Now().UnixNano())
+	}
+	sub, err := e.gw.Submit(ctx, ev)
+	require.NoError(e.t, err)
+	res, err := e.gw.Wait(ctx, sub.RunID)
+	require.NoError(e.t, err, "run %s", sub.RunID)
+	return sub, res
+}
+
+// output reads and parses a run's compacted conversation.
+func (e *env) output(res workflows.CompactionResult) (conversation.Conversation, []byte) {
+	e.t.Helper()
+	data, err := e.blob.GetVerified(context.Background(), res.OutputKey, res.OutputSHA256)
+	require.NoError(e.t, err)
+	c, err := conversation.ParseAny(data)
+	require.NoError(e.t, err)
+	return c, data
+}
+
+// readData reads a file of ../shared/data, skipping when it is absent.
+func readData(t *testing.T, rel string) []byte {
+	t.Helper()
+	data, err := os.ReadFile("../../shared/data/" + rel)
+	if os.IsNotExist(err) {
+		t.Skipf("shared data %s not present", rel)
+	}
+	require.NoError(t, err)
+	return data
+}

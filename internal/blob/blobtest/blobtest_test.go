@@ -1,0 +1,95 @@
+package blobtest
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/blob"
+)
+
+func TestMain(m *testing.M) { Main(m) }
+
+func TestStartServerRejectsUnknownName(t *testing.T) {
+	t.Parallel()
+	_, err := startServer("minio")
+	require.ErrorContains(t, err, EnvServer)
+}
+
+func TestNewGivesEachTestItsOwnBucket(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := New(t), New(t)
+	require.NotEqual(t, a.Bucket(), b.Bucket())
+
+	_, err := a.Put(ctx, "shared/key", []byte("from a"))
+	require.NoError(t, err)
+	exists, err := b.Exists(ctx, "shared/key")
+	require.NoError(t, err)
+	require.False(t, exists, "buckets must be isolated")
+}
+
+func TestProxyDownRefusesAndUpRestores(t *testing.T) {
+	t.Parallel()
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Cleanup(backend.Close)
+	proxy, err := NewProxy(backend.Listener.Addr().String())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+
+	get := func() (string, error) {
+		// A fresh client each time, so no pooled connection hides the state.
+		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := client.Get(proxy.Endpoint())
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return string(body), err
+	}
+
+	body, err := get()
+	require.NoError(t, err)
+	require.Equal(t, "ok", body)
+
+	proxy.Down()
+	proxy.Down() // idempotent
+	_, err = net.Dial("tcp", proxy.Addr())
+	require.Error(t, err, "a down proxy must refuse connections")
+	_, err = get()
+	require.Error(t, err)
+
+	require.NoError(t, proxy.Up())
+	require.NoError(t, proxy.Up()) // idempotent
+	body, err = get()
+	require.NoError(t, err)
+	require.Equal(t, "ok", body)
+
+	require.NoError(t, proxy.Close())
+	require.Error(t, proxy.Up(), "a closed proxy cannot come back")
+}
+
+func TestNewBehindProxyRoutesThroughProxy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// One attempt: the SDK's backoff would only slow the test down.
+	store, proxy := NewBehindProxy(t, func(cfg *blob.Config) { cfg.MaxAttempts = 1 })
+	_, err := store.Put(ctx, "k", []byte("v"))
+	require.NoError(t, err)
+
+	proxy.Down()
+	_, err = store.Get(ctx, "k")
+	require.Error(t, err, "with the proxy down the store must not reach S3")
+	require.NoError(t, proxy.Up())
+	got, err := store.Get(ctx, "k")
+	require.NoError(t, err)
+	require.Equal(t, "v", string(got))
+}

@@ -1,0 +1,53 @@
+package conversation
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+// BenchmarkParseRenderLargest parses and renders the largest real
+// conversation (about 1 MB, one 868K-character tool result).
+func BenchmarkParseRenderLargest(b *testing.B) {
+	needSharedData(b)
+	data := readFile(b, filepath.Join(sharedData, "swe-agent-gemini", "psf__requests-1142.json"))
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := Parse(data, FormatOpenAI)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Render(c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParseLargest and BenchmarkRenderLargest split the cost.
+func BenchmarkParseLargest(b *testing.B) {
+	needSharedData(b)
+	data := readFile(b, filepath.Join(sharedData, "swe-agent-gemini", "psf__requests-1142.json"))
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(data, FormatOpenAI); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkRenderLargest(b *testing.B) {
+	needSharedData(b)
+	data := readFile(b, filepath.Join(sharedData, "swe-agent-gemini", "psf__requests-1142.json"))
+	c, err := Parse(data, FormatOpenAI)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Render(c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
