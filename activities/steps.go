@@ -390,7 +390,7 @@ func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res H
 	if err != nil {
 		return res, err
 	}
-	res.Split, res.Summarized, res.TranscriptKey = d.Split, d.Summarized, key
+	res.Split, res.Summarized, res.TranscriptKey, res.Tokens = d.Split, d.Summarized, key, b.Measure(conv)
 	rec.outputSize = int64(len(transcript))
 	return res, nil
 }

@@ -210,10 +210,12 @@ type HistoryPlan struct {
 	Split  int    `json:"split"`
 	// TranscriptKey holds the text of the messages to summarize, with
 	// offloaded content restored.
-	TranscriptKey string   `json:"transcript_key,omitempty"`
-	Summarized    int      `json:"summarized"`
-	Restored      []string `json:"restored,omitempty"`
-	Unavailable   int      `json:"unavailable,omitempty"`
+	TranscriptKey string `json:"transcript_key,omitempty"`
+	Summarized    int    `json:"summarized"`
+	// Tokens is the size of the working conversation before compaction.
+	Tokens      int      `json:"tokens"`
+	Restored    []string `json:"restored,omitempty"`
+	Unavailable int      `json:"unavailable,omitempty"`
 }
 
 // DriftInput measures a summary against its source.

@@ -337,7 +337,8 @@ func historyPass(ctx workflow.Context, run activities.Run, preset policy.Preset,
 	}
 	commit.WorkKey = w.WorkKey
 	commit.Passes = append(commit.Passes, activities.PassStat{Name: "history", Applied: true, Count: hp.Summarized,
-		Note: fmt.Sprintf("Summarized %d messages → 1 summary", hp.Summarized)})
+		TokensSaved: hp.Tokens - w.Tokens,
+		Note:        fmt.Sprintf("Summarized %d messages → 1 summary (saved ~%d tokens)", hp.Summarized, hp.Tokens-w.Tokens)})
 	if preset.History.DeleteOffloads {
 		commit.DeleteOffloads = hp.Restored
 	}

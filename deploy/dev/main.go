@@ -54,6 +54,11 @@ func run() error {
 	defer stack.Close()
 	// The stack's addresses become the configuration, exactly as a real
 	// deployment passes them through the environment.
+	if os.Getenv("LOG_LEVEL") == "" {
+		// The demo prints its own report; the worker's info lines would
+		// bury it.
+		_ = os.Setenv("LOG_LEVEL", "warn")
+	}
 	for k, v := range map[string]string{
 		"TEMPORAL_ADDRESS": stack.TemporalAddress, "TEMPORAL_NAMESPACE": stack.Namespace,
 		"DATABASE_URL": stack.DatabaseURL, "S3_ENDPOINT": stack.S3Endpoint, "S3_BUCKET": stack.S3Bucket,

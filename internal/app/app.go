@@ -6,8 +6,11 @@ package app
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"os"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/ctxcompact/orchestrator/activities"
@@ -94,9 +97,18 @@ func (d *Deps) Close() {
 	d.Store.Close()
 }
 
+// Logger is the process logger at the configured level. Conversation text
+// is never logged: activities log keys, counts and sizes only.
+func Logger(cfg config.Config) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
 // Dial connects a Temporal client.
 func Dial(cfg config.Config) (client.Client, error) {
-	c, err := client.Dial(client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace})
+	c, err := client.Dial(client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace,
+		Logger: log.NewStructuredLogger(Logger(cfg))})
 	if err != nil {
 		return nil, fmt.Errorf("connect to temporal at %s: %w", cfg.TemporalAddress, err)
 	}

@@ -41,6 +41,9 @@ type Config struct {
 	HTTPAddr         string
 	MaxRequestBytes  int64
 
+	// LogLevel is debug, info, warn or error.
+	LogLevel string
+
 	DefaultPreset string
 	// PresetOverrides holds the preset file's overrides, merged with the
 	// seed 002 SYNAPSE_COMPACT_* variables.
@@ -76,9 +79,15 @@ func load(getenv func(string) string) (Config, error) {
 		MaxRequestBytes:   int64(r.integer("MAX_REQUEST_BYTES", 32<<20)),
 		DefaultPreset:     r.str("COMPACTOR_DEFAULT_PRESET", policy.Adaptive),
 		ModelLimits:       r.str("MODEL_CONTEXT_LIMITS", ""),
+		LogLevel:          strings.ToLower(r.str("LOG_LEVEL", "info")),
 	}
 	if r.err != nil {
 		return Config{}, r.err
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return Config{}, fmt.Errorf("LOG_LEVEL: %q is not one of debug, info, warn, error", c.LogLevel)
 	}
 	if _, err := policy.Builtin(c.DefaultPreset); err != nil {
 		return Config{}, fmt.Errorf("COMPACTOR_DEFAULT_PRESET: %w", err)

@@ -28,6 +28,7 @@ func TestErrorsNameTheVariable(t *testing.T) {
 	t.Parallel()
 	tests := map[string]map[string]string{
 		"LLM_TIMEOUT":                    {"LLM_TIMEOUT": "soon"},
+		"LOG_LEVEL":                      {"LOG_LEVEL": "loud"},
 		"S3_PATH_STYLE":                  {"S3_PATH_STYLE": "maybe"},
 		"WORKER_ACTIVITIES":              {"WORKER_ACTIVITIES": "-1"},
 		"COMPACTOR_DEFAULT_PRESET":       {"COMPACTOR_DEFAULT_PRESET": "fast"},

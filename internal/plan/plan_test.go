@@ -1,0 +1,184 @@
+package plan
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
+)
+
+func sample(t *testing.T) conversation.Conversation {
+	t.Helper()
+	data, err := os.ReadFile("../../testdata/conversations/django__django-11742.json")
+	require.NoError(t, err)
+	c, err := conversation.ParseAny(data)
+	require.NoError(t, err)
+	return c
+}
+
+func preset(t *testing.T, name, overrides string) policy.Preset {
+	t.Helper()
+	var raw []byte
+	if overrides != "" {
+		raw = []byte(overrides)
+	}
+	p, err := policy.Resolve(name, raw)
+	require.NoError(t, err)
+	return p
+}
+
+func key(text string) string { return fmt.Sprintf("tenants/t/offload/%d", len(text)) }
+
+func TestDeterministicPerPreset(t *testing.T) {
+	t.Parallel()
+	conv := sample(t)
+	tests := []struct {
+		preset  string
+		limit   int
+		applied []string
+		done    bool
+	}{
+		{policy.Watermark, 40000, nil, false},
+		{policy.ThreeTier, 40000, []string{"truncate-inputs"}, false},
+		{policy.ThreeTier, 400000, nil, false},
+		{policy.AutoSummarize, 40000, nil, false},
+		{policy.Adaptive, 400000, nil, true},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("%s/%d", tc.preset, tc.limit), func(t *testing.T) {
+			t.Parallel()
+			p := preset(t, tc.preset, "")
+			b, err := NewBudget(p, "gpt-4o", tc.limit, tokens.DefaultLimits())
+			require.NoError(t, err)
+			res, err := Deterministic(Input{Conv: conv, Preset: p, Budget: b, OffloadKey: key})
+			require.NoError(t, err)
+			var applied []string
+			for _, ps := range res.Passes {
+				if ps.Applied {
+					applied = append(applied, ps.Name)
+					require.Positive(t, ps.TokensSaved, ps.Name)
+				}
+			}
+			require.Equal(t, tc.applied, applied)
+			require.Equal(t, tc.done, res.Done)
+			require.LessOrEqual(t, res.SizeAfter, res.SizeBefore)
+			require.NoError(t, conversation.CheckPairing(res.Conv))
+		})
+	}
+}
+
+func TestDebugDisablesEverything(t *testing.T) {
+	t.Parallel()
+	p := preset(t, policy.Adaptive, `{"debug":true}`)
+	b, err := NewBudget(p, "gpt-4o", 1000, nil)
+	require.NoError(t, err)
+	conv := sample(t)
+	res, err := Deterministic(Input{Conv: conv, Preset: p, Budget: b, OffloadKey: key})
+	require.NoError(t, err)
+	require.True(t, res.Done)
+	require.Equal(t, conv, res.Conv)
+}
+
+func TestOffloadKeysAreTheCallersAndTextsReturned(t *testing.T) {
+	t.Parallel()
+	conv := sample(t)
+	big := strings.Repeat("result line with data 12345\n", 4000)
+	conv.Messages[3].Blocks[0].Text = big
+	require.Equal(t, conversation.KindToolResult, conv.Messages[3].Blocks[0].Kind)
+	p := preset(t, policy.ThreeTier, `{"offload":{"min_tokens":2000}}`)
+	b, err := NewBudget(p, "gpt-4o", 100000, nil)
+	require.NoError(t, err)
+	res, err := Deterministic(Input{Conv: conv, Preset: p, Budget: b, OffloadKey: key})
+	require.NoError(t, err)
+	require.Len(t, res.Offloads, 1)
+	require.Equal(t, big, res.Offloads[0].Text)
+	require.Equal(t, key(big), res.Offloads[0].Key)
+	require.Contains(t, res.Conv.Messages[3].Blocks[0].Text, key(big))
+}
+
+func TestHistoryDecision(t *testing.T) {
+	t.Parallel()
+	conv := sample(t)
+	tests := []struct {
+		name   string
+		preset string
+		limit  int
+		freed  int
+		force  bool
+		run    bool
+		reason string
+	}{
+		{"under trigger", policy.AutoSummarize, 400000, 0, false, false, "under the 50% trigger"},
+		{"over trigger", policy.AutoSummarize, 40000, 0, false, true, ""},
+		{"offload freed enough (seed 002)", policy.OffloadCompact, 40000, 20000, false, false, "no compaction needed"},
+		{"offload freed too little (seed 002)", policy.OffloadCompact, 40000, 1000, false, true, ""},
+		{"manual compact ignores the trigger", policy.OffloadCompact, 400000, 0, true, true, ""},
+		{"watermark never summarizes", policy.Watermark, 1000, 0, false, false, "disabled"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := preset(t, tc.preset, "")
+			b, err := NewBudget(p, "gpt-4o", tc.limit, nil)
+			require.NoError(t, err)
+			d := History(conv, p, b, tc.freed, tc.force)
+			require.Equal(t, tc.run, d.Run, d.Reason)
+			if tc.reason != "" {
+				require.Contains(t, d.Reason, tc.reason)
+			}
+			if d.Run {
+				require.Equal(t, len(conv.Messages)-p.History.KeepLast, d.Split, "keeps the last %d", p.History.KeepLast)
+				require.Positive(t, d.Summarized)
+			}
+		})
+	}
+}
+
+func TestFewMessagesNothingToSummarize(t *testing.T) {
+	t.Parallel()
+	conv := sample(t)
+	conv.Messages = conv.Messages[:5]
+	p := preset(t, policy.OffloadCompact, "")
+	b, err := NewBudget(p, "gpt-4o", 100, nil)
+	require.NoError(t, err)
+	d := History(conv, p, b, 0, true)
+	require.False(t, d.Run)
+	require.Contains(t, d.Reason, "nothing to summarize")
+}
+
+func TestBudget(t *testing.T) {
+	t.Parallel()
+	p := preset(t, policy.ReactTwoLayer, "")
+	b, err := NewBudget(p, "gpt-4o", 0, tokens.DefaultLimits())
+	require.NoError(t, err)
+	require.Equal(t, "chars", b.Counter.Name())
+	require.Equal(t, 200000, b.Limit, "seed 000's default limit in characters")
+	require.Equal(t, 8000, b.Overhead, "system ≈5K + instructions ≈3K")
+
+	p = preset(t, policy.Adaptive, "")
+	b, err = NewBudget(p, "gpt-4o", 0, tokens.DefaultLimits())
+	require.NoError(t, err)
+	require.Equal(t, "o200k_base", b.Counter.Name())
+	require.Equal(t, 128000, b.Limit)
+	b, err = NewBudget(p, "gpt-4o", 32000, tokens.DefaultLimits())
+	require.NoError(t, err)
+	require.Equal(t, 32000, b.Limit, "the caller's limit wins")
+}
+
+func TestInspectReportsEveryPreset(t *testing.T) {
+	t.Parallel()
+	conv := sample(t)
+	for _, name := range policy.Names() {
+		r, err := Inspect(conv, preset(t, name, ""), "gpt-4o", 0, tokens.DefaultLimits())
+		require.NoError(t, err, name)
+		require.Equal(t, name, r.Preset)
+		require.Positive(t, r.SizeBefore)
+		require.NotEmpty(t, r.Level)
+	}
+}
