@@ -31,27 +31,17 @@ type Activities struct {
 	Summarizer llm.Summarizer
 	// Limits are the models' context limits.
 	Limits tokens.Limits
-	// Overrides are the deployment's preset overrides (preset file and
-	// environment), applied under each run's own overrides.
-	Overrides policy.Overrides
 	// SummarizerModel is the default summarizer model, recorded on runs.
 	SummarizerModel string
 	// LLMSlots bounds the summarizer calls in flight in this worker.
 	LLMSlots chan struct{}
 }
 
-// preset resolves a run's preset: built-in numbers, then the deployment's
-// overrides, then the run's.
+// preset resolves a run's preset: built-in numbers, then the run's
+// overrides, which the gateway made effective (deployment's under the
+// caller's) when it started the run.
 func (a *Activities) preset(run Run) (policy.Preset, error) {
-	name := run.Preset
-	if name == "" {
-		name = policy.Adaptive
-	}
-	merged, err := policy.Merge(a.Overrides[name], run.Overrides)
-	if err != nil {
-		return policy.Preset{}, config(err)
-	}
-	p, err := policy.Resolve(name, merged)
+	p, err := policy.Resolve(run.Preset, run.Overrides)
 	if err != nil {
 		return policy.Preset{}, config(err)
 	}

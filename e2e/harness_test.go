@@ -78,6 +78,10 @@ func withLLM(opts ...llmtest.Option) envOption {
 	return func(c *envConfig) { c.llmOpts = append(c.llmOpts, opts...) }
 }
 
+func withOverrides(o policy.Overrides) envOption {
+	return func(c *envConfig) { c.overrides = o }
+}
+
 func offline() envOption { return func(c *envConfig) { c.offline = true } }
 
 func withBlob(b *blob.Store) envOption { return func(c *envConfig) { c.blob = b } }
@@ -102,13 +106,14 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	}
 	e.acts = &activities.Activities{
 		Store: e.store, Blob: e.blob, Summarizer: sum, Limits: tokens.DefaultLimits(),
-		Overrides: cfg.overrides, SummarizerModel: "gpt-4o-mini", LLMSlots: make(chan struct{}, 16),
+		SummarizerModel: "gpt-4o-mini", LLMSlots: make(chan struct{}, 16),
 	}
 	seq := queueSeq.Add(1)
 	e.taskQueue = fmt.Sprintf("e2e-%d-%s", seq, strings.ReplaceAll(t.Name(), "/", "-"))
 	e.tenant = fmt.Sprintf("tenant-%d", seq)
 	e.client = server.GetDefaultClient()
-	e.gw = &gateway.Gateway{Store: e.store, Blob: e.blob, Temporal: e.client, TaskQueue: e.taskQueue, DefaultPreset: policy.Adaptive}
+	e.gw = &gateway.Gateway{Store: e.store, Blob: e.blob, Temporal: e.client, TaskQueue: e.taskQueue,
+		DefaultPreset: policy.Adaptive, Overrides: cfg.overrides}
 	if !cfg.noWorker {
 		e.startWorker()
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/workflows"
 )
@@ -348,4 +349,18 @@ func TestAdaptiveStopsAtTargetWithoutLLM(t *testing.T) {
 	checkRun(t, e, input, sub, res)
 	require.Less(t, res.TokensAfter, res.TokensBefore)
 	require.Empty(t, e.llm.Calls(), "the cheap passes reached the target: no LLM call")
+}
+
+func TestDeploymentOverridesTravelWithTheRun(t *testing.T) {
+	t.Parallel()
+	// As SYNAPSE_COMPACT_PRESERVE_COUNT=7 would configure it.
+	e := newEnv(t, offline(), withOverrides(policy.Overrides{"offload-compact": json.RawMessage(`{"history":{"keep_last":7}}`)}))
+	input := readData(t, "swe-agent-deepseek/django__django-12308.json")
+	in := parse(t, input)
+	sub, res := e.compact(gateway.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 30000, Conversation: input})
+	out := checkRun(t, e, input, sub, res)
+	for i := 1; i <= 7; i++ {
+		sameMessage(t, in.Messages[len(in.Messages)-i], out.Messages[len(out.Messages)-i])
+	}
+	require.True(t, strings.HasPrefix(textOf(out.Messages[len(out.Messages)-8]), "[Compressed History]"), "exactly 7 kept after the summary")
 }

@@ -42,7 +42,8 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newInspect(), newCompact())
+	root.AddCommand(newInspect(), newCompact(), newServe())
+	root.AddCommand(auditCommands()...)
 	return root
 }
 
@@ -156,7 +157,7 @@ func newCompact() *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			gw := &gateway.Gateway{Store: deps.Store, Blob: deps.Blob, Temporal: c, TaskQueue: cfg.TaskQueue, DefaultPreset: cfg.DefaultPreset}
+			gw := deps.Gateway(c)
 			return compactAndReport(ctx, gw, ev, wait, asJSON, outPath, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}

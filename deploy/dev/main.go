@@ -97,7 +97,7 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", *file, err)
 	}
-	gw := &gateway.Gateway{Store: deps.Store, Blob: deps.Blob, Temporal: c, TaskQueue: cfg.TaskQueue, DefaultPreset: cfg.DefaultPreset}
+	gw := deps.Gateway(c)
 	ev := gateway.Event{
 		Tenant: "demo", Session: "demo", EventID: fmt.Sprintf("dev-%d", time.Now().UnixNano()), Kind: gateway.KindThreshold,
 		Model: *model, ContextLimit: *limit, Preset: *preset, Conversation: data,

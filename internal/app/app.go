@@ -16,6 +16,7 @@ import (
 	"github.com/ctxcompact/orchestrator/activities"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/config"
+	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
@@ -77,7 +78,7 @@ func Open(ctx context.Context, cfg config.Config) (*Deps, error) {
 func (d *Deps) Activities() *activities.Activities {
 	return &activities.Activities{
 		Store: d.Store, Blob: d.Blob, Summarizer: d.Summarizer, Limits: d.Limits,
-		Overrides: d.Config.PresetOverrides, SummarizerModel: d.Config.SummarizerModel,
+		SummarizerModel: d.Config.SummarizerModel,
 		LLMSlots: make(chan struct{}, max(d.Config.LLMParallelism, 1)),
 	}
 }
@@ -90,6 +91,12 @@ func (d *Deps) NewWorker(c client.Client) worker.Worker {
 	})
 	workflows.Register(w, d.Activities())
 	return w
+}
+
+// Gateway builds the gateway that submits events to the workflows.
+func (d *Deps) Gateway(c client.Client) *gateway.Gateway {
+	return &gateway.Gateway{Store: d.Store, Blob: d.Blob, Temporal: c, TaskQueue: d.Config.TaskQueue,
+		DefaultPreset: d.Config.DefaultPreset, Overrides: d.Config.PresetOverrides}
 }
 
 // Close releases the dependencies.

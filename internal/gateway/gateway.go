@@ -77,6 +77,12 @@ type Gateway struct {
 	Temporal      client.Client
 	TaskQueue     string
 	DefaultPreset string
+	// Overrides are the deployment's preset overrides (preset file and
+	// SYNAPSE_COMPACT_* variables). They are merged under each event's own
+	// overrides here, once, so that a run carries its effective settings
+	// and a later configuration change cannot alter a run in flight or
+	// its replay.
+	Overrides policy.Overrides
 }
 
 // RunID derives a run's id from its tenant, session and event id, so that
@@ -90,6 +96,10 @@ func RunID(tenant, session, eventID string) string {
 func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	if err := g.validate(&ev); err != nil {
 		return Submitted{}, err
+	}
+	effective, err := policy.Merge(g.Overrides[ev.Preset], ev.Overrides)
+	if err != nil {
+		return Submitted{}, &InputError{Field: "overrides", Err: err}
 	}
 	data, err := g.conversation(ctx, ev)
 	if err != nil {
@@ -125,7 +135,7 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	in := workflows.CompactionInput{
 		Run: activities.Run{
 			ID: out.RunID, Tenant: ev.Tenant, Session: ev.Session, EventID: ev.EventID, Trigger: ev.Kind,
-			Preset: ev.Preset, Overrides: ev.Overrides, Model: ev.Model, ContextLimit: ev.ContextLimit, ReplayOf: ev.ReplayOf,
+			Preset: ev.Preset, Overrides: effective, Model: ev.Model, ContextLimit: ev.ContextLimit, ReplayOf: ev.ReplayOf,
 		},
 		InputKey: ref.Key, InputSHA256: ref.SHA256,
 	}
@@ -161,7 +171,11 @@ func (g *Gateway) validate(ev *Event) error {
 	if ev.Preset == "" {
 		ev.Preset = g.DefaultPreset
 	}
-	if _, err := policy.Resolve(ev.Preset, ev.Overrides); err != nil {
+	merged, err := policy.Merge(g.Overrides[ev.Preset], ev.Overrides)
+	if err != nil {
+		return &InputError{Field: "overrides", Err: err}
+	}
+	if _, err := policy.Resolve(ev.Preset, merged); err != nil {
 		return &InputError{Field: "preset", Err: err}
 	}
 	if (len(ev.Conversation) == 0) == (ev.ConversationKey == "") {
