@@ -79,7 +79,7 @@ func (d *Deps) Activities() *activities.Activities {
 	return &activities.Activities{
 		Store: d.Store, Blob: d.Blob, Summarizer: d.Summarizer, Limits: d.Limits,
 		SummarizerModel: d.Config.SummarizerModel,
-		LLMSlots: make(chan struct{}, max(d.Config.LLMParallelism, 1)),
+		LLMSlots:        make(chan struct{}, max(d.Config.LLMParallelism, 1)),
 	}
 }
 
