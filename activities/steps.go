@@ -56,7 +56,7 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (res PlanResult, er
 	res = PlanResult{
 		Format: string(conv.Format), Messages: len(conv.Messages), Encoding: b.Counter.Name(),
 		ContextLimit: b.Limit, TokensBefore: size, CharsBefore: utf8.RuneCount(data),
-		UsageBefore: usage, LevelBefore: string(compress.LevelFor(usage)),
+		UsageBefore: usage, LevelBefore: string(compress.LevelFor(usage)), Preset: p,
 	}
 	switch {
 	case p.Debug:

@@ -1,6 +1,10 @@
 package activities
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/ctxcompact/orchestrator/internal/policy"
+)
 
 // Only S3 keys and small metadata cross Temporal: every type in this file
 // is an activity input or result, and none of them carries conversation
@@ -43,6 +47,10 @@ type PlanResult struct {
 	// empty conversation); the run still commits the input unchanged.
 	Skip   bool   `json:"skip"`
 	Reason string `json:"reason,omitempty"`
+	// Preset is the run's resolved preset. The workflow decides from this
+	// recorded copy, never by resolving it again, so that a change of a
+	// built-in default cannot make a running or replayed history diverge.
+	Preset policy.Preset `json:"preset"`
 }
 
 // ArchiveInput archives the original.

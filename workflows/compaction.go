@@ -112,15 +112,11 @@ func compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, err
 	run := in.Run
 	res := CompactionResult{RunID: run.ID}
 
-	preset, err := policy.Resolve(run.Preset, run.Overrides)
-	if err != nil {
-		return res, temporal.NewNonRetryableApplicationError(err.Error(), ErrConfig, err)
-	}
-
 	var plan activities.PlanResult
 	if err := workflow.ExecuteActivity(ctx, a.Plan, activities.PlanInput{Run: run, InputKey: in.InputKey, InputSHA256: in.InputSHA256}).Get(ctx, &plan); err != nil {
 		return res, fmt.Errorf("plan: %w", err)
 	}
+	preset := plan.Preset
 	res.Format, res.TokensBefore, res.LevelBefore = plan.Format, plan.TokensBefore, plan.LevelBefore
 
 	// The original is archived, and its checksum verified, before anything
