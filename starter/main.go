@@ -83,9 +83,11 @@ func newInspect() *cobra.Command {
 			}
 			limits := tokens.DefaultLimits()
 			if cfg.ModelLimits != "" {
-				if limits, err = tokens.ParseLimits(cfg.ModelLimits); err != nil {
+				extra, err := tokens.ParseLimits(cfg.ModelLimits)
+				if err != nil {
 					return fmt.Errorf("MODEL_CONTEXT_LIMITS: %w", err)
 				}
+				limits = limits.Merge(extra)
 			}
 			if len(presets) == 0 {
 				presets = policy.Names()

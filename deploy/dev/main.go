@@ -126,7 +126,10 @@ func run() error {
 		fmt.Println("compacted conversation written to", *out)
 	}
 	if *serve {
-		fmt.Println("\nstack running; point starter at it with the variables above. Ctrl-C stops.")
+		fmt.Println("\nstack running; Ctrl-C stops. Point worker/starter at it with:")
+		for _, k := range []string{"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "DATABASE_URL", "S3_ENDPOINT", "S3_BUCKET", "S3_ACCESS_KEY", "S3_SECRET_KEY", "S3_PATH_STYLE"} {
+			fmt.Printf("export %s=%q\n", k, os.Getenv(k))
+		}
 		<-ctx.Done()
 	}
 	return nil

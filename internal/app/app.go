@@ -42,9 +42,7 @@ func Open(ctx context.Context, cfg config.Config) (*Deps, error) {
 		if err != nil {
 			return nil, fmt.Errorf("MODEL_CONTEXT_LIMITS: %w", err)
 		}
-		for k, v := range extra {
-			limits[k] = v
-		}
+		limits = limits.Merge(extra)
 	}
 	st, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
