@@ -1,0 +1,112 @@
+package audit
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+// Export formats.
+const (
+	FormatJSONL = "jsonl"
+	FormatCSV   = "csv"
+)
+
+// CSVHeader is the header row of a CSV export: RunRecord's fields but the
+// free-form stats.
+var CSVHeader = []string{
+	"id", "tenant", "session", "event_id", "trigger", "preset", "model", "prompt_version", "status", "level",
+	"tokens_before", "tokens_after", "chars_before", "chars_after", "ratio", "duration_ms",
+	"started_at", "finished_at", "error", "replay_of",
+	"input_key", "archive_key", "archive_sha256", "output_key", "output_sha256",
+}
+
+// Export writes the tenant's runs matching f, newest first, as JSON lines
+// (one RunRecord per line, stats included) or CSV (CSVHeader, then one row
+// per run). It pages through every match; f.Limit, when set, caps the
+// rows, and f.AfterID starts after that run.
+func (s *Service) Export(ctx context.Context, tenant string, f store.RunFilter, format string, w io.Writer) error {
+	if err := blob.ValidateTenant(tenant); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	if format != FormatJSONL && format != FormatCSV {
+		return fmt.Errorf("export: format %q is not one of jsonl, csv", format)
+	}
+	if f.Limit < 0 {
+		return fmt.Errorf("export: negative limit %d", f.Limit)
+	}
+	f.Tenant = tenant
+	if f.AfterID != "" {
+		if _, err := s.run(ctx, tenant, f.AfterID); err != nil {
+			return fmt.Errorf("export: cursor: %w", err)
+		}
+	}
+	// Rows are written page by page, so an export of a long history never
+	// holds it all in memory.
+	var enc *json.Encoder
+	var cw *csv.Writer
+	if format == FormatJSONL {
+		enc = json.NewEncoder(w)
+	} else {
+		cw = csv.NewWriter(w)
+		if err := cw.Write(CSVHeader); err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+	}
+	total := f.Limit
+	written := 0
+	for {
+		f.Limit = store.MaxListLimit
+		if total > 0 {
+			f.Limit = min(f.Limit, total-written)
+		}
+		page, err := s.Store.ListRuns(ctx, f)
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
+		for _, r := range page {
+			rec := NewRunRecord(r)
+			if enc != nil {
+				err = enc.Encode(rec)
+			} else {
+				err = cw.Write(csvRow(rec))
+			}
+			if err != nil {
+				return fmt.Errorf("export run %s: %w", r.ID, err)
+			}
+		}
+		written += len(page)
+		if cw != nil {
+			cw.Flush()
+			if err := cw.Error(); err != nil {
+				return fmt.Errorf("export: %w", err)
+			}
+		}
+		if len(page) < f.Limit || (total > 0 && written >= total) {
+			return nil
+		}
+		f.AfterID = page[len(page)-1].ID
+	}
+}
+
+func csvRow(r RunRecord) []string {
+	finished := ""
+	if r.FinishedAt != nil {
+		finished = r.FinishedAt.Format(time.RFC3339Nano)
+	}
+	i := func(v int64) string { return strconv.FormatInt(v, 10) }
+	return []string{
+		r.ID, r.Tenant, r.Session, r.EventID, r.Trigger, r.Preset, r.Model, r.PromptVersion, r.Status, r.Level,
+		i(r.TokensBefore), i(r.TokensAfter), i(r.CharsBefore), i(r.CharsAfter),
+		strconv.FormatFloat(r.Ratio, 'f', -1, 64), i(r.DurationMS),
+		r.StartedAt.Format(time.RFC3339Nano), finished, r.Error, r.ReplayOf,
+		r.InputKey, r.ArchiveKey, r.ArchiveSHA256, r.OutputKey, r.OutputSHA256,
+	}
+}

@@ -1,0 +1,192 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+// Kinds of a Hit.
+const (
+	HitArchive = "archive"
+	HitOffload = "offload"
+)
+
+// Search limits.
+const (
+	DefaultSearchLimit = 50
+	MaxSearchLimit     = 1000
+	// excerptRadius is how many characters an excerpt shows on each side
+	// of the match.
+	excerptRadius = 120
+)
+
+// Hit is one place the query occurs: an offloaded result, or one message
+// of an archived original.
+type Hit struct {
+	Key   string `json:"key"`
+	Kind  string `json:"kind"`
+	RunID string `json:"run_id"`
+	// Message is the message index in the archived original, -1 for an
+	// offload.
+	Message int `json:"message"`
+	// Matches counts the occurrences in this message or offload; Excerpt
+	// shows the first.
+	Matches int    `json:"matches"`
+	Excerpt string `json:"excerpt"`
+}
+
+// Search finds query, case-insensitively, in a session's offloaded results
+// (seed 004's recover_offloaded) and in the archived originals of its runs
+// (recover_from_archive), offloads first, then archives newest run first.
+// Offloads marked deleted are searched while their object still exists.
+// At most limit hits are returned (DefaultSearchLimit when limit <= 0).
+func (s *Service) Search(ctx context.Context, tenant, session, query string, limit int) ([]Hit, error) {
+	if err := blob.ValidateTenant(tenant); err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	if strings.TrimSpace(session) == "" {
+		return nil, errors.New("search: session is empty")
+	}
+	if strings.TrimSpace(query) == "" {
+		return nil, errors.New("search: query is empty")
+	}
+	if limit <= 0 {
+		limit = DefaultSearchLimit
+	}
+	limit = min(limit, MaxSearchLimit)
+	// A quoted literal under (?i) folds case the Unicode way and reports
+	// byte offsets into the original text.
+	re, err := regexp.Compile("(?i)" + regexp.QuoteMeta(query))
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	var hits []Hit
+	full := func() bool { return len(hits) >= limit }
+
+	offloads, err := s.Store.ListOffloads(ctx, tenant, session, true)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range offloads {
+		if full() {
+			return hits, nil
+		}
+		if ownKey(tenant, o.Key) != nil {
+			continue
+		}
+		data, err := s.Blob.Get(ctx, o.Key)
+		if errors.Is(err, blob.ErrNotFound) {
+			continue // deleted after its summary was committed
+		}
+		if err != nil {
+			return nil, fmt.Errorf("search offload %s: %w", o.Key, err)
+		}
+		if h, ok := find(re, string(data)); ok {
+			h.Key, h.Kind, h.RunID, h.Message = o.Key, HitOffload, o.RunID, -1
+			hits = append(hits, h)
+		}
+	}
+
+	runs, err := s.allRuns(ctx, store.RunFilter{Tenant: tenant, Session: session}, 0)
+	if err != nil {
+		return nil, err
+	}
+	searched := map[string]bool{}
+	for _, r := range runs {
+		if full() {
+			break
+		}
+		// Archives are content-addressed: a replay archives the same key.
+		if r.ArchiveKey == "" || searched[r.ArchiveKey] {
+			continue
+		}
+		searched[r.ArchiveKey] = true
+		data, err := s.archive(ctx, r)
+		if errors.Is(err, blob.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("search: %w", err)
+		}
+		for _, h := range searchArchive(re, data) {
+			if full() {
+				break
+			}
+			h.Key, h.Kind, h.RunID = r.ArchiveKey, HitArchive, r.ID
+			hits = append(hits, h)
+		}
+	}
+	return hits, nil
+}
+
+// searchArchive searches each message of a conversation; an archive that
+// no longer parses is searched as raw text.
+func searchArchive(re *regexp.Regexp, data []byte) []Hit {
+	conv, err := conversation.ParseAny(data)
+	if err != nil {
+		if h, ok := find(re, string(data)); ok {
+			h.Message = -1
+			return []Hit{h}
+		}
+		return nil
+	}
+	var hits []Hit
+	for i, m := range conv.Messages {
+		var sb strings.Builder
+		for _, blk := range m.Blocks {
+			for _, part := range []string{blk.Text, blk.Input} {
+				if part != "" {
+					if sb.Len() > 0 {
+						sb.WriteByte('\n')
+					}
+					sb.WriteString(part)
+				}
+			}
+		}
+		if h, ok := find(re, sb.String()); ok {
+			h.Message = i
+			hits = append(hits, h)
+		}
+	}
+	return hits
+}
+
+// find counts the matches in text and cuts an excerpt around the first.
+func find(re *regexp.Regexp, text string) (Hit, bool) {
+	locs := re.FindAllStringIndex(text, -1)
+	if len(locs) == 0 {
+		return Hit{}, false
+	}
+	return Hit{Matches: len(locs), Excerpt: excerpt(text, locs[0][0], locs[0][1], excerptRadius)}, true
+}
+
+// excerpt returns text[start:end] with up to radius characters on each
+// side, marking cut ends with "…".
+func excerpt(text string, start, end, radius int) string {
+	from := start
+	for n := 0; n < radius && from > 0; n++ {
+		_, size := utf8.DecodeLastRuneInString(text[:from])
+		from -= size
+	}
+	to := end
+	for n := 0; n < radius && to < len(text); n++ {
+		_, size := utf8.DecodeRuneInString(text[to:])
+		to += size
+	}
+	out := text[from:to]
+	if from > 0 {
+		out = "…" + out
+	}
+	if to < len(text) {
+		out += "…"
+	}
+	return out
+}

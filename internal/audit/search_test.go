@@ -1,0 +1,49 @@
+package audit
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestFindExcerpt(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("é", 200)
+	tests := []struct {
+		name, text, query string
+		matches           int
+		excerpt           string
+	}{
+		{"case-insensitive", "The ERROR was here", "error", 1, "The ERROR was here"},
+		{"counts every match", "a needle, a Needle, a NEEDLE", "needle", 3, "a needle, a Needle, a NEEDLE"},
+		{"unicode folding", "STRASSE Ärger", "ärger", 1, "STRASSE Ärger"},
+		{"cut on both sides", long + "needle" + long, "needle", 1, "…" + strings.Repeat("é", 120) + "needle" + strings.Repeat("é", 120) + "…"},
+		{"regexp characters are literal", "a.b a+b", "a+b", 1, "a.b a+b"},
+		{"no match", "nothing here", "needle", 0, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h, ok := find(regexp.MustCompile("(?i)"+regexp.QuoteMeta(tc.query)), tc.text)
+			require.Equal(t, tc.matches > 0, ok)
+			require.Equal(t, tc.matches, h.Matches)
+			require.Equal(t, tc.excerpt, h.Excerpt)
+		})
+	}
+}
+
+func TestSearchArchiveNamesMessages(t *testing.T) {
+	t.Parallel()
+	data := openai(t, msg("system", "You are careful."), call("Checking.", "c1", `{"path":"/etc/Needle.conf"}`),
+		result("c1", "needle found"), msg("assistant", "no match here"))
+	hits := searchArchive(regexp.MustCompile("(?i)needle"), data)
+	require.Len(t, hits, 2)
+	require.Equal(t, 1, hits[0].Message, "tool inputs are searched")
+	require.Equal(t, 2, hits[1].Message)
+
+	raw := searchArchive(regexp.MustCompile("(?i)needle"), []byte("not a conversation, but a needle"))
+	require.Len(t, raw, 1)
+	require.Equal(t, -1, raw[0].Message)
+}

@@ -1,0 +1,141 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/compress"
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+// HistoryRow is one applied pass of one run: a line of seed 004's
+// "Compression History" table.
+type HistoryRow struct {
+	Time        time.Time `json:"time"`
+	RunID       string    `json:"run_id"`
+	Type        string    `json:"type"`
+	Count       int       `json:"count"`
+	TokensSaved int       `json:"tokens_saved"`
+}
+
+// SessionStatus is seed 004's context status report for one session.
+type SessionStatus struct {
+	Tenant  string `json:"tenant"`
+	Session string `json:"session"`
+	// LastRunID is the last succeeded run, whose output the figures
+	// describe; "" when no run succeeded yet.
+	LastRunID    string    `json:"last_run_id,omitempty"`
+	Time         time.Time `json:"time"`
+	Tokens       int64     `json:"tokens"`
+	ContextLimit int       `json:"context_limit"`
+	// Usage is a fraction (0.5 is 50%).
+	Usage          float64 `json:"usage"`
+	Level          string  `json:"level"`
+	Recommendation string  `json:"recommendation"`
+	// Offloads and OffloadTokens are the offloaded results still live.
+	Offloads      int `json:"offloads"`
+	OffloadTokens int `json:"offload_tokens"`
+	// Truncations counts tool inputs truncated (tier 2) over all runs;
+	// TruncatedTokens is what that saved.
+	Truncations     int `json:"truncations"`
+	TruncatedTokens int `json:"truncated_tokens"`
+	// Summarisations counts applied summary passes over all runs: history
+	// summaries, map-reduce and layer-2 result compression.
+	Summarisations int `json:"summarisations"`
+	// Runs counts the session's runs by status.
+	Runs      map[string]int `json:"runs"`
+	History   []HistoryRow   `json:"history"`
+	Watermark string         `json:"watermark,omitempty"`
+}
+
+// runStats is the part of a run's stats JSON the status report reads (see
+// activities.Commit).
+type runStats struct {
+	Passes []struct {
+		Name        string `json:"name"`
+		Applied     bool   `json:"applied"`
+		Count       int    `json:"count"`
+		TokensSaved int    `json:"tokens_saved"`
+	} `json:"passes"`
+	UsageAfter     float64 `json:"usage_after"`
+	ContextLimit   int     `json:"context_limit"`
+	Recommendation string  `json:"recommendation"`
+}
+
+// summaryPasses are the passes that summarise with an LLM (or its
+// fallback).
+var summaryPasses = []string{"history", "map-reduce", "global-results"}
+
+// Status reports a session's context status from its last succeeded run,
+// its live offloads and its watermark, with the compression history of
+// every succeeded run. A session without runs of tenant is ErrNotFound.
+func (s *Service) Status(ctx context.Context, tenant, session string) (SessionStatus, error) {
+	if err := blob.ValidateTenant(tenant); err != nil {
+		return SessionStatus{}, fmt.Errorf("status: %w", err)
+	}
+	if strings.TrimSpace(session) == "" {
+		return SessionStatus{}, fmt.Errorf("status: session is empty")
+	}
+	runs, err := s.allRuns(ctx, store.RunFilter{Tenant: tenant, Session: session}, 0)
+	if err != nil {
+		return SessionStatus{}, err
+	}
+	if len(runs) == 0 {
+		return SessionStatus{}, fmt.Errorf("session %s: %w", session, ErrNotFound)
+	}
+	st := SessionStatus{Tenant: tenant, Session: session, Time: time.Now().UTC(), Runs: map[string]int{}, History: []HistoryRow{}}
+	// Oldest first, for the history table.
+	slices.Reverse(runs)
+	for _, r := range runs {
+		st.Runs[string(r.Status)]++
+		if r.Status != store.RunSucceeded {
+			continue
+		}
+		var stats runStats
+		if len(r.Stats) > 0 {
+			if err := json.Unmarshal(r.Stats, &stats); err != nil {
+				return SessionStatus{}, fmt.Errorf("run %s: stats: %w", r.ID, err)
+			}
+		}
+		st.LastRunID, st.Tokens, st.Usage, st.ContextLimit = r.ID, r.TokensAfter, stats.UsageAfter, stats.ContextLimit
+		st.Level, st.Recommendation = r.Level, stats.Recommendation
+		for _, p := range stats.Passes {
+			if !p.Applied {
+				continue
+			}
+			st.History = append(st.History, HistoryRow{Time: r.FinishedAt, RunID: r.ID, Type: p.Name, Count: p.Count, TokensSaved: p.TokensSaved})
+			switch {
+			case p.Name == "truncate-inputs":
+				st.Truncations += p.Count
+				st.TruncatedTokens += p.TokensSaved
+			case slices.Contains(summaryPasses, p.Name):
+				st.Summarisations++
+			}
+		}
+	}
+	if st.LastRunID != "" {
+		if st.Level == "" {
+			st.Level = string(compress.LevelFor(st.Usage))
+		}
+		if st.Recommendation == "" {
+			st.Recommendation = compress.Recommendation(compress.Level(st.Level))
+		}
+	}
+	offloads, err := s.Store.ListOffloads(ctx, tenant, session, false)
+	if err != nil {
+		return SessionStatus{}, err
+	}
+	for _, o := range offloads {
+		st.Offloads++
+		st.OffloadTokens += o.Tokens
+	}
+	if st.Watermark, err = s.Store.GetWatermark(ctx, tenant, session); err != nil {
+		return SessionStatus{}, err
+	}
+	return st, nil
+}

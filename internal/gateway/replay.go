@@ -1,0 +1,178 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/workflows"
+)
+
+// ErrNotFound reports a run that does not exist or belongs to another
+// tenant; the two are told apart by nobody.
+var ErrNotFound = errors.New("not found")
+
+// MaxRequestIDLen bounds a replay's request id, so that the event id it
+// makes stays within the 200 characters an event id may have.
+const MaxRequestIDLen = 128
+
+// ReplayRequest asks for a run to be done again from its archived
+// original. Empty fields take the original run's value.
+type ReplayRequest struct {
+	// RequestID makes the replay idempotent: the same run replayed with the
+	// same request id is one replay, however often it is asked for.
+	RequestID string          `json:"request_id"`
+	Preset    string          `json:"preset,omitempty"`
+	Overrides json.RawMessage `json:"overrides,omitempty"`
+	// Model is the agent's model (encoding and default limit).
+	Model        string `json:"model,omitempty"`
+	ContextLimit int    `json:"context_limit,omitempty"`
+}
+
+// ReplayEventID is the event id of a replay: one per run and request id.
+func ReplayEventID(runID, requestID string) string {
+	return "replay:" + runID + ":" + requestID
+}
+
+// Replay submits run runID of tenant again, as a new run of the same
+// session that links to it (ReplayOf), reading the conversation from the
+// run's verified archive (or, for a run that failed before archiving, its
+// content-addressed input). Settings the request leaves empty come from
+// the original: its preset, and, from its workflow's start event while
+// Temporal still keeps it, its overrides, agent model and context limit;
+// otherwise the agent model and limit recorded in the run's stats.
+func (g *Gateway) Replay(ctx context.Context, tenant, runID string, req ReplayRequest) (Submitted, error) {
+	if strings.TrimSpace(req.RequestID) == "" || len(req.RequestID) > MaxRequestIDLen {
+		return Submitted{}, &InputError{Field: "request_id", Err: fmt.Errorf("must be 1-%d characters", MaxRequestIDLen)}
+	}
+	if tenant == "" {
+		return Submitted{}, &InputError{Field: "tenant", Err: errors.New("empty")}
+	}
+	orig, err := g.Store.GetRunForTenant(ctx, tenant, runID)
+	if errors.Is(err, store.ErrNotFound) {
+		return Submitted{}, fmt.Errorf("run %s: %w", runID, ErrNotFound)
+	}
+	if err != nil {
+		return Submitted{}, fmt.Errorf("read run %s: %w", runID, err)
+	}
+	source := orig.ArchiveKey
+	if source == "" {
+		source = orig.InputKey
+	}
+	if source == "" {
+		return Submitted{}, &InputError{Field: "run", Err: fmt.Errorf("run %s has neither an archived original nor an input", runID)}
+	}
+
+	ev := Event{
+		Tenant: tenant, Session: orig.Session, EventID: ReplayEventID(orig.ID, req.RequestID), Kind: orig.Trigger,
+		Preset: req.Preset, Overrides: req.Overrides, Model: req.Model, ContextLimit: req.ContextLimit,
+		ConversationKey: source, ReplayOf: orig.ID,
+	}
+	samePreset := ev.Preset == "" || ev.Preset == orig.Preset
+	if ev.Preset == "" {
+		ev.Preset = orig.Preset
+	}
+	in, haveInput := g.originalInput(ctx, orig.ID)
+	if haveInput {
+		if samePreset && len(ev.Overrides) == 0 {
+			ev.Overrides = in.Run.Overrides
+		}
+		if ev.Model == "" {
+			ev.Model = in.Run.Model
+		}
+		if ev.ContextLimit == 0 {
+			ev.ContextLimit = in.Run.ContextLimit
+		}
+	} else {
+		var stats struct {
+			AgentModel   string `json:"agent_model"`
+			ContextLimit int    `json:"context_limit"`
+		}
+		if len(orig.Stats) > 0 {
+			_ = json.Unmarshal(orig.Stats, &stats) // figures only; a bad stats row leaves them empty
+		}
+		if ev.Model == "" {
+			ev.Model = stats.AgentModel
+		}
+		// The recorded limit is in the original preset's unit (characters
+		// or tokens), so it only carries over to the same preset.
+		if ev.ContextLimit == 0 && samePreset {
+			ev.ContextLimit = stats.ContextLimit
+		}
+	}
+	return g.Submit(ctx, ev)
+}
+
+// originalInput reads a run's workflow input from its start event. It is
+// best effort: Temporal drops histories after the namespace's retention.
+func (g *Gateway) originalInput(ctx context.Context, runID string) (workflows.CompactionInput, bool) {
+	var in workflows.CompactionInput
+	iter := g.Temporal.GetWorkflowHistory(ctx, runID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !iter.HasNext() {
+		return in, false
+	}
+	ev, err := iter.Next()
+	if err != nil {
+		return in, false
+	}
+	attrs := ev.GetWorkflowExecutionStartedEventAttributes()
+	if attrs == nil {
+		return in, false
+	}
+	if err := converter.GetDefaultDataConverter().FromPayloads(attrs.GetInput(), &in); err != nil {
+		return in, false
+	}
+	return in, in.Run.ID == runID
+}
+
+// ReplayFailed replays every failed run of tenant that started in [from,
+// to) (a zero bound is open) with the same request, so that asking again
+// with the same request id replays nothing twice. The runs are listed
+// first, so replays failing meanwhile are not replayed in turn. A run
+// that cannot be replayed does not stop the others: the answer holds the
+// replays submitted and an error joining each run's failure.
+func (g *Gateway) ReplayFailed(ctx context.Context, tenant string, from, to time.Time, req ReplayRequest) ([]Submitted, error) {
+	if strings.TrimSpace(req.RequestID) == "" || len(req.RequestID) > MaxRequestIDLen {
+		return nil, &InputError{Field: "request_id", Err: fmt.Errorf("must be 1-%d characters", MaxRequestIDLen)}
+	}
+	if tenant == "" {
+		return nil, &InputError{Field: "tenant", Err: errors.New("empty")}
+	}
+	if !from.IsZero() && !to.IsZero() && !to.After(from) {
+		return nil, &InputError{Field: "to", Err: fmt.Errorf("%s is not after from %s", to.Format(time.RFC3339), from.Format(time.RFC3339))}
+	}
+	f := store.RunFilter{Tenant: tenant, Status: store.RunFailed, From: from, To: to, Limit: store.MaxListLimit}
+	var failed []store.Run
+	for {
+		page, err := g.Store.ListRuns(ctx, f)
+		if err != nil {
+			return nil, fmt.Errorf("list failed runs: %w", err)
+		}
+		failed = append(failed, page...)
+		if len(page) < f.Limit {
+			break
+		}
+		f.AfterID = page[len(page)-1].ID
+	}
+	var out []Submitted
+	var errs []error
+	for _, r := range failed {
+		if err := ctx.Err(); err != nil {
+			return out, errors.Join(append(errs, err)...)
+		}
+		sub, err := g.Replay(ctx, tenant, r.ID, req)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("replay %s: %w", r.ID, err))
+			continue
+		}
+		out = append(out, sub)
+	}
+	return out, errors.Join(errs...)
+}

@@ -1,0 +1,680 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctxcompact/orchestrator/internal/app"
+	"github.com/ctxcompact/orchestrator/internal/audit"
+	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/config"
+	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/report"
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+// auditCommands are the operator's and auditor's commands: history,
+// restore, diff, recovery search, export, status, replay and API keys.
+func auditCommands() []*cobra.Command {
+	return []*cobra.Command{newRuns(), newShow(), newReplay(), newRestore(), newDiff(), newSearch(),
+		newExport(), newStatus(), newAPIKey()}
+}
+
+// openAudit opens Postgres and S3 from the environment.
+func openAudit(ctx context.Context) (*app.Deps, *audit.Service, error) {
+	cfg, err := config.Load()
+	if err != nil {
+		return nil, nil, err
+	}
+	deps, err := app.Open(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return deps, &audit.Service{Store: deps.Store, Blob: deps.Blob}, nil
+}
+
+// printJSON writes v indented, for scripts.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// parseTime reads a time flag: RFC 3339, a date (UTC midnight), or a
+// duration meaning that long before now ("24h"); "" is no bound.
+func parseTime(flag, s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("--%s %q: want RFC 3339 (2026-01-02T15:04:05Z), a date (2026-01-02) or a duration ago (24h)", flag, s)
+}
+
+// runFilterFlags are the filters shared by runs and export.
+type runFilterFlags struct {
+	session, status, from, to, replayOf, after string
+	limit                                      int
+}
+
+func (f *runFilterFlags) add(cmd *cobra.Command, limitDefault int) {
+	cmd.Flags().StringVar(&f.session, "session", "", "only this session")
+	cmd.Flags().StringVar(&f.status, "status", "", "only this status: pending, running, succeeded, failed, skipped")
+	cmd.Flags().StringVar(&f.from, "from", "", "started at or after (RFC 3339, date, or duration ago like 24h)")
+	cmd.Flags().StringVar(&f.to, "to", "", "started before (same forms as --from)")
+	cmd.Flags().StringVar(&f.replayOf, "replay-of", "", "only replays of this run")
+	cmd.Flags().StringVar(&f.after, "after", "", "continue after this run id (paging)")
+	cmd.Flags().IntVar(&f.limit, "limit", limitDefault, "at most this many runs (0: all)")
+}
+
+func (f *runFilterFlags) filter(now time.Time) (store.RunFilter, error) {
+	out := store.RunFilter{Session: f.session, Status: store.RunStatus(f.status), ReplayOf: f.replayOf, AfterID: f.after, Limit: f.limit}
+	if f.status != "" && !out.Status.Valid() {
+		return out, fmt.Errorf("--status %q: want pending, running, succeeded, failed or skipped", f.status)
+	}
+	if f.limit < 0 {
+		return out, fmt.Errorf("--limit %d: must not be negative", f.limit)
+	}
+	var err error
+	if out.From, err = parseTime("from", f.from, now); err != nil {
+		return out, err
+	}
+	if out.To, err = parseTime("to", f.to, now); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+func newRuns() *cobra.Command {
+	var tenant string
+	var ff runFilterFlags
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "List compaction runs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := ff.filter(time.Now())
+			if err != nil {
+				return err
+			}
+			deps, svc, err := openAudit(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer deps.Close()
+			runs, err := svc.Runs(cmd.Context(), tenant, f)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), audit.Records(runs))
+			}
+			printRuns(cmd.OutOrStdout(), runs)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&tenant, "tenant", "default", "tenant")
+	ff.add(cmd, 50)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// printRuns prints one line per run.
+func printRuns(w io.Writer, runs []store.Run) {
+	if len(runs) == 0 {
+		fmt.Fprintln(w, "no runs")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tSESSION\tSTATUS\tTRIGGER\tPRESET\tMODEL\tTOKENS\tDURATION\tSTARTED\tERROR")
+	for _, r := range runs {
+		rec := audit.NewRunRecord(r)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d → %d\t%s\t%s\t%s\n", r.ID, r.Session, r.Status, r.Trigger, r.Preset,
+			r.Model, r.TokensBefore, r.TokensAfter, (time.Duration(rec.DurationMS) * time.Millisecond).String(),
+			r.StartedAt.Format(time.RFC3339), clip(oneLine(r.Error), 60))
+	}
+	tw.Flush()
+}
+
+func newShow() *cobra.Command {
+	var tenant string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show RUN",
+		Short: "Show a run with its steps (attempts, LLM usage, errors) and drift verdicts",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			deps, svc, err := openAudit(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer deps.Close()
+			d, err := svc.Run(cmd.Context(), tenant, args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), d)
+			}
+			printDetail(cmd.OutOrStdout(), d)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&tenant, "tenant", "default", "tenant")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// printDetail prints a run, its steps and its drift verdicts.
+func printDetail(w io.Writer, d audit.RunDetail) {
+	r := d.Run
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s\t%s\n", k, v)
+		}
+	}
+	row("run", r.ID)
+	row("session", r.Tenant+"/"+r.Session)
+	row("status", string(r.Status))
+	row("error", oneLine(r.Error))
+	row("trigger", r.Trigger)
+	row("event", r.EventID)
+	row("preset", r.Preset)
+	row("model", r.Model)
+	row("prompt", r.PromptVersion)
+	row("tokens", fmt.Sprintf("%d → %d (ratio %.3f, level %s)", r.TokensBefore, r.TokensAfter, r.Ratio, r.Level))
+	row("llm usage", fmt.Sprintf("%d prompt + %d completion tokens", d.PromptTokens, d.CompletionTokens))
+	row("started", r.StartedAt.Format(time.RFC3339))
+	if !r.FinishedAt.IsZero() {
+		row("finished", fmt.Sprintf("%s (%s)", r.FinishedAt.Format(time.RFC3339), d.Duration.Round(time.Millisecond)))
+	}
+	row("replay of", r.ReplayOf)
+	row("archive", r.ArchiveKey)
+	row("output", r.OutputKey)
+	tw.Flush()
+
+	fmt.Fprintf(w, "\nsteps (%d attempts)\n", len(d.Steps))
+	tw = tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tATTEMPT\tKIND\tIN\tOUT\tPROMPT\tCOMPLETION\tMODEL\tDURATION\tERROR")
+	for _, s := range d.Steps {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", s.Name, s.Attempt, s.Kind, s.InputSize, s.OutputSize,
+			s.PromptTokens, s.CompletionTokens, s.Model, s.Duration.Round(time.Millisecond), clip(oneLine(s.Error), 60))
+	}
+	tw.Flush()
+
+	if len(d.Drift) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\ndrift verdicts\n")
+	tw = tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tPASS\tSCORE\tPASSED\tVERDICT\tMISSING")
+	for _, v := range d.Drift {
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%v\t%s\t%s\n", v.Step, v.Pass, v.Score, v.Passed, v.Verdict, clip(strings.Join(v.Missing, ", "), 80))
+	}
+	tw.Flush()
+}
+
+func newReplay() *cobra.Command {
+	var tenant, requestID, overrides, from, to string
+	var req gateway.ReplayRequest
+	var failed, asJSON bool
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "replay RUN | replay --failed [--from --to]",
+		Short: "Run a run again from its archived original, optionally with another preset, model or limit",
+		Long: "Replays one run, or with --failed every failed run started in [--from, --to). The new run links\n" +
+			"to the one it replays. The same --request-id never replays a run twice: give the printed one\n" +
+			"again to retry safely.",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if failed && len(args) != 0 {
+				return errors.New("--failed takes no RUN")
+			}
+			if !failed && len(args) != 1 {
+				return errors.New("give one RUN, or --failed")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			now := time.Now()
+			fromT, err := parseTime("from", from, now)
+			if err != nil {
+				return err
+			}
+			toT, err := parseTime("to", to, now)
+			if err != nil {
+				return err
+			}
+			req.RequestID = requestID
+			if req.RequestID == "" {
+				req.RequestID = fmt.Sprintf("cli-%d", now.UnixNano())
+			}
+			if overrides != "" {
+				req.Overrides = json.RawMessage(overrides)
+			}
+			cfg, err := config.Load()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			deps, err := app.Open(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer deps.Close()
+			c, err := app.Dial(cfg)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			gw := deps.Gateway(c)
+
+			var subs []gateway.Submitted
+			if failed {
+				subs, err = gw.ReplayFailed(ctx, tenant, fromT, toT, req)
+			} else {
+				var sub gateway.Submitted
+				sub, err = gw.Replay(ctx, tenant, args[0], req)
+				if err == nil {
+					subs = append(subs, sub)
+				}
+			}
+			var ie *gateway.InputError
+			if errors.As(err, &ie) && len(subs) == 0 {
+				return fmt.Errorf("bad input: %w", err)
+			}
+			out, progress := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			fmt.Fprintf(progress, "request id %s: %d replay(s) submitted\n", req.RequestID, len(subs))
+			if err != nil {
+				// Some runs could not be replayed; the others were.
+				fmt.Fprintf(progress, "not replayed: %v\n", err)
+			}
+			if wait <= 0 {
+				if asJSON {
+					if jerr := printJSON(out, subs); jerr != nil {
+						return jerr
+					}
+				} else {
+					for _, s := range subs {
+						fmt.Fprintf(out, "%s\texisting=%v\n", s.RunID, s.Existing)
+					}
+				}
+				return err
+			}
+			wctx, cancel := context.WithTimeout(ctx, wait)
+			defer cancel()
+			for _, s := range subs {
+				fmt.Fprintf(progress, "run %s submitted (existing: %v); waiting…\n", s.RunID, s.Existing)
+				res, werr := gw.Wait(wctx, s.RunID)
+				if werr != nil {
+					return errors.Join(err, fmt.Errorf("run %s: %w", s.RunID, werr))
+				}
+				if asJSON {
+					if jerr := printJSON(out, res); jerr != nil {
+						return jerr
+					}
+					continue
+				}
+				report.Run(out, res)
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&tenant, "tenant", "default", "tenant")
+	cmd.Flags().StringVar(&requestID, "request-id", "", "idempotency key (default: a new one, printed)")
+	cmd.Flags().StringVar(&req.Preset, "preset", "", "preset (default: the original run's)")
+	cmd.Flags().StringVar(&overrides, "overrides", "", "preset overrides as JSON (default: the original run's when the preset is unchanged)")
+	cmd.Flags().StringVar(&req.Model, "model", "", "the agent's model (default: the original run's)")
+	cmd.Flags().IntVar(&req.ContextLimit, "limit", 0, "context limit (default: the original run's)")
+	cmd.Flags().BoolVar(&failed, "failed", false, "replay every failed run started in [--from, --to)")
+	cmd.Flags().StringVar(&from, "from", "", "with --failed: started at or after (RFC 3339, date, or duration ago)")
+	cmd.Flags().StringVar(&to, "to", "", "with --failed: started before")
+	cmd.Flags().DurationVar(&wait, "wait", 0, "wait this long for the replays and print their results (0: do not wait)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func newRestore() *cobra.Command {
+	var tenant, outPath string
+	cmd := &cobra.Command{
+		Use:   "restore RUN",
+		Short: "Write a run's original conversation exactly as archived (sha256 checked)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			deps, svc, err := openAudit(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer deps.Close()
+			data, err := svc.Restore(cmd.Context(), tenant, args[0])
+			if err != nil {
+				return err
+			}
+			if outPath == "" || outPath == "-" {
+				_, err = cmd.OutOrStdout().Write(data)
+				return err
+			}
+			// Conversations may hold secrets: readable by the owner only.
+			if err := os.WriteFile(outPath, data, 0o600); err != nil {
+				return fmt.Errorf("write %s: %w", outPath, err)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%d bytes written to %s (sha256 %s)\n", len(data), outPath, blob.SHA256Hex(data))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&tenant, "tenant", "default", "tenant")
+	cmd.Flags().StringVarP(&outPath, "output", "o", "", "write to this file (default: stdout)")
+	return cmd
+}
+
+func newDiff() *cobra.Command {
+	var tenant string
+	var asJSON, all bool
+	cmd := &cobra.Command{
+		Use:   "diff RUN",
+		Short: "Show what a run removed, replaced, summarized or added, message by message",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			deps, svc, err := openAudit(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer deps.Close()
+			d, err := svc.Diff(cmd.Context(), tenant, args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), d)
+			}
+			printDiff(cmd.OutOrStdout(), d, all)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&tenant, "tenant", "default", "tenant")
+	cmd.Flags().BoolVar(&all, "all", false, "list kept messages too")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// printDiff prints the changed messages (all when all is set) and totals.
+func printDiff(w io.Writer, d audit.Diff, all bool) {
+	fmt.Fprintf(w, "run %s: %d kept, %d replaced, %d summarized, %d removed, %d added\n\n",
+		d.RunID, d.Kept, d.Replaced, d.Summarized, d.Removed, d.Added)
+	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	fmt.Fprintln(tw, "MSG\tOUT\tROLE\tACTION\tCHARS\tNOTE")
+	idx := func(i int) string {
+		if i < 0 {
+			return "-"
+		}
+		return fmt.Sprint(i)
+	}
+	for _, c := range d.Changes {
+		if c.Action == audit.ActionKept && !all {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d → %d\t%s\n", idx(c.Index), idx(c.OutIndex), c.Role, c.Action, c.Before, c.After, c.Note)
+	}
+	tw.Flush()
+}
+
+func newSearch() *cobra.Command {
+	var tenant, session string
+	var limit int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "search --session S QUERY",
+		Short: "Find text in a session's offloaded results and archived originals (case-insensitive)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if session == "" {
+				return errors.New("--session is required")
+			}
+			deps, svc, err := openAudit(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer deps.Close()
+			hits, err := svc.Search(cmd.Context(), tenant, session, args[0], limit)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if hits == nil {
+					hits = []audit.Hit{}
+				}
+				return printJSON(cmd.OutOrStdout(), hits)
+			}
+			printHits(cmd.OutOrStdout(), hits)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&tenant, "tenant", "default", "tenant")
+	cmd.Flags().StringVar(&session, "session", "", "session to search (required)")
+	cmd.Flags().IntVar(&limit, "limit", audit.DefaultSearchLimit, "at most this many hits")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// printHits prints each hit's place, then its excerpt on one line.
+func printHits(w io.Writer, hits []audit.Hit) {
+	if len(hits) == 0 {
+		fmt.Fprintln(w, "no matches")
+		return
+	}
+	for _, h := range hits {
+		where := h.Kind
+		if h.Message >= 0 {
+			where = fmt.Sprintf("%s message %d", h.Kind, h.Message)
+		}
+		fmt.Fprintf(w, "%s (run %s, %d match(es))\n  %s\n  %s\n\n", where, h.RunID, h.Matches, h.Key, oneLine(h.Excerpt))
+	}
+}
+
+func newExport() *cobra.Command {
+	var tenant, format, outPath string
+	var ff runFilterFlags
+	cmd := &cobra.Command{
+		Use:   "export",
+		Short: "Export the run history as JSON lines or CSV",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := ff.filter(time.Now())
+			if err != nil {
+				return err
+			}
+			deps, svc, err := openAudit(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer deps.Close()
+			if outPath == "" || outPath == "-" {
+				return svc.Export(cmd.Context(), tenant, f, format, cmd.OutOrStdout())
+			}
+			file, err := os.OpenFile(outPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+			if err != nil {
+				return fmt.Errorf("create %s: %w", outPath, err)
+			}
+			if err := svc.Export(cmd.Context(), tenant, f, format, file); err != nil {
+				file.Close()
+				return err
+			}
+			if err := file.Close(); err != nil {
+				return fmt.Errorf("write %s: %w", outPath, err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&tenant, "tenant", "default", "tenant")
+	cmd.Flags().StringVar(&format, "format", audit.FormatJSONL, "jsonl or csv")
+	cmd.Flags().StringVarP(&outPath, "output", "o", "", "write to this file (default: stdout)")
+	ff.add(cmd, 0)
+	return cmd
+}
+
+func newStatus() *cobra.Command {
+	var tenant, session string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status --session S",
+		Short: "Seed 004's context status report of a session",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if session == "" {
+				return errors.New("--session is required")
+			}
+			deps, svc, err := openAudit(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer deps.Close()
+			st, err := svc.Status(cmd.Context(), tenant, session)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(cmd.OutOrStdout(), st)
+			}
+			printStatus(cmd.OutOrStdout(), st)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&tenant, "tenant", "default", "tenant")
+	cmd.Flags().StringVar(&session, "session", "", "session (required)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// printStatus prints the report in seed 004's layout.
+func printStatus(w io.Writer, st audit.SessionStatus) {
+	fmt.Fprintf(w, "## Context Status Report: %s/%s\n", st.Tenant, st.Session)
+	fmt.Fprintf(w, "**Timestamp:** %s\n", st.Time.Format(time.RFC3339))
+	if st.LastRunID == "" {
+		fmt.Fprintf(w, "**Estimated Usage:** unknown (no run succeeded yet)\n")
+	} else {
+		fmt.Fprintf(w, "**Estimated Usage:** %.1f%% (%d of %d, after run %s)\n", st.Usage*100, st.Tokens, st.ContextLimit, st.LastRunID)
+		fmt.Fprintf(w, "**Level:** %s\n", st.Level)
+	}
+	fmt.Fprintf(w, "\n### Current State\n")
+	fmt.Fprintf(w, "- **Tool results offloaded:** %d (%d tokens saved)\n", st.Offloads, st.OffloadTokens)
+	fmt.Fprintf(w, "- **Tool inputs truncated:** %d (%d tokens saved)\n", st.Truncations, st.TruncatedTokens)
+	fmt.Fprintf(w, "- **Summarisations performed:** %d\n", st.Summarisations)
+	if st.Watermark != "" {
+		fmt.Fprintf(w, "- **Watermark:** %s\n", st.Watermark)
+	}
+	var counts []string
+	for _, s := range []store.RunStatus{store.RunSucceeded, store.RunFailed, store.RunSkipped, store.RunRunning, store.RunPending} {
+		if n := st.Runs[string(s)]; n > 0 {
+			counts = append(counts, fmt.Sprintf("%d %s", n, s))
+		}
+	}
+	fmt.Fprintf(w, "- **Runs:** %s\n", strings.Join(counts, ", "))
+	if st.Recommendation != "" {
+		fmt.Fprintf(w, "\n### Recommendation\n%s\n", st.Recommendation)
+	}
+	fmt.Fprintf(w, "\n### Compression History\n| Time | Run | Type | Count | Tokens Saved |\n|------|-----|------|-------|--------------|\n")
+	for _, h := range st.History {
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %d |\n", h.Time.Format(time.RFC3339), h.RunID, h.Type, h.Count, h.TokensSaved)
+	}
+}
+
+func newAPIKey() *cobra.Command {
+	cmd := &cobra.Command{Use: "apikey", Short: "Manage API keys of the HTTP gateway"}
+	var tenant string
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Create a key for a tenant and print it once (only its hash is stored)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			key, err := newAPIKeyString()
+			if err != nil {
+				return err
+			}
+			deps, _, err := openAudit(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer deps.Close()
+			if err := deps.Store.AddAPIKey(cmd.Context(), tenant, key); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), key)
+			fmt.Fprintf(cmd.ErrOrStderr(), "API key for tenant %s created; it is shown only this once.\n", tenant)
+			return nil
+		},
+	}
+	create.Flags().StringVar(&tenant, "tenant", "default", "tenant the key acts for")
+	revoke := &cobra.Command{
+		Use:   "revoke KEY|-",
+		Short: "Revoke a key (\"-\" reads it from stdin, keeping it out of the shell history)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			key := args[0]
+			if key == "-" {
+				data, err := io.ReadAll(cmd.InOrStdin())
+				if err != nil {
+					return fmt.Errorf("read key: %w", err)
+				}
+				key = strings.TrimSpace(string(data))
+			}
+			deps, _, err := openAudit(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer deps.Close()
+			revoked, err := deps.Store.RevokeAPIKey(cmd.Context(), key)
+			if err != nil {
+				return err
+			}
+			if !revoked {
+				return errors.New("no live key matches")
+			}
+			fmt.Fprintln(cmd.ErrOrStderr(), "key revoked")
+			return nil
+		},
+	}
+	cmd.AddCommand(create, revoke)
+	return cmd
+}
+
+// newAPIKeyString returns a random key: 32 bytes from the OS, URL-safe.
+func newAPIKeyString() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generate key: %w", err)
+	}
+	return "cck_" + base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// oneLine folds line breaks so that a value fits a table cell.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// clip shortens s to max characters, marking the cut.
+func clip(s string, max int) string {
+	r := []rune(s)
+	if len(r) <= max {
+		return s
+	}
+	return string(r[:max-1]) + "…"
+}
