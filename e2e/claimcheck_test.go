@@ -1,0 +1,399 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
+	"github.com/ctxcompact/orchestrator/workflows"
+)
+
+// maxHistoryBytes is the claim check's bar: a run's whole Temporal history
+// stays far below the conversation it compacts.
+const maxHistoryBytes = 1 << 20
+
+// historiesDir is where recorded histories go for the replay test of
+// package workflows.
+const historiesDir = "../workflows/testdata/histories"
+
+// fetchHistory reads every event of a workflow's latest run.
+func fetchHistory(t *testing.T, c client.Client, workflowID string) *historypb.History {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	it := c.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	h := &historypb.History{}
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err, "history of %s", workflowID)
+		h.Events = append(h.Events, ev)
+	}
+	require.NotEmpty(t, h.Events, "history of %s", workflowID)
+	return h
+}
+
+// historyJSON is the history in the JSON form `temporal workflow show
+// --output json` writes and the SDK's replayer reads.
+func historyJSON(t *testing.T, h *historypb.History) []byte {
+	t.Helper()
+	data, err := temporalproto.CustomJSONMarshalOptions{Indent: " "}.Marshal(h)
+	require.NoError(t, err)
+	return data
+}
+
+// readableJSON is the history as JSON with payloads written as the JSON
+// they hold rather than base64, so that text in a payload is searchable.
+func readableJSON(t *testing.T, h *historypb.History) string {
+	t.Helper()
+	data, err := temporalproto.CustomJSONMarshalOptions{
+		Metadata: map[string]any{commonpb.EnablePayloadShorthandMetadataKey: true},
+	}.Marshal(h)
+	require.NoError(t, err)
+	return string(data)
+}
+
+// historyBytes is the size of the history as Temporal stores it: the sum
+// of the serialized events.
+func historyBytes(h *historypb.History) int {
+	n := 0
+	for _, ev := range h.Events {
+		n += proto.Size(ev)
+	}
+	return n
+}
+
+// snippetSafe are the characters a snippet may use: none of them is
+// escaped by JSON or protojson, so a snippet found in the input is found
+// verbatim in any serialization of a payload that carries it.
+func snippetSafe(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(" .,:;()_-=+*/#!?'", r)
+}
+
+// snippets picks n distinctive 40-character slices of conversation text,
+// spread over the messages: each is the first run of safe characters of
+// that length past the middle of a long message, with enough letters to
+// be prose or code rather than padding.
+func snippets(t *testing.T, contents []string, n int) []string {
+	t.Helper()
+	const size = 40
+	var long []string
+	for _, c := range contents {
+		if len(c) >= 400 {
+			long = append(long, c)
+		}
+	}
+	require.GreaterOrEqual(t, len(long), n)
+	// Evenly spaced messages first, then any other when one of those has
+	// no usable slice.
+	var order []int
+	for i := 0; i < n; i++ {
+		order = append(order, i*len(long)/n)
+	}
+	for i := range long {
+		order = append(order, i)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, idx := range order {
+		if len(out) == n {
+			break
+		}
+		c := long[idx]
+		for start := len(c) / 2; start+size <= len(c); start++ {
+			s := c[start : start+size]
+			letters := 0
+			ok := true
+			for _, r := range s {
+				if !snippetSafe(r) {
+					ok = false
+					break
+				}
+				if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+					letters++
+				}
+			}
+			if ok && letters >= 25 && !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+				break
+			}
+		}
+	}
+	require.Len(t, out, n, "distinctive snippets found")
+	return out
+}
+
+// requireNoText asserts that no snippet occurs in the history, neither in
+// its JSON nor in its binary events, and that the search itself works:
+// mustContain, a value only a payload carries (the input key), is found.
+func requireNoText(t *testing.T, h *historypb.History, snips []string, mustContain string) {
+	t.Helper()
+	js := readableJSON(t, h)
+	var bin strings.Builder
+	for _, ev := range h.Events {
+		b, err := proto.Marshal(ev)
+		require.NoError(t, err)
+		bin.Write(b)
+	}
+	require.True(t, strings.Contains(js, mustContain), "the search sees payloads: %q in the JSON", mustContain)
+	require.True(t, strings.Contains(bin.String(), mustContain), "the search sees payloads: %q in the events", mustContain)
+	for _, s := range snips {
+		require.False(t, strings.Contains(js, s), "conversation text %q in the history (JSON)", s)
+		require.False(t, strings.Contains(bin.String(), s), "conversation text %q in the history (binary)", s)
+	}
+}
+
+// openAIContents lists the string contents of an OpenAI conversation's
+// messages.
+func openAIContents(t *testing.T, data []byte) []string {
+	t.Helper()
+	var doc struct {
+		Messages []struct {
+			Content any `json:"content"`
+		} `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(data, &doc))
+	var out []string
+	for _, m := range doc.Messages {
+		if s, ok := m.Content.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// messageTexts lists the text of each message of a conversation in any
+// format.
+func messageTexts(t *testing.T, data []byte) []string {
+	t.Helper()
+	var out []string
+	for _, m := range parse(t, data).Messages {
+		out = append(out, textOf(m))
+	}
+	return out
+}
+
+// bigConversation concatenates the swe-agent-deepseek runs, over and over,
+// into one OpenAI conversation of at least minBytes. Only the first system
+// prompt is kept, and tool call ids get a suffix per copy so that every
+// call stays paired with its own result.
+func bigConversation(t *testing.T, minBytes int) []byte {
+	t.Helper()
+	dir := "../../shared/data/swe-agent-deepseek"
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	require.NoError(t, err)
+	if len(files) == 0 {
+		t.Skipf("shared data %s not present", dir)
+	}
+	sort.Strings(files)
+	var msgs []map[string]any
+	size := 0
+	for copyN := 0; size < minBytes; copyN++ {
+		for fi, f := range files {
+			if size >= minBytes {
+				break
+			}
+			data, err := os.ReadFile(f)
+			require.NoError(t, err)
+			var doc struct {
+				Messages []map[string]any `json:"messages"`
+			}
+			require.NoError(t, json.Unmarshal(data, &doc), f)
+			suffix := fmt.Sprintf("_c%df%d", copyN, fi)
+			for _, m := range doc.Messages {
+				if m["role"] == "system" && len(msgs) > 0 {
+					continue
+				}
+				if calls, ok := m["tool_calls"].([]any); ok {
+					for _, c := range calls {
+						call := c.(map[string]any)
+						call["id"] = fmt.Sprint(call["id"]) + suffix
+					}
+				}
+				if id, ok := m["tool_call_id"].(string); ok {
+					m["tool_call_id"] = id + suffix
+				}
+				msgs = append(msgs, m)
+			}
+			size += len(data)
+		}
+	}
+	out, err := json.Marshal(map[string]any{"model": "deepseek-chat", "messages": msgs})
+	require.NoError(t, err)
+	return out
+}
+
+// TestClaimCheckKeepsTextOutOfTemporal compacts a 5 MB conversation and
+// proves the claim check: the Compaction and Session histories are small
+// and carry keys and figures, never the conversation's text.
+func TestClaimCheckKeepsTextOutOfTemporal(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	input := bigConversation(t, 5<<20)
+	require.GreaterOrEqual(t, len(input), 5<<20)
+	snips := snippets(t, openAIContents(t, input), 20)
+	for _, s := range snips {
+		require.True(t, strings.Contains(string(input), s), "snippet %q is in the input", s)
+	}
+
+	sub, res := e.compact(gateway.Event{Session: "claimcheck", Model: "gpt-4o", ContextLimit: 128000, Conversation: input})
+	checkRun(t, e, input, sub, res)
+	var applied []string
+	for _, p := range res.Passes {
+		if p.Applied {
+			applied = append(applied, p.Name)
+		}
+	}
+	t.Logf("passes: %+v", res.Passes)
+	require.GreaterOrEqual(t, len(applied), 2, "several passes ran: %+v", res.Passes)
+	require.Less(t, res.TokensAfter, res.TokensBefore/10)
+
+	run := fetchHistory(t, e.client, sub.RunID)
+	session := fetchHistory(t, e.client, workflows.SessionWorkflowID(e.tenant, "claimcheck"))
+	for name, h := range map[string]*historypb.History{"compaction": run, "session": session} {
+		size, js := historyBytes(h), len(historyJSON(t, h))
+		t.Logf("%s history: %d events, %d bytes serialized, %d bytes as JSON; input %d bytes", name, len(h.Events), size, js, len(input))
+		require.Less(t, size, maxHistoryBytes, "%s history size", name)
+		require.Less(t, js, maxHistoryBytes, "%s history JSON size", name)
+		requireNoText(t, h, snips, sub.InputKey)
+	}
+}
+
+// TestRecordHistories runs one compaction per kind of workflow path on the
+// real stack and writes each history to workflows/testdata/histories, for
+// the replay test there. Run it after a deliberate change to workflow
+// code (with a version gate where old histories must still replay):
+//
+//	RECORD_HISTORIES=1 go test -count=1 -run TestRecordHistories ./e2e/
+func TestRecordHistories(t *testing.T) {
+	if os.Getenv("RECORD_HISTORIES") == "" {
+		t.Skip("set RECORD_HISTORIES=1 to record workflow histories")
+	}
+	record := func(t *testing.T, name string, h *historypb.History, input []byte, snips []string, inputKey string) {
+		t.Helper()
+		for _, s := range snips {
+			require.True(t, strings.Contains(string(input), s), "snippet %q is in the input", s)
+		}
+		requireNoText(t, h, snips, inputKey)
+		data := historyJSON(t, h)
+		// The replayer must read back exactly what was recorded.
+		back, err := client.HistoryFromJSON(strings.NewReader(string(data)), client.HistoryJSONOptions{})
+		require.NoError(t, err)
+		require.True(t, proto.Equal(h, back), "history %s round-trips through JSON", name)
+		require.NoError(t, os.MkdirAll(historiesDir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(historiesDir, name+".json"), data, 0o644))
+		t.Logf("%s: %d events, %d bytes", name, len(h.Events), len(data))
+	}
+
+	t.Run("offload-compact", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		input := readData(t, "swe-agent-deepseek/django__django-11564.json")
+		sub, res := e.compact(gateway.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 60000, Conversation: input})
+		checkRun(t, e, input, sub, res)
+		require.NotEmpty(t, res.Drift, "the history summary was drift-checked")
+		record(t, "compaction-offload-compact", fetchHistory(t, e.client, sub.RunID), input, snippets(t, openAIContents(t, input), 20), sub.InputKey)
+	})
+	t.Run("drift-repair", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		input := readData(t, "swe-agent-deepseek/django__django-12308.json")
+		// A bar no extractive summary clears: the repair and patch path.
+		sub, res := e.compact(gateway.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 30000,
+			Overrides: json.RawMessage(`{"drift":{"min_retention":1}}`), Conversation: input})
+		checkRun(t, e, input, sub, res)
+		require.Contains(t, []string{"repaired", "patched"}, res.Drift)
+		record(t, "compaction-drift-repair", fetchHistory(t, e.client, sub.RunID), input, snippets(t, openAIContents(t, input), 20), sub.InputKey)
+	})
+	t.Run("history-failed", func(t *testing.T) {
+		t.Parallel()
+		// The summarizer refuses the key: seed 002 leaves the history as it
+		// was, and the history records the activity failure.
+		e := newEnv(t, withLLM(llmtest.WithScript(llmtest.Fault401{})))
+		input := readData(t, "swe-agent-deepseek/django__django-11564.json")
+		sub, res := e.compact(gateway.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 60000, Conversation: input})
+		checkRun(t, e, input, sub, res)
+		require.True(t, res.HistoryFailed)
+		record(t, "compaction-history-failed", fetchHistory(t, e.client, sub.RunID), input, snippets(t, openAIContents(t, input), 20), sub.InputKey)
+	})
+	t.Run("react-two-layer", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		huge := hugeText(t)[:300000]
+		openai := withHugeResult(t, readData(t, "swe-agent-deepseek/django__django-11742.json"), 30, huge)
+		input := reactFromOpenAI(t, openai)
+		sub, res := e.compact(gateway.Event{Preset: "react-two-layer", Conversation: input})
+		checkRun(t, e, input, sub, res)
+		require.Greater(t, e.llm.MaxConcurrent(), 1, "chunks were summarized in parallel")
+		snips := append(snippets(t, messageTexts(t, input), 20), snippets(t, []string{huge[:100000], huge[100000:200000], huge[200000:]}, 3)...)
+		record(t, "compaction-react-two-layer", fetchHistory(t, e.client, sub.RunID), input, snips, sub.InputKey)
+	})
+	t.Run("watermark", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		input := anthropicWithCheckpoint(6)
+		sub, res := e.compact(gateway.Event{Session: "wm", Kind: gateway.KindCheckpoint, Preset: "watermark", Model: "claude-sonnet-4", Conversation: input})
+		checkRun(t, e, input, sub, res)
+		// The texts of this conversation are short: search for them whole.
+		snips := []string{"You are a careful engineer", "Look at module 3", "Reading module 5.", "def f4(): pass",
+			"Can you deactivate refactoring", "unloaded 3 augments", "Deactivated 3 augments", "Now help me with feature X"}
+		h := fetchHistory(t, e.client, sub.RunID)
+		record(t, "compaction-watermark", h, input, snips, sub.InputKey)
+	})
+	t.Run("session-two-events", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		inputs := [][]byte{
+			readData(t, "swe-agent-deepseek/django__django-12308.json"),
+			readData(t, "swe-agent-deepseek/django__django-11742.json"),
+		}
+		// Both events are submitted before either runs: the second waits in
+		// the session's queue.
+		var subs []gateway.Submitted
+		for i, in := range inputs {
+			sub, err := e.gw.Submit(ctx, gateway.Event{Tenant: e.tenant, Session: "pair", EventID: fmt.Sprintf("ev-%d", i),
+				Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 60000, Conversation: in})
+			require.NoError(t, err)
+			subs = append(subs, sub)
+		}
+		for i, sub := range subs {
+			res, err := e.gw.Wait(ctx, sub.RunID)
+			require.NoError(t, err)
+			checkRun(t, e, inputs[i], sub, res)
+		}
+		// The session then waits idle on its timer; record once it does, so
+		// that the history ends on a completed workflow task.
+		id := workflows.SessionWorkflowID(e.tenant, "pair")
+		var h *historypb.History
+		require.Eventually(t, func() bool {
+			h = fetchHistory(t, e.client, id)
+			done := 0
+			for _, ev := range h.Events {
+				if ev.EventType == enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED {
+					done++
+				}
+			}
+			return done == 2 && h.Events[len(h.Events)-1].EventType == enumspb.EVENT_TYPE_TIMER_STARTED
+		}, time.Minute, 100*time.Millisecond)
+		snips := append(snippets(t, openAIContents(t, inputs[0]), 10), snippets(t, openAIContents(t, inputs[1]), 10)...)
+		record(t, "session-two-events", h, append(append([]byte{}, inputs[0]...), inputs[1]...), snips, subs[1].InputKey)
+	})
+}

@@ -1,0 +1,561 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ctxcompact/orchestrator/activities"
+)
+
+func TestCompactionStepOrder(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		preset string
+		setup  func(f *fakes)
+		want   []string
+	}{{
+		name:   "history preset: plan, archive, deterministic, summary, drift, apply, commit",
+		preset: "offload-compact",
+		want:   []string{"Plan", "Archive", "Deterministic", "PrepareHistory", "Summarize", "CheckDrift", "ApplyHistory", "Commit"},
+	}, {
+		name:   "history skipped by the plan",
+		preset: "auto-summarize",
+		setup:  func(f *fakes) { f.history = activities.HistoryPlan{Skip: true, Reason: "under trigger"} },
+		want:   []string{"Plan", "Archive", "Deterministic", "PrepareHistory", "Commit"},
+	}, {
+		name:   "deterministic reaches the target: no LLM pass",
+		preset: "adaptive",
+		setup:  func(f *fakes) { f.det.Done = true },
+		want:   []string{"Plan", "Archive", "Deterministic", "Commit"},
+	}, {
+		name:   "done skips map-reduce of a large result too",
+		preset: "react-two-layer",
+		setup: func(f *fakes) {
+			largeRun(f, 3)
+			f.det.Done = true
+		},
+		want: []string{"Plan", "Archive", "Deterministic", "Commit"},
+	}, {
+		name:   "plan says skip: the input is committed unchanged",
+		preset: "adaptive",
+		setup: func(f *fakes) {
+			f.plan = activities.PlanResult{Format: "openai", Skip: true, Reason: "debug verbosity"}
+		},
+		want: []string{"Plan", "Archive", "Commit"},
+	}, {
+		name:   "watermark has no LLM pass",
+		preset: "watermark",
+		want:   []string{"Plan", "Archive", "Deterministic", "Commit"},
+	}, {
+		name:   "react two layer: map-reduce, drift, apply, then layer 2",
+		preset: "react-two-layer",
+		setup:  func(f *fakes) { largeRun(f, 2) },
+		want:   []string{"Plan", "Archive", "Deterministic", "Chunk", "Summarize", "Summarize", "Merge", "CheckDrift", "ApplyResults", "PlanGlobal", "Commit"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakes{}
+			if tt.setup != nil {
+				tt.setup(f)
+			}
+			res, err := runCompaction(t, f, testRun(tt.preset, ""))
+			require.NoError(t, err)
+			require.Equal(t, tt.want, f.names())
+			require.Equal(t, "run-1", res.RunID)
+			require.Equal(t, "archive/abc", res.ArchiveKey)
+			commits := inputsOf[activities.CommitInput](f)
+			require.Len(t, commits, 1)
+			require.Equal(t, "out/"+commits[0].WorkKey, res.OutputKey, "the result names the committed output")
+		})
+	}
+}
+
+func TestCompactionHistoryPassFeedsCommit(t *testing.T) {
+	t.Parallel()
+	f := &fakes{}
+	f.det.Watermark = "toolu_1"
+	f.det.Passes = []activities.PassStat{{Name: "offload", Applied: true, Count: 2}}
+	res, err := runCompaction(t, f, testRun("offload-compact", ""))
+	require.NoError(t, err)
+
+	sums := inputsOf[activities.SummarizeInput](f)
+	require.Len(t, sums, 1)
+	require.Equal(t, activities.SummarizeInput{
+		Run: testRun("offload-compact", ""), Step: "history/summarize", Prompt: "history", SourceKey: "transcript",
+		ArchiveKey: "archive/abc", TargetTokens: 8000,
+	}, sums[0])
+	hist := inputsOf[activities.HistoryInput](f)
+	require.Equal(t, 100000-90000, hist[0].TokensFreed, "tokens freed by the cheap passes decide seed 002's rule")
+	require.Equal(t, "work/det", hist[0].WorkKey)
+
+	apply := inputsOf[activities.ApplyHistoryInput](f)
+	require.Len(t, apply, 1)
+	require.Equal(t, sumKey("history/summarize"), apply[0].SummaryKey)
+	require.Equal(t, 10, apply[0].Split)
+
+	commit := inputsOf[activities.CommitInput](f)[0]
+	require.Equal(t, "work/history", commit.WorkKey)
+	require.Equal(t, "toolu_1", commit.Watermark)
+	require.Equal(t, []string{"offload/1"}, commit.DeleteOffloads, "offload-compact deletes restored offloads after the commit")
+	require.Equal(t, "history-v1", commit.PromptVersion)
+	require.False(t, commit.HistoryFailed)
+	require.Equal(t, []string{"offload", "history"}, passNames(commit.Passes))
+	require.Equal(t, "passed", res.Drift)
+	require.Equal(t, commit.Passes, res.Passes)
+}
+
+func passNames(ps []activities.PassStat) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+func TestMapReduceFansOutOneSummaryPerChunk(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 3, 7} {
+		t.Run(fmt.Sprintf("%d chunks", n), func(t *testing.T) {
+			t.Parallel()
+			f := &fakes{}
+			largeRun(f, n)
+			res, err := runCompaction(t, f, testRun("react-two-layer", ""))
+			require.NoError(t, err)
+
+			steps := summarizeSteps(f)
+			require.Len(t, steps, n)
+			var want []string
+			for i := 0; i < n; i++ {
+				in, ok := steps[fmt.Sprintf("large/0/summarize/%d", i)]
+				require.True(t, ok, "chunk %d summarized", i)
+				require.Equal(t, "chunk", in.Prompt)
+				require.Equal(t, fmt.Sprintf("chunk/%d", i), in.SourceKey)
+				require.Equal(t, "context/huge", in.ContextKey, "the turn's thought and action go along")
+				require.Equal(t, int(float64(50000-i)*0.1), in.TargetChars)
+				want = append(want, sumKey(in.Step))
+			}
+			merges := inputsOf[activities.MergeInput](f)
+			require.Len(t, merges, 1)
+			require.Equal(t, want, merges[0].Keys, "summaries are merged in chunk order")
+
+			apply := inputsOf[activities.ApplyResultsInput](f)
+			require.Len(t, apply, 1)
+			require.Equal(t, []activities.Replacement{{Msg: 7, Block: 1, TextKey: "merged(large/0/merge)"}}, apply[0].Replacements)
+			require.Contains(t, res.Passes, activities.PassStat{Name: "map-reduce", Applied: true, Count: 1})
+			require.Equal(t, "passed", res.Drift)
+			drift := inputsOf[activities.DriftInput](f)
+			require.Len(t, drift, 1)
+			require.Equal(t, "text/huge", drift[0].SourceKey, "the final text is checked against the whole result")
+			require.Equal(t, []activities.Replacement{{Msg: 7, Block: 1, TextKey: "merged(large/0/merge)"}},
+				inputsOf[activities.GlobalInput](f)[0].Exclude, "layer 2 leaves layer 1's results alone")
+		})
+	}
+}
+
+func TestMapReduceParallelismIsBounded(t *testing.T) {
+	t.Parallel()
+	const chunks = 6
+	for _, p := range []int{1, 2, 8} {
+		t.Run(fmt.Sprintf("parallelism %d", p), func(t *testing.T) {
+			t.Parallel()
+			f := &fakes{summarizeDelay: time.Minute}
+			largeRun(f, chunks)
+			env := newTestEnv()
+			f.install(env)
+			var mu sync.Mutex
+			inFlight, peak, started := 0, 0, 0
+			env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+				if info.ActivityType.Name != "Summarize" {
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				inFlight++
+				started++
+				peak = max(peak, inFlight)
+			})
+			env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, _ error) {
+				if info.ActivityType.Name != "Summarize" {
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				inFlight--
+			})
+			run := testRun("react-two-layer", fmt.Sprintf(`{"large_result":{"parallelism":%d}}`, p))
+			env.ExecuteWorkflow(Compaction, CompactionInput{Run: run, InputKey: "k", InputSHA256: "abc"})
+			require.True(t, env.IsWorkflowCompleted())
+			require.NoError(t, env.GetWorkflowError())
+			require.Equal(t, chunks, started)
+			require.Equal(t, min(p, chunks), peak, "chunk summaries in flight at once")
+		})
+	}
+}
+
+func TestMapReduceFallsBackWhenSummarizerFails(t *testing.T) {
+	chunk1Chars := 50000 - 1
+	t.Parallel()
+	tests := []struct {
+		name      string
+		overrides string
+		err       error
+		attempts  int
+		mode      string
+	}{
+		{name: "rejected: no retry, extractive fallback", err: rejected("bad request"), attempts: 1, mode: "extractive"},
+		{name: "rejected: truncate fallback", overrides: `{"large_result":{"fallback":"truncate"}}`, err: rejected("bad request"), attempts: 1, mode: "truncate"},
+		{name: "server errors: retried up to the attempts, then fallback", err: unavailable("overloaded"), attempts: 3, mode: "extractive"},
+		{name: "attempts come from the preset", overrides: `{"history":{"attempts":2}}`, err: unavailable("overloaded"), attempts: 2, mode: "extractive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakes{}
+			largeRun(f, 3)
+			var mu sync.Mutex
+			calls := 0
+			f.summarize = func(in activities.SummarizeInput) (activities.SummarizeResult, error) {
+				if in.Step == "large/0/summarize/1" {
+					mu.Lock()
+					calls++
+					mu.Unlock()
+					return activities.SummarizeResult{}, tt.err
+				}
+				return activities.SummarizeResult{Key: sumKey(in.Step)}, nil
+			}
+			_, err := runCompaction(t, f, testRun("react-two-layer", tt.overrides))
+			require.NoError(t, err)
+			require.Equal(t, tt.attempts, calls)
+
+			fb := inputsOf[activities.FallbackInput](f)
+			require.Len(t, fb, 1)
+			require.Equal(t, activities.FallbackInput{
+				Run: testRun("react-two-layer", tt.overrides), Step: "large/0/summarize/1/fallback",
+				SourceKey: "chunk/1", TargetChars: int(float64(chunk1Chars) * 0.1), Mode: tt.mode,
+			}, fb[0])
+			merge := inputsOf[activities.MergeInput](f)[0]
+			require.Equal(t, []string{sumKey("large/0/summarize/0"), "fallback(large/0/summarize/1/fallback)", sumKey("large/0/summarize/2")}, merge.Keys)
+		})
+	}
+}
+
+func TestMapReduceSecondPass(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		merged     int
+		secondPass bool
+	}{
+		{name: "at the bar: no second pass", merged: 50000},
+		{name: "over the bar: second pass", merged: 50001, secondPass: true},
+		{name: "far over the bar", merged: 400000, secondPass: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakes{}
+			largeRun(f, 4)
+			f.mergedChars = tt.merged
+			_, err := runCompaction(t, f, testRun("react-two-layer", ""))
+			require.NoError(t, err)
+
+			steps := summarizeSteps(f)
+			second, ok := steps["large/0/second-pass"]
+			require.Equal(t, tt.secondPass, ok)
+			final := "merged(large/0/merge)"
+			if tt.secondPass {
+				require.Equal(t, "merge", second.Prompt)
+				require.Equal(t, "merged(large/0/merge)", second.SourceKey)
+				require.Equal(t, int(float64(tt.merged)*0.1), second.TargetChars)
+				final = sumKey("large/0/second-pass")
+			}
+			require.Equal(t, final, inputsOf[activities.DriftInput](f)[0].SummaryKey)
+			require.Equal(t, final, inputsOf[activities.ApplyResultsInput](f)[0].Replacements[0].TextKey)
+		})
+	}
+}
+
+func TestGlobalPassKeepsOriginalWhenSummaryFails(t *testing.T) {
+	t.Parallel()
+	targets := []activities.Target{
+		{Msg: 3, Block: 0, Chars: 8000, TextKey: "r/3", ContextKey: "c/3"},
+		{Msg: 5, Block: 0, Chars: 9000, TextKey: "r/5", ContextKey: "c/5"},
+		{Msg: 9, Block: 2, Chars: 7000, TextKey: "r/9", ContextKey: "c/9"},
+	}
+	tests := []struct {
+		name    string
+		failing map[string]bool
+		want    []activities.Replacement
+		note    string
+	}{{
+		name: "all compressed",
+		want: []activities.Replacement{{Msg: 3, TextKey: sumKey("global/0")}, {Msg: 5, TextKey: sumKey("global/1")}, {Msg: 9, Block: 2, TextKey: sumKey("global/2")}},
+		note: "3 of 3 results compressed",
+	}, {
+		name:    "one fails: its original stays",
+		failing: map[string]bool{"global/1": true},
+		want:    []activities.Replacement{{Msg: 3, TextKey: sumKey("global/0")}, {Msg: 9, Block: 2, TextKey: sumKey("global/2")}},
+		note:    "2 of 3 results compressed",
+	}, {
+		name:    "all fail: nothing applied",
+		failing: map[string]bool{"global/0": true, "global/1": true, "global/2": true},
+		note:    "0 of 3 results compressed",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakes{global: activities.GlobalResult{Targets: targets, Usage: 0.9}}
+			f.summarize = func(in activities.SummarizeInput) (activities.SummarizeResult, error) {
+				if tt.failing[in.Step] {
+					return activities.SummarizeResult{}, rejected("refused")
+				}
+				return activities.SummarizeResult{Key: sumKey(in.Step)}, nil
+			}
+			res, err := runCompaction(t, f, testRun("react-two-layer", ""))
+			require.NoError(t, err)
+			require.Empty(t, inputsOf[activities.FallbackInput](f), "layer 2 has no fallback: the original is the fallback")
+
+			for _, in := range inputsOf[activities.SummarizeInput](f) {
+				require.Equal(t, "result", in.Prompt)
+			}
+			steps := summarizeSteps(f)
+			require.Equal(t, "c/5", steps["global/1"].ContextKey)
+			require.Equal(t, 900, steps["global/1"].TargetChars)
+
+			apply := inputsOf[activities.ApplyResultsInput](f)
+			if tt.want == nil {
+				require.Empty(t, apply)
+				require.Equal(t, "work/det", inputsOf[activities.CommitInput](f)[0].WorkKey)
+			} else {
+				require.Len(t, apply, 1)
+				require.Equal(t, "apply/global", apply[0].Step)
+				require.Equal(t, tt.want, apply[0].Replacements)
+				require.Equal(t, "work/apply/global", inputsOf[activities.CommitInput](f)[0].WorkKey)
+			}
+			require.Contains(t, res.Passes, activities.PassStat{Name: "global-results", Applied: tt.want != nil, Count: len(tt.want), Note: tt.note})
+		})
+	}
+}
+
+func TestDriftGate(t *testing.T) {
+	t.Parallel()
+	fail := func(score float64, missing string) activities.DriftResult {
+		return activities.DriftResult{Score: score, MissingCount: 3, MissingKey: missing}
+	}
+	pass := activities.DriftResult{Score: 0.9, Passed: true}
+	first := sumKey("history/summarize")
+	repair1 := sumKey("history/repair/1")
+	tests := []struct {
+		name       string
+		overrides  string
+		drift      map[int]activities.DriftResult
+		repairFail bool
+		verdict    string
+		applied    string
+		repairs    int
+		patch      *activities.PatchInput
+	}{{
+		name: "passes at once", drift: map[int]activities.DriftResult{0: pass},
+		verdict: "passed", applied: first,
+	}, {
+		name: "repair passes", drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0"), 1: pass},
+		verdict: "repaired", applied: repair1, repairs: 1,
+	}, {
+		name: "repair fails the check again: patch the better summary", drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0"), 1: fail(0.5, "missing/1")},
+		verdict: "patched", applied: "patched(" + repair1 + ")", repairs: 1,
+		patch: &activities.PatchInput{Step: "history/patch", SummaryKey: repair1, MissingKey: "missing/1"},
+	}, {
+		name: "repair is worse: patch the first summary", drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0"), 1: fail(0.2, "missing/1")},
+		verdict: "patched", applied: "patched(" + first + ")", repairs: 1,
+		patch: &activities.PatchInput{Step: "history/patch", SummaryKey: first, MissingKey: "missing/0"},
+	}, {
+		name: "repair call fails: patch the first summary", drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0")}, repairFail: true,
+		verdict: "patched", applied: "patched(" + first + ")", repairs: 1,
+		patch: &activities.PatchInput{Step: "history/patch", SummaryKey: first, MissingKey: "missing/0"},
+	}, {
+		name: "second of two repair passes passes", overrides: `{"drift":{"repair_passes":2}}`,
+		drift:   map[int]activities.DriftResult{0: fail(0.3, "missing/0"), 1: fail(0.4, "missing/1"), 2: pass},
+		verdict: "repaired", applied: sumKey("history/repair/2"), repairs: 2,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakes{drift: tt.drift}
+			f.summarize = func(in activities.SummarizeInput) (activities.SummarizeResult, error) {
+				if tt.repairFail && in.Prompt == "repair" {
+					return activities.SummarizeResult{}, rejected("refused")
+				}
+				return activities.SummarizeResult{Key: sumKey(in.Step)}, nil
+			}
+			run := testRun("offload-compact", tt.overrides)
+			res, err := runCompaction(t, f, run)
+			require.NoError(t, err)
+			require.Equal(t, tt.verdict, res.Drift)
+			require.Equal(t, tt.applied, inputsOf[activities.ApplyHistoryInput](f)[0].SummaryKey)
+
+			var repairs []activities.SummarizeInput
+			for _, in := range inputsOf[activities.SummarizeInput](f) {
+				if in.Prompt == "repair" {
+					repairs = append(repairs, in)
+				}
+			}
+			require.Len(t, repairs, tt.repairs)
+			if tt.repairs > 0 {
+				require.Equal(t, activities.SummarizeInput{
+					Run: run, Step: "history/repair/1", Prompt: "repair", SourceKey: "transcript", ContextKey: first,
+					MissingKey: "missing/0", ArchiveKey: "archive/abc", TargetTokens: 8000,
+				}, repairs[0], "the repair names what is missing")
+			}
+			checks := inputsOf[activities.DriftInput](f)
+			require.Len(t, checks, tt.repairs+1-boolInt(tt.repairFail))
+			for i, c := range checks {
+				require.Equal(t, i, c.Pass)
+				require.Equal(t, "transcript", c.SourceKey)
+			}
+
+			patches := inputsOf[activities.PatchInput](f)
+			if tt.patch == nil {
+				require.Empty(t, patches)
+				return
+			}
+			require.Len(t, patches, 1)
+			want := *tt.patch
+			want.Run = run
+			require.Equal(t, want, patches[0])
+		})
+	}
+}
+
+// appErrorTypes lists the types of the application errors in err's
+// chain: the workflow wraps the activity's error with context, so the
+// activity's type sits below the wrapper's.
+func appErrorTypes(err error) []string {
+	var types []string
+	for ; err != nil; err = errors.Unwrap(err) {
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) && app == err {
+			types = append(types, app.Type())
+		}
+	}
+	return types
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func TestHistorySummaryFailure(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		preset   string
+		err      error
+		attempts int
+		failed   bool
+	}{
+		{name: "offload-compact leaves the history unchanged", preset: "offload-compact", err: rejected("invalid key"), attempts: 1, failed: true},
+		{name: "offload-compact after three attempts", preset: "offload-compact", err: unavailable("overloaded"), attempts: 3, failed: true},
+		{name: "auto-summarize falls back to the extractive summary", preset: "auto-summarize", err: rejected("invalid key"), attempts: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakes{}
+			var mu sync.Mutex
+			calls := 0
+			f.summarize = func(in activities.SummarizeInput) (activities.SummarizeResult, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				calls++
+				return activities.SummarizeResult{}, tt.err
+			}
+			res, err := runCompaction(t, f, testRun(tt.preset, ""))
+			require.NoError(t, err, "a failed summary does not fail the run")
+			require.Equal(t, tt.attempts, calls)
+			require.Equal(t, tt.failed, res.HistoryFailed)
+			commit := inputsOf[activities.CommitInput](f)[0]
+			require.Equal(t, tt.failed, commit.HistoryFailed)
+			if tt.failed {
+				require.Empty(t, inputsOf[activities.FallbackInput](f))
+				require.Empty(t, inputsOf[activities.ApplyHistoryInput](f))
+				require.Empty(t, inputsOf[activities.DriftInput](f))
+				require.Empty(t, commit.DeleteOffloads, "nothing was restored into a summary, so nothing is deleted")
+				require.Equal(t, "work/det", commit.WorkKey)
+				require.Contains(t, commit.Passes, activities.PassStat{Name: "history", Note: "summary failed: history unchanged"})
+				return
+			}
+			fb := inputsOf[activities.FallbackInput](f)
+			require.Len(t, fb, 1)
+			require.Equal(t, "extractive", fb[0].Mode)
+			require.Equal(t, 2000*4, fb[0].TargetChars, "the token target becomes a character target")
+			require.Equal(t, "history/summarize/fallback", fb[0].Step)
+			require.Equal(t, "fallback(history/summarize/fallback)", inputsOf[activities.DriftInput](f)[0].SummaryKey)
+			require.Len(t, inputsOf[activities.ApplyHistoryInput](f), 1)
+		})
+	}
+}
+
+func TestFailureMarksRunFailed(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		preset    string
+		overrides string
+		setup     func(f *fakes)
+		errType   string
+		want      []string
+	}{{
+		name:   "bad input at plan",
+		preset: "adaptive",
+		setup: func(f *fakes) {
+			f.planErr = temporal.NewNonRetryableApplicationError("message 3: bad role", ErrBadInput, nil)
+		},
+		errType: ErrBadInput,
+		want:    []string{"Plan", "FailRun"},
+	}, {
+		name:      "bad preset override",
+		preset:    "adaptive",
+		overrides: `{"history":{"keep_last":-1}}`,
+		errType:   ErrConfig,
+		want:      []string{"Plan", "FailRun"},
+	}, {
+		name:   "commit refused",
+		preset: "watermark",
+		setup: func(f *fakes) {
+			f.commitErr = temporal.NewNonRetryableApplicationError("bucket gone", activities.ErrDependency, nil)
+		},
+		errType: activities.ErrDependency,
+		want:    []string{"Plan", "Archive", "Deterministic", "Commit", "FailRun"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakes{}
+			if tt.setup != nil {
+				tt.setup(f)
+			}
+			_, err := runCompaction(t, f, testRun(tt.preset, tt.overrides))
+			require.Error(t, err)
+			require.Contains(t, appErrorTypes(err), tt.errType, "error %v", err)
+			require.Equal(t, tt.want, f.names())
+			fails := inputsOf[activities.FailInput](f)
+			require.Len(t, fails, 1)
+			require.Equal(t, "run-1", fails[0].RunID)
+			require.NotEmpty(t, fails[0].Message)
+		})
+	}
+}

@@ -1,0 +1,275 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/internal/policy"
+)
+
+// call is one activity call seen by the fakes.
+type call struct {
+	name string
+	in   any
+}
+
+// fakes stands in for every activity. The fields are the answers; the
+// zero value answers like a run where every step succeeds. The fake
+// results carry keys derived from the step, so a test can tell which
+// output a later step consumed.
+type fakes struct {
+	plan    activities.PlanResult
+	planErr error
+	det     activities.DeterministicResult
+	chunk   activities.ChunkResult
+	// mergedChars is the size the merge step reports.
+	mergedChars int
+	global      activities.GlobalResult
+	history     activities.HistoryPlan
+	commitErr   error
+	// summarize, when set, answers Summarize; by default every call
+	// succeeds with the key "sum(<step>)".
+	summarize func(in activities.SummarizeInput) (activities.SummarizeResult, error)
+	// drift answers CheckDrift by pass; missing passes pass.
+	drift map[int]activities.DriftResult
+	// summarizeDelay holds every Summarize call this long on the test
+	// clock, so that calls overlap when the workflow allows it.
+	summarizeDelay time.Duration
+
+	mu    sync.Mutex
+	calls []call
+}
+
+func (f *fakes) record(name string, in any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, call{name: name, in: in})
+}
+
+// names lists the activities called, in order.
+func (f *fakes) names() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]string, len(f.calls))
+	for i, c := range f.calls {
+		out[i] = c.name
+	}
+	return out
+}
+
+// inputsOf returns the inputs of every call whose input has type T, in
+// call order.
+func inputsOf[T any](f *fakes) []T {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []T
+	for _, c := range f.calls {
+		if in, ok := c.in.(T); ok {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// summarizeSteps maps each Summarize step to its input (the last attempt).
+func summarizeSteps(f *fakes) map[string]activities.SummarizeInput {
+	out := map[string]activities.SummarizeInput{}
+	for _, in := range inputsOf[activities.SummarizeInput](f) {
+		out[in.Step] = in
+	}
+	return out
+}
+
+func sumKey(step string) string { return "sum(" + step + ")" }
+
+// install registers the fakes as mocks of every activity on env.
+func (f *fakes) install(env *testsuite.TestWorkflowEnvironment) {
+	var a *activities.Activities
+	env.OnActivity(a.Plan, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.PlanInput) (activities.PlanResult, error) {
+			f.record("Plan", in)
+			if f.planErr != nil {
+				return activities.PlanResult{}, f.planErr
+			}
+			p := f.plan
+			if p.Format == "" {
+				p.Format, p.TokensBefore, p.LevelBefore = "openai", 100000, "critical"
+			}
+			// The plan step resolves the run's preset once; the workflow
+			// decides from that recorded copy.
+			preset, err := policy.Resolve(in.Run.Preset, in.Run.Overrides)
+			if err != nil {
+				return activities.PlanResult{}, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrConfig, err)
+			}
+			p.Preset = preset
+			return p, nil
+		})
+	env.OnActivity(a.Archive, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ArchiveInput) (activities.ArchiveResult, error) {
+			f.record("Archive", in)
+			return activities.ArchiveResult{Key: "archive/" + in.InputSHA256, SHA256: in.InputSHA256, Size: 10}, nil
+		})
+	env.OnActivity(a.Deterministic, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.DeterministicInput) (activities.DeterministicResult, error) {
+			f.record("Deterministic", in)
+			d := f.det
+			if d.WorkKey == "" {
+				d.WorkKey = "work/det"
+			}
+			if d.Tokens == 0 {
+				d.Tokens = 90000
+			}
+			return d, nil
+		})
+	env.OnActivity(a.Chunk, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ChunkInput) (activities.ChunkResult, error) {
+			f.record("Chunk", in)
+			return f.chunk, nil
+		})
+	sum := env.OnActivity(a.Summarize, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.SummarizeInput) (activities.SummarizeResult, error) {
+			f.record("Summarize", in)
+			if f.summarize != nil {
+				return f.summarize(in)
+			}
+			return activities.SummarizeResult{Key: sumKey(in.Step), Chars: 100, Model: "m", PromptVersion: in.Prompt + "-v1"}, nil
+		})
+	if f.summarizeDelay > 0 {
+		sum.After(f.summarizeDelay)
+	}
+	env.OnActivity(a.Fallback, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.FallbackInput) (activities.SummarizeResult, error) {
+			f.record("Fallback", in)
+			return activities.SummarizeResult{Key: "fallback(" + in.Step + ")", Chars: in.TargetChars, Model: in.Mode, Fallback: in.Mode}, nil
+		})
+	env.OnActivity(a.Merge, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.MergeInput) (activities.MergeResult, error) {
+			f.record("Merge", in)
+			return activities.MergeResult{Key: "merged(" + in.Step + ")", Chars: f.mergedChars}, nil
+		})
+	env.OnActivity(a.ApplyResults, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ApplyResultsInput) (activities.WorkResult, error) {
+			f.record("ApplyResults", in)
+			return activities.WorkResult{WorkKey: "work/" + in.Step}, nil
+		})
+	env.OnActivity(a.PlanGlobal, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.GlobalInput) (activities.GlobalResult, error) {
+			f.record("PlanGlobal", in)
+			return f.global, nil
+		})
+	env.OnActivity(a.PrepareHistory, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.HistoryInput) (activities.HistoryPlan, error) {
+			f.record("PrepareHistory", in)
+			h := f.history
+			if !h.Skip && h.TranscriptKey == "" {
+				h = activities.HistoryPlan{Split: 10, TranscriptKey: "transcript", Summarized: 9, Restored: []string{"offload/1"}}
+			}
+			return h, nil
+		})
+	env.OnActivity(a.CheckDrift, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.DriftInput) (activities.DriftResult, error) {
+			f.record("CheckDrift", in)
+			if d, ok := f.drift[in.Pass]; ok {
+				return d, nil
+			}
+			return activities.DriftResult{Score: 1, Passed: true}, nil
+		})
+	env.OnActivity(a.Patch, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.PatchInput) (activities.SummarizeResult, error) {
+			f.record("Patch", in)
+			return activities.SummarizeResult{Key: "patched(" + in.SummaryKey + ")"}, nil
+		})
+	env.OnActivity(a.ApplyHistory, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ApplyHistoryInput) (activities.WorkResult, error) {
+			f.record("ApplyHistory", in)
+			return activities.WorkResult{WorkKey: "work/history"}, nil
+		})
+	env.OnActivity(a.Commit, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.CommitInput) (activities.CommitResult, error) {
+			f.record("Commit", in)
+			if f.commitErr != nil {
+				return activities.CommitResult{}, f.commitErr
+			}
+			return activities.CommitResult{OutputKey: "out/" + in.WorkKey, OutputSHA256: "sha", TokensAfter: 1000, Ratio: 0.01, LevelAfter: "normal", Committed: true}, nil
+		})
+	env.OnActivity(a.FailRun, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.FailInput) error {
+			f.record("FailRun", in)
+			return nil
+		})
+}
+
+// newTestEnv is a test workflow environment that logs only errors: the
+// SDK's debug lines would bury a failure.
+func newTestEnv() *testsuite.TestWorkflowEnvironment {
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(quietLogger())
+	return suite.NewTestWorkflowEnvironment()
+}
+
+// quietLogger drops every log line.
+func quietLogger() log.Logger {
+	return log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// testRun is a run of the named preset with optional JSON overrides.
+func testRun(preset, overrides string) activities.Run {
+	r := activities.Run{ID: "run-1", Tenant: "t1", Session: "s1", EventID: "ev-1", Trigger: "threshold", Preset: preset, Model: "gpt-4o"}
+	if overrides != "" {
+		r.Overrides = json.RawMessage(overrides)
+	}
+	return r
+}
+
+// runCompaction runs the Compaction workflow against the fakes and
+// returns its result and error.
+func runCompaction(t *testing.T, f *fakes, run activities.Run) (CompactionResult, error) {
+	t.Helper()
+	env := newTestEnv()
+	f.install(env)
+	env.ExecuteWorkflow(Compaction, CompactionInput{Run: run, InputKey: "t1/input/abc", InputSHA256: "abc"})
+	require.True(t, env.IsWorkflowCompleted())
+	var res CompactionResult
+	err := env.GetWorkflowError()
+	if err == nil {
+		require.NoError(t, env.GetWorkflowResult(&res))
+	}
+	return res, err
+}
+
+// rejected is a summarizer error no retry will fix.
+func rejected(msg string) error {
+	return temporal.NewNonRetryableApplicationError(msg, activities.ErrLLMRejected, nil)
+}
+
+// unavailable is a summarizer error worth retrying.
+func unavailable(msg string) error {
+	return temporal.NewApplicationError(msg, "server_error")
+}
+
+// largeRun is a deterministic result with one huge tool result to
+// map-reduce, in n chunks of 50,000 characters.
+func largeRun(f *fakes, n int) {
+	f.det = activities.DeterministicResult{WorkKey: "work/det", Tokens: 90000, LargeResults: []activities.Target{
+		{Msg: 7, Block: 1, Chars: n * 50000, TextKey: "text/huge", ContextKey: "context/huge"},
+	}}
+	f.chunk = activities.ChunkResult{}
+	for i := 0; i < n; i++ {
+		f.chunk.Keys = append(f.chunk.Keys, fmt.Sprintf("chunk/%d", i))
+		f.chunk.Chars = append(f.chunk.Chars, 50000-i)
+	}
+	f.mergedChars = 5000
+}

@@ -1,0 +1,56 @@
+package workflows
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ctxcompact/orchestrator/activities"
+)
+
+// The histories in testdata/histories were recorded from real runs on the
+// e2e stack (e2e.TestRecordHistories, RECORD_HISTORIES=1). Replaying them
+// fails when a change to workflow code would break runs in flight: such a
+// change needs workflow.GetVersion, or, when no old run can exist, fresh
+// recordings.
+func recordedHistories(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("testdata/histories/*.json")
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "no recorded histories")
+	return files
+}
+
+func TestReplayRecordedHistories(t *testing.T) {
+	t.Parallel()
+	for _, file := range recordedHistories(t) {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			t.Parallel()
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflow(Compaction)
+			r.RegisterWorkflow(Session)
+			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(quietLogger(), file))
+		})
+	}
+}
+
+// TestReplayDetectsChangedWorkflow proves the replay test can fail: a
+// Compaction that skips the plan step does not replay a recorded run.
+func TestReplayDetectsChangedWorkflow(t *testing.T) {
+	t.Parallel()
+	changed := func(ctx workflow.Context, in CompactionInput) (CompactionResult, error) {
+		var a *activities.Activities
+		ctx = workflow.WithActivityOptions(ctx, stepOptions())
+		var archive activities.ArchiveResult
+		err := workflow.ExecuteActivity(ctx, a.Archive, activities.ArchiveInput{Run: in.Run, InputKey: in.InputKey, InputSHA256: in.InputSHA256}).Get(ctx, &archive)
+		return CompactionResult{RunID: in.Run.ID, ArchiveKey: archive.Key}, err
+	}
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(changed, workflow.RegisterOptions{Name: "Compaction"})
+	err := r.ReplayWorkflowHistoryFromJSONFile(quietLogger(), filepath.Join("testdata", "histories", "compaction-watermark.json"))
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "TMPRL1100", "a nondeterminism error")
+}
