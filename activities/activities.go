@@ -136,7 +136,13 @@ func (a *Activities) record(ctx context.Context, runID, name string, started tim
 	if stepErr != nil {
 		st.Error = stepErr.Error()
 	}
-	if err := a.Store.RecordStep(ctx, st); err != nil {
+	err := a.Store.RecordStep(ctx, st)
+	if err != nil && store.IsRetryable(err) {
+		// The write is idempotent; one more try rides out a dropped
+		// connection.
+		err = a.Store.RecordStep(ctx, st)
+	}
+	if err != nil {
 		// The step itself succeeded or failed on its own; a lost history
 		// row must not turn into a retry of an LLM call.
 		logger(ctx).Warn("record step", "run", runID, "step", name, "error", err)

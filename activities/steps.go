@@ -24,6 +24,7 @@ import (
 // parser's error naming the message and field.
 func (a *Activities) Plan(ctx context.Context, in PlanInput) (res PlanResult, err error) {
 	started := time.Now()
+	defer a.heartbeat(ctx)()
 	var rec stepRecord
 	rec.kind = "plan"
 	defer func() { a.record(ctx, in.Run.ID, "plan", started, rec, err) }()
@@ -88,6 +89,7 @@ func (a *Activities) modelFor(p policy.Preset) string {
 // verify the checksum, before any step replaces anything.
 func (a *Activities) Archive(ctx context.Context, in ArchiveInput) (res ArchiveResult, err error) {
 	started := time.Now()
+	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "archive"}
 	defer func() { a.record(ctx, in.Run.ID, "archive", started, rec, err) }()
 
@@ -114,6 +116,7 @@ func (a *Activities) Archive(ctx context.Context, in ArchiveInput) (res ArchiveR
 // them, and lists the results that need map-reduce.
 func (a *Activities) Deterministic(ctx context.Context, in DeterministicInput) (res DeterministicResult, err error) {
 	started := time.Now()
+	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "deterministic"}
 	defer func() { a.record(ctx, in.Run.ID, "deterministic", started, rec, err) }()
 
@@ -193,6 +196,7 @@ func (a *Activities) target(ctx context.Context, tenant string, conv conversatio
 // each stored on its own.
 func (a *Activities) Chunk(ctx context.Context, in ChunkInput) (res ChunkResult, err error) {
 	started := time.Now()
+	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "chunk"}
 	defer func() { a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
 
@@ -225,6 +229,7 @@ func (a *Activities) Chunk(ctx context.Context, in ChunkInput) (res ChunkResult,
 // seed 000's first N characters.
 func (a *Activities) Fallback(ctx context.Context, in FallbackInput) (res SummarizeResult, err error) {
 	started := time.Now()
+	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "fallback", model: in.Mode}
 	defer func() { a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
 
@@ -256,6 +261,7 @@ func (a *Activities) Fallback(ctx context.Context, in FallbackInput) (res Summar
 // Merge joins chunk summaries in order.
 func (a *Activities) Merge(ctx context.Context, in MergeInput) (res MergeResult, err error) {
 	started := time.Now()
+	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "merge"}
 	defer func() { a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
 
@@ -279,6 +285,7 @@ func (a *Activities) Merge(ctx context.Context, in MergeInput) (res MergeResult,
 // ApplyResults puts rewritten tool results into the working conversation.
 func (a *Activities) ApplyResults(ctx context.Context, in ApplyResultsInput) (res WorkResult, err error) {
 	started := time.Now()
+	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "apply"}
 	defer func() { a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
 
@@ -318,6 +325,7 @@ func (a *Activities) ApplyResults(ctx context.Context, in ApplyResultsInput) (re
 // trigger.
 func (a *Activities) PlanGlobal(ctx context.Context, in GlobalInput) (res GlobalResult, err error) {
 	started := time.Now()
+	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "plan-global"}
 	defer func() { a.record(ctx, in.Run.ID, "plan-global", started, rec, err) }()
 
@@ -354,6 +362,7 @@ func (a *Activities) PlanGlobal(ctx context.Context, in GlobalInput) (res Global
 // unreadable ones read "[Content unavailable: KEY]").
 func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res HistoryPlan, err error) {
 	started := time.Now()
+	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "prepare-history"}
 	defer func() { a.record(ctx, in.Run.ID, "history/prepare", started, rec, err) }()
 
@@ -428,6 +437,7 @@ func Transcript(c conversation.Conversation, split int, protected []bool) string
 // go to S3 and Postgres, never into workflow history.
 func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftResult, err error) {
 	started := time.Now()
+	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "drift"}
 	defer func() { a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
 
@@ -494,6 +504,7 @@ func Retention(source, summary string, maxIDs int) (float64, []string) {
 // no identifier the drift check found is lost.
 func (a *Activities) Patch(ctx context.Context, in PatchInput) (res SummarizeResult, err error) {
 	started := time.Now()
+	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "patch"}
 	defer func() { a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
 
@@ -532,6 +543,7 @@ func (a *Activities) Patch(ctx context.Context, in PatchInput) (res SummarizeRes
 // in the preset's style, keeping protected messages verbatim.
 func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (res WorkResult, err error) {
 	started := time.Now()
+	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "apply-history"}
 	defer func() { a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
 
@@ -587,6 +599,7 @@ func sessionSummary(run Run, summary, archiveKey string) string {
 // deletes the offloads the summary restored.
 func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResult, err error) {
 	started := time.Now()
+	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "commit"}
 	defer func() { a.record(ctx, in.Run.ID, "commit", started, rec, err) }()
 

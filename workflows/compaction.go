@@ -52,10 +52,12 @@ const (
 
 // stepOptions are for steps that touch only S3 and Postgres: they retry
 // without a cap on attempts for up to an hour, so that an outage of either
-// delays a run rather than failing it.
+// delays a run rather than failing it. They heartbeat, so that a worker
+// that dies mid-step is noticed in seconds, not at the 2-minute timeout.
 func stepOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout:    2 * time.Minute,
+		HeartbeatTimeout:       30 * time.Second,
 		ScheduleToCloseTimeout: time.Hour,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        500 * time.Millisecond,

@@ -58,6 +58,11 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 		return nil, fmt.Errorf("parse database url: %w", err)
 	}
 	password := cfg.ConnConfig.Password
+	// Ping every connection before handing it out: after a Postgres
+	// restart the pool still holds connections the server closed, and
+	// each would otherwise cost an activity a failed attempt. A ping is
+	// one round trip, cheap beside the steps' own work.
+	cfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return true }
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", describe(cfg), scrub(err, password))
