@@ -1,0 +1,181 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/ctxcompact/orchestrator/internal/audit"
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+// Error codes of the common error body. They are part of the API: callers
+// switch on them, so they never change meaning.
+const (
+	CodeBadRequest       = "bad_request"
+	CodeUnauthorized     = "unauthorized"
+	CodeNotFound         = "not_found"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeConflict         = "conflict"
+	CodeTooLarge         = "too_large"
+	CodeInternal         = "internal"
+)
+
+// apiError is an answer other than success. Field names the request field
+// that is wrong; Index and Path locate the problem inside a conversation
+// (the message index and the field inside that message) when the field is
+// a conversation.
+type apiError struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+	Index   *int   `json:"index,omitempty"`
+	Path    string `json:"path,omitempty"`
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+// errorBody is the one shape of every error answer.
+type errorBody struct {
+	Error *apiError `json:"error"`
+}
+
+// badRequest names the wrong field.
+func badRequest(field, format string, args ...any) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Code: CodeBadRequest, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// notFound is the answer for anything unknown or owned by another tenant:
+// the two must be indistinguishable.
+func notFound(what string) *apiError {
+	return &apiError{Status: http.StatusNotFound, Code: CodeNotFound, Message: what + " not found"}
+}
+
+// classify maps an error to its answer. Anything not recognised is a 500.
+func classify(err error) *apiError {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return &apiError{Status: http.StatusRequestEntityTooLarge, Code: CodeTooLarge,
+			Message: fmt.Sprintf("request body larger than %d bytes", tooLarge.Limit)}
+	}
+	var ie *gateway.InputError
+	if errors.As(err, &ie) {
+		out := badRequest(ie.Field, "%s", ie.Error())
+		var ce *conversation.Error
+		var pe *conversation.PairingError
+		switch {
+		case errors.As(err, &ce):
+			if ce.Index >= 0 {
+				out.Index = &ce.Index
+			}
+			out.Path = ce.Field
+		case errors.As(err, &pe):
+			out.Index = &pe.Index
+			out.Path = "block " + strconv.Itoa(pe.Block)
+		}
+		return out
+	}
+	switch {
+	case errors.Is(err, gateway.ErrConflict):
+		return &apiError{Status: http.StatusConflict, Code: CodeConflict, Field: "event_id", Message: err.Error()}
+	case errors.Is(err, gateway.ErrNotFound), errors.Is(err, audit.ErrNotFound), errors.Is(err, store.ErrNotFound):
+		return notFound("resource")
+	}
+	return &apiError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
+}
+
+// writeError writes the common error body.
+func writeError(w http.ResponseWriter, e *apiError) {
+	writeJSON(w, e.Status, errorBody{Error: e})
+}
+
+// writeJSON writes v as the JSON answer with the given status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Only a programming error gets here (an unencodable type).
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"error":{"code":"internal","message":"internal error: cannot encode the answer"}}` + "\n")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// decode reads a JSON request body into dst. Unknown fields, trailing data
+// and wrong types are 400s naming the field; a body over the limit is a
+// 413 (the limit itself is set by ServeHTTP).
+func decode(r *http.Request, dst any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(strings.ToLower(ct), "application/json") {
+		return badRequest("", "Content-Type must be application/json, got %q", ct)
+	}
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(dst)
+	if err == nil {
+		if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
+			var tooLarge *http.MaxBytesError
+			if errors.As(terr, &tooLarge) {
+				return terr
+			}
+			return badRequest("", "request body holds more than one JSON value")
+		}
+		return nil
+	}
+	var tooLarge *http.MaxBytesError
+	var syntax *json.SyntaxError
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &tooLarge):
+		return err
+	case errors.Is(err, io.EOF):
+		return badRequest("", "request body is empty: a JSON object is expected")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest("", "request body is truncated JSON")
+	case errors.As(err, &syntax):
+		return badRequest("", "malformed JSON at byte %d: %s", syntax.Offset, syntax.Error())
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			return badRequest("", "request body must be a JSON object, got %s", typeErr.Value)
+		}
+		return badRequest(field, "%s: must be %s, got %s", field, jsonTypeName(typeErr.Type.Kind().String()), typeErr.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return badRequest(field, "unknown field %q", field)
+	}
+	return badRequest("", "cannot read request body: %s", err.Error())
+}
+
+// jsonTypeName names a Go kind in JSON terms for error messages.
+func jsonTypeName(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "int", "int64", "int32", "uint", "uint64", "float64", "float32":
+		return "a number"
+	case "bool":
+		return "a boolean"
+	case "slice", "array":
+		return "an array"
+	case "map", "struct":
+		return "an object"
+	}
+	return "a " + kind
+}

@@ -1,0 +1,307 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/workflows"
+)
+
+// compactRequest is the body of POST /v1/sessions/{session}/compact, seed
+// 002's manual /compact: an event without a kind.
+type compactRequest struct {
+	EventID      string `json:"event_id"`
+	Model        string `json:"model"`
+	ContextLimit int    `json:"context_limit"`
+	// Conversation is the conversation inline, in any supported format;
+	// ConversationKey names one already stored under the tenant's prefix.
+	Conversation    json.RawMessage `json:"conversation"`
+	ConversationKey string          `json:"conversation_key"`
+	Preset          string          `json:"preset"`
+	Overrides       json.RawMessage `json:"overrides"`
+	// WaitSeconds > 0 waits up to that long for the run and answers with
+	// its result; 0 answers at once with the run id.
+	WaitSeconds int `json:"wait_seconds"`
+}
+
+// eventRequest is the body of POST /v1/sessions/{session}/events: a
+// compactRequest with a kind. The fields are spelled out rather than
+// embedded so that decode errors name the JSON field alone.
+type eventRequest struct {
+	Kind            string          `json:"kind"`
+	EventID         string          `json:"event_id"`
+	Model           string          `json:"model"`
+	ContextLimit    int             `json:"context_limit"`
+	Conversation    json.RawMessage `json:"conversation"`
+	ConversationKey string          `json:"conversation_key"`
+	Preset          string          `json:"preset"`
+	Overrides       json.RawMessage `json:"overrides"`
+	WaitSeconds     int             `json:"wait_seconds"`
+}
+
+// accepted is the answer while a run is not finished (202).
+type accepted struct {
+	RunID     string `json:"run_id"`
+	Existing  bool   `json:"existing"`
+	Status    string `json:"status"`
+	StatusURL string `json:"status_url"`
+	InputKey  string `json:"input_key,omitempty"`
+}
+
+// runResponse is the answer once a run is finished (200). Conversation is
+// the compacted conversation in the caller's own format.
+type runResponse struct {
+	RunID         string                `json:"run_id"`
+	Existing      bool                  `json:"existing"`
+	Status        string                `json:"status"`
+	Error         string                `json:"error,omitempty"`
+	Format        string                `json:"format,omitempty"`
+	TokensBefore  int                   `json:"tokens_before"`
+	TokensAfter   int                   `json:"tokens_after"`
+	Ratio         float64               `json:"ratio"`
+	LevelBefore   string                `json:"level_before,omitempty"`
+	LevelAfter    string                `json:"level_after,omitempty"`
+	Drift         string                `json:"drift,omitempty"`
+	HistoryFailed bool                  `json:"history_failed"`
+	ArchiveKey    string                `json:"archive_key,omitempty"`
+	OutputKey     string                `json:"output_key,omitempty"`
+	OutputSHA256  string                `json:"output_sha256,omitempty"`
+	Passes        []activities.PassStat `json:"passes"`
+	Conversation  json.RawMessage       `json:"conversation,omitempty"`
+}
+
+func (a *api) postEvent(w http.ResponseWriter, r *http.Request, tenant string) error {
+	var req eventRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	return a.submit(w, r, tenant, req.Kind, compactRequest{EventID: req.EventID, Model: req.Model, ContextLimit: req.ContextLimit,
+		Conversation: req.Conversation, ConversationKey: req.ConversationKey, Preset: req.Preset, Overrides: req.Overrides,
+		WaitSeconds: req.WaitSeconds})
+}
+
+func (a *api) postCompact(w http.ResponseWriter, r *http.Request, tenant string) error {
+	var req compactRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if req.EventID == "" {
+		// A manual compact is a person's request: without an id each
+		// one is new.
+		req.EventID = "compact-" + newRequestID()
+	}
+	return a.submit(w, r, tenant, gateway.KindManual, req)
+}
+
+// submit hands an event to the gateway and answers with the run id, or
+// with its result when the caller waits.
+func (a *api) submit(w http.ResponseWriter, r *http.Request, tenant, kind string, req compactRequest) error {
+	wait, err := a.waitFor(req.WaitSeconds)
+	if err != nil {
+		return err
+	}
+	sub, err := a.deps.Gateway.Submit(r.Context(), gateway.Event{
+		Tenant: tenant, Session: r.PathValue("session"), EventID: req.EventID, Kind: kind,
+		Model: req.Model, ContextLimit: req.ContextLimit, Preset: req.Preset, Overrides: nullIsEmpty(req.Overrides),
+		Conversation: nullIsEmpty(req.Conversation), ConversationKey: req.ConversationKey,
+	})
+	if err != nil {
+		return err
+	}
+	return a.answerRun(w, r, tenant, sub, wait)
+}
+
+// waitFor checks wait_seconds against the limit.
+func (a *api) waitFor(seconds int) (time.Duration, error) {
+	limit := int(a.deps.MaxWait / time.Second)
+	if seconds < 0 || seconds > limit {
+		return 0, badRequest("wait_seconds", "wait_seconds: must be between 0 and %d", limit)
+	}
+	return time.Duration(seconds) * time.Second, nil
+}
+
+// answerRun answers 202 with the run id when not waiting or when the wait
+// ends first, else 200 with the result.
+func (a *api) answerRun(w http.ResponseWriter, r *http.Request, tenant string, sub gateway.Submitted, wait time.Duration) error {
+	if wait > 0 {
+		res, done, err := a.waitRun(r.Context(), tenant, sub.RunID, wait)
+		if err != nil {
+			return err
+		}
+		if done {
+			res.Existing = sub.Existing
+			writeJSON(w, http.StatusOK, res)
+			return nil
+		}
+	}
+	a.accept(w, r, tenant, sub)
+	return nil
+}
+
+// accept answers 202 with the run id, its status URL and its current
+// status.
+func (a *api) accept(w http.ResponseWriter, r *http.Request, tenant string, sub gateway.Submitted) {
+	ack := accepted{RunID: sub.RunID, Existing: sub.Existing, Status: string(store.RunPending),
+		StatusURL: "/v1/runs/" + sub.RunID, InputKey: sub.InputKey}
+	// Best effort: the caller may have gone, and the id is the answer.
+	if run, err := a.deps.Store.GetRun(r.Context(), sub.RunID); err == nil && run.Tenant == tenant {
+		ack.Status = string(run.Status)
+	}
+	w.Header().Set("Location", ack.StatusURL)
+	writeJSON(w, http.StatusAccepted, ack)
+}
+
+// finishedGrace is how long a run the store already records as succeeded
+// is looked up in Temporal, whose result carries more than the store (the
+// level before, the drift verdict as the workflow saw it). Past the
+// namespace's retention the workflow is gone and the store answers.
+const finishedGrace = 5 * time.Second
+
+// waitRun waits up to wait for a run of tenant. done is false when the
+// wait ended first.
+func (a *api) waitRun(ctx context.Context, tenant, runID string, wait time.Duration) (runResponse, bool, error) {
+	run, err := a.deps.Store.GetRun(ctx, runID)
+	if err != nil {
+		return runResponse{}, false, fmt.Errorf("read run %s: %w", runID, err)
+	}
+	if run.Tenant != tenant {
+		return runResponse{}, false, notFound("run")
+	}
+	if run.Status == store.RunFailed || run.Status == store.RunSkipped {
+		return runResponse{RunID: runID, Status: string(run.Status), Error: run.Error, Passes: []activities.PassStat{}}, true, nil
+	}
+	if run.Status == store.RunSucceeded {
+		wait = min(wait, finishedGrace)
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if a.deps.Draining != nil {
+		stop := context.AfterFunc(a.deps.Draining, cancel)
+		defer stop()
+	}
+	res, werr := a.deps.Gateway.Wait(wctx, runID)
+	if werr == nil {
+		out, err := a.fromResult(ctx, tenant, res)
+		return out, err == nil, err
+	}
+	if ctx.Err() != nil || (a.deps.Draining != nil && a.deps.Draining.Err() != nil) {
+		// The caller left or the server is stopping: the run goes on
+		// durably, and the run id (if anyone still reads it) is the
+		// answer.
+		return runResponse{}, false, nil
+	}
+	// The workflow failed, or the wait ended: the store says which.
+	run, err = a.deps.Store.GetRun(ctx, runID)
+	if err != nil {
+		return runResponse{}, false, fmt.Errorf("read run %s: %w", runID, err)
+	}
+	switch run.Status {
+	case store.RunSucceeded:
+		out, err := a.fromStore(ctx, run)
+		return out, err == nil, err
+	case store.RunFailed, store.RunSkipped:
+		return runResponse{RunID: runID, Status: string(run.Status), Error: run.Error, Passes: []activities.PassStat{}}, true, nil
+	}
+	if errors.Is(werr, context.DeadlineExceeded) {
+		return runResponse{}, false, nil
+	}
+	return runResponse{}, false, fmt.Errorf("wait for run %s: %w", runID, werr)
+}
+
+// fromResult builds the answer from the workflow's result.
+func (a *api) fromResult(ctx context.Context, tenant string, res workflows.CompactionResult) (runResponse, error) {
+	out := runResponse{
+		RunID: res.RunID, Status: string(store.RunSucceeded), Format: res.Format,
+		TokensBefore: res.TokensBefore, TokensAfter: res.TokensAfter, Ratio: res.Ratio,
+		LevelBefore: res.LevelBefore, LevelAfter: res.LevelAfter, Drift: res.Drift, HistoryFailed: res.HistoryFailed,
+		ArchiveKey: res.ArchiveKey, OutputKey: res.OutputKey, OutputSHA256: res.OutputSHA256, Passes: res.Passes,
+	}
+	if out.Passes == nil {
+		out.Passes = []activities.PassStat{}
+	}
+	data, err := a.output(ctx, tenant, res.OutputKey, res.OutputSHA256)
+	if err != nil {
+		return runResponse{}, err
+	}
+	out.Conversation = data
+	return out, nil
+}
+
+// storedStats is the part of a committed run's stats the answer repeats.
+type storedStats struct {
+	Passes        []activities.PassStat `json:"passes"`
+	HistoryFailed bool                  `json:"history_failed"`
+}
+
+// fromStore builds the answer from the committed run, for runs whose
+// workflow Temporal no longer holds.
+func (a *api) fromStore(ctx context.Context, run store.Run) (runResponse, error) {
+	out := runResponse{
+		RunID: run.ID, Status: string(run.Status), TokensBefore: int(run.TokensBefore), TokensAfter: int(run.TokensAfter),
+		Ratio: run.Ratio, LevelAfter: run.Level, ArchiveKey: run.ArchiveKey, OutputKey: run.OutputKey, OutputSHA256: run.OutputSHA256,
+		Passes: []activities.PassStat{},
+	}
+	if len(run.Stats) > 0 {
+		var st storedStats
+		if err := json.Unmarshal(run.Stats, &st); err == nil {
+			if st.Passes != nil {
+				out.Passes = st.Passes
+			}
+			out.HistoryFailed = st.HistoryFailed
+		}
+	}
+	drift, err := a.deps.Store.ListDrift(ctx, run.ID)
+	if err != nil {
+		return runResponse{}, fmt.Errorf("read drift of run %s: %w", run.ID, err)
+	}
+	if len(drift) > 0 {
+		out.Drift = drift[len(drift)-1].Verdict
+	}
+	data, err := a.output(ctx, run.Tenant, run.OutputKey, run.OutputSHA256)
+	if err != nil {
+		return runResponse{}, err
+	}
+	out.Conversation = data
+	if f, err := conversation.Detect(data); err == nil {
+		out.Format = string(f)
+	}
+	return out, nil
+}
+
+// output reads a run's compacted conversation, checking that the key is
+// the tenant's.
+func (a *api) output(ctx context.Context, tenant, key, sha string) ([]byte, error) {
+	if err := ownKey(tenant, key); err != nil {
+		return nil, err
+	}
+	data, err := a.deps.Blob.GetVerified(ctx, key, sha)
+	if err != nil {
+		return nil, fmt.Errorf("read output %s: %w", key, err)
+	}
+	return data, nil
+}
+
+func (a *api) getStatus(w http.ResponseWriter, r *http.Request, tenant string) error {
+	st, err := a.deps.Audit.Status(r.Context(), tenant, r.PathValue("session"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, st)
+	return nil
+}
+
+// nullIsEmpty treats an explicit JSON null like an absent field.
+func nullIsEmpty(raw json.RawMessage) json.RawMessage {
+	if string(raw) == "null" {
+		return nil
+	}
+	return raw
+}

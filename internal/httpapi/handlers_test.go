@@ -1,0 +1,252 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/audit"
+	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
+	"github.com/ctxcompact/orchestrator/internal/compress"
+	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/store/storetest"
+)
+
+func TestMain(m *testing.M) { blobtest.Main(m) }
+
+// These tests cover what the API decides before a run reaches Temporal:
+// authentication, limits, validation, the large-result offload, search and
+// the logs. The e2e package covers whole runs over HTTP.
+
+// lockedBuffer collects log output from concurrent handlers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+type fixture struct {
+	url    string
+	keyA   string
+	keyB   string
+	logs   *lockedBuffer
+	blob   *blob.Store
+	client *http.Client
+}
+
+const testMaxBytes = 64 << 10
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	st := storetest.New(t)
+	bl := blobtest.New(t)
+	// No Temporal client: every request here must be answered before a
+	// run would start.
+	gw := &gateway.Gateway{Store: st, Blob: bl, DefaultPreset: policy.Adaptive}
+	logs := &lockedBuffer{}
+	h := New(Deps{Gateway: gw, Audit: &audit.Service{Store: st, Blob: bl}, Store: st, Blob: bl,
+		MaxRequestBytes: testMaxBytes, Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	f := &fixture{url: srv.URL, keyA: "key-a-0123456789abcdef", keyB: "key-b-0123456789abcdef", logs: logs, blob: bl, client: srv.Client()}
+	require.NoError(t, st.AddAPIKey(context.Background(), "tenant-a", f.keyA))
+	require.NoError(t, st.AddAPIKey(context.Background(), "tenant-b", f.keyB))
+	return f
+}
+
+// do sends a request and decodes a JSON answer into out (when not nil).
+func (f *fixture) do(t *testing.T, method, path, key string, body []byte, out any) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, f.url+path, bytes.NewReader(body))
+	require.NoError(t, err)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := f.client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	if out != nil {
+		require.NoError(t, json.Unmarshal(data, out), "body: %s", data)
+	}
+	return resp
+}
+
+type errorAnswer struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Field   string `json:"field"`
+		Index   *int   `json:"index"`
+		Path    string `json:"path"`
+	} `json:"error"`
+}
+
+const openAIChat = `{"messages":[{"role":"user","content":"fix the parser in src/parse.go"},{"role":"assistant","content":"ok"}]}`
+
+func TestErrorAnswers(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	event := func(extra string) []byte {
+		return []byte(`{"event_id":"e1","model":"gpt-4o","conversation":` + openAIChat + extra + `}`)
+	}
+	big := []byte(`{"event_id":"e1","conversation":{"messages":[{"role":"user","content":"` + strings.Repeat("a", testMaxBytes) + `"}]}}`)
+	for _, tc := range []struct {
+		name, method, path, key string
+		body                    []byte
+		status                  int
+		code, field             string
+		index                   int // -1: no index expected
+		path2                   string
+	}{
+		{"no key", "POST", "/v1/sessions/s1/events", "", event(""), 401, CodeUnauthorized, "", -1, ""},
+		{"unknown key", "GET", "/v1/runs", "not-a-key-0123456789", nil, 401, CodeUnauthorized, "", -1, ""},
+		{"too large", "POST", "/v1/sessions/s1/events", f.keyA, big, 413, CodeTooLarge, "", -1, ""},
+		{"malformed JSON", "POST", "/v1/sessions/s1/events", f.keyA, []byte(`{"event_id":`), 400, CodeBadRequest, "", -1, ""},
+		{"empty body", "POST", "/v1/sessions/s1/events", f.keyA, []byte{}, 400, CodeBadRequest, "", -1, ""},
+		{"unknown field", "POST", "/v1/sessions/s1/events", f.keyA, event(`,"colour":"red"`), 400, CodeBadRequest, "colour", -1, ""},
+		{"wrong type", "POST", "/v1/sessions/s1/events", f.keyA, event(`,"context_limit":"big"`), 400, CodeBadRequest, "context_limit", -1, ""},
+		{"two values", "POST", "/v1/sessions/s1/events", f.keyA, append(event(""), []byte(` {}`)...), 400, CodeBadRequest, "", -1, ""},
+		{"bad kind", "POST", "/v1/sessions/s1/events", f.keyA, event(`,"kind":"sometimes"`), 400, CodeBadRequest, "kind", -1, ""},
+		{"bad preset", "POST", "/v1/sessions/s1/events", f.keyA, event(`,"preset":"squeeze-hard"`), 400, CodeBadRequest, "preset", -1, ""},
+		{"no event id", "POST", "/v1/sessions/s1/events", f.keyA, []byte(`{"conversation":` + openAIChat + `}`), 400, CodeBadRequest, "event_id", -1, ""},
+		{"no conversation", "POST", "/v1/sessions/s1/events", f.keyA, []byte(`{"event_id":"e1"}`), 400, CodeBadRequest, "conversation", -1, ""},
+		{"bad wait", "POST", "/v1/sessions/s1/events", f.keyA, event(`,"wait_seconds":-1`), 400, CodeBadRequest, "wait_seconds", -1, ""},
+		{"orphan tool result", "POST", "/v1/sessions/s1/events", f.keyA,
+			[]byte(`{"event_id":"e1","conversation":{"messages":[{"role":"user","content":"hi"},{"role":"tool","tool_call_id":"call_9","content":"x"}]}}`),
+			400, CodeBadRequest, "conversation", 1, "tool_call_id"},
+		{"anthropic orphan", "POST", "/v1/sessions/s1/compact", f.keyA,
+			[]byte(`{"conversation":{"system":"s","messages":[{"role":"user","content":"hi"},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"x"}]}]}}`),
+			400, CodeBadRequest, "conversation", 1, "content[0].tool_use_id"},
+		{"compact has no kind", "POST", "/v1/sessions/s1/compact", f.keyA, event(`,"kind":"manual"`), 400, CodeBadRequest, "kind", -1, ""},
+		{"foreign conversation key", "POST", "/v1/sessions/s1/events", f.keyA,
+			[]byte(`{"event_id":"e1","conversation_key":"tenants/tenant-b/input/abc"}`), 400, CodeBadRequest, "conversation_key", -1, ""},
+		{"unknown run", "GET", "/v1/runs/run-nope", f.keyA, nil, 404, CodeNotFound, "", -1, ""},
+		{"unknown run original", "GET", "/v1/runs/run-nope/original", f.keyA, nil, 404, CodeNotFound, "", -1, ""},
+		{"unknown run diff", "GET", "/v1/runs/run-nope/diff", f.keyA, nil, 404, CodeNotFound, "", -1, ""},
+		{"unknown session status", "GET", "/v1/sessions/nope/status", f.keyA, nil, 404, CodeNotFound, "", -1, ""},
+		{"replay unknown run", "POST", "/v1/runs/run-nope/replay", f.keyA, []byte(`{"request_id":"r1"}`), 404, CodeNotFound, "", -1, ""},
+		{"replay without id", "POST", "/v1/runs/run-nope/replay", f.keyA, []byte(`{}`), 400, CodeBadRequest, "request_id", -1, ""},
+		{"replays bad range", "POST", "/v1/replays", f.keyA, []byte(`{"from":"2025-01-02T00:00:00Z","to":"2025-01-01T00:00:00Z","request_id":"r"}`), 400, CodeBadRequest, "to", -1, ""},
+		{"replays bad time", "POST", "/v1/replays", f.keyA, []byte(`{"from":"yesterday","request_id":"r"}`), 400, CodeBadRequest, "from", -1, ""},
+		{"bad status filter", "GET", "/v1/runs?status=bogus", f.keyA, nil, 400, CodeBadRequest, "status", -1, ""},
+		{"bad from", "GET", "/v1/runs?from=yesterday", f.keyA, nil, 400, CodeBadRequest, "from", -1, ""},
+		{"bad limit", "GET", "/v1/runs?limit=0", f.keyA, nil, 400, CodeBadRequest, "limit", -1, ""},
+		{"unknown cursor", "GET", "/v1/runs?after=run-nope", f.keyA, nil, 400, CodeBadRequest, "after", -1, ""},
+		{"bad export format", "GET", "/v1/export?format=xml", f.keyA, nil, 400, CodeBadRequest, "format", -1, ""},
+		{"search without q", "GET", "/v1/sessions/s1/search", f.keyA, nil, 400, CodeBadRequest, "q", -1, ""},
+		{"search unknown session", "GET", "/v1/sessions/nope/search?q=x", f.keyA, nil, 404, CodeNotFound, "", -1, ""},
+		{"compress without mode", "POST", "/v1/results:compress", f.keyA, []byte(`{"text":"x"}`), 400, CodeBadRequest, "mode", -1, ""},
+		{"compress bad mode", "POST", "/v1/results:compress", f.keyA, []byte(`{"text":"x","mode":"zip"}`), 400, CodeBadRequest, "mode", -1, ""},
+		{"compress without text", "POST", "/v1/results:compress", f.keyA, []byte(`{"mode":"offload"}`), 400, CodeBadRequest, "text", -1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got errorAnswer
+			resp := f.do(t, tc.method, tc.path, tc.key, tc.body, &got)
+			require.Equal(t, tc.status, resp.StatusCode, "%+v", got)
+			require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+			require.Equal(t, tc.code, got.Error.Code)
+			require.Equal(t, tc.field, got.Error.Field, got.Error.Message)
+			require.NotEmpty(t, got.Error.Message)
+			if tc.index >= 0 {
+				require.NotNil(t, got.Error.Index, got.Error.Message)
+				require.Equal(t, tc.index, *got.Error.Index)
+				require.Equal(t, tc.path2, got.Error.Path)
+				require.Contains(t, got.Error.Message, "message 1")
+			} else {
+				require.Nil(t, got.Error.Index)
+			}
+			if tc.status == http.StatusUnauthorized {
+				require.NotEmpty(t, resp.Header.Get("WWW-Authenticate"))
+			}
+		})
+	}
+}
+
+func TestHealthNeedsNoKey(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	var got healthResponse
+	resp := f.do(t, "GET", "/healthz", "", nil, &got)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "ok", got.Status)
+}
+
+func TestOffloadStoresTheResultAndAnswersAReference(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	text := strings.Repeat("ERROR disk /dev/sda1 full at step 42\n", 400)
+	body, _ := json.Marshal(compressRequest{Text: text, ToolName: "bash", Model: "gpt-4o", Mode: ModeOffload, Session: "tools"})
+	var got compressResponse
+	resp := f.do(t, "POST", "/v1/results:compress", f.keyA, body, &got)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "stored", got.Status)
+
+	prefix, err := blob.TenantPrefix("tenant-a")
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(got.Key, prefix), "the object is under the caller's tenant: %s", got.Key)
+	key, ok := compress.ParseReference(got.Reference)
+	require.True(t, ok, got.Reference)
+	require.Equal(t, got.Key, key)
+	require.Contains(t, got.Reference, "ERROR disk /dev/sda1 full", "the reference previews the result")
+	require.Less(t, got.CharsAfter, got.CharsBefore)
+	require.Greater(t, got.Tokens, 0)
+	stored, err := f.blob.GetVerified(context.Background(), got.Key, got.SHA256)
+	require.NoError(t, err)
+	require.Equal(t, text, string(stored))
+
+	// The offload is searchable in its session, by its tenant only.
+	var hits searchResponse
+	resp = f.do(t, "GET", "/v1/sessions/tools/search?q=sda1", f.keyA, nil, &hits)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Len(t, hits.Hits, 1)
+	require.Equal(t, got.Key, hits.Hits[0].Key)
+	var other errorAnswer
+	resp = f.do(t, "GET", "/v1/sessions/tools/search?q=sda1", f.keyB, nil, &other)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	require.Equal(t, CodeNotFound, other.Error.Code)
+}
+
+func TestLogsNeverHoldKeysOrBodies(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	secret := "SECRET-CONVERSATION-TEXT-4711"
+	body := []byte(`{"event_id":"e1","preset":"nope","conversation":{"messages":[{"role":"user","content":"` + secret + `"}]}}`)
+	f.do(t, "POST", "/v1/sessions/s1/events", f.keyA, body, nil)
+	f.do(t, "POST", "/v1/results:compress", f.keyA, []byte(`{"text":"`+secret+`","mode":"offload"}`), nil)
+	f.do(t, "GET", "/v1/runs", "wrong-key-"+secret, nil, nil)
+
+	logs := f.logs.String()
+	require.Contains(t, logs, `"route":"POST /v1/sessions/{session}/events"`)
+	require.Contains(t, logs, `"status":400`)
+	require.Contains(t, logs, `"tenant":"tenant-a"`)
+	require.NotContains(t, logs, secret)
+	require.NotContains(t, logs, f.keyA)
+	require.NotContains(t, logs, "wrong-key")
+}

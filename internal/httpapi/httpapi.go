@@ -1,0 +1,300 @@
+// Package httpapi is the HTTP JSON API of the orchestrator (`starter
+// serve`): triggers for compaction events, the large-result service, audit,
+// restore and replay. It is a thin layer over the gateway and the audit
+// service; every route is scoped to the tenant of the caller's API key, and
+// api/openapi.yaml documents every route (a test keeps the two in step).
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/ctxcompact/orchestrator/internal/audit"
+	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+// DefaultMaxWait caps wait_seconds when Deps.MaxWait is zero. The server's
+// write timeout must be longer.
+const DefaultMaxWait = 10 * time.Minute
+
+// DefaultMaxRequestBytes is the body limit when Deps.MaxRequestBytes is
+// zero (MAX_REQUEST_BYTES' default).
+const DefaultMaxRequestBytes = 32 << 20
+
+// Deps are what the handlers need.
+type Deps struct {
+	Gateway *gateway.Gateway
+	Audit   *audit.Service
+	Store   *store.Store
+	Blob    *blob.Store
+	// MaxRequestBytes caps every request body; a larger one is a 413.
+	MaxRequestBytes int64
+	// MaxWait caps how long a request may wait for a run.
+	MaxWait time.Duration
+	// Draining, when set, is cancelled as the server starts shutting
+	// down: requests waiting for a run stop waiting and answer 202 with
+	// the run id, so that shutdown is not held up by long waits.
+	Draining context.Context
+	// Logger receives one line per request and the cause of every 500.
+	// Request bodies, API keys and conversation text are never logged.
+	Logger *slog.Logger
+}
+
+// handlerFunc is a route's handler: it writes the answer, or returns an
+// error that fail turns into the common JSON error.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, tenant string) error
+
+// route is one registered operation. Request and Responses (by status)
+// hold values of the Go types of the JSON bodies, so that the OpenAPI test
+// can compare what the handlers read and write with the document.
+type route struct {
+	Method    string
+	Path      string
+	Auth      bool
+	Handle    handlerFunc
+	Request   any
+	Responses map[int]any
+}
+
+// api holds the dependencies and the route table.
+type api struct {
+	deps Deps
+	log  *slog.Logger
+	mux  *http.ServeMux
+}
+
+// New builds the HTTP handler of the API.
+func New(deps Deps) http.Handler {
+	if deps.MaxRequestBytes <= 0 {
+		deps.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if deps.MaxWait <= 0 {
+		deps.MaxWait = DefaultMaxWait
+	}
+	a := &api{deps: deps, log: deps.Logger, mux: http.NewServeMux()}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	for _, rt := range a.routes() {
+		a.mux.Handle(rt.Method+" "+rt.Path, a.wrap(rt))
+	}
+	return a
+}
+
+// routes is the route table: the one list New registers and the OpenAPI
+// test checks.
+func (a *api) routes() []route {
+	ok := func(v any) map[int]any { return map[int]any{http.StatusOK: v} }
+	return []route{
+		{Method: http.MethodGet, Path: "/healthz", Handle: a.health, Responses: ok(healthResponse{})},
+		{Method: http.MethodPost, Path: "/v1/sessions/{session}/events", Auth: true, Handle: a.postEvent, Request: eventRequest{},
+			Responses: map[int]any{http.StatusOK: runResponse{}, http.StatusAccepted: accepted{}}},
+		{Method: http.MethodPost, Path: "/v1/sessions/{session}/compact", Auth: true, Handle: a.postCompact, Request: compactRequest{},
+			Responses: map[int]any{http.StatusOK: runResponse{}, http.StatusAccepted: accepted{}}},
+		{Method: http.MethodGet, Path: "/v1/sessions/{session}/status", Auth: true, Handle: a.getStatus, Responses: ok(audit.SessionStatus{})},
+		{Method: http.MethodGet, Path: "/v1/sessions/{session}/search", Auth: true, Handle: a.getSearch, Responses: ok(searchResponse{})},
+		{Method: http.MethodPost, Path: "/v1/results:compress", Auth: true, Handle: a.postCompress, Request: compressRequest{},
+			Responses: map[int]any{http.StatusOK: compressResponse{}, http.StatusAccepted: accepted{}}},
+		{Method: http.MethodGet, Path: "/v1/runs", Auth: true, Handle: a.listRuns, Responses: ok(runList{})},
+		{Method: http.MethodGet, Path: "/v1/runs/{run}", Auth: true, Handle: a.getRun, Responses: ok(audit.RunDetail{})},
+		{Method: http.MethodGet, Path: "/v1/runs/{run}/original", Auth: true, Handle: a.getOriginal},
+		{Method: http.MethodGet, Path: "/v1/runs/{run}/diff", Auth: true, Handle: a.getDiff, Responses: ok(audit.Diff{})},
+		{Method: http.MethodPost, Path: "/v1/runs/{run}/replay", Auth: true, Handle: a.postReplay, Request: replayRequest{},
+			Responses: map[int]any{http.StatusAccepted: submitted{}}},
+		{Method: http.MethodPost, Path: "/v1/replays", Auth: true, Handle: a.postReplays, Request: replaysRequest{},
+			Responses: map[int]any{http.StatusAccepted: replaysResponse{}}},
+		{Method: http.MethodGet, Path: "/v1/export", Auth: true, Handle: a.getExport},
+	}
+}
+
+// reqInfo is filled while a request is served and read by the access log.
+type reqInfo struct {
+	id     string
+	tenant string
+}
+
+type infoKey struct{}
+
+// statusWriter records the status code for the access log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (flushes of
+// streamed exports).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// ServeHTTP limits the body, routes, answers unknown routes with the
+// common JSON error and logs one line per request.
+func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	info := &reqInfo{id: newRequestID()}
+	r = r.WithContext(context.WithValue(r.Context(), infoKey{}, info))
+	sw := &statusWriter{ResponseWriter: w}
+	sw.Header().Set("X-Request-ID", info.id)
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(sw, r.Body, a.deps.MaxRequestBytes)
+	}
+
+	if _, pattern := a.mux.Handler(r); pattern == "" {
+		a.unrouted(sw, r)
+	} else {
+		a.mux.ServeHTTP(sw, r)
+	}
+
+	attrs := []any{"request_id", info.id, "method", r.Method, "route", r.Pattern, "status", sw.status,
+		"duration_ms", time.Since(start).Milliseconds()}
+	if info.tenant != "" {
+		attrs = append(attrs, "tenant", info.tenant)
+	}
+	a.log.Info("http request", attrs...)
+}
+
+// unrouted answers a request no route matches: the mux decides between
+// 404 and 405 (and redirects), and the answer gets the common shape.
+func (a *api) unrouted(w http.ResponseWriter, r *http.Request) {
+	h, _ := a.mux.Handler(r)
+	rec := &captureWriter{header: http.Header{}}
+	h.ServeHTTP(rec, r)
+	switch rec.status {
+	case http.StatusNotFound:
+		writeError(w, &apiError{Status: http.StatusNotFound, Code: CodeNotFound, Message: "no such route: " + r.Method + " " + r.URL.Path})
+	case http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", rec.header.Get("Allow"))
+		writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed,
+			Message: "method " + r.Method + " not allowed; allowed: " + rec.header.Get("Allow")})
+	default:
+		for k, v := range rec.header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.status)
+		_, _ = w.Write(rec.body)
+	}
+}
+
+// captureWriter keeps what the mux's own 404/405/redirect handler writes.
+type captureWriter struct {
+	header http.Header
+	status int
+	body   []byte
+}
+
+func (c *captureWriter) Header() http.Header { return c.header }
+func (c *captureWriter) WriteHeader(code int) {
+	if c.status == 0 {
+		c.status = code
+	}
+}
+func (c *captureWriter) Write(b []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	c.body = append(c.body, b...)
+	return len(b), nil
+}
+
+// wrap authenticates (when the route needs it), runs the handler and turns
+// its error into the common JSON error.
+func (a *api) wrap(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tenant := ""
+		if rt.Auth {
+			t, err := a.authenticate(r)
+			if err != nil {
+				a.fail(w, r, err)
+				return
+			}
+			tenant = t
+			if info, ok := r.Context().Value(infoKey{}).(*reqInfo); ok {
+				info.tenant = tenant
+			}
+		}
+		if err := rt.Handle(w, r, tenant); err != nil {
+			a.fail(w, r, err)
+		}
+	})
+}
+
+// authenticate returns the tenant of the request's bearer key. The key is
+// looked up by its hash; it is never logged nor echoed.
+func (a *api) authenticate(r *http.Request) (string, error) {
+	header := r.Header.Get("Authorization")
+	scheme, key, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(key) == "" {
+		return "", &apiError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "missing API key: send Authorization: Bearer <key>"}
+	}
+	tenant, found, err := a.deps.Store.TenantForKey(r.Context(), strings.TrimSpace(key))
+	if err != nil {
+		return "", err
+	}
+	if !found {
+		return "", &apiError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "unknown or revoked API key"}
+	}
+	return tenant, nil
+}
+
+// fail writes err as the common JSON error. Unexpected errors are logged
+// with the request id and answered with a generic message, because their
+// text may name internals.
+func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
+	ae := classify(err)
+	if ae.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="compactor"`)
+	}
+	if ae.Status == http.StatusInternalServerError {
+		id := ""
+		if info, ok := r.Context().Value(infoKey{}).(*reqInfo); ok {
+			id = info.id
+		}
+		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+			// The caller went away; nobody reads the answer.
+			a.log.Debug("request cancelled by the client", "request_id", id, "route", r.Pattern)
+		} else {
+			a.log.Error("request failed", "request_id", id, "route", r.Pattern, "error", err)
+		}
+		ae.Message = "internal error (request id " + id + ")"
+	}
+	writeError(w, ae)
+}
+
+// health answers the liveness probe; it checks nothing behind the process.
+func (a *api) health(w http.ResponseWriter, _ *http.Request, _ string) error {
+	writeJSON(w, http.StatusOK, healthResponse{Status: "ok"})
+	return nil
+}
+
+// healthResponse is the body of GET /healthz.
+type healthResponse struct {
+	Status string `json:"status"`
+}
+
+// newRequestID returns a short random id that ties a 500 answer to its log
+// line.
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

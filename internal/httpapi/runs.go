@@ -1,0 +1,355 @@
+package httpapi
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ctxcompact/orchestrator/internal/audit"
+	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+// runList is a page of runs; NextAfter is the cursor of the next page,
+// empty on the last.
+type runList struct {
+	Runs      []audit.RunRecord `json:"runs"`
+	NextAfter string            `json:"next_after,omitempty"`
+}
+
+func (a *api) listRuns(w http.ResponseWriter, r *http.Request, tenant string) error {
+	f, err := runFilter(r, tenant)
+	if err != nil {
+		return err
+	}
+	runs, err := a.deps.Audit.Runs(r.Context(), tenant, f)
+	if f.AfterID != "" && errors.Is(err, audit.ErrNotFound) {
+		// Another tenant's run id is as unknown as a made-up one.
+		return badRequest("after", "after: unknown run %q", f.AfterID)
+	}
+	if err != nil {
+		return err
+	}
+	out := runList{Runs: audit.Records(runs)}
+	limit := f.Limit
+	if limit == 0 {
+		limit = store.DefaultListLimit
+	}
+	if len(runs) > 0 && len(runs) == min(limit, store.MaxListLimit) {
+		out.NextAfter = runs[len(runs)-1].ID
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// runFilter reads the query of the run listing and the export. The tenant
+// always comes from the key.
+func runFilter(r *http.Request, tenant string) (store.RunFilter, error) {
+	q := r.URL.Query()
+	f := store.RunFilter{Tenant: tenant, Session: q.Get("session"), Status: store.RunStatus(q.Get("status")), AfterID: q.Get("after")}
+	if f.Status != "" && !f.Status.Valid() {
+		return f, badRequest("status", "status: %q is not one of pending, running, succeeded, failed, skipped", f.Status)
+	}
+	var err error
+	if f.From, err = queryTime(q, "from"); err != nil {
+		return f, err
+	}
+	if f.To, err = queryTime(q, "to"); err != nil {
+		return f, err
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > store.MaxListLimit {
+			return f, badRequest("limit", "limit: must be an integer from 1 to %d", store.MaxListLimit)
+		}
+		f.Limit = n
+	}
+	return f, nil
+}
+
+// bodyTime reads a required RFC 3339 time from a body field.
+func bodyTime(name, v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, badRequest(name, "%s: required RFC 3339 time", name)
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, badRequest(name, "%s: %q is not an RFC 3339 time such as 2025-01-02T15:04:05Z", name, v)
+	}
+	return t, nil
+}
+
+// queryTime reads an RFC 3339 time from the query; absent is zero.
+func queryTime(q url.Values, name string) (time.Time, error) {
+	v := q.Get(name)
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, badRequest(name, "%s: %q is not an RFC 3339 time such as 2025-01-02T15:04:05Z", name, v)
+	}
+	return t, nil
+}
+
+func (a *api) getRun(w http.ResponseWriter, r *http.Request, tenant string) error {
+	d, err := a.deps.Audit.Run(r.Context(), tenant, r.PathValue("run"))
+	if err != nil {
+		return notFoundAs(err, "run")
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+// getOriginal restores a run's original conversation byte for byte, with
+// its SHA-256 so the caller can check it.
+func (a *api) getOriginal(w http.ResponseWriter, r *http.Request, tenant string) error {
+	data, err := a.deps.Audit.Restore(r.Context(), tenant, r.PathValue("run"))
+	if err != nil {
+		return notFoundAs(err, "run")
+	}
+	sum := sha256.Sum256(data)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-SHA256", hex.EncodeToString(sum[:]))
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
+	return nil
+}
+
+func (a *api) getDiff(w http.ResponseWriter, r *http.Request, tenant string) error {
+	d, err := a.deps.Audit.Diff(r.Context(), tenant, r.PathValue("run"))
+	if err != nil {
+		return notFoundAs(err, "run")
+	}
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+// replayRequest is the body of POST /v1/runs/{run}/replay: the replay's
+// own id (its idempotency key) and what to change.
+type replayRequest struct {
+	RequestID    string          `json:"request_id"`
+	Preset       string          `json:"preset"`
+	Overrides    json.RawMessage `json:"overrides"`
+	Model        string          `json:"model"`
+	ContextLimit int             `json:"context_limit"`
+}
+
+func (q replayRequest) gateway() gateway.ReplayRequest {
+	return gateway.ReplayRequest{RequestID: q.RequestID, Preset: q.Preset, Overrides: nullIsEmpty(q.Overrides),
+		Model: q.Model, ContextLimit: q.ContextLimit}
+}
+
+// submitted is one started (or joined) replay.
+type submitted struct {
+	RunID     string `json:"run_id"`
+	Existing  bool   `json:"existing"`
+	StatusURL string `json:"status_url"`
+}
+
+func (a *api) postReplay(w http.ResponseWriter, r *http.Request, tenant string) error {
+	var req replayRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if strings.TrimSpace(req.RequestID) == "" {
+		return badRequest("request_id", "request_id: required; the same id replays once")
+	}
+	sub, err := a.deps.Gateway.Replay(r.Context(), tenant, r.PathValue("run"), req.gateway())
+	if err != nil {
+		return replayError(err)
+	}
+	w.Header().Set("Location", "/v1/runs/"+sub.RunID)
+	writeJSON(w, http.StatusAccepted, submitted{RunID: sub.RunID, Existing: sub.Existing, StatusURL: "/v1/runs/" + sub.RunID})
+	return nil
+}
+
+// replaysRequest is the body of POST /v1/replays: every failed run that
+// started in [from, to) is replayed.
+type replaysRequest struct {
+	// From and To are RFC 3339 times, read here so that a bad one is a
+	// 400 naming its field.
+	From         string          `json:"from"`
+	To           string          `json:"to"`
+	RequestID    string          `json:"request_id"`
+	Preset       string          `json:"preset"`
+	Overrides    json.RawMessage `json:"overrides"`
+	Model        string          `json:"model"`
+	ContextLimit int             `json:"context_limit"`
+}
+
+// replaysResponse lists the replays started.
+type replaysResponse struct {
+	Runs []submitted `json:"runs"`
+}
+
+func (a *api) postReplays(w http.ResponseWriter, r *http.Request, tenant string) error {
+	var req replaysRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	from, err := bodyTime("from", req.From)
+	if err != nil {
+		return err
+	}
+	to, err := bodyTime("to", req.To)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !to.After(from):
+		return badRequest("to", "to: must be after from")
+	case strings.TrimSpace(req.RequestID) == "":
+		return badRequest("request_id", "request_id: required; the same id replays once")
+	}
+	one := replayRequest{RequestID: req.RequestID, Preset: req.Preset, Overrides: req.Overrides, Model: req.Model, ContextLimit: req.ContextLimit}
+	subs, err := a.deps.Gateway.ReplayFailed(r.Context(), tenant, from, to, one.gateway())
+	if err != nil {
+		return replayError(err)
+	}
+	out := replaysResponse{Runs: make([]submitted, 0, len(subs))}
+	for _, s := range subs {
+		out.Runs = append(out.Runs, submitted{RunID: s.RunID, Existing: s.Existing, StatusURL: "/v1/runs/" + s.RunID})
+	}
+	writeJSON(w, http.StatusAccepted, out)
+	return nil
+}
+
+// replayError names request_id on a conflict: for a replay it is the
+// idempotency key.
+func replayError(err error) error {
+	if errors.Is(err, gateway.ErrConflict) {
+		return &apiError{Status: http.StatusConflict, Code: CodeConflict, Field: "request_id", Message: err.Error()}
+	}
+	return notFoundAs(err, "run")
+}
+
+// searchResponse is the answer of the recovery search.
+type searchResponse struct {
+	Hits []audit.Hit `json:"hits"`
+}
+
+func (a *api) getSearch(w http.ResponseWriter, r *http.Request, tenant string) error {
+	q := r.URL.Query()
+	query := strings.TrimSpace(q.Get("q"))
+	if query == "" {
+		return badRequest("q", "q: required search text")
+	}
+	limit := audit.DefaultSearchLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > audit.MaxSearchLimit {
+			return badRequest("limit", "limit: must be an integer from 1 to %d", audit.MaxSearchLimit)
+		}
+		limit = n
+	}
+	session := r.PathValue("session")
+	known, err := a.sessionKnown(r, tenant, session)
+	if err != nil {
+		return err
+	}
+	if !known {
+		return notFound("session")
+	}
+	hits, err := a.deps.Audit.Search(r.Context(), tenant, session, query, limit)
+	if err != nil {
+		return notFoundAs(err, "session")
+	}
+	if hits == nil {
+		hits = []audit.Hit{}
+	}
+	writeJSON(w, http.StatusOK, searchResponse{Hits: hits})
+	return nil
+}
+
+// sessionKnown reports whether the tenant has any run or offload in the
+// session, so that an unknown session (or another tenant's) is a 404
+// rather than an empty answer.
+func (a *api) sessionKnown(r *http.Request, tenant, session string) (bool, error) {
+	runs, err := a.deps.Store.ListRuns(r.Context(), store.RunFilter{Tenant: tenant, Session: session, Limit: 1})
+	if err != nil {
+		return false, err
+	}
+	if len(runs) > 0 {
+		return true, nil
+	}
+	offloads, err := a.deps.Store.ListOffloads(r.Context(), tenant, session, true)
+	if err != nil {
+		return false, err
+	}
+	return len(offloads) > 0, nil
+}
+
+// getExport streams the runs matching the filter as JSON lines or CSV.
+// Errors after the first byte can only end the stream; they are logged.
+func (a *api) getExport(w http.ResponseWriter, r *http.Request, tenant string) error {
+	format := r.URL.Query().Get("format")
+	if format == "" {
+		format = "jsonl"
+	}
+	var contentType string
+	switch format {
+	case "jsonl":
+		contentType = "application/x-ndjson"
+	case "csv":
+		contentType = "text/csv; charset=utf-8"
+	default:
+		return badRequest("format", "format: %q is not one of jsonl, csv", format)
+	}
+	f, err := runFilter(r, tenant)
+	if err != nil {
+		return err
+	}
+	ew := &exportWriter{w: w, contentType: contentType, format: format}
+	if err := a.deps.Audit.Export(r.Context(), tenant, f, format, ew); err != nil {
+		if !ew.started {
+			return err
+		}
+		// The status is sent: the truncated stream is all the caller
+		// can be told.
+		a.log.Error("export interrupted", "tenant", tenant, "error", err)
+		return nil
+	}
+	if !ew.started {
+		ew.start()
+	}
+	return nil
+}
+
+// exportWriter sends the headers on the first write, so that an error
+// before any output can still be a proper JSON error.
+type exportWriter struct {
+	w           http.ResponseWriter
+	contentType string
+	format      string
+	started     bool
+}
+
+func (e *exportWriter) start() {
+	e.started = true
+	e.w.Header().Set("Content-Type", e.contentType)
+	e.w.Header().Set("Content-Disposition", `attachment; filename="runs.`+e.format+`"`)
+	e.w.WriteHeader(http.StatusOK)
+}
+
+func (e *exportWriter) Write(p []byte) (int, error) {
+	if !e.started {
+		e.start()
+	}
+	return e.w.Write(p)
+}
+
+// notFoundAs names what was not found in the answer; other errors pass.
+func notFoundAs(err error, what string) error {
+	if errors.Is(err, audit.ErrNotFound) || errors.Is(err, gateway.ErrNotFound) || errors.Is(err, store.ErrNotFound) {
+		return notFound(what)
+	}
+	return err
+}

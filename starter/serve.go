@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ctxcompact/orchestrator/internal/app"
+	"github.com/ctxcompact/orchestrator/internal/audit"
+	"github.com/ctxcompact/orchestrator/internal/config"
+	"github.com/ctxcompact/orchestrator/internal/httpapi"
+)
+
+// shutdownGrace is how long a stopping server lets requests in flight
+// finish. Waiting requests are told to stop waiting first, so this only
+// covers submissions and reads.
+const shutdownGrace = 30 * time.Second
+
+func newServe() *cobra.Command {
+	return &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the HTTP JSON API (HTTP_ADDR) until SIGTERM or Ctrl-C",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load()
+			if err != nil {
+				return err
+			}
+			return serve(cmd.Context(), cfg)
+		},
+	}
+}
+
+// serve runs the API until ctx ends, then shuts down gracefully.
+func serve(ctx context.Context, cfg config.Config) error {
+	logger := app.Logger(cfg)
+	deps, err := app.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer deps.Close()
+	c, err := app.Dial(cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	draining, drain := context.WithCancel(context.Background())
+	defer drain()
+	handler := httpapi.New(httpapi.Deps{
+		Gateway: deps.Gateway(c), Audit: &audit.Service{Store: deps.Store, Blob: deps.Blob},
+		Store: deps.Store, Blob: deps.Blob, MaxRequestBytes: cfg.MaxRequestBytes,
+		MaxWait: httpapi.DefaultMaxWait, Draining: draining, Logger: logger,
+	})
+	srv := &http.Server{
+		Addr:              cfg.HTTPAddr,
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		// A full-size body over a slow link must still arrive.
+		ReadTimeout: 5 * time.Minute,
+		// Longer than the longest wait a request may ask for.
+		WriteTimeout:   httpapi.DefaultMaxWait + time.Minute,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (HTTP_ADDR): %w", cfg.HTTPAddr, err)
+	}
+	logger.Info("serving HTTP API", "addr", ln.Addr().String(), "max_request_bytes", cfg.MaxRequestBytes)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down HTTP API", "grace", shutdownGrace.String())
+	drain()
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
