@@ -1,7 +1,7 @@
 # Every target uses the local Go toolchain (go.mod pins Go 1.26.8).
 export GOTOOLCHAIN := local
 
-.PHONY: run test vet fmt build bench fuzz
+.PHONY: run test vet fmt build bench bench-go fuzz
 
 ## run: compact the sample conversation on the embedded stack (Temporal, Postgres, S3, offline summarizer)
 run:
@@ -22,8 +22,12 @@ build:
 	go build -o bin/worker ./worker
 	go build -o bin/starter ./starter
 
-## bench: the engine benchmarks
+## bench: the system benchmarks on the real stack (add -quick for ~2 minutes); writes BENCHMARKS.md
 bench:
+	go run ./deploy/bench -out BENCHMARKS.md
+
+## bench-go: the engine's Go micro-benchmarks
+bench-go:
 	go test -run '^$$' -bench . -benchmem ./internal/...
 
 ## fuzz: each parser fuzz target for 30s
