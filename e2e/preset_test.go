@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -363,4 +364,35 @@ func TestDeploymentOverridesTravelWithTheRun(t *testing.T) {
 		sameMessage(t, in.Messages[len(in.Messages)-i], out.Messages[len(out.Messages)-i])
 	}
 	require.True(t, strings.HasPrefix(textOf(out.Messages[len(out.Messages)-8]), "[Compressed History]"), "exactly 7 kept after the summary")
+}
+
+// TestReplayAfterLLMOutage is the operator's path for seed 002's "success
+// false": while the summarizer is down the run commits with its history
+// unchanged; once it is back, a replay from the archive compacts it.
+func TestReplayAfterLLMOutage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	input := readData(t, "swe-agent-deepseek/django__django-12308.json")
+	e.llm.SetDown(true)
+	sub, res := e.compact(gateway.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 30000, Conversation: input})
+	out := checkRun(t, e, input, sub, res)
+	require.True(t, res.HistoryFailed, "summarizer down: history left unchanged")
+	require.Len(t, out.Messages, len(parse(t, input).Messages))
+
+	e.llm.SetDown(false)
+	ctx := context.Background()
+	replay, err := e.gw.Replay(ctx, e.tenant, sub.RunID, gateway.ReplayRequest{RequestID: "after-outage"})
+	require.NoError(t, err)
+	again, err := e.gw.Replay(ctx, e.tenant, sub.RunID, gateway.ReplayRequest{RequestID: "after-outage"})
+	require.NoError(t, err)
+	require.Equal(t, replay.RunID, again.RunID, "the same request id never runs twice")
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	res2, err := e.gw.Wait(wctx, replay.RunID)
+	require.NoError(t, err)
+	out2 := checkRun(t, e, input, replay, res2)
+	require.False(t, res2.HistoryFailed)
+	require.Less(t, res2.TokensAfter, res.TokensAfter)
+	require.True(t, strings.HasPrefix(textOf(out2.Messages[1]), "[Compressed History]"))
+	require.Equal(t, sub.RunID, mustRun(t, e, replay.RunID).ReplayOf)
 }
