@@ -22,7 +22,7 @@ build:
 	go build -o bin/worker ./worker
 	go build -o bin/starter ./starter
 
-## bench: the system benchmarks on the real stack (add -quick for ~2 minutes); writes BENCHMARKS.md
+## bench: the system benchmarks on the real stack, written to BENCHMARKS.md (`go run ./deploy/bench -quick`: a 2-minute check)
 bench:
 	go run ./deploy/bench -out BENCHMARKS.md
 

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+// dataDir is the shared data as seen from this package's folder.
+const testDataDir = "../../../shared/data"
+
+func pgMessage(typ byte, body string) []byte {
+	b := []byte{typ, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(b[1:], uint32(4+len(body)))
+	return append(b, body...)
+}
+
+func pgUntyped(code uint32, body string) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint32(b, uint32(8+len(body)))
+	binary.BigEndian.PutUint32(b[4:], code)
+	return append(b, body...)
+}
+
+func TestCountFrontendCountsSyncAndQuery(t *testing.T) {
+	t.Parallel()
+	startup := pgUntyped(196608, "user\x00postgres\x00\x00")
+	extended := bytes.Join([][]byte{
+		pgMessage('P', "\x00select 1\x00\x00\x00"), pgMessage('B', "\x00\x00\x00\x00\x00\x00\x00\x00"),
+		pgMessage('D', "P\x00"), pgMessage('E', "\x00\x00\x00\x00\x00"), pgMessage('S', ""),
+	}, nil)
+	tests := []struct {
+		name   string
+		stream []byte
+		want   int
+	}{
+		{"startup only", startup, 0},
+		{"one extended query", append(append([]byte{}, startup...), extended...), 1},
+		{"a pipelined batch is one round trip", bytes.Join([][]byte{startup, extended[:len(extended)-5], extended}, nil), 1},
+		{"simple query and terminate", bytes.Join([][]byte{startup, pgMessage('Q', "select 1\x00"), pgMessage('X', "")}, nil), 1},
+		{"ssl request first", bytes.Join([][]byte{pgUntyped(pgSSLRequest, ""), startup, extended, extended}, nil), 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var out bytes.Buffer
+			n := 0
+			err := countFrontend(bytes.NewReader(tc.stream), &out, func() { n++ })
+			require.NoError(t, err)
+			require.Equal(t, tc.want, n)
+			require.Equal(t, tc.stream, out.Bytes(), "every byte is forwarded unchanged")
+		})
+	}
+}
+
+func TestCountFrontendRejectsBrokenLength(t *testing.T) {
+	t.Parallel()
+	stream := append(pgUntyped(196608, ""), 'Q', 0, 0, 0, 2)
+	err := countFrontend(bytes.NewReader(stream), &bytes.Buffer{}, func() {})
+	require.ErrorContains(t, err, "length 2")
+}
+
+func TestPercentile(t *testing.T) {
+	t.Parallel()
+	ds := []time.Duration{5, 1, 4, 2, 3, 10, 9, 8, 7, 6}
+	tests := []struct {
+		p    float64
+		want time.Duration
+	}{{50, 5}, {99, 10}, {10, 1}, {0, 1}, {100, 10}}
+	for _, tc := range tests {
+		require.Equal(t, tc.want, percentile(ds, tc.p), "p%.0f", tc.p)
+	}
+	require.Zero(t, percentile(nil, 50))
+	require.Equal(t, 2.0, percentileF([]float64{3, 1, 2}, 50))
+}
+
+func TestOverlap(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return base.Add(time.Duration(s) * time.Second) }
+	tests := []struct {
+		name   string
+		a0, a1 int
+		want   time.Duration
+	}{
+		{"inside", 12, 15, 3 * time.Second},
+		{"before", 0, 5, 0},
+		{"after", 25, 30, 0},
+		{"over the start", 5, 15, 5 * time.Second},
+		{"over the whole window", 0, 40, 10 * time.Second},
+	}
+	for _, tc := range tests {
+		require.Equal(t, tc.want, overlap(at(tc.a0), at(tc.a1), at(10), at(20)), tc.name)
+	}
+}
+
+func TestCallLogBusyCountsOverlapsOnce(t *testing.T) {
+	t.Parallel()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	l := &callLog{byRun: map[string][]interval{}}
+	// Two parallel calls, then one after a gap: 500 + 500 ms busy.
+	l.add("r", interval{at(0), at(500)})
+	l.add("r", interval{at(100), at(400)})
+	l.add("r", interval{at(1000), at(1500)})
+	l.add("other", interval{at(0), at(9000)})
+	busy, n := l.busy("r")
+	require.Equal(t, time.Second, busy)
+	require.Equal(t, 3, n)
+	busy, n = l.busy("none")
+	require.Zero(t, busy)
+	require.Zero(t, n)
+}
+
+func TestClassify(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		stack []string
+		want  string
+	}{
+		{[]string{"runtime.mallocgc", "github.com/ctxcompact/orchestrator/internal/tokens.Conversation", "github.com/ctxcompact/orchestrator/internal/plan.Deterministic"}, catTokens},
+		{[]string{"strings.Index", "github.com/ctxcompact/orchestrator/internal/plan.Deterministic"}, catDeterministic},
+		{[]string{"encoding/json.Marshal", "github.com/ctxcompact/orchestrator/internal/llm/llmtest.(*Server).handleCompletion"}, catFakeLLM},
+		{[]string{"crypto/sha256.block", "github.com/aws/aws-sdk-go-v2/service/s3.(*Client).PutObject", "github.com/ctxcompact/orchestrator/internal/blob.(*Store).put"}, catAWS},
+		{[]string{"runtime.gcBgMarkWorker"}, catRuntime},
+		{[]string{"database/sql.(*DB).conn", "go.temporal.io/server/common/persistence.(*x).y"}, catServer},
+	}
+	for _, tc := range tests {
+		require.Equal(t, tc.want, classify(tc.stack), "%v", tc.stack)
+	}
+}
+
+func TestHeapOwner(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		stack []string
+		want  string
+	}{
+		{[]string{"google.golang.org/protobuf/proto.MarshalOptions.marshal", "go.temporal.io/server/common/persistence/serialization.encodeBlob"}, catServer},
+		{[]string{"encoding/json.Marshal", "main.renderChat", "main.sizedChat"}, catHarness},
+		{[]string{"bytes.growSlice", "github.com/ctxcompact/orchestrator/internal/conversation.Render"}, "worker"},
+	}
+	for _, tc := range tests {
+		require.Equal(t, tc.want, heapOwner(tc.stack), "%v", tc.stack)
+	}
+}
+
+// profileSink keeps the profiled allocation alive.
+var profileSink [][]byte
+
+//go:noinline
+func allocateForProfile() {
+	for i := 0; i < 64; i++ {
+		profileSink = append(profileSink, make([]byte, 64<<10))
+	}
+}
+
+func TestParseProfileReadsAHeapProfile(t *testing.T) {
+	// Not parallel: it changes the process's profiling rate.
+	old := runtime.MemProfileRate
+	runtime.MemProfileRate = 1
+	defer func() { runtime.MemProfileRate = old }()
+	allocateForProfile()
+	runtime.GC()
+	var buf bytes.Buffer
+	require.NoError(t, pprof.Lookup("heap").WriteTo(&buf, 0))
+
+	p, err := parseProfile(buf.Bytes())
+	require.NoError(t, err)
+	vi := p.valueIndex("inuse_space")
+	require.GreaterOrEqual(t, vi, 0, "sample types %v", p.sampleTypes)
+	var found int64
+	for _, s := range p.samples {
+		if strings.Contains(strings.Join(s.stack, " "), "allocateForProfile") {
+			found += s.values[vi]
+		}
+	}
+	require.GreaterOrEqual(t, found, int64(64*64<<10), "the 4 MB allocated are live in the profile")
+	profileSink = nil
+}
+
+func TestParseProfileRejectsGarbage(t *testing.T) {
+	t.Parallel()
+	_, err := parseProfile([]byte("not gzip"))
+	require.Error(t, err)
+}
+
+func TestDriftScoresTakesFirstAndLastPass(t *testing.T) {
+	t.Parallel()
+	first, final := driftScores([]store.Drift{
+		{Step: "history/drift/0", Pass: 0, Score: 0.4},
+		{Step: "large/0/drift/0", Pass: 0, Score: 0.9},
+		{Step: "history/drift/1", Pass: 1, Score: 0.7},
+	})
+	require.Equal(t, []float64{0.4, 0.9}, first)
+	require.Equal(t, []float64{0.7, 0.9}, final)
+}
+
+func requireData(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(testDataDir, "swe-agent-deepseek")); os.IsNotExist(err) {
+		t.Skip("shared data not present")
+	}
+}
+
+func TestSizedChatIsAValidConversationOfTheSize(t *testing.T) {
+	t.Parallel()
+	requireData(t)
+	for _, size := range []int{100 << 10, 1 << 20} {
+		data, err := sizedChat(testDataDir, size)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, len(data), size)
+		require.Less(t, len(data), size+size/2+200<<10, "cut soon after the target")
+		c, err := conversation.ParseAny(data)
+		require.NoError(t, err)
+		require.NoError(t, conversation.CheckPairing(c))
+
+		tail, err := withTail(data, "next")
+		require.NoError(t, err)
+		c2, err := conversation.ParseAny(tail)
+		require.NoError(t, err)
+		require.Len(t, c2.Messages, len(c.Messages)+1)
+		require.Equal(t, conversation.RoleUser, c2.Messages[len(c2.Messages)-1].Role)
+	}
+}
+
+func TestBuiltConversationsParse(t *testing.T) {
+	t.Parallel()
+	requireData(t)
+	base, err := chatFile(testDataDir, mapReduceBase)
+	require.NoError(t, err)
+	huge, err := hugeText(testDataDir)
+	require.NoError(t, err)
+	chat, err := withHugeResult(base, 30, huge[:mapReduceChars])
+	require.NoError(t, err)
+	react, err := reactFromChat(chat, "q")
+	require.NoError(t, err)
+	c, err := conversation.ParseAny(react)
+	require.NoError(t, err)
+	require.Equal(t, conversation.FormatReAct, c.Format)
+
+	wm, err := withCheckpoint(base)
+	require.NoError(t, err)
+	c, err = conversation.ParseAny(wm)
+	require.NoError(t, err)
+	require.NoError(t, conversation.CheckPairing(c))
+	require.Contains(t, string(wm), "mcp__nisaba__compress_to_checkpoint")
+
+	tau, err := tauChat(testDataDir)
+	require.NoError(t, err)
+	_, err = conversation.ParseAny(tau)
+	require.NoError(t, err)
+}
+
+func TestWithTailRejectsOtherShapes(t *testing.T) {
+	t.Parallel()
+	_, err := withTail([]byte(`{"messages":[],"model":"x"}`), "next")
+	require.Error(t, err)
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/plan"
+	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
+)
+
+// agentModel is the agent model of every bench conversation (o200k tokens).
+const agentModel = "gpt-4o"
+
+// pipelinePreset is the preset of the pipeline measurements (1, 2, 4, 5):
+// seed 003's summarize-at-50%, which always takes the whole path: plan,
+// archive, deterministic passes, history summary, drift check, apply and
+// commit.
+const pipelinePreset = policy.AutoSummarize
+
+// contextLimit is the context limit at which conv measures usage (0..1)
+// of it under preset: the bench sets limits relative to each
+// conversation, so that every size does the same work per byte.
+func contextLimit(preset string, conv []byte, usage float64) (int, error) {
+	p, err := policy.Resolve(preset, nil)
+	if err != nil {
+		return 0, err
+	}
+	c, err := conversation.ParseAny(conv)
+	if err != nil {
+		return 0, fmt.Errorf("parse conversation: %w", err)
+	}
+	b, err := plan.NewBudget(p, agentModel, 0, tokens.DefaultLimits())
+	if err != nil {
+		return 0, err
+	}
+	return int(float64(b.Measure(c)) / usage), nil
+}
+
+// benchCeiling compares the runs per second of the full pipeline (instant
+// summarizer, a small real conversation) with those of a workflow that
+// does nothing, on the same server and worker, at the same concurrency.
+func benchCeiling(ctx context.Context, st *stack, o options, rep *report) error {
+	sc, err := st.newScenario("ceiling")
+	if err != nil {
+		return err
+	}
+	defer sc.close()
+	conv, err := tauChat(o.dataDir)
+	if err != nil {
+		return err
+	}
+	limit, err := contextLimit(pipelinePreset, conv, 1.0)
+	if err != nil {
+		return err
+	}
+
+	bare := func(ctx context.Context, w, i int) error {
+		run, err := st.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+			ID: fmt.Sprintf("%s-bare-%d-%d", sc.queue, w, i), TaskQueue: sc.queue,
+		}, bareWorkflowName)
+		if err != nil {
+			return fmt.Errorf("start bare workflow: %w", err)
+		}
+		return run.Get(ctx, nil)
+	}
+	full := func(ctx context.Context, w, i int) error {
+		in, err := withTail(conv, fmt.Sprintf("Please continue (%d/%d).", w, i))
+		if err != nil {
+			return err
+		}
+		out := sc.compact(ctx, gateway.Event{
+			Session: fmt.Sprintf("ceiling-%d", w), EventID: fmt.Sprintf("%d", i),
+			Kind: gateway.KindThreshold, Model: agentModel, ContextLimit: limit, Preset: pipelinePreset, Conversation: in,
+		})
+		return out.err
+	}
+
+	// The warm-up fills the worker's caches, the connection pools and the
+	// tokenizer before the window opens. Each caller has a session of its
+	// own, so that callers never queue behind each other in a session.
+	bareRes := closedLoop(ctx, o.ceilingWorkers, o.warmup, o.ceilingWindow, bare)
+	if bareRes.failed > 0 {
+		return fmt.Errorf("bare workflow: %d failed: %w", bareRes.failed, bareRes.firstErr)
+	}
+	before, types0 := st.counts(), st.activities.snapshot()
+	fullRes := closedLoop(ctx, o.ceilingWorkers, o.warmup, o.ceilingWindow, full)
+	if fullRes.failed > 0 {
+		return fmt.Errorf("pipeline: %d runs failed: %w", fullRes.failed, fullRes.firstErr)
+	}
+	delta, types1 := st.counts().sub(before), st.activities.snapshot()
+
+	ratio := fullRes.rate() / bareRes.rate()
+	rep.add(row{id: "1", name: "Orchestration ceiling: full pipeline, instant summarizer",
+		value:    fmt.Sprintf("%.1f runs/s (p50 %s, p99 %s)", fullRes.rate(), ms(percentile(fullRes.latencies, 50)), ms(percentile(fullRes.latencies, 99))),
+		compared: fmt.Sprintf("bare workflow %.1f runs/s (p50 %s)", bareRes.rate(), ms(percentile(bareRes.latencies, 50))),
+		ratio:    fmt.Sprintf("%.2f", ratio), target: "≥ 0.70", met: metIf(ratio >= 0.7)})
+	n := float64(fullRes.total)
+	rep.add(row{id: "1", name: "Cost of one pipeline run",
+		value: fmt.Sprintf("%.1f activities, %.1f Postgres round trips, %.1f S3 requests per run",
+			float64(delta.activities)/n, float64(delta.pgTrips)/n, float64(delta.s3Requests)/n),
+		compared: "bare workflow: 0 activities, 0 Postgres, 0 S3"})
+
+	var parts []string
+	for name, v := range types1 {
+		if d := v - types0[name]; d > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.1f", name, float64(d)/n))
+		}
+	}
+	sort.Strings(parts)
+	rep.note("1. Ceiling: %d concurrent callers in a closed loop, a %s warm-up then a %s window for each kind of run, preset %s on a %s tau-bench conversation "+
+		"with its context limit set to its own size (usage 100%%), the summarizer answering at once over HTTP. A pipeline run is "+
+		"`gateway.Submit` + `gateway.Wait` (S3 put, Postgres claim, signal-with-start of the session workflow, the child compaction "+
+		"workflow); a bare run is `ExecuteWorkflow` + `Get` of a workflow with no code. Activities per run by type: %s. "+
+		"Postgres round trips are counted by a proxy that reads the wire protocol (one per Sync or simple Query message); "+
+		"S3 requests by the S3 client's HTTP transport; activities by a worker interceptor (every attempt).",
+		o.ceilingWorkers, o.warmup, o.ceilingWindow, pipelinePreset, humanBytes(len(conv)), strings.Join(parts, ", "))
+	return nil
+}

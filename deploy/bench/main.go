@@ -1,0 +1,172 @@
+// Command bench measures the orchestrator on the real stack in one process
+// tree: the in-process Temporal server, Postgres (a fresh schema of the
+// local test database or DATABASE_URL), an S3 server (versitygw when
+// installed, else the embedded s3local) and the OpenAI-compatible test
+// server with a per-call latency and failure rate. It prints one table and
+// writes it, with the machine it ran on, to -out.
+//
+// Every comparison is a ratio of two figures measured in the same run;
+// absolute times only mean something on the machine printed with them.
+//
+// It links the Temporal server, so it lives under deploy/.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the sizes of one bench run; -quick shrinks every one.
+type options struct {
+	quick   bool
+	dataDir string
+
+	ceilingWorkers int
+	ceilingWindow  time.Duration
+	// warmup runs a closed loop before its window opens.
+	warmup        time.Duration
+	criticalRuns  int
+	mapReduceReps int
+	loadSessions  int
+	loadWindow    time.Duration
+	loadSizes     []int
+	// repeatWindow is the second batch of the smallest size that the
+	// worker's heap is compared after.
+	repeatWindow time.Duration
+	faultRuns    int
+	engineTime   time.Duration
+	qualityConvs int
+	llmLatency   time.Duration
+	faultRate    float64
+}
+
+func newOptions(quick bool, dataDir string) options {
+	o := options{
+		quick: quick, dataDir: dataDir,
+		ceilingWorkers: 8, ceilingWindow: 15 * time.Second, warmup: 5 * time.Second,
+		criticalRuns: 24, mapReduceReps: 2,
+		loadSessions: 4, loadWindow: 30 * time.Second, loadSizes: []int{100 << 10, 1 << 20, 5 << 20}, repeatWindow: 10 * time.Second,
+		faultRuns: 20, engineTime: 2 * time.Second, qualityConvs: 3,
+		llmLatency: 500 * time.Millisecond, faultRate: 0.3,
+	}
+	if quick {
+		o.ceilingWindow = 5 * time.Second
+		o.warmup = 2 * time.Second
+		o.criticalRuns = 6
+		o.mapReduceReps = 1
+		o.loadSessions = 2
+		o.loadWindow = 6 * time.Second
+		o.repeatWindow = 4 * time.Second
+		o.faultRuns = 6
+		o.engineTime = 500 * time.Millisecond
+		o.qualityConvs = 1
+	}
+	return o
+}
+
+// memProfileRate samples the heap profile every 128 KB instead of 512 KB,
+// so that the worker's live heap (4.) is split with about a 1 MB error.
+const memProfileRate = 128 << 10
+
+func main() {
+	// Set first, before the allocations it should see.
+	runtime.MemProfileRate = memProfileRate
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	quick := flag.Bool("quick", false, "shorter windows and fewer runs (about 2 minutes)")
+	out := flag.String("out", "", "also write the table and the machine to this Markdown file")
+	dataDir := flag.String("data", "../shared/data", "folder of the shared real conversations")
+	only := flag.String("only", "", "comma-separated measurements to run (1-7); empty runs all")
+	workers := flag.Int("workers", 0, "concurrent callers of the ceiling (1.); 0 keeps the default")
+	sessions := flag.Int("sessions", 0, "concurrent sessions of the load (4.); 0 keeps the default")
+	flag.BoolVar(&verbose, "v", false, "print progress details to stderr")
+	flag.Parse()
+
+	if st, err := os.Stat(*dataDir); err != nil || !st.IsDir() {
+		return fmt.Errorf("shared data folder %s not found (set -data)", *dataDir)
+	}
+	want := map[string]bool{}
+	for _, s := range strings.Split(*only, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			want[s] = true
+		}
+	}
+	selected := func(id string) bool { return len(want) == 0 || want[id] }
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	opts := newOptions(*quick, *dataDir)
+	if *workers > 0 {
+		opts.ceilingWorkers = *workers
+	}
+	if *sessions > 0 {
+		opts.loadSessions = *sessions
+	}
+	started := time.Now()
+	fmt.Fprintln(os.Stderr, "bench: starting the stack…")
+	st, err := startStack(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := st.close(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: stop stack:", err)
+		}
+	}()
+	fmt.Fprintf(os.Stderr, "bench: stack up in %s (S3: %s; Postgres %s, schema %s)\n",
+		time.Since(started).Round(time.Millisecond), st.s3Name, st.pgServer, st.schema)
+
+	rep := &report{opts: opts}
+	phases := []struct {
+		id   string
+		name string
+		fn   func(context.Context, *stack, options, *report) error
+	}{
+		{"1", "orchestration ceiling", benchCeiling},
+		{"2", "overhead on the critical path", benchCritical},
+		{"3", "map-reduce", benchMapReduce},
+		{"4", "sustained load", benchLoad},
+		{"5", "under faults", benchFaults},
+		{"6", "engine", benchEngine},
+		{"7", "quality", benchQuality},
+	}
+	for _, p := range phases {
+		if !selected(p.id) {
+			continue
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		t0 := time.Now()
+		fmt.Fprintf(os.Stderr, "bench: %s. %s…\n", p.id, p.name)
+		if err := p.fn(ctx, st, opts, rep); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %s. %s failed: %v\n", p.id, p.name, err)
+			rep.add(row{id: p.id, name: p.name, value: "failed: " + err.Error(), met: "no"})
+		}
+		fmt.Fprintf(os.Stderr, "bench: %s. done in %s\n", p.id, time.Since(t0).Round(100*time.Millisecond))
+	}
+	rep.elapsed = time.Since(started)
+	rep.machine = describeMachine(st)
+
+	fmt.Println(rep.table())
+	if *out != "" {
+		if err := os.WriteFile(*out, []byte(rep.markdown()), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", *out, err)
+		}
+		fmt.Fprintln(os.Stderr, "bench: wrote", *out)
+	}
+	return nil
+}

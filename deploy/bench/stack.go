@@ -1,0 +1,435 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"go/build"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/temporal"
+	"go.temporal.io/server/temporaltest"
+
+	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/blob/s3local"
+	"github.com/ctxcompact/orchestrator/internal/config"
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+// defaultDatabaseURL is the local test database, used when DATABASE_URL is
+// unset; the bench works in a schema of its own and drops it at the end.
+const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// bucket is the one S3 bucket of a bench run.
+const bucket = "bench"
+
+// s3Keys are the static credentials of the S3 server the bench starts.
+const (
+	s3AccessKey = "bench"
+	s3SecretKey = "bench-secret-key"
+)
+
+// stack is the real stack of one bench run, all of it local: the
+// in-process Temporal server, Postgres (a fresh schema behind a counting
+// proxy), an S3 server (versitygw or the embedded s3local) behind a
+// counting HTTP transport, and the deployment's worker settings.
+type stack struct {
+	cfg      config.Config
+	temporal *temporaltest.TestServer
+	client   client.Client
+	store    *store.Store
+	blob     *blob.Store
+
+	pg       *pgProxy
+	pgAdmin  string // the database URL without the proxy, for the schema and backend CPU
+	schema   string
+	appName  string // application_name of the store's connections
+	pgServer string // "PostgreSQL 15.x" as the server reports it
+
+	s3Name     string // "versitygw …" or "s3local (gofakes3) …"
+	s3PID      int    // the versitygw process, 0 for s3local (in-process)
+	s3Requests atomic.Int64
+
+	activities *activityCounter
+
+	tmp     string
+	closers []func() error
+}
+
+// startStack brings every service up; on error what was started is
+// stopped again.
+func startStack(ctx context.Context) (*stack, error) {
+	s := &stack{activities: newActivityCounter()}
+	fail := func(err error) (*stack, error) { return nil, errors.Join(err, s.close()) }
+
+	cfg, err := config.Load()
+	if err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	s.cfg = cfg
+	tmp, err := os.MkdirTemp("", "ctxcompact-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("temp dir: %w", err)
+	}
+	s.tmp = tmp
+	s.closers = append(s.closers, func() error { return os.RemoveAll(tmp) })
+
+	if err := s.startPostgres(ctx); err != nil {
+		return fail(err)
+	}
+	if err := s.startS3(ctx); err != nil {
+		return fail(err)
+	}
+	if err := s.startTemporal(); err != nil {
+		return fail(err)
+	}
+	return s, nil
+}
+
+// close stops everything in reverse order and reports every failure.
+func (s *stack) close() error {
+	var errs []error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		if err := s.closers[i](); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.closers = nil
+	return errors.Join(errs...)
+}
+
+// startPostgres creates a fresh schema, puts the counting proxy in front
+// of the server and opens the store on the schema through the proxy.
+func (s *stack) startPostgres(ctx context.Context) error {
+	base := os.Getenv("DATABASE_URL")
+	if base == "" {
+		base = defaultDatabaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+		// Not err: url's error quotes the URL, password included.
+		return errors.New("DATABASE_URL must be a postgres:// URL with a host (the bench puts a proxy in front of it)")
+	}
+	s.pgAdmin = base
+
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return fmt.Errorf("connect to postgres at %s (set DATABASE_URL): %w", u.Host, err)
+	}
+	defer conn.Close(ctx)
+	if err := conn.QueryRow(ctx, "show server_version").Scan(&s.pgServer); err != nil {
+		return fmt.Errorf("postgres server version: %w", err)
+	}
+	s.schema = "bench_" + randomHex(6)
+	s.appName = "ctxcompact-" + s.schema
+	if _, err := conn.Exec(ctx, "create schema "+pgx.Identifier{s.schema}.Sanitize()); err != nil {
+		return fmt.Errorf("create schema %s: %w", s.schema, err)
+	}
+	s.closers = append(s.closers, s.dropSchema)
+
+	target := u.Host
+	if u.Port() == "" {
+		target = net.JoinHostPort(u.Hostname(), "5432")
+	}
+	proxy, err := startPGProxy(target)
+	if err != nil {
+		return err
+	}
+	s.pg = proxy
+	s.closers = append(s.closers, proxy.close)
+
+	pu := *u
+	pu.Host = proxy.addr()
+	q := pu.Query()
+	q.Set("search_path", s.schema)
+	q.Set("application_name", s.appName)
+	// The proxy reads the protocol, so the leg to it must be clear text;
+	// it only ever listens on loopback.
+	q.Set("sslmode", "disable")
+	pu.RawQuery = q.Encode()
+	st, err := store.Open(ctx, pu.String())
+	if err != nil {
+		return fmt.Errorf("open store through the proxy: %w", err)
+	}
+	s.store = st
+	s.closers = append(s.closers, func() error { st.Close(); return nil })
+	if err := st.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrate schema %s: %w", s.schema, err)
+	}
+	return nil
+}
+
+func (s *stack) dropSchema() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, s.pgAdmin)
+	if err != nil {
+		return fmt.Errorf("connect to drop schema %s: %w", s.schema, err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "drop schema "+pgx.Identifier{s.schema}.Sanitize()+" cascade"); err != nil {
+		return fmt.Errorf("drop schema %s: %w", s.schema, err)
+	}
+	return nil
+}
+
+// startS3 prefers versitygw (a production S3 gateway) when installed, else
+// the embedded s3local server, both over a temporary folder.
+func (s *stack) startS3(ctx context.Context) error {
+	endpoint := ""
+	if bin, ok := findVersityGW(); ok {
+		ep, pid, stop, version, err := startVersityGW(bin, filepath.Join(s.tmp, "versitygw"))
+		if err != nil {
+			return err
+		}
+		s.closers = append(s.closers, stop)
+		endpoint, s.s3PID = ep, pid
+		s.s3Name = fmt.Sprintf("versitygw (version %q, %s; posix backend over a temp dir, its own process)", version, bin)
+	} else {
+		srv, err := s3local.Start(filepath.Join(s.tmp, "s3local"), "127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("start s3local: %w", err)
+		}
+		s.closers = append(s.closers, srv.Close)
+		endpoint = srv.Endpoint()
+		s.s3Name = "s3local (embedded gofakes3 over a temp dir, in-process; versitygw not found)"
+	}
+	// The transport mirrors the AWS SDK's default client (10 idle
+	// connections per host) and counts every request.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 100
+	tr.MaxIdleConnsPerHost = 10
+	bl, err := blob.New(ctx, blob.Config{
+		Endpoint: endpoint, Bucket: bucket, AccessKey: s3AccessKey, SecretKey: s3SecretKey, PathStyle: true,
+		HTTPClient: &http.Client{Transport: countingTransport{base: tr, n: &s.s3Requests}},
+	})
+	if err != nil {
+		return fmt.Errorf("s3 client: %w", err)
+	}
+	if err := bl.EnsureBucket(ctx); err != nil {
+		return fmt.Errorf("create bucket %s: %w", bucket, err)
+	}
+	s.blob = bl
+	return nil
+}
+
+// countingTransport counts the HTTP requests of the S3 client.
+type countingTransport struct {
+	base http.RoundTripper
+	n    *atomic.Int64
+}
+
+func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.base.RoundTrip(r)
+}
+
+// findVersityGW looks in PATH, then in each GOPATH's bin.
+func findVersityGW() (string, bool) {
+	if p, err := exec.LookPath("versitygw"); err == nil {
+		return p, true
+	}
+	for _, dir := range filepath.SplitList(build.Default.GOPATH) {
+		p := filepath.Join(dir, "bin", "versitygw")
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// startVersityGW runs versitygw's posix backend over dir on a free port
+// and waits until it answers.
+func startVersityGW(bin, dir string) (endpoint string, pid int, stop func() error, version string, err error) {
+	root := filepath.Join(dir, "root")
+	side := filepath.Join(dir, "sidecar")
+	for _, d := range []string{root, side} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", 0, nil, "", fmt.Errorf("versitygw dir: %w", err)
+		}
+	}
+	// versitygw prints "Version  : git" and more lines; only the value of
+	// the first one is kept.
+	if out, err := exec.Command(bin, "--version").CombinedOutput(); err == nil {
+		if _, v, ok := strings.Cut(firstLine(string(out)), ":"); ok {
+			version = strings.TrimSpace(v)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", 0, nil, "", fmt.Errorf("pick a port for versitygw: %w", err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	// The sidecar keeps object metadata in files, so the bench does not
+	// depend on the temp filesystem's xattr support.
+	cmd := exec.Command(bin, "--port", addr, "--quiet", "posix", "--sidecar", side, root)
+	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s3AccessKey, "ROOT_SECRET_KEY="+s3SecretKey)
+	var output bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &output, &output
+	// The gateway dies with the bench even when the bench is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return "", 0, nil, "", fmt.Errorf("start %s: %w", bin, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	var once sync.Once
+	stop = func() error {
+		once.Do(func() { _ = cmd.Process.Kill(); <-exited })
+		return nil
+	}
+	endpoint = "http://" + addr
+	hc := &http.Client{Timeout: time.Second}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		select {
+		case <-exited:
+			return "", 0, nil, "", fmt.Errorf("versitygw exited before serving: %s", output.String())
+		default:
+		}
+		if resp, err := hc.Get(endpoint + "/"); err == nil {
+			_ = resp.Body.Close()
+			return endpoint, cmd.Process.Pid, stop, version, nil
+		}
+		if time.Now().After(deadline) {
+			_ = stop()
+			return "", 0, nil, "", fmt.Errorf("versitygw on %s not serving after 30s: %s", addr, output.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// startTemporal starts the in-process Temporal server (SQLite in memory)
+// with one partition per task queue, as the dev stack configures it.
+func (s *stack) startTemporal() (err error) {
+	defer func() {
+		// temporaltest panics when it cannot start without a *testing.T.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("start temporal server: %v", r)
+		}
+	}()
+	// The worker's own log (every failed attempt of 5. is an error line)
+	// would bury the table; failed runs show in it instead.
+	quiet := sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))
+	ts := temporaltest.NewServer(
+		temporaltest.WithBaseClientOptions(client.Options{Logger: quiet}),
+		temporaltest.WithBaseServerOptions(temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
+			dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():      1,
+			dynamicconfig.MatchingNumTaskqueueWritePartitions.Key():     1,
+			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): true,
+		})),
+	)
+	s.temporal = ts
+	s.client = ts.GetDefaultClient()
+	s.closers = append(s.closers, func() (err error) {
+		defer func() {
+			// Stop logs a shutdown error through the absent *testing.T.
+			if r := recover(); r != nil {
+				err = fmt.Errorf("stop temporal server: %v", r)
+			}
+		}()
+		ts.Stop()
+		return nil
+	})
+	return nil
+}
+
+// counts are the cumulative counters of the stack.
+type counts struct {
+	activities int64
+	pgTrips    int64
+	s3Requests int64
+}
+
+func (s *stack) counts() counts {
+	return counts{activities: s.activities.total.Load(), pgTrips: s.pg.roundTrips.Load(), s3Requests: s.s3Requests.Load()}
+}
+
+func (c counts) sub(o counts) counts {
+	return counts{activities: c.activities - o.activities, pgTrips: c.pgTrips - o.pgTrips, s3Requests: c.s3Requests - o.s3Requests}
+}
+
+// activityCounter is a worker interceptor counting activity executions
+// (every attempt).
+type activityCounter struct {
+	interceptor.WorkerInterceptorBase
+	total  atomic.Int64
+	mu     sync.Mutex
+	byType map[string]int64
+}
+
+func newActivityCounter() *activityCounter {
+	return &activityCounter{byType: map[string]int64{}}
+}
+
+// InterceptActivity counts and runs one activity attempt.
+func (c *activityCounter) InterceptActivity(_ context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
+	return &countingActivity{ActivityInboundInterceptorBase: interceptor.ActivityInboundInterceptorBase{Next: next}, c: c}
+}
+
+// snapshot copies the per-type counts.
+func (c *activityCounter) snapshot() map[string]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int64, len(c.byType))
+	for k, v := range c.byType {
+		out[k] = v
+	}
+	return out
+}
+
+type countingActivity struct {
+	interceptor.ActivityInboundInterceptorBase
+	c *activityCounter
+}
+
+// ExecuteActivity counts the attempt by activity type.
+func (a *countingActivity) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
+	a.c.total.Add(1)
+	name := "?"
+	if info := activityInfo(ctx); info != "" {
+		name = info
+	}
+	a.c.mu.Lock()
+	a.c.byType[name]++
+	a.c.mu.Unlock()
+	return a.Next.ExecuteActivity(ctx, in)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		// crypto/rand does not fail on Linux; a fixed name still works
+		// for one run at a time.
+		return "fixed"
+	}
+	return hex.EncodeToString(b)
+}
+
+func firstLine(s string) string {
+	for i, r := range s {
+		if r == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}
