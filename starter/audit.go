@@ -271,22 +271,12 @@ func newReplay() *cobra.Command {
 			if overrides != "" {
 				req.Overrides = json.RawMessage(overrides)
 			}
-			cfg, err := config.Load()
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
-			deps, err := app.Open(ctx, cfg)
+			gw, closeAll, err := openGateway(ctx)
 			if err != nil {
 				return err
 			}
-			defer deps.Close()
-			c, err := app.Dial(cfg)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			gw := deps.Gateway(c)
+			defer closeAll()
 
 			var subs []gateway.Submitted
 			if failed {

@@ -137,10 +137,6 @@ func newCompact() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg, err := config.Load()
-			if err != nil {
-				return err
-			}
 			ev.Conversation = data
 			if overrides != "" {
 				ev.Overrides = json.RawMessage(overrides)
@@ -149,17 +145,11 @@ func newCompact() *cobra.Command {
 				ev.EventID = fmt.Sprintf("cli-%d", time.Now().UnixNano())
 			}
 			ctx := cmd.Context()
-			deps, err := app.Open(ctx, cfg)
+			gw, closeAll, err := openGateway(ctx)
 			if err != nil {
 				return err
 			}
-			defer deps.Close()
-			c, err := app.Dial(cfg)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			gw := deps.Gateway(c)
+			defer closeAll()
 			return compactAndReport(ctx, gw, ev, wait, asJSON, outPath, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -175,6 +165,25 @@ func newCompact() *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	cmd.Flags().StringVarP(&outPath, "output", "o", "", "write the compacted conversation to this file")
 	return cmd
+}
+
+// openGateway opens Postgres, S3 and Temporal from the environment and
+// returns the gateway over them; closeAll releases them.
+func openGateway(ctx context.Context) (gw *gateway.Gateway, closeAll func(), err error) {
+	cfg, err := config.Load()
+	if err != nil {
+		return nil, nil, err
+	}
+	deps, err := app.Open(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := app.Dial(cfg)
+	if err != nil {
+		deps.Close()
+		return nil, nil, err
+	}
+	return deps.Gateway(c), func() { c.Close(); deps.Close() }, nil
 }
 
 // compactAndReport submits an event, shows progress while waiting, prints
