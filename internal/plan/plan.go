@@ -46,7 +46,9 @@ func NewBudget(p policy.Preset, model string, callerLimit int, limits tokens.Lim
 	if limit <= 0 {
 		return Budget{}, fmt.Errorf("no context limit for model %q: pass context_limit", model)
 	}
-	return Budget{Counter: counter, Limit: limit, Overhead: p.FixedOverhead}, nil
+	// A budget serves one unit of work (an activity, an inspection) that
+	// measures the same messages after every pass: remember their counts.
+	return Budget{Counter: tokens.NewMemo(counter), Limit: limit, Overhead: p.FixedOverhead}, nil
 }
 
 // Measure is the conversation's size plus the fixed overhead.
