@@ -222,6 +222,10 @@ func requestHash(ev Event, inputSHA string) string {
 // until it starts.
 func (g *Gateway) Wait(ctx context.Context, runID string) (workflows.CompactionResult, error) {
 	var res workflows.CompactionResult
+	// The child workflow usually starts within a workflow task of the
+	// signal, so the first polls are quick; a run queued behind a long one
+	// is polled less often.
+	delay := 20 * time.Millisecond
 	for {
 		err := g.Temporal.GetWorkflow(ctx, runID, "").Get(ctx, &res)
 		var nf *serviceerror.NotFound
@@ -231,7 +235,8 @@ func (g *Gateway) Wait(ctx context.Context, runID string) (workflows.CompactionR
 		select {
 		case <-ctx.Done():
 			return res, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(delay):
 		}
+		delay = min(delay*2, time.Second)
 	}
 }
