@@ -115,6 +115,14 @@ func (sc *scenario) compact(ctx context.Context, ev gateway.Event) outcome {
 		return o
 	}
 	o.runID = sub.RunID
+	if sub.Existing {
+		// The gateway answered with an earlier run of the same event: the
+		// bench reused an event id, and this run would cost nothing.
+		o.err = fmt.Errorf("event %s was submitted before (run %s)", ev.EventID, sub.RunID)
+		o.end = time.Now()
+		o.latency = o.end.Sub(o.start)
+		return o
+	}
 	o.res, err = sc.gw.Wait(ctx, sub.RunID)
 	if err != nil {
 		o.err = fmt.Errorf("run %s: %w", sub.RunID, err)
