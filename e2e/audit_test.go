@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -491,27 +490,6 @@ func TestReplayFailedSelectsByTimeRange(t *testing.T) {
 	require.ErrorIs(t, err, gateway.ErrNotFound)
 }
 
-// auditBuildStarter builds the starter command into the test's temporary
-// folder.
-func auditBuildStarter(t *testing.T) string {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	root, err := filepath.Abs("..")
-	require.NoError(t, err)
-	bin := filepath.Join(t.TempDir(), "starter")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, goBin, "build", "-o", bin, "./starter")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build ./starter: %s", out)
-	return bin
-}
-
 // auditEnvVars points the starter at the test's Postgres schema, bucket,
 // Temporal server and task queue.
 func auditEnvVars(t *testing.T, e *env) []string {
@@ -536,7 +514,7 @@ func auditEnvVars(t *testing.T, e *env) []string {
 func TestAuditCLI(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, offline())
-	bin := auditBuildStarter(t)
+	bin := buildCommand(t, "starter")
 	vars := auditEnvVars(t, e)
 	run := func(wantOK bool, args ...string) (string, string) {
 		t.Helper()

@@ -8,6 +8,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -170,4 +173,26 @@ func readData(t *testing.T, rel string) []byte {
 	}
 	require.NoError(t, err)
 	return data
+}
+
+// buildCommand builds one of the repository's commands (worker, starter)
+// into the test's temporary folder. The build cache makes it a link step
+// after the first time.
+func buildCommand(t *testing.T, name string) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	bin := filepath.Join(t.TempDir(), name)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, goBin, "build", "-o", bin, "./"+name)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go build ./%s: %s", name, out)
+	return bin
 }

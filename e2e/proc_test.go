@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -34,27 +33,6 @@ type workerProcess struct {
 	cmd    *exec.Cmd
 	log    string // file holding its stdout and stderr
 	exited chan struct{}
-}
-
-// buildWorker builds the worker command into the test's temporary folder.
-// The build cache makes it a link step after the first time.
-func buildWorker(t *testing.T) string {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	root, err := filepath.Abs("..")
-	require.NoError(t, err)
-	bin := filepath.Join(t.TempDir(), "worker")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, goBin, "build", "-o", bin, "./worker")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build ./worker: %s", out)
-	return bin
 }
 
 // startWorkerProcess starts the worker binary with exactly env as its
@@ -122,7 +100,7 @@ func (p *workerProcess) output() string {
 
 func TestWorkerKilledMidRun(t *testing.T) {
 	t.Parallel()
-	bin := buildWorker(t)
+	bin := buildCommand(t, "worker")
 
 	// The worker processes and the test share one schema and one bucket;
 	// the test's env has no worker of its own on the task queue.

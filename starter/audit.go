@@ -18,7 +18,6 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/report"
 	"github.com/ctxcompact/orchestrator/internal/store"
@@ -33,11 +32,7 @@ func auditCommands() []*cobra.Command {
 
 // openAudit opens Postgres and S3 from the environment.
 func openAudit(ctx context.Context) (*app.Deps, *audit.Service, error) {
-	cfg, err := config.Load()
-	if err != nil {
-		return nil, nil, err
-	}
-	deps, err := app.Open(ctx, cfg)
+	deps, err := openDeps(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

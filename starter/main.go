@@ -167,18 +167,23 @@ func newCompact() *cobra.Command {
 	return cmd
 }
 
+// openDeps opens Postgres and S3 from the environment.
+func openDeps(ctx context.Context) (*app.Deps, error) {
+	cfg, err := config.Load()
+	if err != nil {
+		return nil, err
+	}
+	return app.Open(ctx, cfg)
+}
+
 // openGateway opens Postgres, S3 and Temporal from the environment and
 // returns the gateway over them; closeAll releases them.
 func openGateway(ctx context.Context) (gw *gateway.Gateway, closeAll func(), err error) {
-	cfg, err := config.Load()
+	deps, err := openDeps(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	deps, err := app.Open(ctx, cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	c, err := app.Dial(cfg)
+	c, err := app.Dial(deps.Config)
 	if err != nil {
 		deps.Close()
 		return nil, nil, err
