@@ -50,24 +50,6 @@ const (
 	ErrConfig   = activities.ErrConfig
 )
 
-// stepOptions are for steps that touch only S3 and Postgres: they retry
-// without a cap on attempts for up to an hour, so that an outage of either
-// delays a run rather than failing it. They heartbeat, so that a worker
-// that dies mid-step is noticed in seconds, not at the 2-minute timeout.
-func stepOptions() workflow.ActivityOptions {
-	return workflow.ActivityOptions{
-		StartToCloseTimeout:    2 * time.Minute,
-		HeartbeatTimeout:       30 * time.Second,
-		ScheduleToCloseTimeout: time.Hour,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        500 * time.Millisecond,
-			BackoffCoefficient:     2,
-			MaximumInterval:        30 * time.Second,
-			NonRetryableErrorTypes: []string{ErrBadInput, ErrConfig},
-		},
-	}
-}
-
 // llmOptions are for summarizer calls: a heartbeat catches a stuck call
 // early, and the attempts are bounded so that a dead LLM ends in the
 // fallback instead of waiting forever. Seed 002 asks for 3 attempts with a
@@ -92,14 +74,14 @@ func llmOptions(attempts int) workflow.ActivityOptions {
 // Compaction runs one compaction: plan → archive → deterministic passes →
 // LLM passes → drift check → commit. A failure marks the run failed.
 func Compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, error) {
-	ctx = workflow.WithActivityOptions(ctx, stepOptions())
+	ctx = withStepMode(workflow.WithActivityOptions(ctx, stepOptions()))
 	res, err := compaction(ctx, in)
 	if err != nil {
 		var a *activities.Activities
 		// A disconnected context still records the failure when the run
 		// was cancelled.
 		fctx, _ := workflow.NewDisconnectedContext(ctx)
-		ferr := workflow.ExecuteActivity(fctx, a.FailRun, activities.FailInput{RunID: in.Run.ID, Message: err.Error()}).Get(fctx, nil)
+		ferr := runStep(fctx, a.FailRun, activities.FailInput{RunID: in.Run.ID, Message: err.Error()}).Get(fctx, nil)
 		if ferr != nil {
 			workflow.GetLogger(ctx).Error("record run failure", "run", in.Run.ID, "error", ferr)
 		}
@@ -115,7 +97,7 @@ func compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, err
 	res := CompactionResult{RunID: run.ID}
 
 	var plan activities.PlanResult
-	if err := workflow.ExecuteActivity(ctx, a.Plan, activities.PlanInput{Run: run, InputKey: in.InputKey, InputSHA256: in.InputSHA256}).Get(ctx, &plan); err != nil {
+	if err := runStep(ctx, a.Plan, activities.PlanInput{Run: run, InputKey: in.InputKey, InputSHA256: in.InputSHA256}).Get(ctx, &plan); err != nil {
 		return res, fmt.Errorf("plan: %w", err)
 	}
 	preset := plan.Preset
@@ -124,7 +106,7 @@ func compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, err
 	// The original is archived, and its checksum verified, before anything
 	// is replaced.
 	var archive activities.ArchiveResult
-	if err := workflow.ExecuteActivity(ctx, a.Archive, activities.ArchiveInput{Run: run, InputKey: in.InputKey, InputSHA256: in.InputSHA256}).Get(ctx, &archive); err != nil {
+	if err := runStep(ctx, a.Archive, activities.ArchiveInput{Run: run, InputKey: in.InputKey, InputSHA256: in.InputSHA256}).Get(ctx, &archive); err != nil {
 		return res, fmt.Errorf("archive original: %w", err)
 	}
 	res.ArchiveKey = archive.Key
@@ -139,7 +121,7 @@ func compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, err
 	}
 
 	var out activities.CommitResult
-	if err := workflow.ExecuteActivity(ctx, a.Commit, commit).Get(ctx, &out); err != nil {
+	if err := runStep(ctx, a.Commit, commit).Get(ctx, &out); err != nil {
 		return res, fmt.Errorf("commit: %w", err)
 	}
 	res.OutputKey, res.OutputSHA256 = out.OutputKey, out.OutputSHA256
@@ -156,7 +138,7 @@ func runPasses(ctx workflow.Context, run activities.Run, preset policy.Preset, p
 	var a *activities.Activities
 
 	var det activities.DeterministicResult
-	if err := workflow.ExecuteActivity(ctx, a.Deterministic, activities.DeterministicInput{Run: run, WorkKey: commit.WorkKey}).Get(ctx, &det); err != nil {
+	if err := runStep(ctx, a.Deterministic, activities.DeterministicInput{Run: run, WorkKey: commit.WorkKey}).Get(ctx, &det); err != nil {
 		return fmt.Errorf("deterministic passes: %w", err)
 	}
 	commit.WorkKey, commit.Watermark = det.WorkKey, det.Watermark
@@ -178,7 +160,7 @@ func runPasses(ctx workflow.Context, run activities.Run, preset policy.Preset, p
 	}
 	if len(layer1) > 0 {
 		var w activities.WorkResult
-		if err := workflow.ExecuteActivity(ctx, a.ApplyResults, activities.ApplyResultsInput{Run: run, Step: "apply/large", WorkKey: commit.WorkKey, Replacements: layer1}).Get(ctx, &w); err != nil {
+		if err := runStep(ctx, a.ApplyResults, activities.ApplyResultsInput{Run: run, Step: "apply/large", WorkKey: commit.WorkKey, Replacements: layer1}).Get(ctx, &w); err != nil {
 			return fmt.Errorf("apply large results: %w", err)
 		}
 		commit.WorkKey = w.WorkKey
@@ -205,7 +187,7 @@ func mapReduce(ctx workflow.Context, run activities.Run, preset policy.Preset, s
 	var a *activities.Activities
 	lr := preset.LargeResult
 	var chunks activities.ChunkResult
-	if err := workflow.ExecuteActivity(ctx, a.Chunk, activities.ChunkInput{Run: run, Step: step + "/chunk", TextKey: t.TextKey}).Get(ctx, &chunks); err != nil {
+	if err := runStep(ctx, a.Chunk, activities.ChunkInput{Run: run, Step: step + "/chunk", TextKey: t.TextKey}).Get(ctx, &chunks); err != nil {
 		return activities.Replacement{}, "", fmt.Errorf("chunk: %w", err)
 	}
 	summaries := make([]string, len(chunks.Keys))
@@ -224,7 +206,7 @@ func mapReduce(ctx workflow.Context, run activities.Run, preset policy.Preset, s
 		}
 	}
 	var merged activities.MergeResult
-	if err := workflow.ExecuteActivity(ctx, a.Merge, activities.MergeInput{Run: run, Step: step + "/merge", Keys: summaries}).Get(ctx, &merged); err != nil {
+	if err := runStep(ctx, a.Merge, activities.MergeInput{Run: run, Step: step + "/merge", Keys: summaries}).Get(ctx, &merged); err != nil {
 		return activities.Replacement{}, "", fmt.Errorf("merge: %w", err)
 	}
 	final := merged.Key
@@ -255,7 +237,7 @@ func mapReduce(ctx workflow.Context, run activities.Run, preset policy.Preset, s
 func globalPass(ctx workflow.Context, run activities.Run, preset policy.Preset, exclude []activities.Replacement, commit *activities.CommitInput) error {
 	var a *activities.Activities
 	var g activities.GlobalResult
-	if err := workflow.ExecuteActivity(ctx, a.PlanGlobal, activities.GlobalInput{Run: run, WorkKey: commit.WorkKey, Exclude: exclude}).Get(ctx, &g); err != nil {
+	if err := runStep(ctx, a.PlanGlobal, activities.GlobalInput{Run: run, WorkKey: commit.WorkKey, Exclude: exclude}).Get(ctx, &g); err != nil {
 		return fmt.Errorf("plan global compression: %w", err)
 	}
 	if len(g.Targets) == 0 {
@@ -287,7 +269,7 @@ func globalPass(ctx workflow.Context, run activities.Run, preset policy.Preset, 
 		return nil
 	}
 	var w activities.WorkResult
-	if err := workflow.ExecuteActivity(ctx, a.ApplyResults, activities.ApplyResultsInput{Run: run, Step: "apply/global", WorkKey: commit.WorkKey, Replacements: done}).Get(ctx, &w); err != nil {
+	if err := runStep(ctx, a.ApplyResults, activities.ApplyResultsInput{Run: run, Step: "apply/global", WorkKey: commit.WorkKey, Replacements: done}).Get(ctx, &w); err != nil {
 		return fmt.Errorf("apply global compression: %w", err)
 	}
 	commit.WorkKey = w.WorkKey
@@ -300,7 +282,7 @@ func historyPass(ctx workflow.Context, run activities.Run, preset policy.Preset,
 	freed int, commit *activities.CommitInput, res *CompactionResult) error {
 	var a *activities.Activities
 	var hp activities.HistoryPlan
-	if err := workflow.ExecuteActivity(ctx, a.PrepareHistory, activities.HistoryInput{Run: run, WorkKey: commit.WorkKey, TokensFreed: freed}).Get(ctx, &hp); err != nil {
+	if err := runStep(ctx, a.PrepareHistory, activities.HistoryInput{Run: run, WorkKey: commit.WorkKey, TokensFreed: freed}).Get(ctx, &hp); err != nil {
 		return fmt.Errorf("prepare history: %w", err)
 	}
 	if hp.Skip {
@@ -330,7 +312,7 @@ func historyPass(ctx workflow.Context, run activities.Run, preset policy.Preset,
 		}
 	}
 	var w activities.WorkResult
-	if err := workflow.ExecuteActivity(ctx, a.ApplyHistory, activities.ApplyHistoryInput{Run: run, Step: "history/apply", WorkKey: commit.WorkKey, Split: hp.Split, SummaryKey: key, ArchiveKey: archive.Key}).Get(ctx, &w); err != nil {
+	if err := runStep(ctx, a.ApplyHistory, activities.ApplyHistoryInput{Run: run, Step: "history/apply", WorkKey: commit.WorkKey, Split: hp.Split, SummaryKey: key, ArchiveKey: archive.Key}).Get(ctx, &w); err != nil {
 		return fmt.Errorf("apply history summary: %w", err)
 	}
 	commit.WorkKey = w.WorkKey
@@ -350,7 +332,7 @@ func driftGate(ctx workflow.Context, run activities.Run, preset policy.Preset, s
 	var a *activities.Activities
 	check := func(pass int, key string) (activities.DriftResult, error) {
 		var d activities.DriftResult
-		err := workflow.ExecuteActivity(ctx, a.CheckDrift, activities.DriftInput{Run: run, Step: fmt.Sprintf("%s/drift/%d", step, pass), Pass: pass, SourceKey: sourceKey, SummaryKey: key}).Get(ctx, &d)
+		err := runStep(ctx, a.CheckDrift, activities.DriftInput{Run: run, Step: fmt.Sprintf("%s/drift/%d", step, pass), Pass: pass, SourceKey: sourceKey, SummaryKey: key}).Get(ctx, &d)
 		if err != nil {
 			return d, fmt.Errorf("drift check: %w", err)
 		}
@@ -381,7 +363,7 @@ func driftGate(ctx workflow.Context, run activities.Run, preset policy.Preset, s
 		}
 	}
 	var patched activities.SummarizeResult
-	if err := workflow.ExecuteActivity(ctx, a.Patch, activities.PatchInput{Run: run, Step: step + "/patch", SummaryKey: summaryKey, MissingKey: d.MissingKey}).Get(ctx, &patched); err != nil {
+	if err := runStep(ctx, a.Patch, activities.PatchInput{Run: run, Step: step + "/patch", SummaryKey: summaryKey, MissingKey: d.MissingKey}).Get(ctx, &patched); err != nil {
 		return "", "", fmt.Errorf("patch summary: %w", err)
 	}
 	return patched.Key, "patched", nil
@@ -402,7 +384,7 @@ func summarizeOrFallback(ctx workflow.Context, in activities.SummarizeInput, att
 	if target == 0 {
 		target = in.TargetTokens * 4
 	}
-	ferr := workflow.ExecuteActivity(ctx, a.Fallback, activities.FallbackInput{
+	ferr := runStep(ctx, a.Fallback, activities.FallbackInput{
 		Run: in.Run, Step: in.Step + "/fallback", SourceKey: in.SourceKey, TargetChars: target, Mode: fallback,
 	}).Get(ctx, &out)
 	return out, ferr
