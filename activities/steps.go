@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
@@ -445,7 +447,7 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 	if err != nil {
 		return res, err
 	}
-	source, err := a.text(ctx, in.SourceKey)
+	ids, err := a.identifiers(ctx, in.SourceKey)
 	if err != nil {
 		return res, err
 	}
@@ -453,7 +455,7 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 	if err != nil {
 		return res, err
 	}
-	score, missing := Retention(source, summary, p.Drift.MaxIdentifiers)
+	score, missing := retention(ids, summary, p.Drift.MaxIdentifiers)
 	res = DriftResult{Score: score, Passed: score >= p.Drift.MinRetention, MissingCount: len(missing)}
 	if len(missing) > 0 {
 		data, _ := json.Marshal(missing)
@@ -475,29 +477,50 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 // Retention scores a summary against the last maxIDs identifiers of its
 // source and lists the missing ones, most recent last.
 func Retention(source, summary string, maxIDs int) (float64, []string) {
-	ids := digest.Identifiers(source)
+	return retention(digest.Identifiers(source), summary, maxIDs)
+}
+
+func retention(ids []digest.Identifier, summary string, maxIDs int) (float64, []string) {
 	if maxIDs > 0 && len(ids) > maxIDs {
 		ids = ids[len(ids)-maxIDs:]
 	}
 	if len(ids) == 0 {
 		return 1, nil
 	}
-	wanted := make(map[digest.Identifier]bool, len(ids))
-	for _, id := range ids {
-		wanted[id] = true
-	}
-	r := digest.Retain(source, summary)
-	missingSet := make(map[digest.Identifier]bool, len(r.Missing))
-	for _, m := range r.Missing {
-		missingSet[m] = true
-	}
 	var missing []string
-	for _, id := range ids {
-		if missingSet[id] {
-			missing = append(missing, id.Value)
-		}
+	for _, id := range digest.Missing(ids, summary) {
+		missing = append(missing, id.Value)
 	}
 	return float64(len(ids)-len(missing)) / float64(len(ids)), missing
+}
+
+// sourceIDs remembers the identifiers of recent drift-check sources by S3
+// key. Keys are content-addressed, so an entry never goes stale, and the
+// drift check of a repair pass (and of a replayed run) reads the same
+// source as the check before it; extraction is the costly part of a check.
+// Bounded by entries (golang-lru), not by runs.
+var sourceIDs = func() *lru.Cache[string, []digest.Identifier] {
+	c, err := lru.New[string, []digest.Identifier](256)
+	if err != nil {
+		panic(err) // only for a size below 1
+	}
+	return c
+}()
+
+// identifiers returns the identifiers of the text at key.
+func (a *Activities) identifiers(ctx context.Context, key string) ([]digest.Identifier, error) {
+	if ids, ok := sourceIDs.Get(key); ok {
+		return ids, nil
+	}
+	text, err := a.text(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	ids := digest.Identifiers(text)
+	if key != "" {
+		sourceIDs.Add(key, ids)
+	}
+	return ids, nil
 }
 
 // Patch appends the items still missing after repair to a summary, so that

@@ -45,8 +45,9 @@ func benchEngine(ctx context.Context, st *stack, o options, rep *report) error {
 
 	// The deterministic passes of the default preset (every pass on), at a
 	// limit equal to the conversation's size, as the Deterministic activity
-	// runs them: a fresh parse (outside the timer) and a fresh budget (and
-	// so a fresh memo of token counts) each time.
+	// runs them on a conversation it has not seen: a fresh parse (outside
+	// the timer) and a fresh budget (and so a fresh memo of token counts)
+	// each time.
 	ad, err := policy.Resolve(policy.Adaptive, nil)
 	if err != nil {
 		return err
@@ -64,10 +65,10 @@ func benchEngine(ctx context.Context, st *stack, o options, rep *report) error {
 			return err
 		}
 		t0 := time.Now()
-		ab, err := plan.NewBudget(ad, agentModel, limit, tokens.DefaultLimits())
-		if err != nil {
-			return err
-		}
+		// Cold: a fresh memo over the bare counter, not plan.NewBudget's
+		// process-wide cache (tokens.Shared), which would answer every
+		// count after the first loop.
+		ab := plan.Budget{Counter: tokens.NewMemo(counter), Limit: limit, Overhead: ad.FixedOverhead}
 		out, err := plan.Deterministic(plan.Input{Conv: c, Preset: ad, Budget: ab, OffloadKey: func(text string) string {
 			return blob.ContentKey(tenant, blob.KindOffload, blob.SHA256Hex([]byte(text)))
 		}})

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -92,7 +93,20 @@ func run() error {
 	workers := flag.Int("workers", 0, "concurrent callers of the ceiling (1.); 0 keeps the default")
 	sessions := flag.Int("sessions", 0, "concurrent sessions of the load (4.); 0 keeps the default")
 	flag.BoolVar(&verbose, "v", false, "print progress details to stderr")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole bench process to this file (use with -only)")
 	flag.Parse()
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 
 	if st, err := os.Stat(*dataDir); err != nil || !st.IsDir() {
 		return fmt.Errorf("shared data folder %s not found (set -data)", *dataDir)

@@ -1116,18 +1116,25 @@ type Retention struct {
 //     as a whole number in the summary ("returned 404" keeps "HTTP 404").
 func Retain(source, summary string) Retention {
 	ids := Identifiers(source)
-	r := Retention{Total: len(ids), Ratio: 1}
-	for _, id := range ids {
-		if present(id, summary) {
-			r.Kept++
-		} else {
-			r.Missing = append(r.Missing, id)
-		}
-	}
+	r := Retention{Total: len(ids), Ratio: 1, Missing: Missing(ids, summary)}
+	r.Kept = r.Total - len(r.Missing)
 	if r.Total > 0 {
 		r.Ratio = float64(r.Kept) / float64(r.Total)
 	}
 	return r
+}
+
+// Missing returns the identifiers of ids that summary does not keep, in
+// their order. It is Retain for a caller that already extracted (and
+// perhaps trimmed) the source's identifiers, which is the costly part.
+func Missing(ids []Identifier, summary string) []Identifier {
+	var missing []Identifier
+	for _, id := range ids {
+		if !present(id, summary) {
+			missing = append(missing, id)
+		}
+	}
+	return missing
 }
 
 func present(id Identifier, summary string) bool {

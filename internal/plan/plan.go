@@ -47,8 +47,9 @@ func NewBudget(p policy.Preset, model string, callerLimit int, limits tokens.Lim
 		return Budget{}, fmt.Errorf("no context limit for model %q: pass context_limit", model)
 	}
 	// A budget serves one unit of work (an activity, an inspection) that
-	// measures the same messages after every pass: remember their counts.
-	return Budget{Counter: tokens.NewMemo(counter), Limit: limit, Overhead: p.FixedOverhead}, nil
+	// measures the same messages after every pass: remember their counts,
+	// in the activity (Memo) and across activities and runs (Shared).
+	return Budget{Counter: tokens.NewMemo(tokens.Shared(counter)), Limit: limit, Overhead: p.FixedOverhead}, nil
 }
 
 // Measure is the conversation's size plus the fixed overhead.
