@@ -103,7 +103,9 @@ func (a *Activities) Archive(ctx context.Context, in ArchiveInput) (res ArchiveR
 	if err != nil {
 		return res, blobErr(fmt.Errorf("write archive: %w", err))
 	}
-	if _, err := a.Blob.GetVerified(ctx, ref.Key, ref.SHA256); err != nil {
+	// Read back from S3 itself, past the in-process cache: the point is
+	// that the store holds the bytes.
+	if _, err := a.Blob.GetVerifiedFromS3(ctx, ref.Key, ref.SHA256); err != nil {
 		return res, blobErr(fmt.Errorf("verify archive: %w", err))
 	}
 	if err := a.Store.RecordArchive(ctx, in.Run.ID, ref.Key, ref.SHA256); err != nil {

@@ -221,6 +221,7 @@ func (s *stack) startS3(ctx context.Context) error {
 	bl, err := blob.New(ctx, blob.Config{
 		Endpoint: endpoint, Bucket: bucket, AccessKey: s3AccessKey, SecretKey: s3SecretKey, PathStyle: true,
 		HTTPClient: &http.Client{Transport: countingTransport{base: tr, n: &s.s3Requests}},
+		CacheBytes: int64(s.cfg.BlobCacheMB) << 20, // BLOB_CACHE_MB, as the worker
 	})
 	if err != nil {
 		return fmt.Errorf("s3 client: %w", err)

@@ -55,6 +55,7 @@ func Open(ctx context.Context, cfg config.Config) (*Deps, error) {
 	bl, err := blob.New(ctx, blob.Config{
 		Endpoint: cfg.S3Endpoint, Region: cfg.S3Region, Bucket: cfg.S3Bucket,
 		AccessKey: cfg.S3AccessKey, SecretKey: cfg.S3SecretKey, PathStyle: cfg.S3PathStyle,
+		CacheBytes: int64(cfg.BlobCacheMB) << 20,
 	})
 	if err != nil {
 		st.Close()

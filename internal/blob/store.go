@@ -75,6 +75,11 @@ type Config struct {
 	// HTTPClient replaces the SDK's HTTP client, e.g. to observe requests
 	// in tests; nil keeps the SDK default.
 	HTTPClient *http.Client
+	// CacheBytes bounds the in-process cache of content-addressed objects
+	// recently written with PutContent or read with Get/GetVerified (see
+	// cache.go); zero disables it. Objects larger than CacheBytes/8 are
+	// not cached.
+	CacheBytes int64
 }
 
 // Ref identifies stored content: where it is, its SHA-256 and size.
@@ -91,6 +96,7 @@ type Store struct {
 	bucket   string
 	timeout  time.Duration
 	pageSize int32
+	cache    *cache // nil when disabled
 }
 
 // New builds a Store for cfg. It does not contact the server; call
@@ -102,9 +108,9 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if (cfg.AccessKey == "") != (cfg.SecretKey == "") {
 		return nil, errors.New("blob config: access key and secret key must be given together")
 	}
-	if cfg.Timeout < 0 || cfg.MaxAttempts < 0 || cfg.ListPageSize < 0 {
-		return nil, fmt.Errorf("blob config: negative timeout (%s), max attempts (%d) or list page size (%d)",
-			cfg.Timeout, cfg.MaxAttempts, cfg.ListPageSize)
+	if cfg.Timeout < 0 || cfg.MaxAttempts < 0 || cfg.ListPageSize < 0 || cfg.CacheBytes < 0 {
+		return nil, fmt.Errorf("blob config: negative timeout (%s), max attempts (%d), list page size (%d) or cache bytes (%d)",
+			cfg.Timeout, cfg.MaxAttempts, cfg.ListPageSize, cfg.CacheBytes)
 	}
 	region := cfg.Region
 	if region == "" {
@@ -151,7 +157,8 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 			o.HTTPClient = cfg.HTTPClient
 		}
 	})
-	return &Store{client: client, bucket: cfg.Bucket, timeout: timeout, pageSize: cfg.ListPageSize}, nil
+	return &Store{client: client, bucket: cfg.Bucket, timeout: timeout, pageSize: cfg.ListPageSize,
+		cache: newCache(cfg.CacheBytes)}, nil
 }
 
 // Bucket returns the bucket this Store works in.
@@ -214,7 +221,9 @@ func SHA256Hex(data []byte) string {
 // PutContent stores data under its content key for tenant and kind. If the
 // object is already there with the same SHA-256 it is not uploaded again, so
 // a retried activity costs one HEAD; if the key holds something else (a
-// damaged object) it is overwritten with the right bytes.
+// damaged object) it is overwritten with the right bytes. The HEAD is sent
+// even when the key is cached, since another process may have deleted the
+// object; either way the bytes are then cached for the next Get.
 func (s *Store) PutContent(ctx context.Context, tenant, kind string, data []byte) (Ref, error) {
 	if err := ValidateTenant(tenant); err != nil {
 		return Ref{}, fmt.Errorf("put content: %w", err)
@@ -224,31 +233,52 @@ func (s *Store) PutContent(ctx context.Context, tenant, kind string, data []byte
 	}
 	sum := SHA256Hex(data)
 	ref := Ref{Key: ContentKey(tenant, kind, sum), SHA256: sum, Size: int64(len(data))}
+	var epoch uint64
+	if s.cache != nil {
+		epoch = s.cache.currentEpoch()
+	}
 
 	stored, err := s.storedSHA256(ctx, ref.Key)
 	switch {
 	case err == nil && stored == sum:
-		return ref, nil
 	case err != nil && !errors.Is(err, ErrNotFound):
 		return Ref{}, fmt.Errorf("put content %s: %w", ref.Key, err)
+	default:
+		if err := s.put(ctx, ref.Key, sum, data); err != nil {
+			return Ref{}, fmt.Errorf("put content %s: %w", ref.Key, err)
+		}
 	}
-	if err := s.put(ctx, ref.Key, sum, data); err != nil {
-		return Ref{}, fmt.Errorf("put content %s: %w", ref.Key, err)
+	if s.cache != nil {
+		s.cache.add(ref.Key, data, epoch)
 	}
 	return ref, nil
 }
 
 // Put stores data under key, overwriting whatever is there, and records its
-// SHA-256 in the object metadata.
+// SHA-256 in the object metadata. What Put writes is never cached, and a
+// Put to a content key evicts it, so later reads see what S3 holds.
 func (s *Store) Put(ctx context.Context, key string, data []byte) (Ref, error) {
 	if err := validateKey(key); err != nil {
 		return Ref{}, fmt.Errorf("put: %w", err)
 	}
 	sum := SHA256Hex(data)
-	if err := s.put(ctx, key, sum, data); err != nil {
+	err := s.put(ctx, key, sum, data)
+	s.invalidate(key) // even on error: the PUT may have landed
+	if err != nil {
 		return Ref{}, fmt.Errorf("put %s: %w", key, err)
 	}
 	return Ref{Key: key, SHA256: sum, Size: int64(len(data))}, nil
+}
+
+// invalidate evicts a content key from the cache; other keys are never
+// cached.
+func (s *Store) invalidate(key string) {
+	if s.cache == nil {
+		return
+	}
+	if _, ok := contentKeySHA(key); ok {
+		s.cache.invalidate(key)
+	}
 }
 
 func (s *Store) put(ctx context.Context, key, sum string, data []byte) error {
@@ -283,11 +313,87 @@ func (s *Store) storedSHA256(ctx context.Context, key string) (string, error) {
 	return "", nil
 }
 
-// Get returns the whole object at key, or an error wrapping ErrNotFound.
+// Get returns the whole object at key, or an error wrapping ErrNotFound. A
+// content key may be served from the in-process cache; the slice returned
+// is always the caller's own.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
-	if err := validateKey(key); err != nil {
-		return nil, fmt.Errorf("get: %w", err)
+	data, _, err := s.get(ctx, key, true)
+	return data, err
+}
+
+// GetVerified returns the object at key after checking that its SHA-256 is
+// wantSHA; a mismatch is an error wrapping ErrChecksum. This is how an
+// archived original is proven intact before anything replaces it.
+//
+// A cached content key is served without contacting S3: the cache only
+// holds bytes whose hash is the key's sha, so they are intact, but a hit
+// does not prove that S3 still holds them. GetVerifiedFromS3 does.
+func (s *Store) GetVerified(ctx context.Context, key, wantSHA string) ([]byte, error) {
+	return s.getVerified(ctx, key, wantSHA, true)
+}
+
+// GetVerifiedFromS3 is GetVerified that always reads the object from S3,
+// for proving that S3 (not this process) holds intact bytes, e.g. reading
+// back a write before its source is replaced. Verified bytes of a content
+// key are still cached for later reads.
+func (s *Store) GetVerifiedFromS3(ctx context.Context, key, wantSHA string) ([]byte, error) {
+	return s.getVerified(ctx, key, wantSHA, false)
+}
+
+func (s *Store) getVerified(ctx context.Context, key, wantSHA string, useCache bool) ([]byte, error) {
+	if err := ValidateSHA256(wantSHA); err != nil {
+		return nil, fmt.Errorf("get verified %s: %w", key, err)
 	}
+	data, got, err := s.get(ctx, key, useCache)
+	if err != nil {
+		return nil, err
+	}
+	if got == "" {
+		got = SHA256Hex(data)
+	}
+	if got != wantSHA {
+		return nil, fmt.Errorf("get verified %s: %w: want %s, got %s (%d bytes)", key, ErrChecksum, wantSHA, got, len(data))
+	}
+	return data, nil
+}
+
+// get reads key, from the cache when useCache allows and it holds the key,
+// else from S3, caching what it read if key is a content key and the bytes
+// hash to its sha. sum is the bytes' SHA-256 when it is known without
+// hashing again (a hit, or a miss that hashed to decide), else "".
+func (s *Store) get(ctx context.Context, key string, useCache bool) (data []byte, sum string, err error) {
+	if err := validateKey(key); err != nil {
+		return nil, "", fmt.Errorf("get: %w", err)
+	}
+	keySHA, cacheable := "", false
+	var epoch uint64
+	if s.cache != nil {
+		keySHA, cacheable = contentKeySHA(key)
+	}
+	if cacheable {
+		if useCache {
+			if data, ok := s.cache.get(key); ok {
+				return data, keySHA, nil
+			}
+		}
+		epoch = s.cache.currentEpoch()
+	}
+	data, err = s.fetch(ctx, key)
+	if err != nil {
+		return nil, "", err
+	}
+	if cacheable && s.cache.fits(key, len(data)) {
+		// Hash before caching: a damaged or tampered object at a content
+		// key must not be served from memory as if it were intact.
+		if sum = SHA256Hex(data); sum == keySHA {
+			s.cache.add(key, data, epoch)
+		}
+	}
+	return data, sum, nil
+}
+
+// fetch GETs the whole object at key from S3.
+func (s *Store) fetch(ctx context.Context, key string) ([]byte, error) {
 	ctx, cancel := s.opContext(ctx)
 	defer cancel()
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
@@ -298,23 +404,6 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	data, err := io.ReadAll(out.Body)
 	if err != nil {
 		return nil, fmt.Errorf("get %s: read body: %w", key, err)
-	}
-	return data, nil
-}
-
-// GetVerified returns the object at key after checking that its SHA-256 is
-// wantSHA; a mismatch is an error wrapping ErrChecksum. This is how an
-// archived original is proven intact before anything replaces it.
-func (s *Store) GetVerified(ctx context.Context, key, wantSHA string) ([]byte, error) {
-	if err := ValidateSHA256(wantSHA); err != nil {
-		return nil, fmt.Errorf("get verified %s: %w", key, err)
-	}
-	data, err := s.Get(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	if got := SHA256Hex(data); got != wantSHA {
-		return nil, fmt.Errorf("get verified %s: %w: want %s, got %s (%d bytes)", key, ErrChecksum, wantSHA, got, len(data))
 	}
 	return data, nil
 }
@@ -335,8 +424,8 @@ func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 	}
 }
 
-// Delete removes the object at key. Deleting a missing object succeeds, so
-// cleanup can be retried freely.
+// Delete removes the object at key and evicts it from the cache. Deleting a
+// missing object succeeds, so cleanup can be retried freely.
 func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := validateKey(key); err != nil {
 		return fmt.Errorf("delete: %w", err)
@@ -344,6 +433,9 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	ctx, cancel := s.opContext(ctx)
 	defer cancel()
 	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+	// After the request, and even on error (it may have landed), so that
+	// a read racing with it cannot re-cache the object afterwards.
+	s.invalidate(key)
 	if err = mapError(err); err != nil && !errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("delete %s: %w", key, err)
 	}

@@ -28,6 +28,9 @@ type Config struct {
 	S3AccessKey string
 	S3SecretKey string
 	S3PathStyle bool
+	// BlobCacheMB bounds the in-process cache of content-addressed
+	// objects, per process; 0 disables it.
+	BlobCacheMB int
 
 	OpenAIBaseURL   string
 	OpenAIAPIKey    string
@@ -51,6 +54,9 @@ type Config struct {
 	ModelLimits     string
 }
 
+// maxBlobCacheMB keeps BLOB_CACHE_MB in bytes far from overflowing int64.
+const maxBlobCacheMB = 1 << 20
+
 // Load reads the environment. Every error names the variable.
 func Load() (Config, error) {
 	return load(os.Getenv)
@@ -69,6 +75,7 @@ func load(getenv func(string) string) (Config, error) {
 		S3AccessKey:       r.str("S3_ACCESS_KEY", ""),
 		S3SecretKey:       r.str("S3_SECRET_KEY", ""),
 		S3PathStyle:       r.boolean("S3_PATH_STYLE", false),
+		BlobCacheMB:       r.integer("BLOB_CACHE_MB", 64),
 		OpenAIBaseURL:     r.str("OPENAI_BASE_URL", ""),
 		OpenAIAPIKey:      r.str("OPENAI_API_KEY", ""),
 		SummarizerModel:   r.str("SUMMARIZER_MODEL", "gpt-4o-mini"),
@@ -83,6 +90,9 @@ func load(getenv func(string) string) (Config, error) {
 	}
 	if r.err != nil {
 		return Config{}, r.err
+	}
+	if c.BlobCacheMB > maxBlobCacheMB {
+		return Config{}, fmt.Errorf("BLOB_CACHE_MB: %d is more than %d (1 TiB)", c.BlobCacheMB, maxBlobCacheMB)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -22,6 +22,19 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, "", c.OpenAIBaseURL, "offline summarizer by default")
 	require.Equal(t, 120*time.Second, c.LLMTimeout)
 	require.Equal(t, policy.Adaptive, c.DefaultPreset)
+	require.Equal(t, 64, c.BlobCacheMB)
+}
+
+func TestBlobCacheMB(t *testing.T) {
+	t.Parallel()
+	c, err := load(env(map[string]string{"BLOB_CACHE_MB": "0"}))
+	require.NoError(t, err)
+	require.Equal(t, 0, c.BlobCacheMB, "0 disables the cache")
+	c, err = load(env(map[string]string{"BLOB_CACHE_MB": " 256 "}))
+	require.NoError(t, err)
+	require.Equal(t, 256, c.BlobCacheMB)
+	_, err = load(env(map[string]string{"BLOB_CACHE_MB": "2000000"}))
+	require.ErrorContains(t, err, "BLOB_CACHE_MB", "too big to count in bytes safely")
 }
 
 func TestErrorsNameTheVariable(t *testing.T) {
@@ -31,6 +44,7 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		"LOG_LEVEL":                      {"LOG_LEVEL": "loud"},
 		"S3_PATH_STYLE":                  {"S3_PATH_STYLE": "maybe"},
 		"WORKER_ACTIVITIES":              {"WORKER_ACTIVITIES": "-1"},
+		"BLOB_CACHE_MB":                  {"BLOB_CACHE_MB": "lots"},
 		"COMPACTOR_DEFAULT_PRESET":       {"COMPACTOR_DEFAULT_PRESET": "fast"},
 		"SYNAPSE_COMPACT_PRESERVE_COUNT": {"SYNAPSE_COMPACT_PRESERVE_COUNT": "five"},
 		"COMPACTOR_PRESET_FILE":          {"COMPACTOR_PRESET_FILE": "/does/not/exist.json"},
