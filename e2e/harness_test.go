@@ -22,8 +22,10 @@ import (
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
+	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm"
@@ -61,7 +63,9 @@ type env struct {
 	client    client.Client
 	gw        *gateway.Gateway
 	taskQueue string
-	worker    worker.Worker
+	// llmQueue is the task queue of the summarizer calls, as deployed.
+	llmQueue string
+	worker   worker.Worker
 	// tenant is unique per test: session workflow ids derive from tenant
 	// and session, and every test shares one Temporal namespace.
 	tenant string
@@ -113,9 +117,10 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	}
 	seq := queueSeq.Add(1)
 	e.taskQueue = fmt.Sprintf("e2e-%d-%s", seq, strings.ReplaceAll(t.Name(), "/", "-"))
+	e.llmQueue = e.taskQueue + "-llm"
 	e.tenant = fmt.Sprintf("tenant-%d", seq)
 	e.client = server.GetDefaultClient()
-	e.gw = &gateway.Gateway{Store: e.store, Blob: e.blob, Temporal: e.client, TaskQueue: e.taskQueue,
+	e.gw = &gateway.Gateway{Store: e.store, Blob: e.blob, Temporal: e.client, TaskQueue: e.taskQueue, LLMTaskQueue: e.llmQueue,
 		DefaultPreset: policy.Adaptive, Overrides: cfg.overrides}
 	if !cfg.noWorker {
 		e.startWorker()
@@ -123,14 +128,17 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	return e
 }
 
-// startWorker starts a worker for this test's task queue; it stops with
-// the test.
+// startWorker starts the workers of this test's task queue and LLM task
+// queue, as a worker process does; they stop with the test.
 func (e *env) startWorker() {
 	w := worker.New(e.client, e.taskQueue, worker.Options{})
 	workflows.Register(w, e.acts)
-	require.NoError(e.t, w.Start())
+	lw := worker.New(e.client, e.llmQueue, app.LLMWorkerOptions(config.Config{LLMParallelism: 16}))
+	workflows.RegisterLLM(lw, e.acts)
+	ws := app.Workers{Main: w, LLM: lw}
+	require.NoError(e.t, ws.Start())
 	e.worker = w
-	e.t.Cleanup(w.Stop)
+	e.t.Cleanup(ws.Stop)
 }
 
 // compact submits a conversation and waits for its run.

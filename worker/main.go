@@ -41,8 +41,8 @@ func run() error {
 		return err
 	}
 	defer c.Close()
-	w := deps.NewWorker(c)
-	slog.Info("worker started", "temporal", cfg.TemporalAddress, "namespace", cfg.TemporalNamespace, "task_queue", cfg.TaskQueue)
+	w := deps.NewWorkers(c)
+	slog.Info("worker started", "temporal", cfg.TemporalAddress, "namespace", cfg.TemporalNamespace, "task_queue", cfg.TaskQueue, "llm_task_queue", cfg.LLMTaskQueue, "llm_rate_per_second", cfg.LLMRatePerSecond)
 	// worker.InterruptCh stops polling on a signal and waits for the
 	// activities in flight, which is the graceful shutdown we want.
 	if err := w.Run(worker.InterruptCh()); err != nil {

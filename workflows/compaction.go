@@ -21,6 +21,10 @@ type CompactionInput struct {
 	Run         activities.Run `json:"run"`
 	InputKey    string         `json:"input_key"`
 	InputSHA256 string         `json:"input_sha256"`
+	// LLMTaskQueue is the task queue of the run's summarizer calls, whose
+	// worker holds the queue-wide rate limit; empty is the workflow's own
+	// queue.
+	LLMTaskQueue string `json:"llm_task_queue,omitempty"`
 }
 
 // CompactionResult is the outcome of a run: keys and figures, no text.
@@ -50,6 +54,8 @@ const (
 	ErrConfig   = activities.ErrConfig
 )
 
+type llmQueueKey struct{}
+
 // llmOptions are for summarizer calls: a heartbeat catches a stuck call
 // early, and the attempts are bounded so that a dead LLM ends in the
 // fallback instead of waiting forever. Seed 002 asks for 3 attempts with a
@@ -75,6 +81,7 @@ func llmOptions(attempts int) workflow.ActivityOptions {
 // LLM passes → drift check → commit. A failure marks the run failed.
 func Compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, error) {
 	ctx = withStepMode(workflow.WithActivityOptions(ctx, stepOptions()))
+	ctx = workflow.WithValue(ctx, llmQueueKey{}, in.LLMTaskQueue)
 	res, err := compaction(ctx, in)
 	if err != nil {
 		var a *activities.Activities
@@ -374,7 +381,9 @@ func driftGate(ctx workflow.Context, run activities.Run, preset policy.Preset, s
 func summarizeOrFallback(ctx workflow.Context, in activities.SummarizeInput, attempts int, fallback string) (activities.SummarizeResult, error) {
 	var a *activities.Activities
 	var out activities.SummarizeResult
-	lctx := workflow.WithActivityOptions(ctx, llmOptions(attempts))
+	opts := llmOptions(attempts)
+	opts.TaskQueue, _ = ctx.Value(llmQueueKey{}).(string)
+	lctx := workflow.WithActivityOptions(ctx, opts)
 	err := workflow.ExecuteActivity(lctx, a.Summarize, in).Get(ctx, &out)
 	if err == nil || fallback == "" {
 		return out, err

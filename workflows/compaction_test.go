@@ -559,3 +559,44 @@ func TestFailureMarksRunFailed(t *testing.T) {
 		})
 	}
 }
+
+func TestStepsRunLocallyAndSummariesOnTheLLMQueue(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		llmQueue  string
+		wantQueue string
+	}{
+		{name: "LLM task queue set", llmQueue: "llm-q", wantQueue: "llm-q"},
+		{name: "no LLM task queue: the workflow's own", llmQueue: "", wantQueue: "default-test-taskqueue"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakes{}
+			env := newTestEnv()
+			f.install(env)
+			var mu sync.Mutex
+			var local, remote []string
+			queues := map[string]bool{}
+			env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+				mu.Lock()
+				defer mu.Unlock()
+				local = append(local, info.ActivityType.Name)
+			})
+			env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+				mu.Lock()
+				defer mu.Unlock()
+				remote = append(remote, info.ActivityType.Name)
+				queues[info.TaskQueue] = true
+			})
+			env.ExecuteWorkflow(Compaction, CompactionInput{Run: testRun("offload-compact", ""), InputKey: "k", InputSHA256: "abc", LLMTaskQueue: tt.llmQueue})
+			require.True(t, env.IsWorkflowCompleted())
+			require.NoError(t, env.GetWorkflowError())
+			require.Equal(t, []string{"Plan", "Archive", "Deterministic", "PrepareHistory", "CheckDrift", "ApplyHistory", "Commit"}, local,
+				"S3/Postgres steps are local activities")
+			require.Equal(t, []string{"Summarize"}, remote, "only the summarizer call is a regular activity")
+			require.Equal(t, map[string]bool{tt.wantQueue: true}, queues)
+		})
+	}
+}

@@ -13,3 +13,9 @@ func Register(r worker.Registry, a *activities.Activities) {
 	r.RegisterWorkflow(Session)
 	r.RegisterActivity(a)
 }
+
+// RegisterLLM puts the activities on the worker of the LLM task queue,
+// which runs only the summarizer calls the workflows send there.
+func RegisterLLM(r worker.Registry, a *activities.Activities) {
+	r.RegisterActivity(a)
+}

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
@@ -42,7 +43,7 @@ type scenario struct {
 	llm    *llmtest.Server
 	calls  *callLog
 	gw     *gateway.Gateway
-	worker worker.Worker
+	worker app.Workers
 }
 
 var queueSeq atomic.Int64
@@ -70,13 +71,20 @@ func (s *stack) newScenario(name string, llmOpts ...llmtest.Option) (*scenario, 
 	})
 	workflows.Register(w, acts)
 	w.RegisterWorkflowWithOptions(bareWorkflow, workflow.RegisterOptions{Name: bareWorkflowName})
-	if err := w.Start(); err != nil {
+	// The summarizer calls have their own queue and worker, as deployed
+	// (LLM_TASK_QUEUE, LLM_RATE_PER_SECOND, LLM_PARALLELISM).
+	lwOpts := app.LLMWorkerOptions(s.cfg)
+	lwOpts.Interceptors = []interceptor.WorkerInterceptor{s.activities}
+	lw := worker.New(s.client, queue+"-llm", lwOpts)
+	workflows.RegisterLLM(lw, acts)
+	ws := app.Workers{Main: w, LLM: lw}
+	if err := ws.Start(); err != nil {
 		srv.Close()
-		return nil, fmt.Errorf("start worker for %s: %w", name, err)
+		return nil, fmt.Errorf("start workers for %s: %w", name, err)
 	}
 	return &scenario{
-		name: name, queue: queue, llm: srv, calls: calls, worker: w,
-		gw: &gateway.Gateway{Store: s.store, Blob: s.blob, Temporal: s.client, TaskQueue: queue,
+		name: name, queue: queue, llm: srv, calls: calls, worker: ws,
+		gw: &gateway.Gateway{Store: s.store, Blob: s.blob, Temporal: s.client, TaskQueue: queue, LLMTaskQueue: queue + "-llm",
 			DefaultPreset: policy.Adaptive, Overrides: s.cfg.PresetOverrides},
 	}, nil
 }

@@ -82,9 +82,9 @@ func run() error {
 		return err
 	}
 	defer c.Close()
-	w := deps.NewWorker(c)
+	w := deps.NewWorkers(c)
 	if err := w.Start(); err != nil {
-		return fmt.Errorf("start worker: %w", err)
+		return err
 	}
 	defer w.Stop()
 	summarizer := "offline extractive summarizer (set OPENAI_BASE_URL for an LLM)"

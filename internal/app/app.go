@@ -82,19 +82,67 @@ func (d *Deps) Activities() *activities.Activities {
 	}
 }
 
-// NewWorker builds a worker on the configured task queue with every
-// workflow and activity registered.
-func (d *Deps) NewWorker(c client.Client) worker.Worker {
-	w := worker.New(c, d.Config.TaskQueue, worker.Options{
+// Workers are the two workers of a process: Main polls the task queue
+// (workflows and the S3/Postgres steps), LLM polls the LLM task queue
+// (summarizer calls, under the queue's rate limit).
+type Workers struct {
+	Main, LLM worker.Worker
+}
+
+// Start starts both workers.
+func (w Workers) Start() error {
+	if err := w.Main.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	if err := w.LLM.Start(); err != nil {
+		w.Main.Stop()
+		return fmt.Errorf("start LLM worker: %w", err)
+	}
+	return nil
+}
+
+// Stop stops both workers, waiting for the activities in flight.
+func (w Workers) Stop() {
+	w.LLM.Stop()
+	w.Main.Stop()
+}
+
+// Run starts both workers and stops them when interrupt delivers.
+func (w Workers) Run(interrupt <-chan interface{}) error {
+	if err := w.Start(); err != nil {
+		return err
+	}
+	<-interrupt
+	w.Stop()
+	return nil
+}
+
+// NewWorkers builds the worker of the task queue, with every workflow and
+// activity registered, and the worker of the LLM task queue.
+func (d *Deps) NewWorkers(c client.Client) Workers {
+	acts := d.Activities()
+	main := worker.New(c, d.Config.TaskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize: max(d.Config.WorkerActivities, 1),
 	})
-	workflows.Register(w, d.Activities())
-	return w
+	workflows.Register(main, acts)
+	llm := worker.New(c, d.Config.LLMTaskQueue, LLMWorkerOptions(d.Config))
+	workflows.RegisterLLM(llm, acts)
+	return Workers{Main: main, LLM: llm}
+}
+
+// LLMWorkerOptions are the options of the LLM task queue's worker: at
+// most LLM_PARALLELISM calls in flight here, and LLM_RATE_PER_SECOND
+// calls started per second on the queue, whatever the number of workers.
+func LLMWorkerOptions(cfg config.Config) worker.Options {
+	return worker.Options{
+		MaxConcurrentActivityExecutionSize: max(cfg.LLMParallelism, 1),
+		TaskQueueActivitiesPerSecond:       cfg.LLMRatePerSecond,
+	}
 }
 
 // Gateway builds the gateway that submits events to the workflows.
 func (d *Deps) Gateway(c client.Client) *gateway.Gateway {
-	return &gateway.Gateway{Store: d.Store, Blob: d.Blob, Temporal: c, TaskQueue: d.Config.TaskQueue,
+	return &gateway.Gateway{Store: d.Store, Blob: d.Blob, Temporal: c, TaskQueue: d.Config.TaskQueue, LLMTaskQueue: d.Config.LLMTaskQueue,
 		DefaultPreset: d.Config.DefaultPreset, Overrides: d.Config.PresetOverrides}
 }
 

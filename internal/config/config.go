@@ -6,6 +6,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -36,6 +37,14 @@ type Config struct {
 	OpenAIAPIKey    string
 	SummarizerModel string
 	LLMTimeout      time.Duration
+	// LLMTaskQueue is the task queue of the summarizer calls, apart from
+	// the steps so that one rate limit holds across every worker: one
+	// queue per LLM provider account.
+	LLMTaskQueue string
+	// LLMRatePerSecond caps the summarizer calls started per second on
+	// LLMTaskQueue across all workers (Temporal's task-queue rate limit);
+	// 0 is no cap.
+	LLMRatePerSecond float64
 	// LLMParallelism bounds the summaries in flight per worker, so that a
 	// burst cannot trip the provider's rate limits.
 	LLMParallelism int
@@ -81,6 +90,8 @@ func load(getenv func(string) string) (Config, error) {
 		SummarizerModel:   r.str("SUMMARIZER_MODEL", "gpt-4o-mini"),
 		LLMTimeout:        r.duration("LLM_TIMEOUT", 120*time.Second),
 		LLMParallelism:    r.integer("LLM_PARALLELISM", 8),
+		LLMTaskQueue:      r.str("LLM_TASK_QUEUE", ""),
+		LLMRatePerSecond:  r.number("LLM_RATE_PER_SECOND", 0),
 		WorkerActivities:  r.integer("WORKER_ACTIVITIES", 32),
 		HTTPAddr:          r.str("HTTP_ADDR", "127.0.0.1:8080"),
 		MaxRequestBytes:   int64(r.integer("MAX_REQUEST_BYTES", 32<<20)),
@@ -90,6 +101,12 @@ func load(getenv func(string) string) (Config, error) {
 	}
 	if r.err != nil {
 		return Config{}, r.err
+	}
+	if c.LLMTaskQueue == "" {
+		c.LLMTaskQueue = c.TaskQueue + "-llm"
+	}
+	if c.LLMTaskQueue == c.TaskQueue {
+		return Config{}, fmt.Errorf("LLM_TASK_QUEUE: %q is TEMPORAL_TASK_QUEUE; the summarizer calls need a queue of their own", c.LLMTaskQueue)
 	}
 	if c.BlobCacheMB > maxBlobCacheMB {
 		return Config{}, fmt.Errorf("BLOB_CACHE_MB: %d is more than %d (1 TiB)", c.BlobCacheMB, maxBlobCacheMB)
@@ -185,6 +202,19 @@ func (r *reader) integer(name string, def int) int {
 		return def
 	}
 	return n
+}
+
+func (r *reader) number(name string, def float64) float64 {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+		r.fail(fmt.Errorf("%s: %q is not a non-negative number", name, v))
+		return def
+	}
+	return f
 }
 
 func (r *reader) boolean(name string, def bool) bool {

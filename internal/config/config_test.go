@@ -23,6 +23,21 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, 120*time.Second, c.LLMTimeout)
 	require.Equal(t, policy.Adaptive, c.DefaultPreset)
 	require.Equal(t, 64, c.BlobCacheMB)
+	require.Equal(t, "compaction-llm", c.LLMTaskQueue, "summarizer calls get a queue of their own")
+	require.Zero(t, c.LLMRatePerSecond, "no rate limit unless set")
+}
+
+func TestLLMTaskQueue(t *testing.T) {
+	t.Parallel()
+	c, err := load(env(map[string]string{"TEMPORAL_TASK_QUEUE": "q", "LLM_RATE_PER_SECOND": "2.5"}))
+	require.NoError(t, err)
+	require.Equal(t, "q-llm", c.LLMTaskQueue, "the default follows the task queue")
+	require.Equal(t, 2.5, c.LLMRatePerSecond)
+	c, err = load(env(map[string]string{"LLM_TASK_QUEUE": "openai-account-1"}))
+	require.NoError(t, err)
+	require.Equal(t, "openai-account-1", c.LLMTaskQueue)
+	_, err = load(env(map[string]string{"TEMPORAL_TASK_QUEUE": "q", "LLM_TASK_QUEUE": "q"}))
+	require.ErrorContains(t, err, "LLM_TASK_QUEUE")
 }
 
 func TestBlobCacheMB(t *testing.T) {
@@ -45,6 +60,7 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		"S3_PATH_STYLE":                  {"S3_PATH_STYLE": "maybe"},
 		"WORKER_ACTIVITIES":              {"WORKER_ACTIVITIES": "-1"},
 		"BLOB_CACHE_MB":                  {"BLOB_CACHE_MB": "lots"},
+		"LLM_RATE_PER_SECOND":            {"LLM_RATE_PER_SECOND": "-1"},
 		"COMPACTOR_DEFAULT_PRESET":       {"COMPACTOR_DEFAULT_PRESET": "fast"},
 		"SYNAPSE_COMPACT_PRESERVE_COUNT": {"SYNAPSE_COMPACT_PRESERVE_COUNT": "five"},
 		"COMPACTOR_PRESET_FILE":          {"COMPACTOR_PRESET_FILE": "/does/not/exist.json"},

@@ -72,10 +72,13 @@ type Submitted struct {
 
 // Gateway submits events and waits for runs.
 type Gateway struct {
-	Store         *store.Store
-	Blob          *blob.Store
-	Temporal      client.Client
-	TaskQueue     string
+	Store     *store.Store
+	Blob      *blob.Store
+	Temporal  client.Client
+	TaskQueue string
+	// LLMTaskQueue is where a run's summarizer calls go; empty sends
+	// them to TaskQueue with the steps (no queue-wide rate limit).
+	LLMTaskQueue  string
 	DefaultPreset string
 	// Overrides are the deployment's preset overrides (preset file and
 	// SYNAPSE_COMPACT_* variables). They are merged under each event's own
@@ -137,7 +140,7 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 			ID: out.RunID, Tenant: ev.Tenant, Session: ev.Session, EventID: ev.EventID, Trigger: ev.Kind,
 			Preset: ev.Preset, Overrides: effective, Model: ev.Model, ContextLimit: ev.ContextLimit, ReplayOf: ev.ReplayOf,
 		},
-		InputKey: ref.Key, InputSHA256: ref.SHA256,
+		InputKey: ref.Key, InputSHA256: ref.SHA256, LLMTaskQueue: g.LLMTaskQueue,
 	}
 	_, err = g.Temporal.SignalWithStartWorkflow(ctx, workflows.SessionWorkflowID(ev.Tenant, ev.Session), workflows.EventSignal, in,
 		client.StartWorkflowOptions{ID: workflows.SessionWorkflowID(ev.Tenant, ev.Session), TaskQueue: g.TaskQueue},
