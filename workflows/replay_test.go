@@ -15,7 +15,9 @@ import (
 // e2e stack (e2e.TestRecordHistories, RECORD_HISTORIES=1). Replaying them
 // fails when a change to workflow code would break runs in flight: such a
 // change needs workflow.GetVersion, or, when no old run can exist, fresh
-// recordings.
+// recordings. The before-local-steps-* files were recorded before the
+// local-steps change (S3/Postgres steps as regular activities) and keep
+// proving that runs started then still replay.
 func recordedHistories(t *testing.T) []string {
 	t.Helper()
 	files, err := filepath.Glob("testdata/histories/*.json")
