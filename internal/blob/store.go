@@ -218,11 +218,18 @@ func SHA256Hex(data []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// PutContent stores data under its content key for tenant and kind. If the
-// object is already there with the same SHA-256 it is not uploaded again, so
-// a retried activity costs one HEAD; if the key holds something else (a
-// damaged object) it is overwritten with the right bytes. The HEAD is sent
-// even when the key is cached, since another process may have deleted the
+// headAboveBytes is the size from which PutContent asks S3 whether it
+// holds an object before uploading it: a retried step then costs a HEAD
+// instead of the upload. Smaller objects are uploaded again, one request
+// instead of two.
+const headAboveBytes = 256 << 10
+
+// PutContent stores data under its content key for tenant and kind. An
+// object of at least headAboveBytes that is already there with the same
+// SHA-256 is not uploaded again, so a retried activity costs one HEAD; if
+// the key holds something else (a damaged object) it is overwritten with
+// the right bytes; smaller objects are always uploaded. S3 is asked even
+// when the key is cached, since another process may have deleted the
 // object; either way the bytes are then cached for the next Get.
 func (s *Store) PutContent(ctx context.Context, tenant, kind string, data []byte) (Ref, error) {
 	if err := ValidateTenant(tenant); err != nil {
@@ -238,14 +245,21 @@ func (s *Store) PutContent(ctx context.Context, tenant, kind string, data []byte
 		epoch = s.cache.currentEpoch()
 	}
 
-	stored, err := s.storedSHA256(ctx, ref.Key)
-	switch {
-	case err == nil && stored == sum:
-	case err != nil && !errors.Is(err, ErrNotFound):
-		return Ref{}, fmt.Errorf("put content %s: %w", ref.Key, err)
-	default:
+	if len(data) < headAboveBytes {
+		// Uploading again costs about what asking first does.
 		if err := s.put(ctx, ref.Key, sum, data); err != nil {
 			return Ref{}, fmt.Errorf("put content %s: %w", ref.Key, err)
+		}
+	} else {
+		stored, err := s.storedSHA256(ctx, ref.Key)
+		switch {
+		case err == nil && stored == sum:
+		case err != nil && !errors.Is(err, ErrNotFound):
+			return Ref{}, fmt.Errorf("put content %s: %w", ref.Key, err)
+		default:
+			if err := s.put(ctx, ref.Key, sum, data); err != nil {
+				return Ref{}, fmt.Errorf("put content %s: %w", ref.Key, err)
+			}
 		}
 	}
 	if s.cache != nil {

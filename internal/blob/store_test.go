@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 
@@ -90,7 +91,8 @@ func TestPutContentAddressesAndDeduplicates(t *testing.T) {
 	ctx := context.Background()
 	opt, counter := withCounter()
 	store := blobtest.New(t, opt)
-	data := []byte(`{"messages":[{"role":"user","content":"hi"}]}`)
+	// Big enough for PutContent to ask before uploading.
+	data := []byte(`{"messages":[{"role":"user","content":"` + strings.Repeat("hi ", 100<<10) + `"}]}`)
 	counter.reset()
 
 	first, err := store.PutContent(ctx, "acme", blob.KindInput, data)
@@ -111,6 +113,25 @@ func TestPutContentAddressesAndDeduplicates(t *testing.T) {
 	require.NotEqual(t, first.Key, other.Key, "tenants must not share keys")
 	require.Equal(t, first.SHA256, other.SHA256)
 	require.Equal(t, 2, counter.get(http.MethodPut))
+}
+
+func TestPutContentUploadsSmallObjectsWithoutAsking(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	opt, counter := withCounter()
+	store := blobtest.New(t, opt)
+	data := []byte(`{"messages":[{"role":"user","content":"hi"}]}`)
+	counter.reset()
+
+	for range 2 {
+		ref, err := store.PutContent(ctx, "acme", blob.KindInput, data)
+		require.NoError(t, err)
+		got, err := store.GetVerifiedFromS3(ctx, ref.Key, ref.SHA256)
+		require.NoError(t, err)
+		require.Equal(t, data, got)
+	}
+	require.Equal(t, 2, counter.get(http.MethodPut), "a small object is uploaded each time")
+	require.Zero(t, counter.get(http.MethodHead), "one request instead of two")
 }
 
 func TestPutContentRepairsDamagedObject(t *testing.T) {
