@@ -20,7 +20,7 @@ import (
 // else → KindOther (the whole block in Extra). User messages holding
 // tool_result blocks stay RoleUser.
 
-func parseAnthropic(data []byte) (Conversation, error) {
+func parseAnthropic(data []byte, pre decoded) (Conversation, error) {
 	c := Conversation{Format: FormatAnthropic}
 	list := data
 	var system *Message
@@ -28,9 +28,9 @@ func parseAnthropic(data []byte) (Conversation, error) {
 	case jsonArray:
 		c.Shape = shapeArray
 	case jsonObject:
-		var top map[string]json.RawMessage
-		if err := json.Unmarshal(data, &top); err != nil {
-			return Conversation{}, jsonSyntaxError(data, err)
+		top := pre.top
+		if top == nil {
+			top, _ = splitObject(data)
 		}
 		raw, ok := take(top, "messages")
 		if !ok {
@@ -50,16 +50,10 @@ func parseAnthropic(data []byte) (Conversation, error) {
 		}
 		c.Extra = nilIfEmpty(top)
 	default:
-		if err := checkSyntax(data); err != nil {
-			return Conversation{}, err
-		}
 		return Conversation{}, errAt(-1, "", "top level must be a JSON object with messages, got %s", jsonKind(data))
 	}
-	msgs, bad, kind, err := decodeObjects(list)
-	switch {
-	case err != nil:
-		return Conversation{}, jsonSyntaxError(data, err)
-	case bad >= 0:
+	msgs, bad, kind := pre.objects(list)
+	if bad >= 0 {
 		return Conversation{}, errAt(bad, "", "must be an object, got %s", kind)
 	}
 	c.Messages = make([]Message, 0, len(msgs)+1)
@@ -86,7 +80,7 @@ func parseAnthropicSystem(raw json.RawMessage) (Message, error) {
 		}
 	case jsonArray:
 		m.Shape = addShape(m.Shape, shapeList)
-		items, _ := decodeArray(raw)
+		items, _ := splitArray(raw)
 		for k, it := range items {
 			at := indexed("system", k)
 			b, err := parseAnthropicBlock(it, -1, at, nil)
@@ -133,7 +127,7 @@ func parseAnthropicMessage(obj map[string]json.RawMessage, i int, last bool, tr 
 		}
 	case jsonArray:
 		m.Shape = shapeList
-		items, _ := decodeArray(content)
+		items, _ := splitArray(content)
 		m.Blocks = make([]Block, 0, len(items))
 		for k, it := range items {
 			b, err := parseAnthropicBlock(it, i, indexed("content", k), tr)
@@ -159,7 +153,7 @@ func parseAnthropicMessage(obj map[string]json.RawMessage, i int, last bool, tr 
 // parseAnthropicBlock decodes one content block. tr is nil for system
 // blocks, which cannot be tool blocks.
 func parseAnthropicBlock(raw json.RawMessage, i int, at string, tr *toolTracker) (Block, error) {
-	obj, ok := decodeObject(raw)
+	obj, ok := splitObject(raw)
 	if !ok {
 		return Block{}, errAt(i, at, "must be an object, got %s", jsonKind(raw))
 	}
@@ -255,11 +249,11 @@ func parseAnthropicResult(obj map[string]json.RawMessage, i int, at string, tr *
 	case jsonKind(content) == jsonString:
 		b.Text, _ = decodeString(content)
 	case jsonKind(content) == jsonArray:
-		items, _ := decodeArray(content)
+		items, _ := splitArray(content)
 		texts := make([]string, 0, len(items))
 		for k, it := range items {
 			itemAt := indexed(contentAt, k)
-			item, ok := decodeObject(it)
+			item, ok := splitObject(it)
 			if !ok {
 				return Block{}, errAt(i, itemAt, "must be an object, got %s", jsonKind(it))
 			}

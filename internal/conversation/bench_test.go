@@ -51,3 +51,30 @@ func BenchmarkRenderLargest(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParseAny detects and parses a 150 KB SWE-agent conversation
+// (OpenAI, about 100 messages), as a compaction run does with its input.
+func BenchmarkParseAny(b *testing.B) {
+	needSharedData(b)
+	data := readFile(b, filepath.Join(sharedData, "swe-agent-deepseek", "django__django-11742.json"))
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseAny(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParseOpenAI parses the same conversation with its format known.
+func BenchmarkParseOpenAI(b *testing.B) {
+	needSharedData(b)
+	data := readFile(b, filepath.Join(sharedData, "swe-agent-deepseek", "django__django-11742.json"))
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(data, FormatOpenAI); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

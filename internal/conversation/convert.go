@@ -3,6 +3,7 @@ package conversation
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -20,7 +21,45 @@ import (
 // result. It does not require every call to have a result; CheckPairing
 // does.
 func Parse(data []byte, f Format) (Conversation, error) {
-	var parse func([]byte) (Conversation, error)
+	return parse(data, f, decoded{})
+}
+
+// ParseAny detects the format of data, then parses it. Detection hands what
+// it has checked and decoded to the parser, which does not do it again.
+func ParseAny(data []byte) (Conversation, error) {
+	f, pre, err := detect(data)
+	if err != nil {
+		return Conversation{}, fmt.Errorf("detect format: %w", err)
+	}
+	return parse(data, f, pre)
+}
+
+// decoded is what detection found out about a document, for the parser;
+// the zero value is nothing.
+type decoded struct {
+	// valid says the document is valid JSON.
+	valid bool
+	// top holds the fields of a top-level object.
+	top map[string]json.RawMessage
+	// list holds the elements of the message list (a top-level array, or
+	// the messages field of a top-level object) when listOK, which
+	// detection sets only when every element is an object.
+	list   []map[string]json.RawMessage
+	listOK bool
+}
+
+// objects takes a message list apart like splitObjects, unless detection
+// already did.
+func (pre decoded) objects(raw []byte) (objs []map[string]json.RawMessage, bad int, kind string) {
+	if pre.listOK {
+		return pre.list, -1, ""
+	}
+	return splitObjects(raw)
+}
+
+// parse is Parse with what detection found out.
+func parse(data []byte, f Format, pre decoded) (Conversation, error) {
+	var parse func([]byte, decoded) (Conversation, error)
 	switch f {
 	case FormatOpenAI:
 		parse = parseOpenAI
@@ -31,29 +70,22 @@ func Parse(data []byte, f Format) (Conversation, error) {
 	default:
 		return Conversation{}, fmt.Errorf("parse: unknown format %q (want %s, %s or %s)", f, FormatOpenAI, FormatAnthropic, FormatReAct)
 	}
-	// Invalid UTF-8 is checked on the whole document up front because the
-	// decoder would hide it; syntax errors come first, and the parsers'
-	// own decoding reports them otherwise, saving a pass over large input.
-	if !utf8.Valid(data) {
+	// The parsers take the document apart assuming valid JSON, so syntax
+	// is checked first, on the whole document. So is UTF-8, because the
+	// decoder would hide invalid bytes.
+	if !pre.valid {
 		if err := checkSyntax(data); err != nil {
 			return Conversation{}, fmt.Errorf("parse %s conversation: %w", f, err)
 		}
+	}
+	if !utf8.Valid(data) {
 		return Conversation{}, fmt.Errorf("parse %s conversation: %w", f, checkUTF8(data, f != FormatReAct))
 	}
-	c, err := parse(data)
+	c, err := parse(data, pre)
 	if err != nil {
 		return Conversation{}, fmt.Errorf("parse %s conversation: %w", f, err)
 	}
 	return c, nil
-}
-
-// ParseAny detects the format of data, then parses it.
-func ParseAny(data []byte) (Conversation, error) {
-	f, err := Detect(data)
-	if err != nil {
-		return Conversation{}, err
-	}
-	return Parse(data, f)
 }
 
 // Render encodes the conversation in c.Format. Known fields come first in a
@@ -108,88 +140,155 @@ var anthropicOnlyBlocks = map[string]bool{
 //
 // Anything else is an error saying what was found.
 func Detect(data []byte) (Format, error) {
-	if err := checkSyntax(data); err != nil {
+	f, _, err := detect(data)
+	if err != nil {
 		return "", fmt.Errorf("detect format: %w", err)
 	}
+	return f, nil
+}
+
+// detect is Detect, also returning what it found out for the parser.
+func detect(data []byte) (Format, decoded, error) {
+	if err := checkSyntax(data); err != nil {
+		return "", decoded{}, err
+	}
+	pre := decoded{valid: true}
 	switch jsonKind(data) {
 	case jsonObject:
-		top, _ := decodeObject(data)
+		top, _ := splitObject(data)
+		pre.top = top
 		if _, ok := top["execution"]; ok {
-			return FormatReAct, nil
+			return FormatReAct, pre, nil
 		}
 		if _, ok := top["reasoning_trace"]; ok {
-			return FormatReAct, nil
+			return FormatReAct, pre, nil
 		}
 		if _, ok := top["system"]; ok {
-			return FormatAnthropic, nil
+			return FormatAnthropic, pre, nil
 		}
 		raw, ok := top["messages"]
 		if !ok {
-			return "", fmt.Errorf("detect format: %w", errAt(-1, "", "unrecognized conversation: a JSON object needs messages (OpenAI, Anthropic), system (Anthropic), or execution or reasoning_trace (ReAct)"))
+			return "", decoded{}, errAt(-1, "", "unrecognized conversation: a JSON object needs messages (OpenAI, Anthropic), system (Anthropic), or execution or reasoning_trace (ReAct)")
 		}
-		msgs, _ := decodeArray(raw)
-		if hasAnthropicBlocks(msgs) {
-			return FormatAnthropic, nil
+		if jsonKind(raw) != jsonArray {
+			return FormatOpenAI, pre, nil // the parser says what is wrong
 		}
-		return FormatOpenAI, nil
+		if hasAnthropicBlocks(pre.splitList(raw), raw) {
+			return FormatAnthropic, pre, nil
+		}
+		return FormatOpenAI, pre, nil
 	case jsonArray:
-		items, _ := decodeArray(data)
+		items := pre.splitList(data)
 		if len(items) == 0 {
-			return FormatOpenAI, nil
+			return FormatOpenAI, pre, nil
 		}
 		roles := 0
-		for _, it := range items {
-			obj, ok := decodeObject(it)
-			if !ok {
-				continue
-			}
+		for _, obj := range items {
 			_, thought := obj["thought"]
 			_, action := obj["action"]
 			_, role := obj["role"]
 			if (thought || action) && !role {
-				return FormatReAct, nil
+				return FormatReAct, pre, nil
 			}
 			if role {
 				roles++
 			}
 		}
-		if hasAnthropicBlocks(items) {
-			return FormatAnthropic, nil
+		if hasAnthropicBlocks(items, data) {
+			return FormatAnthropic, pre, nil
 		}
 		if roles > 0 {
-			return FormatOpenAI, nil
+			return FormatOpenAI, pre, nil
 		}
-		return "", fmt.Errorf("detect format: %w", errAt(-1, "", "unrecognized conversation: array elements have neither role (messages) nor thought or action (ReAct turns)"))
+		return "", decoded{}, errAt(-1, "", "unrecognized conversation: array elements have neither role (messages) nor thought or action (ReAct turns)")
 	default:
-		return "", fmt.Errorf("detect format: %w", errAt(-1, "", "unrecognized conversation: top level is a %s, want an object or an array", jsonKind(data)))
+		return "", decoded{}, errAt(-1, "", "unrecognized conversation: top level is a %s, want an object or an array", jsonKind(data))
 	}
 }
 
+// splitList takes a message list apart for detection: the fields of each
+// element, nil for one that is not an object. When all are objects, pre
+// keeps them for the parser.
+func (pre *decoded) splitList(raw []byte) []map[string]json.RawMessage {
+	if objs, bad, _ := splitObjects(raw); bad < 0 {
+		pre.list, pre.listOK = objs, true
+		return objs
+	}
+	elems := elements(raw)
+	items := make([]map[string]json.RawMessage, len(elems))
+	for k, e := range elems {
+		items[k], _ = splitObject(e)
+	}
+	return items
+}
+
 // hasAnthropicBlocks reports whether any message has a content block type
-// only Anthropic uses.
-func hasAnthropicBlocks(msgs []json.RawMessage) bool {
-	for _, raw := range msgs {
-		var m struct {
-			Content json.RawMessage `json:"content"`
+// only Anthropic uses. msgs are the elements of the raw message list, nil
+// for one that is not an object.
+func hasAnthropicBlocks(msgs []map[string]json.RawMessage, raw []byte) bool {
+	for _, m := range msgs {
+		content, ok := foldField(m, "content")
+		if !ok {
+			return hasAnthropicBlocksInOrder(raw)
 		}
-		if json.Unmarshal(raw, &m) != nil || jsonKind(m.Content) != jsonArray {
-			continue
-		}
-		var blocks []json.RawMessage
-		if json.Unmarshal(m.Content, &blocks) != nil {
-			continue
-		}
-		for _, b := range blocks {
-			var t struct {
-				Type any `json:"type"`
-			}
-			if json.Unmarshal(b, &t) != nil {
-				continue
-			}
-			if s, ok := t.Type.(string); ok && anthropicOnlyBlocks[s] {
-				return true
-			}
+		if hasAnthropicContent(content) {
+			return true
 		}
 	}
 	return false
+}
+
+// hasAnthropicBlocksInOrder is hasAnthropicBlocks for a list where a
+// message has several keys spelling content, of which the last wins.
+func hasAnthropicBlocksInOrder(raw []byte) bool {
+	for _, e := range elements(raw) {
+		var m struct {
+			Content json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(e, &m) == nil && hasAnthropicContent(m.Content) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasAnthropicContent reports whether a message content (from a valid
+// document) is a list holding a block type only Anthropic uses.
+func hasAnthropicContent(content []byte) bool {
+	if jsonKind(content) != jsonArray {
+		return false
+	}
+	for _, b := range elements(content) {
+		obj, _ := splitObject(b)
+		raw, ok := foldField(obj, "type")
+		var typ string
+		if ok {
+			typ, _ = decodeString(raw)
+		} else {
+			var t struct {
+				Type any `json:"type"`
+			}
+			_ = json.Unmarshal(b, &t) // b is an object: cannot fail
+			typ, _ = t.Type.(string)
+		}
+		if anthropicOnlyBlocks[typ] {
+			return true
+		}
+	}
+	return false
+}
+
+// foldField looks a key up as json.Unmarshal into a struct field does,
+// which is how detection has always read content and type: ignoring case,
+// the last of several matching keys winning. A map does not keep the order
+// of its keys, so ok is false when several keys match.
+func foldField(m map[string]json.RawMessage, key string) (v json.RawMessage, ok bool) {
+	n := 0
+	for k, kv := range m {
+		if strings.EqualFold(k, key) {
+			v = kv
+			n++
+		}
+	}
+	return v, n <= 1
 }

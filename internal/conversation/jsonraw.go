@@ -3,8 +3,9 @@ package conversation
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"sort"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -70,10 +71,15 @@ func decodeArray(raw []byte) ([]json.RawMessage, bool) {
 	return a, true
 }
 
-// decodeString decodes a raw JSON string.
+// decodeString decodes a raw JSON string. Strings are most of a
+// conversation, so the common case is unquoted here rather than by
+// json.Unmarshal, which would check and scan the string once more.
 func decodeString(raw []byte) (string, bool) {
 	if jsonKind(raw) != jsonString {
 		return "", false
+	}
+	if s, ok := unquote(raw); ok {
+		return s, true
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
@@ -82,35 +88,246 @@ func decodeString(raw []byte) (string, bool) {
 	return s, true
 }
 
-// decodeObjects decodes an array whose elements should all be objects (a
-// message list, a turn list). Large conversations are decoded in one pass
-// when every element is an object; otherwise bad is the index of the first
-// element that is not, and kind its type. A syntax error in raw is returned
-// as err.
-func decodeObjects(raw []byte) (objs []map[string]json.RawMessage, bad int, kind string, err error) {
-	err = json.Unmarshal(raw, &objs)
-	if err == nil {
-		for i, m := range objs {
-			if m == nil {
-				return nil, i, jsonNull, nil
+// unquote decodes a JSON string literal exactly as json.Unmarshal does,
+// without its separate validity scan. ok is false when s is not a valid
+// literal, and also for one holding invalid UTF-8 (which json.Unmarshal
+// replaces with U+FFFD): the caller then leaves it to json.Unmarshal.
+func unquote(s []byte) (string, bool) {
+	if len(s) < 2 || s[0] != '"' || s[len(s)-1] != '"' {
+		return "", false
+	}
+	s = s[1 : len(s)-1]
+	var b []byte // the decoded text, once there is an escape
+	for i := 0; ; {
+		// A run of characters that stand for themselves.
+		j := i
+		for j < len(s) && s[j] >= ' ' && s[j] != '"' && s[j] != '\\' {
+			j++
+		}
+		if !utf8.Valid(s[i:j]) {
+			return "", false
+		}
+		if j == len(s) && b == nil {
+			return string(s), true
+		}
+		if b == nil {
+			b = make([]byte, 0, len(s))
+		}
+		b = append(b, s[i:j]...)
+		if j == len(s) {
+			return string(b), true
+		}
+		// An escape; a quote or a control character is invalid here.
+		if s[j] != '\\' || j+1 == len(s) {
+			return "", false
+		}
+		i = j + 2
+		switch c := s[j+1]; c {
+		case '"', '\\', '/':
+			b = append(b, c)
+		case 'b':
+			b = append(b, '\b')
+		case 'f':
+			b = append(b, '\f')
+		case 'n':
+			b = append(b, '\n')
+		case 'r':
+			b = append(b, '\r')
+		case 't':
+			b = append(b, '\t')
+		case 'u':
+			r := hex4(s[j:])
+			if r < 0 {
+				return "", false
+			}
+			i = j + 6
+			if utf16.IsSurrogate(r) {
+				// A valid pair makes one rune; anything else stands for
+				// U+FFFD, and what follows is decoded on its own.
+				if pair := utf16.DecodeRune(r, hex4(s[i:])); pair != unicode.ReplacementChar {
+					r = pair
+					i += 6
+				} else {
+					r = unicode.ReplacementChar
+				}
+			}
+			b = utf8.AppendRune(b, r)
+		default:
+			return "", false
+		}
+	}
+}
+
+// hex4 decodes the \uXXXX escape at the start of s, or returns -1.
+func hex4(s []byte) rune {
+	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+		return -1
+	}
+	var r rune
+	for _, c := range s[2:6] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r*16 + rune(c)
+	}
+	return r
+}
+
+// Taking a valid document apart.
+//
+// The parsers take a document apart level by level: the top level, the
+// message list, each message, a tool call, its function. json.Unmarshal
+// would check and scan every level again, a dozen passes over the text of
+// a tool call. Parse checks the whole document once (checkSyntax); below
+// that, the split functions find the parts of a value with a plain byte
+// loop. They give what json.Unmarshal into map[string]json.RawMessage or
+// []json.RawMessage gives (keys decoded, the last of repeated keys
+// winning, values copied verbatim), but raw must be part of a valid JSON
+// document: for other values (Extra filled by code) use decodeObject and
+// decodeArray.
+
+// splitObject is decodeObject for a value of a valid document.
+func splitObject(raw []byte) (map[string]json.RawMessage, bool) {
+	if jsonKind(raw) != jsonObject {
+		return nil, false
+	}
+	m := map[string]json.RawMessage{}
+	i := skipSpace(raw, 0) + 1 // past {
+	for {
+		i = skipSpace(raw, i)
+		if raw[i] == '}' {
+			return m, true
+		}
+		end := stringEnd(raw, i)
+		key, _ := decodeString(raw[i:end])
+		i = skipSpace(raw, skipSpace(raw, end)+1) // past :
+		end = valueEnd(raw, i)
+		m[key] = bytes.Clone(raw[i:end])
+		i = skipSpace(raw, end)
+		if raw[i] == ',' {
+			i++
+		}
+	}
+}
+
+// splitArray is decodeArray for a value of a valid document.
+func splitArray(raw []byte) ([]json.RawMessage, bool) {
+	if jsonKind(raw) != jsonArray {
+		return nil, false
+	}
+	elems := elements(raw)
+	a := make([]json.RawMessage, len(elems))
+	for k, e := range elems {
+		a[k] = bytes.Clone(e)
+	}
+	return a, true
+}
+
+// splitObjects takes apart an array of a valid document whose elements
+// should all be objects (a message list, a turn list). When one is not, bad
+// is its index and kind its type.
+func splitObjects(raw []byte) (objs []map[string]json.RawMessage, bad int, kind string) {
+	elems := elements(raw)
+	for k, e := range elems {
+		if kind := jsonKind(e); kind != jsonObject {
+			return nil, k, kind
+		}
+	}
+	objs = make([]map[string]json.RawMessage, len(elems))
+	for k, e := range elems {
+		objs[k], _ = splitObject(e)
+	}
+	return objs, -1, ""
+}
+
+// elements returns the elements of an array of a valid document, sharing
+// raw's bytes.
+func elements(raw []byte) [][]byte {
+	var elems [][]byte
+	i := skipSpace(raw, 0) + 1 // past [
+	for {
+		i = skipSpace(raw, i)
+		if raw[i] == ']' {
+			return elems
+		}
+		end := valueEnd(raw, i)
+		elems = append(elems, raw[i:end])
+		i = skipSpace(raw, end)
+		if raw[i] == ',' {
+			i++
+		}
+	}
+}
+
+// skipSpace returns the index of the first byte from i on that is not
+// JSON whitespace.
+func skipSpace(raw []byte, i int) int {
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the index just past the value that starts at raw[i].
+func valueEnd(raw []byte, i int) int {
+	switch raw[i] {
+	case '"':
+		return stringEnd(raw, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(raw); j++ {
+			switch raw[j] {
+			case '"':
+				j = stringEnd(raw, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
 			}
 		}
-		return objs, -1, "", nil
+		return len(raw)
 	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return nil, -1, "", err
+	// A number, true, false or null.
+	j := i
+	for j < len(raw) {
+		switch raw[j] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return j
+		}
+		j++
 	}
-	items, ok := decodeArray(raw)
-	if !ok {
-		return nil, -1, "", err
-	}
-	for i, it := range items {
-		if k := jsonKind(it); k != jsonObject {
-			return nil, i, k, nil
+	return j
+}
+
+// stringEnd returns the index just past the string that starts at raw[i].
+func stringEnd(raw []byte, i int) int {
+	j := i + 1
+	for {
+		q := bytes.IndexByte(raw[j:], '"')
+		if q < 0 {
+			return len(raw)
+		}
+		j += q
+		// The quote is escaped when an odd number of backslashes precede it.
+		n := 0
+		for k := j - 1; raw[k] == '\\'; k-- {
+			n++
+		}
+		j++
+		if n%2 == 0 {
+			return j
 		}
 	}
-	return nil, -1, "", err
 }
 
 // take removes a key from a field map and reports whether it was there.

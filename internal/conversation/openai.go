@@ -19,16 +19,16 @@ import (
 // with one KindToolResult block. A known field whose value carries nothing
 // (tool_calls null or [], a non-string tool "name") stays in Extra verbatim.
 
-func parseOpenAI(data []byte) (Conversation, error) {
+func parseOpenAI(data []byte, pre decoded) (Conversation, error) {
 	c := Conversation{Format: FormatOpenAI}
 	list := data
 	switch jsonKind(data) {
 	case jsonArray:
 		c.Shape = shapeArray
 	case jsonObject:
-		var top map[string]json.RawMessage
-		if err := json.Unmarshal(data, &top); err != nil {
-			return Conversation{}, jsonSyntaxError(data, err)
+		top := pre.top
+		if top == nil {
+			top, _ = splitObject(data)
 		}
 		raw, ok := take(top, "messages")
 		if !ok {
@@ -40,16 +40,10 @@ func parseOpenAI(data []byte) (Conversation, error) {
 		list = raw
 		c.Extra = nilIfEmpty(top)
 	default:
-		if err := checkSyntax(data); err != nil {
-			return Conversation{}, err
-		}
 		return Conversation{}, errAt(-1, "", "top level must be a JSON object with messages or an array of messages, got %s", jsonKind(data))
 	}
-	msgs, bad, kind, err := decodeObjects(list)
-	switch {
-	case err != nil:
-		return Conversation{}, jsonSyntaxError(data, err)
-	case bad >= 0:
+	msgs, bad, kind := pre.objects(list)
+	if bad >= 0 {
 		return Conversation{}, errAt(bad, "", "must be an object, got %s", kind)
 	}
 	tr := newToolTracker()
@@ -96,7 +90,7 @@ func parseOpenAIMessage(obj map[string]json.RawMessage, i int, tr *toolTracker) 
 		case jsonNull:
 			// Carries nothing: stays in Extra verbatim.
 		case jsonArray:
-			calls, _ = decodeArray(tcRaw)
+			calls, _ = splitArray(tcRaw)
 			if len(calls) == 0 {
 				break // [] stays in Extra verbatim.
 			}
@@ -171,7 +165,7 @@ func parseOpenAIContent(obj map[string]json.RawMessage, i int, m *Message) ([]Bl
 		return []Block{{Kind: KindText, Text: s}}, nil
 	case jsonArray:
 		m.Shape = addShape(m.Shape, shapeList)
-		parts, _ := decodeArray(raw)
+		parts, _ := splitArray(raw)
 		blocks := make([]Block, 0, len(parts))
 		for k, p := range parts {
 			b, err := parseOpenAIPart(p, i, indexed("content", k))
@@ -187,7 +181,7 @@ func parseOpenAIContent(obj map[string]json.RawMessage, i int, m *Message) ([]Bl
 }
 
 func parseOpenAIPart(raw json.RawMessage, i int, at string) (Block, error) {
-	obj, ok := decodeObject(raw)
+	obj, ok := splitObject(raw)
 	if !ok {
 		return Block{}, errAt(i, at, "must be an object, got %s", jsonKind(raw))
 	}
@@ -220,7 +214,7 @@ func parseOpenAIPart(raw json.RawMessage, i int, at string) (Block, error) {
 }
 
 func parseOpenAIToolCall(raw json.RawMessage, i int, at string, tr *toolTracker) (Block, error) {
-	obj, ok := decodeObject(raw)
+	obj, ok := splitObject(raw)
 	if !ok {
 		return Block{}, errAt(i, at, "must be an object, got %s", jsonKind(raw))
 	}
@@ -242,7 +236,7 @@ func parseOpenAIToolCall(raw json.RawMessage, i int, at string, tr *toolTracker)
 	if !ok {
 		return Block{}, errAt(i, field(at, "function"), "missing")
 	}
-	fn, ok := decodeObject(fnRaw)
+	fn, ok := splitObject(fnRaw)
 	if !ok {
 		return Block{}, errAt(i, field(at, "function"), "must be an object, got %s", jsonKind(fnRaw))
 	}
@@ -288,7 +282,7 @@ func parseOpenAITool(obj map[string]json.RawMessage, i int, m Message, tr *toolT
 	case jsonString:
 		b.Text, _ = decodeString(raw)
 	case jsonArray:
-		parts, _ := decodeArray(raw)
+		parts, _ := splitArray(raw)
 		texts := make([]string, 0, len(parts))
 		for k, p := range parts {
 			pb, err := parseOpenAIPart(p, i, indexed("content", k))

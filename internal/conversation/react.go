@@ -29,18 +29,20 @@ func ReActToolID(turn int) string {
 	return "turn-" + strconv.Itoa(turn)
 }
 
-func parseReAct(data []byte) (Conversation, error) {
+func parseReAct(data []byte, pre decoded) (Conversation, error) {
 	c := Conversation{Format: FormatReAct}
 	var list []byte
+	objects := splitObjects
 	prefix := ""
 	switch jsonKind(data) {
 	case jsonArray:
 		c.Shape = shapeArray
 		list = data
+		objects = pre.objects // detection may have decoded the turns
 	case jsonObject:
-		var top map[string]json.RawMessage
-		if err := json.Unmarshal(data, &top); err != nil {
-			return Conversation{}, jsonSyntaxError(data, err)
+		top := pre.top
+		if top == nil {
+			top, _ = splitObject(data)
 		}
 		prefix = "execution.tool_calls"
 		if raw, ok := top["execution"]; ok {
@@ -48,7 +50,7 @@ func parseReAct(data []byte) (Conversation, error) {
 			case jsonNull:
 				// Carries nothing: stays in Extra verbatim.
 			case jsonObject:
-				exec, _ := decodeObject(raw)
+				exec, _ := splitObject(raw)
 				tc, ok := exec["tool_calls"]
 				switch {
 				case !ok:
@@ -68,21 +70,14 @@ func parseReAct(data []byte) (Conversation, error) {
 		}
 		c.Extra = nilIfEmpty(top)
 	default:
-		if err := checkSyntax(data); err != nil {
-			return Conversation{}, err
-		}
 		return Conversation{}, errAt(-1, "", "top level must be a JSON object with execution.tool_calls or an array of turns, got %s", jsonKind(data))
 	}
 	var turns []map[string]json.RawMessage
 	if list != nil {
 		var bad int
 		var kind string
-		var err error
-		turns, bad, kind, err = decodeObjects(list)
-		switch {
-		case err != nil:
-			return Conversation{}, jsonSyntaxError(data, err)
-		case bad >= 0:
+		turns, bad, kind = objects(list)
+		if bad >= 0 {
 			return Conversation{}, errAt(-1, indexed(prefix, bad), "must be an object, got %s", kind)
 		}
 	}
@@ -139,7 +134,7 @@ func parseReActTurn(obj map[string]json.RawMessage, t int, at string) (Message, 
 // actionToolName finds the tool name in an action object, trying the field
 // names agents use.
 func actionToolName(raw json.RawMessage) string {
-	obj, ok := decodeObject(raw)
+	obj, ok := splitObject(raw)
 	if !ok {
 		return ""
 	}
