@@ -77,6 +77,7 @@ func (s *stack) newScenario(name string, llmOpts ...llmtest.Option) (*scenario, 
 	lwOpts.Interceptors = []interceptor.WorkerInterceptor{s.activities}
 	lw := worker.New(s.client, queue+"-llm", lwOpts)
 	workflows.RegisterLLM(lw, acts)
+	registerSkeleton(w, lw)
 	ws := app.Workers{Main: w, LLM: lw}
 	if err := ws.Start(); err != nil {
 		srv.Close()

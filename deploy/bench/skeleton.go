@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+// The skeleton has the pipeline's shape on Temporal and none of its work:
+// a long-lived session workflow that takes events by signal and runs each
+// as a child workflow, which runs 4 no-op local activities, one no-op
+// activity on the LLM task queue, then 3 more no-op local activities, as a
+// run of the ceiling's preset does (plan, archive, deterministic,
+// prepare-history | summarize | drift, apply-history, commit). Its rate is
+// the most this Temporal setup allows a pipeline of that shape; the full
+// pipeline against it is what the orchestrator's own work costs.
+const (
+	skeletonSessionName = "bench-skeleton-session"
+	skeletonRunName     = "bench-skeleton-run"
+	skeletonStepName    = "bench-skeleton-step"
+	skeletonSignal      = "event"
+	// skeletonRunsPerSession bounds a skeleton session's history, like
+	// the real session's continue-as-new.
+	skeletonRunsPerSession = 50
+)
+
+// skeletonEvent names the child to run and the task queue of its
+// no-op "summarizer" activity.
+type skeletonEvent struct {
+	RunID    string `json:"run_id"`
+	LLMQueue string `json:"llm_queue"`
+}
+
+func skeletonSession(ctx workflow.Context) error {
+	ch := workflow.GetSignalChannel(ctx, skeletonSignal)
+	for i := 0; i < skeletonRunsPerSession; i++ {
+		var ev skeletonEvent
+		ch.Receive(ctx, &ev)
+		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: ev.RunID})
+		if err := workflow.ExecuteChildWorkflow(cctx, skeletonRunName, ev).Get(ctx, nil); err != nil {
+			return err
+		}
+	}
+	return workflow.NewContinueAsNewError(ctx, skeletonSessionName)
+}
+
+func skeletonRun(ctx workflow.Context, ev skeletonEvent) error {
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: time.Minute})
+	local := func(n int) error {
+		for i := 0; i < n; i++ {
+			if err := workflow.ExecuteLocalActivity(lctx, skeletonStepName).Get(ctx, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := local(4); err != nil {
+		return err
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, TaskQueue: ev.LLMQueue})
+	if err := workflow.ExecuteActivity(actx, skeletonStepName).Get(ctx, nil); err != nil {
+		return err
+	}
+	return local(3)
+}
+
+func skeletonStep(context.Context) error { return nil }
+
+// registerSkeleton puts the skeleton on the scenario's two workers.
+func registerSkeleton(main, llm worker.Worker) {
+	main.RegisterWorkflowWithOptions(skeletonSession, workflow.RegisterOptions{Name: skeletonSessionName})
+	main.RegisterWorkflowWithOptions(skeletonRun, workflow.RegisterOptions{Name: skeletonRunName})
+	opts := activity.RegisterOptions{Name: skeletonStepName}
+	main.RegisterActivityWithOptions(skeletonStep, opts)
+	llm.RegisterActivityWithOptions(skeletonStep, opts)
+}
+
+// skeletonCall submits one event to caller w's skeleton session and waits
+// for its run, as gateway.Submit and gateway.Wait do for the pipeline.
+func skeletonCall(ctx context.Context, c client.Client, sc *scenario, w, i int) error {
+	ev := skeletonEvent{RunID: fmt.Sprintf("%s-skeleton-%d-%d", sc.queue, w, i), LLMQueue: sc.queue + "-llm"}
+	session := fmt.Sprintf("%s-skeleton-session-%d", sc.queue, w)
+	if _, err := c.SignalWithStartWorkflow(ctx, session, skeletonSignal, ev,
+		client.StartWorkflowOptions{ID: session, TaskQueue: sc.queue}, skeletonSessionName); err != nil {
+		return fmt.Errorf("signal skeleton session: %w", err)
+	}
+	delay := 20 * time.Millisecond
+	for {
+		err := c.GetWorkflow(ctx, ev.RunID, "").Get(ctx, nil)
+		var nf *serviceerror.NotFound
+		if !errors.As(err, &nf) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, time.Second)
+	}
+}
