@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/compress"
@@ -216,6 +217,10 @@ func (a *Activities) Chunk(ctx context.Context, in ChunkInput) (res ChunkResult,
 	if err != nil {
 		return res, config(fmt.Errorf("chunk: %w", err))
 	}
+	if p.Drift.Enabled {
+		// The merged summary is drift-checked against the whole result.
+		prefetchIdentifiers(in.TextKey, text)
+	}
 	for _, c := range chunks {
 		key, err := a.putText(ctx, in.Run.Tenant, blob.KindChunk, c)
 		if err != nil {
@@ -403,6 +408,9 @@ func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res H
 	if err != nil {
 		return res, err
 	}
+	if p.Drift.Enabled {
+		prefetchIdentifiers(key, transcript)
+	}
 	res.Split, res.Summarized, res.TranscriptKey, res.Tokens = d.Split, d.Summarized, key, b.Measure(conv)
 	rec.outputSize = int64(len(transcript))
 	return res, nil
@@ -509,20 +517,49 @@ var sourceIDs = func() *lru.Cache[string, []digest.Identifier] {
 	return c
 }()
 
+// idFlight lets a drift check wait for an extraction of the same source
+// already under way (a prefetch) instead of doing it twice.
+var idFlight singleflight.Group
+
 // identifiers returns the identifiers of the text at key.
 func (a *Activities) identifiers(ctx context.Context, key string) ([]digest.Identifier, error) {
-	if ids, ok := sourceIDs.Get(key); ok {
-		return ids, nil
+	if key == "" {
+		return nil, nil
 	}
-	text, err := a.text(ctx, key)
+	v, err, _ := idFlight.Do(key, func() (any, error) {
+		if ids, ok := sourceIDs.Get(key); ok {
+			return ids, nil
+		}
+		text, err := a.text(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		ids := digest.Identifiers(text)
+		sourceIDs.Add(key, ids)
+		return ids, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	ids := digest.Identifiers(text)
-	if key != "" {
-		sourceIDs.Add(key, ids)
-	}
-	return ids, nil
+	return v.([]digest.Identifier), nil
+}
+
+// prefetchIdentifiers extracts the identifiers of a future drift-check
+// source in the background, while the summarizer works on it, so that the
+// check after the summary finds them ready. It holds no activity context:
+// it only fills the bounded cache, and a check in another worker process
+// extracts them itself.
+func prefetchIdentifiers(key, text string) {
+	go func() {
+		_, _, _ = idFlight.Do(key, func() (any, error) {
+			if ids, ok := sourceIDs.Get(key); ok {
+				return ids, nil
+			}
+			ids := digest.Identifiers(text)
+			sourceIDs.Add(key, ids)
+			return ids, nil
+		})
+	}()
 }
 
 // Patch appends the items still missing after repair to a summary, so that

@@ -1,0 +1,32 @@
+package activities
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/digest"
+)
+
+func TestPrefetchedIdentifiersServeTheDriftCheck(t *testing.T) {
+	t.Parallel()
+	text := "Edited django/db/models/query.py:1423 and ran `pytest tests/queries -k test_" + t.Name() + "`; see https://example.com/issue/31415"
+	key := "tenants/t/transcript/ab/" + t.Name()
+	prefetchIdentifiers(key, text)
+	require.Eventually(t, func() bool { return sourceIDs.Contains(key) }, 10*time.Second, 5*time.Millisecond)
+
+	// No blob store: the check must not read the source again.
+	a := &Activities{}
+	ids, err := a.identifiers(context.Background(), key)
+	require.NoError(t, err)
+	require.Equal(t, digest.Identifiers(text), ids)
+	require.NotEmpty(t, ids)
+
+	score, missing := retention(ids, "query.py:1423 was edited", 0)
+	want, wantMissing := Retention(text, "query.py:1423 was edited", 0)
+	require.Equal(t, want, score, "the cached path scores as the direct one")
+	require.Equal(t, wantMissing, missing)
+	require.Less(t, score, 1.0)
+}
