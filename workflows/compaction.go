@@ -21,6 +21,10 @@ type CompactionInput struct {
 	Run         activities.Run `json:"run"`
 	InputKey    string         `json:"input_key"`
 	InputSHA256 string         `json:"input_sha256"`
+	// LocalSteps runs the S3/Postgres steps as local activities; the
+	// gateway sets it on every new run. Runs started before it existed
+	// replay with regular activities (see withStepMode).
+	LocalSteps bool `json:"local_steps,omitempty"`
 	// LLMTaskQueue is the task queue of the run's summarizer calls, whose
 	// worker holds the queue-wide rate limit; empty is the workflow's own
 	// queue.
@@ -80,7 +84,7 @@ func llmOptions(attempts int) workflow.ActivityOptions {
 // Compaction runs one compaction: plan → archive → deterministic passes →
 // LLM passes → drift check → commit. A failure marks the run failed.
 func Compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, error) {
-	ctx = withStepMode(workflow.WithActivityOptions(ctx, stepOptions()))
+	ctx = withStepMode(workflow.WithActivityOptions(ctx, stepOptions()), in.LocalSteps)
 	ctx = workflow.WithValue(ctx, llmQueueKey{}, in.LLMTaskQueue)
 	res, err := compaction(ctx, in)
 	if err != nil {

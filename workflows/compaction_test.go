@@ -562,13 +562,21 @@ func TestFailureMarksRunFailed(t *testing.T) {
 
 func TestStepsRunLocallyAndSummariesOnTheLLMQueue(t *testing.T) {
 	t.Parallel()
+	steps := []string{"Plan", "Archive", "Deterministic", "PrepareHistory", "CheckDrift", "ApplyHistory", "Commit"}
 	tests := []struct {
-		name      string
-		llmQueue  string
-		wantQueue string
+		name       string
+		localSteps bool
+		llmQueue   string
+		wantQueue  string
+		wantLocal  []string
+		wantRemote []string
 	}{
-		{name: "LLM task queue set", llmQueue: "llm-q", wantQueue: "llm-q"},
-		{name: "no LLM task queue: the workflow's own", llmQueue: "", wantQueue: "default-test-taskqueue"},
+		{name: "LLM task queue set", localSteps: true, llmQueue: "llm-q", wantQueue: "llm-q",
+			wantLocal: steps, wantRemote: []string{"Summarize"}},
+		{name: "no LLM task queue: the workflow's own", localSteps: true, wantQueue: "default-test-taskqueue",
+			wantLocal: steps, wantRemote: []string{"Summarize"}},
+		{name: "a run started before local steps: every step an activity", wantQueue: "default-test-taskqueue",
+			wantRemote: []string{"Plan", "Archive", "Deterministic", "PrepareHistory", "Summarize", "CheckDrift", "ApplyHistory", "Commit"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -590,12 +598,12 @@ func TestStepsRunLocallyAndSummariesOnTheLLMQueue(t *testing.T) {
 				remote = append(remote, info.ActivityType.Name)
 				queues[info.TaskQueue] = true
 			})
-			env.ExecuteWorkflow(Compaction, CompactionInput{Run: testRun("offload-compact", ""), InputKey: "k", InputSHA256: "abc", LLMTaskQueue: tt.llmQueue})
+			env.ExecuteWorkflow(Compaction, CompactionInput{Run: testRun("offload-compact", ""), InputKey: "k", InputSHA256: "abc",
+				LocalSteps: tt.localSteps, LLMTaskQueue: tt.llmQueue})
 			require.True(t, env.IsWorkflowCompleted())
 			require.NoError(t, env.GetWorkflowError())
-			require.Equal(t, []string{"Plan", "Archive", "Deterministic", "PrepareHistory", "CheckDrift", "ApplyHistory", "Commit"}, local,
-				"S3/Postgres steps are local activities")
-			require.Equal(t, []string{"Summarize"}, remote, "only the summarizer call is a regular activity")
+			require.Equal(t, tt.wantLocal, local, "local activities")
+			require.Equal(t, tt.wantRemote, remote, "regular activities")
 			require.Equal(t, map[string]bool{tt.wantQueue: true}, queues)
 		})
 	}

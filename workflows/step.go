@@ -7,18 +7,15 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// localStepsChange names the workflow change that runs the S3 and Postgres
-// steps as local activities. Runs recorded before it (DefaultVersion)
-// replay with the regular activities they were started with.
-const localStepsChange = "local-steps"
-
-// localStepsVersion is the version of localStepsChange that new runs get.
-const localStepsVersion = 1
-
 type stepModeKey struct{}
 
-// withStepMode decides once per run how steps execute and keeps the
-// decision in the context, so every step of a run executes the same way.
+// withStepMode keeps a run's step mode in the context, so every step of
+// the run executes the same way. The mode is part of the run's input
+// (CompactionInput.LocalSteps, set by the gateway) rather than a
+// workflow.GetVersion marker: the input is in the history, so replay is
+// deterministic either way, runs started before the change (no field)
+// replay with regular activities, and it costs no TemporalChangeVersion
+// search-attribute upsert, which is a visibility write per run.
 //
 // Why local activities: a regular activity costs a round trip through the
 // Temporal server on each side (schedule, dispatch, complete, a new
@@ -31,13 +28,12 @@ type stepModeKey struct{}
 // step rows keyed by attempt), so that is safe. The summarizer calls stay
 // regular activities: they are long, need heartbeats and are bounded per
 // task queue.
-func withStepMode(ctx workflow.Context) workflow.Context {
-	v := workflow.GetVersion(ctx, localStepsChange, workflow.DefaultVersion, localStepsVersion)
-	return workflow.WithValue(ctx, stepModeKey{}, v >= localStepsVersion)
+func withStepMode(ctx workflow.Context, local bool) workflow.Context {
+	return workflow.WithValue(ctx, stepModeKey{}, local)
 }
 
-// runStep executes one S3/Postgres step: a local activity for runs that
-// started at localStepsVersion, a regular activity (under the context's
+// runStep executes one S3/Postgres step: a local activity for runs whose
+// input asks for local steps, a regular activity (under the context's
 // activity options) for older ones.
 func runStep(ctx workflow.Context, activity, in any) workflow.Future {
 	if local, _ := ctx.Value(stepModeKey{}).(bool); local {
@@ -59,7 +55,7 @@ func stepRetry() *temporal.RetryPolicy {
 }
 
 // stepOptions are the regular-activity options of the S3/Postgres steps
-// (runs from before localStepsChange). They heartbeat, so that a worker
+// (runs started without LocalSteps). They heartbeat, so that a worker
 // that dies mid-step is noticed in seconds, not at the 2-minute timeout.
 func stepOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
