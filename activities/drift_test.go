@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -29,4 +30,12 @@ func TestPrefetchedIdentifiersServeTheDriftCheck(t *testing.T) {
 	require.Equal(t, want, score, "the cached path scores as the direct one")
 	require.Equal(t, wantMissing, missing)
 	require.Less(t, score, 1.0)
+
+	// The cache holds copies: no identifier points into the source, which
+	// would keep the whole source text alive.
+	start := uintptr(unsafe.Pointer(unsafe.StringData(text)))
+	for _, id := range ids {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(id.Value)))
+		require.False(t, p >= start && p < start+uintptr(len(text)), "identifier %q shares the source's memory", id.Value)
+	}
 }

@@ -508,9 +508,11 @@ func retention(ids []digest.Identifier, summary string, maxIDs int) (float64, []
 // key. Keys are content-addressed, so an entry never goes stale, and the
 // drift check of a repair pass (and of a replayed run) reads the same
 // source as the check before it; extraction is the costly part of a check.
-// Bounded by entries (golang-lru), not by runs.
+// Bounded by entries (golang-lru), not by runs: 64 sources are many more
+// than the drift checks in flight in one worker, and each entry holds
+// copies of the identifiers, never the source text (see keepIDs).
 var sourceIDs = func() *lru.Cache[string, []digest.Identifier] {
-	c, err := lru.New[string, []digest.Identifier](256)
+	c, err := lru.New[string, []digest.Identifier](64)
 	if err != nil {
 		panic(err) // only for a size below 1
 	}
@@ -534,7 +536,7 @@ func (a *Activities) identifiers(ctx context.Context, key string) ([]digest.Iden
 		if err != nil {
 			return nil, err
 		}
-		ids := digest.Identifiers(text)
+		ids := keepIDs(digest.Identifiers(text))
 		sourceIDs.Add(key, ids)
 		return ids, nil
 	})
@@ -542,6 +544,16 @@ func (a *Activities) identifiers(ctx context.Context, key string) ([]digest.Iden
 		return nil, err
 	}
 	return v.([]digest.Identifier), nil
+}
+
+// keepIDs copies the identifiers' values out of their source: they are
+// substrings of it, and a cached substring would keep the whole source
+// (megabytes) alive.
+func keepIDs(ids []digest.Identifier) []digest.Identifier {
+	for i := range ids {
+		ids[i].Value = strings.Clone(ids[i].Value)
+	}
+	return ids
 }
 
 // prefetchIdentifiers extracts the identifiers of a future drift-check
@@ -555,7 +567,7 @@ func prefetchIdentifiers(key, text string) {
 			if ids, ok := sourceIDs.Get(key); ok {
 				return ids, nil
 			}
-			ids := digest.Identifiers(text)
+			ids := keepIDs(digest.Identifiers(text))
 			sourceIDs.Add(key, ids)
 			return ids, nil
 		})

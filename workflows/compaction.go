@@ -58,6 +58,8 @@ const (
 	ErrConfig   = activities.ErrConfig
 )
 
+// llmQueueKey keeps the run's LLM task queue in the workflow context, for
+// the summarizer calls deep in the passes.
 type llmQueueKey struct{}
 
 // llmOptions are for summarizer calls: a heartbeat catches a stuck call

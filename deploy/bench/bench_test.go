@@ -150,6 +150,8 @@ func TestHeapOwner(t *testing.T) {
 		{[]string{"google.golang.org/protobuf/proto.MarshalOptions.marshal", "go.temporal.io/server/common/persistence/serialization.encodeBlob"}, catServer},
 		{[]string{"encoding/json.Marshal", "main.renderChat", "main.sizedChat"}, catHarness},
 		{[]string{"bytes.growSlice", "github.com/ctxcompact/orchestrator/internal/conversation.Render"}, "worker"},
+		{[]string{"bytes.Clone", "github.com/ctxcompact/orchestrator/internal/blob.(*cache).add", "github.com/ctxcompact/orchestrator/internal/blob.(*Store).PutContent"}, ownerCaches},
+		{[]string{"strings.Clone", "github.com/ctxcompact/orchestrator/activities.keepIDs"}, ownerCaches},
 	}
 	for _, tc := range tests {
 		require.Equal(t, tc.want, heapOwner(tc.stack), "%v", tc.stack)

@@ -106,14 +106,24 @@ func shares(p *profile, valueType string) (map[string]float64, error) {
 	return out, nil
 }
 
+// ownerCaches owns what the worker's bounded caches hold: the blob cache
+// (BLOB_CACHE_MB), the token-count cache and the drift check's
+// identifier lists. They fill up to their bound whatever the number of
+// runs, so they are reported apart from the heap that must not grow.
+const ownerCaches = "caches"
+
 // heapOwner says whose an allocation is: the Temporal server's when any
 // of its frames made it, the bench's own (the fake LLM, the input
-// conversations, the profiles, the Postgres proxy) or else the worker's.
+// conversations, the profiles, the Postgres proxy), the worker's bounded
+// caches, or else the worker's.
 func heapOwner(stack []string) string {
 	for _, f := range stack {
 		switch {
 		case strings.HasPrefix(f, "go.temporal.io/server/"):
 			return catServer
+		case strings.Contains(f, "/internal/blob.(*cache)."), strings.Contains(f, "/internal/tokens.sharedCounter."),
+			strings.Contains(f, "/activities.keepIDs"), strings.HasPrefix(f, "github.com/hashicorp/golang-lru/"):
+			return ownerCaches
 		case strings.Contains(f, "/internal/llm/llmtest."), strings.HasPrefix(f, "main.renderChat"),
 			strings.HasPrefix(f, "main.withTail"), strings.HasPrefix(f, "main.liveHeap"), strings.HasPrefix(f, "main.(*memSampler)"),
 			strings.HasPrefix(f, "main.countFrontend"), strings.HasPrefix(f, "main.(*pgProxy)"):
@@ -129,6 +139,7 @@ type heapSplit struct {
 	worker float64
 	server float64
 	bench  float64 // the fake LLM and the rest of the bench's own data
+	caches float64 // the worker's bounded caches
 	// sites are the worker's live bytes by allocation site.
 	sites map[string]float64
 }
@@ -211,6 +222,8 @@ func liveHeap() (heapSplit, error) {
 			h.server += v
 		case catHarness:
 			h.bench += v
+		case ownerCaches:
+			h.caches += v
 		default:
 			h.worker += v
 			h.sites[allocSite(s.stack)] += v
@@ -376,8 +389,8 @@ func benchLoad(ctx context.Context, st *stack, o options, rep *report) error {
 	// The heap profile's sampling leaves about 1 MB of noise.
 	allowed := max(0.02*processed, 1<<20)
 	rep.add(row{id: "4", name: fmt.Sprintf("Worker live heap after GC, quiet after two %s batches", humanBytes(first.size)),
-		value: fmt.Sprintf("%.1f MB after the first (%d runs), %.1f MB after the second", first.after.worker/(1<<20),
-			first.runs.total, repeat.worker/(1<<20)),
+		value: fmt.Sprintf("%.1f MB after the first (%d runs), %.1f MB after the second; bounded caches %.1f MB → %.1f MB (blob cache at most %d MB)",
+			first.after.worker/(1<<20), first.runs.total, repeat.worker/(1<<20), first.after.caches/(1<<20), repeat.caches/(1<<20), st.cfg.BlobCacheMB),
 		compared: fmt.Sprintf("%d runs in the second batch (%.0f MB of conversations)", again.total, processed/(1<<20)),
 		ratio: fmt.Sprintf("%+.2f MB: %+.2f%% of what it processed (%+.1f KB/run)", growth/(1<<20), 100*growth/processed,
 			growth/float64(max(again.total, 1))/1024),
@@ -397,7 +410,8 @@ func benchLoad(ctx context.Context, st *stack, o options, rep *report) error {
 		"fake LLM: peak heap is the process's HeapInuse (sampled every 50 ms) above the quiet level before the size; the live heap "+
 		"after the runs is split by allocation site with a heap profile (after two GCs) and counts the worker, the gateway and the "+
 		"clients, not the Temporal server (%.0f MB at the end) nor the fake LLM (the heap profile samples every 128 KB, which leaves "+
-		"about 1 MB of noise). Worker live heap: baseline %.1f MB after one warm-up run per session, then %s. Sites that grew "+
+		"about 1 MB of noise), and not the worker's bounded caches, which fill up to their bound (BLOB_CACHE_MB of content-addressed "+
+		"objects, 64Ki token counts, 64 drift-check identifier lists) and are given apart. Worker live heap: baseline %.1f MB after one warm-up run per session, then %s. Sites that grew "+
 		"between the two %s batches: %s. Sites that grew from the second %s batch to the end of the %s runs: %s.",
 		o.loadSessions, o.warmup, o.loadWindow, pipelinePreset, last.after.server/(1<<20), baseline.worker/(1<<20), strings.Join(seq, " → "),
 		humanBytes(first.size), grownSites(first.after, repeat, 3), humanBytes(first.size), humanBytes(last.size), grownSites(repeat, last.after, 3))
