@@ -122,7 +122,8 @@ func heapOwner(stack []string) string {
 		case strings.HasPrefix(f, "go.temporal.io/server/"):
 			return catServer
 		case strings.Contains(f, "/internal/blob.(*cache)."), strings.Contains(f, "/internal/tokens.sharedCounter."),
-			strings.Contains(f, "/activities.keepIDs"), strings.HasPrefix(f, "github.com/hashicorp/golang-lru/"):
+			strings.Contains(f, "/activities.keepIDs"), strings.Contains(f, "/activities.prefetchIdentifiers"),
+			strings.Contains(f, "/activities.(*Activities).identifiers"), strings.HasPrefix(f, "github.com/hashicorp/golang-lru/"):
 			return ownerCaches
 		case strings.Contains(f, "/internal/llm/llmtest."), strings.HasPrefix(f, "main.renderChat"),
 			strings.HasPrefix(f, "main.withTail"), strings.HasPrefix(f, "main.liveHeap"), strings.HasPrefix(f, "main.(*memSampler)"),
