@@ -52,29 +52,27 @@ func BenchmarkRenderLargest(b *testing.B) {
 	}
 }
 
-// BenchmarkParseAny detects and parses a 150 KB SWE-agent conversation
-// (OpenAI, about 100 messages), as a compaction run does with its input.
-func BenchmarkParseAny(b *testing.B) {
+// BenchmarkParse150K parses a 150 KB SWE-agent conversation (OpenAI, about
+// 100 messages) as a compaction run does with its input (any: detect the
+// format, then parse) and with its format known.
+func BenchmarkParse150K(b *testing.B) {
 	needSharedData(b)
 	data := readFile(b, filepath.Join(sharedData, "swe-agent-deepseek", "django__django-11742.json"))
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := ParseAny(data); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkParseOpenAI parses the same conversation with its format known.
-func BenchmarkParseOpenAI(b *testing.B) {
-	needSharedData(b)
-	data := readFile(b, filepath.Join(sharedData, "swe-agent-deepseek", "django__django-11742.json"))
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := Parse(data, FormatOpenAI); err != nil {
-			b.Fatal(err)
-		}
+	for _, bc := range []struct {
+		name  string
+		parse func([]byte) (Conversation, error)
+	}{
+		{"any", ParseAny},
+		{"openai", func(d []byte) (Conversation, error) { return Parse(d, FormatOpenAI) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := bc.parse(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
