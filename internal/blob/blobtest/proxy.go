@@ -9,16 +9,18 @@ import (
 )
 
 // Proxy is a TCP proxy on 127.0.0.1 in front of an S3 server, for fault
-// tests: Down makes the server unreachable (new connections are refused and
-// open ones are cut), Up makes it reachable again on the same address.
+// tests: Down makes the server unreachable (new connections are reset at
+// once and open ones are cut), Up makes it reachable again. The proxy keeps
+// its port while down, so that no other process can take it meanwhile and
+// Up always comes back on the same address.
 type Proxy struct {
 	target string
 	addr   string
 
 	mu    sync.Mutex
-	ln    net.Listener // nil while down or closed
+	ln    net.Listener // nil once closed
+	down  bool
 	conns map[net.Conn]struct{}
-	shut  bool
 	wg    sync.WaitGroup
 }
 
@@ -29,8 +31,9 @@ func NewProxy(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy: listen: %w", err)
 	}
-	p := &Proxy{target: target, addr: ln.Addr().String(), conns: map[net.Conn]struct{}{}}
-	p.serve(ln)
+	p := &Proxy{target: target, addr: ln.Addr().String(), ln: ln, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.accept(ln)
 	return p, nil
 }
 
@@ -40,93 +43,96 @@ func (p *Proxy) Addr() string { return p.addr }
 // Endpoint returns the proxy's base URL for blob.Config.Endpoint.
 func (p *Proxy) Endpoint() string { return "http://" + p.addr }
 
-// Down stops accepting connections (clients get "connection refused") and
-// closes every open one, as when the server crashes. It is a no-op if the
-// proxy is already down.
+// Down makes the server unreachable, as when it crashes: every open
+// connection is cut and new ones are reset. It is a no-op if the proxy is
+// already down.
 func (p *Proxy) Down() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.downLocked()
+	p.down = true
+	p.cutLocked()
 }
 
-func (p *Proxy) downLocked() {
-	if p.ln != nil {
-		_ = p.ln.Close()
-		p.ln = nil
-	}
+func (p *Proxy) cutLocked() {
 	for c := range p.conns {
 		_ = c.Close()
 		delete(p.conns, c)
 	}
 }
 
-// Up accepts connections again on the same address. It fails if the port
-// was taken meanwhile or the proxy is closed; it is a no-op if already up.
+// Up makes the server reachable again on the same address. It fails if
+// the proxy is closed; it is a no-op if already up.
 func (p *Proxy) Up() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.shut {
+	if p.ln == nil {
 		return errors.New("proxy: closed")
 	}
-	if p.ln != nil {
-		return nil
-	}
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		return fmt.Errorf("proxy: listen again on %s: %w", p.addr, err)
-	}
-	p.serveLocked(ln)
+	p.down = false
 	return nil
 }
 
-// Close takes the proxy down for good and waits for its goroutines.
+// Close takes the proxy down for good, releases its port and waits for
+// its goroutines.
 func (p *Proxy) Close() error {
 	p.mu.Lock()
-	p.shut = true
-	p.downLocked()
+	if p.ln != nil {
+		_ = p.ln.Close()
+		p.ln = nil
+	}
+	p.down = true
+	p.cutLocked()
 	p.mu.Unlock()
 	p.wg.Wait()
 	return nil
 }
 
-func (p *Proxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.serveLocked(ln)
+// accept serves connections until the listener is closed; while down,
+// each is reset at once.
+func (p *Proxy) accept(ln net.Listener) {
+	defer p.wg.Done()
+	for {
+		client, err := ln.Accept()
+		if err != nil {
+			return // listener closed by Close
+		}
+		p.mu.Lock()
+		down := p.down
+		p.mu.Unlock()
+		if down {
+			reset(client)
+			continue
+		}
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			p.pipe(client)
+		}()
+	}
 }
 
-func (p *Proxy) serveLocked(ln net.Listener) {
-	p.ln = ln
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return // listener closed by Down or Close
-			}
-			p.wg.Add(1)
-			go func() {
-				defer p.wg.Done()
-				p.pipe(ln, client)
-			}()
-		}
-	}()
+// reset closes a connection with a TCP reset rather than a clean close, as
+// a crashed server's kernel answers.
+func reset(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = c.Close()
 }
 
 // pipe forwards one client connection to the target until either side
 // closes or the proxy goes down.
-func (p *Proxy) pipe(ln net.Listener, client net.Conn) {
+func (p *Proxy) pipe(client net.Conn) {
 	server, err := net.Dial("tcp", p.target)
 	if err != nil {
 		_ = client.Close()
 		return
 	}
 	p.mu.Lock()
-	if p.ln != ln {
+	if p.down {
 		// Went down between Accept and here: behave as if never accepted.
 		p.mu.Unlock()
-		_ = client.Close()
+		reset(client)
 		_ = server.Close()
 		return
 	}
