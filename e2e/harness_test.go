@@ -63,8 +63,10 @@ type env struct {
 	client    client.Client
 	gw        *gateway.Gateway
 	taskQueue string
-	// llmQueue is the task queue of the summarizer calls, as deployed.
+	// llmQueue is the task queue of the summarizer calls, as deployed,
+	// and llmRate its rate limit (0: none).
 	llmQueue string
+	llmRate  float64
 	worker   worker.Worker
 	// tenant is unique per test: session workflow ids derive from tenant
 	// and session, and every test shares one Temporal namespace.
@@ -79,6 +81,8 @@ type envConfig struct {
 	blob      *blob.Store
 	noWorker  bool
 	overrides policy.Overrides
+	// llmRate is the LLM task queue's rate limit (LLM_RATE_PER_SECOND).
+	llmRate float64
 }
 
 func withLLM(opts ...llmtest.Option) envOption {
@@ -87,6 +91,11 @@ func withLLM(opts ...llmtest.Option) envOption {
 
 func withOverrides(o policy.Overrides) envOption {
 	return func(c *envConfig) { c.overrides = o }
+}
+
+// withLLMRate sets the LLM task queue's rate limit, as LLM_RATE_PER_SECOND.
+func withLLMRate(perSecond float64) envOption {
+	return func(c *envConfig) { c.llmRate = perSecond }
 }
 
 func offline() envOption { return func(c *envConfig) { c.offline = true } }
@@ -122,6 +131,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	e.client = server.GetDefaultClient()
 	e.gw = &gateway.Gateway{Store: e.store, Blob: e.blob, Temporal: e.client, TaskQueue: e.taskQueue, LLMTaskQueue: e.llmQueue,
 		DefaultPreset: policy.Adaptive, Overrides: cfg.overrides}
+	e.llmRate = cfg.llmRate
 	if !cfg.noWorker {
 		e.startWorker()
 	}
@@ -133,7 +143,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 func (e *env) startWorker() {
 	w := worker.New(e.client, e.taskQueue, worker.Options{})
 	workflows.Register(w, e.acts)
-	lw := worker.New(e.client, e.llmQueue, app.LLMWorkerOptions(config.Config{LLMParallelism: 16}))
+	lw := worker.New(e.client, e.llmQueue, app.LLMWorkerOptions(config.Config{LLMParallelism: 16, LLMRatePerSecond: e.llmRate}))
 	workflows.RegisterLLM(lw, e.acts)
 	ws := app.Workers{Main: w, LLM: lw}
 	require.NoError(e.t, ws.Start())

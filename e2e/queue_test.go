@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -37,4 +39,34 @@ func TestStepsAreLocalAndSummariesUseTheLLMQueue(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, scheduled, 1, "the history summary is an activity")
 	require.GreaterOrEqual(t, markers, 7, "plan, archive, deterministic, prepare, drift, apply and commit ran as local activities")
+}
+
+// TestLLMRateLimitSpreadsABurst runs a map-reduce whose chunk summaries
+// would all start at once (parallelism 8, an instant summarizer) under a
+// queue-wide limit of 2 calls per second. Unlimited, its 20-odd calls all
+// start within a second or two; limited, no 2-second window holds more
+// than the 4 calls the limit allows plus the server's initial burst of 4.
+func TestLLMRateLimitSpreadsABurst(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withLLMRate(2))
+	input := reactFromOpenAI(t, withHugeResult(t, readData(t, "swe-agent-deepseek/django__django-11742.json"), 30, hugeText(t)))
+	sub, res := e.compact(gateway.Event{Preset: "react-two-layer", Conversation: input})
+	checkRun(t, e, input, sub, res)
+
+	calls := e.llm.Calls()
+	require.Greater(t, len(calls), 8, "more calls than one window may hold")
+	starts := make([]time.Time, len(calls))
+	for i, c := range calls {
+		starts[i] = c.At
+	}
+	slices.SortFunc(starts, time.Time.Compare)
+	for i := range starts {
+		inWindow := 0
+		for _, at := range starts[i:] {
+			if at.Sub(starts[i]) < 2*time.Second {
+				inWindow++
+			}
+		}
+		require.LessOrEqual(t, inWindow, 8, "calls starting within 2 s of call %d", i)
+	}
 }
