@@ -528,15 +528,22 @@ func (a *Activities) identifiers(ctx context.Context, key string) ([]digest.Iden
 	if key == "" {
 		return nil, nil
 	}
+	return cachedIdentifiers(key, func() (string, error) { return a.text(ctx, key) })
+}
+
+// cachedIdentifiers extracts the identifiers of the source at key once per
+// process while the cache holds them; a caller that arrives during an
+// extraction waits for its result.
+func cachedIdentifiers(key string, text func() (string, error)) ([]digest.Identifier, error) {
 	v, err, _ := idFlight.Do(key, func() (any, error) {
 		if ids, ok := sourceIDs.Get(key); ok {
 			return ids, nil
 		}
-		text, err := a.text(ctx, key)
+		t, err := text()
 		if err != nil {
 			return nil, err
 		}
-		ids := keepIDs(digest.Identifiers(text))
+		ids := keepIDs(digest.Identifiers(t))
 		sourceIDs.Add(key, ids)
 		return ids, nil
 	})
@@ -563,14 +570,7 @@ func keepIDs(ids []digest.Identifier) []digest.Identifier {
 // extracts them itself.
 func prefetchIdentifiers(key, text string) {
 	go func() {
-		_, _, _ = idFlight.Do(key, func() (any, error) {
-			if ids, ok := sourceIDs.Get(key); ok {
-				return ids, nil
-			}
-			ids := keepIDs(digest.Identifiers(text))
-			sourceIDs.Add(key, ids)
-			return ids, nil
-		})
+		_, _ = cachedIdentifiers(key, func() (string, error) { return text, nil })
 	}()
 }
 
