@@ -61,6 +61,25 @@ func (a *Activities) budget(run Run) (policy.Preset, plan.Budget, error) {
 	return p, b, nil
 }
 
+// historyBudget is budget for a history step: with the budget ladder's
+// settings when ladder is set.
+func (a *Activities) historyBudget(run Run, ladder bool) (policy.Preset, plan.Budget, error) {
+	p, b, err := a.budget(run)
+	if err != nil || !ladder {
+		return p, b, err
+	}
+	return plan.LadderHistoryPreset(p, b), b, nil
+}
+
+// unitOf names the unit of a budget's sizes: "chars" for seed 000's
+// character counts, else "tokens".
+func unitOf(b plan.Budget) string {
+	if b.Counter.Name() == tokens.Chars {
+		return "chars"
+	}
+	return "tokens"
+}
+
 // load reads and parses a working conversation.
 func (a *Activities) load(ctx context.Context, key string) (conversation.Conversation, []byte, error) {
 	data, err := a.Blob.Get(ctx, key)
@@ -122,7 +141,12 @@ type stepRecord struct {
 // record appends this attempt of a step to the run's history. The attempt
 // number comes from Temporal, so a retried write of the same attempt adds
 // nothing; a new attempt adds its own row.
-func (a *Activities) record(ctx context.Context, runID, name string, started time.Time, rec stepRecord, stepErr error) {
+//
+// It returns stepErr classified (see classify): every activity ends with
+// `defer func() { err = a.record(...) }()`, so the retry decision for an
+// error nobody classified is made here, once.
+func (a *Activities) record(ctx context.Context, runID, name string, started time.Time, rec stepRecord, stepErr error) error {
+	stepErr = classify(stepErr)
 	attempt := 1
 	if activity.IsActivity(ctx) {
 		attempt = int(activity.GetInfo(ctx).Attempt)
@@ -147,6 +171,7 @@ func (a *Activities) record(ctx context.Context, runID, name string, started tim
 		// row must not turn into a retry of an LLM call.
 		logger(ctx).Warn("record step", "run", runID, "step", name, "error", err)
 	}
+	return stepErr
 }
 
 // logger returns the activity logger, or a no-op one outside activities

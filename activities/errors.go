@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"context"
 	"errors"
 
 	"go.temporal.io/sdk/temporal"
@@ -24,6 +25,13 @@ const (
 	ErrLLMRejected = "llm_rejected"
 	// ErrDependency: S3 or Postgres failed in a way retries will not fix.
 	ErrDependency = "dependency"
+	// ErrUnavailable: S3 or Postgres is down or timed out; retried under
+	// the step's policy, so an outage delays a run instead of failing it.
+	ErrUnavailable = "dependency_unavailable"
+	// ErrInternal: an error no dependency classified: a bug or input the
+	// code did not foresee. Retrying cannot fix it, so the run fails at
+	// once instead of retrying for an hour.
+	ErrInternal = "internal"
 )
 
 func badInput(err error) error {
@@ -36,16 +44,22 @@ func config(err error) error {
 
 // blobErr keeps retryable S3 errors retryable and stops the others.
 func blobErr(err error) error {
-	if err == nil || blob.IsRetryable(err) {
-		return err
+	if err == nil {
+		return nil
+	}
+	if blob.IsRetryable(err) {
+		return temporal.NewApplicationErrorWithCause(err.Error(), ErrUnavailable, err)
 	}
 	return temporal.NewNonRetryableApplicationError(err.Error(), ErrDependency, err)
 }
 
 // storeErr keeps retryable Postgres errors retryable and stops the others.
 func storeErr(err error) error {
-	if err == nil || store.IsRetryable(err) {
-		return err
+	if err == nil {
+		return nil
+	}
+	if store.IsRetryable(err) {
+		return temporal.NewApplicationErrorWithCause(err.Error(), ErrUnavailable, err)
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		return temporal.NewNonRetryableApplicationError(err.Error(), ErrBadInput, err)
@@ -68,4 +82,24 @@ func llmErr(err error) error {
 		Cause:          err,
 		NextRetryDelay: le.RetryAfter,
 	})
+}
+
+// classify is the last word on an activity's error, applied to every
+// activity in record: errors already classified above (application errors
+// of any type) and cancellations keep their retry decision; anything else
+// was classified by nobody and is a bug or unforeseen input, so it stops
+// the run now with ErrInternal rather than retrying for an hour.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return err
+	}
+	var canceled *temporal.CanceledError
+	if errors.As(err, &canceled) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return temporal.NewNonRetryableApplicationError(err.Error(), ErrInternal, err)
 }

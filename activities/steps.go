@@ -30,7 +30,7 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (res PlanResult, er
 	defer a.heartbeat(ctx)()
 	var rec stepRecord
 	rec.kind = "plan"
-	defer func() { a.record(ctx, in.Run.ID, "plan", started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run.ID, "plan", started, rec, err) }()
 
 	run := in.Run
 	if _, _, err := a.Store.CreateRun(ctx, store.Run{
@@ -94,7 +94,7 @@ func (a *Activities) Archive(ctx context.Context, in ArchiveInput) (res ArchiveR
 	started := time.Now()
 	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "archive"}
-	defer func() { a.record(ctx, in.Run.ID, "archive", started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run.ID, "archive", started, rec, err) }()
 
 	data, err := a.Blob.GetVerified(ctx, in.InputKey, in.InputSHA256)
 	if err != nil {
@@ -123,7 +123,7 @@ func (a *Activities) Deterministic(ctx context.Context, in DeterministicInput) (
 	started := time.Now()
 	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "deterministic"}
-	defer func() { a.record(ctx, in.Run.ID, "deterministic", started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run.ID, "deterministic", started, rec, err) }()
 
 	run := in.Run
 	conv, data, err := a.load(ctx, in.WorkKey)
@@ -140,26 +140,13 @@ func (a *Activities) Deterministic(ctx context.Context, in DeterministicInput) (
 		return res, storeErr(fmt.Errorf("read watermark: %w", err))
 	}
 	out, err := plan.Deterministic(plan.Input{
-		Conv: conv, Preset: p, Budget: b, Watermark: watermark,
-		OffloadKey: func(text string) string {
-			return blob.ContentKey(run.Tenant, blob.KindOffload, blob.SHA256Hex([]byte(text)))
-		},
+		Conv: conv, Preset: p, Budget: b, Watermark: watermark, OffloadKey: offloadKey(run.Tenant),
 	})
 	if err != nil {
 		return res, badInput(err)
 	}
-	for _, o := range out.Offloads {
-		ref, err := a.Blob.PutContent(ctx, run.Tenant, blob.KindOffload, []byte(o.Text))
-		if err != nil {
-			return res, blobErr(fmt.Errorf("offload %s: %w", o.ToolID, err))
-		}
-		if ref.Key != o.Key {
-			return res, fmt.Errorf("offload %s: stored under %s, planned %s", o.ToolID, ref.Key, o.Key)
-		}
-		if err := a.Store.AddOffload(ctx, store.Offload{Tenant: run.Tenant, Session: run.Session, RunID: run.ID,
-			Key: ref.Key, ToolID: o.ToolID, ToolName: o.ToolName, Tokens: o.Tokens, SHA256: ref.SHA256}); err != nil {
-			return res, storeErr(fmt.Errorf("record offload %s: %w", o.ToolID, err))
-		}
+	if err := a.storeOffloads(ctx, run, out.Offloads); err != nil {
+		return res, err
 	}
 	key, err := a.save(ctx, run.Tenant, out.Conv)
 	if err != nil {
@@ -179,6 +166,89 @@ func (a *Activities) Deterministic(ctx context.Context, in DeterministicInput) (
 		res.LargeResults = append(res.LargeResults, t)
 	}
 	rec.outputSize = int64(out.SizeAfter)
+	return res, nil
+}
+
+// storeOffloads stores offloaded results in S3 and records them in
+// Postgres, before the conversation that refers to them is saved.
+func (a *Activities) storeOffloads(ctx context.Context, run Run, offloads []plan.Offload) error {
+	for _, o := range offloads {
+		ref, err := a.Blob.PutContent(ctx, run.Tenant, blob.KindOffload, []byte(o.Text))
+		if err != nil {
+			return blobErr(fmt.Errorf("offload %s: %w", o.ToolID, err))
+		}
+		if ref.Key != o.Key {
+			return fmt.Errorf("offload %s: stored under %s, planned %s", o.ToolID, ref.Key, o.Key)
+		}
+		if err := a.Store.AddOffload(ctx, store.Offload{Tenant: run.Tenant, Session: run.Session, RunID: run.ID,
+			Key: ref.Key, ToolID: o.ToolID, ToolName: o.ToolName, Tokens: o.Tokens, SHA256: ref.SHA256}); err != nil {
+			return storeErr(fmt.Errorf("record offload %s: %w", o.ToolID, err))
+		}
+	}
+	return nil
+}
+
+// offloadKey is the content-addressed key of an offloaded text.
+func offloadKey(tenant string) func(text string) string {
+	return func(text string) string {
+		return blob.ContentKey(tenant, blob.KindOffload, blob.SHA256Hex([]byte(text)))
+	}
+}
+
+// FitBudget runs one deterministic step of the budget ladder that closes
+// every run (see plan.LadderOffload and plan.LadderTruncate): it changes
+// the working conversation only while it is over the ladder's goal.
+func (a *Activities) FitBudget(ctx context.Context, in FitInput) (res FitResult, err error) {
+	started := time.Now()
+	defer a.heartbeat(ctx)()
+	rec := stepRecord{kind: "budget"}
+	step := "budget/" + in.Stage
+	defer func() { err = a.record(ctx, in.Run.ID, step, started, rec, err) }()
+
+	run := in.Run
+	conv, data, err := a.load(ctx, in.WorkKey)
+	if err != nil {
+		return res, err
+	}
+	rec.inputSize = int64(len(data))
+	p, b, err := a.budget(run)
+	if err != nil {
+		return res, err
+	}
+	var out conversation.Conversation
+	var pass plan.Pass
+	switch in.Stage {
+	case FitOffload:
+		var offloads []plan.Offload
+		out, pass, offloads, err = plan.FitOffload(conv, p, b, offloadKey(run.Tenant))
+		if err != nil {
+			return res, err
+		}
+		if err := a.storeOffloads(ctx, run, offloads); err != nil {
+			return res, err
+		}
+	case FitTruncate:
+		out, pass, err = plan.FitTruncate(conv, p, b, in.ArchiveKey)
+		if err != nil {
+			return res, err
+		}
+	default:
+		return res, config(fmt.Errorf("unknown budget stage %q", in.Stage))
+	}
+	res.WorkKey = in.WorkKey
+	if pass.Applied {
+		if res.WorkKey, err = a.save(ctx, run.Tenant, out); err != nil {
+			return res, err
+		}
+	}
+	size := b.Measure(out)
+	res.Tokens, res.Pass = size, PassStat(pass)
+	res.AboveGoal = size > plan.LadderGoal(p, b)
+	// A ReAct trajectory never drops a turn, so the ladder's history step
+	// does not apply to it.
+	res.HistoryAllowed = out.Format != conversation.FormatReAct
+	logger(ctx).Info("budget ladder", "run", run.ID, "stage", in.Stage, "applied", pass.Applied, "count", pass.Count, "size", size, "limit", b.Limit)
+	rec.outputSize = int64(size)
 	return res, nil
 }
 
@@ -203,7 +273,7 @@ func (a *Activities) Chunk(ctx context.Context, in ChunkInput) (res ChunkResult,
 	started := time.Now()
 	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "chunk"}
-	defer func() { a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
 
 	p, err := a.preset(in.Run)
 	if err != nil {
@@ -240,7 +310,7 @@ func (a *Activities) Fallback(ctx context.Context, in FallbackInput) (res Summar
 	started := time.Now()
 	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "fallback", model: in.Mode}
-	defer func() { a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
 
 	text, err := a.text(ctx, in.SourceKey)
 	if err != nil {
@@ -272,7 +342,7 @@ func (a *Activities) Merge(ctx context.Context, in MergeInput) (res MergeResult,
 	started := time.Now()
 	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "merge"}
-	defer func() { a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
 
 	parts := make([]string, 0, len(in.Keys))
 	for _, k := range in.Keys {
@@ -296,7 +366,7 @@ func (a *Activities) ApplyResults(ctx context.Context, in ApplyResultsInput) (re
 	started := time.Now()
 	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "apply"}
-	defer func() { a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
 
 	conv, data, err := a.load(ctx, in.WorkKey)
 	if err != nil {
@@ -336,7 +406,7 @@ func (a *Activities) PlanGlobal(ctx context.Context, in GlobalInput) (res Global
 	started := time.Now()
 	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "plan-global"}
-	defer func() { a.record(ctx, in.Run.ID, "plan-global", started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run.ID, "plan-global", started, rec, err) }()
 
 	conv, _, err := a.load(ctx, in.WorkKey)
 	if err != nil {
@@ -373,17 +443,21 @@ func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res H
 	started := time.Now()
 	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "prepare-history"}
-	defer func() { a.record(ctx, in.Run.ID, "history/prepare", started, rec, err) }()
+	step := in.Step
+	if step == "" {
+		step = "history/prepare"
+	}
+	defer func() { err = a.record(ctx, in.Run.ID, step, started, rec, err) }()
 
 	conv, _, err := a.load(ctx, in.WorkKey)
 	if err != nil {
 		return res, err
 	}
-	p, b, err := a.budget(in.Run)
+	p, b, err := a.historyBudget(in.Run, in.Ladder)
 	if err != nil {
 		return res, err
 	}
-	d := plan.History(conv, p, b, in.TokensFreed, in.Run.Trigger == "manual")
+	d := plan.History(conv, p, b, in.TokensFreed, in.Ladder || in.Run.Trigger == "manual")
 	if !d.Run {
 		return HistoryPlan{Skip: true, Reason: d.Reason}, nil
 	}
@@ -451,7 +525,7 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 	started := time.Now()
 	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "drift"}
-	defer func() { a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
 
 	p, err := a.preset(in.Run)
 	if err != nil {
@@ -580,7 +654,7 @@ func (a *Activities) Patch(ctx context.Context, in PatchInput) (res SummarizeRes
 	started := time.Now()
 	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "patch"}
-	defer func() { a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
 
 	summary, err := a.text(ctx, in.SummaryKey)
 	if err != nil {
@@ -619,13 +693,13 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 	started := time.Now()
 	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "apply-history"}
-	defer func() { a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
 
 	conv, _, err := a.load(ctx, in.WorkKey)
 	if err != nil {
 		return res, err
 	}
-	p, b, err := a.budget(in.Run)
+	p, b, err := a.historyBudget(in.Run, in.Ladder)
 	if err != nil {
 		return res, err
 	}
@@ -675,7 +749,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	started := time.Now()
 	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "commit"}
-	defer func() { a.record(ctx, in.Run.ID, "commit", started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run.ID, "commit", started, rec, err) }()
 
 	run := in.Run
 	conv, _, err := a.load(ctx, in.WorkKey)
@@ -692,13 +766,19 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	}
 	after := b.Measure(conv)
 	usage := b.Usage(after)
+	var reactStats *conversation.ReActStats
 	if conv.Format == conversation.FormatReAct {
 		threshold := int(float64(b.Limit) * p.GlobalResults.TriggerUsage)
-		if err := conversation.SetReActStats(&conv, conversation.ReActStats{
+		reactStats = &conversation.ReActStats{
 			TotalSize: after, ModelLimit: b.Limit, UsagePercent: roundTo(usage*100, 1),
 			TurnsCount: len(conv.Messages) / 2, CompressionThreshold: threshold, NeedsCompression: after > threshold,
-		}); err != nil {
-			return res, fmt.Errorf("write compression stats: %w", err)
+		}
+		// A bare list of turns has no place for them: they go to the run's
+		// stats (and the response) only, and the output stays a list.
+		if conversation.HasStatsPlace(conv) {
+			if err := conversation.SetReActStats(&conv, *reactStats); err != nil {
+				return res, fmt.Errorf("write compression stats: %w", err)
+			}
 		}
 	}
 	data, err := conversation.Render(conv)
@@ -714,10 +794,23 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	if stored.TokensBefore > 0 {
 		ratio = float64(after) / float64(stored.TokensBefore)
 	}
+	over := b.Over(after)
+	reason := ""
+	if over {
+		reason = plan.OverLimitReason(conv, p, b, in.Ladder)
+		logger(ctx).Warn("run ends over its limit", "run", run.ID, "size", after, "limit", b.Limit)
+	}
 	stats := map[string]any{
 		"passes": in.Passes, "usage_after": usage, "agent_model": run.Model, "context_limit": b.Limit,
-		"encoding": b.Counter.Name(), "history_failed": in.HistoryFailed, "recommendation": compress.Recommendation(level),
-		"archive_key": in.ArchiveKey,
+		"encoding": b.Counter.Name(), "unit": unitOf(b), "history_failed": in.HistoryFailed,
+		"recommendation": compress.Recommendation(level), "archive_key": in.ArchiveKey,
+		"over_limit": over,
+	}
+	if over {
+		stats["over_limit_reason"] = reason
+	}
+	if reactStats != nil {
+		stats["context_compression"] = map[string]any{"enabled": true, "stats": reactStats}
 	}
 	model := in.Model
 	if model == "" {
@@ -726,7 +819,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	committed, err := a.Store.CommitRun(ctx, run.ID, store.RunResult{
 		TokensAfter: int64(after), CharsAfter: int64(utf8.RuneCount(data)), Ratio: ratio,
 		OutputKey: ref.Key, OutputSHA256: ref.SHA256, Model: model, PromptVersion: in.PromptVersion,
-		Level: string(level), Stats: mustJSON(stats),
+		Level: string(level), Stats: mustJSON(stats), OverLimit: over, Reason: reason,
 	})
 	if err != nil {
 		return res, storeErr(fmt.Errorf("commit run: %w", err))
@@ -737,7 +830,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 		if err != nil {
 			return res, storeErr(fmt.Errorf("read run: %w", err))
 		}
-		if current.Status != store.RunSucceeded {
+		if current.Status != store.RunSucceeded && current.Status != store.RunOverLimit {
 			return res, badInput(fmt.Errorf("run %s is already %s", run.ID, current.Status))
 		}
 	}
@@ -763,7 +856,8 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	}
 	rec.outputSize = int64(len(data))
 	return CommitResult{OutputKey: ref.Key, OutputSHA256: ref.SHA256, TokensBefore: int(stored.TokensBefore),
-		TokensAfter: after, Ratio: ratio, LevelAfter: string(level), Committed: committed, Deleted: deleted}, nil
+		TokensAfter: after, Ratio: ratio, LevelAfter: string(level), Committed: committed, Deleted: deleted,
+		OverLimit: over, Reason: reason, Limit: b.Limit}, nil
 }
 
 // FailRun marks a run failed; a run already final stays as it is.

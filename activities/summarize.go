@@ -28,7 +28,7 @@ const heartbeatEvery = 10 * time.Second
 func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (res SummarizeResult, err error) {
 	started := time.Now()
 	rec := stepRecord{kind: "llm"}
-	defer func() { a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
 
 	if a.Summarizer == nil {
 		return res, config(errNoSummarizer)
@@ -76,15 +76,7 @@ func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (res Summ
 // summarize calls the summarizer within this worker's LLM slots, halving
 // the input on a context-length error.
 func (a *Activities) summarize(ctx context.Context, req llm.Request, depth int) (llm.Response, error) {
-	if a.LLMSlots != nil {
-		select {
-		case a.LLMSlots <- struct{}{}:
-			defer func() { <-a.LLMSlots }()
-		case <-ctx.Done():
-			return llm.Response{}, ctx.Err()
-		}
-	}
-	resp, err := a.Summarizer.Summarize(ctx, req)
+	resp, err := a.callSummarizer(ctx, req)
 	var le *llm.Error
 	if err == nil || !errors.As(err, &le) || le.Kind != llm.ContextLength || depth >= maxSplitDepth {
 		return resp, err
@@ -110,6 +102,22 @@ func (a *Activities) summarize(ctx context.Context, req llm.Request, depth int) 
 	}
 	out.Text = strings.Join(parts, "\n\n")
 	return out, nil
+}
+
+// callSummarizer makes one provider call holding one of this worker's LLM
+// slots. The slot is held around that call only, never while a split
+// recurses: a split that held its slot while waiting for more would
+// deadlock once every slot is held by a split.
+func (a *Activities) callSummarizer(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if a.LLMSlots != nil {
+		select {
+		case a.LLMSlots <- struct{}{}:
+			defer func() { <-a.LLMSlots }()
+		case <-ctx.Done():
+			return llm.Response{}, ctx.Err()
+		}
+	}
+	return a.Summarizer.Summarize(ctx, req)
 }
 
 // heartbeat reports liveness while a long call runs; the returned func

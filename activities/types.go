@@ -106,6 +106,35 @@ type DeterministicResult struct {
 	Done bool `json:"done"`
 }
 
+// Budget ladder stages run by FitBudget.
+const (
+	FitOffload  = "offload"
+	FitTruncate = "truncate"
+)
+
+// FitInput runs one deterministic step of the budget ladder.
+type FitInput struct {
+	Run     Run    `json:"run"`
+	WorkKey string `json:"work_key"`
+	// Stage is FitOffload or FitTruncate.
+	Stage string `json:"stage"`
+	// ArchiveKey is named in truncation notes.
+	ArchiveKey string `json:"archive_key,omitempty"`
+}
+
+// FitResult is the working conversation after a ladder step.
+type FitResult struct {
+	WorkKey string   `json:"work_key"`
+	Tokens  int      `json:"tokens"`
+	Pass    PassStat `json:"pass"`
+	// AboveGoal is set while the conversation is still over the ladder's
+	// goal, so the next step runs.
+	AboveGoal bool `json:"above_goal"`
+	// HistoryAllowed is false for a ReAct trajectory, which never drops a
+	// turn.
+	HistoryAllowed bool `json:"history_allowed"`
+}
+
 // ChunkInput splits one large result into chunks.
 type ChunkInput struct {
 	Run     Run    `json:"run"`
@@ -209,6 +238,12 @@ type HistoryInput struct {
 	Run         Run    `json:"run"`
 	WorkKey     string `json:"work_key"`
 	TokensFreed int    `json:"tokens_freed"`
+	// Ladder runs the budget ladder's history step: forced, with the
+	// ladder's smaller tail (plan.LadderHistoryPreset).
+	Ladder bool `json:"ladder,omitempty"`
+	// Step names the step in the run's records ("history/prepare" when
+	// empty).
+	Step string `json:"step,omitempty"`
 }
 
 // HistoryPlan says whether and how to compact the history.
@@ -262,6 +297,8 @@ type ApplyHistoryInput struct {
 	SummaryKey string `json:"summary_key"`
 	// ArchiveKey is named in seed 004's recovery references.
 	ArchiveKey string `json:"archive_key,omitempty"`
+	// Ladder applies the budget ladder's history step (see HistoryInput).
+	Ladder bool `json:"ladder,omitempty"`
 }
 
 // CommitInput finishes a run.
@@ -279,6 +316,11 @@ type CommitInput struct {
 	// HistoryFailed marks seed 002's "success false": the summary failed
 	// and the history was left as it was.
 	HistoryFailed bool `json:"history_failed,omitempty"`
+	// Ladder is set when the budget ladder ran (runs started with the
+	// budget check); it only shapes the over-limit reason.
+	Ladder bool `json:"ladder,omitempty"`
+	// Unit is "chars" or "tokens": the unit of every size of the run.
+	Unit string `json:"unit,omitempty"`
 }
 
 // CommitResult is the run's outcome.
@@ -291,6 +333,11 @@ type CommitResult struct {
 	LevelAfter   string  `json:"level_after"`
 	Committed    bool    `json:"committed"`
 	Deleted      int     `json:"deleted_offloads"`
+	// OverLimit is set when the output is still over the model's limit:
+	// the run ends over_limit, never succeeded, with the reason.
+	OverLimit bool   `json:"over_limit,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
 }
 
 // FailInput marks a run failed.

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ctxcompact/orchestrator/activities"
+	planpkg "github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 )
 
@@ -29,6 +30,10 @@ type CompactionInput struct {
 	// worker holds the queue-wide rate limit; empty is the workflow's own
 	// queue.
 	LLMTaskQueue string `json:"llm_task_queue,omitempty"`
+	// BudgetCheck closes the run with the budget ladder (see budgetLadder);
+	// the gateway sets it on every new run, and runs started before it
+	// existed replay without it.
+	BudgetCheck bool `json:"budget_check,omitempty"`
 }
 
 // CompactionResult is the outcome of a run: keys and figures, no text.
@@ -50,6 +55,13 @@ type CompactionResult struct {
 	// HistoryFailed is seed 002's "success: false": the summary could not
 	// be made and the history was left unchanged.
 	HistoryFailed bool `json:"history_failed,omitempty"`
+	// OverLimit is set when the output is still over the model's limit
+	// after every step: the run ended over_limit, with Reason.
+	OverLimit bool   `json:"over_limit,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	// Unit is the unit of the sizes: "tokens", or "chars" (seed 000).
+	Unit  string `json:"unit,omitempty"`
+	Limit int    `json:"limit,omitempty"`
 }
 
 // Non-retryable error types, shared with the activities.
@@ -129,6 +141,14 @@ func compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, err
 		if err := runPasses(ctx, run, preset, plan, archive, &commit, &res); err != nil {
 			return res, err
 		}
+		// res.TokensAfter holds the last size the passes measured; the
+		// ladder runs only above its goal.
+		goal := planpkg.LadderGoal(preset, planpkg.Budget{Limit: plan.ContextLimit})
+		if in.BudgetCheck && preset.Budget.Enabled && res.TokensAfter > goal {
+			if err := budgetLadder(ctx, run, preset, plan, archive, &commit, &res); err != nil {
+				return res, err
+			}
+		}
 	} else {
 		logger.Info("nothing to do", "run", run.ID, "reason", plan.Reason)
 	}
@@ -141,7 +161,50 @@ func compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, err
 	res.TokensAfter, res.Ratio, res.LevelAfter = out.TokensAfter, out.Ratio, out.LevelAfter
 	res.Passes = commit.Passes
 	res.HistoryFailed = commit.HistoryFailed
+	res.OverLimit, res.Reason, res.Limit = out.OverLimit, out.Reason, out.Limit
+	res.Unit = "tokens"
+	if plan.Encoding == "chars" {
+		res.Unit = "chars"
+	}
 	return res, nil
+}
+
+// budgetLadder closes a run whose output is still over the ladder's goal
+// (a share of the model's limit) after the preset's own passes. It climbs
+// one ladder, each step only while still over the goal, each recorded as
+// a pass: offload the remaining large results wherever they are → a
+// history summary with a smaller tail (not for a ReAct trajectory, which
+// never drops a turn) → cut the largest results to head and tail, naming
+// the archive. Whatever is still over the limit after that, commit says
+// so: the run ends over_limit with the reason.
+func budgetLadder(ctx workflow.Context, run activities.Run, preset policy.Preset, pr activities.PlanResult,
+	archive activities.ArchiveResult, commit *activities.CommitInput, res *CompactionResult) error {
+	var a *activities.Activities
+	commit.Ladder = true
+	step := func(stage string) (activities.FitResult, error) {
+		var fit activities.FitResult
+		err := runStep(ctx, a.FitBudget, activities.FitInput{Run: run, WorkKey: commit.WorkKey, Stage: stage, ArchiveKey: archive.Key}).Get(ctx, &fit)
+		if err != nil {
+			return fit, fmt.Errorf("budget %s: %w", stage, err)
+		}
+		commit.WorkKey = fit.WorkKey
+		if fit.Pass.Applied {
+			commit.Passes = append(commit.Passes, fit.Pass)
+		}
+		return fit, nil
+	}
+	fit, err := step(activities.FitOffload)
+	if err != nil || !fit.AboveGoal {
+		return err
+	}
+	if fit.HistoryAllowed {
+		ladder := planpkg.LadderHistoryPreset(preset, planpkg.Budget{Limit: pr.ContextLimit})
+		if err := historyPass(ctx, run, ladder, archive, 0, commit, res, true); err != nil {
+			return err
+		}
+	}
+	_, err = step(activities.FitTruncate)
+	return err
 }
 
 // runPasses runs the deterministic and LLM passes, updating commit with
@@ -156,6 +219,7 @@ func runPasses(ctx workflow.Context, run activities.Run, preset policy.Preset, p
 	}
 	commit.WorkKey, commit.Watermark = det.WorkKey, det.Watermark
 	commit.Passes = append(commit.Passes, det.Passes...)
+	res.TokensAfter = det.Tokens
 	if det.Done {
 		return nil
 	}
@@ -177,18 +241,20 @@ func runPasses(ctx workflow.Context, run activities.Run, preset policy.Preset, p
 			return fmt.Errorf("apply large results: %w", err)
 		}
 		commit.WorkKey = w.WorkKey
-		commit.Passes = append(commit.Passes, activities.PassStat{Name: "map-reduce", Applied: true, Count: len(layer1)})
+		commit.Passes = append(commit.Passes, activities.PassStat{Name: "map-reduce", Applied: true, Count: len(layer1),
+			TokensSaved: res.TokensAfter - w.Tokens})
+		res.TokensAfter = w.Tokens
 	}
 
 	// Seed 000 layer 2: every remaining large result, with its turn as context.
 	if preset.GlobalResults.Enabled {
-		if err := globalPass(ctx, run, preset, layer1, commit); err != nil {
+		if err := globalPass(ctx, run, preset, layer1, commit, res); err != nil {
 			return err
 		}
 	}
 
 	if preset.History.Enabled {
-		return historyPass(ctx, run, preset, archive, freed, commit, res)
+		return historyPass(ctx, run, preset, archive, freed, commit, res, false)
 	}
 	return nil
 }
@@ -247,7 +313,7 @@ func mapReduce(ctx workflow.Context, run activities.Run, preset policy.Preset, s
 // globalPass is seed 000's layer 2: once usage passes the trigger, every
 // result above the minimum size is compressed with its thought and action
 // as context; a failed turn keeps its original result.
-func globalPass(ctx workflow.Context, run activities.Run, preset policy.Preset, exclude []activities.Replacement, commit *activities.CommitInput) error {
+func globalPass(ctx workflow.Context, run activities.Run, preset policy.Preset, exclude []activities.Replacement, commit *activities.CommitInput, res *CompactionResult) error {
 	var a *activities.Activities
 	var g activities.GlobalResult
 	if err := runStep(ctx, a.PlanGlobal, activities.GlobalInput{Run: run, WorkKey: commit.WorkKey, Exclude: exclude}).Get(ctx, &g); err != nil {
@@ -277,29 +343,39 @@ func globalPass(ctx workflow.Context, run activities.Run, preset policy.Preset, 
 	}
 	stat := activities.PassStat{Name: "global-results", Applied: len(done) > 0, Count: len(done),
 		Note: fmt.Sprintf("%d of %d results compressed", len(done), len(g.Targets))}
-	commit.Passes = append(commit.Passes, stat)
 	if len(done) == 0 {
+		commit.Passes = append(commit.Passes, stat)
 		return nil
 	}
 	var w activities.WorkResult
 	if err := runStep(ctx, a.ApplyResults, activities.ApplyResultsInput{Run: run, Step: "apply/global", WorkKey: commit.WorkKey, Replacements: done}).Get(ctx, &w); err != nil {
 		return fmt.Errorf("apply global compression: %w", err)
 	}
-	commit.WorkKey = w.WorkKey
+	stat.TokensSaved = res.TokensAfter - w.Tokens
+	commit.Passes = append(commit.Passes, stat)
+	commit.WorkKey, res.TokensAfter = w.WorkKey, w.Tokens
 	return nil
 }
 
 // historyPass compacts everything but the last messages into a structured
 // summary, drift-checked.
+//
+// With ladder set it is the budget ladder's history step: forced, with the
+// ladder's preset (plan.LadderHistoryPreset), its steps named "budget/…".
+// Without it, its steps keep the names recorded histories hold.
 func historyPass(ctx workflow.Context, run activities.Run, preset policy.Preset, archive activities.ArchiveResult,
-	freed int, commit *activities.CommitInput, res *CompactionResult) error {
+	freed int, commit *activities.CommitInput, res *CompactionResult, ladder bool) error {
 	var a *activities.Activities
+	name, prepareStep := "history", ""
+	if ladder {
+		name, prepareStep = planpkg.LadderHistory, planpkg.LadderHistory+"/prepare"
+	}
 	var hp activities.HistoryPlan
-	if err := runStep(ctx, a.PrepareHistory, activities.HistoryInput{Run: run, WorkKey: commit.WorkKey, TokensFreed: freed}).Get(ctx, &hp); err != nil {
+	if err := runStep(ctx, a.PrepareHistory, activities.HistoryInput{Run: run, WorkKey: commit.WorkKey, TokensFreed: freed, Ladder: ladder, Step: prepareStep}).Get(ctx, &hp); err != nil {
 		return fmt.Errorf("prepare history: %w", err)
 	}
 	if hp.Skip {
-		commit.Passes = append(commit.Passes, activities.PassStat{Name: "history", Note: hp.Reason})
+		commit.Passes = append(commit.Passes, activities.PassStat{Name: name, Note: hp.Reason})
 		return nil
 	}
 	fallback := ""
@@ -307,33 +383,33 @@ func historyPass(ctx workflow.Context, run activities.Run, preset policy.Preset,
 		fallback = "extractive"
 	}
 	sum, err := summarizeOrFallback(ctx, activities.SummarizeInput{
-		Run: run, Step: "history/summarize", Prompt: preset.History.Prompt, SourceKey: hp.TranscriptKey,
+		Run: run, Step: name + "/summarize", Prompt: preset.History.Prompt, SourceKey: hp.TranscriptKey,
 		ArchiveKey: archive.Key, TargetTokens: preset.History.TargetTokens,
 	}, preset.History.Attempts, fallback)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("history summary failed; history unchanged", "run", run.ID, "error", err)
 		commit.HistoryFailed = true
-		commit.Passes = append(commit.Passes, activities.PassStat{Name: "history", Note: "summary failed: history unchanged"})
+		commit.Passes = append(commit.Passes, activities.PassStat{Name: name, Note: "summary failed: history unchanged"})
 		return nil
 	}
 	commit.Model, commit.PromptVersion = sum.Model, sum.PromptVersion
 	key := sum.Key
 	if preset.Drift.Enabled {
-		key, res.Drift, err = driftGate(ctx, run, preset, "history", hp.TranscriptKey, key, archive.Key)
+		key, res.Drift, err = driftGate(ctx, run, preset, name, hp.TranscriptKey, key, archive.Key)
 		if err != nil {
 			return err
 		}
 	}
 	var w activities.WorkResult
-	if err := runStep(ctx, a.ApplyHistory, activities.ApplyHistoryInput{Run: run, Step: "history/apply", WorkKey: commit.WorkKey, Split: hp.Split, SummaryKey: key, ArchiveKey: archive.Key}).Get(ctx, &w); err != nil {
+	if err := runStep(ctx, a.ApplyHistory, activities.ApplyHistoryInput{Run: run, Step: name + "/apply", WorkKey: commit.WorkKey, Split: hp.Split, SummaryKey: key, ArchiveKey: archive.Key, Ladder: ladder}).Get(ctx, &w); err != nil {
 		return fmt.Errorf("apply history summary: %w", err)
 	}
-	commit.WorkKey = w.WorkKey
-	commit.Passes = append(commit.Passes, activities.PassStat{Name: "history", Applied: true, Count: hp.Summarized,
+	commit.WorkKey, res.TokensAfter = w.WorkKey, w.Tokens
+	commit.Passes = append(commit.Passes, activities.PassStat{Name: name, Applied: true, Count: hp.Summarized,
 		TokensSaved: hp.Tokens - w.Tokens,
 		Note:        fmt.Sprintf("Summarized %d messages → 1 summary (saved ~%d tokens)", hp.Summarized, hp.Tokens-w.Tokens)})
 	if preset.History.DeleteOffloads {
-		commit.DeleteOffloads = hp.Restored
+		commit.DeleteOffloads = append(commit.DeleteOffloads, hp.Restored...)
 	}
 	return nil
 }

@@ -39,7 +39,10 @@ type fakes struct {
 	mergedChars int
 	global      activities.GlobalResult
 	history     activities.HistoryPlan
-	commitErr   error
+	// fit answers FitBudget by stage; a missing stage leaves the work as
+	// it is and under the goal.
+	fit       map[string]activities.FitResult
+	commitErr error
 	// summarize, when set, answers Summarize; by default every call
 	// succeeds with the key "sum(<step>)".
 	summarize func(in activities.SummarizeInput) (activities.SummarizeResult, error)
@@ -197,6 +200,15 @@ func (f *fakes) install(env *testsuite.TestWorkflowEnvironment) {
 			f.record("ApplyHistory", in)
 			return activities.WorkResult{WorkKey: "work/history"}, nil
 		})
+	env.OnActivity(a.FitBudget, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.FitInput) (activities.FitResult, error) {
+			f.record("FitBudget/"+in.Stage, in)
+			r, ok := f.fit[in.Stage]
+			if !ok {
+				return activities.FitResult{WorkKey: in.WorkKey}, nil
+			}
+			return r, nil
+		})
 	env.OnActivity(a.Commit, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.CommitInput) (activities.CommitResult, error) {
 			f.record("Commit", in)
@@ -238,9 +250,15 @@ func testRun(preset, overrides string) activities.Run {
 // returns its result and error.
 func runCompaction(t *testing.T, f *fakes, run activities.Run) (CompactionResult, error) {
 	t.Helper()
+	return runCompactionInput(t, f, CompactionInput{Run: run, InputKey: "t1/input/abc", InputSHA256: "abc"})
+}
+
+// runCompactionInput is runCompaction with the whole input.
+func runCompactionInput(t *testing.T, f *fakes, in CompactionInput) (CompactionResult, error) {
+	t.Helper()
 	env := newTestEnv()
 	f.install(env)
-	env.ExecuteWorkflow(Compaction, CompactionInput{Run: run, InputKey: "t1/input/abc", InputSHA256: "abc"})
+	env.ExecuteWorkflow(Compaction, in)
 	require.True(t, env.IsWorkflowCompleted())
 	var res CompactionResult
 	err := env.GetWorkflowError()

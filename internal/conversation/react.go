@@ -287,6 +287,13 @@ type ReActStats struct {
 	NeedsCompression     bool    `json:"needs_compression"`
 }
 
+// HasStatsPlace reports whether a conversation can carry seed 000's
+// context_compression stats: a ReAct trajectory object can, a bare array
+// of turns (seed 000's List[Dict]) cannot.
+func HasStatsPlace(c Conversation) bool {
+	return c.Format == FormatReAct && !hasShape(c.Shape, shapeArray)
+}
+
 // SetReActStats writes context_compression {enabled: true, stats} into a
 // ReAct conversation, as the seed's compressing agent does. Other fields of
 // context_compression and of stats are kept. c.Extra is replaced by a copy,

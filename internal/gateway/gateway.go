@@ -140,7 +140,7 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 			ID: out.RunID, Tenant: ev.Tenant, Session: ev.Session, EventID: ev.EventID, Trigger: ev.Kind,
 			Preset: ev.Preset, Overrides: effective, Model: ev.Model, ContextLimit: ev.ContextLimit, ReplayOf: ev.ReplayOf,
 		},
-		InputKey: ref.Key, InputSHA256: ref.SHA256, LocalSteps: true, LLMTaskQueue: g.LLMTaskQueue,
+		InputKey: ref.Key, InputSHA256: ref.SHA256, LocalSteps: true, BudgetCheck: true, LLMTaskQueue: g.LLMTaskQueue,
 	}
 	_, err = g.Temporal.SignalWithStartWorkflow(ctx, workflows.SessionWorkflowID(ev.Tenant, ev.Session), workflows.EventSignal, in,
 		client.StartWorkflowOptions{ID: workflows.SessionWorkflowID(ev.Tenant, ev.Session), TaskQueue: g.TaskQueue},

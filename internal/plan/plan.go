@@ -177,9 +177,13 @@ func Deterministic(in Input) (Result, error) {
 	}
 
 	if p.Offload.Enabled && !stop() && b.Usage(res.SizeAfter) >= p.Offload.TriggerUsage {
-		protected := compress.Protected(conv, Protection(p))
+		// Every result above the threshold, wherever it is: protection
+		// keeps the structure of the recent turns (their messages, calls
+		// and pairing, the user's words), not an oversized result that
+		// just arrived (seed 004 offloads such a result "immediately").
+		// The reference stays in the result's block, paired with its call.
 		cands := compress.PlanOffloadWith(conv, b.Counter, compress.OffloadOptions{
-			MinTokens: p.Offload.MinTokens, Protected: protected,
+			MinTokens:    p.Offload.MinTokens,
 			PreviewLines: p.Offload.PreviewLines, PreviewChars: p.Offload.PreviewChars,
 		})
 		placed := make([]compress.Placed, 0, len(cands))
@@ -198,13 +202,18 @@ func Deterministic(in Input) (Result, error) {
 	}
 
 	if p.Truncate.Enabled && !stop() && b.Usage(res.SizeAfter) >= p.Truncate.TriggerUsage {
-		out, st, err := compress.TruncateInputs(conv, b.Counter, compress.TruncateOptions{
-			Tools: p.Truncate.Tools, MinTokens: p.Truncate.MinTokens, Protected: compress.Protected(conv, Protection(p)),
-		})
-		if err != nil {
-			return Result{}, fmt.Errorf("truncate tool inputs: %w", err)
+		if conv.Format == conversation.FormatReAct {
+			// Seed 000 never touches an action.
+			record("truncate-inputs", conv, 0, "skipped: a ReAct trajectory keeps its actions")
+		} else {
+			out, st, err := compress.TruncateInputs(conv, b.Counter, compress.TruncateOptions{
+				Tools: p.Truncate.Tools, MinTokens: p.Truncate.MinTokens, Protected: compress.Protected(conv, Protection(p)),
+			})
+			if err != nil {
+				return Result{}, fmt.Errorf("truncate tool inputs: %w", err)
+			}
+			record("truncate-inputs", out, st.Count, "")
 		}
-		record("truncate-inputs", out, st.Count, "")
 	}
 
 	if p.LargeResult.Enabled && !stop() {

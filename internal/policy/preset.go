@@ -60,6 +60,7 @@ type Preset struct {
 	PostProcess   PostProcess   `json:"post_process"`
 	History       History       `json:"history"`
 	Drift         Drift         `json:"drift"`
+	Budget        BudgetRule    `json:"budget"`
 }
 
 // Protection says what no strategy may touch (seed 003).
@@ -179,6 +180,28 @@ type Drift struct {
 	MaxIdentifiers int `json:"max_identifiers"`
 }
 
+// BudgetRule is the budget check that closes every run: when the output of
+// the preset's own passes is still over the model's limit, the run climbs
+// one ladder (offload the remaining large results, largest first; a
+// history summary with a smaller tail; truncation of the largest results
+// with an archive reference) until it fits, and otherwise ends over_limit
+// with the reason. Every preset has it on; turning it off is an explicit
+// setting, and the outcome stays honest either way.
+type BudgetRule struct {
+	Enabled bool `json:"enabled"`
+	// TargetUsage is where the ladder aims (a share of the limit), below
+	// the limit itself so that the agent's next turn still fits.
+	TargetUsage float64 `json:"target_usage"`
+	// OffloadMinTokens: the ladder offloads remaining results larger than
+	// this (in the preset's unit), wherever they are.
+	OffloadMinTokens int `json:"offload_min_tokens"`
+	// KeepLast is the tail the ladder's history summary keeps (smaller than
+	// the preset's own).
+	KeepLast int `json:"keep_last"`
+	// TargetTokens bounds the ladder's history summary.
+	TargetTokens int `json:"target_tokens"`
+}
+
 var checkpointTools = []string{"deactivate_augments", "compress_to_checkpoint",
 	"mcp__nisaba__deactivate_augments", "mcp__nisaba__compress_to_checkpoint"}
 
@@ -200,7 +223,8 @@ func basePreset() Preset {
 		PostProcess:   PostProcess{SmallTokens: 200, JSONTokens: 500, FileLines: 500, DBRows: 100, SampleRows: 5},
 		History: History{KeepLast: 5, Prompt: "history", Style: "compressed-history",
 			TargetTokens: 8000, Attempts: 3, CriticalUsage: 0.85, OnFailure: "extractive"},
-		Drift: Drift{Enabled: true, MinRetention: 0.6, RepairPasses: 1, MaxIdentifiers: 60},
+		Drift:  Drift{Enabled: true, MinRetention: 0.6, RepairPasses: 1, MaxIdentifiers: 60},
+		Budget: BudgetRule{Enabled: true, TargetUsage: 0.9, OffloadMinTokens: 1000, KeepLast: 1, TargetTokens: 2000},
 	}
 }
 
@@ -216,6 +240,8 @@ func Builtin(name string) (Preset, error) {
 		p.ContextLimit = 200000
 		p.FixedOverhead = 8000
 		p.Protection = Protection{System: true}
+		// Characters: 1,000 tokens are about 4,000 characters.
+		p.Budget.OffloadMinTokens = 4000
 		p.LargeResult.Enabled = true
 		p.GlobalResults.Enabled = true
 		// Seed 000 reports usage but never drops a turn; its summaries are
@@ -328,6 +354,10 @@ func (p Preset) Validate() error {
 		{"history.on_failure", p.History.Enabled && !oneOf(p.History.OnFailure, "unchanged", "extractive")},
 		{"history.style", p.History.Enabled && !oneOf(p.History.Style, "compressed-history", "summary-first", "session-summary")},
 		{"drift.min_retention", p.Drift.MinRetention < 0 || p.Drift.MinRetention > 1},
+		{"budget.target_usage", p.Budget.Enabled && (p.Budget.TargetUsage <= 0 || p.Budget.TargetUsage > 1)},
+		{"budget.offload_min_tokens", p.Budget.Enabled && p.Budget.OffloadMinTokens < 1},
+		{"budget.keep_last", p.Budget.Enabled && p.Budget.KeepLast < 0},
+		{"budget.target_tokens", p.Budget.Enabled && p.Budget.TargetTokens < 50},
 	}
 	for _, c := range checks {
 		if c.bad {

@@ -12,7 +12,7 @@ import (
 )
 
 // RunStatus is the state of a compaction run. pending and running are live;
-// succeeded, failed and skipped are final and frozen.
+// succeeded, over_limit, failed and skipped are final and frozen.
 type RunStatus string
 
 // Run states.
@@ -20,13 +20,22 @@ const (
 	RunPending   RunStatus = "pending"
 	RunRunning   RunStatus = "running"
 	RunSucceeded RunStatus = "succeeded"
+	// RunOverLimit: the run committed its output, but the output is still
+	// over the model's limit; Error holds the reason. Never a success.
+	RunOverLimit RunStatus = "over_limit"
 	RunFailed    RunStatus = "failed"
 	RunSkipped   RunStatus = "skipped"
 )
 
 // Final reports whether no further state change is allowed.
 func (s RunStatus) Final() bool {
-	return s == RunSucceeded || s == RunFailed || s == RunSkipped
+	return s == RunSucceeded || s == RunOverLimit || s == RunFailed || s == RunSkipped
+}
+
+// Committed reports whether the run stored an output: succeeded, or
+// over_limit (the best it could do, said so).
+func (s RunStatus) Committed() bool {
+	return s == RunSucceeded || s == RunOverLimit
 }
 
 // Valid reports whether s is one of the known states.
@@ -88,6 +97,10 @@ type RunResult struct {
 	PromptVersion string
 	Level         string
 	Stats         json.RawMessage
+	// OverLimit ends the run over_limit instead of succeeded, with Reason
+	// in the run's error.
+	OverLimit bool
+	Reason    string
 }
 
 // RunFilter selects runs for ListRuns. Zero fields do not filter.
@@ -350,19 +363,28 @@ func (s *Store) explainNoUpdate(ctx context.Context, op, id string) error {
 	return fmt.Errorf("%s %s: status %s: %w", op, id, status, ErrRunFinal)
 }
 
-// CommitRun marks a live run succeeded with its results. It commits at most
+// CommitRun marks a live run succeeded (over_limit when res.OverLimit) with its results. It commits at most
 // once: if the run is already final (a retried or concurrent commit, or a run
 // that failed meanwhile) nothing changes and committed is false with no
 // error. A missing run is an error wrapping ErrNotFound.
 func (s *Store) CommitRun(ctx context.Context, id string, res RunResult) (bool, error) {
 	op := "commit run " + id
+	status := RunSucceeded
+	if res.OverLimit {
+		if strings.TrimSpace(res.Reason) == "" {
+			return false, fmt.Errorf("%s: over limit without a reason", op)
+		}
+		status = RunOverLimit
+	} else if res.Reason != "" {
+		return false, fmt.Errorf("%s: a reason is only for a run over its limit", op)
+	}
 	stats, err := jsonArg(op, res.Stats)
 	if err != nil {
 		return false, err
 	}
 	tag, err := s.pool.Exec(ctx, `
 		update runs set
-			status = 'succeeded',
+			status = $11, error = $12,
 			tokens_after = $2, chars_after = $3, ratio = $4,
 			output_key = $5, output_sha256 = $6,
 			model = coalesce(nullif($7, ''), model),
@@ -372,7 +394,7 @@ func (s *Store) CommitRun(ctx context.Context, id string, res RunResult) (bool, 
 			finished_at = now(), updated_at = now()
 		where id = $1 and status in ('pending', 'running')`,
 		id, res.TokensAfter, res.CharsAfter, res.Ratio, res.OutputKey, res.OutputSHA256,
-		res.Model, res.PromptVersion, res.Level, stats)
+		res.Model, res.PromptVersion, res.Level, stats, string(status), res.Reason)
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
 	}

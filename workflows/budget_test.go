@@ -1,0 +1,90 @@
+package workflows
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/internal/plan"
+)
+
+// TestBudgetLadder checks the order of the ladder's steps and that each
+// runs only while the conversation is still over the goal.
+func TestBudgetLadder(t *testing.T) {
+	t.Parallel()
+	over := func(key string, allowHistory bool) activities.FitResult {
+		return activities.FitResult{WorkKey: key, Tokens: 200000, AboveGoal: true, HistoryAllowed: allowHistory,
+			Pass: activities.PassStat{Name: "budget/x", Applied: true, Count: 1}}
+	}
+	under := func(key string) activities.FitResult {
+		return activities.FitResult{WorkKey: key, Tokens: 1000, Pass: activities.PassStat{Name: "budget/y", Applied: true, Count: 1}}
+	}
+	tests := []struct {
+		name        string
+		preset      string
+		budgetCheck bool
+		detTokens   int
+		fit         map[string]activities.FitResult
+		wantSteps   []string
+		wantWork    string
+		wantLadder  bool
+	}{
+		{name: "under the goal: no ladder", preset: "three-tier", budgetCheck: true, detTokens: 50000,
+			wantSteps: nil, wantWork: "work/det"},
+		{name: "a run started before the budget check: no ladder", preset: "three-tier", budgetCheck: false, detTokens: 500000,
+			wantSteps: nil, wantWork: "work/det"},
+		{name: "offload is enough", preset: "three-tier", budgetCheck: true, detTokens: 500000,
+			fit:       map[string]activities.FitResult{"offload": under("work/fit-offload")},
+			wantSteps: []string{"FitBudget/offload"}, wantWork: "work/fit-offload", wantLadder: true},
+		{name: "offload, history with a smaller tail, truncate", preset: "three-tier", budgetCheck: true, detTokens: 500000,
+			fit: map[string]activities.FitResult{"offload": over("work/fit-offload", true),
+				"truncate": under("work/fit-truncate")},
+			wantSteps: []string{"FitBudget/offload", "PrepareHistory", "ApplyHistory", "FitBudget/truncate"},
+			wantWork:  "work/fit-truncate", wantLadder: true},
+		{name: "a ReAct trajectory never drops a turn", preset: "react-two-layer", budgetCheck: true, detTokens: 500000,
+			fit: map[string]activities.FitResult{"offload": over("work/fit-offload", false),
+				"truncate": under("work/fit-truncate")},
+			wantSteps: []string{"FitBudget/offload", "FitBudget/truncate"},
+			wantWork:  "work/fit-truncate", wantLadder: true},
+		{name: "opted out by an explicit setting", preset: "watermark", budgetCheck: true, detTokens: 500000,
+			wantSteps: nil, wantWork: "work/det"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakes{fit: tt.fit}
+			f.plan = activities.PlanResult{Format: "openai", TokensBefore: 600000, LevelBefore: "CRITICAL", ContextLimit: 128000}
+			f.det = activities.DeterministicResult{WorkKey: "work/det", Tokens: tt.detTokens, Done: true}
+			run := testRun(tt.preset, "")
+			if tt.name == "opted out by an explicit setting" {
+				run = testRun(tt.preset, `{"budget":{"enabled":false}}`)
+			}
+			res, err := runCompactionInput(t, f, CompactionInput{Run: run, InputKey: "t1/input/abc", InputSHA256: "abc", BudgetCheck: tt.budgetCheck})
+			require.NoError(t, err)
+
+			var ladder []string
+			for _, n := range f.names() {
+				switch n {
+				case "FitBudget/offload", "FitBudget/truncate", "PrepareHistory", "ApplyHistory":
+					ladder = append(ladder, n)
+				}
+			}
+			require.Equal(t, tt.wantSteps, ladder)
+			commits := inputsOf[activities.CommitInput](f)
+			require.Len(t, commits, 1)
+			require.Equal(t, tt.wantWork, commits[0].WorkKey, "commit takes the ladder's last conversation")
+			require.Equal(t, tt.wantLadder, commits[0].Ladder)
+			require.Equal(t, "tokens", res.Unit)
+
+			for _, h := range inputsOf[activities.HistoryInput](f) {
+				require.True(t, h.Ladder, "the ladder's history step is forced with the ladder's tail")
+				require.Equal(t, plan.LadderHistory+"/prepare", h.Step)
+			}
+			for _, s := range inputsOf[activities.SummarizeInput](f) {
+				require.Equal(t, plan.LadderHistory+"/summarize", s.Step)
+				require.LessOrEqual(t, s.TargetTokens, 128000/4, "the ladder's summary leaves room under the goal")
+			}
+		})
+	}
+}
