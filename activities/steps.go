@@ -215,6 +215,14 @@ func (a *Activities) FitBudget(ctx context.Context, in FitInput) (res FitResult,
 	if err != nil {
 		return res, err
 	}
+	if floor := plan.Floor(conv, p, b); b.Over(floor) {
+		// Nothing the ladder may cut would bring it under: leave the
+		// conversation as it is rather than cut it for nothing.
+		res = FitResult{WorkKey: in.WorkKey, Tokens: b.Measure(conv), AboveGoal: true, Hopeless: true,
+			Pass: PassStat{Name: "budget/" + in.Stage, Note: fmt.Sprintf("skipped: what no step may cut is %d of limit %d", floor, b.Limit)}}
+		rec.outputSize = int64(res.Tokens)
+		return res, nil
+	}
 	var out conversation.Conversation
 	var pass plan.Pass
 	switch in.Stage {
@@ -486,6 +494,7 @@ func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res H
 		prefetchIdentifiers(key, transcript)
 	}
 	res.Split, res.Summarized, res.TranscriptKey, res.Tokens = d.Split, d.Summarized, key, b.Measure(conv)
+	res.Kept = len(conv.Messages) - d.Split
 	rec.outputSize = int64(len(transcript))
 	return res, nil
 }
@@ -804,7 +813,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 		"passes": in.Passes, "usage_after": usage, "agent_model": run.Model, "context_limit": b.Limit,
 		"encoding": b.Counter.Name(), "unit": unitOf(b), "history_failed": in.HistoryFailed,
 		"recommendation": compress.Recommendation(level), "archive_key": in.ArchiveKey,
-		"over_limit": over,
+		"over_limit": over, "preserved_count": in.Preserved, "deleted_offloads": len(in.DeleteOffloads),
 	}
 	if over {
 		stats["over_limit_reason"] = reason

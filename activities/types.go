@@ -133,6 +133,9 @@ type FitResult struct {
 	// HistoryAllowed is false for a ReAct trajectory, which never drops a
 	// turn.
 	HistoryAllowed bool `json:"history_allowed"`
+	// Hopeless is set when what no step may cut (the user's words, the
+	// system prompt) is over the limit by itself: the ladder stops.
+	Hopeless bool `json:"hopeless,omitempty"`
 }
 
 // ChunkInput splits one large result into chunks.
@@ -259,6 +262,9 @@ type HistoryPlan struct {
 	Tokens      int      `json:"tokens"`
 	Restored    []string `json:"restored,omitempty"`
 	Unavailable int      `json:"unavailable,omitempty"`
+	// Kept is how many messages follow the summary (seed 002's
+	// preserved_count).
+	Kept int `json:"kept,omitempty"`
 }
 
 // DriftInput measures a summary against its source.
@@ -321,6 +327,9 @@ type CommitInput struct {
 	Ladder bool `json:"ladder,omitempty"`
 	// Unit is "chars" or "tokens": the unit of every size of the run.
 	Unit string `json:"unit,omitempty"`
+	// Preserved is how many messages the last history summary kept after
+	// it (seed 002's preserved_count); 0 when no summary was made.
+	Preserved int `json:"preserved,omitempty"`
 }
 
 // CommitResult is the run's outcome.

@@ -191,7 +191,12 @@ func printDetail(w io.Writer, d audit.RunDetail) {
 	row("run", r.ID)
 	row("session", r.Tenant+"/"+r.Session)
 	row("status", string(r.Status))
-	row("error", oneLine(r.Error))
+	if r.Status == store.RunOverLimit {
+		// The reason a run could not get under its limit, not an error.
+		row("over limit", oneLine(r.Error))
+	} else {
+		row("error", oneLine(r.Error))
+	}
 	row("trigger", r.Trigger)
 	row("event", r.EventID)
 	row("preset", r.Preset)
@@ -567,7 +572,7 @@ func printStatus(w io.Writer, st audit.SessionStatus) {
 		fmt.Fprintf(w, "- **Watermark:** %s\n", st.Watermark)
 	}
 	var counts []string
-	for _, s := range []store.RunStatus{store.RunSucceeded, store.RunFailed, store.RunSkipped, store.RunRunning, store.RunPending} {
+	for _, s := range []store.RunStatus{store.RunSucceeded, store.RunOverLimit, store.RunFailed, store.RunSkipped, store.RunRunning, store.RunPending} {
 		if n := st.Runs[string(s)]; n > 0 {
 			counts = append(counts, fmt.Sprintf("%d %s", n, s))
 		}

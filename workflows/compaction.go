@@ -62,6 +62,10 @@ type CompactionResult struct {
 	// Unit is the unit of the sizes: "tokens", or "chars" (seed 000).
 	Unit  string `json:"unit,omitempty"`
 	Limit int    `json:"limit,omitempty"`
+	// Preserved and DeletedOffloads are seed 002's preserved_count and
+	// deleted offloads.
+	Preserved       int `json:"preserved,omitempty"`
+	DeletedOffloads int `json:"deleted_offloads,omitempty"`
 }
 
 // Non-retryable error types, shared with the activities.
@@ -162,6 +166,7 @@ func compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, err
 	res.Passes = commit.Passes
 	res.HistoryFailed = commit.HistoryFailed
 	res.OverLimit, res.Reason, res.Limit = out.OverLimit, out.Reason, out.Limit
+	res.Preserved, res.DeletedOffloads = commit.Preserved, out.Deleted
 	res.Unit = "tokens"
 	if plan.Encoding == "chars" {
 		res.Unit = "chars"
@@ -188,13 +193,13 @@ func budgetLadder(ctx workflow.Context, run activities.Run, preset policy.Preset
 			return fit, fmt.Errorf("budget %s: %w", stage, err)
 		}
 		commit.WorkKey = fit.WorkKey
-		if fit.Pass.Applied {
+		if fit.Pass.Applied || fit.Hopeless {
 			commit.Passes = append(commit.Passes, fit.Pass)
 		}
 		return fit, nil
 	}
 	fit, err := step(activities.FitOffload)
-	if err != nil || !fit.AboveGoal {
+	if err != nil || !fit.AboveGoal || fit.Hopeless {
 		return err
 	}
 	if fit.HistoryAllowed {
@@ -404,7 +409,7 @@ func historyPass(ctx workflow.Context, run activities.Run, preset policy.Preset,
 	if err := runStep(ctx, a.ApplyHistory, activities.ApplyHistoryInput{Run: run, Step: name + "/apply", WorkKey: commit.WorkKey, Split: hp.Split, SummaryKey: key, ArchiveKey: archive.Key, Ladder: ladder}).Get(ctx, &w); err != nil {
 		return fmt.Errorf("apply history summary: %w", err)
 	}
-	commit.WorkKey, res.TokensAfter = w.WorkKey, w.Tokens
+	commit.WorkKey, res.TokensAfter, commit.Preserved = w.WorkKey, w.Tokens, hp.Kept
 	commit.Passes = append(commit.Passes, activities.PassStat{Name: name, Applied: true, Count: hp.Summarized,
 		TokensSaved: hp.Tokens - w.Tokens,
 		Note:        fmt.Sprintf("Summarized %d messages → 1 summary (saved ~%d tokens)", hp.Summarized, hp.Tokens-w.Tokens)})

@@ -93,7 +93,7 @@ func (s *Service) Status(ctx context.Context, tenant, session string) (SessionSt
 	slices.Reverse(runs)
 	for _, r := range runs {
 		st.Runs[string(r.Status)]++
-		if r.Status != store.RunSucceeded {
+		if !r.Status.Committed() {
 			continue
 		}
 		var stats runStats

@@ -71,7 +71,25 @@ type runResponse struct {
 	LevelAfter    string                `json:"level_after,omitempty"`
 	Drift         string                `json:"drift,omitempty"`
 	HistoryFailed bool                  `json:"history_failed"`
-	ArchiveKey    string                `json:"archive_key,omitempty"`
+	// Success is seed 002's success: the run committed under its limit
+	// and the history summary, if one was wanted, was made.
+	Success bool `json:"success"`
+	// OverLimit is set when the output is still over the model's limit
+	// (status over_limit); OverLimitReason says why.
+	OverLimit       bool   `json:"over_limit"`
+	OverLimitReason string `json:"over_limit_reason,omitempty"`
+	// Unit is the unit of the sizes: "tokens", or "chars" (seed 000).
+	Unit         string `json:"unit,omitempty"`
+	ContextLimit int    `json:"context_limit,omitempty"`
+	// FreedTokens, PreservedCount and DeletedOffloads are seed 002's
+	// CompactResult figures.
+	FreedTokens     int `json:"freed_tokens"`
+	PreservedCount  int `json:"preserved_count"`
+	DeletedOffloads int `json:"deleted_offloads"`
+	// ContextCompression is seed 000's stats for a ReAct trajectory; a
+	// bare list of turns has no place for them in the conversation.
+	ContextCompression json.RawMessage `json:"context_compression,omitempty"`
+	ArchiveKey         string          `json:"archive_key,omitempty"`
 	OutputKey     string                `json:"output_key,omitempty"`
 	OutputSHA256  string                `json:"output_sha256,omitempty"`
 	Passes        []activities.PassStat `json:"passes"`
@@ -178,7 +196,7 @@ func (a *api) waitRun(ctx context.Context, tenant, runID string, wait time.Durat
 	if run.Status == store.RunFailed || run.Status == store.RunSkipped {
 		return runResponse{RunID: runID, Status: string(run.Status), Error: run.Error, Passes: []activities.PassStat{}}, true, nil
 	}
-	if run.Status == store.RunSucceeded {
+	if run.Status.Committed() {
 		wait = min(wait, finishedGrace)
 	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
@@ -204,7 +222,7 @@ func (a *api) waitRun(ctx context.Context, tenant, runID string, wait time.Durat
 		return runResponse{}, false, fmt.Errorf("read run %s: %w", runID, err)
 	}
 	switch run.Status {
-	case store.RunSucceeded:
+	case store.RunSucceeded, store.RunOverLimit:
 		out, err := a.fromStore(ctx, run)
 		return out, err == nil, err
 	case store.RunFailed, store.RunSkipped:
@@ -218,27 +236,62 @@ func (a *api) waitRun(ctx context.Context, tenant, runID string, wait time.Durat
 
 // fromResult builds the answer from the workflow's result.
 func (a *api) fromResult(ctx context.Context, tenant string, res workflows.CompactionResult) (runResponse, error) {
+	status := store.RunSucceeded
+	if res.OverLimit {
+		status = store.RunOverLimit
+	}
 	out := runResponse{
-		RunID: res.RunID, Status: string(store.RunSucceeded), Format: res.Format,
+		RunID: res.RunID, Status: string(status), Format: res.Format,
 		TokensBefore: res.TokensBefore, TokensAfter: res.TokensAfter, Ratio: res.Ratio,
 		LevelBefore: res.LevelBefore, LevelAfter: res.LevelAfter, Drift: res.Drift, HistoryFailed: res.HistoryFailed,
+		OverLimit: res.OverLimit, OverLimitReason: res.Reason, Unit: res.Unit, ContextLimit: res.Limit,
+		PreservedCount: res.Preserved, DeletedOffloads: res.DeletedOffloads,
 		ArchiveKey: res.ArchiveKey, OutputKey: res.OutputKey, OutputSHA256: res.OutputSHA256, Passes: res.Passes,
 	}
 	if out.Passes == nil {
 		out.Passes = []activities.PassStat{}
 	}
+	out.fill()
 	data, err := a.output(ctx, tenant, res.OutputKey, res.OutputSHA256)
 	if err != nil {
 		return runResponse{}, err
 	}
 	out.Conversation = data
+	if res.Format == string(conversation.FormatReAct) {
+		if run, err := a.deps.Store.GetRun(ctx, res.RunID); err == nil {
+			out.ContextCompression = reactStats(run.Stats)
+		}
+	}
 	return out, nil
+}
+
+// fill derives the figures that follow from the others.
+func (r *runResponse) fill() {
+	r.FreedTokens = max(r.TokensBefore-r.TokensAfter, 0)
+	r.Success = r.Status == string(store.RunSucceeded) && !r.HistoryFailed
+}
+
+// reactStats is seed 000's context_compression from a run's stats.
+func reactStats(stats json.RawMessage) json.RawMessage {
+	var st struct {
+		ContextCompression json.RawMessage `json:"context_compression"`
+	}
+	if len(stats) == 0 || json.Unmarshal(stats, &st) != nil {
+		return nil
+	}
+	return st.ContextCompression
 }
 
 // storedStats is the part of a committed run's stats the answer repeats.
 type storedStats struct {
-	Passes        []activities.PassStat `json:"passes"`
-	HistoryFailed bool                  `json:"history_failed"`
+	Passes          []activities.PassStat `json:"passes"`
+	HistoryFailed   bool                  `json:"history_failed"`
+	OverLimit       bool                  `json:"over_limit"`
+	OverLimitReason string                `json:"over_limit_reason"`
+	Unit            string                `json:"unit"`
+	ContextLimit    int                   `json:"context_limit"`
+	Preserved       int                   `json:"preserved_count"`
+	DeletedOffloads int                   `json:"deleted_offloads"`
 }
 
 // fromStore builds the answer from the committed run, for runs whose
@@ -256,8 +309,13 @@ func (a *api) fromStore(ctx context.Context, run store.Run) (runResponse, error)
 				out.Passes = st.Passes
 			}
 			out.HistoryFailed = st.HistoryFailed
+			out.OverLimit, out.OverLimitReason = st.OverLimit, st.OverLimitReason
+			out.Unit, out.ContextLimit = st.Unit, st.ContextLimit
+			out.PreservedCount, out.DeletedOffloads = st.Preserved, st.DeletedOffloads
 		}
+		out.ContextCompression = reactStats(run.Stats)
 	}
+	out.fill()
 	drift, err := a.deps.Store.ListDrift(ctx, run.ID)
 	if err != nil {
 		return runResponse{}, fmt.Errorf("read drift of run %s: %w", run.ID, err)

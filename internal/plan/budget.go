@@ -70,6 +70,27 @@ func LadderHistoryPreset(p policy.Preset, b Budget) policy.Preset {
 	return out
 }
 
+// Floor is the size of what no ladder step may cut: for every message the
+// ladder's history step keeps (system prompt, the task, pinned constraints,
+// its smaller tail; every turn of a ReAct trajectory), its text, thinking
+// and tool inputs. Tool results are not counted: they can be offloaded or
+// cut. A floor over the limit means the run cannot fit, whatever it does.
+func Floor(conv conversation.Conversation, p policy.Preset, b Budget) int {
+	keep := compress.Protected(conv, Protection(LadderHistoryPreset(p, b)))
+	floor := b.Overhead
+	for i, m := range conv.Messages {
+		if !keep[i] && conv.Format != conversation.FormatReAct {
+			continue
+		}
+		for _, blk := range m.Blocks {
+			if blk.Kind != conversation.KindToolResult {
+				floor += b.Counter.Count(blk.Text) + b.Counter.Count(blk.Input)
+			}
+		}
+	}
+	return floor
+}
+
 // FitOffload is the ladder's first step: while the conversation is over
 // the goal, offload the remaining tool results larger than the rule's
 // minimum, largest first, wherever they are (also in protected messages:

@@ -32,6 +32,13 @@ type Report struct {
 	HistoryNote    string `json:"history_note"`
 	Summarized     int    `json:"summarized_messages"`
 	Recommendation string `json:"recommendation"`
+	// Budget says what the budget ladder would do after the preset's
+	// passes (its deterministic steps are run for real; the history step
+	// is an LLM pass and only named).
+	Budget string `json:"budget"`
+	// Error is set when the preset cannot run on this input; the other
+	// presets are still reported.
+	Error string `json:"error,omitempty"`
 }
 
 // Inspect reports what preset p would do to conv for an agent on model
@@ -45,7 +52,7 @@ func Inspect(conv conversation.Conversation, p policy.Preset, model string, limi
 		return fmt.Sprintf("offload/%d", len(text))
 	}})
 	if err != nil {
-		return Report{}, fmt.Errorf("preset %s: %w", p.Name, err)
+		return Report{Preset: p.Name, Encoding: b.Counter.Name(), Limit: b.Limit, Error: err.Error()}, nil
 	}
 	usage := b.Usage(res.SizeBefore)
 	r := Report{
@@ -65,5 +72,42 @@ func Inspect(conv conversation.Conversation, p policy.Preset, model string, limi
 		r.HistoryNote = "target reached by the deterministic passes"
 	}
 	r.Recommendation = compress.Recommendation(compress.LevelFor(r.UsageAfter))
+	r.Budget = inspectLadder(res.Conv, p, b)
 	return r, nil
+}
+
+// inspectLadder runs the budget ladder's deterministic steps on the
+// conversation after the preset's deterministic passes and says what they
+// reach. The preset's LLM passes would come first and may make it moot.
+func inspectLadder(conv conversation.Conversation, p policy.Preset, b Budget) string {
+	size := b.Measure(conv)
+	switch {
+	case !p.Budget.Enabled:
+		return "budget check off"
+	case size <= LadderGoal(p, b):
+		return "under the goal"
+	case b.Over(Floor(conv, p, b)):
+		return fmt.Sprintf("cannot fit: what no step may cut is %d of limit %d", Floor(conv, p, b), b.Limit)
+	}
+	key := func(text string) string { return fmt.Sprintf("offload/%d", len(text)) }
+	conv, off, _, err := FitOffload(conv, p, b, key)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	steps := fmt.Sprintf("offload %d", off.Count)
+	if conv.Format != conversation.FormatReAct && b.Measure(conv) > LadderGoal(p, b) {
+		steps += " → history summary (LLM)"
+	}
+	conv, cut, err := FitTruncate(conv, p, b, "archive")
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	if cut.Count > 0 {
+		steps += fmt.Sprintf(" → cut %d", cut.Count)
+	}
+	after := b.Measure(conv)
+	if b.Over(after) {
+		return fmt.Sprintf("%s: still %d over %d without the LLM steps", steps, after, b.Limit)
+	}
+	return fmt.Sprintf("%s: %d of %d", steps, after, b.Limit)
 }

@@ -15,6 +15,10 @@ func Inspect(w io.Writer, reports []plan.Report) {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, "PRESET\tUNIT\tLIMIT\tSIZE\tUSAGE\tLEVEL\tAFTER DETERMINISTIC\tMAP-REDUCE\tLAYER 2\tHISTORY")
 	for _, r := range reports {
+		if r.Error != "" {
+			fmt.Fprintf(tw, "%s\t%s\t%d\terror: %s\n", r.Preset, r.Encoding, r.Limit, r.Error)
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f%%\t%s\t%d (%.1f%%)\t%d\t%d\t%s\n",
 			r.Preset, r.Encoding, r.Limit, r.SizeBefore, r.Usage*100, r.Level,
 			r.SizeAfter, r.UsageAfter*100, r.LargeResults, r.GlobalResults, r.HistoryNote)
@@ -22,7 +26,10 @@ func Inspect(w io.Writer, reports []plan.Report) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	for _, r := range reports {
-		fmt.Fprintf(w, "%s: %s\n", r.Preset, r.Recommendation)
+		if r.Error != "" {
+			continue
+		}
+		fmt.Fprintf(w, "%s: %s; budget: %s\n", r.Preset, r.Recommendation, r.Budget)
 		for _, p := range r.Passes {
 			state := "skipped"
 			if p.Applied {
@@ -40,10 +47,18 @@ func Inspect(w io.Writer, reports []plan.Report) {
 // Run prints the outcome of one compaction run.
 func Run(w io.Writer, r workflows.CompactionResult) {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+	status := "succeeded"
+	if r.OverLimit {
+		status = "over_limit"
+	}
 	fmt.Fprintf(tw, "run\t%s\n", r.RunID)
+	fmt.Fprintf(tw, "status\t%s\n", status)
+	if r.OverLimit {
+		fmt.Fprintf(tw, "over limit\t%s\n", r.Reason)
+	}
 	fmt.Fprintf(tw, "format\t%s\n", r.Format)
-	fmt.Fprintf(tw, "before\t%d (%s)\n", r.TokensBefore, r.LevelBefore)
-	fmt.Fprintf(tw, "after\t%d (%s)\n", r.TokensAfter, r.LevelAfter)
+	fmt.Fprintf(tw, "before\t%d %s (%s)\n", r.TokensBefore, r.Unit, r.LevelBefore)
+	fmt.Fprintf(tw, "after\t%d %s of %d (%s)\n", r.TokensAfter, r.Unit, r.Limit, r.LevelAfter)
 	fmt.Fprintf(tw, "ratio\t%.3f\n", r.Ratio)
 	if r.Drift != "" {
 		fmt.Fprintf(tw, "drift\t%s\n", r.Drift)
