@@ -59,18 +59,18 @@ type accepted struct {
 // runResponse is the answer once a run is finished (200). Conversation is
 // the compacted conversation in the caller's own format.
 type runResponse struct {
-	RunID         string                `json:"run_id"`
-	Existing      bool                  `json:"existing"`
-	Status        string                `json:"status"`
-	Error         string                `json:"error,omitempty"`
-	Format        string                `json:"format,omitempty"`
-	TokensBefore  int                   `json:"tokens_before"`
-	TokensAfter   int                   `json:"tokens_after"`
-	Ratio         float64               `json:"ratio"`
-	LevelBefore   string                `json:"level_before,omitempty"`
-	LevelAfter    string                `json:"level_after,omitempty"`
-	Drift         string                `json:"drift,omitempty"`
-	HistoryFailed bool                  `json:"history_failed"`
+	RunID         string  `json:"run_id"`
+	Existing      bool    `json:"existing"`
+	Status        string  `json:"status"`
+	Error         string  `json:"error,omitempty"`
+	Format        string  `json:"format,omitempty"`
+	TokensBefore  int     `json:"tokens_before"`
+	TokensAfter   int     `json:"tokens_after"`
+	Ratio         float64 `json:"ratio"`
+	LevelBefore   string  `json:"level_before,omitempty"`
+	LevelAfter    string  `json:"level_after,omitempty"`
+	Drift         string  `json:"drift,omitempty"`
+	HistoryFailed bool    `json:"history_failed"`
 	// Success is seed 002's success: the run committed under its limit
 	// and the history summary, if one was wanted, was made.
 	Success bool `json:"success"`
@@ -88,12 +88,12 @@ type runResponse struct {
 	DeletedOffloads int `json:"deleted_offloads"`
 	// ContextCompression is seed 000's stats for a ReAct trajectory; a
 	// bare list of turns has no place for them in the conversation.
-	ContextCompression json.RawMessage `json:"context_compression,omitempty"`
-	ArchiveKey         string          `json:"archive_key,omitempty"`
-	OutputKey     string                `json:"output_key,omitempty"`
-	OutputSHA256  string                `json:"output_sha256,omitempty"`
-	Passes        []activities.PassStat `json:"passes"`
-	Conversation  json.RawMessage       `json:"conversation,omitempty"`
+	ContextCompression json.RawMessage       `json:"context_compression,omitempty"`
+	ArchiveKey         string                `json:"archive_key,omitempty"`
+	OutputKey          string                `json:"output_key,omitempty"`
+	OutputSHA256       string                `json:"output_sha256,omitempty"`
+	Passes             []activities.PassStat `json:"passes"`
+	Conversation       json.RawMessage       `json:"conversation,omitempty"`
 }
 
 func (a *api) postEvent(w http.ResponseWriter, r *http.Request, tenant string) error {
