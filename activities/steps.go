@@ -721,7 +721,7 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 		summary = sessionSummary(in.Run, summary, in.ArchiveKey)
 	}
 	before := b.Measure(conv)
-	protected := compress.Protected(conv, plan.Protection(p))
+	protected := compress.Protected(conv, plan.HistoryProtection(p))
 	out, st, err := compress.Compact(conv, in.Split, summary, style, protected)
 	if err != nil {
 		return res, badInput(fmt.Errorf("compact history: %w", err))

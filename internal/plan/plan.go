@@ -72,6 +72,17 @@ func Protection(p policy.Preset) compress.Protection {
 	}
 }
 
+// HistoryProtection is the protection of a history summary: the preset's,
+// with the recent tail no longer than the summary's own kept tail, so that
+// a summary keeps exactly History.KeepLast messages after it (seed 002's
+// SYNAPSE_COMPACT_PRESERVE_COUNT) whatever the preset protects from the
+// cheaper passes.
+func HistoryProtection(p policy.Preset) compress.Protection {
+	pr := Protection(p)
+	pr.LastN = min(pr.LastN, max(p.History.KeepLast, 0))
+	return pr
+}
+
 // Pass reports one pass.
 type Pass struct {
 	Name        string `json:"name"`
@@ -276,7 +287,7 @@ func History(conv conversation.Conversation, p policy.Preset, b Budget, freed in
 			return HistoryDecision{Reason: fmt.Sprintf("offload freed %d ≥ %d tokens: no compaction needed", freed, h.MaxFreedTokens)}
 		}
 	}
-	protected := compress.Protected(conv, Protection(p))
+	protected := compress.Protected(conv, HistoryProtection(p))
 	split := compress.SplitPoint(conv, h.KeepLast, protected)
 	n := 0
 	for i := 0; i < split; i++ {

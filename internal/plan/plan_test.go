@@ -182,3 +182,28 @@ func TestInspectReportsEveryPreset(t *testing.T) {
 		require.NotEmpty(t, r.Level)
 	}
 }
+
+// TestPreserveCountBelowProtection: seed 002's preserve count below the
+// preset's protected tail keeps exactly that many messages after the
+// summary.
+func TestPreserveCountBelowProtection(t *testing.T) {
+	t.Parallel()
+	conv := sample(t)
+	for _, keep := range []int{1, 2, 3, 5} {
+		p := preset(t, policy.OffloadCompact, fmt.Sprintf(`{"history":{"keep_last":%d}}`, keep))
+		b, err := NewBudget(p, "gpt-4o", 8000, tokens.DefaultLimits())
+		require.NoError(t, err)
+		d := History(conv, p, b, 0, true)
+		require.True(t, d.Run)
+		// The tail is keep messages, plus the call of a result at its
+		// boundary (pairs are never cut), not the 5 the preset protects.
+		kept := len(conv.Messages) - d.Split
+		require.GreaterOrEqual(t, kept, keep, "keep_last %d", keep)
+		require.LessOrEqual(t, kept, keep+1, "keep_last %d", keep)
+		require.NoError(t, conversation.CheckPairing(conv))
+	}
+	p := preset(t, policy.OffloadCompact, `{"history":{"keep_last":1}}`)
+	b, err := NewBudget(p, "gpt-4o", 8000, tokens.DefaultLimits())
+	require.NoError(t, err)
+	require.Equal(t, len(conv.Messages)-1, History(conv, p, b, 0, true).Split, "the pending call alone")
+}
