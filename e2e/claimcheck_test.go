@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ctxcompact/orchestrator/internal/conversation/convtest"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
 	"github.com/ctxcompact/orchestrator/workflows"
@@ -343,6 +344,30 @@ func TestRecordHistories(t *testing.T) {
 		require.Greater(t, e.llm.MaxConcurrent(), 1, "chunks were summarized in parallel")
 		snips := append(snippets(t, messageTexts(t, input), 20), snippets(t, []string{huge[:100000], huge[100000:200000], huge[200000:]}, 3)...)
 		record(t, "compaction-react-two-layer", fetchHistory(t, e.client, sub.RunID), input, snips, sub.InputKey)
+	})
+	t.Run("budget-ladder", func(t *testing.T) {
+		t.Parallel()
+		// The newest result overflows and the watermark preset has neither
+		// offload nor history: the budget ladder offloads it, summarizes
+		// the history with a smaller tail and ends under the limit.
+		e := newEnv(t)
+		huge := convtest.SingleLine(412_000)
+		input, err := convtest.AppendResults(readData(t, "swe-agent-deepseek/django__django-11742.json"), huge)
+		require.NoError(t, err)
+		sub, res := e.compact(gateway.Event{Preset: "watermark", Model: "gpt-4o", ContextLimit: 30000, Conversation: input})
+		checkRun(t, e, input, sub, res)
+		require.False(t, res.OverLimit, res.Reason)
+		var names []string
+		for _, p := range res.Passes {
+			names = append(names, p.Name)
+		}
+		require.Contains(t, names, "budget/offload")
+		require.Contains(t, names, "budget/history")
+		// Two of the result's digests (no quotes to escape), from its middle
+		// and its end.
+		snips := append(snippets(t, openAIContents(t, input), 20),
+			fmt.Sprintf("%08x", 3000*2654435761), fmt.Sprintf("%08x", 5000*2654435761))
+		record(t, "compaction-budget-ladder", fetchHistory(t, e.client, sub.RunID), input, snips, sub.InputKey)
 	})
 	t.Run("watermark", func(t *testing.T) {
 		t.Parallel()
