@@ -806,7 +806,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	over := b.Over(after)
 	reason := ""
 	if over {
-		reason = plan.OverLimitReason(conv, p, b, in.Ladder)
+		reason = plan.OverLimitReason(conv, p, b, in.Ladder, in.HistoryFailed)
 		logger(ctx).Warn("run ends over its limit", "run", run.ID, "size", after, "limit", b.Limit)
 	}
 	stats := map[string]any{

@@ -196,11 +196,11 @@ func messageTexts(t *testing.T, data []byte) []string {
 // call stays paired with its own result.
 func bigConversation(t *testing.T, minBytes int) []byte {
 	t.Helper()
-	dir := "../../shared/data/swe-agent-deepseek"
+	dir := filepath.Join(dataDir, "swe-agent-deepseek")
 	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	require.NoError(t, err)
 	if len(files) == 0 {
-		t.Skipf("shared data %s not present", dir)
+		t.Fatalf("test data %s: no conversations", dir)
 	}
 	sort.Strings(files)
 	var msgs []map[string]any

@@ -182,14 +182,19 @@ func (e *env) output(res workflows.CompactionResult) (conversation.Conversation,
 	return c, data
 }
 
-// readData reads a file of ../shared/data, skipping when it is absent.
+// dataDir holds the real agent conversations the tests run on, copied
+// into the repository (see its README for provenance and licence).
+const dataDir = "../testdata/conversations"
+
+// readData reads a file of dataDir (e.g. "swe-agent-deepseek/x.json"). A
+// missing file fails the test: the data is part of the repository.
 func readData(t *testing.T, rel string) []byte {
 	t.Helper()
-	data, err := os.ReadFile("../../shared/data/" + rel)
-	if os.IsNotExist(err) {
-		t.Skipf("shared data %s not present", rel)
+	path := filepath.Join(dataDir, rel)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("test data %s: %v", path, err)
 	}
-	require.NoError(t, err)
 	return data
 }
 

@@ -202,7 +202,11 @@ func budgetLadder(ctx workflow.Context, run activities.Run, preset policy.Preset
 	if err != nil || !fit.AboveGoal || fit.Hopeless {
 		return err
 	}
-	if fit.HistoryAllowed {
+	// A preset whose summary just failed and that asks for the history
+	// unchanged on failure (seed 002's success false) keeps it so: the
+	// ladder does not summarize behind its back.
+	keepHistory := commit.HistoryFailed && preset.History.OnFailure == "unchanged"
+	if fit.HistoryAllowed && !keepHistory {
 		ladder := planpkg.LadderHistoryPreset(preset, planpkg.Budget{Limit: pr.ContextLimit})
 		if err := historyPass(ctx, run, ladder, archive, 0, commit, res, true); err != nil {
 			return err

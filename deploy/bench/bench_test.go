@@ -17,8 +17,11 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
-// dataDir is the shared data as seen from this package's folder.
-const testDataDir = "../../../shared/data"
+// testDataDir holds the real agent conversations copied into the
+// repository (testdata/conversations/README.md gives their provenance): all
+// SWE-agent runs and the first 20 tau-bench trajectories. The bench itself
+// reads the full ../shared/data (-data).
+const testDataDir = "../../testdata/conversations"
 
 func pgMessage(typ byte, body string) []byte {
 	b := []byte{typ, 0, 0, 0, 0}
@@ -209,10 +212,14 @@ func TestDriftScoresTakesFirstAndLastPass(t *testing.T) {
 	require.Equal(t, []float64{0.7, 0.9}, final)
 }
 
+// requireData fails the test when the repository's copy of the data is
+// missing.
 func requireData(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(testDataDir, "swe-agent-deepseek")); os.IsNotExist(err) {
-		t.Skip("shared data not present")
+	for _, rel := range []string{"swe-agent-deepseek", hugeFile, "tau-bench/gpt-4o-airline.json"} {
+		if _, err := os.Stat(filepath.Join(testDataDir, rel)); err != nil {
+			t.Fatalf("test data %s: %v", filepath.Join(testDataDir, rel), err)
+		}
 	}
 }
 

@@ -21,7 +21,7 @@ func benchConversation(b *testing.B) (conversation.Conversation, int) {
 	path := filepath.Join(dataDir, "swe-agent-gemini", "psf__requests-1142.json")
 	data, err := os.ReadFile(path)
 	if err != nil {
-		b.Skipf("real data not available: %v", err)
+		b.Fatalf("test data %s: %v", path, err)
 	}
 	c, err := conversation.Parse(data, conversation.FormatOpenAI)
 	require.NoError(b, err)

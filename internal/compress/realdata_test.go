@@ -14,30 +14,39 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
-// dataDir is the shared folder of real agent conversations.
-const dataDir = "../../../shared/data"
+// dataDir holds the real agent conversations, copied into the repository
+// (testdata/conversations/README.md gives their provenance and licence).
+const dataDir = "../../testdata/conversations"
+
+// readData reads path, a file under dataDir. A missing file fails the test:
+// the data is part of the repository.
+func readData(t testing.TB, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("test data %s: %v", path, err)
+	}
+	return data
+}
 
 // realConversations loads the SWE-agent runs and the first tau-bench
-// trajectories, skipping the test when the shared data is not there.
+// trajectories of dataDir; missing data fails the test.
 func realConversations(t testing.TB) map[string]conversation.Conversation {
 	t.Helper()
-	if _, err := os.Stat(dataDir); err != nil {
-		t.Skipf("real data not available: %v", err)
-	}
 	out := map[string]conversation.Conversation{}
 	for _, dir := range []string{"swe-agent-deepseek", "swe-agent-gemini"} {
 		files, err := filepath.Glob(filepath.Join(dataDir, dir, "*.json"))
 		require.NoError(t, err)
+		if len(files) == 0 {
+			t.Fatalf("test data %s: no conversations", filepath.Join(dataDir, dir))
+		}
 		for _, f := range files {
-			data, err := os.ReadFile(f)
-			require.NoError(t, err)
-			c, err := conversation.Parse(data, conversation.FormatOpenAI)
+			c, err := conversation.Parse(readData(t, f), conversation.FormatOpenAI)
 			require.NoError(t, err, f)
 			out[dir+"/"+filepath.Base(f)] = c
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(dataDir, "tau-bench", "gpt-4o-airline.json"))
-	require.NoError(t, err)
+	data := readData(t, filepath.Join(dataDir, "tau-bench", "gpt-4o-airline.json"))
 	var runs []struct {
 		Traj json.RawMessage `json:"traj"`
 	}

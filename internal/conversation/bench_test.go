@@ -1,15 +1,13 @@
 package conversation
 
 import (
-	"path/filepath"
 	"testing"
 )
 
 // BenchmarkParseRenderLargest parses and renders the largest real
 // conversation (about 1 MB, one 868K-character tool result).
 func BenchmarkParseRenderLargest(b *testing.B) {
-	needSharedData(b)
-	data := readFile(b, filepath.Join(sharedData, "swe-agent-gemini", "psf__requests-1142.json"))
+	data := readData(b, "swe-agent-gemini/psf__requests-1142.json")
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -25,8 +23,7 @@ func BenchmarkParseRenderLargest(b *testing.B) {
 
 // BenchmarkParseLargest and BenchmarkRenderLargest split the cost.
 func BenchmarkParseLargest(b *testing.B) {
-	needSharedData(b)
-	data := readFile(b, filepath.Join(sharedData, "swe-agent-gemini", "psf__requests-1142.json"))
+	data := readData(b, "swe-agent-gemini/psf__requests-1142.json")
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -37,8 +34,7 @@ func BenchmarkParseLargest(b *testing.B) {
 }
 
 func BenchmarkRenderLargest(b *testing.B) {
-	needSharedData(b)
-	data := readFile(b, filepath.Join(sharedData, "swe-agent-gemini", "psf__requests-1142.json"))
+	data := readData(b, "swe-agent-gemini/psf__requests-1142.json")
 	c, err := Parse(data, FormatOpenAI)
 	if err != nil {
 		b.Fatal(err)
@@ -56,8 +52,7 @@ func BenchmarkRenderLargest(b *testing.B) {
 // 100 messages) as a compaction run does with its input (any: detect the
 // format, then parse) and with its format known.
 func BenchmarkParse150K(b *testing.B) {
-	needSharedData(b)
-	data := readFile(b, filepath.Join(sharedData, "swe-agent-deepseek", "django__django-11742.json"))
+	data := readData(b, "swe-agent-deepseek/django__django-11742.json")
 	for _, bc := range []struct {
 		name  string
 		parse func([]byte) (Conversation, error)

@@ -10,15 +10,31 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// sharedData is the real conversation corpus, relative to this package.
-const sharedData = "../../../shared/data"
+// dataDir holds the real agent conversations, copied into the repository
+// (testdata/conversations/README.md gives their provenance and licence).
+const dataDir = "../../testdata/conversations"
 
-// needSharedData skips a test when the shared corpus is not checked out.
-func needSharedData(t testing.TB) {
+// readData reads a file of dataDir. A missing file fails the test: the data
+// is part of the repository.
+func readData(t testing.TB, rel string) []byte {
 	t.Helper()
-	if _, err := os.Stat(sharedData); err != nil {
-		t.Skipf("shared data not available: %v", err)
+	path := filepath.Join(dataDir, rel)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("test data %s: %v", path, err)
 	}
+	return data
+}
+
+// dataFiles returns the files of dataDir matching pattern and fails the
+// test when there are none.
+func dataFiles(t testing.TB, pattern string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dataDir, pattern))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("test data %s: no files (%v)", filepath.Join(dataDir, pattern), err)
+	}
+	return files
 }
 
 // jsonValue decodes a document for semantic comparison. UseNumber keeps

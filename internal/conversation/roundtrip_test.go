@@ -261,10 +261,8 @@ func TestStaleListShape(t *testing.T) {
 
 func TestRealDataSWEAgent(t *testing.T) {
 	t.Parallel()
-	needSharedData(t)
-	files, err := filepath.Glob(filepath.Join(sharedData, "swe-agent-*", "*.json"))
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
+	files := dataFiles(t, "swe-agent-*/*.json")
+	require.Len(t, files, 15, "the 12 DeepSeek and 3 Gemini runs")
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			t.Parallel()
@@ -281,13 +279,12 @@ func TestRealDataSWEAgent(t *testing.T) {
 
 func TestRealDataTauBench(t *testing.T) {
 	t.Parallel()
-	needSharedData(t)
 	var entries []struct {
 		TaskID any             `json:"task_id"`
 		Traj   json.RawMessage `json:"traj"`
 	}
-	require.NoError(t, json.Unmarshal(readFile(t, filepath.Join(sharedData, "tau-bench", "gpt-4o-airline.json")), &entries))
-	require.Len(t, entries, 200)
+	require.NoError(t, json.Unmarshal(readData(t, "tau-bench/gpt-4o-airline.json"), &entries))
+	require.Len(t, entries, 20, "the first 20 of the 200 tau-bench trajectories")
 	for i, e := range entries {
 		got, err := Detect(e.Traj)
 		require.NoError(t, err, "entry %d", i)

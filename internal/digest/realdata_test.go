@@ -12,8 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// dataDir holds the real agent conversations (see its README).
-const dataDir = "../../../shared/data"
+// dataDir holds the real agent conversations, copied into the repository
+// (testdata/conversations/README.md gives their provenance and licence).
+const dataDir = "../../testdata/conversations"
 
 // chatFile is the OpenAI chat shape of the swe-agent files.
 type chatFile struct {
@@ -24,11 +25,16 @@ type chatFile struct {
 	} `json:"messages"`
 }
 
-func skipWithoutData(t testing.TB) {
+// readData reads a file of dataDir. A missing file fails the test: the data
+// is part of the repository.
+func readData(t testing.TB, rel string) []byte {
 	t.Helper()
-	if _, err := os.Stat(dataDir); err != nil {
-		t.Skipf("real data folder %s missing: %v", dataDir, err)
+	path := filepath.Join(dataDir, rel)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("test data %s: %v", path, err)
 	}
+	return data
 }
 
 // largestResult returns the longest string content of a conversation. In
@@ -36,9 +42,7 @@ func skipWithoutData(t testing.TB) {
 // messages (the agent's <returncode> feedback), so every role is searched.
 func largestResult(t testing.TB, rel string) string {
 	t.Helper()
-	skipWithoutData(t)
-	raw, err := os.ReadFile(filepath.Join(dataDir, rel))
-	require.NoError(t, err)
+	raw := readData(t, rel)
 	var conv chatFile
 	require.NoError(t, json.Unmarshal(raw, &conv), "decode %s", rel)
 	best := ""
@@ -95,7 +99,7 @@ func TestRealRequestsChunkSeed000(t *testing.T) {
 	t.Logf("%d chunks (minimal %d)", len(chunks), minimal)
 }
 
-// tauTrajectories decodes the tau-bench airline file.
+// tauTrajectories decodes the tau-bench airline file (its first 20 runs).
 func tauTrajectories(t testing.TB) []struct {
 	Traj []struct {
 		Role    string  `json:"role"`
@@ -104,9 +108,7 @@ func tauTrajectories(t testing.TB) []struct {
 	} `json:"traj"`
 } {
 	t.Helper()
-	skipWithoutData(t)
-	raw, err := os.ReadFile(filepath.Join(dataDir, "tau-bench/gpt-4o-airline.json"))
-	require.NoError(t, err)
+	raw := readData(t, "tau-bench/gpt-4o-airline.json")
 	var runs []struct {
 		Traj []struct {
 			Role    string  `json:"role"`
@@ -151,10 +153,9 @@ func TestRealTauBenchToolResults(t *testing.T) {
 
 func TestRealDeepSeekRetentionOfExtractive(t *testing.T) {
 	t.Parallel()
-	skipWithoutData(t)
 	files, err := filepath.Glob(filepath.Join(dataDir, "swe-agent-deepseek", "*.json"))
 	require.NoError(t, err)
-	require.NotEmpty(t, files)
+	require.NotEmpty(t, files, "no test data in %s/swe-agent-deepseek", dataDir)
 	for _, f := range files {
 		rel, err := filepath.Rel(dataDir, f)
 		require.NoError(t, err)

@@ -158,14 +158,15 @@ func TestParseTranscript(t *testing.T) {
 }
 
 // sweTranscript renders a real SWE-agent run as "role: content" lines.
-func sweTranscript(t *testing.T) string {
+func sweTranscript(t testing.TB) string {
 	t.Helper()
-	dir := "../../../shared/data/swe-agent-deepseek"
-	if _, err := os.Stat(dir); err != nil {
-		t.Skip("shared data not present:", err)
+	// The real conversations are part of the repository (see
+	// testdata/conversations/README.md); a missing file fails the test.
+	path := filepath.Join("../../testdata/conversations", "swe-agent-deepseek", "django__django-11564.json")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("test data %s: %v", path, err)
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, "django__django-11564.json"))
-	require.NoError(t, err)
 	var run struct {
 		Messages []struct {
 			Role      string `json:"role"`
@@ -218,11 +219,7 @@ func TestExtractiveOnRealConversation(t *testing.T) {
 }
 
 func BenchmarkExtractiveHistory(b *testing.B) {
-	t := &testing.T{}
-	text := sweTranscript(t)
-	if text == "" {
-		b.Skip("shared data not present")
-	}
+	text := sweTranscript(b)
 	req := Request{Prompt: PromptHistory, Text: text, TargetTokens: 8000}
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {

@@ -13,12 +13,12 @@ import (
 // preset on the 1 MB psf__requests-1142 conversation, with the per-budget
 // count memo (as the activities do) and without it.
 func BenchmarkDeterministic(b *testing.B) {
-	data, err := os.ReadFile("../../../shared/data/swe-agent-gemini/psf__requests-1142.json")
-	if os.IsNotExist(err) {
-		b.Skip("shared data not present")
-	}
+	// The real conversations are part of the repository (see
+	// testdata/conversations/README.md); a missing file fails.
+	path := "../../testdata/conversations/swe-agent-gemini/psf__requests-1142.json"
+	data, err := os.ReadFile(path)
 	if err != nil {
-		b.Fatal(err)
+		b.Fatalf("test data %s: %v", path, err)
 	}
 	conv, err := conversation.ParseAny(data)
 	if err != nil {

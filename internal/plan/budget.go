@@ -210,7 +210,10 @@ func truncateMiddle(text string, keep int, archiveKey string) string {
 // OverLimitReason says why a conversation is still over its limit after
 // every step that applies: the largest messages and what they are, since
 // those are what no step may cut.
-func OverLimitReason(conv conversation.Conversation, p policy.Preset, b Budget, ladder bool) string {
+//
+// historyFailed says the preset's history summary failed and the preset
+// keeps the history unchanged then (history.on_failure=unchanged).
+func OverLimitReason(conv conversation.Conversation, p policy.Preset, b Budget, ladder, historyFailed bool) string {
 	size := b.Measure(conv)
 	var why string
 	switch {
@@ -218,6 +221,8 @@ func OverLimitReason(conv conversation.Conversation, p policy.Preset, b Budget, 
 		why = "debug verbosity: compression disabled"
 	case !ladder:
 		why = "the budget check is turned off for this preset (budget.enabled=false)"
+	case historyFailed && p.History.OnFailure == "unchanged":
+		why = "the history summary failed and the preset keeps the history unchanged then (history.on_failure=unchanged); replay the run once the summarizer is back"
 	default:
 		why = "what remains is content no step may cut"
 	}

@@ -111,7 +111,7 @@ func TestUncuttableContentIsHopeless(t *testing.T) {
 	b, err := NewBudget(p, "gpt-4o", 0, tokens.DefaultLimits())
 	require.NoError(t, err)
 	require.True(t, b.Over(Floor(conv, p, b)))
-	reason := OverLimitReason(conv, p, b, true)
+	reason := OverLimitReason(conv, p, b, true, false)
 	require.Contains(t, reason, "message 141 (user text)")
 	require.Contains(t, reason, "no step may cut")
 
@@ -140,5 +140,5 @@ func TestLadderStopsAtTheGoal(t *testing.T) {
 
 	off, err := policy.Resolve(policy.Watermark, []byte(`{"budget":{"enabled":false}}`))
 	require.NoError(t, err)
-	require.Contains(t, OverLimitReason(conv, off, b, false), "budget.enabled=false")
+	require.Contains(t, OverLimitReason(conv, off, b, false, false), "budget.enabled=false")
 }

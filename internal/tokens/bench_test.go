@@ -2,22 +2,19 @@ package tokens
 
 import (
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 )
 
-// benchFile is the largest shared conversation: 147 messages, 990,154 bytes
+// benchFile is the largest real conversation: 147 messages, 990,154 bytes
 // of content, one 868,167-character tool result (a diff).
-var benchFile = filepath.Join(sharedData, "swe-agent-gemini", "psf__requests-1142.json")
+const benchFile = "swe-agent-gemini/psf__requests-1142.json"
 
 // BenchmarkCountText counts the content strings of benchFile; MB/s is over
 // their bytes.
 func BenchmarkCountText(b *testing.B) {
-	needSharedData(b)
 	contents := readContents(b, benchFile)
 	total := 0
 	for _, s := range contents {
@@ -39,11 +36,7 @@ func BenchmarkCountText(b *testing.B) {
 // BenchmarkConversation counts benchFile parsed into the canonical model, as
 // the plan activity does; MB/s is over the file's bytes.
 func BenchmarkConversation(b *testing.B) {
-	needSharedData(b)
-	raw, err := os.ReadFile(benchFile)
-	if err != nil {
-		b.Fatal(err)
-	}
+	raw := readData(b, benchFile)
 	conv, err := conversation.ParseAny(raw)
 	if err != nil {
 		b.Fatal(err)

@@ -2,7 +2,6 @@ package tokens
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 	"unicode/utf8"
@@ -116,20 +115,22 @@ func TestMessageName(t *testing.T) {
 	require.Equal(t, 2, Message(chars, named))
 }
 
-// TestMessageOnSharedData parses real conversations with the conversation
+// TestMessageOnRealData parses real conversations with the conversation
 // package and checks every message against its source JSON: the content,
 // tool-call names and arguments, role and framing.
-func TestMessageOnSharedData(t *testing.T) {
+func TestMessageOnRealData(t *testing.T) {
 	t.Parallel()
-	needSharedData(t)
-	files, err := filepath.Glob(filepath.Join(sharedData, "swe-agent-gemini", "*.json"))
+	files, err := filepath.Glob(filepath.Join(dataDir, "swe-agent-gemini", "*.json"))
 	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	files = append(files, filepath.Join(sharedData, "swe-agent-deepseek", "django__django-11564.json"))
+	require.NotEmpty(t, files, "no test data in %s/swe-agent-gemini", dataDir)
+	for i, f := range files {
+		files[i], err = filepath.Rel(dataDir, f)
+		require.NoError(t, err)
+	}
+	files = append(files, "swe-agent-deepseek/django__django-11564.json")
 	o, chars := mustNew(t, O200kBase), mustNew(t, Chars)
 	for _, path := range files {
-		raw, err := os.ReadFile(path)
-		require.NoError(t, err)
+		raw := readData(t, path)
 		conv, err := conversation.ParseAny(raw)
 		require.NoError(t, err, path)
 		var doc struct {

@@ -12,15 +12,20 @@ import (
 	"github.com/tiktoken-go/tokenizer"
 )
 
-// sharedData is the real conversation corpus, relative to this package.
-const sharedData = "../../../shared/data"
+// dataDir holds the real agent conversations, copied into the repository
+// (testdata/conversations/README.md gives their provenance and licence).
+const dataDir = "../../testdata/conversations"
 
-// needSharedData skips a test when the shared corpus is not checked out.
-func needSharedData(t testing.TB) {
+// readData reads a file of dataDir. A missing file fails the test: the data
+// is part of the repository.
+func readData(t testing.TB, rel string) []byte {
 	t.Helper()
-	if _, err := os.Stat(sharedData); err != nil {
-		t.Skipf("shared data not available: %v", err)
+	path := filepath.Join(dataDir, rel)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("test data %s: %v", path, err)
 	}
+	return data
 }
 
 func mustNew(t testing.TB, name string) Counter {
@@ -124,12 +129,11 @@ func TestReferenceCounts(t *testing.T) {
 	}
 }
 
-// TestDataCounts compares, message by message, the content of the shared
+// TestDataCounts compares, message by message, the content of the real
 // SWE-agent conversations (15 files, up to an 868,167-character tool
 // result) with tiktoken's counts in testdata/tiktoken_data_counts.json.
 func TestDataCounts(t *testing.T) {
 	t.Parallel()
-	needSharedData(t)
 	raw, err := os.ReadFile("testdata/tiktoken_data_counts.json")
 	require.NoError(t, err)
 	var ref struct {
@@ -146,7 +150,7 @@ func TestDataCounts(t *testing.T) {
 	require.NotEmpty(t, ref.Files)
 	cl, o := mustNew(t, Cl100kBase), mustNew(t, O200kBase)
 	for _, f := range ref.Files {
-		contents := readContents(t, filepath.Join(sharedData, f.File))
+		contents := readContents(t, f.File)
 		require.NotEmpty(t, f.Messages, f.File)
 		for _, m := range f.Messages {
 			require.Less(t, m.Index, len(contents), f.File)
@@ -158,17 +162,16 @@ func TestDataCounts(t *testing.T) {
 }
 
 // readContents returns the "content" string of every message of an OpenAI
-// chat file ("" where it is not a string).
-func readContents(t testing.TB, path string) []string {
+// chat file of dataDir ("" where it is not a string).
+func readContents(t testing.TB, rel string) []string {
 	t.Helper()
-	raw, err := os.ReadFile(path)
-	require.NoError(t, err)
+	raw := readData(t, rel)
 	var doc struct {
 		Messages []struct {
 			Content any `json:"content"`
 		} `json:"messages"`
 	}
-	require.NoError(t, json.Unmarshal(raw, &doc), path)
+	require.NoError(t, json.Unmarshal(raw, &doc), rel)
 	out := make([]string, len(doc.Messages))
 	for i, m := range doc.Messages {
 		out[i], _ = m.Content.(string)
