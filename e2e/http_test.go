@@ -22,6 +22,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/httpapi"
+	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
 )
 
 // The HTTP API over real HTTP on the real stack: the handler of `starter
@@ -88,20 +89,30 @@ func (a *apiEnv) call(method, path, key string, body []byte, out any) (*http.Res
 
 // apiResult is the answer of a finished run.
 type apiResult struct {
-	RunID        string          `json:"run_id"`
-	Existing     bool            `json:"existing"`
-	Status       string          `json:"status"`
-	Error        string          `json:"error"`
-	Format       string          `json:"format"`
-	TokensBefore int             `json:"tokens_before"`
-	TokensAfter  int             `json:"tokens_after"`
-	Ratio        float64         `json:"ratio"`
-	LevelBefore  string          `json:"level_before"`
-	LevelAfter   string          `json:"level_after"`
-	ArchiveKey   string          `json:"archive_key"`
-	OutputKey    string          `json:"output_key"`
-	Passes       []any           `json:"passes"`
-	Conversation json.RawMessage `json:"conversation"`
+	RunID        string  `json:"run_id"`
+	Existing     bool    `json:"existing"`
+	Status       string  `json:"status"`
+	Error        string  `json:"error"`
+	Format       string  `json:"format"`
+	TokensBefore int     `json:"tokens_before"`
+	TokensAfter  int     `json:"tokens_after"`
+	Ratio        float64 `json:"ratio"`
+	LevelBefore  string  `json:"level_before"`
+	LevelAfter   string  `json:"level_after"`
+	// Seed 002's CompactResult figures and the honest outcome.
+	Success         bool            `json:"success"`
+	HistoryFailed   bool            `json:"history_failed"`
+	OverLimit       bool            `json:"over_limit"`
+	OverLimitReason string          `json:"over_limit_reason"`
+	Unit            string          `json:"unit"`
+	ContextLimit    int             `json:"context_limit"`
+	FreedTokens     int             `json:"freed_tokens"`
+	PreservedCount  int             `json:"preserved_count"`
+	DeletedOffloads int             `json:"deleted_offloads"`
+	ArchiveKey      string          `json:"archive_key"`
+	OutputKey       string          `json:"output_key"`
+	Passes          []any           `json:"passes"`
+	Conversation    json.RawMessage `json:"conversation"`
 }
 
 // apiAccepted is the 202 answer.
@@ -399,6 +410,12 @@ func TestHTTPManualCompact(t *testing.T) {
 	out := parse(t, res.Conversation)
 	require.Equal(t, conversation.FormatOpenAI, out.Format)
 	require.True(t, strings.HasPrefix(textOf(out.Messages[1]), "[Compressed History]"), "seed 002's summary message")
+	require.True(t, res.Success)
+	require.False(t, res.OverLimit)
+	require.Equal(t, "tokens", res.Unit)
+	require.Equal(t, res.TokensBefore-res.TokensAfter, res.FreedTokens)
+	require.Equal(t, len(out.Messages)-2, res.PreservedCount, "everything after the system prompt and the summary was preserved")
+	require.GreaterOrEqual(t, res.PreservedCount, 5)
 
 	var d apiRunDetail
 	resp, _ = a.call("GET", "/v1/runs/"+res.RunID, a.key, nil, &d)
@@ -603,4 +620,44 @@ func TestHTTPWaitEndsWithTheRunIDAndTheRunGoesOn(t *testing.T) {
 	e.startWorker()
 	d := a.pollRun(ack.StatusURL)
 	require.Equal(t, "succeeded", d.Run.Status, d.Run.Error)
+}
+
+// TestHTTPSeed002FailureAndOverLimit: a summarizer that refuses makes seed
+// 002's success false (history unchanged); a user message larger than the
+// limit ends over_limit with the reason, in the answer and in the run.
+func TestHTTPSeed002FailureAndOverLimit(t *testing.T) {
+	t.Parallel()
+	a := newAPIEnv(t, withLLM(llmtest.WithScript(llmtest.Fault401{})))
+	input := readData(t, "swe-agent-deepseek/django__django-11564.json")
+	body := eventBody(map[string]any{"preset": "offload-compact", "model": "gpt-4o", "context_limit": 200000, "wait_seconds": 120}, input)
+	var res apiResult
+	resp, _ := a.call("POST", "/v1/sessions/refused/compact", a.key, body, &res)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.True(t, res.HistoryFailed)
+	require.False(t, res.Success, "seed 002: success false when the summary failed")
+	require.Equal(t, "succeeded", res.Status, "the run itself committed under its limit")
+	require.Len(t, parse(t, res.Conversation).Messages, len(parse(t, input).Messages), "history unchanged")
+
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(readData(t, "swe-agent-deepseek/django__django-11742.json"), &doc))
+	doc["messages"] = []any{
+		map[string]any{"role": "system", "content": "You are a helpful assistant."},
+		map[string]any{"role": "user", "content": buildLog(40000)},
+	}
+	big, err := json.Marshal(doc)
+	require.NoError(t, err)
+	body = eventBody(map[string]any{"event_id": "too-big-1", "kind": "threshold", "preset": "three-tier", "model": "gpt-4o", "context_limit": 20000, "wait_seconds": 120}, big)
+	var over apiResult
+	resp, _ = a.call("POST", "/v1/sessions/too-big/events", a.key, body, &over)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "over_limit", over.Status)
+	require.True(t, over.OverLimit)
+	require.False(t, over.Success)
+	require.Contains(t, over.OverLimitReason, "message 1 (user text)")
+	require.Greater(t, over.TokensAfter, over.ContextLimit)
+	var d apiRunDetail
+	resp, _ = a.call("GET", "/v1/runs/"+over.RunID, a.key, nil, &d)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "over_limit", d.Run.Status)
+	require.Equal(t, over.OverLimitReason, d.Run.Error)
 }
