@@ -80,11 +80,37 @@ func unitOf(b plan.Budget) string {
 	return "tokens"
 }
 
-// load reads and parses a working conversation.
-func (a *Activities) load(ctx context.Context, key string) (conversation.Conversation, []byte, error) {
+// get reads an object of the run's tenant. Every read of a run goes
+// through it: a key that is not exactly one of the tenant's content keys
+// is refused before S3 is asked, whoever put it in the run's input.
+func (a *Activities) get(ctx context.Context, tenant, key string) ([]byte, error) {
+	if err := blob.CheckOwned(tenant, key); err != nil {
+		return nil, badInput(fmt.Errorf("read: %w", err))
+	}
 	data, err := a.Blob.Get(ctx, key)
 	if err != nil {
-		return conversation.Conversation{}, nil, blobErr(fmt.Errorf("read %s: %w", key, err))
+		return nil, blobErr(fmt.Errorf("read %s: %w", key, err))
+	}
+	return data, nil
+}
+
+// getVerified is get with the content's sha256 checked.
+func (a *Activities) getVerified(ctx context.Context, tenant, key, sha string) ([]byte, error) {
+	if err := blob.CheckOwned(tenant, key); err != nil {
+		return nil, badInput(fmt.Errorf("read: %w", err))
+	}
+	data, err := a.Blob.GetVerified(ctx, key, sha)
+	if err != nil {
+		return nil, blobErr(fmt.Errorf("read %s: %w", key, err))
+	}
+	return data, nil
+}
+
+// load reads and parses a working conversation of the tenant.
+func (a *Activities) load(ctx context.Context, tenant, key string) (conversation.Conversation, []byte, error) {
+	data, err := a.get(ctx, tenant, key)
+	if err != nil {
+		return conversation.Conversation{}, nil, err
 	}
 	c, err := conversation.ParseAny(data)
 	if err != nil {
@@ -106,14 +132,14 @@ func (a *Activities) save(ctx context.Context, tenant string, c conversation.Con
 	return ref.Key, nil
 }
 
-// text reads a text object; an empty key is an empty text.
-func (a *Activities) text(ctx context.Context, key string) (string, error) {
+// text reads a text object of the tenant; an empty key is an empty text.
+func (a *Activities) text(ctx context.Context, tenant, key string) (string, error) {
 	if key == "" {
 		return "", nil
 	}
-	data, err := a.Blob.Get(ctx, key)
+	data, err := a.get(ctx, tenant, key)
 	if err != nil {
-		return "", blobErr(fmt.Errorf("read %s: %w", key, err))
+		return "", err
 	}
 	return string(data), nil
 }

@@ -20,7 +20,7 @@ func TestPrefetchedIdentifiersServeTheDriftCheck(t *testing.T) {
 
 	// No blob store: the check must not read the source again.
 	a := &Activities{}
-	ids, err := a.identifiers(context.Background(), key)
+	ids, err := a.identifiers(context.Background(), "t", key)
 	require.NoError(t, err)
 	require.Equal(t, digest.Identifiers(text), ids)
 	require.NotEmpty(t, ids)

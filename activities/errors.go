@@ -95,7 +95,14 @@ func classify(err error) error {
 	}
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
-		return err
+		if top, ok := err.(*temporal.ApplicationError); ok {
+			return top
+		}
+		// Temporal reads only the outermost error: a classified error
+		// wrapped with more context keeps its class on the outside.
+		return temporal.NewApplicationErrorWithOptions(err.Error(), app.Type(), temporal.ApplicationErrorOptions{
+			NonRetryable: app.NonRetryable(), Cause: err, NextRetryDelay: app.NextRetryDelay(),
+		})
 	}
 	var canceled *temporal.CanceledError
 	if errors.As(err, &canceled) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

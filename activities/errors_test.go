@@ -28,13 +28,15 @@ func TestClassify(t *testing.T) {
 		{"S3 not found stops", blobErr(fmt.Errorf("read x: %w", blob.ErrNotFound)), ErrDependency, false},
 		{"bad input stays bad input", badInput(errors.New("message 3: field content")), ErrBadInput, false},
 		{"config stays config", config(errors.New("unknown stage")), ErrConfig, false},
+		{"wrapped retryable keeps its class outside", fmt.Errorf("read input: %w", blobErr(context.DeadlineExceeded)), ErrUnavailable, true},
+		{"wrapped bad input keeps its class outside", fmt.Errorf("read input: %w", badInput(errors.New("not ours"))), ErrBadInput, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			got := classify(tt.err)
-			var app *temporal.ApplicationError
-			require.ErrorAs(t, got, &app)
+			app, ok := got.(*temporal.ApplicationError)
+			require.True(t, ok, "the outermost error is the classified one: %T", got)
 			require.Equal(t, tt.wantType, app.Type())
 			require.Equal(t, !tt.retryable, app.NonRetryable())
 			require.Contains(t, got.Error(), tt.err.Error(), "the message is kept")

@@ -42,9 +42,9 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (res PlanResult, er
 	if err := a.Store.MarkRunning(ctx, run.ID); err != nil {
 		return res, storeErr(fmt.Errorf("mark run running: %w", err))
 	}
-	data, err := a.Blob.GetVerified(ctx, in.InputKey, in.InputSHA256)
+	data, err := a.getVerified(ctx, in.Run.Tenant, in.InputKey, in.InputSHA256)
 	if err != nil {
-		return res, blobErr(fmt.Errorf("read input: %w", err))
+		return res, fmt.Errorf("read input: %w", err)
 	}
 	rec.inputSize = int64(len(data))
 	conv, err := conversation.ParseAny(data)
@@ -96,9 +96,9 @@ func (a *Activities) Archive(ctx context.Context, in ArchiveInput) (res ArchiveR
 	rec := stepRecord{kind: "archive"}
 	defer func() { err = a.record(ctx, in.Run.ID, "archive", started, rec, err) }()
 
-	data, err := a.Blob.GetVerified(ctx, in.InputKey, in.InputSHA256)
+	data, err := a.getVerified(ctx, in.Run.Tenant, in.InputKey, in.InputSHA256)
 	if err != nil {
-		return res, blobErr(fmt.Errorf("read input: %w", err))
+		return res, fmt.Errorf("read input: %w", err)
 	}
 	ref, err := a.Blob.PutContent(ctx, in.Run.Tenant, blob.KindArchive, data)
 	if err != nil {
@@ -126,7 +126,7 @@ func (a *Activities) Deterministic(ctx context.Context, in DeterministicInput) (
 	defer func() { err = a.record(ctx, in.Run.ID, "deterministic", started, rec, err) }()
 
 	run := in.Run
-	conv, data, err := a.load(ctx, in.WorkKey)
+	conv, data, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
 	if err != nil {
 		return res, err
 	}
@@ -173,16 +173,20 @@ func (a *Activities) Deterministic(ctx context.Context, in DeterministicInput) (
 // Postgres, before the conversation that refers to them is saved.
 func (a *Activities) storeOffloads(ctx context.Context, run Run, offloads []plan.Offload) error {
 	for _, o := range offloads {
+		// The row first, then the object: a release of the same object by
+		// another session either sees this row, or has deleted the object
+		// before it is written again here (see store.ReleaseOffloads).
+		sha := blob.SHA256Hex([]byte(o.Text))
+		if err := a.Store.AddOffload(ctx, store.Offload{Tenant: run.Tenant, Session: run.Session, RunID: run.ID,
+			Key: o.Key, ToolID: o.ToolID, ToolName: o.ToolName, Tokens: o.Tokens, SHA256: sha}); err != nil {
+			return storeErr(fmt.Errorf("record offload %s: %w", o.ToolID, err))
+		}
 		ref, err := a.Blob.PutContent(ctx, run.Tenant, blob.KindOffload, []byte(o.Text))
 		if err != nil {
 			return blobErr(fmt.Errorf("offload %s: %w", o.ToolID, err))
 		}
 		if ref.Key != o.Key {
 			return fmt.Errorf("offload %s: stored under %s, planned %s", o.ToolID, ref.Key, o.Key)
-		}
-		if err := a.Store.AddOffload(ctx, store.Offload{Tenant: run.Tenant, Session: run.Session, RunID: run.ID,
-			Key: ref.Key, ToolID: o.ToolID, ToolName: o.ToolName, Tokens: o.Tokens, SHA256: ref.SHA256}); err != nil {
-			return storeErr(fmt.Errorf("record offload %s: %w", o.ToolID, err))
 		}
 	}
 	return nil
@@ -206,7 +210,7 @@ func (a *Activities) FitBudget(ctx context.Context, in FitInput) (res FitResult,
 	defer func() { err = a.record(ctx, in.Run.ID, step, started, rec, err) }()
 
 	run := in.Run
-	conv, data, err := a.load(ctx, in.WorkKey)
+	conv, data, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
 	if err != nil {
 		return res, err
 	}
@@ -287,7 +291,7 @@ func (a *Activities) Chunk(ctx context.Context, in ChunkInput) (res ChunkResult,
 	if err != nil {
 		return res, err
 	}
-	text, err := a.text(ctx, in.TextKey)
+	text, err := a.text(ctx, in.Run.Tenant, in.TextKey)
 	if err != nil {
 		return res, err
 	}
@@ -320,7 +324,7 @@ func (a *Activities) Fallback(ctx context.Context, in FallbackInput) (res Summar
 	rec := stepRecord{kind: "fallback", model: in.Mode}
 	defer func() { err = a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
 
-	text, err := a.text(ctx, in.SourceKey)
+	text, err := a.text(ctx, in.Run.Tenant, in.SourceKey)
 	if err != nil {
 		return res, err
 	}
@@ -354,7 +358,7 @@ func (a *Activities) Merge(ctx context.Context, in MergeInput) (res MergeResult,
 
 	parts := make([]string, 0, len(in.Keys))
 	for _, k := range in.Keys {
-		t, err := a.text(ctx, k)
+		t, err := a.text(ctx, in.Run.Tenant, k)
 		if err != nil {
 			return res, err
 		}
@@ -376,7 +380,7 @@ func (a *Activities) ApplyResults(ctx context.Context, in ApplyResultsInput) (re
 	rec := stepRecord{kind: "apply"}
 	defer func() { err = a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
 
-	conv, data, err := a.load(ctx, in.WorkKey)
+	conv, data, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
 	if err != nil {
 		return res, err
 	}
@@ -385,7 +389,7 @@ func (a *Activities) ApplyResults(ctx context.Context, in ApplyResultsInput) (re
 		return res, err
 	}
 	for _, r := range in.Replacements {
-		text, err := a.text(ctx, r.TextKey)
+		text, err := a.text(ctx, in.Run.Tenant, r.TextKey)
 		if err != nil {
 			return res, err
 		}
@@ -416,7 +420,7 @@ func (a *Activities) PlanGlobal(ctx context.Context, in GlobalInput) (res Global
 	rec := stepRecord{kind: "plan-global"}
 	defer func() { err = a.record(ctx, in.Run.ID, "plan-global", started, rec, err) }()
 
-	conv, _, err := a.load(ctx, in.WorkKey)
+	conv, _, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
 	if err != nil {
 		return res, err
 	}
@@ -457,7 +461,7 @@ func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res H
 	}
 	defer func() { err = a.record(ctx, in.Run.ID, step, started, rec, err) }()
 
-	conv, _, err := a.load(ctx, in.WorkKey)
+	conv, _, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
 	if err != nil {
 		return res, err
 	}
@@ -477,13 +481,34 @@ func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res H
 		for i := range keep {
 			keep[i] = d.Protected[i] || i >= d.Split
 		}
+		// A reference is a pointer only when the store recorded it as a
+		// live offload of this tenant and session; any other text that
+		// looks like one (another tenant's key, an archive) stays text.
+		named := compress.References(conv, func(i int) bool { return !keep[i] })
+		live, err := a.Store.LiveOffloads(ctx, in.Run.Tenant, in.Run.Session, named)
+		if err != nil {
+			return res, storeErr(fmt.Errorf("look up offloads: %w", err))
+		}
 		restored, st, err := compress.Restore(conv, func(key string) (string, error) {
-			return a.text(ctx, key)
+			if !live[key] {
+				return "", compress.ErrNotReference
+			}
+			return a.text(ctx, in.Run.Tenant, key)
 		}, keep)
 		if err != nil {
 			return res, badInput(fmt.Errorf("restore offloads: %w", err))
 		}
-		summarized, res.Restored, res.Unavailable = restored, st.Restored, len(st.Unavailable)
+		// An object a kept message still refers to is not released.
+		stillUsed := map[string]bool{}
+		for _, k := range compress.References(conv, func(i int) bool { return keep[i] }) {
+			stillUsed[k] = true
+		}
+		for _, k := range st.Restored {
+			if !stillUsed[k] {
+				res.Restored = append(res.Restored, k)
+			}
+		}
+		summarized, res.Unavailable = restored, len(st.Unavailable)
 	}
 	transcript := Transcript(summarized, d.Split, d.Protected)
 	key, err := a.putText(ctx, in.Run.Tenant, "transcript", transcript)
@@ -540,11 +565,11 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 	if err != nil {
 		return res, err
 	}
-	ids, err := a.identifiers(ctx, in.SourceKey)
+	ids, err := a.identifiers(ctx, in.Run.Tenant, in.SourceKey)
 	if err != nil {
 		return res, err
 	}
-	summary, err := a.text(ctx, in.SummaryKey)
+	summary, err := a.text(ctx, in.Run.Tenant, in.SummaryKey)
 	if err != nil {
 		return res, err
 	}
@@ -607,11 +632,11 @@ var sourceIDs = func() *lru.Cache[string, []digest.Identifier] {
 var idFlight singleflight.Group
 
 // identifiers returns the identifiers of the text at key.
-func (a *Activities) identifiers(ctx context.Context, key string) ([]digest.Identifier, error) {
+func (a *Activities) identifiers(ctx context.Context, tenant, key string) ([]digest.Identifier, error) {
 	if key == "" {
 		return nil, nil
 	}
-	return cachedIdentifiers(key, func() (string, error) { return a.text(ctx, key) })
+	return cachedIdentifiers(key, func() (string, error) { return a.text(ctx, tenant, key) })
 }
 
 // cachedIdentifiers extracts the identifiers of the source at key once per
@@ -665,11 +690,11 @@ func (a *Activities) Patch(ctx context.Context, in PatchInput) (res SummarizeRes
 	rec := stepRecord{kind: "patch"}
 	defer func() { err = a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
 
-	summary, err := a.text(ctx, in.SummaryKey)
+	summary, err := a.text(ctx, in.Run.Tenant, in.SummaryKey)
 	if err != nil {
 		return res, err
 	}
-	raw, err := a.text(ctx, in.MissingKey)
+	raw, err := a.text(ctx, in.Run.Tenant, in.MissingKey)
 	if err != nil {
 		return res, err
 	}
@@ -704,7 +729,7 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 	rec := stepRecord{kind: "apply-history"}
 	defer func() { err = a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
 
-	conv, _, err := a.load(ctx, in.WorkKey)
+	conv, _, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
 	if err != nil {
 		return res, err
 	}
@@ -712,7 +737,7 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 	if err != nil {
 		return res, err
 	}
-	summary, err := a.text(ctx, in.SummaryKey)
+	summary, err := a.text(ctx, in.Run.Tenant, in.SummaryKey)
 	if err != nil {
 		return res, err
 	}
@@ -761,7 +786,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	defer func() { err = a.record(ctx, in.Run.ID, "commit", started, rec, err) }()
 
 	run := in.Run
-	conv, _, err := a.load(ctx, in.WorkKey)
+	conv, _, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
 	if err != nil {
 		return res, err
 	}
@@ -850,16 +875,31 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	}
 	deleted := 0
 	if len(in.DeleteOffloads) > 0 {
+		// Only this session's recorded offloads are released, and an
+		// object is deleted only when no live offload of the tenant still
+		// refers to it (store.ReleaseOffloads decides it with the rows).
+		var keys []string
 		for _, k := range in.DeleteOffloads {
-			if err := a.Blob.Delete(ctx, k); err != nil && !errors.Is(err, blob.ErrNotFound) {
-				// Seed 002: a failed delete is logged and does not undo the
-				// compaction.
-				logger(ctx).Warn("delete offload", "run", run.ID, "key", k, "error", err)
+			if blob.CheckOwned(run.Tenant, k) == nil {
+				keys = append(keys, k)
 			}
 		}
-		n, err := a.Store.MarkOffloadsDeleted(ctx, run.Tenant, run.Session, in.DeleteOffloads)
-		if err != nil {
-			return res, storeErr(fmt.Errorf("mark offloads deleted: %w", err))
+		n, _, err := a.Store.ReleaseOffloads(ctx, run.Tenant, run.Session, keys, func(ctx context.Context, key string) error {
+			if err := a.Blob.Delete(ctx, key); err != nil && !errors.Is(err, blob.ErrNotFound) {
+				return err
+			}
+			return nil
+		})
+		switch {
+		case err == nil:
+		case store.IsRetryable(err):
+			return res, storeErr(fmt.Errorf("release offloads: %w", err))
+		case blob.IsRetryable(err):
+			return res, blobErr(fmt.Errorf("release offloads: %w", err))
+		default:
+			// Seed 002: a failed delete does not undo the compaction; the
+			// offloads stay live and recorded.
+			logger(ctx).Warn("release offloads", "run", run.ID, "count", len(keys), "error", err)
 		}
 		deleted = n
 	}

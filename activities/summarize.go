@@ -37,16 +37,16 @@ func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (res Summ
 	if err != nil {
 		return res, err
 	}
-	text, err := a.text(ctx, in.SourceKey)
+	text, err := a.text(ctx, in.Run.Tenant, in.SourceKey)
 	if err != nil {
 		return res, err
 	}
-	context_, err := a.text(ctx, in.ContextKey)
+	context_, err := a.text(ctx, in.Run.Tenant, in.ContextKey)
 	if err != nil {
 		return res, err
 	}
 	var missing []string
-	if raw, err := a.text(ctx, in.MissingKey); err != nil {
+	if raw, err := a.text(ctx, in.Run.Tenant, in.MissingKey); err != nil {
 		return res, err
 	} else if raw != "" {
 		if err := json.Unmarshal([]byte(raw), &missing); err != nil {

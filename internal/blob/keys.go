@@ -101,3 +101,41 @@ func TenantPrefix(tenant string) (string, error) {
 	}
 	return "tenants/" + tenant + "/", nil
 }
+
+// ParseContentKey splits a key of exactly ContentKey's grammar,
+// tenants/{tenant}/{kind}/{sha[:2]}/{sha}, and reports why any other key
+// is not one: a key that came from a caller or from inside a conversation
+// is never trusted as a path ("tenants/a/../b/…" is refused, not cleaned).
+func ParseContentKey(key string) (tenant, kind, sha string, err error) {
+	parts := strings.Split(key, "/")
+	if len(parts) != 5 || parts[0] != "tenants" {
+		return "", "", "", fmt.Errorf("key %.120q: not a content key (tenants/<tenant>/<kind>/<sha[:2]>/<sha256>)", key)
+	}
+	tenant, kind, fan, sha := parts[1], parts[2], parts[3], parts[4]
+	if err := ValidateTenant(tenant); err != nil {
+		return "", "", "", fmt.Errorf("key %.120q: %w", key, err)
+	}
+	if err := ValidateKind(kind); err != nil {
+		return "", "", "", fmt.Errorf("key %.120q: %w", key, err)
+	}
+	if err := ValidateSHA256(sha); err != nil {
+		return "", "", "", fmt.Errorf("key %.120q: %w", key, err)
+	}
+	if fan != sha[:2] {
+		return "", "", "", fmt.Errorf("key %.120q: fan-out segment %q does not match the digest", key, fan)
+	}
+	return tenant, kind, sha, nil
+}
+
+// CheckOwned reports why key is not a content key of tenant, or nil. Every
+// read or delete of a key a run did not make itself goes through it.
+func CheckOwned(tenant, key string) error {
+	owner, _, _, err := ParseContentKey(key)
+	if err != nil {
+		return err
+	}
+	if owner != tenant {
+		return fmt.Errorf("key %.120q belongs to another tenant", key)
+	}
+	return nil
+}

@@ -75,3 +75,29 @@ func TestTenantPrefix(t *testing.T) {
 	_, err = blob.TenantPrefix("")
 	require.Error(t, err)
 }
+
+func TestParseContentKeyIsStrict(t *testing.T) {
+	t.Parallel()
+	sha := blob.SHA256Hex([]byte("x"))
+	good := blob.ContentKey("acme", blob.KindOffload, sha)
+	tenant, kind, got, err := blob.ParseContentKey(good)
+	require.NoError(t, err)
+	require.Equal(t, []string{"acme", blob.KindOffload, sha}, []string{tenant, kind, got})
+	require.NoError(t, blob.CheckOwned("acme", good))
+	require.ErrorContains(t, blob.CheckOwned("other", good), "another tenant")
+
+	for _, bad := range []string{
+		"", "tenants/acme", "tenants/acme/../other/offload/" + sha[:2] + "/" + sha,
+		"tenants/acme/offload/" + sha[:2] + "/" + sha + "/x",
+		"tenants/acme/offload/zz/" + sha,
+		"tenants/acme/offload/" + sha[:2] + "/" + sha[:63],
+		"tenants/acme/Offload/" + sha[:2] + "/" + sha,
+		"/tenants/acme/offload/" + sha[:2] + "/" + sha,
+		"tenants/../offload/" + sha[:2] + "/" + sha,
+		"buckets/acme/offload/" + sha[:2] + "/" + sha,
+	} {
+		_, _, _, err := blob.ParseContentKey(bad)
+		require.Error(t, err, "%q", bad)
+		require.Error(t, blob.CheckOwned("acme", bad), "%q", bad)
+	}
+}

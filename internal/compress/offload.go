@@ -1,6 +1,7 @@
 package compress
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -225,6 +226,30 @@ func ApplyOffload(c conversation.Conversation, placed []Placed) (conversation.Co
 	return out, nil
 }
 
+// ErrNotReference is what a Restore fetch returns for a key that is not a
+// recorded offload of the conversation's session: the block keeps its text.
+var ErrNotReference = errors.New("not a recorded offload")
+
+// References lists the keys of the references in tool results of messages
+// where pick is true, in conversation order.
+func References(c conversation.Conversation, pick func(msg int) bool) []string {
+	var keys []string
+	for i, m := range c.Messages {
+		if !pick(i) {
+			continue
+		}
+		for _, b := range m.Blocks {
+			if b.Kind != conversation.KindToolResult {
+				continue
+			}
+			if key, ok := ParseReference(b.Text); ok {
+				keys = append(keys, key)
+			}
+		}
+	}
+	return keys
+}
+
 // RestoreStats lists the keys Restore handled, in conversation order.
 type RestoreStats struct {
 	// Restored keys were fetched and put back.
@@ -261,6 +286,10 @@ func Restore(c conversation.Conversation, fetch func(key string) (string, error)
 				continue
 			}
 			text, err := fetch(key)
+			if errors.Is(err, ErrNotReference) {
+				// Text that only looks like a reference stays as it is.
+				continue
+			}
 			if err != nil {
 				b.ReplaceResult("[Content unavailable: " + key + "]")
 				stats.Unavailable = append(stats.Unavailable, key)

@@ -191,12 +191,13 @@ func (g *Gateway) conversation(ctx context.Context, ev Event) ([]byte, error) {
 	if len(ev.Conversation) > 0 {
 		return ev.Conversation, nil
 	}
-	prefix, err := blob.TenantPrefix(ev.Tenant)
-	if err != nil {
+	if err := blob.ValidateTenant(ev.Tenant); err != nil {
 		return nil, &InputError{Field: "tenant", Err: err}
 	}
-	if !strings.HasPrefix(ev.ConversationKey, prefix) {
-		return nil, &InputError{Field: "conversation_key", Err: fmt.Errorf("must be under %s", prefix)}
+	// Exactly one of the tenant's content keys, nothing a prefix check
+	// would let through ("tenants/a/../b/…").
+	if err := blob.CheckOwned(ev.Tenant, ev.ConversationKey); err != nil {
+		return nil, &InputError{Field: "conversation_key", Err: err}
 	}
 	data, err := g.Blob.Get(ctx, ev.ConversationKey)
 	if errors.Is(err, blob.ErrNotFound) {

@@ -104,14 +104,17 @@ func (a *api) offload(w http.ResponseWriter, r *http.Request, tenant string, req
 	if err != nil {
 		return fmt.Errorf("token counter for %q: %w", req.Model, err)
 	}
+	// The row first, then the object (see store.ReleaseOffloads).
+	sha := blob.SHA256Hex([]byte(req.Text))
+	key := blob.ContentKey(tenant, blob.KindOffload, sha)
+	n := counter.Count(req.Text)
+	if err := a.deps.Store.AddOffload(r.Context(), store.Offload{Tenant: tenant, Session: req.Session, Key: key,
+		ToolName: req.ToolName, Tokens: n, SHA256: sha}); err != nil {
+		return fmt.Errorf("record offload: %w", err)
+	}
 	ref, err := a.deps.Blob.PutContent(r.Context(), tenant, blob.KindOffload, []byte(req.Text))
 	if err != nil {
 		return fmt.Errorf("store offload: %w", err)
-	}
-	n := counter.Count(req.Text)
-	if err := a.deps.Store.AddOffload(r.Context(), store.Offload{Tenant: tenant, Session: req.Session, Key: ref.Key,
-		ToolName: req.ToolName, Tokens: n, SHA256: ref.SHA256}); err != nil {
-		return fmt.Errorf("record offload: %w", err)
 	}
 	chars := utf8.RuneCountInString(req.Text)
 	reference := compress.Reference(compress.OffloadRef{Key: ref.Key, ToolName: req.ToolName, TokensSaved: n, Preview: compress.Preview(req.Text)})
@@ -197,12 +200,5 @@ func resultText(data []byte) (string, error) {
 // ownKey checks that an object key lies under the tenant's prefix, so that
 // a key read from a row can never reach another tenant's objects.
 func ownKey(tenant, key string) error {
-	prefix, err := blob.TenantPrefix(tenant)
-	if err != nil {
-		return fmt.Errorf("tenant prefix: %w", err)
-	}
-	if !strings.HasPrefix(key, prefix) {
-		return fmt.Errorf("key %s is outside the tenant's prefix %s", key, prefix)
-	}
-	return nil
+	return blob.CheckOwned(tenant, key)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -37,6 +38,11 @@ func (s *Store) AddOffload(ctx context.Context, o Offload) error {
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := ensureSession(ctx, tx, o.Tenant, o.Session); err != nil {
+			return err
+		}
+		// Serialized with ReleaseOffloads on the same object: a release
+		// either sees this row or finishes its delete before it exists.
+		if err := lockOffloadKeys(ctx, tx, o.Tenant, []string{o.Key}); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `
@@ -96,6 +102,96 @@ func (s *Store) MarkOffloadsDeleted(ctx context.Context, tenant, session string,
 		return 0, fmt.Errorf("mark %d offloads of %s/%s deleted: %w", len(keys), tenant, session, err)
 	}
 	return int(tag.RowsAffected()), nil
+}
+
+// LiveOffloads reports which of keys are live offloads of the session:
+// what a run may treat as a reference. Anything else a conversation names
+// is ordinary text, whatever it looks like.
+func (s *Store) LiveOffloads(ctx context.Context, tenant, session string, keys []string) (map[string]bool, error) {
+	live := map[string]bool{}
+	if len(keys) == 0 {
+		return live, nil
+	}
+	rows, err := s.pool.Query(ctx, `
+		select distinct key from offloads
+		where tenant_id = $1 and session_id = $2 and key = any($3) and deleted_at is null`, tenant, session, keys)
+	if err != nil {
+		return nil, fmt.Errorf("live offloads of %s/%s: %w", tenant, session, err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("live offloads of %s/%s: %w", tenant, session, err)
+	}
+	for _, k := range found {
+		live[k] = true
+	}
+	return live, nil
+}
+
+// ReleaseOffloads marks the session's live offloads under keys deleted and,
+// in the same transaction, calls del for every key that no live offload of
+// the tenant (another session, results:compress) still refers to. A lock
+// per key, shared with AddOffload, makes the decision and the delete one
+// step: no offload can be recorded for an object between the check and its
+// deletion. If del fails nothing is marked, and a retry starts over. It
+// returns how many rows it marked and which objects it deleted.
+func (s *Store) ReleaseOffloads(ctx context.Context, tenant, session string, keys []string,
+	del func(ctx context.Context, key string) error) (int, []string, error) {
+	if len(keys) == 0 {
+		return 0, nil, nil
+	}
+	op := fmt.Sprintf("release %d offloads of %s/%s", len(keys), tenant, session)
+	var marked int
+	var deleted []string
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		marked, deleted = 0, nil
+		if err := lockOffloadKeys(ctx, tx, tenant, keys); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `
+			update offloads set deleted_at = now()
+			where tenant_id = $1 and session_id = $2 and key = any($3) and deleted_at is null`,
+			tenant, session, keys)
+		if err != nil {
+			return err
+		}
+		marked = int(tag.RowsAffected())
+		rows, err := tx.Query(ctx, `
+			select k from unnest($2::text[]) as k
+			where not exists (select 1 from offloads o where o.tenant_id = $1 and o.key = k and o.deleted_at is null)
+			order by k`, tenant, keys)
+		if err != nil {
+			return err
+		}
+		free, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		for _, k := range free {
+			if err := del(ctx, k); err != nil {
+				return fmt.Errorf("delete %s: %w", k, err)
+			}
+			deleted = append(deleted, k)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return marked, deleted, nil
+}
+
+// lockOffloadKeys takes a transaction lock per offload object, in key
+// order so that two transactions never wait on each other in a cycle.
+func lockOffloadKeys(ctx context.Context, tx pgx.Tx, tenant string, keys []string) error {
+	sorted := slices.Clone(keys)
+	slices.Sort(sorted)
+	for _, k := range slices.Compact(sorted) {
+		if _, err := tx.Exec(ctx, `select pg_advisory_xact_lock(hashtextextended($1, 0))`, "offload:"+tenant+"/"+k); err != nil {
+			return fmt.Errorf("lock offload %s: %w", k, err)
+		}
+	}
+	return nil
 }
 
 // Watermark is a checkpoint of a session (seed 001): every tool_use and
