@@ -130,7 +130,8 @@ func (s *Store) LiveOffloads(ctx context.Context, tenant, session string, keys [
 
 // ReleaseOffloads marks the session's live offloads under keys deleted and,
 // in the same transaction, calls del for every key that no live offload of
-// the tenant (another session, results:compress) still refers to. A lock
+// the tenant (another session, results:compress) still refers to; a key
+// the session never recorded is never deleted. A lock
 // per key, shared with AddOffload, makes the decision and the delete one
 // step: no offload can be recorded for an object between the check and its
 // deletion. If del fails nothing is marked, and a retry starts over. It
@@ -157,9 +158,10 @@ func (s *Store) ReleaseOffloads(ctx context.Context, tenant, session string, key
 		}
 		marked = int(tag.RowsAffected())
 		rows, err := tx.Query(ctx, `
-			select k from unnest($2::text[]) as k
-			where not exists (select 1 from offloads o where o.tenant_id = $1 and o.key = k and o.deleted_at is null)
-			order by k`, tenant, keys)
+			select k from unnest($3::text[]) as k
+			where exists (select 1 from offloads o where o.tenant_id = $1 and o.session_id = $2 and o.key = k)
+			and not exists (select 1 from offloads o where o.tenant_id = $1 and o.key = k and o.deleted_at is null)
+			order by k`, tenant, session, keys)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -104,4 +106,47 @@ func TestWatermarkAdvancesAndPersists(t *testing.T) {
 	require.Equal(t, "toolu_2", history[1].ToolUseID)
 
 	require.ErrorContains(t, s2.SetWatermark(ctx, "acme", "s1", "", "r"), "toolUseID is empty")
+}
+
+// TestReleaseOffloadsDeletesOnlyUnreferencedObjects: a session's release
+// deletes an object only when no live offload of the tenant refers to it,
+// and a failed delete leaves everything live.
+func TestReleaseOffloadsDeletesOnlyUnreferencedObjects(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	for _, o := range []store.Offload{
+		{Tenant: "acme", Session: "s1", Key: "k/shared"},
+		{Tenant: "acme", Session: "s2", Key: "k/shared"},
+		{Tenant: "acme", Session: "s1", Key: "k/own"},
+		{Tenant: "other", Session: "s1", Key: "k/own"},
+	} {
+		require.NoError(t, s.AddOffload(ctx, o))
+	}
+	live, err := s.LiveOffloads(ctx, "acme", "s1", []string{"k/shared", "k/own", "k/unknown"})
+	require.NoError(t, err)
+	require.Equal(t, map[string]bool{"k/shared": true, "k/own": true}, live)
+
+	boom := errors.New("s3 down")
+	_, _, err = s.ReleaseOffloads(ctx, "acme", "s1", []string{"k/shared", "k/own"}, func(context.Context, string) error { return boom })
+	require.ErrorIs(t, err, boom)
+	live, err = s.LiveOffloads(ctx, "acme", "s1", []string{"k/shared", "k/own"})
+	require.NoError(t, err)
+	require.Len(t, live, 2, "a failed delete marks nothing")
+
+	var deleted []string
+	n, gone, err := s.ReleaseOffloads(ctx, "acme", "s1", []string{"k/shared", "k/own", "k/unknown"}, func(_ context.Context, k string) error {
+		deleted = append(deleted, k)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	// k/unknown was never this session's: never deleted; k/shared is
+	// still live in s2; k/own of tenant "other" is another tenant's row
+	// and does not keep acme's object.
+	require.Equal(t, []string{"k/own"}, gone)
+	require.Equal(t, gone, deleted)
+	still, err := s.LiveOffloads(ctx, "acme", "s2", []string{"k/shared"})
+	require.NoError(t, err)
+	require.True(t, still["k/shared"])
 }
