@@ -27,7 +27,7 @@ import (
 // restore, diff, recovery search, export, status, replay and API keys.
 func auditCommands() []*cobra.Command {
 	return []*cobra.Command{newRuns(), newShow(), newReplay(), newRestore(), newDiff(), newSearch(),
-		newExport(), newStatus(), newAPIKey()}
+		newExport(), newStatus(), newAPIKey(), newReconcile()}
 }
 
 // openAudit opens Postgres and S3 from the environment.

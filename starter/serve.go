@@ -14,6 +14,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/config"
+	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/httpapi"
 )
 
@@ -76,6 +77,10 @@ func serve(ctx context.Context, cfg config.Config) error {
 	}
 	logger.Info("serving HTTP API", "addr", ln.Addr().String(), "max_request_bytes", cfg.MaxRequestBytes)
 
+	rctx, stopReconcile := context.WithCancel(ctx)
+	defer stopReconcile()
+	go reconcileLoop(rctx, deps.Gateway(c), logger)
+
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -95,4 +100,35 @@ func serve(ctx context.Context, cfg config.Config) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+// The reconciler's pace: a run is looked at once it is older than
+// reconcileAfter (far longer than a queued run waits for its start), every
+// reconcileEvery.
+const (
+	reconcileEvery = time.Minute
+	reconcileAfter = 15 * time.Minute
+)
+
+// reconcileLoop marks failed, every reconcileEvery, the live runs that no
+// workflow will finish (gateway.Reconcile), until ctx ends. Several API
+// processes may run it: marking a run failed happens at most once.
+func reconcileLoop(ctx context.Context, g *gateway.Gateway, logger *slog.Logger) {
+	t := time.NewTicker(reconcileEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		res, err := g.Reconcile(ctx, reconcileAfter)
+		if err != nil {
+			logger.Warn("reconcile runs", "error", err)
+			continue
+		}
+		for id, why := range res.Failed {
+			logger.Warn("reconciler marked a run failed", "run", id, "reason", why)
+		}
+	}
 }

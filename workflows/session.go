@@ -12,6 +12,10 @@ import (
 // EventSignal is the signal that hands a session workflow a new event.
 const EventSignal = "event"
 
+// RunTimeout bounds one Compaction run: its S3/Postgres steps retry for up
+// to an hour, its summarizer calls a few times five minutes.
+const RunTimeout = 3 * time.Hour
+
 // QueueQuery returns the run ids waiting in a session's queue.
 const QueueQuery = "queue"
 
@@ -104,6 +108,9 @@ func Session(ctx workflow.Context, in SessionInput) error {
 			WorkflowID:            ev.Run.ID,
 			WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 			ParentClosePolicy:     enums.PARENT_CLOSE_POLICY_ABANDON,
+			// A run never hangs: past this it times out, and the
+			// reconciler marks its row failed (gateway.Reconcile).
+			WorkflowExecutionTimeout: RunTimeout,
 		})
 		err := workflow.ExecuteChildWorkflow(cctx, Compaction, ev).Get(ctx, nil)
 		var started *temporal.ChildWorkflowExecutionAlreadyStartedError
