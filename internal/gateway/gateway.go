@@ -146,7 +146,16 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 		client.StartWorkflowOptions{ID: workflows.SessionWorkflowID(ev.Tenant, ev.Session), TaskQueue: g.TaskQueue},
 		workflows.Session, workflows.SessionInput{Tenant: ev.Tenant, Session: ev.Session})
 	if err != nil {
-		return Submitted{}, fmt.Errorf("start session workflow: %w", err)
+		err = fmt.Errorf("start session workflow: %w", err)
+		if !out.Existing {
+			// Nothing will run this new run: say so on it rather than
+			// leave it pending forever. An existing run may be running
+			// fine; the reconciler looks after it.
+			if _, ferr := g.Store.FailRun(context.WithoutCancel(ctx), out.RunID, err.Error()); ferr != nil {
+				err = errors.Join(err, fmt.Errorf("mark run failed: %w", ferr))
+			}
+		}
+		return Submitted{}, err
 	}
 	return out, nil
 }
