@@ -91,6 +91,15 @@ func IsRetryable(err error) bool {
 	return false
 }
 
+// IsOutage reports whether err is an S3 operation that failed in a way a
+// retry may fix: S3 is down or too slow. Unlike IsRetryable it is only
+// true for errors from S3 itself, so that a caller can tell which
+// dependency is out.
+func IsOutage(err error) bool {
+	var opErr *smithy.OperationError
+	return errors.As(err, &opErr) && IsRetryable(err)
+}
+
 // mapError turns SDK "object does not exist" errors into ErrNotFound, keeping
 // the original in the chain for diagnostics. NoSuchBucket is a 404 too but
 // means misconfiguration, so it is left alone.

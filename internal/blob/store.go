@@ -173,6 +173,17 @@ func (s *Store) opContext(ctx context.Context) (context.Context, context.CancelF
 	return context.WithTimeout(ctx, s.timeout)
 }
 
+// Ready checks that the S3 endpoint answers for the bucket (a HEAD), for a
+// readiness probe.
+func (s *Store) Ready(ctx context.Context) error {
+	ctx, cancel := s.opContext(ctx)
+	defer cancel()
+	if _, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.bucket)}); err != nil {
+		return fmt.Errorf("head bucket %q: %w", s.bucket, err)
+	}
+	return nil
+}
+
 // EnsureBucket creates the bucket unless it already exists and is ours.
 // HEAD comes first so that credentials without s3:CreateBucket work against
 // a bucket provisioned elsewhere.

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +11,10 @@ import (
 	"strconv"
 	"strings"
 
+	"go.temporal.io/api/serviceerror"
+
 	"github.com/ctxcompact/orchestrator/internal/audit"
+	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/store"
@@ -26,7 +30,14 @@ const (
 	CodeConflict         = "conflict"
 	CodeTooLarge         = "too_large"
 	CodeInternal         = "internal"
+	// CodeUnavailable: a dependency (Temporal, Postgres, S3) is down or
+	// too slow; retry after the Retry-After header's seconds.
+	CodeUnavailable = "unavailable"
 )
+
+// retryAfterSeconds is the Retry-After of a 503: long enough for a
+// restarting dependency, short enough for an agent waiting on it.
+const retryAfterSeconds = 5
 
 // apiError is an answer other than success. Field names the request field
 // that is wrong; Index and Path locate the problem inside a conversation
@@ -39,9 +50,37 @@ type apiError struct {
 	Field   string `json:"field,omitempty"`
 	Index   *int   `json:"index,omitempty"`
 	Path    string `json:"path,omitempty"`
+	// RetryAfter, in seconds, is sent as the Retry-After header.
+	RetryAfter int `json:"-"`
 }
 
 func (e *apiError) Error() string { return e.Message }
+
+// unavailable is the answer while a dependency is down.
+func unavailable(what string) *apiError {
+	return &apiError{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, RetryAfter: retryAfterSeconds,
+		Message: what + " is unavailable; retry later"}
+}
+
+// outage names the dependency an error says is down or too slow, or "".
+// Postgres and S3 are classified by their own packages (one place per
+// dependency); Temporal by its service errors.
+func outage(err error) string {
+	var unavail *serviceerror.Unavailable
+	var deadline *serviceerror.DeadlineExceeded
+	var exhausted *serviceerror.ResourceExhausted
+	switch {
+	case errors.As(err, &unavail), errors.As(err, &deadline), errors.As(err, &exhausted):
+		return "the workflow service (Temporal)"
+	case blob.IsOutage(err):
+		return "the object store (S3)"
+	case store.IsRetryable(err):
+		return "the database (Postgres)"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "a dependency"
+	}
+	return ""
+}
 
 // errorBody is the one shape of every error answer.
 type errorBody struct {
@@ -93,11 +132,17 @@ func classify(err error) *apiError {
 	case errors.Is(err, gateway.ErrNotFound), errors.Is(err, audit.ErrNotFound), errors.Is(err, store.ErrNotFound):
 		return notFound("resource")
 	}
+	if what := outage(err); what != "" {
+		return unavailable(what)
+	}
 	return &apiError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
 }
 
 // writeError writes the common error body.
 func writeError(w http.ResponseWriter, e *apiError) {
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
 	writeJSON(w, e.Status, errorBody{Error: e})
 }
 

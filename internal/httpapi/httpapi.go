@@ -12,8 +12,12 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"go.temporal.io/sdk/client"
 
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/blob"
@@ -95,6 +99,8 @@ func (a *api) routes() []route {
 	ok := func(v any) map[int]any { return map[int]any{http.StatusOK: v} }
 	return []route{
 		{Method: http.MethodGet, Path: "/healthz", Handle: a.health, Responses: ok(healthResponse{})},
+		{Method: http.MethodGet, Path: "/readyz", Handle: a.ready,
+			Responses: map[int]any{http.StatusOK: readyResponse{}, http.StatusServiceUnavailable: readyResponse{}}},
 		{Method: http.MethodPost, Path: "/v1/sessions/{session}/events", Auth: true, Handle: a.postEvent, Request: eventRequest{},
 			Responses: map[int]any{http.StatusOK: runResponse{}, http.StatusAccepted: accepted{}}},
 		{Method: http.MethodPost, Path: "/v1/sessions/{session}/compact", Auth: true, Handle: a.postCompact, Request: compactRequest{},
@@ -289,6 +295,59 @@ func (a *api) health(w http.ResponseWriter, _ *http.Request, _ string) error {
 // healthResponse is the body of GET /healthz.
 type healthResponse struct {
 	Status string `json:"status"`
+}
+
+// readyResponse is the body of GET /readyz: "ready" or "unavailable",
+// and each dependency's check ("ok" or why not).
+type readyResponse struct {
+	Status string            `json:"status"`
+	Checks map[string]string `json:"checks"`
+}
+
+// readyTimeout bounds each readiness check.
+const readyTimeout = 2 * time.Second
+
+// ready answers the readiness probe: Temporal, Postgres and S3 each
+// answer within readyTimeout, checked in parallel. Any failure is a 503
+// with Retry-After, so a load balancer stops sending work here.
+func (a *api) ready(w http.ResponseWriter, r *http.Request, _ string) error {
+	checks := map[string]func(context.Context) error{
+		"postgres": func(ctx context.Context) error { return a.deps.Store.Pool().Ping(ctx) },
+		"s3":       a.deps.Blob.Ready,
+		"temporal": func(ctx context.Context) error {
+			_, err := a.deps.Gateway.Temporal.CheckHealth(ctx, &client.CheckHealthRequest{})
+			return err
+		},
+	}
+	res := readyResponse{Status: "ready", Checks: map[string]string{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for name, check := range checks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+			defer cancel()
+			state := "ok"
+			if err := check(ctx); err != nil {
+				state = "unavailable"
+				a.log.Warn("readiness check failed", "dependency", name, "error", err)
+			}
+			mu.Lock()
+			res.Checks[name] = state
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	status := http.StatusOK
+	for _, st := range res.Checks {
+		if st != "ok" {
+			res.Status, status = "unavailable", http.StatusServiceUnavailable
+			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+		}
+	}
+	writeJSON(w, status, res)
+	return nil
 }
 
 // newRequestID returns a short random id that ties a 500 answer to its log
