@@ -7,6 +7,8 @@ package activities
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -182,6 +184,9 @@ func (a *Activities) record(ctx context.Context, runID, name string, started tim
 		InputSize: rec.inputSize, OutputSize: rec.outputSize,
 		PromptTokens: rec.promptTokens, CompletionTokens: rec.completionTokens,
 		Model: rec.model, PromptVersion: rec.promptVersion, Duration: time.Since(started),
+		// Drawn once per execution: the retry below is the same write, an
+		// execution after a worker death is a new row.
+		Execution: newExecutionID(),
 	}
 	if stepErr != nil {
 		st.Error = stepErr.Error()
@@ -226,3 +231,10 @@ func mustJSON(v any) json.RawMessage {
 }
 
 var errNoSummarizer = errors.New("no summarizer configured")
+
+// newExecutionID is a random id for one execution of a step.
+func newExecutionID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -24,11 +24,15 @@ type Step struct {
 	Duration         time.Duration
 	Error            string
 	At               time.Time // zero means now
+	// Execution identifies one execution of the step, drawn once when
+	// it ends: a write retried by that execution adds nothing, a step
+	// executed again after its worker died (same attempt) adds its row.
+	Execution string
 }
 
-// RecordStep appends a step record. A record with the same run, name and
-// attempt already stored makes this a no-op, so a retried write adds
-// nothing. The run must exist.
+// RecordStep appends a step record. A record with the same run, name,
+// attempt and execution already stored makes this a no-op, so a retried
+// write adds nothing. The run must exist.
 func (s *Store) RecordStep(ctx context.Context, st Step) error {
 	op := fmt.Sprintf("record step %q attempt %d of run %s", st.Name, st.Attempt, st.RunID)
 	if err := requireNonEmpty(op, [2]string{"RunID", st.RunID}, [2]string{"Name", st.Name}); err != nil {
@@ -42,12 +46,12 @@ func (s *Store) RecordStep(ctx context.Context, st Step) error {
 	}
 	_, err := s.pool.Exec(ctx, `
 		insert into run_steps (run_id, name, attempt, kind, input_size, output_size,
-			prompt_tokens, completion_tokens, model, prompt_version, duration, error, at)
-		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, coalesce($13, now()))
-		on conflict (run_id, name, attempt) do nothing`,
+			prompt_tokens, completion_tokens, model, prompt_version, duration, error, at, execution)
+		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, coalesce($13, now()), $14)
+		on conflict (run_id, name, attempt, execution) do nothing`,
 		st.RunID, st.Name, st.Attempt, st.Kind, st.InputSize, st.OutputSize,
 		st.PromptTokens, st.CompletionTokens, st.Model, st.PromptVersion, st.Duration, st.Error,
-		nullIfZero(st.At))
+		nullIfZero(st.At), st.Execution)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
@@ -58,7 +62,7 @@ func (s *Store) RecordStep(ctx context.Context, st Step) error {
 func (s *Store) ListSteps(ctx context.Context, runID string) ([]Step, error) {
 	rows, err := s.pool.Query(ctx, `
 		select run_id, name, attempt, kind, input_size, output_size, prompt_tokens, completion_tokens,
-			model, prompt_version, duration, error, at
+			model, prompt_version, duration, error, at, execution
 		from run_steps where run_id = $1 order by at, id`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("list steps of run %s: %w", runID, err)
@@ -66,7 +70,7 @@ func (s *Store) ListSteps(ctx context.Context, runID string) ([]Step, error) {
 	steps, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Step, error) {
 		var st Step
 		err := row.Scan(&st.RunID, &st.Name, &st.Attempt, &st.Kind, &st.InputSize, &st.OutputSize,
-			&st.PromptTokens, &st.CompletionTokens, &st.Model, &st.PromptVersion, &st.Duration, &st.Error, &st.At)
+			&st.PromptTokens, &st.CompletionTokens, &st.Model, &st.PromptVersion, &st.Duration, &st.Error, &st.At, &st.Execution)
 		st.At = st.At.UTC()
 		return st, err
 	})

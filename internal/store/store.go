@@ -128,6 +128,35 @@ func (s *Store) migrateTo(ctx context.Context, target int32) error {
 	return nil
 }
 
+// GrantRuntime gives role what the worker and the API need in the current
+// schema and nothing more: read, insert and update rows, use the identity
+// sequences. It has no DELETE, TRUNCATE, REFERENCES or TRIGGER right and
+// owns nothing, so it cannot drop or alter a table or disable the
+// triggers that keep history append-only. Run it as the schema's owner
+// after Migrate (MIGRATE_DATABASE_URL does so at start); it is idempotent.
+func (s *Store) GrantRuntime(ctx context.Context, role string) error {
+	if strings.TrimSpace(role) == "" {
+		return errors.New("grant runtime rights: empty role")
+	}
+	var current *string
+	if err := s.pool.QueryRow(ctx, "select current_schema()").Scan(&current); err != nil || current == nil {
+		return fmt.Errorf("grant runtime rights: read current schema: %v", err)
+	}
+	schemaID, roleID := pgx.Identifier{*current}.Sanitize(), pgx.Identifier{role}.Sanitize()
+	stmts := []string{
+		"grant usage on schema " + schemaID + " to " + roleID,
+		"revoke all on all tables in schema " + schemaID + " from " + roleID,
+		"grant select, insert, update on all tables in schema " + schemaID + " to " + roleID,
+		"grant usage, select on all sequences in schema " + schemaID + " to " + roleID,
+	}
+	for _, q := range stmts {
+		if _, err := s.pool.Exec(ctx, q); err != nil {
+			return fmt.Errorf("grant runtime rights to %s: %w", role, err)
+		}
+	}
+	return nil
+}
+
 // ensureSession creates the tenant and session rows if they do not exist,
 // so that callers never need a separate registration step.
 func ensureSession(ctx context.Context, tx pgx.Tx, tenant, session string) error {

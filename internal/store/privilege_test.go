@@ -1,0 +1,83 @@
+package store_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/store/storetest"
+)
+
+// TestRuntimeRoleCannotRewriteHistory: the role GrantRuntime sets up can
+// do a run's work, and cannot delete, truncate, drop, or switch off the
+// triggers that keep history append-only. Even the owner cannot TRUNCATE.
+func TestRuntimeRoleCannotRewriteHistory(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	schemaURL := storetest.NewURL(t)
+	owner := storetest.Open(t, schemaURL)
+
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	role := "r_" + hex.EncodeToString(b[:])
+	admin, err := pgx.Connect(ctx, storetest.BaseURL())
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = admin.Exec(c, "drop owned by "+pgx.Identifier{role}.Sanitize())
+		_, _ = admin.Exec(c, "drop role "+pgx.Identifier{role}.Sanitize())
+		_ = admin.Close(c)
+	})
+	_, err = admin.Exec(ctx, "create role "+pgx.Identifier{role}.Sanitize()+" login")
+	require.NoError(t, err)
+	require.NoError(t, owner.GrantRuntime(ctx, role))
+	require.NoError(t, owner.GrantRuntime(ctx, role), "idempotent")
+
+	u, err := url.Parse(schemaURL)
+	require.NoError(t, err)
+	u.User = url.User(role)
+	app, err := store.Open(ctx, u.String())
+	require.NoError(t, err)
+	t.Cleanup(app.Close)
+
+	// A run's work.
+	r, created, err := app.CreateRun(ctx, store.Run{ID: "run-priv", Tenant: "acme", Session: "s1"})
+	require.NoError(t, err)
+	require.True(t, created)
+	require.NoError(t, app.MarkRunning(ctx, r.ID))
+	require.NoError(t, app.RecordStep(ctx, store.Step{RunID: r.ID, Name: "plan", Attempt: 1, Execution: "a"}))
+	require.NoError(t, app.RecordStep(ctx, store.Step{RunID: r.ID, Name: "plan", Attempt: 1, Execution: "a"}), "a retried write adds nothing")
+	require.NoError(t, app.RecordStep(ctx, store.Step{RunID: r.ID, Name: "plan", Attempt: 1, Execution: "b"}), "a re-run after a worker death")
+	steps, err := app.ListSteps(ctx, r.ID)
+	require.NoError(t, err)
+	require.Len(t, steps, 2, "the re-run is in the audit trail")
+	require.NoError(t, app.AddOffload(ctx, store.Offload{Tenant: "acme", Session: "s1", Key: "k"}))
+	_, _, err = app.ReleaseOffloads(ctx, "acme", "s1", []string{"k"}, func(context.Context, string) error { return nil })
+	require.NoError(t, err)
+	_, err = app.FailRun(ctx, r.ID, "done")
+	require.NoError(t, err)
+
+	for _, q := range []string{
+		"delete from run_steps",
+		"truncate run_steps",
+		"truncate runs cascade",
+		"alter table run_steps disable trigger all",
+		"drop table drift_verdicts",
+		"create table sneaky (id int)",
+	} {
+		_, err := app.Pool().Exec(ctx, q)
+		require.Error(t, err, "the runtime role may not: %s", q)
+	}
+	for _, table := range []string{"run_steps", "runs", "events", "drift_verdicts", "watermark_history", "offloads"} {
+		_, err := owner.Pool().Exec(ctx, "truncate "+table+" cascade")
+		require.ErrorContains(t, err, "append-only", "not even the owner truncates %s", table)
+	}
+}
