@@ -47,6 +47,8 @@ type Deps struct {
 	// down: requests waiting for a run stop waiting and answer 202 with
 	// the run id, so that shutdown is not held up by long waits.
 	Draining context.Context
+	// Limits bound each tenant's requests (429 with Retry-After beyond).
+	Limits Limits
 	// Logger receives one line per request and the cause of every 500.
 	// Request bodies, API keys and conversation text are never logged.
 	Logger *slog.Logger
@@ -70,9 +72,10 @@ type route struct {
 
 // api holds the dependencies and the route table.
 type api struct {
-	deps Deps
-	log  *slog.Logger
-	mux  *http.ServeMux
+	deps    Deps
+	log     *slog.Logger
+	mux     *http.ServeMux
+	limiter *limiter
 }
 
 // New builds the HTTP handler of the API.
@@ -83,7 +86,7 @@ func New(deps Deps) http.Handler {
 	if deps.MaxWait <= 0 {
 		deps.MaxWait = DefaultMaxWait
 	}
-	a := &api{deps: deps, log: deps.Logger, mux: http.NewServeMux()}
+	a := &api{deps: deps, log: deps.Logger, mux: http.NewServeMux(), limiter: newLimiter(deps.Limits)}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -237,6 +240,12 @@ func (a *api) wrap(rt route) http.Handler {
 			if info, ok := r.Context().Value(infoKey{}).(*reqInfo); ok {
 				info.tenant = tenant
 			}
+			release, err := a.limiter.acquire(tenant)
+			if err != nil {
+				a.fail(w, r, err)
+				return
+			}
+			defer release()
 		}
 		if err := rt.Handle(w, r, tenant); err != nil {
 			a.fail(w, r, err)
@@ -252,14 +261,14 @@ func (a *api) authenticate(r *http.Request) (string, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(key) == "" {
 		return "", &apiError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "missing API key: send Authorization: Bearer <key>"}
 	}
-	tenant, found, err := a.deps.Store.TenantForKey(r.Context(), strings.TrimSpace(key))
+	k, found, err := a.deps.Store.Authenticate(r.Context(), strings.TrimSpace(key))
 	if err != nil {
 		return "", err
 	}
 	if !found {
-		return "", &apiError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "unknown or revoked API key"}
+		return "", &apiError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "unknown, expired or revoked API key"}
 	}
-	return tenant, nil
+	return k.Tenant, nil
 }
 
 // fail writes err as the common JSON error. Unexpected errors are logged
