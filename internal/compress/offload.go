@@ -144,7 +144,8 @@ func PreviewN(text string, maxLines, maxChars int) string {
 }
 
 // Reference renders seed 004's in-context replacement for an offloaded
-// result, ending with seed 002's "Tool result is at: KEY" line, which
+// result, telling the agent how to recover it (the RecoverTool and the
+// offload's id), ending with seed 002's "Tool result is at: KEY" line, which
 // ParseReference reads back. The preview is used as given: cut it with
 // Preview or PreviewN first.
 func Reference(r OffloadRef) string {
@@ -160,9 +161,23 @@ func Reference(r OffloadRef) string {
 	for _, line := range strings.Split(r.Preview, "\n") {
 		sb.WriteString(strings.TrimRight("> "+line, " ") + "\n")
 	}
-	sb.WriteString("\n*Use file read to access full content*\n")
+	sb.WriteString("\n*Recover the full content with the " + RecoverTool + " tool, id: " + referenceID(r.Key) + "*\n")
 	sb.WriteString(refPointerPrefix + r.Key)
 	return sb.String()
+}
+
+// RecoverTool is the tool an agent calls to read an offloaded result back
+// (the HTTP API's GET /v1/tools defines it); references name it and the
+// offload's id instead of a path the agent cannot read.
+const RecoverTool = "recover_context"
+
+// referenceID is the id a reference gives for its key: the key's last
+// segment, the content's SHA-256 for a content key.
+func referenceID(key string) string {
+	if i := strings.LastIndexByte(key, '/'); i >= 0 {
+		return key[i+1:]
+	}
+	return key
 }
 
 // ParseReference returns the storage key of a reference: text whose last

@@ -72,7 +72,7 @@ func TestReferenceFormat(t *testing.T) {
 > first line
 > second line
 
-*Use file read to access full content*
+*Recover the full content with the recover_context tool, id: abc.txt*
 Tool result is at: t1/offload/abc.txt`, ref)
 	key, ok := ParseReference(ref)
 	require.True(t, ok)
@@ -136,7 +136,7 @@ func TestApplyOffloadAndRestore(t *testing.T) {
 	got := out.Messages[3].Blocks[0]
 	require.Equal(t, "c1", got.ToolID)
 	require.Contains(t, got.Text, "**Tokens Saved:** "+fmt.Sprint(cands[0].Tokens))
-	require.Contains(t, got.Text, "> line 009: some output of the tool\n\n*Use file read")
+	require.Contains(t, got.Text, "> line 009: some output of the tool\n\n*Recover the full content with the recover_context tool, id: c1")
 	require.NotContains(t, got.Text, "line 010")
 	require.NoError(t, checkPairing(out))
 

@@ -54,7 +54,7 @@ func runFilter(r *http.Request, tenant string) (store.RunFilter, error) {
 	q := r.URL.Query()
 	f := store.RunFilter{Tenant: tenant, Session: q.Get("session"), Status: store.RunStatus(q.Get("status")), AfterID: q.Get("after")}
 	if f.Status != "" && !f.Status.Valid() {
-		return f, badRequest("status", "status: %q is not one of pending, running, succeeded, failed, skipped", f.Status)
+		return f, badRequest("status", "status: %q is not one of pending, running, succeeded, over_limit, failed, skipped", f.Status)
 	}
 	var err error
 	if f.From, err = queryTime(q, "from"); err != nil {
@@ -99,6 +99,19 @@ func queryTime(q url.Values, name string) (time.Time, error) {
 }
 
 func (a *api) getRun(w http.ResponseWriter, r *http.Request, tenant string) error {
+	wait, err := a.queryWait(r)
+	if err != nil {
+		return err
+	}
+	if wait > 0 {
+		// Long poll: answer as soon as the run is final, or after wait.
+		if _, err := a.deps.Audit.Run(r.Context(), tenant, r.PathValue("run")); err != nil {
+			return notFoundAs(err, "run")
+		}
+		if err := a.waitFinal(r.Context(), r.PathValue("run"), wait); err != nil {
+			return err
+		}
+	}
 	d, err := a.deps.Audit.Run(r.Context(), tenant, r.PathValue("run"))
 	if err != nil {
 		return notFoundAs(err, "run")
