@@ -1,0 +1,384 @@
+// Package client is a Go client for the orchestrator's HTTP API
+// (api/openapi.yaml): typed requests and answers, retries on 429 and 503
+// that honour Retry-After, and event ids fixed before the first attempt so
+// that a retried submission is the same event, never a second run.
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Client talks to one deployment with one API key (one tenant).
+type Client struct {
+	baseURL string
+	apiKey  string
+	http    *http.Client
+	// MaxRetries is how many times a 429 or 503 (or a connection error on
+	// an idempotent request) is retried; 0 never retries.
+	MaxRetries int
+	// MaxRetryWait caps one wait between attempts, whatever Retry-After
+	// asks.
+	MaxRetryWait time.Duration
+}
+
+// New returns a client of the API at baseURL (e.g. http://127.0.0.1:8080)
+// using apiKey. httpClient may be nil for http.DefaultClient.
+func New(baseURL, apiKey string, httpClient *http.Client) *Client {
+	if httpClient == nil {
+		httpClient = http.DefaultClient
+	}
+	return &Client{baseURL: strings.TrimRight(baseURL, "/"), apiKey: apiKey, http: httpClient,
+		MaxRetries: 4, MaxRetryWait: 30 * time.Second}
+}
+
+// Event is a threshold, checkpoint or manual event of a session.
+type Event struct {
+	// EventID makes the submission idempotent; empty gets a random one,
+	// fixed before the first attempt.
+	EventID      string `json:"event_id"`
+	Kind         string `json:"kind,omitempty"`
+	Model        string `json:"model,omitempty"`
+	ContextLimit int    `json:"context_limit,omitempty"`
+	// Conversation is the conversation in any supported format;
+	// ConversationKey names one stored before instead.
+	Conversation    json.RawMessage `json:"conversation,omitempty"`
+	ConversationKey string          `json:"conversation_key,omitempty"`
+	Preset          string          `json:"preset,omitempty"`
+	Overrides       json.RawMessage `json:"overrides,omitempty"`
+	// WaitSeconds > 0 waits for the run and answers its Result.
+	WaitSeconds int `json:"wait_seconds,omitempty"`
+}
+
+// Accepted is the answer while a run is not finished (202).
+type Accepted struct {
+	RunID     string `json:"run_id"`
+	Existing  bool   `json:"existing"`
+	Status    string `json:"status"`
+	StatusURL string `json:"status_url"`
+}
+
+// PassStat is one pass of a run.
+type PassStat struct {
+	Name        string `json:"name"`
+	Applied     bool   `json:"applied"`
+	Count       int    `json:"count"`
+	TokensSaved int    `json:"tokens_saved"`
+	Note        string `json:"note,omitempty"`
+}
+
+// Result is a finished run with its compacted conversation (200).
+type Result struct {
+	RunID           string          `json:"run_id"`
+	Existing        bool            `json:"existing"`
+	Status          string          `json:"status"`
+	Error           string          `json:"error,omitempty"`
+	Format          string          `json:"format,omitempty"`
+	TokensBefore    int             `json:"tokens_before"`
+	TokensAfter     int             `json:"tokens_after"`
+	Ratio           float64         `json:"ratio"`
+	LevelBefore     string          `json:"level_before,omitempty"`
+	LevelAfter      string          `json:"level_after,omitempty"`
+	Drift           string          `json:"drift,omitempty"`
+	HistoryFailed   bool            `json:"history_failed"`
+	Success         bool            `json:"success"`
+	OverLimit       bool            `json:"over_limit"`
+	OverLimitReason string          `json:"over_limit_reason,omitempty"`
+	Unit            string          `json:"unit,omitempty"`
+	ContextLimit    int             `json:"context_limit,omitempty"`
+	FreedTokens     int             `json:"freed_tokens"`
+	PreservedCount  int             `json:"preserved_count"`
+	DeletedOffloads int             `json:"deleted_offloads"`
+	ArchiveKey      string          `json:"archive_key,omitempty"`
+	OutputKey       string          `json:"output_key,omitempty"`
+	OutputSHA256    string          `json:"output_sha256,omitempty"`
+	Passes          []PassStat      `json:"passes"`
+	Conversation    json.RawMessage `json:"conversation,omitempty"`
+}
+
+// Run is the part of GET /v1/runs/{run} most callers read.
+type Run struct {
+	ID       string `json:"id"`
+	Session  string `json:"session"`
+	Status   string `json:"status"`
+	Error    string `json:"error,omitempty"`
+	Preset   string `json:"preset"`
+	ReplayOf string `json:"replay_of,omitempty"`
+}
+
+// Final reports whether the run will not change any more.
+func (r Run) Final() bool {
+	switch r.Status {
+	case "succeeded", "over_limit", "failed", "skipped":
+		return true
+	}
+	return false
+}
+
+// Offload is one live offloaded tool result of a session.
+type Offload struct {
+	ID         string    `json:"id"`
+	ToolCallID string    `json:"tool_call_id"`
+	ToolName   string    `json:"tool_name"`
+	Tokens     int       `json:"tokens"`
+	RunID      string    `json:"run_id,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+// Hit is one result of a recovery search.
+type Hit struct {
+	Key     string `json:"key"`
+	Kind    string `json:"kind"`
+	RunID   string `json:"run_id"`
+	Message int    `json:"message"`
+	Matches int    `json:"matches"`
+	Excerpt string `json:"excerpt"`
+}
+
+// Error is an answer other than success, in the API's one error shape.
+type Error struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+	// RetryAfter is the server's Retry-After, when it sent one.
+	RetryAfter time.Duration `json:"-"`
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%d %s (%s): %s", e.Status, e.Code, e.Field, e.Message)
+	}
+	return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// Submit sends an event of session. A finished run answers a Result (with
+// WaitSeconds, when it finished in time); otherwise Accepted, and the run
+// goes on: WaitRun and Output get it later.
+func (c *Client) Submit(ctx context.Context, session string, ev Event) (*Result, *Accepted, error) {
+	if ev.EventID == "" {
+		ev.EventID = newID("evt-")
+	}
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode event: %w", err)
+	}
+	status, data, _, err := c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(session)+"/events", nil, body, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if status == http.StatusAccepted {
+		var a Accepted
+		if err := json.Unmarshal(data, &a); err != nil {
+			return nil, nil, fmt.Errorf("decode 202: %w", err)
+		}
+		return nil, &a, nil
+	}
+	var r Result
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, nil, fmt.Errorf("decode result: %w", err)
+	}
+	return &r, nil, nil
+}
+
+// WaitRun waits up to wait for the run to be final and returns it (final
+// or not: check Final).
+func (c *Client) WaitRun(ctx context.Context, runID string, wait time.Duration) (Run, error) {
+	q := url.Values{}
+	if wait > 0 {
+		q.Set("wait", wait.String())
+	}
+	_, data, _, err := c.do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(runID), q, nil, true)
+	if err != nil {
+		return Run{}, err
+	}
+	var d struct {
+		Run Run `json:"run"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		return Run{}, fmt.Errorf("decode run: %w", err)
+	}
+	return d.Run, nil
+}
+
+// Output returns a finished run's compacted conversation, checked against
+// the SHA-256 the server sends.
+func (c *Client) Output(ctx context.Context, runID string) ([]byte, error) {
+	_, data, h, err := c.do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(runID)+"/output", nil, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	return data, checkSHA(h, data)
+}
+
+// Offloads lists the session's live offloads.
+func (c *Client) Offloads(ctx context.Context, session string) ([]Offload, error) {
+	_, data, _, err := c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(session)+"/offloads", nil, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	var l struct {
+		Offloads []Offload `json:"offloads"`
+	}
+	if err := json.Unmarshal(data, &l); err != nil {
+		return nil, fmt.Errorf("decode offloads: %w", err)
+	}
+	return l.Offloads, nil
+}
+
+// Recover returns an offloaded tool result byte for byte (lines "" for the
+// whole, or "A-B"): what the recover_context tool answers to an agent.
+func (c *Client) Recover(ctx context.Context, session, id, lines string) ([]byte, error) {
+	q := url.Values{}
+	if lines != "" {
+		q.Set("lines", lines)
+	}
+	_, data, h, err := c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(session)+"/offloads/"+url.PathEscape(id), q, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	if lines != "" {
+		return data, nil
+	}
+	return data, checkSHA(h, data)
+}
+
+// Search finds text in the session's offloads and archived originals:
+// what the search_context tool answers.
+func (c *Client) Search(ctx context.Context, session, query string) ([]Hit, error) {
+	_, data, _, err := c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(session)+"/search", url.Values{"q": {query}}, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	var s struct {
+		Hits []Hit `json:"hits"`
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("decode search: %w", err)
+	}
+	return s.Hits, nil
+}
+
+// Tools returns the recovery tools' definitions in a provider's schema
+// ("openai" or "anthropic"), ready to pass to the agent's model.
+func (c *Client) Tools(ctx context.Context, format string) ([]json.RawMessage, error) {
+	_, data, _, err := c.do(ctx, http.MethodGet, "/v1/tools", url.Values{"format": {format}}, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	var t struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(data, &t); err != nil {
+		return nil, fmt.Errorf("decode tools: %w", err)
+	}
+	return t.Tools, nil
+}
+
+// do sends one request, retrying 429 and 503 answers (after their
+// Retry-After) and, when retryable, connection errors. It returns the
+// status, body and headers of a 2xx answer, or an *Error.
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, body []byte, retryable bool) (int, []byte, http.Header, error) {
+	u := c.baseURL + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	for attempt := 0; ; attempt++ {
+		req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
+		if err != nil {
+			return 0, nil, nil, fmt.Errorf("%s %s: %w", method, path, err)
+		}
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		status, data, h, err := c.once(req)
+		wait := time.Duration(0)
+		switch {
+		case err == nil:
+			return status, data, h, nil
+		case ctx.Err() != nil:
+			return 0, nil, nil, ctx.Err()
+		default:
+			var ae *Error
+			if errors.As(err, &ae) {
+				if ae.Status != http.StatusTooManyRequests && ae.Status != http.StatusServiceUnavailable {
+					return 0, nil, nil, err
+				}
+				wait = ae.RetryAfter
+			} else if !retryable {
+				return 0, nil, nil, err
+			}
+		}
+		if attempt >= c.MaxRetries {
+			return 0, nil, nil, err
+		}
+		if wait <= 0 {
+			wait = time.Duration(1<<attempt) * 200 * time.Millisecond
+		}
+		wait = min(wait, c.MaxRetryWait)
+		select {
+		case <-ctx.Done():
+			return 0, nil, nil, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (c *Client) once(req *http.Request) (int, []byte, http.Header, error) {
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("%s %s: %w", req.Method, req.URL.Path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("%s %s: read answer: %w", req.Method, req.URL.Path, err)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp.StatusCode, data, resp.Header, nil
+	}
+	var body struct {
+		Error *Error `json:"error"`
+	}
+	ae := &Error{Status: resp.StatusCode, Code: "http_" + strconv.Itoa(resp.StatusCode), Message: strings.TrimSpace(string(data))}
+	if json.Unmarshal(data, &body) == nil && body.Error != nil {
+		ae = body.Error
+		ae.Status = resp.StatusCode
+	}
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
+		ae.RetryAfter = time.Duration(s) * time.Second
+	}
+	return 0, nil, nil, ae
+}
+
+// checkSHA checks data against the X-Content-SHA256 header, when sent.
+func checkSHA(h http.Header, data []byte) error {
+	want := h.Get("X-Content-SHA256")
+	if want == "" {
+		return nil
+	}
+	sum := sha256.Sum256(data)
+	if got := hex.EncodeToString(sum[:]); got != want {
+		return fmt.Errorf("answer's SHA-256 %s does not match X-Content-SHA256 %s", got, want)
+	}
+	return nil
+}
+
+func newID(prefix string) string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,101 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/client"
+	"github.com/ctxcompact/orchestrator/internal/compress"
+	"github.com/ctxcompact/orchestrator/internal/conversation/convtest"
+)
+
+// TestClientRecoversWhatWasOffloaded is the integrator's path through the
+// Go client: an event answered 202, waited for, its output fetched; the
+// offloaded result listed and recovered byte for byte by the id its
+// reference names; another tenant gets 404; the tools are valid
+// definitions for both providers.
+func TestClientRecoversWhatWasOffloaded(t *testing.T) {
+	t.Parallel()
+	a := newAPIEnv(t, offline())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := client.New(a.url, a.key, a.client)
+	other := client.New(a.url, a.otherKey, a.client)
+
+	big := hugeText(t)[:200_000]
+	input, err := convtest.AppendResults(readData(t, "swe-agent-deepseek/django__django-11742.json"), big)
+	require.NoError(t, err)
+	res, acc, err := c.Submit(ctx, "agent", client.Event{Preset: "three-tier", Model: "gpt-4o", ContextLimit: 128000, Conversation: input})
+	require.NoError(t, err)
+	require.Nil(t, res, "no wait: 202")
+	run, err := c.WaitRun(ctx, acc.RunID, 60*time.Second)
+	require.NoError(t, err)
+	require.True(t, run.Final())
+	require.Equal(t, "succeeded", run.Status, run.Error)
+
+	out, err := c.Output(ctx, acc.RunID)
+	require.NoError(t, err)
+	require.NotContains(t, string(out), big[1000:1200], "the big result is offloaded")
+	_, err = other.Output(ctx, acc.RunID)
+	var ae *client.Error
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, http.StatusNotFound, ae.Status, "another tenant's run is not found")
+
+	offs, err := c.Offloads(ctx, "agent")
+	require.NoError(t, err)
+	require.Len(t, offs, 1)
+	require.Equal(t, "call_big_0", offs[0].ToolCallID)
+	require.Contains(t, string(out), compress.RecoverTool+" tool, id: "+offs[0].ID, "the reference names the tool and the id")
+
+	got, err := c.Recover(ctx, "agent", offs[0].ID, "")
+	require.NoError(t, err)
+	require.Equal(t, big, string(got), "recovered byte for byte")
+	lines, err := c.Recover(ctx, "agent", offs[0].ID, "2-3")
+	require.NoError(t, err)
+	require.Equal(t, strings.Join(strings.SplitAfter(big, "\n")[1:3], ""), string(lines))
+
+	_, err = other.Recover(ctx, "agent", offs[0].ID, "")
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, http.StatusNotFound, ae.Status, "another tenant gets 404")
+	_, err = c.Recover(ctx, "other-session", offs[0].ID, "")
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, http.StatusNotFound, ae.Status, "another session gets 404")
+
+	for _, format := range []string{"openai", "anthropic"} {
+		tools, err := c.Tools(ctx, format)
+		require.NoError(t, err)
+		require.Len(t, tools, 2)
+		names := map[string]bool{}
+		for _, raw := range tools {
+			var def struct {
+				Type     string `json:"type"`
+				Function *struct {
+					Name       string         `json:"name"`
+					Parameters map[string]any `json:"parameters"`
+				} `json:"function"`
+				Name        string         `json:"name"`
+				InputSchema map[string]any `json:"input_schema"`
+			}
+			require.NoError(t, json.Unmarshal(raw, &def))
+			if format == "openai" {
+				require.Equal(t, "function", def.Type)
+				require.NotNil(t, def.Function)
+				require.Equal(t, "object", def.Function.Parameters["type"])
+				names[def.Function.Name] = true
+			} else {
+				require.Equal(t, "object", def.InputSchema["type"])
+				names[def.Name] = true
+			}
+		}
+		require.Equal(t, map[string]bool{"recover_context": true, "search_context": true}, names)
+	}
+	_, err = c.Tools(ctx, "gemini")
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, "format", ae.Field)
+}
