@@ -2,7 +2,9 @@
 // the real wire protocol (request and response JSON, error JSON, status
 // codes, Retry-After headers) with latency and fault injection. Its answers
 // are deterministic extractive summaries of the user content, so quality and
-// drift checks see real identifiers.
+// drift checks see real identifiers. Offered the recover_context tool, it
+// plays an agent's model: it calls the tool for each offload reference in
+// the conversation it has not recovered yet.
 package llmtest
 
 import (
@@ -12,6 +14,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -186,8 +189,14 @@ func (s *Server) MaxConcurrent() int {
 }
 
 type chatMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	ToolCalls []struct {
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	} `json:"tool_calls"`
 }
 
 type chatRequest struct {
@@ -197,6 +206,53 @@ type chatRequest struct {
 	MaxCompletionTokens int           `json:"max_completion_tokens"`
 	Temperature         *float64      `json:"temperature"`
 	Stream              bool          `json:"stream"`
+	Tools               []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
+}
+
+// RecoverTool is the tool the server, playing an agent's model, calls
+// when it is offered it and the conversation holds a reference it has not
+// recovered yet ("… recover_context tool, id: <id>").
+const RecoverTool = "recover_context"
+
+var referenceID = regexp.MustCompile(RecoverTool + ` tool, id: ([0-9a-f]{64})`)
+
+// agentToolCall returns the id an agent would recover next: named by a
+// reference in the conversation, with the tool offered, and not asked for
+// by an earlier call.
+func agentToolCall(req chatRequest) (string, bool) {
+	offered := false
+	for _, t := range req.Tools {
+		offered = offered || t.Function.Name == RecoverTool
+	}
+	if !offered {
+		return "", false
+	}
+	asked := map[string]bool{}
+	var named []string
+	for _, m := range req.Messages {
+		for _, tc := range m.ToolCalls {
+			var args struct {
+				ID string `json:"id"`
+			}
+			if tc.Function.Name == RecoverTool && json.Unmarshal([]byte(tc.Function.Arguments), &args) == nil {
+				asked[args.ID] = true
+			}
+		}
+		text, _ := contentText(m.Content)
+		for _, sub := range referenceID.FindAllStringSubmatch(text, -1) {
+			named = append(named, sub[1])
+		}
+	}
+	for _, id := range named {
+		if !asked[id] {
+			return id, true
+		}
+	}
+	return "", false
 }
 
 type apiError struct {
@@ -379,6 +435,22 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.contextLimit > 0 && call.PromptChars > s.contextLimit {
 		call.Status = s.writeContextLength(w, reqID, call.PromptChars)
+		return
+	}
+
+	if id, ok := agentToolCall(req); ok {
+		call.Status = http.StatusOK
+		s.writeJSON(w, http.StatusOK, reqID, map[string]any{
+			"id": "chatcmpl-" + reqID, "object": "chat.completion", "created": time.Now().Unix(), "model": call.Model,
+			"choices": []any{map[string]any{
+				"index": 0, "finish_reason": "tool_calls", "logprobs": nil,
+				"message": map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+					"id": "call_" + reqID, "type": "function",
+					"function": map[string]any{"name": RecoverTool, "arguments": `{"id":"` + id + `"}`},
+				}}},
+			}},
+			"usage": map[string]int{"prompt_tokens": approxTokens(call.PromptChars), "completion_tokens": 20, "total_tokens": approxTokens(call.PromptChars) + 20},
+		}, nil)
 		return
 	}
 
