@@ -13,6 +13,7 @@ import (
 	"github.com/ctxcompact/orchestrator/client"
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation/convtest"
+	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
 // TestClientRecoversWhatWasOffloaded is the integrator's path through the
@@ -98,4 +99,38 @@ func TestClientRecoversWhatWasOffloaded(t *testing.T) {
 	_, err = c.Tools(ctx, "gemini")
 	require.ErrorAs(t, err, &ae)
 	require.Equal(t, "format", ae.Field)
+}
+
+// TestHTTPInspectReportsTheConversationSent: seed 004's status report of
+// the caller's current conversation, with nothing run or stored.
+func TestHTTPInspectReportsTheConversationSent(t *testing.T) {
+	t.Parallel()
+	a := newAPIEnv(t, offline())
+	input, err := convtest.AppendResults(readData(t, "swe-agent-deepseek/django__django-11742.json"), convtest.SingleLine(412_000))
+	require.NoError(t, err)
+	body, err := json.Marshal(map[string]any{"preset": "three-tier", "model": "gpt-4o", "context_limit": 128000, "conversation": json.RawMessage(input)})
+	require.NoError(t, err)
+	var out struct {
+		Format string `json:"format"`
+		Report struct {
+			Level          string  `json:"level"`
+			Usage          float64 `json:"usage"`
+			Recommendation string  `json:"recommendation"`
+			UsageAfter     float64 `json:"usage_after_deterministic"`
+			Budget         string  `json:"budget"`
+		} `json:"report"`
+	}
+	resp, _ := a.call("POST", "/v1/sessions/now/inspect", a.key, body, &out)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "openai", out.Format)
+	require.Equal(t, "CRITICAL", out.Report.Level)
+	require.Greater(t, out.Report.Usage, 1.0)
+	require.Less(t, out.Report.UsageAfter, 0.5, "tier 1 offloads the fresh result")
+	require.NotEmpty(t, out.Report.Recommendation)
+	runs, err := a.store.ListRuns(context.Background(), store.RunFilter{Tenant: a.tenant})
+	require.NoError(t, err)
+	require.Empty(t, runs, "nothing was run")
+
+	resp, _ = a.call("POST", "/v1/sessions/now/inspect", a.key, []byte(`{"conversation":{"messages":[{"role":"tool"}]}}`), nil)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
 }

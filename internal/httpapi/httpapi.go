@@ -109,6 +109,8 @@ func (a *api) routes() []route {
 		{Method: http.MethodPost, Path: "/v1/sessions/{session}/compact", Auth: true, Handle: a.postCompact, Request: compactRequest{},
 			Responses: map[int]any{http.StatusOK: runResponse{}, http.StatusAccepted: accepted{}}},
 		{Method: http.MethodGet, Path: "/v1/sessions/{session}/status", Auth: true, Handle: a.getStatus, Responses: ok(audit.SessionStatus{})},
+		{Method: http.MethodPost, Path: "/v1/sessions/{session}/inspect", Auth: true, Handle: a.postInspect, Request: inspectRequest{},
+			Responses: ok(inspectResponse{})},
 		{Method: http.MethodGet, Path: "/v1/sessions/{session}/search", Auth: true, Handle: a.getSearch, Responses: ok(searchResponse{})},
 		{Method: http.MethodPost, Path: "/v1/results:compress", Auth: true, Handle: a.postCompress, Request: compressRequest{},
 			Responses: map[int]any{http.StatusOK: compressResponse{}, http.StatusAccepted: accepted{}}},

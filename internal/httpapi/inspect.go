@@ -1,0 +1,71 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/plan"
+	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
+)
+
+// inspectRequest is the body of POST /v1/sessions/{session}/inspect: a
+// conversation to measure, as an event would carry it.
+type inspectRequest struct {
+	Model        string          `json:"model"`
+	ContextLimit int             `json:"context_limit"`
+	Preset       string          `json:"preset"`
+	Conversation json.RawMessage `json:"conversation"`
+}
+
+// inspectResponse is seed 004's status report of the conversation sent:
+// its size against the limit, its level, the recommendation, and what the
+// preset's deterministic passes and the budget ladder would reach.
+type inspectResponse struct {
+	Format   string      `json:"format"`
+	Messages int         `json:"messages"`
+	Report   plan.Report `json:"report"`
+}
+
+// postInspect measures the caller's current conversation without running
+// a compaction or storing anything (`/status` describes the last run's
+// output instead).
+func (a *api) postInspect(w http.ResponseWriter, r *http.Request, _ string) error {
+	var req inspectRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	if len(req.Conversation) == 0 || string(req.Conversation) == "null" {
+		return badRequest("conversation", "conversation: required")
+	}
+	if req.ContextLimit < 0 {
+		return badRequest("context_limit", "context_limit: must not be negative")
+	}
+	conv, err := conversation.ParseAny(req.Conversation)
+	if err != nil {
+		out := badRequest("conversation", "conversation: %v", err)
+		if ce, ok := err.(*conversation.Error); ok && ce.Index >= 0 {
+			out.Index, out.Path = &ce.Index, ce.Field
+		}
+		return out
+	}
+	name := req.Preset
+	if name == "" {
+		name = a.deps.Gateway.DefaultPreset
+	}
+	p, err := policy.Resolve(name, a.deps.Gateway.Overrides[name])
+	if err != nil {
+		return badRequest("preset", "preset: %v", err)
+	}
+	model := req.Model
+	if model == "" {
+		model = "gpt-4o"
+	}
+	rep, err := plan.Inspect(conv, p, model, req.ContextLimit, tokens.DefaultLimits())
+	if err != nil {
+		return badRequest("context_limit", "%v", err)
+	}
+	writeJSON(w, http.StatusOK, inspectResponse{Format: string(conv.Format), Messages: len(conv.Messages), Report: rep})
+	return nil
+}
