@@ -143,7 +143,7 @@ func LLMWorkerOptions(cfg config.Config) worker.Options {
 // Gateway builds the gateway that submits events to the workflows.
 func (d *Deps) Gateway(c client.Client) *gateway.Gateway {
 	return &gateway.Gateway{Store: d.Store, Blob: d.Blob, Temporal: c, TaskQueue: d.Config.TaskQueue, LLMTaskQueue: d.Config.LLMTaskQueue,
-		DefaultPreset: d.Config.DefaultPreset, Overrides: d.Config.PresetOverrides}
+		DefaultPreset: d.Config.DefaultPreset, Overrides: d.Config.PresetOverrides, Breaker: gateway.DefaultBreaker}
 }
 
 // Close releases the dependencies.

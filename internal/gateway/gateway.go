@@ -35,6 +35,20 @@ const (
 // ErrConflict is returned when an event id is reused with another body.
 var ErrConflict = errors.New("event id already used with a different request")
 
+// DefaultBreaker is the loop breaker of a deployment that sets none: three
+// failing or useless runs within an hour stop a session's automatic
+// compactions.
+var DefaultBreaker = store.BreakerRule{Runs: 3, Window: time.Hour, MinFreed: 0.05}
+
+// BreakerOpenError refuses an automatic event of a session whose breaker
+// is open (see store.BreakerRule); Until is when it closes by itself.
+type BreakerOpenError struct {
+	Reason string
+	Until  time.Time
+}
+
+func (e *BreakerOpenError) Error() string { return "breaker open: " + e.Reason }
+
 // InputError is a request the caller must fix; Field names what is wrong.
 type InputError struct {
 	Field string
@@ -86,6 +100,9 @@ type Gateway struct {
 	// and a later configuration change cannot alter a run in flight or
 	// its replay.
 	Overrides policy.Overrides
+	// Breaker stops a session's automatic events after repeated failing or
+	// useless runs; the zero rule never stops them.
+	Breaker store.BreakerRule
 }
 
 // RunID derives a run's id from its tenant, session and event id, so that
@@ -103,6 +120,9 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	effective, err := policy.Merge(g.Overrides[ev.Preset], ev.Overrides)
 	if err != nil {
 		return Submitted{}, &InputError{Field: "overrides", Err: err}
+	}
+	if err := g.checkBreaker(ctx, ev); err != nil {
+		return Submitted{}, err
 	}
 	data, err := g.conversation(ctx, ev)
 	if err != nil {
@@ -158,6 +178,23 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 		return Submitted{}, err
 	}
 	return out, nil
+}
+
+// checkBreaker refuses an automatic event of a session whose breaker is
+// open, before anything is stored. A manual event is the probe and always
+// runs; a resubmitted event keeps its run.
+func (g *Gateway) checkBreaker(ctx context.Context, ev Event) error {
+	if ev.Kind == KindManual || ev.ReplayOf != "" || g.Breaker == (store.BreakerRule{}) {
+		return nil
+	}
+	b, err := g.Store.SessionBreaker(ctx, ev.Tenant, ev.Session, g.Breaker, time.Now())
+	if err != nil || !b.Open {
+		return err
+	}
+	if run, err := g.Store.EventRun(ctx, ev.Tenant, ev.EventID); err != nil || run != "" {
+		return err
+	}
+	return &BreakerOpenError{Reason: b.Reason, Until: b.Until}
 }
 
 func (g *Gateway) validate(ev *Event) error {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.temporal.io/api/serviceerror"
 
@@ -30,6 +31,9 @@ const (
 	CodeConflict         = "conflict"
 	CodeTooLarge         = "too_large"
 	CodeInternal         = "internal"
+	// CodeBreakerOpen: the session's loop breaker refuses automatic
+	// events; a manual compaction probes it.
+	CodeBreakerOpen = "breaker_open"
 	// CodeUnavailable: a dependency (Temporal, Postgres, S3) is down or
 	// too slow; retry after the Retry-After header's seconds.
 	CodeUnavailable = "unavailable"
@@ -125,6 +129,11 @@ func classify(err error) *apiError {
 			out.Path = "block " + strconv.Itoa(pe.Block)
 		}
 		return out
+	}
+	var breaker *gateway.BreakerOpenError
+	if errors.As(err, &breaker) {
+		return &apiError{Status: http.StatusConflict, Code: CodeBreakerOpen, Message: breaker.Reason,
+			RetryAfter: max(1, int(time.Until(breaker.Until).Seconds()+0.999))}
 	}
 	switch {
 	case errors.Is(err, gateway.ErrConflict):
