@@ -510,7 +510,7 @@ func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res H
 		}
 		summarized, res.Unavailable = restored, len(st.Unavailable)
 	}
-	transcript := Transcript(summarized, d.Split, d.Protected)
+	transcript := plan.Transcript(summarized, d.Split, d.Protected)
 	key, err := a.putText(ctx, in.Run.Tenant, "transcript", transcript)
 	if err != nil {
 		return res, err
@@ -522,33 +522,6 @@ func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res H
 	res.Kept = len(conv.Messages) - d.Split
 	rec.outputSize = int64(len(transcript))
 	return res, nil
-}
-
-// Transcript renders the messages before split that are not protected as
-// the plain text the summarizer reads, one "[role]" header per message.
-func Transcript(c conversation.Conversation, split int, protected []bool) string {
-	var sb strings.Builder
-	for i := 0; i < split && i < len(c.Messages); i++ {
-		if i < len(protected) && protected[i] {
-			continue
-		}
-		m := c.Messages[i]
-		for _, blk := range m.Blocks {
-			switch blk.Kind {
-			case conversation.KindText, conversation.KindThinking:
-				fmt.Fprintf(&sb, "[%s]\n%s\n\n", m.Role, blk.Text)
-			case conversation.KindToolUse:
-				fmt.Fprintf(&sb, "[assistant tool call %s]\n%s\n\n", blk.ToolName, blk.Input)
-			case conversation.KindToolResult:
-				label := "tool result"
-				if blk.IsError {
-					label = "tool error"
-				}
-				fmt.Fprintf(&sb, "[tool %s %s]\n%s\n\n", label, blk.ToolName, blk.Text)
-			}
-		}
-	}
-	return sb.String()
 }
 
 // CheckDrift measures a summary against its source: the share of the
@@ -846,6 +819,18 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	if reactStats != nil {
 		stats["context_compression"] = map[string]any{"enabled": true, "stats": reactStats}
 	}
+	if level == compress.LevelCritical || over || run.Trigger == "checkpoint" {
+		// Seed 004's "Checkpoint + fresh session", made: the fresh
+		// session's conversation, stored and named on the run.
+		ref, err := a.handoff(ctx, run, conv, p, plan.HandoffRefs{Level: string(level), Usage: usage, ArchiveKey: in.ArchiveKey})
+		if err != nil {
+			return res, err
+		}
+		if ref.Key != "" {
+			stats["handoff_key"], stats["handoff_sha256"] = ref.Key, ref.SHA256
+			res.HandoffKey, res.HandoffSHA256 = ref.Key, ref.SHA256
+		}
+	}
 	model := in.Model
 	if model == "" {
 		model = a.modelFor(p)
@@ -906,7 +891,35 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	rec.outputSize = int64(len(data))
 	return CommitResult{OutputKey: ref.Key, OutputSHA256: ref.SHA256, TokensBefore: int(stored.TokensBefore),
 		TokensAfter: after, Ratio: ratio, LevelAfter: string(level), Committed: committed, Deleted: deleted,
-		OverLimit: over, Reason: reason, Limit: b.Limit}, nil
+		OverLimit: over, Reason: reason, Limit: b.Limit, Recommendation: compress.Recommendation(level),
+		HandoffKey: res.HandoffKey, HandoffSHA256: res.HandoffSHA256}, nil
+}
+
+// handoff builds and stores the fresh-session conversation of a run (see
+// plan.Handoff); a zero Ref when there is nothing to hand off.
+func (a *Activities) handoff(ctx context.Context, run Run, conv conversation.Conversation, p policy.Preset, refs plan.HandoffRefs) (blob.Ref, error) {
+	offs, err := a.Store.ListOffloads(ctx, run.Tenant, run.Session, false)
+	if err != nil {
+		return blob.Ref{}, storeErr(fmt.Errorf("list offloads: %w", err))
+	}
+	for _, o := range offs {
+		if _, _, sha, err := blob.ParseContentKey(o.Key); err == nil {
+			refs.Offloads = append(refs.Offloads, [2]string{sha, o.ToolName})
+		}
+	}
+	out, ok, err := plan.Handoff(conv, p, refs)
+	if err != nil || !ok {
+		return blob.Ref{}, err
+	}
+	data, err := conversation.Render(out)
+	if err != nil {
+		return blob.Ref{}, fmt.Errorf("render handoff: %w", err)
+	}
+	ref, err := a.Blob.PutContent(ctx, run.Tenant, "handoff", data)
+	if err != nil {
+		return blob.Ref{}, blobErr(fmt.Errorf("write handoff: %w", err))
+	}
+	return ref, nil
 }
 
 // FailRun marks a run failed; a run already final stays as it is.

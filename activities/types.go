@@ -347,6 +347,12 @@ type CommitResult struct {
 	OverLimit bool   `json:"over_limit,omitempty"`
 	Reason    string `json:"reason,omitempty"`
 	Limit     int    `json:"limit,omitempty"`
+	// Recommendation is seed 004's action for the level after.
+	Recommendation string `json:"recommendation,omitempty"`
+	// HandoffKey holds seed 004's fresh-session conversation, made when a
+	// run ends CRITICAL (or over its limit) or on a checkpoint event.
+	HandoffKey    string `json:"handoff_key,omitempty"`
+	HandoffSHA256 string `json:"handoff_sha256,omitempty"`
 }
 
 // FailInput marks a run failed.

@@ -106,6 +106,11 @@ type Result struct {
 	OutputSHA256    string          `json:"output_sha256,omitempty"`
 	Passes          []PassStat      `json:"passes"`
 	Conversation    json.RawMessage `json:"conversation,omitempty"`
+	// Recommendation is seed 004's action for the level after; Handoff the
+	// fresh-session conversation, when the run ended CRITICAL (or over its
+	// limit) or on a checkpoint event.
+	Recommendation string          `json:"recommendation,omitempty"`
+	Handoff        json.RawMessage `json:"handoff,omitempty"`
 }
 
 // Run is the part of GET /v1/runs/{run} most callers read.

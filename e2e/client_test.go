@@ -134,3 +134,49 @@ func TestHTTPInspectReportsTheConversationSent(t *testing.T) {
 	resp, _ = a.call("POST", "/v1/sessions/now/inspect", a.key, []byte(`{"conversation":{"messages":[{"role":"tool"}]}}`), nil)
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
 }
+
+// TestHandoffOnCheckpointAndAtCritical: a checkpoint event, and a run that
+// ends over its limit (CRITICAL), answer with seed 004's recommendation and
+// the fresh-session conversation; an ordinary run has no handoff.
+func TestHandoffOnCheckpointAndAtCritical(t *testing.T) {
+	t.Parallel()
+	a := newAPIEnv(t, offline())
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := client.New(a.url, a.key, a.client)
+	input := readData(t, "swe-agent-deepseek/django__django-11742.json")
+	in := parse(t, input)
+
+	res, _, err := c.Submit(ctx, "handoff", client.Event{Kind: "checkpoint", Preset: "three-tier", Model: "gpt-4o", ContextLimit: 128000,
+		Conversation: input, WaitSeconds: 60})
+	require.NoError(t, err)
+	require.Equal(t, "succeeded", res.Status, res.Error)
+	require.NotEmpty(t, res.Handoff, "a checkpoint event hands off")
+	fresh := parse(t, res.Handoff)
+	require.Equal(t, in.Messages[1], fresh.Messages[1], "the task, verbatim")
+	require.True(t, strings.HasPrefix(textOf(fresh.Messages[2]), "## Session Handoff"))
+	require.Contains(t, textOf(fresh.Messages[2]), res.ArchiveKey)
+	require.Equal(t, "Continue normally", res.Recommendation)
+
+	res, _, err = c.Submit(ctx, "ordinary", client.Event{Kind: "threshold", Preset: "three-tier", Model: "gpt-4o", ContextLimit: 128000,
+		Conversation: input, WaitSeconds: 60})
+	require.NoError(t, err)
+	require.Empty(t, res.Handoff)
+
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(input, &doc))
+	msgs := doc["messages"].([]any)
+	last := msgs[len(msgs)-1].(map[string]any)
+	for _, tc := range last["tool_calls"].([]any) {
+		msgs = append(msgs, map[string]any{"role": "tool", "tool_call_id": tc.(map[string]any)["id"], "content": "done"})
+	}
+	doc["messages"] = append(msgs, map[string]any{"role": "user", "content": hugeText(t)[:600_000]})
+	big, err := json.Marshal(doc)
+	require.NoError(t, err)
+	res, _, err = c.Submit(ctx, "critical", client.Event{Kind: "threshold", Preset: "three-tier", Model: "gpt-4o", ContextLimit: 128000,
+		Conversation: big, WaitSeconds: 60})
+	require.NoError(t, err)
+	require.Equal(t, "over_limit", res.Status)
+	require.Equal(t, "Checkpoint + fresh session", res.Recommendation)
+	require.NotEmpty(t, res.Handoff, "CRITICAL hands off")
+}

@@ -66,6 +66,11 @@ type CompactionResult struct {
 	// deleted offloads.
 	Preserved       int `json:"preserved,omitempty"`
 	DeletedOffloads int `json:"deleted_offloads,omitempty"`
+	// Recommendation is seed 004's action for the level after; HandoffKey
+	// the fresh-session conversation when one was made.
+	Recommendation string `json:"recommendation,omitempty"`
+	HandoffKey     string `json:"handoff_key,omitempty"`
+	HandoffSHA256  string `json:"handoff_sha256,omitempty"`
 }
 
 // Non-retryable error types, shared with the activities.
@@ -167,6 +172,7 @@ func compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, err
 	res.HistoryFailed = commit.HistoryFailed
 	res.OverLimit, res.Reason, res.Limit = out.OverLimit, out.Reason, out.Limit
 	res.Preserved, res.DeletedOffloads = commit.Preserved, out.Deleted
+	res.Recommendation, res.HandoffKey, res.HandoffSHA256 = out.Recommendation, out.HandoffKey, out.HandoffSHA256
 	res.Unit = "tokens"
 	if plan.Encoding == "chars" {
 		res.Unit = "chars"

@@ -88,12 +88,17 @@ type runResponse struct {
 	DeletedOffloads int `json:"deleted_offloads"`
 	// ContextCompression is seed 000's stats for a ReAct trajectory; a
 	// bare list of turns has no place for them in the conversation.
-	ContextCompression json.RawMessage       `json:"context_compression,omitempty"`
-	ArchiveKey         string                `json:"archive_key,omitempty"`
-	OutputKey          string                `json:"output_key,omitempty"`
-	OutputSHA256       string                `json:"output_sha256,omitempty"`
-	Passes             []activities.PassStat `json:"passes"`
-	Conversation       json.RawMessage       `json:"conversation,omitempty"`
+	ContextCompression json.RawMessage `json:"context_compression,omitempty"`
+	// Recommendation is seed 004's action for the level after; Handoff
+	// the fresh-session conversation made when the run ended CRITICAL
+	// (or over its limit) or on a checkpoint event.
+	Recommendation string                `json:"recommendation,omitempty"`
+	Handoff        json.RawMessage       `json:"handoff,omitempty"`
+	ArchiveKey     string                `json:"archive_key,omitempty"`
+	OutputKey      string                `json:"output_key,omitempty"`
+	OutputSHA256   string                `json:"output_sha256,omitempty"`
+	Passes         []activities.PassStat `json:"passes"`
+	Conversation   json.RawMessage       `json:"conversation,omitempty"`
 }
 
 func (a *api) postEvent(w http.ResponseWriter, r *http.Request, tenant string) error {
@@ -252,11 +257,17 @@ func (a *api) fromResult(ctx context.Context, tenant string, res workflows.Compa
 		out.Passes = []activities.PassStat{}
 	}
 	out.fill()
+	out.Recommendation = res.Recommendation
 	data, err := a.output(ctx, tenant, res.OutputKey, res.OutputSHA256)
 	if err != nil {
 		return runResponse{}, err
 	}
 	out.Conversation = data
+	if res.HandoffKey != "" {
+		if out.Handoff, err = a.output(ctx, tenant, res.HandoffKey, res.HandoffSHA256); err != nil {
+			return runResponse{}, err
+		}
+	}
 	if res.Format == string(conversation.FormatReAct) {
 		if run, err := a.deps.Store.GetRun(ctx, res.RunID); err == nil {
 			out.ContextCompression = reactStats(run.Stats)
@@ -292,6 +303,9 @@ type storedStats struct {
 	ContextLimit    int                   `json:"context_limit"`
 	Preserved       int                   `json:"preserved_count"`
 	DeletedOffloads int                   `json:"deleted_offloads"`
+	Recommendation  string                `json:"recommendation"`
+	HandoffKey      string                `json:"handoff_key"`
+	HandoffSHA256   string                `json:"handoff_sha256"`
 }
 
 // fromStore builds the answer from the committed run, for runs whose
@@ -312,6 +326,14 @@ func (a *api) fromStore(ctx context.Context, run store.Run) (runResponse, error)
 			out.OverLimit, out.OverLimitReason = st.OverLimit, st.OverLimitReason
 			out.Unit, out.ContextLimit = st.Unit, st.ContextLimit
 			out.PreservedCount, out.DeletedOffloads = st.Preserved, st.DeletedOffloads
+			out.Recommendation = st.Recommendation
+			if st.HandoffKey != "" {
+				h, err := a.output(ctx, run.Tenant, st.HandoffKey, st.HandoffSHA256)
+				if err != nil {
+					return runResponse{}, err
+				}
+				out.Handoff = h
+			}
 		}
 		out.ContextCompression = reactStats(run.Stats)
 	}
