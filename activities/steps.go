@@ -547,7 +547,26 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 		return res, err
 	}
 	score, missing := retention(ids, summary, p.Drift.MaxIdentifiers)
-	res = DriftResult{Score: score, Passed: score >= p.Drift.MinRetention, MissingCount: len(missing)}
+	idPassed := score >= p.Drift.MinRetention
+	res = DriftResult{Score: score, Passed: idPassed}
+	var checks []digest.DriftCheck
+	if isHistoryStep(in.Step) {
+		// Seed 004's checks of a session summary: intent, trajectory,
+		// premature completion, clarification. Each is stored; a failed
+		// one fails the check, and what it misses goes to the repair
+		// pass (DRIFT_DETECTED realignment) with the identifiers.
+		source, err := a.text(ctx, in.Run.Tenant, in.SourceKey)
+		if err != nil {
+			return res, err
+		}
+		checks = digest.SessionDriftChecks(source, summary)
+		for _, c := range checks {
+			res.Passed = res.Passed && c.Passed
+			res.Score = min(res.Score, c.Score)
+			missing = append(missing, c.Missing...)
+		}
+	}
+	res.MissingCount = len(missing)
 	if len(missing) > 0 {
 		data, _ := json.Marshal(missing)
 		if res.MissingKey, err = a.putText(ctx, in.Run.Tenant, "drift", string(data)); err != nil {
@@ -555,14 +574,33 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 		}
 	}
 	verdict := "passed"
-	if !res.Passed {
+	switch {
+	case !idPassed:
 		verdict = fmt.Sprintf("below %.2f: %d identifiers missing", p.Drift.MinRetention, len(missing))
+	case !res.Passed:
+		verdict = fmt.Sprintf("identifiers kept (%.2f); a session check failed: %d items missing", score, len(missing))
 	}
 	if err := a.Store.RecordDrift(ctx, store.Drift{RunID: in.Run.ID, Step: in.Step, Pass: in.Pass, Score: score,
 		Passed: res.Passed, Missing: missing, Verdict: verdict}); err != nil {
 		return res, storeErr(fmt.Errorf("record drift: %w", err))
 	}
+	for _, c := range checks {
+		verdict := "passed: " + c.Note
+		if !c.Passed {
+			verdict = "DRIFT_DETECTED: " + c.Note
+		}
+		if err := a.Store.RecordDrift(ctx, store.Drift{RunID: in.Run.ID, Step: in.Step + "/" + c.Name, Pass: in.Pass,
+			Score: c.Score, Passed: c.Passed, Missing: c.Missing, Verdict: verdict}); err != nil {
+			return res, storeErr(fmt.Errorf("record drift check %s: %w", c.Name, err))
+		}
+	}
 	return res, nil
+}
+
+// isHistoryStep reports whether a drift check is of a history summary
+// (a session summary), not of one tool result.
+func isHistoryStep(step string) bool {
+	return strings.HasPrefix(step, "history/") || strings.HasPrefix(step, "budget/history/")
 }
 
 // Retention scores a summary against the last maxIDs identifiers of its

@@ -13,6 +13,7 @@ import (
 	"github.com/ctxcompact/orchestrator/client"
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation/convtest"
+	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -179,4 +180,30 @@ func TestHandoffOnCheckpointAndAtCritical(t *testing.T) {
 	require.Equal(t, "over_limit", res.Status)
 	require.Equal(t, "Checkpoint + fresh session", res.Recommendation)
 	require.NotEmpty(t, res.Handoff, "CRITICAL hands off")
+}
+
+// TestSessionDriftChecksAreStored: a history summary is checked by seed
+// 004's four checks besides identifier retention, and each verdict is in
+// the run's audit record.
+func TestSessionDriftChecksAreStored(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, offline())
+	input := readData(t, "swe-agent-deepseek/django__django-12308.json")
+	sub, res := e.compact(gatewayEvent("three-tier", 20000, input))
+	checkRun(t, e, input, sub, res)
+	drift, err := e.store.ListDrift(context.Background(), sub.RunID)
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	for _, d := range drift {
+		seen[d.Step] = true
+		require.NotEmpty(t, d.Verdict)
+	}
+	for _, check := range []string{"intent", "trajectory", "premature-completion", "clarification"} {
+		require.True(t, seen["history/drift/0/"+check], "verdict of %s stored; have %v", check, seen)
+	}
+}
+
+// gatewayEvent is a threshold event of session s1 with the preset and limit.
+func gatewayEvent(preset string, limit int, conv []byte) gateway.Event {
+	return gateway.Event{Preset: preset, Model: "gpt-4o", ContextLimit: limit, Conversation: conv}
 }
