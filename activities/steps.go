@@ -141,6 +141,7 @@ func (a *Activities) Deterministic(ctx context.Context, in DeterministicInput) (
 	}
 	out, err := plan.Deterministic(plan.Input{
 		Conv: conv, Preset: p, Budget: b, Watermark: watermark, OffloadKey: offloadKey(run.Tenant),
+		Checkpoint: run.Trigger == "checkpoint",
 	})
 	if err != nil {
 		return res, badInput(err)

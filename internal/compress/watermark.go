@@ -35,36 +35,54 @@ type WatermarkOptions struct {
 	Protected []bool
 }
 
-// FindCheckpoint returns the id of the first tool_use, in an assistant
+// FindCheckpoint returns the id of the newest tool_use, in an assistant
 // message, whose name is one of toolNames and which comes after the message
-// holding the current watermark (from the start when watermark is empty).
-// A name also matches its MCP-qualified form ("mcp__server__name"), since
-// seed 001's checkpoint tool is "mcp__nisaba__deactivate_augments".
+// holding the current watermark. A name also matches its MCP-qualified form
+// ("mcp__server__name"), since seed 001's checkpoint tool is
+// "mcp__nisaba__deactivate_augments".
 //
-// The search starts after the watermark's message, not inside it: seed
-// 001's loop rescans that message and so finds the old watermark again when
-// the same tool triggers twice, which would stop the watermark advancing.
-// found is false when there is no such call, or when a non-empty watermark
-// is not in the conversation (seed 001 then keeps the old boundary).
+// Seed 001 takes the first call after the current one; we take the newest,
+// so that several checkpoint calls since the last event advance the
+// watermark to the latest at once instead of one per event. The search
+// starts after the watermark's message, not inside it: rescanning it would
+// find the old watermark again. When the current watermark is no longer in
+// the conversation (a history summary replaced its message, or the agent
+// dropped it), every call still present is newer than it: the search
+// re-anchors on the whole conversation instead of getting stuck. found is
+// false when there is no newer call; reanchored reports the re-anchoring.
 func FindCheckpoint(c conversation.Conversation, toolNames []string, watermark string) (id string, found bool) {
-	passed := watermark == ""
-	for _, m := range c.Messages {
+	id, found, _ = FindCheckpointAnchored(c, toolNames, watermark)
+	return id, found
+}
+
+// FindCheckpointAnchored is FindCheckpoint that also reports whether the
+// current watermark was missing and the search re-anchored.
+func FindCheckpointAnchored(c conversation.Conversation, toolNames []string, watermark string) (id string, found, reanchored bool) {
+	start := 0
+	if watermark != "" {
+		start = -1
+		for i, m := range c.Messages {
+			if m.Role == conversation.RoleAssistant && holdsToolUse(m, watermark) {
+				start = i + 1
+			}
+		}
+		if start < 0 {
+			start, reanchored = 0, true
+		}
+	}
+	for i := len(c.Messages) - 1; i >= start; i-- {
+		m := c.Messages[i]
 		if m.Role != conversation.RoleAssistant {
 			continue
 		}
-		if !passed {
-			if holdsToolUse(m, watermark) {
-				passed = true
-			}
-			continue
-		}
-		for _, b := range m.Blocks {
-			if b.Kind == conversation.KindToolUse && matchesToolName(b.ToolName, toolNames) {
-				return b.ToolID, true
+		for j := len(m.Blocks) - 1; j >= 0; j-- {
+			b := m.Blocks[j]
+			if b.Kind == conversation.KindToolUse && matchesToolName(b.ToolName, toolNames) && b.ToolID != watermark {
+				return b.ToolID, true, reanchored
 			}
 		}
 	}
-	return "", false
+	return "", false, reanchored
 }
 
 // PruneAtWatermark applies seed 001's block-level filtering: before the

@@ -67,11 +67,11 @@ func TestFindCheckpoint(t *testing.T) {
 		wantID    string
 		wantFound bool
 	}{
-		{"empty watermark searches from the start", names, "", "toolu_111", true},
+		{"empty watermark: the newest checkpoint", names, "", "toolu_222", true},
 		{"advances past the current watermark", names, "toolu_111", "toolu_222", true},
 		{"nothing after the latest checkpoint", names, "toolu_222", "", false},
-		{"unknown watermark finds nothing", names, "toolu_gone", "", false},
-		{"other tool names", []string{"grep"}, "", "toolu_g1", true},
+		{"a watermark gone from the conversation re-anchors on what is left", names, "toolu_gone", "toolu_222", true},
+		{"other tool names: the newest call", []string{"grep"}, "", "toolu_g2", true},
 		{"a watermark that is not a checkpoint still bounds the search", []string{"grep"}, "toolu_g1", "", false},
 		{"no names", nil, "", "", false},
 		{"MCP-qualified name matches the bare name", []string{"deactivate_augments"}, "toolu_111", "toolu_222", true},
@@ -232,4 +232,36 @@ func TestPruneAtWatermarkRefusesReAct(t *testing.T) {
 	c.Format = conversation.FormatReAct
 	_, _, err := PruneAtWatermark(c, "toolu_abc123xyz")
 	require.ErrorIs(t, err, ErrUnsupportedFormat)
+}
+
+// TestWatermarkNeverStuck: after a history summary removed the message
+// holding the watermark, a later checkpoint call is found (re-anchored on
+// what is left), and several calls since advance to the newest; pruning
+// there keeps the pairing intact.
+func TestWatermarkNeverStuck(t *testing.T) {
+	t.Parallel()
+	c := conv(conversation.FormatAnthropic,
+		userMsg("[Compressed History]\n\nThe agent explored the workflow code and deactivated its augments."),
+		asstMsg("Reading util.go.", use("toolu_u1", "read_file", `{"path":"util.go"}`)),
+		userResults(result("toolu_u1", "package util")),
+		asstMsg("", use("toolu_c1", "compress_to_checkpoint", `{}`)),
+		userResults(result("toolu_c1", "ok")),
+		asstMsg("Reading api.go.", use("toolu_u2", "read_file", `{"path":"api.go"}`)),
+		userResults(result("toolu_u2", "package api")),
+		asstMsg("", use("toolu_c2", "mcp__nisaba__compress_to_checkpoint", `{}`)),
+		userResults(result("toolu_c2", "ok")),
+		asstMsg("Continuing."),
+	)
+	names := []string{"deactivate_augments", "compress_to_checkpoint"}
+	id, found, reanchored := FindCheckpointAnchored(c, names, "toolu_summarized_away")
+	require.True(t, found)
+	require.True(t, reanchored)
+	require.Equal(t, "toolu_c2", id, "the newest of the calls since")
+	out, st, err := PruneAtWatermark(c, id)
+	require.NoError(t, err)
+	require.True(t, st.Found)
+	require.Equal(t, 6, st.BlocksRemoved, "the calls u1, c1, u2 and their results before c2")
+	require.NoError(t, checkPairing(out))
+	_, found, _ = FindCheckpointAnchored(out, names, id)
+	require.False(t, found, "nothing newer after it")
 }

@@ -109,6 +109,10 @@ type Input struct {
 	Budget Budget
 	// Watermark is the session's persisted watermark (seed 001).
 	Watermark string
+	// Checkpoint is set for a checkpoint event: the watermark pass runs at
+	// once, first, whatever the preset (its checkpoint tools are set in
+	// every preset).
+	Checkpoint bool
 	// OffloadKey names the storage key for an offloaded text. It must be
 	// a pure function of the text (content addressing), so that a retried
 	// run computes the same keys.
@@ -152,11 +156,19 @@ func Deterministic(in Input) (Result, error) {
 		conv, res.SizeAfter = next, size
 	}
 
-	if p.Watermark.Enabled && conv.Format != conversation.FormatReAct {
-		if id, found := compress.FindCheckpoint(conv, p.Watermark.CheckpointTools, res.Watermark); found {
+	if (p.Watermark.Enabled || in.Checkpoint) && conv.Format == conversation.FormatReAct {
+		res.Passes = append(res.Passes, Pass{Name: "watermark", Note: "skipped: a ReAct trajectory never drops a turn"})
+	}
+	if (p.Watermark.Enabled || in.Checkpoint) && conv.Format != conversation.FormatReAct {
+		anchor := ""
+		id, found, reanchored := compress.FindCheckpointAnchored(conv, p.Watermark.CheckpointTools, res.Watermark)
+		if reanchored {
+			anchor = fmt.Sprintf("watermark %s no longer in the conversation: re-anchored; ", res.Watermark)
+		}
+		if found {
 			res.Watermark = id
 		}
-		note := "no watermark yet"
+		note := anchor + "no watermark yet"
 		next := conv
 		count := 0
 		if res.Watermark != "" {
@@ -167,9 +179,9 @@ func Deterministic(in Input) (Result, error) {
 				return Result{}, fmt.Errorf("watermark pruning: %w", err)
 			}
 			next, count = out, st.BlocksRemoved
-			note = fmt.Sprintf("watermark %s: removed %d tool blocks, %d messages", res.Watermark, st.BlocksRemoved, st.MessagesRemoved)
+			note = anchor + fmt.Sprintf("watermark %s: removed %d tool blocks, %d messages", res.Watermark, st.BlocksRemoved, st.MessagesRemoved)
 			if !st.Found {
-				note = fmt.Sprintf("watermark %s not found: no pruning", res.Watermark)
+				note = anchor + fmt.Sprintf("watermark %s not found: no pruning", res.Watermark)
 			}
 		}
 		record("watermark", next, count, note)

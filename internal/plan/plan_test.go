@@ -207,3 +207,35 @@ func TestPreserveCountBelowProtection(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, len(conv.Messages)-1, History(conv, p, b, 0, true).Split, "the pending call alone")
 }
+
+// TestCheckpointEventAppliesTheWatermark: a checkpoint event prunes at the
+// newest checkpoint call even under a preset without the watermark pass,
+// and pairing stays intact; without the event nothing is pruned.
+func TestCheckpointEventAppliesTheWatermark(t *testing.T) {
+	t.Parallel()
+	data := []byte(`{"model":"claude-sonnet-4","system":"You are careful.","messages":[
+		{"role":"user","content":"Refactor module 1."},
+		{"role":"assistant","content":[{"type":"text","text":"Reading."},{"type":"tool_use","id":"toolu_r","name":"read_file","input":{"path":"m1.py"}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_r","content":"def f(): pass"}]},
+		{"role":"assistant","content":[{"type":"tool_use","id":"toolu_cp1","name":"deactivate_augments","input":{}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_cp1","content":"ok"}]},
+		{"role":"assistant","content":[{"type":"tool_use","id":"toolu_cp2","name":"compress_to_checkpoint","input":{}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_cp2","content":"ok"},{"type":"text","text":"Now module 2."}]}]}`)
+	conv, err := conversation.ParseAny(data)
+	require.NoError(t, err)
+	p := preset(t, policy.ThreeTier, "")
+	b, err := NewBudget(p, "claude-sonnet-4", 0, tokens.DefaultLimits())
+	require.NoError(t, err)
+
+	res, err := Deterministic(Input{Conv: conv, Preset: p, Budget: b, OffloadKey: key, Checkpoint: true, Watermark: "toolu_gone"})
+	require.NoError(t, err)
+	require.Equal(t, "toolu_cp2", res.Watermark, "the newest checkpoint, re-anchored")
+	require.NoError(t, conversation.CheckPairing(res.Conv))
+	require.Less(t, len(res.Conv.Messages), len(conv.Messages))
+	require.Contains(t, res.Passes[0].Note, "re-anchored")
+
+	plain, err := Deterministic(Input{Conv: conv, Preset: p, Budget: b, OffloadKey: key})
+	require.NoError(t, err)
+	require.Empty(t, plain.Watermark, "no checkpoint event: three-tier does not prune")
+	require.Len(t, plain.Conv.Messages, len(conv.Messages))
+}
