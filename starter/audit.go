@@ -589,12 +589,21 @@ func printStatus(w io.Writer, st audit.SessionStatus) {
 
 func newAPIKey() *cobra.Command {
 	cmd := &cobra.Command{Use: "apikey", Short: "Manage API keys of the HTTP gateway"}
-	var tenant string
+	var tenant, expires string
 	create := &cobra.Command{
 		Use:   "create",
 		Short: "Create a key for a tenant and print it once (only its hash is stored)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Checked before anything is stored: a tenant that cannot be a
+			// key prefix would give a key that only ever gets errors.
+			if err := blob.ValidateTenant(tenant); err != nil {
+				return fmt.Errorf("--tenant: %w", err)
+			}
+			until, err := parseExpiry(expires, time.Now())
+			if err != nil {
+				return err
+			}
 			key, err := newAPIKeyString()
 			if err != nil {
 				return err
@@ -604,34 +613,83 @@ func newAPIKey() *cobra.Command {
 				return err
 			}
 			defer deps.Close()
-			if err := deps.Store.AddAPIKey(cmd.Context(), tenant, key); err != nil {
+			k, err := deps.Store.CreateAPIKey(cmd.Context(), tenant, key, until)
+			if err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), key)
-			fmt.Fprintf(cmd.ErrOrStderr(), "API key for tenant %s created; it is shown only this once.\n", tenant)
+			fmt.Fprintf(cmd.ErrOrStderr(), "API key %s for tenant %s created; it is shown only this once.\n", k.ID, tenant)
 			return nil
 		},
 	}
 	create.Flags().StringVar(&tenant, "tenant", "default", "tenant the key acts for")
-	revoke := &cobra.Command{
-		Use:   "revoke KEY|-",
-		Short: "Revoke a key (\"-\" reads it from stdin, keeping it out of the shell history)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			key := args[0]
-			if key == "-" {
-				data, err := io.ReadAll(cmd.InOrStdin())
-				if err != nil {
-					return fmt.Errorf("read key: %w", err)
-				}
-				key = strings.TrimSpace(string(data))
-			}
+	create.Flags().StringVar(&expires, "expires", "", "expiry: a duration from now (720h) or an RFC 3339 time; empty never expires")
+	var listTenant string
+	var asJSON bool
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List keys: id, prefix, tenant, created, expires, last used, revoked (never the key)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			deps, _, err := openAudit(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer deps.Close()
-			revoked, err := deps.Store.RevokeAPIKey(cmd.Context(), key)
+			keys, err := deps.Store.ListAPIKeys(cmd.Context(), listTenant)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return json.NewEncoder(out).Encode(keys)
+			}
+			tw := tabwriter.NewWriter(out, 0, 2, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tPREFIX\tTENANT\tCREATED\tEXPIRES\tLAST USED\tREVOKED")
+			stamp := func(t time.Time) string {
+				if t.IsZero() {
+					return "-"
+				}
+				return t.Format(time.RFC3339)
+			}
+			for _, k := range keys {
+				fmt.Fprintf(tw, "%s\t%s…\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.Tenant, stamp(k.Created), stamp(k.Expires), stamp(k.LastUsed), stamp(k.Revoked))
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().StringVar(&listTenant, "tenant", "", "only this tenant's keys")
+	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	var id string
+	revoke := &cobra.Command{
+		Use:   "revoke KEY|- | revoke --id ID",
+		Short: "Revoke a key by its id, or by the key itself (\"-\" reads it from stdin, keeping it out of the shell history)",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if (id == "") == (len(args) != 1) {
+				return errors.New("give KEY (or -), or --id ID")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			deps, _, err := openAudit(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer deps.Close()
+			var revoked bool
+			if id != "" {
+				revoked, err = deps.Store.RevokeAPIKeyByID(cmd.Context(), id)
+			} else {
+				key := args[0]
+				if key == "-" {
+					data, rerr := io.ReadAll(cmd.InOrStdin())
+					if rerr != nil {
+						return fmt.Errorf("read key: %w", rerr)
+					}
+					key = strings.TrimSpace(string(data))
+				}
+				revoked, err = deps.Store.RevokeAPIKey(cmd.Context(), key)
+			}
 			if err != nil {
 				return err
 			}
@@ -642,8 +700,31 @@ func newAPIKey() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(create, revoke)
+	revoke.Flags().StringVar(&id, "id", "", "the key's id (from apikey list)")
+	cmd.AddCommand(create, list, revoke)
 	return cmd
+}
+
+// parseExpiry reads --expires: empty is never, a duration is from now, or
+// an RFC 3339 time in the future.
+func parseExpiry(v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		if d <= 0 {
+			return time.Time{}, fmt.Errorf("--expires: %s is not in the future", v)
+		}
+		return now.Add(d), nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--expires: %q is neither a duration (720h) nor an RFC 3339 time", v)
+	}
+	if !t.After(now) {
+		return time.Time{}, fmt.Errorf("--expires: %s is not in the future", v)
+	}
+	return t, nil
 }
 
 // newAPIKeyString returns a random key: 32 bytes from the OS, URL-safe.

@@ -78,3 +78,34 @@ func TestAPIKeysAreRandomAndLongEnough(t *testing.T) {
 	require.NotEqual(t, a, b)
 	require.GreaterOrEqual(t, len(a), store.MinAPIKeyLength)
 }
+
+func TestAPIKeyCreateRejectsABadTenantBeforeTouchingTheDatabase(t *testing.T) {
+	t.Parallel()
+	// DATABASE_URL points nowhere: the tenant is refused first.
+	cmd := newAPIKey()
+	var out, errOut bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs([]string{"create", "--tenant", "bad/tenant"})
+	err := cmd.Execute()
+	require.ErrorContains(t, err, "--tenant")
+	require.NotContains(t, out.String(), "cck_", "no key printed")
+}
+
+func TestParseExpiry(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC)
+	got, err := parseExpiry("720h", now)
+	require.NoError(t, err)
+	require.Equal(t, now.Add(720*time.Hour), got)
+	got, err = parseExpiry("", now)
+	require.NoError(t, err)
+	require.True(t, got.IsZero())
+	got, err = parseExpiry("2026-04-01T00:00:00Z", now)
+	require.NoError(t, err)
+	require.Equal(t, time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC), got)
+	for _, bad := range []string{"-1h", "2026-01-01T00:00:00Z", "soon"} {
+		_, err := parseExpiry(bad, now)
+		require.Error(t, err, bad)
+	}
+}

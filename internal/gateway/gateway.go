@@ -5,13 +5,13 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -20,6 +20,7 @@ import (
 	"github.com/ctxcompact/orchestrator/activities"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/ident"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/workflows"
@@ -136,7 +137,11 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 		return Submitted{}, fmt.Errorf("store conversation: %w", err)
 	}
 	runID := RunID(ev.Tenant, ev.Session, ev.EventID)
-	existing, conflict, err := g.Store.ClaimEvent(ctx, ev.Tenant, ev.Session, ev.EventID, requestHash(ev, ref.SHA256), runID)
+	hash, err := requestHash(ev, data)
+	if err != nil {
+		return Submitted{}, err
+	}
+	existing, conflict, err := g.Store.ClaimEvent(ctx, ev.Tenant, ev.Session, ev.EventID, hash, runID)
 	if err != nil {
 		return Submitted{}, fmt.Errorf("claim event: %w", err)
 	}
@@ -201,11 +206,11 @@ func (g *Gateway) validate(ev *Event) error {
 	if err := blob.ValidateTenant(ev.Tenant); err != nil {
 		return &InputError{Field: "tenant", Err: err}
 	}
-	if strings.TrimSpace(ev.Session) == "" || len(ev.Session) > 200 || strings.ContainsAny(ev.Session, "/\x00") {
-		return &InputError{Field: "session", Err: errors.New("must be 1-200 characters without '/'")}
+	if err := ident.Session(ev.Session); err != nil {
+		return &InputError{Field: "session", Err: err.(*ident.Error).Unnamed()}
 	}
-	if strings.TrimSpace(ev.EventID) == "" || len(ev.EventID) > 200 {
-		return &InputError{Field: "event_id", Err: errors.New("must be 1-200 characters")}
+	if err := ident.EventID(ev.EventID); err != nil {
+		return &InputError{Field: "event_id", Err: err.(*ident.Error).Unnamed()}
 	}
 	switch ev.Kind {
 	case "":
@@ -257,14 +262,51 @@ func (g *Gateway) conversation(ctx context.Context, ev Event) ([]byte, error) {
 
 // requestHash identifies what a request asks for, so that the same event
 // id with another body is told apart from a plain retry.
-func requestHash(ev Event, inputSHA string) string {
+//
+// It hashes meaning, not bytes: the conversation and the overrides are
+// compared in a canonical JSON form (keys sorted, whitespace dropped,
+// numbers as written), so that a client that re-encodes the same event
+// gets the same run, while any change of content, preset, model, limit or
+// kind is a conflict. The stored input keeps the caller's exact bytes.
+func requestHash(ev Event, conv []byte) (string, error) {
+	input, err := canonicalJSON(conv)
+	if err != nil {
+		return "", &InputError{Field: "conversation", Err: err}
+	}
+	overrides, err := canonicalJSON(ev.Overrides)
+	if err != nil {
+		return "", &InputError{Field: "overrides", Err: err}
+	}
+	inputSum := sha256.Sum256(input)
 	canon, _ := json.Marshal(struct {
 		Kind, Model, Preset, Input, ReplayOf string
 		Limit                                int
 		Overrides                            json.RawMessage
-	}{ev.Kind, ev.Model, ev.Preset, inputSHA, ev.ReplayOf, ev.ContextLimit, ev.Overrides})
+	}{ev.Kind, ev.Model, ev.Preset, hex.EncodeToString(inputSum[:]), ev.ReplayOf, ev.ContextLimit, overrides})
 	sum := sha256.Sum256(canon)
-	return hex.EncodeToString(sum[:])
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// canonicalJSON re-encodes a JSON value with object keys sorted and no
+// insignificant whitespace; numbers keep their text (json.Number), so no
+// precision is lost. Empty input is the empty value.
+func canonicalJSON(data []byte) ([]byte, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 // Wait waits for a run to finish and returns its result. A run still

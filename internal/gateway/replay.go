@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/ctxcompact/orchestrator/internal/ident"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/workflows"
 )
@@ -49,8 +49,8 @@ func ReplayEventID(runID, requestID string) string {
 // Temporal still keeps it, its overrides, agent model and context limit;
 // otherwise the agent model and limit recorded in the run's stats.
 func (g *Gateway) Replay(ctx context.Context, tenant, runID string, req ReplayRequest) (Submitted, error) {
-	if strings.TrimSpace(req.RequestID) == "" || len(req.RequestID) > MaxRequestIDLen {
-		return Submitted{}, &InputError{Field: "request_id", Err: fmt.Errorf("must be 1-%d characters", MaxRequestIDLen)}
+	if err := checkRequestID(req.RequestID); err != nil {
+		return Submitted{}, err
 	}
 	if tenant == "" {
 		return Submitted{}, &InputError{Field: "tenant", Err: errors.New("empty")}
@@ -139,8 +139,8 @@ func (g *Gateway) originalInput(ctx context.Context, runID string) (workflows.Co
 // that cannot be replayed does not stop the others: the answer holds the
 // replays submitted and an error joining each run's failure.
 func (g *Gateway) ReplayFailed(ctx context.Context, tenant string, from, to time.Time, req ReplayRequest) ([]Submitted, error) {
-	if strings.TrimSpace(req.RequestID) == "" || len(req.RequestID) > MaxRequestIDLen {
-		return nil, &InputError{Field: "request_id", Err: fmt.Errorf("must be 1-%d characters", MaxRequestIDLen)}
+	if err := checkRequestID(req.RequestID); err != nil {
+		return nil, err
 	}
 	if tenant == "" {
 		return nil, &InputError{Field: "tenant", Err: errors.New("empty")}
@@ -175,4 +175,16 @@ func (g *Gateway) ReplayFailed(ctx context.Context, tenant string, from, to time
 		out = append(out, sub)
 	}
 	return out, errors.Join(errs...)
+}
+
+// checkRequestID validates a replay's request id (see ident) within
+// MaxRequestIDLen, which leaves room for the event id made from it.
+func checkRequestID(id string) error {
+	if err := ident.RequestID(id); err != nil {
+		return &InputError{Field: "request_id", Err: err.(*ident.Error).Unnamed()}
+	}
+	if len(id) > MaxRequestIDLen {
+		return &InputError{Field: "request_id", Err: fmt.Errorf("%d bytes, at most %d allowed", len(id), MaxRequestIDLen)}
+	}
+	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/ident"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -253,10 +254,34 @@ func (a *api) wrap(rt route) http.Handler {
 			}
 			defer release()
 		}
+		if err := checkPathValues(r, rt.Path); err != nil {
+			a.fail(w, r, err)
+			return
+		}
 		if err := rt.Handle(w, r, tenant); err != nil {
 			a.fail(w, r, err)
 		}
 	})
+}
+
+// checkPathValues validates the identifiers in a request's path (see
+// package ident) before any handler looks them up: a session of invalid
+// UTF-8 or with control characters is a 400 naming it, not a 500.
+func checkPathValues(r *http.Request, pattern string) error {
+	for _, name := range []string{"session", "run", "id"} {
+		if !strings.Contains(pattern, "{"+name+"}") {
+			continue
+		}
+		v := r.PathValue(name)
+		err := ident.Check(name, v)
+		if name == "session" {
+			err = ident.Session(v)
+		}
+		if err != nil {
+			return badRequest(name, "%v", err)
+		}
+	}
+	return nil
 }
 
 // authenticate returns the tenant of the request's bearer key. The key is

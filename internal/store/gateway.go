@@ -14,6 +14,9 @@ import (
 // keys are guessable.
 const MinAPIKeyLength = 16
 
+// errClaimConflict rolls back the transaction of a conflicting claim.
+var errClaimConflict = errors.New("event claimed with another request")
+
 // ClaimEvent records that event eventID of a tenant starts run runID, so
 // that a duplicate delivery never starts a second run. The first claim
 // inserts and returns ("", false). A later claim with the same session and
@@ -50,8 +53,15 @@ func (s *Store) ClaimEvent(ctx context.Context, tenant, session, eventID, bodySH
 			return fmt.Errorf("read first claim: %w", err)
 		}
 		conflict = storedSession != session || storedBody != bodySHA256
+		if conflict {
+			// Roll back: a refused event leaves no session row behind.
+			return errClaimConflict
+		}
 		return nil
 	})
+	if errors.Is(err, errClaimConflict) {
+		return existingRun, true, nil
+	}
 	if err != nil {
 		return "", false, fmt.Errorf("%s: %w", op, err)
 	}

@@ -1,0 +1,97 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+// TestIdentifiersAreValidatedAtTheEdge: sessions and event ids with NUL,
+// newlines, ESC, invalid UTF-8, "..", surrounding spaces or too long are
+// 400s naming the field, and nothing is stored for them: no run, no event,
+// no session row, no S3 object.
+func TestIdentifiersAreValidatedAtTheEdge(t *testing.T) {
+	t.Parallel()
+	a := newAPIEnv(t, offline())
+	ctx := context.Background()
+	input := readData(t, "swe-agent-deepseek/django__django-11742.json")
+	for _, tc := range []struct {
+		name, session, eventID, field string
+	}{
+		{"session of invalid UTF-8", "%ff%fe", "ev-1", "session"},
+		{"session with a newline", "a%0Ab", "ev-2", "session"},
+		{"session with ESC", "a%1B%5B31mred", "ev-3", "session"},
+		{"session with a leading space", "%20lead", "ev-4", "session"},
+		{"session ..", "%2E%2E", "ev-5", "session"},
+		{"event id with NUL", "ok", "a\x00b", "event_id"},
+		{"event id with a newline", "ok", "a\nb", "event_id"},
+		{"event id too long", "ok", strings.Repeat("e", 300), "event_id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := eventBody(map[string]any{"event_id": tc.eventID, "preset": "adaptive", "model": "gpt-4o"}, input)
+			var e apiError
+			resp, raw := a.call("POST", "/v1/sessions/"+tc.session+"/events", a.key, body, &e)
+			require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", raw)
+			require.Equal(t, tc.field, e.Error.Field)
+		})
+	}
+	resp, _ := a.call("GET", "/v1/sessions/%ff/status", a.key, nil, nil)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "a bad session in a read path is a 400, not a 500")
+	resp, _ = a.call("GET", "/v1/runs/%00x", a.key, nil, nil)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+
+	runs, err := a.store.ListRuns(ctx, store.RunFilter{Tenant: a.tenant})
+	require.NoError(t, err)
+	require.Empty(t, runs)
+	objs, err := a.blob.List(ctx, "tenants/"+a.tenant+"/")
+	require.NoError(t, err)
+	require.Empty(t, objs, "no S3 object written before validation")
+	var sessions int
+	require.NoError(t, a.store.Pool().QueryRow(ctx, `select count(*) from sessions where tenant_id = $1`, a.tenant).Scan(&sessions))
+	require.Zero(t, sessions)
+}
+
+// TestIdempotencyOnMeaning: the same event re-serialized (indentation,
+// key order) is the same run; a changed conversation is a 409 that leaves
+// no session row behind.
+func TestIdempotencyOnMeaning(t *testing.T) {
+	t.Parallel()
+	a := newAPIEnv(t, offline())
+	ctx := context.Background()
+	input := readData(t, "swe-agent-deepseek/django__django-11742.json")
+	first := eventBody(map[string]any{"event_id": "same", "preset": "adaptive", "model": "gpt-4o", "overrides": map[string]any{"history": map[string]any{"keep_last": 4, "target_tokens": 3000}}}, input)
+	var acc apiAccepted
+	resp, raw := a.call("POST", "/v1/sessions/s1/events", a.key, first, &acc)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, "%s", raw)
+
+	// Re-encoded: keys in another order, indented.
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(input, &doc))
+	var indented bytes.Buffer
+	enc := json.NewEncoder(&indented)
+	enc.SetIndent("", "    ")
+	require.NoError(t, enc.Encode(doc))
+	again := []byte(`{"overrides": {"history": {"target_tokens": 3000, "keep_last": 4}}, "model": "gpt-4o", "preset": "adaptive", "event_id": "same", "conversation": ` + indented.String() + `}`)
+	var acc2 apiAccepted
+	resp, raw = a.call("POST", "/v1/sessions/s1/events", a.key, again, &acc2)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, "%s", raw)
+	require.Equal(t, acc.RunID, acc2.RunID)
+	require.True(t, acc2.Existing)
+
+	// Another conversation under the same id, in another session: 409,
+	// and that session is not created.
+	changed := bytes.Replace(input, []byte("django"), []byte("DJANGO"), 1)
+	body := eventBody(map[string]any{"event_id": "same", "preset": "adaptive", "model": "gpt-4o"}, changed)
+	resp, raw = a.call("POST", "/v1/sessions/other/events", a.key, body, nil)
+	require.Equal(t, http.StatusConflict, resp.StatusCode, "%s", raw)
+	var n int
+	require.NoError(t, a.store.Pool().QueryRow(ctx, `select count(*) from sessions where tenant_id = $1 and id = 'other'`, a.tenant).Scan(&n))
+	require.Zero(t, n, "a 409 leaves no orphan session row")
+}
