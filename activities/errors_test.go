@@ -45,3 +45,11 @@ func TestClassify(t *testing.T) {
 	require.NoError(t, classify(nil))
 	require.ErrorIs(t, classify(context.Canceled), context.Canceled, "a cancellation is not an error to classify")
 }
+
+func TestChunkCharsBoundsTheChunks(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, 50000, chunkChars(300000, 50000), "the preset's size when it makes few chunks")
+	n := 30 << 20
+	size := chunkChars(n, 10)
+	require.LessOrEqual(t, (n+size-1)/size, MaxChunks, "a 30 MB result makes at most MaxChunks chunks")
+}

@@ -296,7 +296,7 @@ func (a *Activities) Chunk(ctx context.Context, in ChunkInput) (res ChunkResult,
 	if err != nil {
 		return res, err
 	}
-	chunks, err := digest.Chunk(text, p.LargeResult.ChunkChars)
+	chunks, err := digest.Chunk(text, chunkChars(utf8.RuneCountInString(text), p.LargeResult.ChunkChars))
 	if err != nil {
 		return res, config(fmt.Errorf("chunk: %w", err))
 	}
@@ -315,6 +315,17 @@ func (a *Activities) Chunk(ctx context.Context, in ChunkInput) (res ChunkResult,
 	logger(ctx).Info("Breaking result into chunks for summarization", "run", in.Run.ID, "chars", utf8.RuneCountInString(text), "chunks", len(chunks))
 	rec.inputSize, rec.outputSize = int64(len(text)), int64(len(chunks))
 	return res, nil
+}
+
+// MaxChunks bounds the chunks of one result, whatever the preset says: a
+// huge result gets larger chunks rather than thousands of summarizer
+// activities, past Temporal's history and payload limits.
+const MaxChunks = 200
+
+// chunkChars is the chunk size for a result of n characters: the preset's,
+// raised so that the result makes at most MaxChunks chunks.
+func chunkChars(n, preset int) int {
+	return max(preset, (n+MaxChunks-1)/MaxChunks)
 }
 
 // Fallback makes a summary without an LLM: the extractive summarizer, or

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -94,4 +95,39 @@ func TestIdempotencyOnMeaning(t *testing.T) {
 	var n int
 	require.NoError(t, a.store.Pool().QueryRow(ctx, `select count(*) from sessions where tenant_id = $1 and id = 'other'`, a.tenant).Scan(&n))
 	require.Zero(t, n, "a 409 leaves no orphan session row")
+}
+
+// TestOverridesAtAndAboveTheCaps: every capped override is accepted at its
+// cap and refused above it with a 400 naming the field, before anything
+// is stored.
+func TestOverridesAtAndAboveTheCaps(t *testing.T) {
+	t.Parallel()
+	a := newAPIEnv(t, offline())
+	input := readData(t, "swe-agent-deepseek/django__django-11742.json")
+	for i, tc := range []struct {
+		at, above map[string]any
+		field     string
+	}{
+		{map[string]any{"history": map[string]any{"attempts": 5}}, map[string]any{"history": map[string]any{"attempts": 1000000}}, "overrides.history.attempts"},
+		{map[string]any{"large_result": map[string]any{"parallelism": 16}}, map[string]any{"large_result": map[string]any{"parallelism": 1e8}}, "overrides.large_result.parallelism"},
+		{map[string]any{"large_result": map[string]any{"chunk_chars": 10000}}, map[string]any{"large_result": map[string]any{"chunk_chars": 10}}, "overrides.large_result.chunk_chars"},
+		{map[string]any{"drift": map[string]any{"repair_passes": 3}}, map[string]any{"drift": map[string]any{"repair_passes": 4}}, "overrides.drift.repair_passes"},
+		{map[string]any{"history": map[string]any{"target_tokens": 32000}}, map[string]any{"history": map[string]any{"target_tokens": 32001}}, "overrides.history.target_tokens"},
+		{map[string]any{}, map[string]any{"summarizer_model": "o1-pro"}, "overrides.summarizer_model"},
+		{map[string]any{}, map[string]any{"encoding": "chars"}, "overrides.encoding"},
+		{map[string]any{}, map[string]any{"budget": map[string]any{"enabled": false}}, "overrides.budget.enabled"},
+	} {
+		body := eventBody(map[string]any{"event_id": fmt.Sprintf("at-%d", i), "preset": "react-two-layer", "overrides": tc.at}, input)
+		resp, raw := a.call("POST", "/v1/sessions/caps/events", a.key, body, nil)
+		require.Equal(t, http.StatusAccepted, resp.StatusCode, "at the cap: %s", raw)
+
+		var e apiError
+		body = eventBody(map[string]any{"event_id": fmt.Sprintf("above-%d", i), "preset": "react-two-layer", "overrides": tc.above}, input)
+		resp, raw = a.call("POST", "/v1/sessions/caps-above/events", a.key, body, &e)
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "above the cap: %s", raw)
+		require.Equal(t, tc.field, e.Error.Field)
+	}
+	runs, err := a.store.ListRuns(context.Background(), store.RunFilter{Tenant: a.tenant, Session: "caps-above"})
+	require.NoError(t, err)
+	require.Empty(t, runs, "nothing stored for a refused override")
 }

@@ -58,6 +58,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		Gateway: deps.Gateway(c), Audit: &audit.Service{Store: deps.Store, Blob: deps.Blob},
 		Store: deps.Store, Blob: deps.Blob, MaxRequestBytes: cfg.MaxRequestBytes,
 		MaxWait: httpapi.DefaultMaxWait, Draining: draining, Logger: logger,
+		Limits: httpapi.Limits{RatePerSecond: cfg.TenantRatePerSecond, Burst: cfg.TenantBurst, Concurrent: cfg.TenantConcurrent},
 	})
 	srv := &http.Server{
 		Addr:              cfg.HTTPAddr,

@@ -44,13 +44,18 @@ func Open(ctx context.Context, cfg config.Config) (*Deps, error) {
 		}
 		limits = limits.Merge(extra)
 	}
+	if err := migrate(ctx, cfg); err != nil {
+		return nil, err
+	}
 	st, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	if err := st.Migrate(ctx); err != nil {
-		st.Close()
-		return nil, fmt.Errorf("migrate postgres: %w", err)
+	if cfg.MigrateDatabaseURL == "" {
+		if err := st.Migrate(ctx); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("migrate postgres: %w", err)
+		}
 	}
 	bl, err := blob.New(ctx, blob.Config{
 		Endpoint: cfg.S3Endpoint, Region: cfg.S3Region, Bucket: cfg.S3Bucket,
@@ -143,7 +148,9 @@ func LLMWorkerOptions(cfg config.Config) worker.Options {
 // Gateway builds the gateway that submits events to the workflows.
 func (d *Deps) Gateway(c client.Client) *gateway.Gateway {
 	return &gateway.Gateway{Store: d.Store, Blob: d.Blob, Temporal: c, TaskQueue: d.Config.TaskQueue, LLMTaskQueue: d.Config.LLMTaskQueue,
-		DefaultPreset: d.Config.DefaultPreset, Overrides: d.Config.PresetOverrides, Breaker: gateway.DefaultBreaker}
+		DefaultPreset: d.Config.DefaultPreset, Overrides: d.Config.PresetOverrides, Caps: d.Config.OverrideCaps,
+		Breaker: store.BreakerRule{Runs: d.Config.BreakerRuns, Window: d.Config.BreakerWindow,
+			MinFreed: d.Config.BreakerMinFreed, MinInterval: d.Config.MinEventInterval}}
 }
 
 // Close releases the dependencies.
@@ -167,4 +174,30 @@ func Dial(cfg config.Config) (client.Client, error) {
 		return nil, fmt.Errorf("connect to temporal at %s: %w", cfg.TemporalAddress, err)
 	}
 	return c, nil
+}
+
+// migrate runs the migrations as the schema's owner (MIGRATE_DATABASE_URL)
+// and grants the runtime role of DATABASE_URL its rights, so that the
+// worker and the API never hold more than they need. Without
+// MIGRATE_DATABASE_URL, Open migrates through DATABASE_URL.
+func migrate(ctx context.Context, cfg config.Config) error {
+	if cfg.MigrateDatabaseURL == "" {
+		return nil
+	}
+	owner, err := store.Open(ctx, cfg.MigrateDatabaseURL)
+	if err != nil {
+		return fmt.Errorf("open postgres as owner (MIGRATE_DATABASE_URL): %w", err)
+	}
+	defer owner.Close()
+	if err := owner.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrate postgres: %w", err)
+	}
+	role, err := store.UserOf(cfg.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	if err := owner.GrantRuntime(ctx, role); err != nil {
+		return fmt.Errorf("grant the runtime role %s: %w", role, err)
+	}
+	return nil
 }

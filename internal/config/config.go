@@ -61,6 +61,26 @@ type Config struct {
 	// seed 002 SYNAPSE_COMPACT_* variables.
 	PresetOverrides policy.Overrides
 	ModelLimits     string
+
+	// MigrateDatabaseURL, when set, is the schema owner's connection:
+	// migrations run through it and grant the runtime role of
+	// DatabaseURL what it needs (store.GrantRuntime). Empty: migrations
+	// run through DatabaseURL.
+	MigrateDatabaseURL string
+
+	// OverrideCaps bound the overrides callers send (OVERRIDE_*).
+	OverrideCaps policy.Caps
+	// TenantRatePerSecond, TenantBurst and TenantConcurrent bound each
+	// tenant's API requests (0: no limit).
+	TenantRatePerSecond float64
+	TenantBurst         int
+	TenantConcurrent    int
+	// BreakerRuns, BreakerWindow, BreakerMinFreed and MinEventInterval are
+	// the loop breaker of a session's automatic events.
+	BreakerRuns      int
+	BreakerWindow    time.Duration
+	BreakerMinFreed  float64
+	MinEventInterval time.Duration
 }
 
 // maxBlobCacheMB keeps BLOB_CACHE_MB in bytes far from overflowing int64.
@@ -98,6 +118,24 @@ func load(getenv func(string) string) (Config, error) {
 		DefaultPreset:     r.str("COMPACTOR_DEFAULT_PRESET", policy.Adaptive),
 		ModelLimits:       r.str("MODEL_CONTEXT_LIMITS", ""),
 		LogLevel:          strings.ToLower(r.str("LOG_LEVEL", "info")),
+
+		MigrateDatabaseURL: r.str("MIGRATE_DATABASE_URL", ""),
+		OverrideCaps: policy.Caps{
+			MaxAttempts:       r.integer("OVERRIDE_MAX_ATTEMPTS", 5),
+			MaxParallelism:    r.integer("OVERRIDE_MAX_PARALLELISM", 16),
+			MinChunkChars:     r.integer("OVERRIDE_MIN_CHUNK_CHARS", 10000),
+			MaxRepairPasses:   r.integer("OVERRIDE_MAX_REPAIR_PASSES", 3),
+			MaxTargetTokens:   r.integer("OVERRIDE_MAX_TARGET_TOKENS", 32000),
+			SummarizerModels:  r.list("OVERRIDE_SUMMARIZER_MODELS"),
+			AllowBudgetOptOut: r.boolean("OVERRIDE_ALLOW_BUDGET_OPT_OUT", false),
+		},
+		TenantRatePerSecond: r.number("TENANT_RATE_PER_SECOND", 20),
+		TenantBurst:         r.integer("TENANT_BURST", 40),
+		TenantConcurrent:    r.integer("TENANT_CONCURRENT", 32),
+		BreakerRuns:         r.integer("BREAKER_RUNS", 3),
+		BreakerWindow:       r.duration("BREAKER_WINDOW", time.Hour),
+		BreakerMinFreed:     r.number("BREAKER_MIN_FREED", 0.05),
+		MinEventInterval:    r.durationOrZero("MIN_EVENT_INTERVAL"),
 	}
 	if r.err != nil {
 		return Config{}, r.err
@@ -115,6 +153,9 @@ func load(getenv func(string) string) (Config, error) {
 	case "debug", "info", "warn", "error":
 	default:
 		return Config{}, fmt.Errorf("LOG_LEVEL: %q is not one of debug, info, warn, error", c.LogLevel)
+	}
+	if c.BreakerMinFreed > 1 {
+		return Config{}, fmt.Errorf("BREAKER_MIN_FREED: %v is more than 1 (a share of the run's size)", c.BreakerMinFreed)
 	}
 	if _, err := policy.Builtin(c.DefaultPreset); err != nil {
 		return Config{}, fmt.Errorf("COMPACTOR_DEFAULT_PRESET: %w", err)
@@ -241,6 +282,26 @@ func (r *reader) duration(name string, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// list reads a comma-separated list; empty is none.
+func (r *reader) list(name string) []string {
+	var out []string
+	for _, v := range strings.Split(r.getenv(name), ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// durationOrZero reads a duration that may be 0 (off); empty is 0.
+func (r *reader) durationOrZero(name string) time.Duration {
+	v := strings.TrimSpace(r.getenv(name))
+	if v == "" || v == "0" {
+		return 0
+	}
+	return r.duration(name, 0)
 }
 
 func (r *reader) fail(err error) {

@@ -64,6 +64,12 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		"COMPACTOR_DEFAULT_PRESET":       {"COMPACTOR_DEFAULT_PRESET": "fast"},
 		"SYNAPSE_COMPACT_PRESERVE_COUNT": {"SYNAPSE_COMPACT_PRESERVE_COUNT": "five"},
 		"COMPACTOR_PRESET_FILE":          {"COMPACTOR_PRESET_FILE": "/does/not/exist.json"},
+		"OVERRIDE_MAX_ATTEMPTS":          {"OVERRIDE_MAX_ATTEMPTS": "many"},
+		"OVERRIDE_ALLOW_BUDGET_OPT_OUT":  {"OVERRIDE_ALLOW_BUDGET_OPT_OUT": "perhaps"},
+		"TENANT_RATE_PER_SECOND":         {"TENANT_RATE_PER_SECOND": "-3"},
+		"BREAKER_WINDOW":                 {"BREAKER_WINDOW": "a while"},
+		"BREAKER_MIN_FREED":              {"BREAKER_MIN_FREED": "2"},
+		"MIN_EVENT_INTERVAL":             {"MIN_EVENT_INTERVAL": "often"},
 	}
 	for name, vars := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -91,4 +97,23 @@ func TestSynapseVariablesOverrideOffloadCompact(t *testing.T) {
 	require.Equal(t, 4, p.History.KeepLast)
 	require.Equal(t, 2, p.History.Attempts)
 	require.Equal(t, "gpt-4.1-mini", p.SummarizerModel)
+}
+
+func TestCapsLimitsAndBreakerFromTheEnvironment(t *testing.T) {
+	t.Parallel()
+	c, err := load(env(map[string]string{
+		"OVERRIDE_MAX_ATTEMPTS": "4", "OVERRIDE_SUMMARIZER_MODELS": "gpt-4o-mini, gpt-4.1-mini",
+		"OVERRIDE_ALLOW_BUDGET_OPT_OUT": "true", "TENANT_CONCURRENT": "5", "BREAKER_RUNS": "0",
+		"MIN_EVENT_INTERVAL": "10s", "MIGRATE_DATABASE_URL": "postgres://owner@db/x",
+	}))
+	require.NoError(t, err)
+	require.Equal(t, 4, c.OverrideCaps.MaxAttempts)
+	require.Equal(t, 16, c.OverrideCaps.MaxParallelism, "default")
+	require.Equal(t, []string{"gpt-4o-mini", "gpt-4.1-mini"}, c.OverrideCaps.SummarizerModels)
+	require.True(t, c.OverrideCaps.AllowBudgetOptOut)
+	require.Equal(t, 5, c.TenantConcurrent)
+	require.Equal(t, 20.0, c.TenantRatePerSecond, "default")
+	require.Zero(t, c.BreakerRuns)
+	require.Equal(t, 10*time.Second, c.MinEventInterval)
+	require.Equal(t, "postgres://owner@db/x", c.MigrateDatabaseURL)
 }

@@ -74,6 +74,10 @@ type Event struct {
 	Conversation    json.RawMessage `json:"conversation,omitempty"`
 	ConversationKey string          `json:"conversation_key,omitempty"`
 	ReplayOf        string          `json:"replay_of,omitempty"`
+	// recordedOverrides is set when Overrides are a replayed run's
+	// effective settings (deployment's included), which were capped when
+	// that run was submitted and are not the caller's.
+	recordedOverrides bool
 }
 
 // Submitted is the answer to a submission.
@@ -104,6 +108,8 @@ type Gateway struct {
 	// Breaker stops a session's automatic events after repeated failing or
 	// useless runs; the zero rule never stops them.
 	Breaker store.BreakerRule
+	// Caps bound the caller's overrides (zero fields: policy.DefaultCaps).
+	Caps policy.Caps
 }
 
 // RunID derives a run's id from its tenant, session and event id, so that
@@ -202,6 +208,14 @@ func (g *Gateway) checkBreaker(ctx context.Context, ev Event) error {
 	return &BreakerOpenError{Reason: b.Reason, Until: b.Until}
 }
 
+// checkOverrides applies the caps to the caller's own overrides.
+func (g *Gateway) checkOverrides(ev Event) error {
+	if ev.recordedOverrides {
+		return nil
+	}
+	return policy.CheckCallerOverrides(ev.Overrides, g.Caps)
+}
+
 func (g *Gateway) validate(ev *Event) error {
 	if err := blob.ValidateTenant(ev.Tenant); err != nil {
 		return &InputError{Field: "tenant", Err: err}
@@ -225,12 +239,28 @@ func (g *Gateway) validate(ev *Event) error {
 	if ev.Preset == "" {
 		ev.Preset = g.DefaultPreset
 	}
+	if _, err := policy.Builtin(ev.Preset); err != nil {
+		return &InputError{Field: "preset", Err: err}
+	}
+	// The caller's overrides within the operator's caps, each problem
+	// named by its field; the deployment's own overrides are not capped.
+	if err := g.checkOverrides(*ev); err != nil {
+		var oe *policy.OverrideError
+		if errors.As(err, &oe) {
+			field := "overrides"
+			if oe.Field != "overrides" {
+				field += "." + oe.Field
+			}
+			return &InputError{Field: field, Err: errors.New(oe.Reason)}
+		}
+		return &InputError{Field: "overrides", Err: err}
+	}
 	merged, err := policy.Merge(g.Overrides[ev.Preset], ev.Overrides)
 	if err != nil {
 		return &InputError{Field: "overrides", Err: err}
 	}
 	if _, err := policy.Resolve(ev.Preset, merged); err != nil {
-		return &InputError{Field: "preset", Err: err}
+		return &InputError{Field: "overrides", Err: err}
 	}
 	if (len(ev.Conversation) == 0) == (ev.ConversationKey == "") {
 		return &InputError{Field: "conversation", Err: errors.New("give exactly one of conversation and conversation_key")}

@@ -82,7 +82,7 @@ func (g *Gateway) Replay(ctx context.Context, tenant, runID string, req ReplayRe
 	in, haveInput := g.originalInput(ctx, orig.ID)
 	if haveInput {
 		if samePreset && len(ev.Overrides) == 0 {
-			ev.Overrides = in.Run.Overrides
+			ev.Overrides, ev.recordedOverrides = in.Run.Overrides, true
 		}
 		if ev.Model == "" {
 			ev.Model = in.Run.Model

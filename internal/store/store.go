@@ -128,6 +128,15 @@ func (s *Store) migrateTo(ctx context.Context, target int32) error {
 	return nil
 }
 
+// UserOf returns the user a connection string connects as.
+func UserOf(databaseURL string) (string, error) {
+	cfg, err := pgx.ParseConfig(databaseURL)
+	if err != nil {
+		return "", errors.New("malformed connection string (details withheld: they may contain the password)")
+	}
+	return cfg.User, nil
+}
+
 // GrantRuntime gives role what the worker and the API need in the current
 // schema and nothing more: read, insert and update rows, use the identity
 // sequences. It has no DELETE, TRUNCATE, REFERENCES or TRIGGER right and
