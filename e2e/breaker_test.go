@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcompact/orchestrator/internal/audit"
+	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -45,4 +47,39 @@ func TestLoopBreaker(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
 	resp, body = event("auto-4", "threshold", 1_000_000)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "closed again: %s", body)
+}
+
+// TestReplaysDoNotChangeTheLiveSession: a what-if replay at another limit
+// is audit data: /status keeps describing the session's last real run,
+// and counts the replay apart.
+func TestReplaysDoNotChangeTheLiveSession(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, offline())
+	ctx := t.Context()
+	input := readData(t, "swe-agent-deepseek/django__django-11742.json")
+	sub, res := e.compact(gatewayEvent("adaptive", 200000, input))
+	checkRun(t, e, input, sub, res)
+	svc := &audit.Service{Store: e.store, Blob: e.blob}
+	before, err := svc.Status(ctx, e.tenant, "s1")
+	require.NoError(t, err)
+
+	rep, err := e.gw.Replay(ctx, e.tenant, sub.RunID, gateway.ReplayRequest{RequestID: "what-if", Preset: "three-tier", ContextLimit: 40000})
+	require.NoError(t, err)
+	_, err = e.gw.Wait(ctx, rep.RunID)
+	require.NoError(t, err)
+
+	after, err := svc.Status(ctx, e.tenant, "s1")
+	require.NoError(t, err)
+	require.Equal(t, sub.RunID, after.LastRunID, "the replay is not the session's last run")
+	require.Equal(t, before.Usage, after.Usage)
+	require.Equal(t, before.Level, after.Level)
+	require.Equal(t, 1, after.Replays)
+	replayRows := 0
+	for _, h := range after.History {
+		if h.Replay {
+			replayRows++
+			require.Equal(t, rep.RunID, h.RunID)
+		}
+	}
+	require.Positive(t, replayRows, "the replay's passes are listed, marked as a replay")
 }

@@ -578,6 +578,12 @@ func printStatus(w io.Writer, st audit.SessionStatus) {
 		}
 	}
 	fmt.Fprintf(w, "- **Runs:** %s\n", strings.Join(counts, ", "))
+	if st.Replays > 0 {
+		fmt.Fprintf(w, "- **Replays:** %d (audit only: not the session's state)\n", st.Replays)
+	}
+	if st.Breaker != nil {
+		fmt.Fprintf(w, "- **Breaker:** open until %s: %s\n", st.Breaker.Until.Format(time.RFC3339), oneLine(st.Breaker.Reason))
+	}
 	if st.Recommendation != "" {
 		fmt.Fprintf(w, "\n### Recommendation\n%s\n", st.Recommendation)
 	}

@@ -54,8 +54,9 @@ func serve(ctx context.Context, cfg config.Config) error {
 
 	draining, drain := context.WithCancel(context.Background())
 	defer drain()
+	gw := deps.Gateway(c)
 	handler := httpapi.New(httpapi.Deps{
-		Gateway: deps.Gateway(c), Audit: &audit.Service{Store: deps.Store, Blob: deps.Blob},
+		Gateway: gw, Audit: &audit.Service{Store: deps.Store, Blob: deps.Blob, Breaker: gw.Breaker},
 		Store: deps.Store, Blob: deps.Blob, MaxRequestBytes: cfg.MaxRequestBytes,
 		MaxWait: httpapi.DefaultMaxWait, Draining: draining, Logger: logger,
 		Limits: httpapi.Limits{RatePerSecond: cfg.TenantRatePerSecond, Burst: cfg.TenantBurst, Concurrent: cfg.TenantConcurrent},

@@ -37,6 +37,9 @@ var ErrNoOutput = errors.New("run has no output")
 type Service struct {
 	Store *store.Store
 	Blob  *blob.Store
+	// Breaker is the deployment's loop breaker rule, for the status
+	// report; zero reports none.
+	Breaker store.BreakerRule
 }
 
 // RunDetail is one run with everything recorded about it.

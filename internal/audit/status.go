@@ -21,6 +21,9 @@ type HistoryRow struct {
 	Type        string    `json:"type"`
 	Count       int       `json:"count"`
 	TokensSaved int       `json:"tokens_saved"`
+	// Replay is set for a pass of a replay: what-if audit data, not the
+	// session's life.
+	Replay bool `json:"replay,omitempty"`
 }
 
 // SessionStatus is seed 004's context status report for one session.
@@ -47,8 +50,12 @@ type SessionStatus struct {
 	// Summarisations counts applied summary passes over all runs: history
 	// summaries, map-reduce and layer-2 result compression.
 	Summarisations int `json:"summarisations"`
-	// Runs counts the session's runs by status.
+	// Runs counts the session's runs by status; Replays the replays among
+	// them, which never become the session's current state.
 	Runs      map[string]int `json:"runs"`
+	Replays   int            `json:"replays"`
+	// Breaker is the session's loop breaker, when open.
+	Breaker *store.Breaker `json:"breaker,omitempty"`
 	History   []HistoryRow   `json:"history"`
 	Watermark string         `json:"watermark,omitempty"`
 }
@@ -93,6 +100,10 @@ func (s *Service) Status(ctx context.Context, tenant, session string) (SessionSt
 	slices.Reverse(runs)
 	for _, r := range runs {
 		st.Runs[string(r.Status)]++
+		replay := r.ReplayOf != ""
+		if replay {
+			st.Replays++
+		}
 		if !r.Status.Committed() {
 			continue
 		}
@@ -102,13 +113,20 @@ func (s *Service) Status(ctx context.Context, tenant, session string) (SessionSt
 				return SessionStatus{}, fmt.Errorf("run %s: stats: %w", r.ID, err)
 			}
 		}
-		st.LastRunID, st.Tokens, st.Usage, st.ContextLimit = r.ID, r.TokensAfter, stats.UsageAfter, stats.ContextLimit
-		st.Level, st.Recommendation = r.Level, stats.Recommendation
+		if !replay {
+			// A what-if replay is audit data: the session's current state
+			// is its last real run.
+			st.LastRunID, st.Tokens, st.Usage, st.ContextLimit = r.ID, r.TokensAfter, stats.UsageAfter, stats.ContextLimit
+			st.Level, st.Recommendation = r.Level, stats.Recommendation
+		}
 		for _, p := range stats.Passes {
 			if !p.Applied {
 				continue
 			}
-			st.History = append(st.History, HistoryRow{Time: r.FinishedAt, RunID: r.ID, Type: p.Name, Count: p.Count, TokensSaved: p.TokensSaved})
+			st.History = append(st.History, HistoryRow{Time: r.FinishedAt, RunID: r.ID, Type: p.Name, Count: p.Count, TokensSaved: p.TokensSaved, Replay: replay})
+			if replay {
+				continue
+			}
 			switch {
 			case p.Name == "truncate-inputs":
 				st.Truncations += p.Count
@@ -136,6 +154,15 @@ func (s *Service) Status(ctx context.Context, tenant, session string) (SessionSt
 	}
 	if st.Watermark, err = s.Store.GetWatermark(ctx, tenant, session); err != nil {
 		return SessionStatus{}, err
+	}
+	if s.Breaker != (store.BreakerRule{}) {
+		b, err := s.Store.SessionBreaker(ctx, tenant, session, s.Breaker, time.Now())
+		if err != nil {
+			return SessionStatus{}, err
+		}
+		if b.Open {
+			st.Breaker = &b
+		}
 	}
 	return st, nil
 }
