@@ -52,10 +52,10 @@ type SessionStatus struct {
 	Summarisations int `json:"summarisations"`
 	// Runs counts the session's runs by status; Replays the replays among
 	// them, which never become the session's current state.
-	Runs      map[string]int `json:"runs"`
-	Replays   int            `json:"replays"`
+	Runs    map[string]int `json:"runs"`
+	Replays int            `json:"replays"`
 	// Breaker is the session's loop breaker, when open.
-	Breaker *store.Breaker `json:"breaker,omitempty"`
+	Breaker   *store.Breaker `json:"breaker,omitempty"`
 	History   []HistoryRow   `json:"history"`
 	Watermark string         `json:"watermark,omitempty"`
 }
