@@ -76,10 +76,12 @@ func llmErr(err error) error {
 		return err
 	}
 	if !le.Retryable() {
-		return temporal.NewNonRetryableApplicationError(le.Message, ErrLLMRejected, err)
+		return temporal.NewNonRetryableApplicationError(le.Message, ErrLLMRejected, errors.New(le.Error()))
 	}
+	// The cause is the scrubbed error only: the provider's own error
+	// (its body may echo the prompt) must not reach Temporal's history.
 	return temporal.NewApplicationErrorWithOptions(le.Message, string(le.Kind), temporal.ApplicationErrorOptions{
-		Cause:          err,
+		Cause:          errors.New(le.Error()),
 		NextRetryDelay: le.RetryAfter,
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
@@ -102,11 +103,23 @@ func csvRow(r RunRecord) []string {
 		finished = r.FinishedAt.Format(time.RFC3339Nano)
 	}
 	i := func(v int64) string { return strconv.FormatInt(v, 10) }
+	t := cell
 	return []string{
-		r.ID, r.Tenant, r.Session, r.EventID, r.Trigger, r.Preset, r.Model, r.PromptVersion, r.Status, r.Level,
+		t(r.ID), t(r.Tenant), t(r.Session), t(r.EventID), t(r.Trigger), t(r.Preset), t(r.Model), t(r.PromptVersion), t(r.Status), t(r.Level),
 		i(r.TokensBefore), i(r.TokensAfter), i(r.CharsBefore), i(r.CharsAfter),
 		strconv.FormatFloat(r.Ratio, 'f', -1, 64), i(r.DurationMS),
-		r.StartedAt.Format(time.RFC3339Nano), finished, r.Error, r.ReplayOf,
-		r.InputKey, r.ArchiveKey, r.ArchiveSHA256, r.OutputKey, r.OutputSHA256,
+		r.StartedAt.Format(time.RFC3339Nano), finished, t(r.Error), t(r.ReplayOf),
+		t(r.InputKey), t(r.ArchiveKey), t(r.ArchiveSHA256), t(r.OutputKey), t(r.OutputSHA256),
 	}
+}
+
+// cell neutralises a text cell for spreadsheets (OWASP CSV injection): a
+// value starting with =, +, -, @, a tab or a carriage return would be read
+// as a formula, so it gets a leading apostrophe. Numbers are written by
+// csvRow itself and are not passed through here.
+func cell(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
 }

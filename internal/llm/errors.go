@@ -8,10 +8,13 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -187,11 +190,56 @@ type classifier struct {
 	now     func() time.Time
 }
 
+// redact scrubs text from a provider or a transport error before it can
+// reach Postgres, logs or Temporal: the configured API key and anything
+// shaped like a credential are replaced, control characters dropped, and
+// the text cut to maxDetail bytes on a character boundary (providers echo
+// the request, and the prompt is conversation text).
 func (c classifier) redact(s string) string {
-	if c.apiKey == "" {
+	if c.apiKey != "" {
+		s = strings.ReplaceAll(s, c.apiKey, "[redacted]")
+	}
+	return Scrub(s)
+}
+
+// maxDetail bounds the provider's words kept in an error.
+const maxDetail = 300
+
+var secretShapes = []*regexp.Regexp{
+	regexp.MustCompile(`(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}`),
+	regexp.MustCompile(`\b(sk|pk|rk)-[A-Za-z0-9_-]{8,}`),
+	regexp.MustCompile(`(?i)\b(api[_-]?key|access[_-]?token|token|secret|password)("?\s*[:=]\s*"?)[^\s"',;}&]+`),
+}
+
+// Scrub removes credentials and control characters from text and bounds
+// it to maxDetail bytes.
+func Scrub(s string) string {
+	for _, re := range secretShapes {
+		s = re.ReplaceAllStringFunc(s, func(m string) string {
+			if sub := re.FindStringSubmatch(m); len(sub) == 3 && sub[2] != "" {
+				return sub[1] + sub[2] + "[redacted]"
+			}
+			return "[redacted]"
+		})
+	}
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t':
+			return ' '
+		case r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
+			return -1
+		}
+		return r
+	}, s)
+	s = strings.TrimSpace(s)
+	if len(s) <= maxDetail {
 		return s
 	}
-	return strings.ReplaceAll(s, c.apiKey, "[redacted]")
+	cut := maxDetail
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // classify is the one place that maps failures to kinds.
@@ -219,10 +267,7 @@ func (c classifier) classify(err error, capture *responseCapture) *Error {
 		apiMessage = apiErr.Message
 	case errors.As(err, &reqErr):
 		out.Status = reqErr.HTTPStatusCode
-		apiMessage = strings.TrimSpace(string(reqErr.Body))
-		if len(apiMessage) > 300 {
-			apiMessage = apiMessage[:300] + "…"
-		}
+		apiMessage = string(reqErr.Body)
 	}
 	apiMessage = c.redact(apiMessage)
 
