@@ -19,6 +19,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/llm"
+	"github.com/ctxcompact/orchestrator/internal/metrics"
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
@@ -37,6 +38,9 @@ type Activities struct {
 	SummarizerModel string
 	// LLMSlots bounds the summarizer calls in flight in this worker.
 	LLMSlots chan struct{}
+	// Metrics receive the steps, runs, summarizer calls, drift verdicts
+	// and offloads (nil: none).
+	Metrics *metrics.Metrics
 }
 
 // preset resolves a run's preset: built-in numbers, then the run's
@@ -191,6 +195,7 @@ func (a *Activities) record(ctx context.Context, runID, name string, started tim
 	if stepErr != nil {
 		st.Error = stepErr.Error()
 	}
+	a.Metrics.Step(rec.kind, attempt, st.Duration, stepErr)
 	err := a.Store.RecordStep(ctx, st)
 	if err != nil && store.IsRetryable(err) {
 		// The write is idempotent; one more try rides out a dropped

@@ -189,6 +189,7 @@ func (a *Activities) storeOffloads(ctx context.Context, run Run, offloads []plan
 		if ref.Key != o.Key {
 			return fmt.Errorf("offload %s: stored under %s, planned %s", o.ToolID, ref.Key, o.Key)
 		}
+		a.Metrics.Offload(len(o.Text))
 	}
 	return nil
 }
@@ -596,7 +597,9 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 		Passed: res.Passed, Missing: missing, Verdict: verdict}); err != nil {
 		return res, storeErr(fmt.Errorf("record drift: %w", err))
 	}
+	a.Metrics.Drift("identifiers", idPassed)
 	for _, c := range checks {
+		a.Metrics.Drift(c.Name, c.Passed)
 		verdict := "passed: " + c.Note
 		if !c.Passed {
 			verdict = "DRIFT_DETECTED: " + c.Note
@@ -893,6 +896,13 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	if err != nil {
 		return res, storeErr(fmt.Errorf("commit run: %w", err))
 	}
+	if committed {
+		outcome := string(store.RunSucceeded)
+		if over {
+			outcome = string(store.RunOverLimit)
+		}
+		a.Metrics.Run(outcome, p.Name, string(conv.Format), unitOf(b), int(stored.TokensBefore), after)
+	}
 	if !committed {
 		// A retried commit finds the run already final: nothing changes.
 		current, err := a.Store.GetRun(ctx, run.ID)
@@ -974,8 +984,16 @@ func (a *Activities) handoff(ctx context.Context, run Run, conv conversation.Con
 
 // FailRun marks a run failed; a run already final stays as it is.
 func (a *Activities) FailRun(ctx context.Context, in FailInput) error {
-	if _, err := a.Store.FailRun(ctx, in.RunID, in.Message); err != nil {
+	failed, err := a.Store.FailRun(ctx, in.RunID, in.Message)
+	if err != nil {
 		return storeErr(fmt.Errorf("fail run: %w", err))
+	}
+	if failed {
+		preset := ""
+		if r, err := a.Store.GetRun(ctx, in.RunID); err == nil {
+			preset = r.Preset
+		}
+		a.Metrics.Run(string(store.RunFailed), preset, "", "", 0, 0)
 	}
 	return nil
 }

@@ -58,12 +58,15 @@ func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (res Summ
 		TargetChars: in.TargetChars, Missing: missing, ArchiveRef: in.ArchiveKey, Model: p.SummarizerModel,
 	}
 	stop := a.heartbeat(ctx)
+	callStart := time.Now()
 	resp, err := a.summarize(ctx, req, 0)
 	stop()
 	rec.inputSize = int64(len(text))
 	if err != nil {
+		a.Metrics.Summarizer(a.modelFor(p), string(llm.KindOf(err)), time.Since(callStart), 0, 0)
 		return res, llmErr(err)
 	}
+	a.Metrics.Summarizer(resp.Model, "ok", time.Since(callStart), resp.PromptTokens, resp.CompletionTokens)
 	rec.outputSize, rec.model, rec.promptVersion = int64(len(resp.Text)), resp.Model, resp.PromptVersion
 	rec.promptTokens, rec.completionTokens = resp.PromptTokens, resp.CompletionTokens
 	key, err := a.putText(ctx, in.Run.Tenant, "summary", resp.Text)

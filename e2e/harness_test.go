@@ -30,6 +30,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
+	"github.com/ctxcompact/orchestrator/internal/metrics"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/store/storetest"
@@ -83,7 +84,12 @@ type envConfig struct {
 	overrides policy.Overrides
 	// llmRate is the LLM task queue's rate limit (LLM_RATE_PER_SECOND).
 	llmRate float64
+	// metrics, when set, receive the activities' and the SDK's metrics.
+	metrics *metrics.Metrics
 }
+
+// withMetrics gives the stack one metrics registry, as a process has.
+func withMetrics(m *metrics.Metrics) envOption { return func(c *envConfig) { c.metrics = m } }
 
 func withLLM(opts ...llmtest.Option) envOption {
 	return func(c *envConfig) { c.llmOpts = append(c.llmOpts, opts...) }
@@ -122,13 +128,16 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	}
 	e.acts = &activities.Activities{
 		Store: e.store, Blob: e.blob, Summarizer: sum, Limits: tokens.DefaultLimits(),
-		SummarizerModel: "gpt-4o-mini", LLMSlots: make(chan struct{}, 16),
+		SummarizerModel: "gpt-4o-mini", LLMSlots: make(chan struct{}, 16), Metrics: cfg.metrics,
 	}
 	seq := queueSeq.Add(1)
 	e.taskQueue = fmt.Sprintf("e2e-%d-%s", seq, strings.ReplaceAll(t.Name(), "/", "-"))
 	e.llmQueue = e.taskQueue + "-llm"
 	e.tenant = fmt.Sprintf("tenant-%d", seq)
 	e.client = server.GetDefaultClient()
+	if cfg.metrics != nil {
+		e.client = server.NewClientWithOptions(client.Options{MetricsHandler: cfg.metrics.SDKHandler()})
+	}
 	e.gw = &gateway.Gateway{Store: e.store, Blob: e.blob, Temporal: e.client, TaskQueue: e.taskQueue, LLMTaskQueue: e.llmQueue,
 		DefaultPreset: policy.Adaptive, Overrides: cfg.overrides}
 	e.llmRate = cfg.llmRate

@@ -46,7 +46,7 @@ func serve(ctx context.Context, cfg config.Config) error {
 		return err
 	}
 	defer deps.Close()
-	c, err := app.Dial(cfg)
+	c, err := app.DialWith(cfg, deps.Metrics)
 	if err != nil {
 		return err
 	}
@@ -59,7 +59,8 @@ func serve(ctx context.Context, cfg config.Config) error {
 		Gateway: gw, Audit: &audit.Service{Store: deps.Store, Blob: deps.Blob, Breaker: gw.Breaker},
 		Store: deps.Store, Blob: deps.Blob, MaxRequestBytes: cfg.MaxRequestBytes,
 		MaxWait: httpapi.DefaultMaxWait, Draining: draining, Logger: logger,
-		Limits: httpapi.Limits{RatePerSecond: cfg.TenantRatePerSecond, Burst: cfg.TenantBurst, Concurrent: cfg.TenantConcurrent},
+		Limits:  httpapi.Limits{RatePerSecond: cfg.TenantRatePerSecond, Burst: cfg.TenantBurst, Concurrent: cfg.TenantConcurrent},
+		Metrics: deps.Metrics,
 	})
 	srv := &http.Server{
 		Addr:              cfg.HTTPAddr,

@@ -36,11 +36,19 @@ func run() error {
 		return err
 	}
 	defer deps.Close()
-	c, err := app.Dial(cfg)
+	c, err := app.DialWith(cfg, deps.Metrics)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	if cfg.MetricsAddr != "" {
+		stopMetrics, err := app.ServeMetrics(cfg.MetricsAddr, deps.Metrics)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+		slog.Info("serving metrics", "addr", cfg.MetricsAddr)
+	}
 	w := deps.NewWorkers(c)
 	slog.Info("worker started", "temporal", cfg.TemporalAddress, "namespace", cfg.TemporalNamespace, "task_queue", cfg.TaskQueue, "llm_task_queue", cfg.LLMTaskQueue, "llm_rate_per_second", cfg.LLMRatePerSecond)
 	// worker.InterruptCh stops polling on a signal and waits for the

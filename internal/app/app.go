@@ -7,7 +7,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
@@ -18,6 +21,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm"
+	"github.com/ctxcompact/orchestrator/internal/metrics"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 	"github.com/ctxcompact/orchestrator/workflows"
@@ -30,6 +34,9 @@ type Deps struct {
 	Blob       *blob.Store
 	Summarizer llm.Summarizer
 	Limits     tokens.Limits
+	// Metrics are the process's Prometheus metrics (the product's and the
+	// Temporal SDK's).
+	Metrics *metrics.Metrics
 }
 
 // Open connects to Postgres (applying migrations), S3 (creating the bucket
@@ -75,7 +82,7 @@ func Open(ctx context.Context, cfg config.Config) (*Deps, error) {
 		st.Close()
 		return nil, fmt.Errorf("summarizer: %w", err)
 	}
-	return &Deps{Config: cfg, Store: st, Blob: bl, Summarizer: sum, Limits: limits}, nil
+	return &Deps{Config: cfg, Store: st, Blob: bl, Summarizer: sum, Limits: limits, Metrics: metrics.New()}, nil
 }
 
 // Activities builds the activity struct over the dependencies.
@@ -84,6 +91,7 @@ func (d *Deps) Activities() *activities.Activities {
 		Store: d.Store, Blob: d.Blob, Summarizer: d.Summarizer, Limits: d.Limits,
 		SummarizerModel: d.Config.SummarizerModel,
 		LLMSlots:        make(chan struct{}, max(d.Config.LLMParallelism, 1)),
+		Metrics:         d.Metrics,
 	}
 }
 
@@ -168,8 +176,13 @@ func Logger(cfg config.Config) *slog.Logger {
 
 // Dial connects a Temporal client.
 func Dial(cfg config.Config) (client.Client, error) {
+	return DialWith(cfg, nil)
+}
+
+// DialWith is Dial reporting the SDK's metrics into m (nil: none).
+func DialWith(cfg config.Config, m *metrics.Metrics) (client.Client, error) {
 	c, err := client.Dial(client.Options{HostPort: cfg.TemporalAddress, Namespace: cfg.TemporalNamespace,
-		Logger: log.NewStructuredLogger(Logger(cfg))})
+		Logger: log.NewStructuredLogger(Logger(cfg)), MetricsHandler: m.SDKHandler()})
 	if err != nil {
 		return nil, fmt.Errorf("connect to temporal at %s: %w", cfg.TemporalAddress, err)
 	}
@@ -200,4 +213,18 @@ func migrate(ctx context.Context, cfg config.Config) error {
 		return fmt.Errorf("grant the runtime role %s: %w", role, err)
 	}
 	return nil
+}
+
+// ServeMetrics serves m at http://addr/metrics until the returned stop is
+// called.
+func ServeMetrics(addr string, m *metrics.Metrics) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (METRICS_ADDR): %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return func() { _ = srv.Close() }, nil
 }

@@ -50,8 +50,11 @@ type Config struct {
 	LLMParallelism int
 
 	WorkerActivities int
-	HTTPAddr         string
-	MaxRequestBytes  int64
+	// MetricsAddr is where the worker serves /metrics ("" : nowhere);
+	// `starter serve` serves them on its own address.
+	MetricsAddr     string
+	HTTPAddr        string
+	MaxRequestBytes int64
 
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
@@ -114,6 +117,7 @@ func load(getenv func(string) string) (Config, error) {
 		LLMRatePerSecond:  r.number("LLM_RATE_PER_SECOND", 0),
 		WorkerActivities:  r.integer("WORKER_ACTIVITIES", 32),
 		HTTPAddr:          r.str("HTTP_ADDR", "127.0.0.1:8080"),
+		MetricsAddr:       r.str("METRICS_ADDR", ""),
 		MaxRequestBytes:   int64(r.integer("MAX_REQUEST_BYTES", 32<<20)),
 		DefaultPreset:     r.str("COMPACTOR_DEFAULT_PRESET", policy.Adaptive),
 		ModelLimits:       r.str("MODEL_CONTEXT_LIMITS", ""),

@@ -23,6 +23,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/ident"
+	"github.com/ctxcompact/orchestrator/internal/metrics"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -50,6 +51,9 @@ type Deps struct {
 	Draining context.Context
 	// Limits bound each tenant's requests (429 with Retry-After beyond).
 	Limits Limits
+	// Metrics count the requests by route and status and are served at
+	// /metrics (nil: none, and /metrics is empty).
+	Metrics *metrics.Metrics
 	// Logger receives one line per request and the cause of every 500.
 	// Request bodies, API keys and conversation text are never logged.
 	Logger *slog.Logger
@@ -103,6 +107,7 @@ func (a *api) routes() []route {
 	ok := func(v any) map[int]any { return map[int]any{http.StatusOK: v} }
 	return []route{
 		{Method: http.MethodGet, Path: "/healthz", Handle: a.health, Responses: ok(healthResponse{})},
+		{Method: http.MethodGet, Path: "/metrics", Handle: a.metrics},
 		{Method: http.MethodGet, Path: "/readyz", Handle: a.ready,
 			Responses: map[int]any{http.StatusOK: readyResponse{}, http.StatusServiceUnavailable: readyResponse{}}},
 		{Method: http.MethodPost, Path: "/v1/sessions/{session}/events", Auth: true, Handle: a.postEvent, Request: eventRequest{},
@@ -181,6 +186,11 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.mux.ServeHTTP(sw, r)
 	}
 
+	route := r.Pattern
+	if route == "" {
+		route = "unrouted"
+	}
+	a.deps.Metrics.HTTP(route, sw.status, time.Since(start))
 	attrs := []any{"request_id", info.id, "method", r.Method, "route", r.Pattern, "status", sw.status,
 		"duration_ms", time.Since(start).Milliseconds()}
 	if info.tenant != "" {
@@ -329,6 +339,17 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error) {
 // health answers the liveness probe; it checks nothing behind the process.
 func (a *api) health(w http.ResponseWriter, _ *http.Request, _ string) error {
 	writeJSON(w, http.StatusOK, healthResponse{Status: "ok"})
+	return nil
+}
+
+// metrics serves the process's Prometheus metrics (no key: scrapers
+// carry none, and the metrics hold no tenant data).
+func (a *api) metrics(w http.ResponseWriter, r *http.Request, _ string) error {
+	if a.deps.Metrics == nil {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		return nil
+	}
+	a.deps.Metrics.Handler().ServeHTTP(w, r)
 	return nil
 }
 
