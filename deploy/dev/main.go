@@ -11,8 +11,13 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -20,8 +25,10 @@ import (
 
 	"github.com/ctxcompact/orchestrator/deploy/devstack"
 	"github.com/ctxcompact/orchestrator/internal/app"
+	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/httpapi"
 	"github.com/ctxcompact/orchestrator/internal/report"
 )
 
@@ -32,22 +39,37 @@ func main() {
 	}
 }
 
+// sample is the demo conversation, embedded so that the command works
+// from any directory: a real SWE-bench run of 141 messages (the copy of
+// testdata/conversations/django__django-11742.json, provenance there).
+//
+//go:embed sample.json
+var sample []byte
+
 func run() error {
-	dir := flag.String("dir", ".devstack", "folder for the stack's state (Temporal SQLite file, Postgres cluster, S3 objects)")
-	file := flag.String("file", "testdata/conversations/django__django-11742.json", "conversation to compact")
+	dir := flag.String("dir", ".devstack", "folder for the stack's state (Temporal SQLite file, Postgres cluster, S3 objects, ports.json)")
+	file := flag.String("file", "", "conversation to compact (default: the embedded sample, a real SWE-bench run); \"none\" skips the demo")
+	temporalPort := flag.Int("temporal-port", 0, "Temporal frontend port (default: the port this -dir used last, else a free one)")
+	s3Port := flag.Int("s3-port", 0, "S3 port (default: the port this -dir used last, else a free one)")
+	pgPort := flag.Int("pg-port", 0, "private Postgres port (default: the port this -dir used last, else a free one)")
+	httpAddr := flag.String("http", "", "also serve the HTTP API on this address (e.g. 127.0.0.1:8080) and print an API key for tenant demo; implies -serve")
 	preset := flag.String("preset", "", "preset (default: COMPACTOR_DEFAULT_PRESET, adaptive)")
 	model := flag.String("model", "gpt-4o", "the agent's model")
 	limit := flag.Int("limit", 40000, "context limit in the preset's unit; the default puts the sample over its thresholds")
 	out := flag.String("o", "", "write the compacted conversation to this file")
 	serve := flag.Bool("serve", false, "keep the stack and worker running after the demo (Ctrl-C stops)")
 	flag.Parse()
+	if *httpAddr != "" {
+		*serve = true
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	fmt.Println("starting the embedded stack in", *dir, "…")
 	started := time.Now()
-	stack, err := devstack.Start(ctx, devstack.Options{Dir: *dir, DatabaseURL: os.Getenv("DATABASE_URL"), Log: os.Stderr})
+	stack, err := devstack.Start(ctx, devstack.Options{Dir: *dir, DatabaseURL: os.Getenv("DATABASE_URL"), Log: os.Stderr,
+		TemporalPort: *temporalPort, S3Port: *s3Port, PostgresPort: *pgPort})
 	if err != nil {
 		return fmt.Errorf("start stack: %w", err)
 	}
@@ -93,20 +115,51 @@ func run() error {
 	}
 	fmt.Printf("stack ready in %s: temporal %s, s3 %s, summarizer: %s\n\n", time.Since(started).Round(time.Millisecond), stack.TemporalAddress, stack.S3Endpoint, summarizer)
 
-	data, err := os.ReadFile(*file)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", *file, err)
-	}
 	gw := deps.Gateway(c)
+	if *file != "none" {
+		if err := demo(ctx, deps, gw, stack, *dir, *file, *preset, *model, *limit, *out); err != nil {
+			return err
+		}
+	}
+	if !*serve {
+		return nil
+	}
+	if *httpAddr != "" {
+		key, stopHTTP, err := serveAPI(ctx, deps, gw, *httpAddr)
+		if err != nil {
+			return err
+		}
+		defer stopHTTP()
+		fmt.Printf("\nHTTP API on http://%s (tenant demo), API key:\n  %s\n", *httpAddr, key)
+	}
+	fmt.Println("\nstack running; Ctrl-C stops. Settings for worker and starter (the ports stay the same for this -dir):")
+	for _, k := range []string{"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "DATABASE_URL", "S3_ENDPOINT", "S3_BUCKET", "S3_ACCESS_KEY", "S3_SECRET_KEY", "S3_PATH_STYLE"} {
+		fmt.Printf("export %s=%q\n", k, os.Getenv(k))
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// demo compacts one conversation and prints the report.
+func demo(ctx context.Context, deps *app.Deps, gw *gateway.Gateway, stack *devstack.Stack, dir, file, preset, model string, limit int, out string) error {
+	data, name := sample, "the embedded sample (django__django-11742, 141 messages)"
+	if file != "" {
+		var err error
+		if data, err = os.ReadFile(file); err != nil {
+			return fmt.Errorf("read %s: %w", file, err)
+		}
+		name = file
+	}
+	file = name
 	ev := gateway.Event{
 		Tenant: "demo", Session: "demo", EventID: fmt.Sprintf("dev-%d", time.Now().UnixNano()), Kind: gateway.KindThreshold,
-		Model: *model, ContextLimit: *limit, Preset: *preset, Conversation: data,
+		Model: model, ContextLimit: limit, Preset: preset, Conversation: data,
 	}
 	sub, err := gw.Submit(ctx, ev)
 	if err != nil {
-		return fmt.Errorf("submit %s: %w", *file, err)
+		return fmt.Errorf("submit %s: %w", file, err)
 	}
-	fmt.Printf("compacting %s (run %s)…\n", *file, sub.RunID)
+	fmt.Printf("compacting %s (run %s)…\n", file, sub.RunID)
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
 	res, err := gw.Wait(wctx, sub.RunID)
@@ -114,23 +167,38 @@ func run() error {
 		return fmt.Errorf("run %s: %w", sub.RunID, err)
 	}
 	report.Run(os.Stdout, res)
-	fmt.Printf("\nthe original is archived (sha256 verified) at s3://%s/%s under %s/s3\n", stack.S3Bucket, res.ArchiveKey, *dir)
-	if *out != "" {
+	fmt.Printf("\nthe original is archived (sha256 verified) at s3://%s/%s under %s/s3\n", stack.S3Bucket, res.ArchiveKey, dir)
+	if out != "" {
 		body, err := deps.Blob.GetVerified(ctx, res.OutputKey, res.OutputSHA256)
 		if err != nil {
 			return fmt.Errorf("read output: %w", err)
 		}
-		if err := os.WriteFile(*out, body, 0o644); err != nil {
+		if err := os.WriteFile(out, body, 0o644); err != nil {
 			return err
 		}
-		fmt.Println("compacted conversation written to", *out)
-	}
-	if *serve {
-		fmt.Println("\nstack running; Ctrl-C stops. Point worker/starter at it with:")
-		for _, k := range []string{"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "DATABASE_URL", "S3_ENDPOINT", "S3_BUCKET", "S3_ACCESS_KEY", "S3_SECRET_KEY", "S3_PATH_STYLE"} {
-			fmt.Printf("export %s=%q\n", k, os.Getenv(k))
-		}
-		<-ctx.Done()
+		fmt.Println("compacted conversation written to", out)
 	}
 	return nil
+}
+
+// serveAPI serves the HTTP API on addr and returns a fresh API key of
+// tenant demo.
+func serveAPI(ctx context.Context, deps *app.Deps, gw *gateway.Gateway, addr string) (string, func(), error) {
+	raw := make([]byte, 24)
+	if _, err := rand.Read(raw); err != nil {
+		return "", nil, err
+	}
+	key := "cck_dev_" + hex.EncodeToString(raw)
+	if _, err := deps.Store.CreateAPIKey(ctx, "demo", key, time.Time{}); err != nil {
+		return "", nil, fmt.Errorf("create the demo API key: %w", err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("listen on %s (-http): %w", addr, err)
+	}
+	h := httpapi.New(httpapi.Deps{Gateway: gw, Audit: &audit.Service{Store: deps.Store, Blob: deps.Blob, Breaker: gw.Breaker},
+		Store: deps.Store, Blob: deps.Blob, MaxRequestBytes: deps.Config.MaxRequestBytes, Metrics: deps.Metrics})
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return key, func() { _ = srv.Close() }, nil
 }

@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 )
 
@@ -34,8 +36,13 @@ type Options struct {
 	Dir string
 	// DatabaseURL, when set, is used as is and no Postgres is started.
 	DatabaseURL string
-	// TemporalPort is the frontend gRPC port on 127.0.0.1; 0 picks a free one.
+	// TemporalPort is the frontend gRPC port on 127.0.0.1, S3Port the S3
+	// server's and PostgresPort the private cluster's; 0 keeps the port
+	// this Dir used last (Dir/ports.json) while it is free, else picks a
+	// free one.
 	TemporalPort int
+	S3Port       int
+	PostgresPort int
 	// Log receives the Temporal server's warnings and errors; nil discards them.
 	Log io.Writer
 }
@@ -90,24 +97,50 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	s.closers = append(s.closers, unlock)
 
+	remembered, err := loadPorts(dir)
+	if err != nil {
+		return fail(err)
+	}
+	var ports Ports
 	// Postgres first: it is the piece most likely to be missing, and failing
 	// before the Temporal server starts keeps the error fast.
-	dbURL, stopDB, err := startPostgres(ctx, dir, opts.DatabaseURL)
+	pgPort, err := pickPort(opts.PostgresPort, remembered.Postgres)
+	if err != nil {
+		return fail(fmt.Errorf("postgres port: %w", err))
+	}
+	dbURL, stopDB, err := startPostgres(ctx, dir, opts.DatabaseURL, pgPort)
 	if err != nil {
 		return fail(err)
 	}
 	s.DatabaseURL = dbURL
 	s.closers = append(s.closers, stopDB)
+	ports.Postgres = portOf(dbURL)
 
-	temporalAddr, stopTemporal, err := startTemporal(ctx, dir, opts.TemporalPort, logw)
+	temporalPort, err := pickPort(opts.TemporalPort, remembered.Temporal)
+	if err != nil {
+		return fail(fmt.Errorf("temporal port: %w", err))
+	}
+	temporalAddr, stopTemporal, err := startTemporal(ctx, dir, temporalPort, logw)
 	if err != nil {
 		return fail(err)
 	}
 	s.TemporalAddress = temporalAddr
 	s.closers = append(s.closers, stopTemporal)
+	ports.Temporal = portOf(temporalAddr)
 
-	s3, err := startS3(ctx, dir)
+	s3Port, err := pickPort(opts.S3Port, remembered.S3)
 	if err != nil {
+		return fail(fmt.Errorf("s3 port: %w", err))
+	}
+	s3, err := startS3(ctx, dir, s3Port)
+	if err != nil {
+		return fail(err)
+	}
+	ports.S3 = portOf(s3.endpoint)
+	if opts.DatabaseURL != "" {
+		ports.Postgres = remembered.Postgres
+	}
+	if err := savePorts(dir, ports); err != nil {
 		return fail(err)
 	}
 	s.S3Endpoint = s3.endpoint
@@ -169,4 +202,17 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// portOf is the port of a host:port, a URL or a postgres URL; 0 if none.
+func portOf(addr string) int {
+	if u, err := url.Parse(addr); err == nil && u.Port() != "" {
+		n, _ := strconv.Atoi(u.Port())
+		return n
+	}
+	if _, p, err := net.SplitHostPort(addr); err == nil {
+		n, _ := strconv.Atoi(p)
+		return n
+	}
+	return 0
 }

@@ -142,9 +142,14 @@ func TestStackServesAndPersists(t *testing.T) {
 
 	closeStack(t, s)
 
-	// Second run on the same Dir: everything from the first run is back.
+	first := *s
+	// Second run on the same Dir: everything from the first run is back,
+	// on the same ports, so a running starter needs no new settings.
 	s = startStack(t, dir)
 	defer closeStack(t, s)
+	require.Equal(t, first.TemporalAddress, s.TemporalAddress, "temporal keeps its port")
+	require.Equal(t, first.S3Endpoint, s.S3Endpoint, "s3 keeps its port")
+	require.Equal(t, first.DatabaseURL, s.DatabaseURL, "postgres keeps its port")
 
 	tc = dialTemporal(t, s)
 	defer tc.Close()

@@ -40,7 +40,7 @@ const (
 // ping), else a cluster under Dir/pg started from the local binaries, else
 // the conventional local server. The stop function is a no-op unless this
 // package started the server.
-func startPostgres(ctx context.Context, dir, databaseURL string) (string, func() error, error) {
+func startPostgres(ctx context.Context, dir, databaseURL string, port int) (string, func() error, error) {
 	noop := func() error { return nil }
 	if databaseURL != "" {
 		if err := pingDB(ctx, databaseURL); err != nil {
@@ -63,7 +63,7 @@ func startPostgres(ctx context.Context, dir, databaseURL string) (string, func()
 	if err != nil {
 		return "", nil, err
 	}
-	if err := c.start(ctx); err != nil {
+	if err := c.start(ctx, port); err != nil {
 		return "", nil, err
 	}
 	url := fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", pgUser, c.port, devDatabase)
@@ -121,7 +121,7 @@ func newCluster(dir, binDir string) (*pgCluster, error) {
 
 // start initializes the cluster on first use, stops a server left running
 // by a killed dev command, and starts it on a free port.
-func (c *pgCluster) start(ctx context.Context) error {
+func (c *pgCluster) start(ctx context.Context, port int) error {
 	if err := c.initOnce(); err != nil {
 		return err
 	}
@@ -131,11 +131,14 @@ func (c *pgCluster) start(ctx context.Context) error {
 			return fmt.Errorf("stop postgres left running in %s: %w", c.dataDir, err)
 		}
 	}
-	ports, err := freePorts(1)
-	if err != nil {
-		return err
+	c.port = port
+	if c.port == 0 {
+		ports, err := freePorts(1)
+		if err != nil {
+			return err
+		}
+		c.port = ports[0]
 	}
-	c.port = ports[0]
 	if err := c.writeSettings(); err != nil {
 		return err
 	}

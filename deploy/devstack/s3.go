@@ -24,10 +24,10 @@ type s3Server struct {
 	close     func() error
 }
 
-// startS3 serves Dir/s3 over the S3 protocol on a free port and makes sure
+// startS3 serves Dir/s3 over the S3 protocol on port (0: a free one) and makes sure
 // Bucket exists, using the same client code the application uses.
-func startS3(ctx context.Context, dir string) (*s3Server, error) {
-	srv, err := s3local.Start(filepath.Join(dir, "s3"), "127.0.0.1:0")
+func startS3(ctx context.Context, dir string, port int) (*s3Server, error) {
+	srv, err := s3local.Start(filepath.Join(dir, "s3"), hostPort(port))
 	if err != nil {
 		return nil, fmt.Errorf("start s3: %w", err)
 	}
