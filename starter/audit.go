@@ -9,15 +9,19 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/report"
 	"github.com/ctxcompact/orchestrator/internal/store"
@@ -127,7 +131,7 @@ func newRuns() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&tenant, "tenant", "default", "tenant")
+	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
 	ff.add(cmd, 50)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
@@ -174,7 +178,7 @@ func newShow() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&tenant, "tenant", "default", "tenant")
+	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -185,7 +189,7 @@ func printDetail(w io.Writer, d audit.RunDetail) {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(tw, "%s\t%s\n", k, v)
+			fmt.Fprintf(tw, "%s\t%s\n", k, printable(v))
 		}
 	}
 	row("run", r.ID)
@@ -329,7 +333,7 @@ func newReplay() *cobra.Command {
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&tenant, "tenant", "default", "tenant")
+	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
 	cmd.Flags().StringVar(&requestID, "request-id", "", "idempotency key (default: a new one, printed)")
 	cmd.Flags().StringVar(&req.Preset, "preset", "", "preset (default: the original run's)")
 	cmd.Flags().StringVar(&overrides, "overrides", "", "preset overrides as JSON (default: the original run's when the preset is unchanged)")
@@ -371,7 +375,7 @@ func newRestore() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&tenant, "tenant", "default", "tenant")
+	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
 	cmd.Flags().StringVarP(&outPath, "output", "o", "", "write to this file (default: stdout)")
 	return cmd
 }
@@ -400,7 +404,7 @@ func newDiff() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&tenant, "tenant", "default", "tenant")
+	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
 	cmd.Flags().BoolVar(&all, "all", false, "list kept messages too")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
@@ -458,7 +462,7 @@ func newSearch() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&tenant, "tenant", "default", "tenant")
+	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
 	cmd.Flags().StringVar(&session, "session", "", "session to search (required)")
 	cmd.Flags().IntVar(&limit, "limit", audit.DefaultSearchLimit, "at most this many hits")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
@@ -514,7 +518,7 @@ func newExport() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&tenant, "tenant", "default", "tenant")
+	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
 	cmd.Flags().StringVar(&format, "format", audit.FormatJSONL, "jsonl or csv")
 	cmd.Flags().StringVarP(&outPath, "output", "o", "", "write to this file (default: stdout)")
 	ff.add(cmd, 0)
@@ -548,7 +552,7 @@ func newStatus() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&tenant, "tenant", "default", "tenant")
+	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
 	cmd.Flags().StringVar(&session, "session", "", "session (required)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
@@ -742,9 +746,29 @@ func newAPIKeyString() (string, error) {
 	return "cck_" + base64.RawURLEncoding.EncodeToString(b), nil
 }
 
-// oneLine folds line breaks so that a value fits a table cell.
+// oneLine folds line breaks so that a value fits a table cell, and
+// escapes what could drive the terminal (see printable).
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	return printable(strings.Join(strings.Fields(s), " "))
+}
+
+// printable escapes control and format characters (ESC sequences, bidi
+// overrides, invalid UTF-8) as Go escapes, so that a stored value can
+// never drive an operator's terminal.
+func printable(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // clip shortens s to max characters, marking the cut.

@@ -109,3 +109,12 @@ func TestParseExpiry(t *testing.T) {
 		require.Error(t, err, bad)
 	}
 }
+
+func TestPrintableEscapesTerminalControl(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, `red\x1b[31m text`, printable("red\x1b[31m text"))
+	require.Equal(t, `a\u202eb`, printable("a\u202eb"))
+	require.Equal(t, `bad \xff byte`, printable("bad \xff byte"))
+	require.Equal(t, "café ok", printable("café ok"))
+	require.Equal(t, `line one line two \x00`, oneLine("line one\nline two \x00"))
+}

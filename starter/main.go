@@ -23,6 +23,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/report"
+	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
@@ -153,7 +154,7 @@ func newCompact() *cobra.Command {
 			return compactAndReport(ctx, gw, ev, wait, asJSON, outPath, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().StringVar(&ev.Tenant, "tenant", "default", "tenant")
+	cmd.Flags().StringVar(&ev.Tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
 	cmd.Flags().StringVar(&ev.Session, "session", "cli", "session")
 	cmd.Flags().StringVar(&ev.EventID, "event-id", "", "event id (default: a new one); the same id twice returns the same run")
 	cmd.Flags().StringVar(&ev.Kind, "kind", gateway.KindManual, "threshold, checkpoint or manual")
@@ -205,7 +206,9 @@ func compactAndReport(ctx context.Context, gw *gateway.Gateway, ev gateway.Event
 	fmt.Fprintf(progress, "run %s submitted (existing: %v); waiting…\n", sub.RunID, sub.Existing)
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	stopProgress := showProgress(wctx, gw.Store, sub.RunID, progress)
 	res, err := gw.Wait(wctx, sub.RunID)
+	stopProgress()
 	if err != nil {
 		return fmt.Errorf("run %s: %w", sub.RunID, err)
 	}
@@ -228,4 +231,33 @@ func compactAndReport(ctx context.Context, gw *gateway.Gateway, ev gateway.Event
 		fmt.Fprintf(out, "compacted conversation written to %s\n", outPath)
 	}
 	return nil
+}
+
+// showProgress prints the step a run is at while it waits, each time it
+// changes (the run's step records, read every half second).
+func showProgress(ctx context.Context, st *store.Store, runID string, w io.Writer) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		last := ""
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			steps, err := st.ListSteps(ctx, runID)
+			if err != nil || len(steps) == 0 {
+				continue
+			}
+			if s := steps[len(steps)-1]; s.Name != last {
+				last = s.Name
+				fmt.Fprintf(w, "  … %s (attempt %d)\n", s.Name, s.Attempt)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }

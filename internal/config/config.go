@@ -89,6 +89,15 @@ type Config struct {
 // maxBlobCacheMB keeps BLOB_CACHE_MB in bytes far from overflowing int64.
 const maxBlobCacheMB = 1 << 20
 
+// Tenant is the tenant the CLI acts for when --tenant is not given:
+// COMPACTOR_TENANT, else "default".
+func Tenant() string {
+	if t := strings.TrimSpace(os.Getenv("COMPACTOR_TENANT")); t != "" {
+		return t
+	}
+	return "default"
+}
+
 // Load reads the environment. Every error names the variable.
 func Load() (Config, error) {
 	return load(os.Getenv)
