@@ -44,6 +44,12 @@ var server *temporaltest.TestServer
 
 func TestMain(m *testing.M) {
 	server = temporaltest.NewServer()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	if err := app.RegisterSearchAttributes(ctx, server.GetDefaultClient(), server.GetDefaultNamespace()); err != nil {
+		fmt.Fprintln(os.Stderr, "register search attributes:", err)
+		os.Exit(1)
+	}
+	cancel()
 	code := m.Run()
 	server.Stop()
 	if err := blobtest.Stop(); err != nil {

@@ -34,6 +34,9 @@ type CompactionInput struct {
 	// the gateway sets it on every new run, and runs started before it
 	// existed replay without it.
 	BudgetCheck bool `json:"budget_check,omitempty"`
+	// Visibility sets the run's search attributes and memo (see
+	// visibility.go); the gateway sets it when the namespace has them.
+	Visibility bool `json:"visibility,omitempty"`
 }
 
 // CompactionResult is the outcome of a run: keys and figures, no text.
@@ -119,8 +122,14 @@ func Compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, err
 		if ferr != nil {
 			workflow.GetLogger(ctx).Error("record run failure", "run", in.Run.ID, "error", ferr)
 		}
+		recordOutcome(fctx, in, "failed", res)
 		return CompactionResult{RunID: in.Run.ID}, err
 	}
+	outcome := "succeeded"
+	if res.OverLimit {
+		outcome = "over_limit"
+	}
+	recordOutcome(ctx, in, outcome, res)
 	return res, nil
 }
 

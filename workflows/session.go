@@ -104,14 +104,18 @@ func Session(ctx workflow.Context, in SessionInput) error {
 		ev := queue[0]
 		queue = queue[1:]
 		seen = append(seen, ev.Run.EventID)
-		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		childOpts := workflow.ChildWorkflowOptions{
 			WorkflowID:            ev.Run.ID,
 			WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 			ParentClosePolicy:     enums.PARENT_CLOSE_POLICY_ABANDON,
 			// A run never hangs: past this it times out, and the
 			// reconciler marks its row failed (gateway.Reconcile).
 			WorkflowExecutionTimeout: RunTimeout,
-		})
+		}
+		if ev.Visibility {
+			childOpts.TypedSearchAttributes = runSearchAttributes(ev)
+		}
+		cctx := workflow.WithChildOptions(ctx, childOpts)
 		err := workflow.ExecuteChildWorkflow(cctx, Compaction, ev).Get(ctx, nil)
 		var started *temporal.ChildWorkflowExecutionAlreadyStartedError
 		switch {

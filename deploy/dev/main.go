@@ -85,6 +85,7 @@ func run() error {
 		"TEMPORAL_ADDRESS": stack.TemporalAddress, "TEMPORAL_NAMESPACE": stack.Namespace,
 		"DATABASE_URL": stack.DatabaseURL, "S3_ENDPOINT": stack.S3Endpoint, "S3_BUCKET": stack.S3Bucket,
 		"S3_ACCESS_KEY": stack.S3AccessKey, "S3_SECRET_KEY": stack.S3SecretKey, "S3_PATH_STYLE": "true",
+		"TEMPORAL_SEARCH_ATTRIBUTES": "true",
 	} {
 		if err := os.Setenv(k, v); err != nil {
 			return err
@@ -99,11 +100,16 @@ func run() error {
 		return err
 	}
 	defer deps.Close()
-	c, err := app.Dial(cfg)
+	c, err := app.DialWith(cfg, deps.Metrics)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	// The stack's namespace gets the workflows' search attributes, so that
+	// `temporal workflow list --query 'CompactionTenant="demo"'` works.
+	if err := app.RegisterSearchAttributes(ctx, c, cfg.TemporalNamespace); err != nil {
+		return err
+	}
 	w := deps.NewWorkers(c)
 	if err := w.Start(); err != nil {
 		return err
@@ -133,7 +139,7 @@ func run() error {
 		fmt.Printf("\nHTTP API on http://%s (tenant demo), API key:\n  %s\n", *httpAddr, key)
 	}
 	fmt.Println("\nstack running; Ctrl-C stops. Settings for worker and starter (the ports stay the same for this -dir):")
-	for _, k := range []string{"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "DATABASE_URL", "S3_ENDPOINT", "S3_BUCKET", "S3_ACCESS_KEY", "S3_SECRET_KEY", "S3_PATH_STYLE"} {
+	for _, k := range []string{"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_SEARCH_ATTRIBUTES", "DATABASE_URL", "S3_ENDPOINT", "S3_BUCKET", "S3_ACCESS_KEY", "S3_SECRET_KEY", "S3_PATH_STYLE"} {
 		fmt.Printf("export %s=%q\n", k, os.Getenv(k))
 	}
 	<-ctx.Done()

@@ -12,6 +12,8 @@ import (
 	"os"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
@@ -158,7 +160,8 @@ func (d *Deps) Gateway(c client.Client) *gateway.Gateway {
 	return &gateway.Gateway{Store: d.Store, Blob: d.Blob, Temporal: c, TaskQueue: d.Config.TaskQueue, LLMTaskQueue: d.Config.LLMTaskQueue,
 		DefaultPreset: d.Config.DefaultPreset, Overrides: d.Config.PresetOverrides, Caps: d.Config.OverrideCaps,
 		Breaker: store.BreakerRule{Runs: d.Config.BreakerRuns, Window: d.Config.BreakerWindow,
-			MinFreed: d.Config.BreakerMinFreed, MinInterval: d.Config.MinEventInterval}}
+			MinFreed: d.Config.BreakerMinFreed, MinInterval: d.Config.MinEventInterval},
+		SearchAttributes: d.Config.SearchAttributes}
 }
 
 // Close releases the dependencies.
@@ -227,4 +230,30 @@ func ServeMetrics(addr string, m *metrics.Metrics) (stop func(), err error) {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return func() { _ = srv.Close() }, nil
+}
+
+// RegisterSearchAttributes registers the workflows' search attributes in
+// the namespace (the dev stack and tests; production runs the documented
+// `temporal operator search-attribute create` commands once). Attributes
+// already registered are left as they are.
+func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace string) error {
+	list, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: namespace})
+	if err != nil {
+		return fmt.Errorf("list search attributes: %w", err)
+	}
+	missing := map[string]enumspb.IndexedValueType{}
+	for name, typ := range workflows.SearchAttributes() {
+		if _, ok := list.GetCustomAttributes()[name]; !ok {
+			missing[name] = typ
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	_, err = c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		Namespace: namespace, SearchAttributes: missing})
+	if err != nil {
+		return fmt.Errorf("add search attributes: %w", err)
+	}
+	return nil
 }

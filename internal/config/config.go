@@ -50,6 +50,9 @@ type Config struct {
 	LLMParallelism int
 
 	WorkerActivities int
+	// SearchAttributes sets the workflows' typed search attributes
+	// (registered once per namespace, see README).
+	SearchAttributes bool
 	// MetricsAddr is where the worker serves /metrics ("" : nowhere);
 	// `starter serve` serves them on its own address.
 	MetricsAddr     string
@@ -127,6 +130,7 @@ func load(getenv func(string) string) (Config, error) {
 		WorkerActivities:  r.integer("WORKER_ACTIVITIES", 32),
 		HTTPAddr:          r.str("HTTP_ADDR", "127.0.0.1:8080"),
 		MetricsAddr:       r.str("METRICS_ADDR", ""),
+		SearchAttributes:  r.boolean("TEMPORAL_SEARCH_ATTRIBUTES", false),
 		MaxRequestBytes:   int64(r.integer("MAX_REQUEST_BYTES", 32<<20)),
 		DefaultPreset:     r.str("COMPACTOR_DEFAULT_PRESET", policy.Adaptive),
 		ModelLimits:       r.str("MODEL_CONTEXT_LIMITS", ""),

@@ -110,6 +110,10 @@ type Gateway struct {
 	Breaker store.BreakerRule
 	// Caps bound the caller's overrides (zero fields: policy.DefaultCaps).
 	Caps policy.Caps
+	// SearchAttributes sets the workflows' typed search attributes and
+	// memo; the namespace must have them registered (see
+	// workflows.SearchAttributes).
+	SearchAttributes bool
 }
 
 // RunID derives a run's id from its tenant, session and event id, so that
@@ -172,10 +176,14 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 			Preset: ev.Preset, Overrides: effective, Model: ev.Model, ContextLimit: ev.ContextLimit, ReplayOf: ev.ReplayOf,
 		},
 		InputKey: ref.Key, InputSHA256: ref.SHA256, LocalSteps: true, BudgetCheck: true, LLMTaskQueue: g.LLMTaskQueue,
+		Visibility: g.SearchAttributes,
+	}
+	opts := client.StartWorkflowOptions{ID: workflows.SessionWorkflowID(ev.Tenant, ev.Session), TaskQueue: g.TaskQueue}
+	if g.SearchAttributes {
+		opts.TypedSearchAttributes = workflows.SessionSearchAttributes(ev.Tenant, ev.Session)
 	}
 	_, err = g.Temporal.SignalWithStartWorkflow(ctx, workflows.SessionWorkflowID(ev.Tenant, ev.Session), workflows.EventSignal, in,
-		client.StartWorkflowOptions{ID: workflows.SessionWorkflowID(ev.Tenant, ev.Session), TaskQueue: g.TaskQueue},
-		workflows.Session, workflows.SessionInput{Tenant: ev.Tenant, Session: ev.Session})
+		opts, workflows.Session, workflows.SessionInput{Tenant: ev.Tenant, Session: ev.Session})
 	if err != nil {
 		err = fmt.Errorf("start session workflow: %w", err)
 		if !out.Existing {
