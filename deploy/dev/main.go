@@ -52,6 +52,7 @@ func run() error {
 	temporalPort := flag.Int("temporal-port", 0, "Temporal frontend port (default: the port this -dir used last, else a free one)")
 	s3Port := flag.Int("s3-port", 0, "S3 port (default: the port this -dir used last, else a free one)")
 	pgPort := flag.Int("pg-port", 0, "private Postgres port (default: the port this -dir used last, else a free one)")
+	runWorker := flag.Bool("worker", true, "run a worker in this process (false: the stack only, for separate worker processes; implies -file none)")
 	httpAddr := flag.String("http", "", "also serve the HTTP API on this address (e.g. 127.0.0.1:8080) and print an API key for tenant demo; implies -serve")
 	preset := flag.String("preset", "", "preset (default: COMPACTOR_DEFAULT_PRESET, adaptive)")
 	model := flag.String("model", "gpt-4o", "the agent's model")
@@ -61,6 +62,9 @@ func run() error {
 	flag.Parse()
 	if *httpAddr != "" {
 		*serve = true
+	}
+	if !*runWorker {
+		*file, *serve = "none", true
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -110,11 +114,13 @@ func run() error {
 	if err := app.RegisterSearchAttributes(ctx, c, cfg.TemporalNamespace); err != nil {
 		return err
 	}
-	w := deps.NewWorkers(c)
-	if err := w.Start(); err != nil {
-		return err
+	if *runWorker {
+		w := deps.NewWorkers(c)
+		if err := w.Start(); err != nil {
+			return err
+		}
+		defer w.Stop()
 	}
-	defer w.Stop()
 	summarizer := "offline extractive summarizer (set OPENAI_BASE_URL for an LLM)"
 	if cfg.OpenAIBaseURL != "" {
 		summarizer = cfg.OpenAIBaseURL + " model " + cfg.SummarizerModel
