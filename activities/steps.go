@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
@@ -876,10 +877,15 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 		// Seed 004's "Checkpoint + fresh session", made: the fresh
 		// session's conversation, stored and named on the run.
 		ref, err := a.handoff(ctx, run, conv, p, plan.HandoffRefs{Level: string(level), Usage: usage, ArchiveKey: in.ArchiveKey})
-		if err != nil {
-			return res, err
-		}
-		if ref.Key != "" {
+		var app *temporal.ApplicationError
+		switch {
+		case err != nil && errors.As(err, &app) && !app.NonRetryable():
+			return res, err // S3 or Postgres is down: the commit retries
+		case err != nil:
+			// The handoff is an extra: a conversation it cannot be made
+			// from does not fail the run.
+			logger(ctx).Warn("no handoff", "run", run.ID, "error", err)
+		case ref.Key != "":
 			stats["handoff_key"], stats["handoff_sha256"] = ref.Key, ref.SHA256
 			res.HandoffKey, res.HandoffSHA256 = ref.Key, ref.SHA256
 		}
