@@ -573,7 +573,7 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 		if err != nil {
 			return res, err
 		}
-		checks = digest.SessionDriftChecks(source, summary)
+		checks = a.sessionChecks(ctx, in, source, summary)
 		for _, c := range checks {
 			res.Passed = res.Passed && c.Passed
 			res.Score = min(res.Score, c.Score)
@@ -611,6 +611,38 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 		}
 	}
 	return res, nil
+}
+
+// sessionChecks are seed 004's checks of a history summary: the LLM
+// judge's verdict when the workflow got one, else (or when it is not in
+// the schema) the deterministic heuristics. The note says which decided.
+func (a *Activities) sessionChecks(ctx context.Context, in DriftInput, source, summary string) []digest.DriftCheck {
+	fallback := ""
+	if in.JudgeKey != "" {
+		text, err := a.text(ctx, in.Run.Tenant, in.JudgeKey)
+		if err == nil {
+			verdict, perr := llm.ParseJudgeVerdict(text)
+			if perr == nil {
+				checks := make([]digest.DriftCheck, 0, len(verdict))
+				for _, v := range verdict {
+					score := 0.0
+					if v.Passed {
+						score = 1
+					}
+					checks = append(checks, digest.DriftCheck{Name: v.Name, Passed: v.Passed, Score: score,
+						Missing: v.Missing, Note: "LLM judge: " + llm.Scrub(v.Note)})
+				}
+				return checks
+			}
+			err = perr
+		}
+		fallback = "LLM judge unusable (" + llm.Scrub(err.Error()) + "); heuristics: "
+	}
+	checks := digest.SessionDriftChecks(source, summary)
+	for i := range checks {
+		checks[i].Note = fallback + checks[i].Note
+	}
+	return checks
 }
 
 // isHistoryStep reports whether a drift check is of a history summary

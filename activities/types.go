@@ -274,6 +274,9 @@ type DriftInput struct {
 	Pass       int    `json:"pass"`
 	SourceKey  string `json:"source_key"`
 	SummaryKey string `json:"summary_key"`
+	// JudgeKey holds an LLM judge's verdict (llm.JudgeSchema) of a
+	// history summary; empty: the deterministic checks decide.
+	JudgeKey string `json:"judge_key,omitempty"`
 }
 
 // DriftResult is the verdict. The missing items stay in S3 and Postgres:

@@ -207,3 +207,31 @@ func TestSessionDriftChecksAreStored(t *testing.T) {
 func gatewayEvent(preset string, limit int, conv []byte) gateway.Event {
 	return gateway.Event{Preset: preset, Model: "gpt-4o", ContextLimit: limit, Conversation: conv}
 }
+
+// TestLLMJudgeVerdictsAreStored: with an LLM configured, the judge's
+// structured verdict decides seed 004's checks of a history summary, and
+// each is stored as the judge's.
+func TestLLMJudgeVerdictsAreStored(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.gw.Judge = true
+	input := readData(t, "swe-agent-deepseek/django__django-12308.json")
+	sub, res := e.compact(gatewayEvent("three-tier", 20000, input))
+	checkRun(t, e, input, sub, res)
+	drift, err := e.store.ListDrift(context.Background(), sub.RunID)
+	require.NoError(t, err)
+	judged := 0
+	for _, d := range drift {
+		if strings.Contains(d.Verdict, "LLM judge: ") {
+			judged++
+		}
+	}
+	require.GreaterOrEqual(t, judged, 4, "the four checks were the judge's")
+	steps, err := e.store.ListSteps(context.Background(), sub.RunID)
+	require.NoError(t, err)
+	var judgeCall bool
+	for _, s := range steps {
+		judgeCall = judgeCall || (strings.Contains(s.Name, "/judge/") && s.Kind == "llm" && s.Error == "")
+	}
+	require.True(t, judgeCall, "the judge call is a recorded summarizer step")
+}

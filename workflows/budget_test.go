@@ -88,3 +88,28 @@ func TestBudgetLadder(t *testing.T) {
 		})
 	}
 }
+
+// TestJudgeAsksTheSummarizerForTheVerdict: with Judge set, each drift
+// check of a history summary gets the LLM judge's verdict first; without
+// it, no judge call is made.
+func TestJudgeAsksTheSummarizerForTheVerdict(t *testing.T) {
+	t.Parallel()
+	for _, judge := range []bool{true, false} {
+		f := &fakes{}
+		_, err := runCompactionInput(t, f, CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/input/abc", InputSHA256: "abc", Judge: judge})
+		require.NoError(t, err)
+		steps := summarizeSteps(f)
+		in, called := steps["history/judge/0"]
+		require.Equal(t, judge, called)
+		drift := inputsOf[activities.DriftInput](f)
+		require.NotEmpty(t, drift)
+		if judge {
+			require.Equal(t, "judge", in.Prompt)
+			require.Equal(t, "transcript", in.SourceKey, "the judge reads the transcript")
+			require.Equal(t, sumKey("history/summarize"), in.ContextKey, "and the summary")
+			require.Equal(t, sumKey("history/judge/0"), drift[0].JudgeKey)
+		} else {
+			require.Empty(t, drift[0].JudgeKey)
+		}
+	}
+}

@@ -37,6 +37,10 @@ type CompactionInput struct {
 	// Visibility sets the run's search attributes and memo (see
 	// visibility.go); the gateway sets it when the namespace has them.
 	Visibility bool `json:"visibility,omitempty"`
+	// Judge asks the summarizer for seed 004's drift verdict of each
+	// history summary (an LLM judge); the gateway sets it when an LLM is
+	// configured. Without it, the deterministic checks decide.
+	Judge bool `json:"judge,omitempty"`
 }
 
 // CompactionResult is the outcome of a run: keys and figures, no text.
@@ -86,6 +90,12 @@ const (
 // the summarizer calls deep in the passes.
 type llmQueueKey struct{}
 
+// judgeKey keeps CompactionInput.Judge in the workflow context.
+type judgeKey struct{}
+
+// judgeTokens bounds a judge's answer.
+const judgeTokens = 800
+
 // llmOptions are for summarizer calls: a heartbeat catches a stuck call
 // early, and the attempts are bounded so that a dead LLM ends in the
 // fallback instead of waiting forever. Seed 002 asks for 3 attempts with a
@@ -112,6 +122,7 @@ func llmOptions(attempts int) workflow.ActivityOptions {
 func Compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, error) {
 	ctx = withStepMode(workflow.WithActivityOptions(ctx, stepOptions()), in.LocalSteps)
 	ctx = workflow.WithValue(ctx, llmQueueKey{}, in.LLMTaskQueue)
+	ctx = workflow.WithValue(ctx, judgeKey{}, in.Judge)
 	res, err := compaction(ctx, in)
 	if err != nil {
 		var a *activities.Activities
@@ -443,9 +454,24 @@ func historyPass(ctx workflow.Context, run activities.Run, preset policy.Preset,
 // items it appends them (the least aggressive result that keeps them).
 func driftGate(ctx workflow.Context, run activities.Run, preset policy.Preset, step, sourceKey, summaryKey, archiveKey string) (string, string, error) {
 	var a *activities.Activities
+	judge, _ := ctx.Value(judgeKey{}).(bool)
 	check := func(pass int, key string) (activities.DriftResult, error) {
 		var d activities.DriftResult
-		err := runStep(ctx, a.CheckDrift, activities.DriftInput{Run: run, Step: fmt.Sprintf("%s/drift/%d", step, pass), Pass: pass, SourceKey: sourceKey, SummaryKey: key}).Get(ctx, &d)
+		verdictKey := ""
+		if judge && archiveKey != "" {
+			// A history summary (the only drift gate with an archive): the
+			// LLM judge's verdict first; if the call fails the
+			// deterministic checks decide.
+			v, err := summarizeOrFallback(ctx, activities.SummarizeInput{
+				Run: run, Step: fmt.Sprintf("%s/judge/%d", step, pass), Prompt: "judge", SourceKey: sourceKey,
+				ContextKey: key, TargetTokens: judgeTokens,
+			}, preset.History.Attempts, "")
+			if err == nil {
+				verdictKey = v.Key
+			}
+		}
+		err := runStep(ctx, a.CheckDrift, activities.DriftInput{Run: run, Step: fmt.Sprintf("%s/drift/%d", step, pass), Pass: pass,
+			SourceKey: sourceKey, SummaryKey: key, JudgeKey: verdictKey}).Get(ctx, &d)
 		if err != nil {
 			return d, fmt.Errorf("drift check: %w", err)
 		}

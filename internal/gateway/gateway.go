@@ -114,6 +114,9 @@ type Gateway struct {
 	// memo; the namespace must have them registered (see
 	// workflows.SearchAttributes).
 	SearchAttributes bool
+	// Judge asks the summarizer to judge history summaries (seed 004's
+	// drift checks); set when an LLM is configured.
+	Judge bool
 }
 
 // RunID derives a run's id from its tenant, session and event id, so that
@@ -176,7 +179,7 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 			Preset: ev.Preset, Overrides: effective, Model: ev.Model, ContextLimit: ev.ContextLimit, ReplayOf: ev.ReplayOf,
 		},
 		InputKey: ref.Key, InputSHA256: ref.SHA256, LocalSteps: true, BudgetCheck: true, LLMTaskQueue: g.LLMTaskQueue,
-		Visibility: g.SearchAttributes,
+		Visibility: g.SearchAttributes, Judge: g.Judge,
 	}
 	opts := client.StartWorkflowOptions{ID: workflows.SessionWorkflowID(ev.Tenant, ev.Session), TaskQueue: g.TaskQueue}
 	if g.SearchAttributes {

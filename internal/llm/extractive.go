@@ -46,6 +46,8 @@ func (Extractive) Summarize(ctx context.Context, req Request) (Response, error) 
 		text = sessionSummary(parseTranscript(req.Text), target, req.ArchiveRef)
 	case PromptRepair:
 		text = repairSummary(req.Context, req.Text, req.Missing)
+	case PromptJudge:
+		text = HeuristicVerdict(req.Text, req.Context)
 	default:
 		text = digest.Extractive(req.Text, target)
 	}

@@ -119,6 +119,15 @@ func (o *OpenAI) Summarize(ctx context.Context, req Request) (Response, error) {
 			{Role: openai.ChatMessageRoleUser, Content: req.Text},
 		},
 	}
+	if req.Prompt == PromptJudge {
+		// Structured output: the verdict is parsed, never read as prose.
+		creq.ResponseFormat = &openai.ChatCompletionResponseFormat{
+			Type: openai.ChatCompletionResponseFormatTypeJSONSchema,
+			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{
+				Name: JudgeSchemaName, Schema: JudgeSchema, Strict: true,
+			},
+		}
+	}
 	maxTokens := MaxTokens(req, o.cfg.MaxTokensFactor)
 	if isReasoningModel(model) {
 		creq.MaxCompletionTokens = maxTokens

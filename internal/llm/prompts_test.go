@@ -72,6 +72,7 @@ func TestEveryTemplateRenders(t *testing.T) {
 			"- Full conversation: s3://bucket/tenant/archive/abc123.json"},
 		PromptRepair: {"The previous summary omitted these items:", "- internal/store/runs.go\n", "- ERR-4411\n",
 			"Produce a corrected summary that includes them", "THOUGHT-MARK"},
+		PromptJudge: {"<summary>\n", "THOUGHT-MARK", "premature-completion", "clarification", "answer with JSON only"},
 	}
 	for _, name := range PromptNames() {
 		t.Run(name, func(t *testing.T) {

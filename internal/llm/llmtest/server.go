@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ctxcompact/orchestrator/internal/digest"
+	"github.com/ctxcompact/orchestrator/internal/llm"
 )
 
 // DefaultMaxTokens is the completion budget when a request sets none.
@@ -211,6 +212,12 @@ type chatRequest struct {
 			Name string `json:"name"`
 		} `json:"function"`
 	} `json:"tools"`
+	ResponseFormat *struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Name string `json:"name"`
+		} `json:"json_schema"`
+	} `json:"response_format"`
 }
 
 // RecoverTool is the tool the server, playing an agent's model, calls
@@ -459,6 +466,19 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) {
 		maxTokens = DefaultMaxTokens
 	}
 	content := digest.Extractive(user.String(), maxTokens*4)
+	if rf := req.ResponseFormat; rf != nil && rf.JSONSchema != nil && rf.JSONSchema.Name == llm.JudgeSchemaName {
+		// A drift judge: the verdict in the schema asked for, decided by
+		// the deterministic checks over the summary in the system prompt.
+		system := ""
+		for _, m := range req.Messages {
+			if m.Role == "system" {
+				system, _ = contentText(m.Content)
+			}
+		}
+		_, after, _ := strings.Cut(system, "<summary>\n")
+		summary, _, _ := strings.Cut(after, "\n</summary>")
+		content = llm.HeuristicVerdict(user.String(), summary)
+	}
 	completionTokens := approxTokens(len(content))
 	promptTokens := approxTokens(call.PromptChars)
 	resp := map[string]any{
