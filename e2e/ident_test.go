@@ -43,6 +43,18 @@ func TestIdentifiersAreValidatedAtTheEdge(t *testing.T) {
 			require.Equal(t, tc.field, e.Error.Field)
 		})
 	}
+	for _, key := range []string{
+		"tenants/" + a.tenant + "/../" + a.otherTenant + "/input/ab/" + strings.Repeat("ab", 32),
+		"tenants/" + a.otherTenant + "/input/ab/" + strings.Repeat("ab", 32),
+		"tenants/" + a.tenant + "/input/ab/../../x",
+	} {
+		body, err := json.Marshal(map[string]any{"event_id": "key-" + key[len(key)-4:], "preset": "adaptive", "conversation_key": key})
+		require.NoError(t, err)
+		var e apiError
+		resp, raw := a.call("POST", "/v1/sessions/keys/events", a.key, body, &e)
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s: %s", key, raw)
+		require.Equal(t, "conversation_key", e.Error.Field)
+	}
 	resp, _ := a.call("GET", "/v1/sessions/%ff/status", a.key, nil, nil)
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "a bad session in a read path is a 400, not a 500")
 	resp, _ = a.call("GET", "/v1/runs/%00x", a.key, nil, nil)
