@@ -26,7 +26,8 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/store/storetest"
 )
 
-// workerProcess is a running cmd/worker.
+// workerProcess is a running binary of the repository (a worker, the API,
+// the stack).
 type workerProcess struct {
 	t      *testing.T
 	name   string
@@ -35,15 +36,15 @@ type workerProcess struct {
 	exited chan struct{}
 }
 
-// startWorkerProcess starts the worker binary with exactly env as its
+// startWorkerProcess starts bin with args and exactly env as its
 // environment. It is killed when the test ends, and its output is logged
 // if the test failed.
-func startWorkerProcess(t *testing.T, bin, name string, env []string) *workerProcess {
+func startWorkerProcess(t *testing.T, bin, name string, env []string, args ...string) *workerProcess {
 	t.Helper()
 	log := filepath.Join(t.TempDir(), name+".log")
 	f, err := os.Create(log)
 	require.NoError(t, err)
-	cmd := exec.Command(bin)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

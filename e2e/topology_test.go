@@ -10,9 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -46,18 +44,18 @@ func TestProductionTopology(t *testing.T) {
 	require.NoError(t, os.Chmod(stackDir, 0o755))
 	t.Cleanup(func() { _ = os.RemoveAll(stackDir) })
 	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "DATABASE_URL=" + dbURL}
-	stack, out := startProcess(t, devBin, "stack", base, "-dir", stackDir, "-worker=false")
-	settings := readSettings(t, out, stack)
+	stack := startWorkerProcess(t, devBin, "stack", base, "-dir", stackDir, "-worker=false")
+	settings := readSettings(t, stack)
 
 	taskQueue := "topology-" + strings.ReplaceAll(t.Name(), "/", "-")
 	env := append(append([]string{}, base...), settings...)
 	env = append(env, "TEMPORAL_TASK_QUEUE="+taskQueue, "OPENAI_BASE_URL="+llm.URL(), "OPENAI_API_KEY=test-key",
 		"LOG_LEVEL=warn", "BREAKER_RUNS=0")
 	metricsAddr := freeAddr(t)
-	first, _ := startProcess(t, workerBin, "worker-1", env)
-	second, _ := startProcess(t, workerBin, "worker-2", append(append([]string{}, env...), "METRICS_ADDR="+metricsAddr))
+	first := startWorkerProcess(t, workerBin, "worker-1", env)
+	second := startWorkerProcess(t, workerBin, "worker-2", append(append([]string{}, env...), "METRICS_ADDR="+metricsAddr))
 	apiAddr := freeAddr(t)
-	startProcess(t, starterBin, "api", append(append([]string{}, env...), "HTTP_ADDR="+apiAddr), "serve")
+	startWorkerProcess(t, starterBin, "api", append(append([]string{}, env...), "HTTP_ADDR="+apiAddr), "serve")
 
 	keyOut, err := runCommand(starterBin, env, "apikey", "create", "--tenant", "topo")
 	require.NoError(t, err, "%s", keyOut)
@@ -87,7 +85,7 @@ func TestProductionTopology(t *testing.T) {
 	waitFor(t, ctx, time.Minute, "runs under way", func() bool {
 		return len(llm.Calls()) > 0
 	})
-	require.NoError(t, first.Process.Signal(syscall.SIGKILL), "kill one worker under load")
+	first.kill() // SIGKILL, under load
 
 	for _, id := range runs {
 		var run client.Run
@@ -103,7 +101,7 @@ func TestProductionTopology(t *testing.T) {
 	for _, r := range all {
 		require.Equal(t, store.RunSucceeded, r.Status)
 	}
-	require.Nil(t, second.ProcessState, "the second worker is still running")
+	second.checkAlive()
 
 	api := scrape(t, "http://"+apiAddr+"/metrics")
 	require.Contains(t, api, `compactor_http_requests_total{route="POST /v1/sessions/{session}/events",status="202"} 9`)
@@ -112,51 +110,13 @@ func TestProductionTopology(t *testing.T) {
 	require.Contains(t, work, "temporal_")
 }
 
-// startProcess starts bin with args and exactly env; it is stopped when
-// the test ends, and its output (in the returned log file) is shown if the
-// test failed.
-func startProcess(t *testing.T, bin, name string, env []string, args ...string) (*exec.Cmd, string) {
-	t.Helper()
-	logPath := filepath.Join(t.TempDir(), name+".log")
-	logf, err := os.Create(logPath)
-	require.NoError(t, err)
-	cmd := exec.Command(bin, args...)
-	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	require.NoError(t, cmd.Start(), "start %s", name)
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		_ = logf.Close()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			data, _ := os.ReadFile(logPath)
-			if len(data) > 8<<10 {
-				data = data[len(data)-8<<10:]
-			}
-			t.Logf("output of %s:\n%s", name, data)
-		}
-	})
-	return cmd, logPath
-}
-
 // readSettings waits for the `export K="V"` lines the stack prints once it
 // runs, in its log.
-func readSettings(t *testing.T, logPath string, stack *exec.Cmd) []string {
+func readSettings(t *testing.T, stack *workerProcess) []string {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {
-		data, err := os.ReadFile(logPath)
+		data, err := os.ReadFile(stack.log)
 		require.NoError(t, err)
 		if strings.Contains(string(data), "export S3_PATH_STYLE=") {
 			var env []string
@@ -167,9 +127,7 @@ func readSettings(t *testing.T, logPath string, stack *exec.Cmd) []string {
 			}
 			return env
 		}
-		if stack.ProcessState != nil {
-			t.Fatalf("the stack exited before printing its settings: %s", data)
-		}
+		stack.checkAlive()
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Fatal("the stack did not print its settings within 3 minutes")
