@@ -168,6 +168,7 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	if _, _, err := g.Store.CreateRun(ctx, store.Run{
 		ID: out.RunID, Tenant: ev.Tenant, Session: ev.Session, EventID: ev.EventID, Trigger: ev.Kind,
 		Preset: ev.Preset, InputKey: ref.Key, ReplayOf: ev.ReplayOf, Status: store.RunPending,
+		AgentModel: ev.Model, ContextLimit: ev.ContextLimit, Overrides: effective, InputSHA256: ref.SHA256,
 	}); err != nil {
 		return Submitted{}, fmt.Errorf("create run: %w", err)
 	}

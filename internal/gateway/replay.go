@@ -79,6 +79,20 @@ func (g *Gateway) Replay(ctx context.Context, tenant, runID string, req ReplayRe
 	if ev.Preset == "" {
 		ev.Preset = orig.Preset
 	}
+	// The run row holds what the caller asked for (runs submitted since it
+	// does); older runs fall back to their Temporal history, then stats.
+	if orig.AgentModel != "" || orig.ContextLimit > 0 || len(orig.Overrides) > 0 {
+		if samePreset && len(ev.Overrides) == 0 {
+			ev.Overrides, ev.recordedOverrides = orig.Overrides, true
+		}
+		if ev.Model == "" {
+			ev.Model = orig.AgentModel
+		}
+		if ev.ContextLimit == 0 {
+			ev.ContextLimit = orig.ContextLimit
+		}
+		return g.Submit(ctx, ev)
+	}
 	in, haveInput := g.originalInput(ctx, orig.ID)
 	if haveInput {
 		if samePreset && len(ev.Overrides) == 0 {

@@ -67,10 +67,17 @@ type Run struct {
 	Level         string
 	Error         string
 	ReplayOf      string // id of the run this one replays, "" if none
-	StartedAt     time.Time
-	FinishedAt    time.Time // zero while the run is live
-	UpdatedAt     time.Time
-	Stats         json.RawMessage // free-form JSON, nil if none
+	// AgentModel, ContextLimit, Overrides (the effective ones) and
+	// InputSHA256 are what the caller asked for, recorded at submit; Model
+	// is the summarizer's.
+	AgentModel   string
+	ContextLimit int
+	Overrides    json.RawMessage
+	InputSHA256  string
+	StartedAt    time.Time
+	FinishedAt   time.Time // zero while the run is live
+	UpdatedAt    time.Time
+	Stats        json.RawMessage // free-form JSON, nil if none
 }
 
 // RunPlan holds what the plan step learns about a live run. Zero fields
@@ -129,17 +136,19 @@ const (
 const runColumns = `id, tenant_id, session_id, event_id, trigger, preset, model, prompt_version,
 	status, tokens_before, tokens_after, chars_before, chars_after, ratio,
 	input_key, archive_key, archive_sha256, output_key, output_sha256, level, error,
-	coalesce(replay_of, ''), started_at, finished_at, updated_at, stats`
+	coalesce(replay_of, ''), started_at, finished_at, updated_at, stats,
+	agent_model, context_limit, overrides, input_sha256`
 
 func scanRun(row pgx.Row) (Run, error) {
 	var r Run
 	var status string
 	var finished *time.Time
-	var stats []byte
+	var stats, overrides []byte
 	err := row.Scan(&r.ID, &r.Tenant, &r.Session, &r.EventID, &r.Trigger, &r.Preset, &r.Model, &r.PromptVersion,
 		&status, &r.TokensBefore, &r.TokensAfter, &r.CharsBefore, &r.CharsAfter, &r.Ratio,
 		&r.InputKey, &r.ArchiveKey, &r.ArchiveSHA256, &r.OutputKey, &r.OutputSHA256, &r.Level, &r.Error,
-		&r.ReplayOf, &r.StartedAt, &finished, &r.UpdatedAt, &stats)
+		&r.ReplayOf, &r.StartedAt, &finished, &r.UpdatedAt, &stats,
+		&r.AgentModel, &r.ContextLimit, &overrides, &r.InputSHA256)
 	if err != nil {
 		return Run{}, err
 	}
@@ -151,6 +160,9 @@ func scanRun(row pgx.Row) (Run, error) {
 	}
 	if len(stats) > 0 {
 		r.Stats = json.RawMessage(stats)
+	}
+	if len(overrides) > 0 {
+		r.Overrides = json.RawMessage(overrides)
 	}
 	return r, nil
 }
@@ -206,6 +218,10 @@ func (s *Store) CreateRun(ctx context.Context, r Run) (Run, bool, error) {
 	if err != nil {
 		return Run{}, false, err
 	}
+	overrides, err := jsonArg("create run "+r.ID+" overrides", r.Overrides)
+	if err != nil {
+		return Run{}, false, err
+	}
 	var finished any
 	if r.Status.Final() {
 		if r.FinishedAt.IsZero() {
@@ -224,14 +240,15 @@ func (s *Store) CreateRun(ctx context.Context, r Run) (Run, bool, error) {
 			insert into runs (id, tenant_id, session_id, event_id, trigger, preset, model, prompt_version,
 				status, tokens_before, tokens_after, chars_before, chars_after, ratio,
 				input_key, archive_key, archive_sha256, output_key, output_sha256, level, error,
-				replay_of, started_at, finished_at, stats)
+				replay_of, started_at, finished_at, stats, agent_model, context_limit, overrides, input_sha256)
 			values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-				$22, coalesce($23, now()), $24, $25)
+				$22, coalesce($23, now()), $24, $25, $26, $27, $28, $29)
 			on conflict (id) do nothing`,
 			r.ID, r.Tenant, r.Session, r.EventID, r.Trigger, r.Preset, r.Model, r.PromptVersion,
 			string(r.Status), r.TokensBefore, r.TokensAfter, r.CharsBefore, r.CharsAfter, r.Ratio,
 			r.InputKey, r.ArchiveKey, r.ArchiveSHA256, r.OutputKey, r.OutputSHA256, r.Level, r.Error,
-			nullIfEmpty(r.ReplayOf), nullIfZero(r.StartedAt), finished, stats)
+			nullIfEmpty(r.ReplayOf), nullIfZero(r.StartedAt), finished, stats,
+			r.AgentModel, r.ContextLimit, overrides, r.InputSHA256)
 		if err != nil {
 			return fmt.Errorf("insert: %w", err)
 		}

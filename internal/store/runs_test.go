@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -349,4 +350,24 @@ func TestListRuns(t *testing.T) {
 	require.ErrorContains(t, err, "needs a tenant")
 	_, err = s.ListRuns(ctx, store.RunFilter{Status: "weird"})
 	require.ErrorContains(t, err, "unknown status")
+}
+
+// TestRunHoldsTheCallersSettings: what the caller asked for is recorded on
+// the run at submit and read back as it was.
+func TestRunHoldsTheCallersSettings(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	r, created, err := s.CreateRun(ctx, store.Run{ID: "run-settings", Tenant: "acme", Session: "s1", Preset: "three-tier",
+		AgentModel: "claude-sonnet-4", ContextLimit: 100000, Overrides: json.RawMessage(`{"history":{"keep_last":4}}`),
+		InputSHA256: strings.Repeat("ab", 32)})
+	require.NoError(t, err)
+	require.True(t, created)
+	got, err := s.GetRun(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, "claude-sonnet-4", got.AgentModel)
+	require.Equal(t, 100000, got.ContextLimit)
+	require.JSONEq(t, `{"history":{"keep_last":4}}`, string(got.Overrides))
+	require.Equal(t, strings.Repeat("ab", 32), got.InputSHA256)
+	require.Empty(t, got.Model, "the summarizer model is recorded apart, by the run")
 }
