@@ -168,34 +168,31 @@ type stepRecord struct {
 	completionTokens int
 	model            string
 	promptVersion    string
+	// written is set by a step that wrote its own successful record
+	// with its state change (commit), so record does not write it again.
+	written bool
 }
 
 // record appends this attempt of a step to the run's history. The attempt
 // number comes from Temporal, so a retried write of the same attempt adds
-// nothing; a new attempt adds its own row.
+// nothing; a new attempt adds its own row. When the run batches its step
+// records (Run.BatchSteps) and the step succeeded, the record goes back
+// to the workflow in out instead, which writes it with the run's end.
 //
 // It returns stepErr classified (see classify): every activity ends with
 // `defer func() { err = a.record(...) }()`, so the retry decision for an
 // error nobody classified is made here, once.
-func (a *Activities) record(ctx context.Context, runID, name string, started time.Time, rec stepRecord, stepErr error) error {
+func (a *Activities) record(ctx context.Context, run Run, name string, started time.Time, rec stepRecord, stepErr error, out *Recorded) error {
 	stepErr = classify(stepErr)
-	attempt := 1
-	if activity.IsActivity(ctx) {
-		attempt = int(activity.GetInfo(ctx).Attempt)
+	st := a.stepRow(ctx, run.ID, name, started, rec, stepErr)
+	a.Metrics.Step(rec.kind, st.Attempt, st.Duration, stepErr)
+	switch {
+	case stepErr == nil && rec.written:
+		return nil
+	case stepErr == nil && run.BatchSteps && out != nil:
+		out.StepRecord = &st
+		return nil
 	}
-	st := store.Step{
-		RunID: runID, Name: name, Attempt: attempt, Kind: rec.kind,
-		InputSize: rec.inputSize, OutputSize: rec.outputSize,
-		PromptTokens: rec.promptTokens, CompletionTokens: rec.completionTokens,
-		Model: rec.model, PromptVersion: rec.promptVersion, Duration: time.Since(started),
-		// Drawn once per execution: the retry below is the same write, an
-		// execution after a worker death is a new row.
-		Execution: newExecutionID(),
-	}
-	if stepErr != nil {
-		st.Error = stepErr.Error()
-	}
-	a.Metrics.Step(rec.kind, attempt, st.Duration, stepErr)
 	err := a.Store.RecordStep(ctx, st)
 	if err != nil && store.IsRetryable(err) {
 		// The write is idempotent; one more try rides out a dropped
@@ -205,9 +202,31 @@ func (a *Activities) record(ctx context.Context, runID, name string, started tim
 	if err != nil {
 		// The step itself succeeded or failed on its own; a lost history
 		// row must not turn into a retry of an LLM call.
-		logger(ctx).Warn("record step", "run", runID, "step", name, "error", err)
+		logger(ctx).Warn("record step", "run", run.ID, "step", name, "error", err)
 	}
 	return stepErr
+}
+
+// stepRow is the record of this attempt of a step, ending now.
+func (a *Activities) stepRow(ctx context.Context, runID, name string, started time.Time, rec stepRecord, stepErr error) store.Step {
+	attempt := 1
+	if activity.IsActivity(ctx) {
+		attempt = int(activity.GetInfo(ctx).Attempt)
+	}
+	st := store.Step{
+		RunID: runID, Name: name, Attempt: attempt, Kind: rec.kind,
+		InputSize: rec.inputSize, OutputSize: rec.outputSize,
+		PromptTokens: rec.promptTokens, CompletionTokens: rec.completionTokens,
+		Model: rec.model, PromptVersion: rec.promptVersion, Duration: time.Since(started),
+		At: time.Now().UTC(),
+		// Drawn once per execution: the retry below is the same write, an
+		// execution after a worker death is a new row.
+		Execution: newExecutionID(),
+	}
+	if stepErr != nil {
+		st.Error = stepErr.Error()
+	}
+	return st
 }
 
 // logger returns the activity logger, or a no-op one outside activities

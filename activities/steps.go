@@ -23,26 +23,19 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
-// Plan creates the run's row, reads and validates the input, and measures
-// it. A conversation that does not parse fails the run at once, with the
-// parser's error naming the message and field.
+// Plan reads and validates the input, measures it and, when the input asks
+// for it, archives it (one read of the input for both), then marks the run
+// running with its figures and archive in one statement. A conversation
+// that does not parse fails the run at once, with the parser's error
+// naming the message and field.
 func (a *Activities) Plan(ctx context.Context, in PlanInput) (res PlanResult, err error) {
 	started := time.Now()
 	defer a.heartbeat(ctx)()
 	var rec stepRecord
 	rec.kind = "plan"
-	defer func() { err = a.record(ctx, in.Run.ID, "plan", started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run, "plan", started, rec, err, &res.Recorded) }()
 
 	run := in.Run
-	if _, _, err := a.Store.CreateRun(ctx, store.Run{
-		ID: run.ID, Tenant: run.Tenant, Session: run.Session, EventID: run.EventID, Trigger: run.Trigger,
-		Preset: run.Preset, InputKey: in.InputKey, ReplayOf: run.ReplayOf, Status: store.RunPending,
-	}); err != nil {
-		return res, storeErr(fmt.Errorf("create run: %w", err))
-	}
-	if err := a.Store.MarkRunning(ctx, run.ID); err != nil {
-		return res, storeErr(fmt.Errorf("mark run running: %w", err))
-	}
 	data, err := a.getVerified(ctx, in.Run.Tenant, in.InputKey, in.InputSHA256)
 	if err != nil {
 		return res, fmt.Errorf("read input: %w", err)
@@ -69,13 +62,44 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (res PlanResult, er
 	case len(conv.Messages) == 0:
 		res.Skip, res.Reason = true, "empty conversation"
 	}
-	if err := a.Store.RecordPlan(ctx, run.ID, store.RunPlan{
+	start := store.RunStart{RunPlan: store.RunPlan{
 		Preset: p.Name, Model: a.modelFor(p), Level: res.LevelBefore, InputKey: in.InputKey,
 		TokensBefore: int64(size), CharsBefore: int64(res.CharsBefore),
-	}); err != nil {
-		return res, storeErr(fmt.Errorf("record plan: %w", err))
+	}}
+	if in.Archive {
+		archive, err := a.archive(ctx, run.Tenant, data)
+		if err != nil {
+			return res, err
+		}
+		res.Archive = &archive
+		start.ArchiveKey, start.ArchiveSHA256 = archive.Key, archive.SHA256
+		rec.outputSize = archive.Size
+	}
+	if err := a.Store.StartRun(ctx, storeRun(run, in.InputKey), start); err != nil {
+		return res, storeErr(fmt.Errorf("start run: %w", err))
 	}
 	return res, nil
+}
+
+// storeRun is the row of a run the gateway did not record (submitted
+// before it did): the identity and trigger, so StartRun can create it.
+func storeRun(run Run, inputKey string) store.Run {
+	return store.Run{ID: run.ID, Tenant: run.Tenant, Session: run.Session, EventID: run.EventID,
+		Trigger: run.Trigger, Preset: run.Preset, InputKey: inputKey, ReplayOf: run.ReplayOf}
+}
+
+// archive copies the original to its content-addressed archive key and
+// reads it back from S3 itself, past the in-process cache, to verify the
+// checksum: the point is that the store holds the bytes.
+func (a *Activities) archive(ctx context.Context, tenant string, data []byte) (ArchiveResult, error) {
+	ref, err := a.Blob.PutContent(ctx, tenant, blob.KindArchive, data)
+	if err != nil {
+		return ArchiveResult{}, blobErr(fmt.Errorf("write archive: %w", err))
+	}
+	if _, err := a.Blob.GetVerifiedFromS3(ctx, ref.Key, ref.SHA256); err != nil {
+		return ArchiveResult{}, blobErr(fmt.Errorf("verify archive: %w", err))
+	}
+	return ArchiveResult{Key: ref.Key, SHA256: ref.SHA256, Size: ref.Size}, nil
 }
 
 // modelFor is the summarizer model a run will use, as recorded on it.
@@ -95,26 +119,21 @@ func (a *Activities) Archive(ctx context.Context, in ArchiveInput) (res ArchiveR
 	started := time.Now()
 	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "archive"}
-	defer func() { err = a.record(ctx, in.Run.ID, "archive", started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run, "archive", started, rec, err, &res.Recorded) }()
 
 	data, err := a.getVerified(ctx, in.Run.Tenant, in.InputKey, in.InputSHA256)
 	if err != nil {
 		return res, fmt.Errorf("read input: %w", err)
 	}
-	ref, err := a.Blob.PutContent(ctx, in.Run.Tenant, blob.KindArchive, data)
+	res, err = a.archive(ctx, in.Run.Tenant, data)
 	if err != nil {
-		return res, blobErr(fmt.Errorf("write archive: %w", err))
+		return res, err
 	}
-	// Read back from S3 itself, past the in-process cache: the point is
-	// that the store holds the bytes.
-	if _, err := a.Blob.GetVerifiedFromS3(ctx, ref.Key, ref.SHA256); err != nil {
-		return res, blobErr(fmt.Errorf("verify archive: %w", err))
-	}
-	if err := a.Store.RecordArchive(ctx, in.Run.ID, ref.Key, ref.SHA256); err != nil {
+	if err := a.Store.RecordArchive(ctx, in.Run.ID, res.Key, res.SHA256); err != nil {
 		return res, storeErr(fmt.Errorf("record archive: %w", err))
 	}
-	rec.inputSize, rec.outputSize = ref.Size, ref.Size
-	return ArchiveResult{Key: ref.Key, SHA256: ref.SHA256, Size: ref.Size}, nil
+	rec.inputSize, rec.outputSize = res.Size, res.Size
+	return res, nil
 }
 
 // Deterministic runs every pass that needs no LLM (plan.Deterministic),
@@ -124,7 +143,7 @@ func (a *Activities) Deterministic(ctx context.Context, in DeterministicInput) (
 	started := time.Now()
 	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "deterministic"}
-	defer func() { err = a.record(ctx, in.Run.ID, "deterministic", started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run, "deterministic", started, rec, err, &res.Recorded) }()
 
 	run := in.Run
 	conv, data, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
@@ -210,7 +229,7 @@ func (a *Activities) FitBudget(ctx context.Context, in FitInput) (res FitResult,
 	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "budget"}
 	step := "budget/" + in.Stage
-	defer func() { err = a.record(ctx, in.Run.ID, step, started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run, step, started, rec, err, &res.Recorded) }()
 
 	run := in.Run
 	conv, data, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
@@ -288,7 +307,7 @@ func (a *Activities) Chunk(ctx context.Context, in ChunkInput) (res ChunkResult,
 	started := time.Now()
 	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "chunk"}
-	defer func() { err = a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run, in.Step, started, rec, err, &res.Recorded) }()
 
 	p, err := a.preset(in.Run)
 	if err != nil {
@@ -336,7 +355,7 @@ func (a *Activities) Fallback(ctx context.Context, in FallbackInput) (res Summar
 	started := time.Now()
 	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "fallback", model: in.Mode}
-	defer func() { err = a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run, in.Step, started, rec, err, &res.Recorded) }()
 
 	text, err := a.text(ctx, in.Run.Tenant, in.SourceKey)
 	if err != nil {
@@ -368,7 +387,7 @@ func (a *Activities) Merge(ctx context.Context, in MergeInput) (res MergeResult,
 	started := time.Now()
 	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "merge"}
-	defer func() { err = a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run, in.Step, started, rec, err, &res.Recorded) }()
 
 	parts := make([]string, 0, len(in.Keys))
 	for _, k := range in.Keys {
@@ -392,7 +411,7 @@ func (a *Activities) ApplyResults(ctx context.Context, in ApplyResultsInput) (re
 	started := time.Now()
 	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "apply"}
-	defer func() { err = a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run, in.Step, started, rec, err, &res.Recorded) }()
 
 	conv, data, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
 	if err != nil {
@@ -432,7 +451,7 @@ func (a *Activities) PlanGlobal(ctx context.Context, in GlobalInput) (res Global
 	started := time.Now()
 	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "plan-global"}
-	defer func() { err = a.record(ctx, in.Run.ID, "plan-global", started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run, "plan-global", started, rec, err, &res.Recorded) }()
 
 	conv, _, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
 	if err != nil {
@@ -473,7 +492,7 @@ func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res H
 	if step == "" {
 		step = "history/prepare"
 	}
-	defer func() { err = a.record(ctx, in.Run.ID, step, started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run, step, started, rec, err, &res.Recorded) }()
 
 	conv, _, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
 	if err != nil {
@@ -546,7 +565,7 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 	started := time.Now()
 	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "drift"}
-	defer func() { err = a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run, in.Step, started, rec, err, &res.Recorded) }()
 
 	p, err := a.preset(in.Run)
 	if err != nil {
@@ -594,10 +613,8 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 	case !res.Passed:
 		verdict = fmt.Sprintf("identifiers kept (%.2f); a session check failed: %d items missing", score, len(missing))
 	}
-	if err := a.Store.RecordDrift(ctx, store.Drift{RunID: in.Run.ID, Step: in.Step, Pass: in.Pass, Score: score,
-		Passed: res.Passed, Missing: missing, Verdict: verdict}); err != nil {
-		return res, storeErr(fmt.Errorf("record drift: %w", err))
-	}
+	verdicts := []store.Drift{{RunID: in.Run.ID, Step: in.Step, Pass: in.Pass, Score: score,
+		Passed: res.Passed, Missing: missing, Verdict: verdict}}
 	a.Metrics.Drift("identifiers", idPassed)
 	for _, c := range checks {
 		a.Metrics.Drift(c.Name, c.Passed)
@@ -605,10 +622,12 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 		if !c.Passed {
 			verdict = "DRIFT_DETECTED: " + c.Note
 		}
-		if err := a.Store.RecordDrift(ctx, store.Drift{RunID: in.Run.ID, Step: in.Step + "/" + c.Name, Pass: in.Pass,
-			Score: c.Score, Passed: c.Passed, Missing: c.Missing, Verdict: verdict}); err != nil {
-			return res, storeErr(fmt.Errorf("record drift check %s: %w", c.Name, err))
-		}
+		verdicts = append(verdicts, store.Drift{RunID: in.Run.ID, Step: in.Step + "/" + c.Name, Pass: in.Pass,
+			Score: c.Score, Passed: c.Passed, Missing: c.Missing, Verdict: verdict})
+	}
+	// The identifier verdict and each session check in one round trip.
+	if err := a.Store.RecordDrift(ctx, verdicts...); err != nil {
+		return res, storeErr(fmt.Errorf("record drift: %w", err))
 	}
 	return res, nil
 }
@@ -747,7 +766,7 @@ func (a *Activities) Patch(ctx context.Context, in PatchInput) (res SummarizeRes
 	started := time.Now()
 	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "patch"}
-	defer func() { err = a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run, in.Step, started, rec, err, &res.Recorded) }()
 
 	summary, err := a.text(ctx, in.Run.Tenant, in.SummaryKey)
 	if err != nil {
@@ -786,7 +805,7 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 	started := time.Now()
 	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "apply-history"}
-	defer func() { err = a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run, in.Step, started, rec, err, &res.Recorded) }()
 
 	conv, _, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
 	if err != nil {
@@ -842,7 +861,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	started := time.Now()
 	defer a.heartbeat(ctx)()
 	rec := stepRecord{kind: "commit"}
-	defer func() { err = a.record(ctx, in.Run.ID, "commit", started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run, "commit", started, rec, err, nil) }()
 
 	run := in.Run
 	conv, _, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
@@ -853,9 +872,14 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	if err != nil {
 		return res, err
 	}
-	stored, err := a.Store.GetRun(ctx, run.ID)
-	if err != nil {
-		return res, storeErr(fmt.Errorf("read run: %w", err))
+	tokensBefore := int64(in.TokensBefore)
+	if tokensBefore == 0 {
+		// A run started before the workflow passed the plan's figure.
+		stored, err := a.Store.GetRun(ctx, run.ID)
+		if err != nil {
+			return res, storeErr(fmt.Errorf("read run: %w", err))
+		}
+		tokensBefore = stored.TokensBefore
 	}
 	after := b.Measure(conv)
 	usage := b.Usage(after)
@@ -884,8 +908,8 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	}
 	level := compress.LevelFor(usage)
 	ratio := 0.0
-	if stored.TokensBefore > 0 {
-		ratio = float64(after) / float64(stored.TokensBefore)
+	if tokensBefore > 0 {
+		ratio = float64(after) / float64(tokensBefore)
 	}
 	over := b.Over(after)
 	reason := ""
@@ -926,20 +950,28 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	if model == "" {
 		model = a.modelFor(p)
 	}
+	steps := in.Steps
+	if run.BatchSteps {
+		// This step's own record goes with the commit too; record then
+		// writes only a failure.
+		rec.outputSize = int64(len(data))
+		steps = append(steps, a.stepRow(ctx, run.ID, "commit", started, rec, nil))
+	}
 	committed, err := a.Store.CommitRun(ctx, run.ID, store.RunResult{
 		TokensAfter: int64(after), CharsAfter: int64(utf8.RuneCount(data)), Ratio: ratio,
 		OutputKey: ref.Key, OutputSHA256: ref.SHA256, Model: model, PromptVersion: in.PromptVersion,
-		Level: string(level), Stats: mustJSON(stats), OverLimit: over, Reason: reason,
+		Level: string(level), Stats: mustJSON(stats), OverLimit: over, Reason: reason, Steps: steps,
 	})
 	if err != nil {
 		return res, storeErr(fmt.Errorf("commit run: %w", err))
 	}
+	rec.written = run.BatchSteps
 	if committed {
 		outcome := string(store.RunSucceeded)
 		if over {
 			outcome = string(store.RunOverLimit)
 		}
-		a.Metrics.Run(outcome, p.Name, string(conv.Format), unitOf(b), int(stored.TokensBefore), after)
+		a.Metrics.Run(outcome, p.Name, string(conv.Format), unitOf(b), int(tokensBefore), after)
 	}
 	if !committed {
 		// A retried commit finds the run already final: nothing changes.
@@ -987,7 +1019,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 		deleted = n
 	}
 	rec.outputSize = int64(len(data))
-	return CommitResult{OutputKey: ref.Key, OutputSHA256: ref.SHA256, TokensBefore: int(stored.TokensBefore),
+	return CommitResult{OutputKey: ref.Key, OutputSHA256: ref.SHA256, TokensBefore: int(tokensBefore),
 		TokensAfter: after, Ratio: ratio, LevelAfter: string(level), Committed: committed, Deleted: deleted,
 		OverLimit: over, Reason: reason, Limit: b.Limit, Recommendation: compress.Recommendation(level),
 		HandoffKey: res.HandoffKey, HandoffSHA256: res.HandoffSHA256}, nil
@@ -1022,7 +1054,7 @@ func (a *Activities) handoff(ctx context.Context, run Run, conv conversation.Con
 
 // FailRun marks a run failed; a run already final stays as it is.
 func (a *Activities) FailRun(ctx context.Context, in FailInput) error {
-	failed, err := a.Store.FailRun(ctx, in.RunID, in.Message)
+	failed, err := a.Store.FailRun(ctx, in.RunID, in.Message, in.Steps...)
 	if err != nil {
 		return storeErr(fmt.Errorf("fail run: %w", err))
 	}

@@ -28,7 +28,7 @@ const heartbeatEvery = 10 * time.Second
 func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (res SummarizeResult, err error) {
 	started := time.Now()
 	rec := stepRecord{kind: "llm"}
-	defer func() { err = a.record(ctx, in.Run.ID, in.Step, started, rec, err) }()
+	defer func() { err = a.record(ctx, in.Run, in.Step, started, rec, err, &res.Recorded) }()
 
 	if a.Summarizer == nil {
 		return res, config(errNoSummarizer)

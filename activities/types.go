@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
 // Only S3 keys and small metadata cross Temporal: every type in this file
@@ -24,6 +25,27 @@ type Run struct {
 	Model        string `json:"model"`
 	ContextLimit int    `json:"context_limit"`
 	ReplayOf     string `json:"replay_of,omitempty"`
+	// BatchSteps: a step that succeeds returns its record (Recorded)
+	// instead of writing it, and the workflow writes them all with the
+	// run's final state (CommitInput.Steps, FailInput.Steps), one round
+	// trip instead of one per step. Failed attempts are written at once.
+	// The gateway sets it on every new run; runs started before replay
+	// writing each record.
+	BatchSteps bool `json:"batch_steps,omitempty"`
+}
+
+// Recorded is embedded in every step's result: the record of the step's
+// successful attempt when the run batches them (Run.BatchSteps).
+type Recorded struct {
+	StepRecord *store.Step `json:"step_record,omitempty"`
+}
+
+// TakeStepRecord returns the record and clears it, so that a result the
+// workflow passes on to another step does not carry it again.
+func (r *Recorded) TakeStepRecord() *store.Step {
+	st := r.StepRecord
+	r.StepRecord = nil
+	return st
 }
 
 // PlanInput starts a run.
@@ -31,10 +53,14 @@ type PlanInput struct {
 	Run         Run    `json:"run"`
 	InputKey    string `json:"input_key"`
 	InputSHA256 string `json:"input_sha256"`
+	// Archive makes the plan step archive the original too (one read of
+	// the input instead of two); the result's Archive says where.
+	Archive bool `json:"archive,omitempty"`
 }
 
 // PlanResult is what the plan step learned about the input.
 type PlanResult struct {
+	Recorded
 	Format       string  `json:"format"`
 	Messages     int     `json:"messages"`
 	Encoding     string  `json:"encoding"`
@@ -51,6 +77,9 @@ type PlanResult struct {
 	// recorded copy, never by resolving it again, so that a change of a
 	// built-in default cannot make a running or replayed history diverge.
 	Preset policy.Preset `json:"preset"`
+	// Archive is the verified copy of the original, when the input asked
+	// the plan step to make it.
+	Archive *ArchiveResult `json:"archive,omitempty"`
 }
 
 // ArchiveInput archives the original.
@@ -62,6 +91,7 @@ type ArchiveInput struct {
 
 // ArchiveResult is where the verified copy of the original lives.
 type ArchiveResult struct {
+	Recorded
 	Key    string `json:"key"`
 	SHA256 string `json:"sha256"`
 	Size   int64  `json:"size"`
@@ -95,6 +125,7 @@ type PassStat struct {
 // DeterministicResult is the working conversation after the cheap passes
 // and the large results that need map-reduce.
 type DeterministicResult struct {
+	Recorded
 	WorkKey      string     `json:"work_key"`
 	Tokens       int        `json:"tokens"`
 	Usage        float64    `json:"usage"`
@@ -124,6 +155,7 @@ type FitInput struct {
 
 // FitResult is the working conversation after a ladder step.
 type FitResult struct {
+	Recorded
 	WorkKey string   `json:"work_key"`
 	Tokens  int      `json:"tokens"`
 	Pass    PassStat `json:"pass"`
@@ -147,6 +179,7 @@ type ChunkInput struct {
 
 // ChunkResult lists the chunk keys in order.
 type ChunkResult struct {
+	Recorded
 	Keys  []string `json:"keys"`
 	Chars []int    `json:"chars"`
 }
@@ -168,6 +201,7 @@ type SummarizeInput struct {
 
 // SummarizeResult is where the summary was written.
 type SummarizeResult struct {
+	Recorded
 	Key           string `json:"key"`
 	Chars         int    `json:"chars"`
 	Model         string `json:"model"`
@@ -194,6 +228,7 @@ type MergeInput struct {
 
 // MergeResult is the merged text.
 type MergeResult struct {
+	Recorded
 	Key   string `json:"key"`
 	Chars int    `json:"chars"`
 }
@@ -215,6 +250,7 @@ type ApplyResultsInput struct {
 
 // WorkResult is a new working conversation.
 type WorkResult struct {
+	Recorded
 	WorkKey string  `json:"work_key"`
 	Tokens  int     `json:"tokens"`
 	Usage   float64 `json:"usage"`
@@ -232,6 +268,7 @@ type GlobalInput struct {
 // GlobalResult lists the results to compress; empty when usage is under
 // the trigger.
 type GlobalResult struct {
+	Recorded
 	Targets []Target `json:"targets,omitempty"`
 	Usage   float64  `json:"usage"`
 }
@@ -251,6 +288,7 @@ type HistoryInput struct {
 
 // HistoryPlan says whether and how to compact the history.
 type HistoryPlan struct {
+	Recorded
 	Skip   bool   `json:"skip"`
 	Reason string `json:"reason,omitempty"`
 	Split  int    `json:"split"`
@@ -282,6 +320,7 @@ type DriftInput struct {
 // DriftResult is the verdict. The missing items stay in S3 and Postgres:
 // they are conversation text.
 type DriftResult struct {
+	Recorded
 	Score        float64 `json:"score"`
 	Passed       bool    `json:"passed"`
 	MissingCount int     `json:"missing_count"`
@@ -315,6 +354,12 @@ type CommitInput struct {
 	Run        Run    `json:"run"`
 	WorkKey    string `json:"work_key"`
 	ArchiveKey string `json:"archive_key"`
+	// TokensBefore is the plan's measure of the input (0 in runs started
+	// before it was passed: commit reads it from the run row).
+	TokensBefore int `json:"tokens_before,omitempty"`
+	// Steps are the run's step records gathered by the workflow
+	// (Run.BatchSteps), written with the commit.
+	Steps []store.Step `json:"steps,omitempty"`
 	Watermark  string `json:"watermark,omitempty"`
 	// DeleteOffloads removes offloads restored into the summary (seed 002),
 	// only after the commit.
@@ -337,6 +382,7 @@ type CommitInput struct {
 
 // CommitResult is the run's outcome.
 type CommitResult struct {
+	Recorded
 	OutputKey    string  `json:"output_key"`
 	OutputSHA256 string  `json:"output_sha256"`
 	TokensBefore int     `json:"tokens_before"`
@@ -362,4 +408,7 @@ type CommitResult struct {
 type FailInput struct {
 	RunID   string `json:"run_id"`
 	Message string `json:"message"`
+	// Steps are the run's step records gathered by the workflow
+	// (Run.BatchSteps), written with the failure.
+	Steps []store.Step `json:"steps,omitempty"`
 }

@@ -41,6 +41,10 @@ type CompactionInput struct {
 	// history summary (an LLM judge); the gateway sets it when an LLM is
 	// configured. Without it, the deterministic checks decide.
 	Judge bool `json:"judge,omitempty"`
+	// ArchiveInPlan has the plan step archive the original (one read of
+	// the input, one step fewer); the gateway sets it on every new run,
+	// and runs started before it existed replay with their archive step.
+	ArchiveInPlan bool `json:"archive_in_plan,omitempty"`
 }
 
 // CompactionResult is the outcome of a run: keys and figures, no text.
@@ -123,13 +127,15 @@ func Compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, err
 	ctx = withStepMode(workflow.WithActivityOptions(ctx, stepOptions()), in.LocalSteps)
 	ctx = workflow.WithValue(ctx, llmQueueKey{}, in.LLMTaskQueue)
 	ctx = workflow.WithValue(ctx, judgeKey{}, in.Judge)
+	ctx, steps := withStepLog(ctx)
 	res, err := compaction(ctx, in)
 	if err != nil {
 		var a *activities.Activities
 		// A disconnected context still records the failure when the run
 		// was cancelled.
 		fctx, _ := workflow.NewDisconnectedContext(ctx)
-		ferr := runStep(fctx, a.FailRun, activities.FailInput{RunID: in.Run.ID, Message: err.Error()}).Get(fctx, nil)
+		fail := activities.FailInput{RunID: in.Run.ID, Message: err.Error(), Steps: steps.all()}
+		ferr := runStep(fctx, a.FailRun, fail).Get(fctx, nil)
 		if ferr != nil {
 			workflow.GetLogger(ctx).Error("record run failure", "run", in.Run.ID, "error", ferr)
 		}
@@ -151,17 +157,24 @@ func compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, err
 	res := CompactionResult{RunID: run.ID}
 
 	var plan activities.PlanResult
-	if err := runStep(ctx, a.Plan, activities.PlanInput{Run: run, InputKey: in.InputKey, InputSHA256: in.InputSHA256}).Get(ctx, &plan); err != nil {
+	planIn := activities.PlanInput{Run: run, InputKey: in.InputKey, InputSHA256: in.InputSHA256, Archive: in.ArchiveInPlan}
+	if err := runStep(ctx, a.Plan, planIn).Get(ctx, &plan); err != nil {
 		return res, fmt.Errorf("plan: %w", err)
 	}
 	preset := plan.Preset
 	res.Format, res.TokensBefore, res.LevelBefore = plan.Format, plan.TokensBefore, plan.LevelBefore
 
 	// The original is archived, and its checksum verified, before anything
-	// is replaced.
+	// is replaced: by the plan step, or by a step of its own (runs started
+	// before the plan step did it, or a plan answered by an older worker
+	// that ignores PlanInput.Archive).
 	var archive activities.ArchiveResult
-	if err := runStep(ctx, a.Archive, activities.ArchiveInput{Run: run, InputKey: in.InputKey, InputSHA256: in.InputSHA256}).Get(ctx, &archive); err != nil {
-		return res, fmt.Errorf("archive original: %w", err)
+	if plan.Archive != nil {
+		archive = *plan.Archive
+	} else {
+		if err := runStep(ctx, a.Archive, activities.ArchiveInput{Run: run, InputKey: in.InputKey, InputSHA256: in.InputSHA256}).Get(ctx, &archive); err != nil {
+			return res, fmt.Errorf("archive original: %w", err)
+		}
 	}
 	res.ArchiveKey = archive.Key
 
@@ -183,6 +196,10 @@ func compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, err
 	}
 
 	var out activities.CommitResult
+	commit.TokensBefore = plan.TokensBefore
+	if log, _ := ctx.Value(stepLogKey{}).(*stepLog); log != nil {
+		commit.Steps = log.all()
+	}
 	if err := runStep(ctx, a.Commit, commit).Get(ctx, &out); err != nil {
 		return res, fmt.Errorf("commit: %w", err)
 	}
@@ -516,7 +533,7 @@ func summarizeOrFallback(ctx workflow.Context, in activities.SummarizeInput, att
 	opts := llmOptions(attempts)
 	opts.TaskQueue, _ = ctx.Value(llmQueueKey{}).(string)
 	lctx := workflow.WithActivityOptions(ctx, opts)
-	err := workflow.ExecuteActivity(lctx, a.Summarize, in).Get(ctx, &out)
+	err := recording(ctx, workflow.ExecuteActivity(lctx, a.Summarize, in)).Get(ctx, &out)
 	if err == nil || fallback == "" {
 		return out, err
 	}

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
 func TestCompactionStepOrder(t *testing.T) {
@@ -79,6 +80,69 @@ func TestCompactionStepOrder(t *testing.T) {
 			require.Equal(t, "out/"+commits[0].WorkKey, res.OutputKey, "the result names the committed output")
 		})
 	}
+}
+
+// TestArchiveInPlan: a run whose input asks the plan step to archive has
+// no archive step of its own, and every later step gets the plan's
+// archive; an older worker's plan that ignores the flag (no archive in its
+// result) falls back to the archive step.
+func TestArchiveInPlan(t *testing.T) {
+	t.Parallel()
+	in := CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/input/abc", InputSHA256: "abc", ArchiveInPlan: true}
+	f := &fakes{}
+	res, err := runCompactionInput(t, f, in)
+	require.NoError(t, err)
+	require.Equal(t, []string{"Plan", "Deterministic", "PrepareHistory", "Summarize", "CheckDrift", "ApplyHistory", "Commit"}, f.names())
+	require.True(t, inputsOf[activities.PlanInput](f)[0].Archive)
+	require.Equal(t, "archive/abc", res.ArchiveKey)
+	require.Equal(t, "archive/abc", inputsOf[activities.CommitInput](f)[0].ArchiveKey)
+
+	in.ArchiveInPlan = false
+	f = &fakes{}
+	res, err = runCompactionInput(t, f, in)
+	require.NoError(t, err)
+	require.Equal(t, []string{"Plan", "Archive"}, f.names()[:2])
+	require.False(t, inputsOf[activities.PlanInput](f)[0].Archive)
+	require.Equal(t, "archive/abc", res.ArchiveKey)
+}
+
+// TestBatchedStepRecords: the records that successful steps return reach
+// the commit, in the order the steps ended and once each; when the run
+// fails, they reach the failure instead. Runs without BatchSteps carry
+// none.
+func TestBatchedStepRecords(t *testing.T) {
+	t.Parallel()
+	names := func(steps []store.Step) []string {
+		var out []string
+		for _, st := range steps {
+			out = append(out, st.Name)
+		}
+		return out
+	}
+	run := testRun("offload-compact", "")
+	run.BatchSteps = true
+	in := CompactionInput{Run: run, InputKey: "t1/input/abc", InputSHA256: "abc", ArchiveInPlan: true}
+
+	f := &fakes{}
+	_, err := runCompactionInput(t, f, in)
+	require.NoError(t, err)
+	commits := inputsOf[activities.CommitInput](f)
+	require.Len(t, commits, 1)
+	require.Equal(t, []string{"plan", "deterministic", "history/summarize"}, names(commits[0].Steps))
+	require.Equal(t, 100000, commits[0].TokensBefore, "the plan's figure goes to commit")
+
+	f = &fakes{commitErr: errors.New("commit broke")}
+	_, err = runCompactionInput(t, f, in)
+	require.Error(t, err)
+	fails := inputsOf[activities.FailInput](f)
+	require.Len(t, fails, 1)
+	require.Equal(t, []string{"plan", "deterministic", "history/summarize"}, names(fails[0].Steps))
+
+	in.Run.BatchSteps = false
+	f = &fakes{}
+	_, err = runCompactionInput(t, f, in)
+	require.NoError(t, err)
+	require.Empty(t, inputsOf[activities.CommitInput](f)[0].Steps)
 }
 
 func TestCompactionHistoryPassFeedsCommit(t *testing.T) {

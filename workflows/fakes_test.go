@@ -18,6 +18,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/activities"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
 // call is one activity call seen by the fakes.
@@ -118,6 +119,10 @@ func (f *fakes) install(env *testsuite.TestWorkflowEnvironment) {
 				return activities.PlanResult{}, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrConfig, err)
 			}
 			p.Preset = preset
+			if in.Archive {
+				p.Archive = &activities.ArchiveResult{Key: "archive/" + in.InputSHA256, SHA256: in.InputSHA256, Size: 10}
+			}
+			p.StepRecord = stepOf(in.Run, "plan")
 			return p, nil
 		})
 	env.OnActivity(a.Archive, mock.Anything, mock.Anything).Return(
@@ -135,6 +140,7 @@ func (f *fakes) install(env *testsuite.TestWorkflowEnvironment) {
 			if d.Tokens == 0 {
 				d.Tokens = 90000
 			}
+			d.StepRecord = stepOf(in.Run, "deterministic")
 			return d, nil
 		})
 	env.OnActivity(a.Chunk, mock.Anything, mock.Anything).Return(
@@ -148,7 +154,9 @@ func (f *fakes) install(env *testsuite.TestWorkflowEnvironment) {
 			if f.summarize != nil {
 				return f.summarize(in)
 			}
-			return activities.SummarizeResult{Key: sumKey(in.Step), Chars: 100, Model: "m", PromptVersion: in.Prompt + "-v1"}, nil
+			res := activities.SummarizeResult{Key: sumKey(in.Step), Chars: 100, Model: "m", PromptVersion: in.Prompt + "-v1"}
+			res.StepRecord = stepOf(in.Run, in.Step)
+			return res, nil
 		})
 	if f.summarizeDelay > 0 {
 		sum.After(f.summarizeDelay)
@@ -238,6 +246,15 @@ func quietLogger() log.Logger {
 }
 
 // testRun is a run of the named preset with optional JSON overrides.
+// stepOf is the record a step of a run that batches its records
+// returns (nil for other runs); the execution id is the step's name.
+func stepOf(run activities.Run, name string) *store.Step {
+	if !run.BatchSteps {
+		return nil
+	}
+	return &store.Step{RunID: run.ID, Name: name, Attempt: 1, Kind: "fake", Execution: name}
+}
+
 func testRun(preset, overrides string) activities.Run {
 	r := activities.Run{ID: "run-1", Tenant: "t1", Session: "s1", EventID: "ev-1", Trigger: "threshold", Preset: preset, Model: "gpt-4o"}
 	if overrides != "" {

@@ -5,6 +5,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
 type stepModeKey struct{}
@@ -37,9 +39,75 @@ func withStepMode(ctx workflow.Context, local bool) workflow.Context {
 // activity options) for older ones.
 func runStep(ctx workflow.Context, activity, in any) workflow.Future {
 	if local, _ := ctx.Value(stepModeKey{}).(bool); local {
-		return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, localStepOptions()), activity, in)
+		return recording(ctx, workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, localStepOptions()), activity, in))
 	}
-	return workflow.ExecuteActivity(ctx, activity, in)
+	return recording(ctx, workflow.ExecuteActivity(ctx, activity, in))
+}
+
+type stepLogKey struct{}
+
+// stepLog gathers the step records that successful steps return when the
+// run batches them (activities.Run.BatchSteps); commit or the failure
+// writes them in one round trip. It is only appended to and read in
+// order, never ranged as a map, so replay sees the same list.
+type stepLog struct {
+	steps []store.Step
+	seen  map[string]bool // by execution id: a result read twice counts once
+}
+
+// withStepLog gives the run's context a step log.
+func withStepLog(ctx workflow.Context) (workflow.Context, *stepLog) {
+	log := &stepLog{seen: map[string]bool{}}
+	return workflow.WithValue(ctx, stepLogKey{}, log), log
+}
+
+func (l *stepLog) add(st *store.Step) {
+	if l == nil || st == nil || l.seen[st.Execution] {
+		return
+	}
+	l.seen[st.Execution] = true
+	l.steps = append(l.steps, *st)
+}
+
+// all returns a copy of the gathered records.
+func (l *stepLog) all() []store.Step {
+	if l == nil || len(l.steps) == 0 {
+		return nil
+	}
+	return append([]store.Step(nil), l.steps...)
+}
+
+// recordCarrier is a step result that may carry its step record
+// (activities.Recorded, embedded).
+type recordCarrier interface {
+	TakeStepRecord() *store.Step
+}
+
+// recordingFuture is a step's future that hands the step record in its
+// result to the run's step log when the result is read.
+type recordingFuture struct {
+	workflow.Future
+	log *stepLog
+}
+
+// Get reads the result into valuePtr and moves its step record, if any,
+// to the log.
+func (f recordingFuture) Get(ctx workflow.Context, valuePtr interface{}) error {
+	err := f.Future.Get(ctx, valuePtr)
+	if c, ok := valuePtr.(recordCarrier); ok && err == nil {
+		f.log.add(c.TakeStepRecord())
+	}
+	return err
+}
+
+// recording wraps a step's future for the context's step log; without a
+// log (tests of parts of the workflow) it is the future itself.
+func recording(ctx workflow.Context, f workflow.Future) workflow.Future {
+	log, _ := ctx.Value(stepLogKey{}).(*stepLog)
+	if log == nil {
+		return f
+	}
+	return recordingFuture{Future: f, log: log}
 }
 
 // stepRetry is the retry policy of every S3/Postgres step: without a cap

@@ -154,33 +154,39 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	if err != nil {
 		return Submitted{}, err
 	}
-	existing, conflict, err := g.Store.ClaimEvent(ctx, ev.Tenant, ev.Session, ev.EventID, hash, runID)
+	resolved, err := policy.Resolve(ev.Preset, effective)
 	if err != nil {
-		return Submitted{}, fmt.Errorf("claim event: %w", err)
+		return Submitted{}, &InputError{Field: "overrides", Err: err}
 	}
-	if conflict {
-		return Submitted{}, ErrConflict
+	resolvedJSON, err := json.Marshal(resolved)
+	if err != nil {
+		return Submitted{}, fmt.Errorf("encode resolved preset: %w", err)
 	}
-	out := Submitted{RunID: runID, InputKey: ref.Key}
-	if existing != "" {
-		out.RunID, out.Existing = existing, true
-	}
-	if _, _, err := g.Store.CreateRun(ctx, store.Run{
-		ID: out.RunID, Tenant: ev.Tenant, Session: ev.Session, EventID: ev.EventID, Trigger: ev.Kind,
+	// The claim and the run row in one transaction: the row holds what
+	// the caller asked for from the moment the event is accepted.
+	sub, err := g.Store.SubmitRun(ctx, store.Run{
+		ID: runID, Tenant: ev.Tenant, Session: ev.Session, EventID: ev.EventID, Trigger: ev.Kind,
 		Preset: ev.Preset, InputKey: ref.Key, ReplayOf: ev.ReplayOf, Status: store.RunPending,
 		AgentModel: ev.Model, ContextLimit: ev.ContextLimit, Overrides: effective, InputSHA256: ref.SHA256,
-	}); err != nil {
-		return Submitted{}, fmt.Errorf("create run: %w", err)
+		ResolvedPreset: resolvedJSON,
+	}, hash)
+	if err != nil {
+		return Submitted{}, fmt.Errorf("submit run: %w", err)
 	}
+	if sub.Conflict {
+		return Submitted{}, ErrConflict
+	}
+	out := Submitted{RunID: sub.RunID, InputKey: ref.Key, Existing: sub.Existing}
 	// Signalling again for a known event is safe: the session drops a
 	// queued duplicate, and a finished run's id cannot be started twice.
 	in := workflows.CompactionInput{
 		Run: activities.Run{
 			ID: out.RunID, Tenant: ev.Tenant, Session: ev.Session, EventID: ev.EventID, Trigger: ev.Kind,
 			Preset: ev.Preset, Overrides: effective, Model: ev.Model, ContextLimit: ev.ContextLimit, ReplayOf: ev.ReplayOf,
+			BatchSteps: true,
 		},
 		InputKey: ref.Key, InputSHA256: ref.SHA256, LocalSteps: true, BudgetCheck: true, LLMTaskQueue: g.LLMTaskQueue,
-		Visibility: g.SearchAttributes, Judge: g.Judge,
+		Visibility: g.SearchAttributes, Judge: g.Judge, ArchiveInPlan: true,
 	}
 	opts := client.StartWorkflowOptions{ID: workflows.SessionWorkflowID(ev.Tenant, ev.Session), TaskQueue: g.TaskQueue}
 	if g.SearchAttributes {

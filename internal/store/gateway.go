@@ -14,9 +14,6 @@ import (
 // keys are guessable.
 const MinAPIKeyLength = 16
 
-// errClaimConflict rolls back the transaction of a conflicting claim.
-var errClaimConflict = errors.New("event claimed with another request")
-
 // ClaimEvent records that event eventID of a tenant starts run runID, so
 // that a duplicate delivery never starts a second run. The first claim
 // inserts and returns ("", false). A later claim with the same session and
@@ -29,43 +26,111 @@ func (s *Store) ClaimEvent(ctx context.Context, tenant, session, eventID, bodySH
 		[2]string{"bodySHA256", bodySHA256}, [2]string{"runID", runID}); err != nil {
 		return "", false, err
 	}
-	var existingRun string
-	var conflict bool
+	var existing string
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := ensureSession(ctx, tx, tenant, session); err != nil {
-			return err
-		}
-		tag, err := tx.Exec(ctx, `
-			insert into events (tenant_id, event_id, session_id, body_sha256, run_id)
-			values ($1, $2, $3, $4, $5)
-			on conflict (tenant_id, event_id) do nothing`,
-			tenant, eventID, session, bodySHA256, runID)
-		if err != nil {
-			return fmt.Errorf("insert: %w", err)
-		}
-		if tag.RowsAffected() == 1 {
-			return nil
-		}
-		var storedSession, storedBody string
-		err = tx.QueryRow(ctx, `select session_id, body_sha256, run_id from events where tenant_id = $1 and event_id = $2`,
-			tenant, eventID).Scan(&storedSession, &storedBody, &existingRun)
-		if err != nil {
-			return fmt.Errorf("read first claim: %w", err)
-		}
-		conflict = storedSession != session || storedBody != bodySHA256
-		if conflict {
-			// Roll back: a refused event leaves no session row behind.
-			return errClaimConflict
-		}
-		return nil
+		var err error
+		existing, err = claim(ctx, tx, tenant, session, eventID, bodySHA256, runID)
+		return err
 	})
-	if errors.Is(err, errClaimConflict) {
-		return existingRun, true, nil
+	var conflict *claimConflictError
+	if errors.As(err, &conflict) {
+		return conflict.run, true, nil
 	}
 	if err != nil {
 		return "", false, fmt.Errorf("%s: %w", op, err)
 	}
-	return existingRun, conflict, nil
+	return existing, false, nil
+}
+
+// Submission is what SubmitRun did: the run that serves the event
+// (Existing when an earlier claim of the same event made it), or a
+// Conflict with the run of an earlier claim of another body or session.
+type Submission struct {
+	RunID    string
+	Existing bool
+	Conflict bool
+}
+
+// SubmitRun claims event r.EventID of r.Tenant for run r.ID (see
+// ClaimEvent) and records the run, pending, with what the caller asked
+// for, in one transaction: the run row is the source of truth from the
+// moment the event is accepted. A repeat of the same event returns the
+// first claim's run (recorded again only if missing); a conflict writes
+// nothing at all, not even the session.
+func (s *Store) SubmitRun(ctx context.Context, r Run, bodySHA256 string) (Submission, error) {
+	op := fmt.Sprintf("submit event %s of tenant %s", r.EventID, r.Tenant)
+	if err := requireNonEmpty(op, [2]string{"EventID", r.EventID}, [2]string{"bodySHA256", bodySHA256}); err != nil {
+		return Submission{}, err
+	}
+	if err := checkNewRun(r); err != nil {
+		return Submission{}, fmt.Errorf("%s: %w", op, err)
+	}
+	sub := Submission{RunID: r.ID}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		existing, err := claim(ctx, tx, r.Tenant, r.Session, r.EventID, bodySHA256, r.ID)
+		if err != nil {
+			return err
+		}
+		if existing != "" {
+			sub.RunID, sub.Existing = existing, true
+			r.ID = existing
+		}
+		_, err = createRun(ctx, tx, r)
+		return err
+	})
+	var conflict *claimConflictError
+	if errors.As(err, &conflict) {
+		return Submission{RunID: conflict.run, Conflict: true}, nil
+	}
+	if err != nil {
+		return Submission{}, fmt.Errorf("%s: %w", op, err)
+	}
+	return sub, nil
+}
+
+// claimConflictError rolls back the transaction of a conflicting claim;
+// run is the first claim's run.
+type claimConflictError struct{ run string }
+
+func (e *claimConflictError) Error() string {
+	return "event claimed with another request (run " + e.run + ")"
+}
+
+// claimSQL creates the tenant and session when missing and claims the
+// event, in one statement (foreign keys are checked at its end); it
+// returns the run id when this claim inserted the event.
+const claimSQL = `
+	with tenant as (insert into tenants (id) values ($1) on conflict do nothing),
+	session as (insert into sessions (tenant_id, id) values ($1, $3) on conflict do nothing)
+	insert into events (tenant_id, event_id, session_id, body_sha256, run_id)
+	values ($1, $2, $3, $4, $5)
+	on conflict (tenant_id, event_id) do nothing
+	returning run_id`
+
+// claim claims an event in tx. It returns "" when this claim is the first,
+// the first claim's run id for a repeat of the same session and body, and
+// a *claimConflictError for the same event id with another session or
+// body.
+func claim(ctx context.Context, tx pgx.Tx, tenant, session, eventID, bodySHA256, runID string) (string, error) {
+	var inserted string
+	err := tx.QueryRow(ctx, claimSQL, tenant, eventID, session, bodySHA256, runID).Scan(&inserted)
+	if err == nil {
+		return "", nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("insert: %w", err)
+	}
+	var storedSession, storedBody, storedRun string
+	err = tx.QueryRow(ctx, `select session_id, body_sha256, run_id from events where tenant_id = $1 and event_id = $2`,
+		tenant, eventID).Scan(&storedSession, &storedBody, &storedRun)
+	if err != nil {
+		return "", fmt.Errorf("read first claim: %w", err)
+	}
+	if storedSession != session || storedBody != bodySHA256 {
+		// Roll back: a refused event leaves no session row behind.
+		return "", &claimConflictError{run: storedRun}
+	}
+	return storedRun, nil
 }
 
 // hashAPIKey is the stored form of a raw key: hex sha256. Keys are random

@@ -49,10 +49,11 @@ func TestRuntimeRoleCannotRewriteHistory(t *testing.T) {
 	t.Cleanup(app.Close)
 
 	// A run's work.
-	r, created, err := app.CreateRun(ctx, store.Run{ID: "run-priv", Tenant: "acme", Session: "s1"})
+	r := store.Run{ID: "run-priv", Tenant: "acme", Session: "s1", EventID: "ev-priv"}
+	sub, err := app.SubmitRun(ctx, r, "body")
 	require.NoError(t, err)
-	require.True(t, created)
-	require.NoError(t, app.MarkRunning(ctx, r.ID))
+	require.Equal(t, store.Submission{RunID: r.ID}, sub)
+	require.NoError(t, app.StartRun(ctx, r, store.RunStart{ArchiveKey: "tenants/acme/archive/k", ArchiveSHA256: "k"}))
 	require.NoError(t, app.RecordStep(ctx, store.Step{RunID: r.ID, Name: "plan", Attempt: 1, Execution: "a"}))
 	require.NoError(t, app.RecordStep(ctx, store.Step{RunID: r.ID, Name: "plan", Attempt: 1, Execution: "a"}), "a retried write adds nothing")
 	require.NoError(t, app.RecordStep(ctx, store.Step{RunID: r.ID, Name: "plan", Attempt: 1, Execution: "b"}), "a re-run after a worker death")

@@ -74,7 +74,11 @@ type Run struct {
 	ContextLimit int
 	Overrides    json.RawMessage
 	InputSHA256  string
-	StartedAt    time.Time
+	// ResolvedPreset is the preset the run works with (policy.Preset as
+	// JSON: built-in numbers under the effective overrides), resolved at
+	// submit; nil for runs submitted before it was recorded.
+	ResolvedPreset json.RawMessage
+	StartedAt      time.Time
 	FinishedAt   time.Time // zero while the run is live
 	UpdatedAt    time.Time
 	Stats        json.RawMessage // free-form JSON, nil if none
@@ -108,6 +112,9 @@ type RunResult struct {
 	// in the run's error.
 	OverLimit bool
 	Reason    string
+	// Steps are step records written in the same round trip as the
+	// commit (the run's successful steps, gathered by the workflow).
+	Steps []Step
 }
 
 // RunFilter selects runs for ListRuns. Zero fields do not filter.
@@ -115,6 +122,7 @@ type RunFilter struct {
 	Tenant   string
 	Session  string // only with Tenant
 	Status   RunStatus
+	Preset   string // the preset the run resolved (recorded by plan)
 	ReplayOf string
 	From     time.Time // started at or after
 	To       time.Time // started before
@@ -137,18 +145,18 @@ const runColumns = `id, tenant_id, session_id, event_id, trigger, preset, model,
 	status, tokens_before, tokens_after, chars_before, chars_after, ratio,
 	input_key, archive_key, archive_sha256, output_key, output_sha256, level, error,
 	coalesce(replay_of, ''), started_at, finished_at, updated_at, stats,
-	agent_model, context_limit, overrides, input_sha256`
+	agent_model, context_limit, overrides, input_sha256, resolved_preset`
 
 func scanRun(row pgx.Row) (Run, error) {
 	var r Run
 	var status string
 	var finished *time.Time
-	var stats, overrides []byte
+	var stats, overrides, resolved []byte
 	err := row.Scan(&r.ID, &r.Tenant, &r.Session, &r.EventID, &r.Trigger, &r.Preset, &r.Model, &r.PromptVersion,
 		&status, &r.TokensBefore, &r.TokensAfter, &r.CharsBefore, &r.CharsAfter, &r.Ratio,
 		&r.InputKey, &r.ArchiveKey, &r.ArchiveSHA256, &r.OutputKey, &r.OutputSHA256, &r.Level, &r.Error,
 		&r.ReplayOf, &r.StartedAt, &finished, &r.UpdatedAt, &stats,
-		&r.AgentModel, &r.ContextLimit, &overrides, &r.InputSHA256)
+		&r.AgentModel, &r.ContextLimit, &overrides, &r.InputSHA256, &resolved)
 	if err != nil {
 		return Run{}, err
 	}
@@ -163,6 +171,9 @@ func scanRun(row pgx.Row) (Run, error) {
 	}
 	if len(overrides) > 0 {
 		r.Overrides = json.RawMessage(overrides)
+	}
+	if len(resolved) > 0 {
+		r.ResolvedPreset = json.RawMessage(resolved)
 	}
 	return r, nil
 }
@@ -201,58 +212,19 @@ func nullIfZero(t time.Time) any {
 // another tenant or session is an error. An empty Status means pending; a
 // zero StartedAt means now.
 func (s *Store) CreateRun(ctx context.Context, r Run) (Run, bool, error) {
-	op := "create run"
-	if err := requireNonEmpty(op, [2]string{"ID", r.ID}, [2]string{"Tenant", r.Tenant}, [2]string{"Session", r.Session}); err != nil {
-		return Run{}, false, err
+	if err := checkNewRun(r); err != nil {
+		return Run{}, false, fmt.Errorf("create run %s: %w", r.ID, err)
 	}
-	if r.Status == "" {
-		r.Status = RunPending
-	}
-	if !r.Status.Valid() {
-		return Run{}, false, fmt.Errorf("create run %s: unknown status %q", r.ID, r.Status)
-	}
-	if r.ReplayOf == r.ID {
-		return Run{}, false, fmt.Errorf("create run %s: a run cannot replay itself", r.ID)
-	}
-	stats, err := jsonArg("create run "+r.ID, r.Stats)
-	if err != nil {
-		return Run{}, false, err
-	}
-	overrides, err := jsonArg("create run "+r.ID+" overrides", r.Overrides)
-	if err != nil {
-		return Run{}, false, err
-	}
-	var finished any
-	if r.Status.Final() {
-		if r.FinishedAt.IsZero() {
-			r.FinishedAt = time.Now()
-		}
-		finished = r.FinishedAt
-	}
-
 	var stored Run
 	var created bool
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := ensureSession(ctx, tx, r.Tenant, r.Session); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `
-			insert into runs (id, tenant_id, session_id, event_id, trigger, preset, model, prompt_version,
-				status, tokens_before, tokens_after, chars_before, chars_after, ratio,
-				input_key, archive_key, archive_sha256, output_key, output_sha256, level, error,
-				replay_of, started_at, finished_at, stats, agent_model, context_limit, overrides, input_sha256)
-			values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-				$22, coalesce($23, now()), $24, $25, $26, $27, $28, $29)
-			on conflict (id) do nothing`,
-			r.ID, r.Tenant, r.Session, r.EventID, r.Trigger, r.Preset, r.Model, r.PromptVersion,
-			string(r.Status), r.TokensBefore, r.TokensAfter, r.CharsBefore, r.CharsAfter, r.Ratio,
-			r.InputKey, r.ArchiveKey, r.ArchiveSHA256, r.OutputKey, r.OutputSHA256, r.Level, r.Error,
-			nullIfEmpty(r.ReplayOf), nullIfZero(r.StartedAt), finished, stats,
-			r.AgentModel, r.ContextLimit, overrides, r.InputSHA256)
-		if err != nil {
-			return fmt.Errorf("insert: %w", err)
+		var err error
+		if created, err = createRun(ctx, tx, r); err != nil {
+			return err
 		}
-		created = tag.RowsAffected() == 1
 		stored, err = scanRun(tx.QueryRow(ctx, `select `+runColumns+` from runs where id = $1`, r.ID))
 		if err != nil {
 			return fmt.Errorf("read back: %w", err)
@@ -262,10 +234,77 @@ func (s *Store) CreateRun(ctx context.Context, r Run) (Run, bool, error) {
 	if err != nil {
 		return Run{}, false, fmt.Errorf("create run %s: %w", r.ID, err)
 	}
-	if stored.Tenant != r.Tenant || stored.Session != r.Session {
-		return Run{}, false, fmt.Errorf("create run %s: id already used by session %q/%q", r.ID, stored.Tenant, stored.Session)
-	}
 	return stored, created, nil
+}
+
+// checkNewRun refuses a run that createRun must not insert.
+func checkNewRun(r Run) error {
+	if err := requireNonEmpty("new run", [2]string{"ID", r.ID}, [2]string{"Tenant", r.Tenant}, [2]string{"Session", r.Session}); err != nil {
+		return err
+	}
+	if r.Status != "" && !r.Status.Valid() {
+		return fmt.Errorf("unknown status %q", r.Status)
+	}
+	if r.ReplayOf == r.ID {
+		return errors.New("a run cannot replay itself")
+	}
+	return nil
+}
+
+// createRun inserts run r (checked by checkNewRun) in tx unless a run with its id exists; the
+// tenant and session must exist. It reports whether it inserted. An id
+// already used by another tenant or session is an error.
+func createRun(ctx context.Context, tx pgx.Tx, r Run) (bool, error) {
+	if r.Status == "" {
+		r.Status = RunPending
+	}
+	stats, err := jsonArg("stats", r.Stats)
+	if err != nil {
+		return false, err
+	}
+	overrides, err := jsonArg("overrides", r.Overrides)
+	if err != nil {
+		return false, err
+	}
+	resolved, err := jsonArg("resolved preset", r.ResolvedPreset)
+	if err != nil {
+		return false, err
+	}
+	var finished any
+	if r.Status.Final() {
+		if r.FinishedAt.IsZero() {
+			r.FinishedAt = time.Now()
+		}
+		finished = r.FinishedAt
+	}
+	tag, err := tx.Exec(ctx, `
+		insert into runs (id, tenant_id, session_id, event_id, trigger, preset, model, prompt_version,
+			status, tokens_before, tokens_after, chars_before, chars_after, ratio,
+			input_key, archive_key, archive_sha256, output_key, output_sha256, level, error,
+			replay_of, started_at, finished_at, stats, agent_model, context_limit, overrides, input_sha256,
+			resolved_preset)
+		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
+			$22, coalesce($23, now()), $24, $25, $26, $27, $28, $29, $30)
+		on conflict (id) do nothing`,
+		r.ID, r.Tenant, r.Session, r.EventID, r.Trigger, r.Preset, r.Model, r.PromptVersion,
+		string(r.Status), r.TokensBefore, r.TokensAfter, r.CharsBefore, r.CharsAfter, r.Ratio,
+		r.InputKey, r.ArchiveKey, r.ArchiveSHA256, r.OutputKey, r.OutputSHA256, r.Level, r.Error,
+		nullIfEmpty(r.ReplayOf), nullIfZero(r.StartedAt), finished, stats,
+		r.AgentModel, r.ContextLimit, overrides, r.InputSHA256, resolved)
+	if err != nil {
+		return false, fmt.Errorf("insert: %w", err)
+	}
+	if tag.RowsAffected() == 1 {
+		return true, nil
+	}
+	var tenant, session string
+	if err := tx.QueryRow(ctx, `select tenant_id, session_id from runs where id = $1`, r.ID).Scan(&tenant, &session); err != nil {
+		return false, fmt.Errorf("read existing run: %w", err)
+	}
+	if tenant != r.Tenant || session != r.Session {
+		return false, fmt.Errorf("id already used by session %q/%q", tenant, session)
+	}
+	return false, nil
 }
 
 // GetRun returns the run with the given id, or an error wrapping ErrNotFound.
@@ -291,48 +330,6 @@ func (s *Store) runStatus(ctx context.Context, id string) (RunStatus, error) {
 		return "", err
 	}
 	return RunStatus(status), nil
-}
-
-// MarkRunning moves a pending run to running. A run already running or
-// final is left as it is, without error, so a retried call is harmless.
-func (s *Store) MarkRunning(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, `
-		update runs set status = 'running', updated_at = now()
-		where id = $1 and status = 'pending'`, id)
-	if err != nil {
-		return fmt.Errorf("mark run %s running: %w", id, err)
-	}
-	if tag.RowsAffected() == 0 {
-		if _, err := s.runStatus(ctx, id); err != nil {
-			return fmt.Errorf("mark run %s running: %w", id, err)
-		}
-	}
-	return nil
-}
-
-// RecordPlan stores what planning found out about a live run. Calling it
-// again with the same plan changes nothing new; on a final run it returns an
-// error wrapping ErrRunFinal.
-func (s *Store) RecordPlan(ctx context.Context, id string, p RunPlan) error {
-	tag, err := s.pool.Exec(ctx, `
-		update runs set
-			preset = coalesce(nullif($2, ''), preset),
-			model = coalesce(nullif($3, ''), model),
-			prompt_version = coalesce(nullif($4, ''), prompt_version),
-			level = coalesce(nullif($5, ''), level),
-			input_key = coalesce(nullif($6, ''), input_key),
-			tokens_before = coalesce(nullif($7::bigint, 0), tokens_before),
-			chars_before = coalesce(nullif($8::bigint, 0), chars_before),
-			updated_at = now()
-		where id = $1 and status in ('pending', 'running')`,
-		id, p.Preset, p.Model, p.PromptVersion, p.Level, p.InputKey, p.TokensBefore, p.CharsBefore)
-	if err != nil {
-		return fmt.Errorf("record plan of run %s: %w", id, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return s.explainNoUpdate(ctx, "record plan of run", id)
-	}
-	return nil
 }
 
 // RecordArchive stores where the original conversation was archived and its
@@ -370,16 +367,6 @@ func (s *Store) RecordArchive(ctx context.Context, id, key, sha256 string) error
 	}
 }
 
-// explainNoUpdate turns an update of a live run that touched no row into
-// ErrNotFound or ErrRunFinal.
-func (s *Store) explainNoUpdate(ctx context.Context, op, id string) error {
-	status, err := s.runStatus(ctx, id)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", op, id, err)
-	}
-	return fmt.Errorf("%s %s: status %s: %w", op, id, status, ErrRunFinal)
-}
-
 // CommitRun marks a live run succeeded (over_limit when res.OverLimit) with its results. It commits at most
 // once: if the run is already final (a retried or concurrent commit, or a run
 // that failed meanwhile) nothing changes and committed is false with no
@@ -399,7 +386,7 @@ func (s *Store) CommitRun(ctx context.Context, id string, res RunResult) (bool, 
 	if err != nil {
 		return false, err
 	}
-	tag, err := s.pool.Exec(ctx, `
+	rows, err := s.finishWithSteps(ctx, res.Steps, `
 		update runs set
 			status = $11, error = $12,
 			tokens_after = $2, chars_after = $3, ratio = $4,
@@ -415,13 +402,42 @@ func (s *Store) CommitRun(ctx context.Context, id string, res RunResult) (bool, 
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
 	}
-	return s.finished(ctx, op, id, tag.RowsAffected())
+	return s.finished(ctx, op, id, rows)
 }
 
-// FailRun marks a live run failed with errMsg. Like CommitRun it changes
-// only a live run and reports whether it did.
-func (s *Store) FailRun(ctx context.Context, id, errMsg string) (bool, error) {
-	return s.finish(ctx, "fail run "+id, id, RunFailed, errMsg)
+// finishWithSteps runs the update that finishes a run (sql, args) after
+// inserting steps, in one round trip and one implicit transaction, and
+// returns the rows the update changed.
+func (s *Store) finishWithSteps(ctx context.Context, steps []Step, sql string, args ...any) (int64, error) {
+	var batch pgx.Batch
+	for _, st := range steps {
+		if err := queueStep(&batch, st); err != nil {
+			return 0, err
+		}
+	}
+	batch.Queue(sql, args...)
+	results := s.pool.SendBatch(ctx, &batch)
+	defer results.Close()
+	for range steps {
+		if _, err := results.Exec(); err != nil {
+			return 0, fmt.Errorf("record steps: %w", err)
+		}
+	}
+	tag, err := results.Exec()
+	if err != nil {
+		return 0, err
+	}
+	if err := results.Close(); err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
+// FailRun marks a live run failed with errMsg, and records steps in the
+// same round trip. Like CommitRun it changes only a live run and reports
+// whether it did.
+func (s *Store) FailRun(ctx context.Context, id, errMsg string, steps ...Step) (bool, error) {
+	return s.finish(ctx, "fail run "+id, id, RunFailed, errMsg, steps...)
 }
 
 // SkipRun marks a live run skipped (nothing to do, or superseded) with the
@@ -431,17 +447,17 @@ func (s *Store) SkipRun(ctx context.Context, id, reason string) (bool, error) {
 	return s.finish(ctx, "skip run "+id, id, RunSkipped, reason)
 }
 
-func (s *Store) finish(ctx context.Context, op, id string, status RunStatus, msg string) (bool, error) {
+func (s *Store) finish(ctx context.Context, op, id string, status RunStatus, msg string, steps ...Step) (bool, error) {
 	if strings.TrimSpace(msg) == "" {
 		return false, fmt.Errorf("%s: message is empty", op)
 	}
-	tag, err := s.pool.Exec(ctx, `
+	rows, err := s.finishWithSteps(ctx, steps, `
 		update runs set status = $2, error = $3, finished_at = now(), updated_at = now()
 		where id = $1 and status in ('pending', 'running')`, id, string(status), msg)
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
 	}
-	return s.finished(ctx, op, id, tag.RowsAffected())
+	return s.finished(ctx, op, id, rows)
 }
 
 // finished interprets the row count of a finishing update.
@@ -487,6 +503,9 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 	}
 	if f.Status != "" {
 		add("status = $%d", string(f.Status))
+	}
+	if f.Preset != "" {
+		add("preset = $%d", f.Preset)
 	}
 	if f.ReplayOf != "" {
 		add("replay_of = $%d", f.ReplayOf)

@@ -80,8 +80,8 @@ func TestCommitRunCommitsOnce(t *testing.T) {
 	s := newStore(t)
 	ctx := t.Context()
 	r := newRun(t, s, "acme", "s1")
-	require.NoError(t, s.MarkRunning(ctx, r.ID))
-	require.NoError(t, s.MarkRunning(ctx, r.ID), "retried MarkRunning")
+	require.NoError(t, s.StartRun(ctx, r, store.RunStart{}))
+	require.NoError(t, s.StartRun(ctx, r, store.RunStart{}), "retried StartRun")
 
 	res := store.RunResult{TokensAfter: 300, CharsAfter: 1200, Ratio: 0.25, OutputKey: "acme/out/1",
 		OutputSHA256: "ab", Level: "GREEN", Stats: json.RawMessage(`{"freed": 900}`)}
@@ -114,8 +114,8 @@ func TestCommitRunCommitsOnce(t *testing.T) {
 	ok, err = s.SkipRun(ctx, r.ID, "late skip")
 	require.NoError(t, err)
 	require.False(t, ok)
-	require.NoError(t, s.MarkRunning(ctx, r.ID))
-	require.ErrorIs(t, s.RecordPlan(ctx, r.ID, store.RunPlan{Preset: "x"}), store.ErrRunFinal)
+	require.ErrorIs(t, s.StartRun(ctx, r, store.RunStart{}), store.ErrRunFinal)
+	require.ErrorIs(t, s.StartRun(ctx, r, store.RunStart{RunPlan: store.RunPlan{Preset: "x"}}), store.ErrRunFinal)
 	got, err = s.GetRun(ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, committed, got)
@@ -195,16 +195,14 @@ func TestMissingRun(t *testing.T) {
 	ctx := t.Context()
 	_, err := s.GetRun(ctx, "missing")
 	require.ErrorIs(t, err, store.ErrNotFound)
-	require.ErrorIs(t, s.MarkRunning(ctx, "missing"), store.ErrNotFound)
 	_, err = s.CommitRun(ctx, "missing", store.RunResult{})
 	require.ErrorIs(t, err, store.ErrNotFound)
 	_, err = s.FailRun(ctx, "missing", "x")
 	require.ErrorIs(t, err, store.ErrNotFound)
-	require.ErrorIs(t, s.RecordPlan(ctx, "missing", store.RunPlan{}), store.ErrNotFound)
 	require.ErrorIs(t, s.RecordArchive(ctx, "missing", "k", "h"), store.ErrNotFound)
 }
 
-func TestRecordPlanAndArchive(t *testing.T) {
+func TestStartRunPlanAndArchive(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	ctx := t.Context()
@@ -212,10 +210,11 @@ func TestRecordPlanAndArchive(t *testing.T) {
 
 	plan := store.RunPlan{Preset: "three-tier", Model: "m", PromptVersion: "p1", Level: "ORANGE",
 		InputKey: "acme/in/k", TokensBefore: 160000, CharsBefore: 640000}
-	require.NoError(t, s.RecordPlan(ctx, r.ID, plan))
-	require.NoError(t, s.RecordPlan(ctx, r.ID, store.RunPlan{Level: "RED"}), "zero fields keep values")
+	require.NoError(t, s.StartRun(ctx, r, store.RunStart{RunPlan: plan}))
+	require.NoError(t, s.StartRun(ctx, r, store.RunStart{RunPlan: store.RunPlan{Level: "RED"}}), "zero fields keep values")
 	got, err := s.GetRun(ctx, r.ID)
 	require.NoError(t, err)
+	require.Equal(t, store.RunRunning, got.Status)
 	require.Equal(t, "three-tier", got.Preset)
 	require.Equal(t, "RED", got.Level)
 	require.Equal(t, int64(160000), got.TokensBefore)

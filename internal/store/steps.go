@@ -9,31 +9,51 @@ import (
 )
 
 // Step is one attempt of one pipeline step of a run (plan, archive, one
-// chunk summary, merge, drift check, commit, ...).
+// chunk summary, merge, drift check, commit, ...). It crosses Temporal in
+// the results of steps that succeed (see activities.Recorded), hence the
+// JSON tags; it holds figures and names, never conversation text.
 type Step struct {
-	RunID            string
-	Name             string // unique within the run, e.g. "summarize-chunk-3"
-	Attempt          int    // the activity attempt, from Temporal
-	Kind             string // e.g. "plan", "llm", "archive"
-	InputSize        int64
-	OutputSize       int64
-	PromptTokens     int
-	CompletionTokens int
-	Model            string
-	PromptVersion    string
-	Duration         time.Duration
-	Error            string
-	At               time.Time // zero means now
+	RunID            string        `json:"run_id"`
+	Name             string        `json:"name"`    // unique within the run, e.g. "summarize-chunk-3"
+	Attempt          int           `json:"attempt"` // the activity attempt, from Temporal
+	Kind             string        `json:"kind"`    // e.g. "plan", "llm", "archive"
+	InputSize        int64         `json:"input_size,omitempty"`
+	OutputSize       int64         `json:"output_size,omitempty"`
+	PromptTokens     int           `json:"prompt_tokens,omitempty"`
+	CompletionTokens int           `json:"completion_tokens,omitempty"`
+	Model            string        `json:"model,omitempty"`
+	PromptVersion    string        `json:"prompt_version,omitempty"`
+	Duration         time.Duration `json:"duration"`
+	Error            string        `json:"error,omitempty"`
+	At               time.Time     `json:"at"` // when the attempt ended; zero means now
 	// Execution identifies one execution of the step, drawn once when
 	// it ends: a write retried by that execution adds nothing, a step
 	// executed again after its worker died (same attempt) adds its row.
-	Execution string
+	Execution string `json:"execution"`
 }
 
-// RecordStep appends a step record. A record with the same run, name,
-// attempt and execution already stored makes this a no-op, so a retried
-// write adds nothing. The run must exist.
-func (s *Store) RecordStep(ctx context.Context, st Step) error {
+// RecordStep appends step records, all in one round trip and one
+// implicit transaction. A record with the same run, name, attempt and
+// execution already stored is skipped, so a retried write adds nothing.
+// The runs must exist.
+func (s *Store) RecordStep(ctx context.Context, steps ...Step) error {
+	var batch pgx.Batch
+	for _, st := range steps {
+		if err := queueStep(&batch, st); err != nil {
+			return err
+		}
+	}
+	if batch.Len() == 0 {
+		return nil
+	}
+	if err := s.pool.SendBatch(ctx, &batch).Close(); err != nil {
+		return fmt.Errorf("record %d steps of run %s: %w", len(steps), steps[0].RunID, err)
+	}
+	return nil
+}
+
+// queueStep checks a step record and queues its insert on batch.
+func queueStep(batch *pgx.Batch, st Step) error {
 	op := fmt.Sprintf("record step %q attempt %d of run %s", st.Name, st.Attempt, st.RunID)
 	if err := requireNonEmpty(op, [2]string{"RunID", st.RunID}, [2]string{"Name", st.Name}); err != nil {
 		return err
@@ -44,7 +64,7 @@ func (s *Store) RecordStep(ctx context.Context, st Step) error {
 	if st.Duration < 0 {
 		return fmt.Errorf("%s: negative duration %s", op, st.Duration)
 	}
-	_, err := s.pool.Exec(ctx, `
+	batch.Queue(`
 		insert into run_steps (run_id, name, attempt, kind, input_size, output_size,
 			prompt_tokens, completion_tokens, model, prompt_version, duration, error, at, execution)
 		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, coalesce($13, now()), $14)
@@ -52,9 +72,6 @@ func (s *Store) RecordStep(ctx context.Context, st Step) error {
 		st.RunID, st.Name, st.Attempt, st.Kind, st.InputSize, st.OutputSize,
 		st.PromptTokens, st.CompletionTokens, st.Model, st.PromptVersion, st.Duration, st.Error,
 		nullIfZero(st.At), st.Execution)
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
 	return nil
 }
 
@@ -92,27 +109,35 @@ type Drift struct {
 	At      time.Time // set by the database
 }
 
-// RecordDrift appends a drift verdict. A verdict already stored for the
-// same run, step and pass makes this a no-op. The run must exist.
-func (s *Store) RecordDrift(ctx context.Context, d Drift) error {
-	op := fmt.Sprintf("record drift pass %d of run %s", d.Pass, d.RunID)
-	if err := requireNonEmpty(op, [2]string{"RunID", d.RunID}); err != nil {
-		return err
+// RecordDrift appends drift verdicts, all in one round trip and one
+// implicit transaction. A verdict already stored for the same run, step
+// and pass is skipped, so a retried write adds nothing. The runs must
+// exist.
+func (s *Store) RecordDrift(ctx context.Context, verdicts ...Drift) error {
+	var batch pgx.Batch
+	for _, d := range verdicts {
+		op := fmt.Sprintf("record drift %q pass %d of run %s", d.Step, d.Pass, d.RunID)
+		if err := requireNonEmpty(op, [2]string{"RunID", d.RunID}); err != nil {
+			return err
+		}
+		if d.Pass < 0 {
+			return fmt.Errorf("%s: negative pass", op)
+		}
+		missing := d.Missing
+		if missing == nil {
+			missing = []string{}
+		}
+		batch.Queue(`
+			insert into drift_verdicts (run_id, step, pass, score, passed, missing, verdict)
+			values ($1, $2, $3, $4, $5, $6, $7)
+			on conflict (run_id, step, pass) do nothing`,
+			d.RunID, d.Step, d.Pass, d.Score, d.Passed, missing, d.Verdict)
 	}
-	if d.Pass < 0 {
-		return fmt.Errorf("%s: negative pass", op)
+	if batch.Len() == 0 {
+		return nil
 	}
-	missing := d.Missing
-	if missing == nil {
-		missing = []string{}
-	}
-	_, err := s.pool.Exec(ctx, `
-		insert into drift_verdicts (run_id, step, pass, score, passed, missing, verdict)
-		values ($1, $2, $3, $4, $5, $6, $7)
-		on conflict (run_id, step, pass) do nothing`,
-		d.RunID, d.Step, d.Pass, d.Score, d.Passed, missing, d.Verdict)
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
+	if err := s.pool.SendBatch(ctx, &batch).Close(); err != nil {
+		return fmt.Errorf("record %d drift verdicts: %w", batch.Len(), err)
 	}
 	return nil
 }

@@ -1,0 +1,100 @@
+package store_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+func TestSubmitRun(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	r := store.Run{ID: "run-1", Tenant: "acme", Session: "s1", EventID: "ev-1", Trigger: "manual", Preset: "three-tier",
+		AgentModel: "gpt-4o", ContextLimit: 40000, Overrides: json.RawMessage(`{"history":{"keep_last":3}}`),
+		InputKey: "tenants/acme/input/ab/abc", InputSHA256: "abc", ResolvedPreset: json.RawMessage(`{"name":"three-tier"}`)}
+
+	sub, err := s.SubmitRun(ctx, r, "body-a")
+	require.NoError(t, err)
+	require.Equal(t, store.Submission{RunID: "run-1"}, sub)
+	got, err := s.GetRun(ctx, "run-1")
+	require.NoError(t, err)
+	require.Equal(t, store.RunPending, got.Status)
+	require.Equal(t, "gpt-4o", got.AgentModel)
+	require.Equal(t, 40000, got.ContextLimit)
+	require.JSONEq(t, `{"history":{"keep_last":3}}`, string(got.Overrides))
+	require.JSONEq(t, `{"name":"three-tier"}`, string(got.ResolvedPreset))
+	require.Equal(t, "abc", got.InputSHA256)
+
+	// The same event again (a retry, even one that names another run id)
+	// is the first run; nothing changes.
+	again := r
+	again.ID = "run-other"
+	sub, err = s.SubmitRun(ctx, again, "body-a")
+	require.NoError(t, err)
+	require.Equal(t, store.Submission{RunID: "run-1", Existing: true}, sub)
+	_, err = s.GetRun(ctx, "run-other")
+	require.ErrorIs(t, err, store.ErrNotFound)
+
+	// The same event id with another body, or from another session, is a
+	// conflict that writes nothing, not even the new session.
+	for name, body := range map[string]string{"other body": "body-b", "other session": "body-a"} {
+		other := r
+		if name == "other session" {
+			other.Session = "s2"
+		}
+		sub, err = s.SubmitRun(ctx, other, body)
+		require.NoError(t, err, name)
+		require.Equal(t, store.Submission{RunID: "run-1", Conflict: true}, sub, name)
+	}
+	var sessions int
+	require.NoError(t, s.Pool().QueryRow(ctx, `select count(*) from sessions where tenant_id = 'acme'`).Scan(&sessions))
+	require.Equal(t, 1, sessions)
+
+	// Bad input is refused before anything is written.
+	_, err = s.SubmitRun(ctx, store.Run{ID: "run-2", Tenant: "acme", Session: "s1"}, "body")
+	require.ErrorContains(t, err, "EventID is empty")
+	_, err = s.SubmitRun(ctx, store.Run{ID: "run-2", Tenant: "acme", Session: "s1", EventID: "ev-2"}, "")
+	require.ErrorContains(t, err, "bodySHA256 is empty")
+}
+
+func TestStartRun(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+
+	// A run the gateway did not record is created, running.
+	r := store.Run{ID: "run-new", Tenant: "acme", Session: "s9", EventID: "ev", Trigger: "threshold"}
+	start := store.RunStart{RunPlan: store.RunPlan{Preset: "adaptive", Level: "RED", TokensBefore: 100},
+		ArchiveKey: "tenants/acme/archive/a", ArchiveSHA256: "a"}
+	require.NoError(t, s.StartRun(ctx, r, start))
+	require.NoError(t, s.StartRun(ctx, r, start), "a retry")
+	got, err := s.GetRun(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.RunRunning, got.Status)
+	require.Equal(t, "adaptive", got.Preset)
+	require.Equal(t, int64(100), got.TokensBefore)
+	require.Equal(t, "tenants/acme/archive/a", got.ArchiveKey)
+
+	// Another archive for the same run is refused; the first stays.
+	other := start
+	other.ArchiveKey, other.ArchiveSHA256 = "tenants/acme/archive/b", "b"
+	require.ErrorContains(t, s.StartRun(ctx, r, other), "already archived")
+	got, err = s.GetRun(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, "a", got.ArchiveSHA256)
+
+	// A run id of another tenant or session is not taken over.
+	stolen := r
+	stolen.Tenant = "evil"
+	require.ErrorContains(t, s.StartRun(ctx, stolen, store.RunStart{}), "already used")
+	got, err = s.GetRun(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, "acme", got.Tenant)
+
+	// Half an archive is refused before anything is written.
+	require.ErrorContains(t, s.StartRun(ctx, r, store.RunStart{ArchiveKey: "k"}), "go together")
+}
