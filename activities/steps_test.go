@@ -1,0 +1,155 @@
+package activities_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
+	"github.com/ctxcompact/orchestrator/internal/llm"
+	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/store/storetest"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
+)
+
+func TestMain(m *testing.M) { blobtest.Main(m) }
+
+// stepEnv is one test's activities on real Postgres (a schema of its own)
+// and S3 (a bucket of its own), run in Temporal's activity test
+// environment, with one submitted run of a real conversation.
+type stepEnv struct {
+	t     *testing.T
+	store *store.Store
+	blob  *blob.Store
+	env   *testsuite.TestActivityEnvironment
+	run   activities.Run
+	input blob.Ref
+	data  []byte
+}
+
+func newStepEnv(t *testing.T, batch bool) *stepEnv {
+	t.Helper()
+	data, err := os.ReadFile("../testdata/conversations/django__django-11742.json")
+	require.NoError(t, err, "the test conversation must be in testdata")
+	e := &stepEnv{t: t, store: storetest.New(t), blob: blobtest.New(t), data: data}
+	a := &activities.Activities{Store: e.store, Blob: e.blob, Summarizer: llm.Extractive{}, Limits: tokens.DefaultLimits(),
+		LLMSlots: make(chan struct{}, 1)}
+	var suite testsuite.WorkflowTestSuite
+	e.env = suite.NewTestActivityEnvironment()
+	e.env.RegisterActivity(a)
+
+	ctx := t.Context()
+	e.input, err = e.blob.PutContent(ctx, "acme", blob.KindInput, data)
+	require.NoError(t, err)
+	e.run = activities.Run{ID: "run-" + t.Name(), Tenant: "acme", Session: "s1", EventID: "ev-1", Trigger: "manual",
+		Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 4000, BatchSteps: batch}
+	sub, err := e.store.SubmitRun(ctx, store.Run{ID: e.run.ID, Tenant: "acme", Session: "s1", EventID: "ev-1",
+		Trigger: "manual", Preset: "offload-compact", InputKey: e.input.Key, InputSHA256: e.input.SHA256}, "body")
+	require.NoError(t, err)
+	require.False(t, sub.Conflict)
+	return e
+}
+
+func (e *stepEnv) plan() activities.PlanResult {
+	e.t.Helper()
+	val, err := e.env.ExecuteActivity("Plan", activities.PlanInput{Run: e.run, InputKey: e.input.Key, InputSHA256: e.input.SHA256, Archive: true})
+	require.NoError(e.t, err)
+	var res activities.PlanResult
+	require.NoError(e.t, val.Get(&res))
+	return res
+}
+
+func (e *stepEnv) steps() []string {
+	e.t.Helper()
+	steps, err := e.store.ListSteps(e.t.Context(), e.run.ID)
+	require.NoError(e.t, err)
+	var names []string
+	for _, st := range steps {
+		names = append(names, st.Name)
+	}
+	return names
+}
+
+// TestPlanArchivesAndStartsTheRun: the plan step archives the original
+// (restorable byte for byte), marks the run running with its figures and
+// archive, and under BatchSteps returns its record instead of writing it.
+func TestPlanArchivesAndStartsTheRun(t *testing.T) {
+	t.Parallel()
+	e := newStepEnv(t, true)
+	res := e.plan()
+	require.NotNil(t, res.Archive)
+	archived, err := e.blob.GetVerified(t.Context(), res.Archive.Key, res.Archive.SHA256)
+	require.NoError(t, err)
+	require.Equal(t, e.data, archived)
+
+	run, err := e.store.GetRun(t.Context(), e.run.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.RunRunning, run.Status)
+	require.Equal(t, res.Archive.Key, run.ArchiveKey)
+	require.Equal(t, int64(res.TokensBefore), run.TokensBefore)
+	require.Positive(t, run.TokensBefore)
+
+	require.NotNil(t, res.StepRecord, "the record goes back to the workflow")
+	require.Equal(t, "plan", res.StepRecord.Name)
+	require.Equal(t, int64(len(e.data)), res.StepRecord.InputSize)
+	require.Empty(t, e.steps(), "nothing written before the run ends")
+}
+
+// TestPlanWritesItsRecordWithoutBatching: a run started before batching
+// writes each step's record at once and returns none.
+func TestPlanWritesItsRecordWithoutBatching(t *testing.T) {
+	t.Parallel()
+	e := newStepEnv(t, false)
+	res := e.plan()
+	require.Nil(t, res.StepRecord)
+	require.Equal(t, []string{"plan"}, e.steps())
+}
+
+// TestCommitWritesTheGatheredRecords: commit writes the run's gathered
+// records and its own with the run's final state; a retried commit adds
+// only its own new attempt.
+func TestCommitWritesTheGatheredRecords(t *testing.T) {
+	t.Parallel()
+	e := newStepEnv(t, true)
+	plan := e.plan()
+	in := activities.CommitInput{Run: e.run, WorkKey: e.input.Key, ArchiveKey: plan.Archive.Key,
+		TokensBefore: plan.TokensBefore, Steps: []store.Step{*plan.StepRecord}}
+	val, err := e.env.ExecuteActivity("Commit", in)
+	require.NoError(t, err)
+	var out activities.CommitResult
+	require.NoError(t, val.Get(&out))
+	require.True(t, out.Committed)
+	require.Nil(t, out.StepRecord, "commit writes its own record")
+	require.Equal(t, []string{"plan", "commit"}, e.steps())
+
+	run, err := e.store.GetRun(t.Context(), e.run.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.RunOverLimit, run.Status, "a 4000-token limit is not reachable by commit alone")
+	require.InDelta(t, 1.0, run.Ratio, 0.001)
+
+	val, err = e.env.ExecuteActivity("Commit", in)
+	require.NoError(t, err)
+	require.NoError(t, val.Get(&out))
+	require.False(t, out.Committed, "a retried commit changes nothing")
+	require.Equal(t, []string{"plan", "commit", "commit"}, e.steps(), "the plan's record once, each commit execution once")
+}
+
+// TestFailRunWritesTheGatheredRecords: a failure keeps the steps that
+// succeeded before it in the audit trail.
+func TestFailRunWritesTheGatheredRecords(t *testing.T) {
+	t.Parallel()
+	e := newStepEnv(t, true)
+	plan := e.plan()
+	_, err := e.env.ExecuteActivity("FailRun", activities.FailInput{RunID: e.run.ID, Message: "history: boom",
+		Steps: []store.Step{*plan.StepRecord}})
+	require.NoError(t, err)
+	run, err := e.store.GetRun(t.Context(), e.run.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.RunFailed, run.Status)
+	require.Equal(t, "history: boom", run.Error)
+	require.Equal(t, []string{"plan"}, e.steps())
+}
