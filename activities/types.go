@@ -359,8 +359,8 @@ type CommitInput struct {
 	TokensBefore int `json:"tokens_before,omitempty"`
 	// Steps are the run's step records gathered by the workflow
 	// (Run.BatchSteps), written with the commit.
-	Steps []store.Step `json:"steps,omitempty"`
-	Watermark  string `json:"watermark,omitempty"`
+	Steps     []store.Step `json:"steps,omitempty"`
+	Watermark string       `json:"watermark,omitempty"`
 	// DeleteOffloads removes offloads restored into the summary (seed 002),
 	// only after the commit.
 	DeleteOffloads []string   `json:"delete_offloads,omitempty"`
