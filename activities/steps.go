@@ -169,7 +169,7 @@ func (a *Activities) Deterministic(ctx context.Context, in DeterministicInput) (
 	if err := a.storeOffloads(ctx, run, out.Offloads); err != nil {
 		return res, err
 	}
-	key, err := a.save(ctx, run.Tenant, out.Conv)
+	key, err := a.saveChanged(ctx, run.Tenant, out.Conv, in.WorkKey, data)
 	if err != nil {
 		return res, err
 	}
