@@ -917,17 +917,14 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 		reason = plan.OverLimitReason(conv, p, b, in.Ladder, in.HistoryFailed)
 		logger(ctx).Warn("run ends over its limit", "run", run.ID, "size", after, "limit", b.Limit)
 	}
-	stats := map[string]any{
-		"passes": in.Passes, "usage_after": usage, "agent_model": run.Model, "context_limit": b.Limit,
-		"encoding": b.Counter.Name(), "unit": unitOf(b), "history_failed": in.HistoryFailed,
-		"recommendation": compress.Recommendation(level), "archive_key": in.ArchiveKey,
-		"over_limit": over, "preserved_count": in.Preserved, "deleted_offloads": len(in.DeleteOffloads),
-	}
-	if over {
-		stats["over_limit_reason"] = reason
+	stats := store.RunStats{
+		Passes: in.Passes, UsageAfter: usage, AgentModel: run.Model, ContextLimit: b.Limit,
+		Encoding: b.Counter.Name(), Unit: unitOf(b), HistoryFailed: in.HistoryFailed,
+		Recommendation: compress.Recommendation(level), ArchiveKey: in.ArchiveKey,
+		OverLimit: over, OverLimitReason: reason, PreservedCount: in.Preserved, DeletedOffloads: len(in.DeleteOffloads),
 	}
 	if reactStats != nil {
-		stats["context_compression"] = map[string]any{"enabled": true, "stats": reactStats}
+		stats.ContextCompression = mustJSON(map[string]any{"enabled": true, "stats": reactStats})
 	}
 	if level == compress.LevelCritical || over || run.Trigger == "checkpoint" {
 		// Seed 004's "Checkpoint + fresh session", made: the fresh
@@ -942,7 +939,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 			// from does not fail the run.
 			logger(ctx).Warn("no handoff", "run", run.ID, "error", err)
 		case ref.Key != "":
-			stats["handoff_key"], stats["handoff_sha256"] = ref.Key, ref.SHA256
+			stats.HandoffKey, stats.HandoffSHA256 = ref.Key, ref.SHA256
 			res.HandoffKey, res.HandoffSHA256 = ref.Key, ref.SHA256
 		}
 	}

@@ -114,13 +114,7 @@ type Target struct {
 }
 
 // PassStat reports one pass.
-type PassStat struct {
-	Name        string `json:"name"`
-	Applied     bool   `json:"applied"`
-	Count       int    `json:"count"`
-	TokensSaved int    `json:"tokens_saved"`
-	Note        string `json:"note,omitempty"`
-}
+type PassStat = store.PassStat
 
 // DeterministicResult is the working conversation after the cheap passes
 // and the large results that need map-reduce.

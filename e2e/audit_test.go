@@ -135,9 +135,12 @@ func TestAuditHistoryRestoreDiffSearchExport(t *testing.T) {
 			names[st.Name] = true
 			require.Positive(t, st.Attempt)
 		}
-		for _, want := range []string{"plan", "archive", "deterministic", "history/summarize", "commit"} {
+		// The plan step archives the original (no step of its own), and
+		// every step's record was written with the commit.
+		for _, want := range []string{"plan", "deterministic", "history/summarize", "commit"} {
 			require.True(t, names[want], "step %s recorded; have %v", want, names)
 		}
+		require.False(t, names["archive"], "no archive step: the plan archived; have %v", names)
 		require.NotEmpty(t, d.Drift, "the history summary was drift-checked")
 		require.Equal(t, "history/drift/0", d.Drift[0].Step)
 

@@ -23,7 +23,6 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/report"
-	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
@@ -206,7 +205,7 @@ func compactAndReport(ctx context.Context, gw *gateway.Gateway, ev gateway.Event
 	fmt.Fprintf(progress, "run %s submitted (existing: %v); waiting…\n", sub.RunID, sub.Existing)
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	stopProgress := showProgress(wctx, gw.Store, sub.RunID, progress)
+	stopProgress := showProgress(wctx, gw, sub.RunID, progress)
 	res, err := gw.Wait(wctx, sub.RunID)
 	stopProgress()
 	if err != nil {
@@ -233,9 +232,11 @@ func compactAndReport(ctx context.Context, gw *gateway.Gateway, ev gateway.Event
 	return nil
 }
 
-// showProgress prints the step a run is at while it waits, each time it
-// changes (the run's step records, read every half second).
-func showProgress(ctx context.Context, st *store.Store, runID string, w io.Writer) (stop func()) {
+// showProgress prints the last step a run finished while it waits, each
+// time it changes, read every half second: from the run's workflow (its
+// progress query), else from its step records in Postgres (runs that
+// write each record at once).
+func showProgress(ctx context.Context, gw *gateway.Gateway, runID string, w io.Writer) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -249,15 +250,27 @@ func showProgress(ctx context.Context, st *store.Store, runID string, w io.Write
 				return
 			case <-t.C:
 			}
-			steps, err := st.ListSteps(ctx, runID)
-			if err != nil || len(steps) == 0 {
-				continue
-			}
-			if s := steps[len(steps)-1]; s.Name != last {
-				last = s.Name
-				fmt.Fprintf(w, "  … %s (attempt %d)\n", s.Name, s.Attempt)
+			name, attempt, ok := lastStep(ctx, gw, runID)
+			if ok && name != last {
+				last = name
+				fmt.Fprintf(w, "  … %s (attempt %d)\n", name, attempt)
 			}
 		}
 	}()
 	return func() { cancel(); <-done }
+}
+
+// lastStep is the last step a run finished: from its progress query when
+// its workflow answers one with steps, else from Postgres.
+func lastStep(ctx context.Context, gw *gateway.Gateway, runID string) (name string, attempt int, ok bool) {
+	if p, err := gw.Progress(ctx, runID); err == nil && len(p.Steps) > 0 {
+		s := p.Steps[len(p.Steps)-1]
+		return s.Name, s.Attempt, true
+	}
+	steps, err := gw.Store.ListSteps(ctx, runID)
+	if err != nil || len(steps) == 0 {
+		return "", 0, false
+	}
+	s := steps[len(steps)-1]
+	return s.Name, s.Attempt, true
 }

@@ -55,9 +55,36 @@ type stepLog struct {
 	seen  map[string]bool // by execution id: a result read twice counts once
 }
 
-// withStepLog gives the run's context a step log.
+// ProgressQuery returns the steps of a live compaction run that have
+// ended so far (Progress): with batched step records, Postgres holds them
+// only once the run ends.
+const ProgressQuery = "progress"
+
+// Progress answers ProgressQuery: the steps that ended, oldest first.
+type Progress struct {
+	Steps []StepDone `json:"steps"`
+}
+
+// StepDone is one step attempt that ended.
+type StepDone struct {
+	Name    string `json:"name"`
+	Attempt int    `json:"attempt"`
+}
+
+// withStepLog gives the run's context a step log and answers
+// ProgressQuery from it (a query handler adds nothing to the history, so
+// older histories replay).
 func withStepLog(ctx workflow.Context) (workflow.Context, *stepLog) {
 	log := &stepLog{seen: map[string]bool{}}
+	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) {
+		p := Progress{Steps: []StepDone{}}
+		for _, st := range log.steps {
+			p.Steps = append(p.Steps, StepDone{Name: st.Name, Attempt: st.Attempt})
+		}
+		return p, nil
+	}); err != nil {
+		workflow.GetLogger(ctx).Warn("no progress query", "error", err)
+	}
 	return workflow.WithValue(ctx, stepLogKey{}, log), log
 }
 

@@ -2,7 +2,6 @@ package audit
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -60,20 +59,6 @@ type SessionStatus struct {
 	Watermark string         `json:"watermark,omitempty"`
 }
 
-// runStats is the part of a run's stats JSON the status report reads (see
-// activities.Commit).
-type runStats struct {
-	Passes []struct {
-		Name        string `json:"name"`
-		Applied     bool   `json:"applied"`
-		Count       int    `json:"count"`
-		TokensSaved int    `json:"tokens_saved"`
-	} `json:"passes"`
-	UsageAfter     float64 `json:"usage_after"`
-	ContextLimit   int     `json:"context_limit"`
-	Recommendation string  `json:"recommendation"`
-}
-
 // summaryPasses are the passes that summarise with an LLM (or its
 // fallback).
 var summaryPasses = []string{"history", "map-reduce", "global-results"}
@@ -107,11 +92,9 @@ func (s *Service) Status(ctx context.Context, tenant, session string) (SessionSt
 		if !r.Status.Committed() {
 			continue
 		}
-		var stats runStats
-		if len(r.Stats) > 0 {
-			if err := json.Unmarshal(r.Stats, &stats); err != nil {
-				return SessionStatus{}, fmt.Errorf("run %s: stats: %w", r.ID, err)
-			}
+		stats, err := r.ParseStats()
+		if err != nil {
+			return SessionStatus{}, err
 		}
 		if !replay {
 			// A what-if replay is audit data: the session's current state

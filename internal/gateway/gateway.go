@@ -357,6 +357,22 @@ func canonicalJSON(data []byte) ([]byte, error) {
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
+// Progress returns the steps of a live run that have ended so far, from
+// its workflow (see workflows.ProgressQuery). A run that is queued, has
+// ended, or was started before the query existed answers an error; its
+// step records are in Postgres instead.
+func (g *Gateway) Progress(ctx context.Context, runID string) (workflows.Progress, error) {
+	var p workflows.Progress
+	val, err := g.Temporal.QueryWorkflow(ctx, runID, "", workflows.ProgressQuery)
+	if err != nil {
+		return p, fmt.Errorf("query progress of run %s: %w", runID, err)
+	}
+	if err := val.Get(&p); err != nil {
+		return p, fmt.Errorf("decode progress of run %s: %w", runID, err)
+	}
+	return p, nil
+}
+
 // Wait waits for a run to finish and returns its result. A run still
 // queued behind another run of its session has no workflow yet; Wait polls
 // until it starts.

@@ -105,13 +105,7 @@ func (g *Gateway) Replay(ctx context.Context, tenant, runID string, req ReplayRe
 			ev.ContextLimit = in.Run.ContextLimit
 		}
 	} else {
-		var stats struct {
-			AgentModel   string `json:"agent_model"`
-			ContextLimit int    `json:"context_limit"`
-		}
-		if len(orig.Stats) > 0 {
-			_ = json.Unmarshal(orig.Stats, &stats) // figures only; a bad stats row leaves them empty
-		}
+		stats, _ := orig.ParseStats() // figures only; a bad stats row leaves them empty
 		if ev.Model == "" {
 			ev.Model = stats.AgentModel
 		}

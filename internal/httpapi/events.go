@@ -270,7 +270,9 @@ func (a *api) fromResult(ctx context.Context, tenant string, res workflows.Compa
 	}
 	if res.Format == string(conversation.FormatReAct) {
 		if run, err := a.deps.Store.GetRun(ctx, res.RunID); err == nil {
-			out.ContextCompression = reactStats(run.Stats)
+			if st, err := run.ParseStats(); err == nil {
+				out.ContextCompression = st.ContextCompression
+			}
 		}
 	}
 	return out, nil
@@ -282,32 +284,6 @@ func (r *runResponse) fill() {
 	r.Success = r.Status == string(store.RunSucceeded) && !r.HistoryFailed
 }
 
-// reactStats is seed 000's context_compression from a run's stats.
-func reactStats(stats json.RawMessage) json.RawMessage {
-	var st struct {
-		ContextCompression json.RawMessage `json:"context_compression"`
-	}
-	if len(stats) == 0 || json.Unmarshal(stats, &st) != nil {
-		return nil
-	}
-	return st.ContextCompression
-}
-
-// storedStats is the part of a committed run's stats the answer repeats.
-type storedStats struct {
-	Passes          []activities.PassStat `json:"passes"`
-	HistoryFailed   bool                  `json:"history_failed"`
-	OverLimit       bool                  `json:"over_limit"`
-	OverLimitReason string                `json:"over_limit_reason"`
-	Unit            string                `json:"unit"`
-	ContextLimit    int                   `json:"context_limit"`
-	Preserved       int                   `json:"preserved_count"`
-	DeletedOffloads int                   `json:"deleted_offloads"`
-	Recommendation  string                `json:"recommendation"`
-	HandoffKey      string                `json:"handoff_key"`
-	HandoffSHA256   string                `json:"handoff_sha256"`
-}
-
 // fromStore builds the answer from the committed run, for runs whose
 // workflow Temporal no longer holds.
 func (a *api) fromStore(ctx context.Context, run store.Run) (runResponse, error) {
@@ -316,26 +292,23 @@ func (a *api) fromStore(ctx context.Context, run store.Run) (runResponse, error)
 		Ratio: run.Ratio, LevelAfter: run.Level, ArchiveKey: run.ArchiveKey, OutputKey: run.OutputKey, OutputSHA256: run.OutputSHA256,
 		Passes: []activities.PassStat{},
 	}
-	if len(run.Stats) > 0 {
-		var st storedStats
-		if err := json.Unmarshal(run.Stats, &st); err == nil {
-			if st.Passes != nil {
-				out.Passes = st.Passes
-			}
-			out.HistoryFailed = st.HistoryFailed
-			out.OverLimit, out.OverLimitReason = st.OverLimit, st.OverLimitReason
-			out.Unit, out.ContextLimit = st.Unit, st.ContextLimit
-			out.PreservedCount, out.DeletedOffloads = st.Preserved, st.DeletedOffloads
-			out.Recommendation = st.Recommendation
-			if st.HandoffKey != "" {
-				h, err := a.output(ctx, run.Tenant, st.HandoffKey, st.HandoffSHA256)
-				if err != nil {
-					return runResponse{}, err
-				}
-				out.Handoff = h
-			}
+	if st, err := run.ParseStats(); err == nil {
+		if st.Passes != nil {
+			out.Passes = st.Passes
 		}
-		out.ContextCompression = reactStats(run.Stats)
+		out.HistoryFailed = st.HistoryFailed
+		out.OverLimit, out.OverLimitReason = st.OverLimit, st.OverLimitReason
+		out.Unit, out.ContextLimit = st.Unit, st.ContextLimit
+		out.PreservedCount, out.DeletedOffloads = st.PreservedCount, st.DeletedOffloads
+		out.Recommendation = st.Recommendation
+		out.ContextCompression = st.ContextCompression
+		if st.HandoffKey != "" {
+			h, err := a.output(ctx, run.Tenant, st.HandoffKey, st.HandoffSHA256)
+			if err != nil {
+				return runResponse{}, err
+			}
+			out.Handoff = h
+		}
 	}
 	out.fill()
 	drift, err := a.deps.Store.ListDrift(ctx, run.ID)

@@ -79,9 +79,9 @@ type Run struct {
 	// submit; nil for runs submitted before it was recorded.
 	ResolvedPreset json.RawMessage
 	StartedAt      time.Time
-	FinishedAt   time.Time // zero while the run is live
-	UpdatedAt    time.Time
-	Stats        json.RawMessage // free-form JSON, nil if none
+	FinishedAt     time.Time // zero while the run is live
+	UpdatedAt      time.Time
+	Stats          json.RawMessage // the commit's RunStats as JSON (see ParseStats), nil if none
 }
 
 // RunPlan holds what the plan step learns about a live run. Zero fields

@@ -1,0 +1,69 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// DailyRuns counts one tenant's runs that started on one UTC day, by
+// outcome, for the audit overview.
+type DailyRuns struct {
+	// Day is the day's midnight, UTC.
+	Day       time.Time
+	Succeeded int
+	OverLimit int
+	Failed    int
+	Skipped   int
+	// Live counts the runs still pending or running.
+	Live int
+	// Replays counts the replays among the day's runs (of any outcome).
+	Replays int
+	// TokensSaved adds up tokens_before - tokens_after of the day's
+	// committed runs (succeeded or over_limit), replays excluded: a
+	// what-if replay saves nothing in the session.
+	TokensSaved int64
+}
+
+// Total is the number of the day's runs, whatever their outcome.
+func (d DailyRuns) Total() int {
+	return d.Succeeded + d.OverLimit + d.Failed + d.Skipped + d.Live
+}
+
+// DailyRunStats returns, oldest first, one row per UTC day on which a run
+// of tenant started at or after since. Days without runs have no row.
+func (s *Store) DailyRunStats(ctx context.Context, tenant string, since time.Time) ([]DailyRuns, error) {
+	op := "daily run stats of tenant " + tenant
+	if err := requireNonEmpty(op, [2]string{"tenant", tenant}); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `
+		select date_trunc('day', started_at at time zone 'UTC') as day,
+			count(*) filter (where status = 'succeeded'),
+			count(*) filter (where status = 'over_limit'),
+			count(*) filter (where status = 'failed'),
+			count(*) filter (where status = 'skipped'),
+			count(*) filter (where status in ('pending', 'running')),
+			count(*) filter (where replay_of is not null),
+			coalesce(sum(tokens_before - tokens_after)
+				filter (where status in ('succeeded', 'over_limit') and replay_of is null), 0)::bigint
+		from runs
+		where tenant_id = $1 and started_at >= $2
+		group by day
+		order by day`, tenant, since)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	days, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (DailyRuns, error) {
+		var d DailyRuns
+		err := row.Scan(&d.Day, &d.Succeeded, &d.OverLimit, &d.Failed, &d.Skipped, &d.Live, &d.Replays, &d.TokensSaved)
+		d.Day = time.Date(d.Day.Year(), d.Day.Month(), d.Day.Day(), 0, 0, 0, 0, time.UTC)
+		return d, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return days, nil
+}

@@ -1,0 +1,55 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// PassStat reports one pass of a run: what it did and the tokens it saved.
+type PassStat struct {
+	Name        string `json:"name"`
+	Applied     bool   `json:"applied"`
+	Count       int    `json:"count"`
+	TokensSaved int    `json:"tokens_saved"`
+	Note        string `json:"note,omitempty"`
+}
+
+// RunStats is what a run's commit records in runs.stats, and the one type
+// every reader of it uses (status report, finished-run answer, replay,
+// web UI). Sizes are in Unit ("tokens", or seed 000's "chars").
+type RunStats struct {
+	Passes         []PassStat `json:"passes"`
+	UsageAfter     float64    `json:"usage_after"`
+	AgentModel     string     `json:"agent_model"`
+	ContextLimit   int        `json:"context_limit"`
+	Encoding       string     `json:"encoding"`
+	Unit           string     `json:"unit"`
+	HistoryFailed  bool       `json:"history_failed"`
+	Recommendation string     `json:"recommendation"`
+	ArchiveKey     string     `json:"archive_key"`
+	OverLimit      bool       `json:"over_limit"`
+	// OverLimitReason says why a run ended over_limit (empty otherwise).
+	OverLimitReason string `json:"over_limit_reason,omitempty"`
+	PreservedCount  int    `json:"preserved_count"`
+	DeletedOffloads int    `json:"deleted_offloads"`
+	// ContextCompression is seed 000's {"enabled", "stats"} block of a
+	// ReAct run, as rendered into its output.
+	ContextCompression json.RawMessage `json:"context_compression,omitempty"`
+	// HandoffKey and HandoffSHA256 name the fresh session's conversation
+	// of a run that ended CRITICAL, over its limit or at a checkpoint.
+	HandoffKey    string `json:"handoff_key,omitempty"`
+	HandoffSHA256 string `json:"handoff_sha256,omitempty"`
+}
+
+// ParseStats reads the run's stats; a run without stats (not committed)
+// has zero stats.
+func (r Run) ParseStats() (RunStats, error) {
+	var st RunStats
+	if len(r.Stats) == 0 {
+		return st, nil
+	}
+	if err := json.Unmarshal(r.Stats, &st); err != nil {
+		return RunStats{}, fmt.Errorf("stats of run %s: %w", r.ID, err)
+	}
+	return st, nil
+}
