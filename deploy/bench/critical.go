@@ -124,7 +124,7 @@ func benchCritical(ctx context.Context, st *stack, o options, rep *report) error
 		compared: fmt.Sprintf("summarizer calls on the critical path p50 %s, p99 %s (%.1f calls/run)",
 			ms(percentile(busy, 50)), ms(percentile(busy, 99)), float64(calls)/float64(len(runs))),
 		ratio:  fmt.Sprintf("p50 %.2f×, p99 %.2f×", p50, percentileF(ratios, 99)),
-		target: "≤ 1.15×", met: metIf(p50 <= 1.15)})
+		target: "≤ 1.10×", met: metIf(p50 <= 1.10)})
 
 	rep.note("2. Critical path: %d runs one after another in one session (after 2 warm-up runs), preset %s on %s (%s) with its limit at its "+
 		"own size. The summarizer time is measured around each call of the OpenAI client inside the activity and filed by run; calls "+

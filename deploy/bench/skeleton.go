@@ -13,9 +13,9 @@ import (
 
 // The skeleton has the pipeline's shape on Temporal and none of its work:
 // a long-lived session workflow that takes events by signal and runs each
-// as a child workflow, which runs 4 no-op local activities, one no-op
+// as a child workflow, which runs 3 no-op local activities, one no-op
 // activity on the LLM task queue, then 3 more no-op local activities, as a
-// run of the ceiling's preset does (plan, archive, deterministic,
+// run of the ceiling's preset does (plan with the archive, deterministic,
 // prepare-history | summarize | drift, apply-history, commit). Its rate is
 // the most this Temporal setup allows a pipeline of that shape; the full
 // pipeline against it is what the orchestrator's own work costs.
@@ -72,7 +72,7 @@ func skeletonRun(ctx workflow.Context, ev skeletonEvent) error {
 		}
 		return nil
 	}
-	if err := local(4); err != nil {
+	if err := local(3); err != nil {
 		return err
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, TaskQueue: ev.LLMQueue})
