@@ -7,9 +7,10 @@ export GOTOOLCHAIN := local
 run:
 	go run ./deploy/dev
 
-## test: every test, on real Temporal (in-process), Postgres and an S3 server
+## test: every test, on real Temporal (in-process), Postgres and an S3 server; test artifacts (the web UI's screenshots) in artifacts/
 test:
-	go test -count=1 -timeout 30m ./...
+	mkdir -p artifacts
+	go test -count=1 -timeout 30m -artifacts -outputdir $(CURDIR)/artifacts ./...
 
 vet:
 	go vet ./...

@@ -17,13 +17,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxcompact/orchestrator/client"
+	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
 	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/store/storetest"
 )
 
 // TestProductionTopology runs the deployment as in production, each part
-// its own process: the stack (a Temporal server, S3; `dev -worker=false`),
+// its own process: the stack (a Temporal server; `dev -worker=false`), the
+// tests' S3 server (versitygw under .ci/run),
 // two `bin/worker` processes and `bin/starter serve`, over a Postgres
 // schema of this test. Events arrive over HTTP in several sessions; one
 // worker is SIGKILLed under load; every run completes exactly once, and
@@ -49,6 +52,12 @@ func TestProductionTopology(t *testing.T) {
 
 	taskQueue := "topology-" + strings.ReplaceAll(t.Name(), "/", "-")
 	env := append(append([]string{}, base...), settings...)
+	// S3 is the tests' S3 server in its own process (versitygw under
+	// .ci/run), not the stack's embedded one: later entries win.
+	s3 := blobtest.NewConfig(t)
+	env = append(env, "S3_ENDPOINT="+s3.Endpoint, "S3_BUCKET="+s3.Bucket, "S3_ACCESS_KEY="+s3.AccessKey,
+		"S3_SECRET_KEY="+s3.SecretKey, "S3_PATH_STYLE=true")
+	t.Logf("S3: %s at %s", blobtest.ServerName(t), s3.Endpoint)
 	env = append(env, "TEMPORAL_TASK_QUEUE="+taskQueue, "OPENAI_BASE_URL="+llm.URL(), "OPENAI_API_KEY=test-key",
 		"LOG_LEVEL=warn", "BREAKER_RUNS=0")
 	metricsAddr := freeAddr(t)
@@ -98,8 +107,12 @@ func TestProductionTopology(t *testing.T) {
 	all, err := st.ListRuns(ctx, store.RunFilter{Tenant: "topo"})
 	require.NoError(t, err)
 	require.Len(t, all, len(runs), "every event ran exactly once")
+	objects, err := blob.New(ctx, s3)
+	require.NoError(t, err)
 	for _, r := range all {
 		require.Equal(t, store.RunSucceeded, r.Status)
+		_, err := objects.GetVerified(ctx, r.OutputKey, r.OutputSHA256)
+		require.NoError(t, err, "run %s's output is in the S3 server", r.ID)
 	}
 	second.checkAlive()
 

@@ -143,6 +143,7 @@ func run() error {
 		}
 		defer stopHTTP()
 		fmt.Printf("\nHTTP API on http://%s (tenant demo), API key:\n  %s\n", *httpAddr, key)
+		fmt.Printf("ui http://%s/ui/ (sign in with that key)\n", *httpAddr)
 	}
 	fmt.Println("\nstack running; Ctrl-C stops. Settings for worker and starter (the ports stay the same for this -dir):")
 	for _, k := range []string{"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_SEARCH_ATTRIBUTES", "DATABASE_URL", "S3_ENDPOINT", "S3_BUCKET", "S3_ACCESS_KEY", "S3_SECRET_KEY", "S3_PATH_STYLE"} {

@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -25,6 +26,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/ident"
 	"github.com/ctxcompact/orchestrator/internal/metrics"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/webui"
 )
 
 // DefaultMaxWait caps wait_seconds when Deps.MaxWait is zero. The server's
@@ -97,6 +99,16 @@ func New(deps Deps) http.Handler {
 	}
 	for _, rt := range a.routes() {
 		a.mux.Handle(rt.Method+" "+rt.Path, a.wrap(rt))
+	}
+	// The audit web UI is not part of the JSON API: it is mounted beside
+	// the route table (which the OpenAPI document covers), signs in with
+	// the same API keys and answers its own pages.
+	if deps.Store != nil && deps.Audit != nil {
+		ui, err := webui.New(webui.Deps{Store: deps.Store, Audit: deps.Audit, Logger: a.log})
+		if err != nil {
+			panic(fmt.Sprintf("httpapi: web UI: %v", err)) // its embedded templates are broken: a build defect
+		}
+		a.mux.Handle(webui.Prefix, ui)
 	}
 	return a
 }

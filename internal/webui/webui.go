@@ -1,0 +1,325 @@
+// Package webui is the operators' audit web UI, served by `starter serve`
+// under /ui/: the runs with filters, one run with its figures, steps,
+// drift verdicts, diff and downloads, a session's token timeline and a
+// tenant overview.
+//
+// Pages are rendered on the server with html/template; the stylesheet is
+// embedded with go:embed and the charts are SVG drawn by gonum.org/v1/plot.
+// No page runs a script. Operators sign in with an API key, the same keys
+// as the JSON API: the key is kept in an HttpOnly, SameSite=Strict cookie
+// and checked again on every request, so every page is scoped to the key's
+// tenant and a revoked key signs the browser out at once.
+package webui
+
+import (
+	"context"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/ctxcompact/orchestrator/internal/audit"
+	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+// Prefix is where the UI is mounted.
+const Prefix = "/ui/"
+
+// cookieName holds the signed-in API key (base64url, so that any key is a
+// valid cookie value).
+const cookieName = "compactor_ui_key"
+
+// Security headers of every HTML page. No script runs anywhere; styles
+// come from the embedded stylesheet only; forms post to this origin only.
+const (
+	pageCSP = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; " +
+		"frame-ancestors 'none'; base-uri 'none'"
+	// svgCSP applies when a chart is opened on its own: gonum's SVG sets
+	// its text styles in style attributes; nothing else may load.
+	svgCSP = "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"
+)
+
+//go:embed templates/*.html static/*
+var assets embed.FS
+
+// Deps are what the UI reads.
+type Deps struct {
+	// Store authenticates API keys and counts runs per day.
+	Store *store.Store
+	// Audit reads runs, sessions, diffs, originals and outputs, always
+	// scoped to a tenant.
+	Audit *audit.Service
+	// Logger receives the cause of every 500; nil discards.
+	Logger *slog.Logger
+	// Now is the clock of the overview; nil is time.Now.
+	Now func() time.Time
+}
+
+// UI is the web UI's handler.
+type UI struct {
+	deps  Deps
+	log   *slog.Logger
+	pages map[string]*template.Template
+	// handler is the route table behind the cross-origin protection.
+	handler http.Handler
+}
+
+// New builds the UI handler, to be mounted at Prefix.
+func New(deps Deps) (*UI, error) {
+	if deps.Store == nil || deps.Audit == nil {
+		return nil, errors.New("webui: Store and Audit are required")
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	u := &UI{deps: deps, log: deps.Logger}
+	if u.log == nil {
+		u.log = slog.New(slog.DiscardHandler)
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	u.pages = pages
+
+	mux := http.NewServeMux()
+	static, err := fs.Sub(assets, "static")
+	if err != nil {
+		return nil, fmt.Errorf("webui: static assets: %w", err)
+	}
+	mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", staticHandler(http.FileServerFS(static))))
+	mux.HandleFunc("GET /ui/login", u.loginPage)
+	mux.HandleFunc("POST /ui/login", u.login)
+	mux.HandleFunc("POST /ui/logout", u.logout)
+	mux.Handle("GET /ui/{$}", u.auth(func(w http.ResponseWriter, r *http.Request, _ string) error {
+		http.Redirect(w, r, "/ui/runs", http.StatusSeeOther)
+		return nil
+	}))
+	mux.Handle("GET /ui/runs", u.auth(u.runsPage))
+	mux.Handle("GET /ui/runs/{run}", u.auth(u.runPage))
+	mux.Handle("GET /ui/runs/{run}/steps.svg", u.auth(u.stepsChart))
+	mux.Handle("GET /ui/runs/{run}/original", u.auth(u.download(original)))
+	mux.Handle("GET /ui/runs/{run}/output", u.auth(u.download(output)))
+	mux.Handle("GET /ui/sessions/{session}", u.auth(u.sessionPage))
+	mux.Handle("GET /ui/sessions/{session}/timeline.svg", u.auth(u.timelineChart))
+	mux.Handle("GET /ui/overview", u.auth(u.overviewPage))
+	mux.Handle("GET /ui/overview/runs.svg", u.auth(u.overviewRunsChart))
+	mux.Handle("GET /ui/overview/tokens.svg", u.auth(u.overviewTokensChart))
+	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
+		u.errorPage(w, r, "", &pageError{Status: http.StatusNotFound, Message: "no such page: " + r.URL.Path})
+	})
+
+	// Sign-in and sign-out refuse cross-origin POSTs (Sec-Fetch-Site, or
+	// an Origin that is not this host); GETs change nothing.
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.errorPage(w, r, "", &pageError{Status: http.StatusForbidden, Message: "cross-origin request refused"})
+	}))
+	u.handler = cop.Handler(mux)
+	return u, nil
+}
+
+// ServeHTTP sets the security headers and serves the page.
+func (u *UI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", pageCSP)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	u.handler.ServeHTTP(w, r)
+}
+
+// staticHandler serves the embedded assets; they may be cached, they
+// change only with the binary.
+func staticHandler(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// pageError is an answer other than 200: a status, the field it is about
+// (for 400s) and a message safe to show.
+type pageError struct {
+	Status  int
+	Field   string
+	Message string
+}
+
+func (e *pageError) Error() string { return e.Message }
+
+// badRequest is a 400 naming the field.
+func badRequest(field, format string, args ...any) *pageError {
+	return &pageError{Status: http.StatusBadRequest, Field: field, Message: field + ": " + fmt.Sprintf(format, args...)}
+}
+
+// notFound is a 404 naming what was not found.
+func notFound(what string) *pageError {
+	return &pageError{Status: http.StatusNotFound, Message: what + " not found"}
+}
+
+// handlerFunc is a page of a signed-in operator; tenant comes from the key.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, tenant string) error
+
+// auth checks the key in the cookie on every request, as the API checks
+// its bearer key: without a live key the browser is signed out and sent
+// to the sign-in page, which then returns to the page asked for.
+func (u *UI) auth(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tenant, err := u.tenant(r)
+		if err != nil {
+			u.errorPage(w, r, "", err)
+			return
+		}
+		if tenant == "" {
+			clearCookie(w, r)
+			http.Redirect(w, r, "/ui/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		if err := h(w, r, tenant); err != nil {
+			u.errorPage(w, r, tenant, err)
+		}
+	})
+}
+
+// tenant returns the tenant of the cookie's key, "" when there is no live
+// key.
+func (u *UI) tenant(r *http.Request) (string, error) {
+	c, err := r.Cookie(cookieName)
+	if err != nil {
+		return "", nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(c.Value)
+	if err != nil || len(raw) == 0 {
+		return "", nil
+	}
+	k, ok, err := u.deps.Store.Authenticate(r.Context(), string(raw))
+	if err != nil {
+		return "", fmt.Errorf("authenticate: %w", err)
+	}
+	if !ok {
+		return "", nil
+	}
+	return k.Tenant, nil
+}
+
+// setCookie keeps key in the browser: HttpOnly (no script reads it, and
+// no script runs anyway), SameSite=Strict (no other site's page sends it),
+// Secure over TLS, for the UI's paths only, until the browser closes.
+func setCookie(w http.ResponseWriter, r *http.Request, key string) {
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: base64.RawURLEncoding.EncodeToString([]byte(key)),
+		Path: Prefix, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+}
+
+// clearCookie signs the browser out.
+func clearCookie(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: Prefix, MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+}
+
+// loginView is the sign-in page.
+type loginView struct {
+	Next    string
+	Message string
+}
+
+func (u *UI) loginPage(w http.ResponseWriter, r *http.Request) {
+	u.render(w, r, http.StatusOK, "login", "", loginView{Next: safeNext(r.URL.Query().Get("next"))})
+}
+
+// login checks the key of the form and keeps it in the cookie.
+func (u *UI) login(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		u.errorPage(w, r, "", badRequest("key", "unreadable form"))
+		return
+	}
+	next := safeNext(r.PostForm.Get("next"))
+	key := strings.TrimSpace(r.PostForm.Get("key"))
+	if key == "" {
+		u.render(w, r, http.StatusBadRequest, "login", "", loginView{Next: next, Message: "key: enter an API key"})
+		return
+	}
+	k, ok, err := u.deps.Store.Authenticate(r.Context(), key)
+	if err != nil {
+		u.errorPage(w, r, "", fmt.Errorf("authenticate: %w", err))
+		return
+	}
+	if !ok {
+		clearCookie(w, r)
+		u.render(w, r, http.StatusUnauthorized, "login", "", loginView{Next: next, Message: "unknown, expired or revoked API key"})
+		return
+	}
+	u.log.Info("ui sign-in", "tenant", k.Tenant, "key_id", k.ID)
+	setCookie(w, r, key)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (u *UI) logout(w http.ResponseWriter, r *http.Request) {
+	clearCookie(w, r)
+	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
+}
+
+// safeNext returns next when it is a path inside the UI (with its query),
+// else the UI's home: a sign-in never redirects to another site or
+// outside /ui/.
+func safeNext(next string) string {
+	const home = "/ui/runs"
+	if next == "" || !strings.HasPrefix(next, Prefix) || strings.ContainsAny(next, "\\\x00\r\n\t") {
+		return home
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || u.Fragment != "" {
+		return home
+	}
+	clean := path.Clean(u.Path)
+	if strings.HasSuffix(u.Path, "/") {
+		clean += "/"
+	}
+	if clean != u.Path || !strings.HasPrefix(clean, Prefix) || strings.HasPrefix(clean, "/ui/login") {
+		return home
+	}
+	return (&url.URL{Path: clean, RawQuery: u.RawQuery}).RequestURI()
+}
+
+// errorView is the error page.
+type errorView struct {
+	Status  int
+	Title   string
+	Field   string
+	Message string
+}
+
+// errorPage answers err: a pageError as it is; an outage of Postgres or S3
+// as 503; anything else as a logged 500 with a generic message.
+func (u *UI) errorPage(w http.ResponseWriter, r *http.Request, tenant string, err error) {
+	var pe *pageError
+	switch {
+	case errors.As(err, &pe):
+	case errors.Is(err, audit.ErrNotFound):
+		pe = notFound("run or session")
+	case errors.Is(err, audit.ErrNoArchive):
+		pe = &pageError{Status: http.StatusNotFound, Message: "this run has no archived original (it failed before archiving)"}
+	case errors.Is(err, audit.ErrNoOutput):
+		pe = &pageError{Status: http.StatusNotFound, Message: "this run has no output (it did not commit one)"}
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		return // the browser went away
+	case store.IsRetryable(err) || blob.IsOutage(err):
+		u.log.Warn("ui: dependency unavailable", "path", r.URL.Path, "error", err)
+		w.Header().Set("Retry-After", "5")
+		pe = &pageError{Status: http.StatusServiceUnavailable, Message: "Postgres or S3 is unavailable; try again shortly"}
+	default:
+		u.log.Error("ui: request failed", "path", r.URL.Path, "error", err)
+		pe = &pageError{Status: http.StatusInternalServerError, Message: "internal error (see the server log)"}
+	}
+	u.render(w, r, pe.Status, "error", tenant, errorView{Status: pe.Status, Title: http.StatusText(pe.Status), Field: pe.Field, Message: pe.Message})
+}
