@@ -184,23 +184,72 @@ type stepRecord struct {
 	written bool
 }
 
-// record appends this attempt of a step to the run's history. The attempt
+// attempt is one attempt of a step while it runs: the record it fills
+// (the embedded stepRecord) and what end needs to write it.
+type attempt struct {
+	stepRecord
+	a       *Activities
+	ctx     context.Context
+	run     Run
+	name    string
+	started time.Time
+	stop    func() // stops the heartbeat
+}
+
+// begin is every step's prologue: it starts the attempt's clock and its
+// heartbeat. Pair it with `defer rec.end(&err, &res.Recorded)`.
+func (a *Activities) begin(ctx context.Context, run Run, name, kind string) *attempt {
+	return &attempt{stepRecord: stepRecord{kind: kind}, a: a, ctx: ctx, run: run, name: name,
+		started: time.Now(), stop: a.heartbeat(ctx)}
+}
+
+// end stops the heartbeat and records the attempt (see record), setting
+// *err to the step's error classified once.
+func (x *attempt) end(err *error, out *Recorded) {
+	x.stop()
+	*err = x.a.record(x, *err, out)
+}
+
+// row is the attempt's record, ending now.
+func (x *attempt) row(stepErr error) store.Step {
+	attemptNo := 1
+	if activity.IsActivity(x.ctx) {
+		attemptNo = int(activity.GetInfo(x.ctx).Attempt)
+	}
+	st := store.Step{
+		RunID: x.run.ID, Name: x.name, Attempt: attemptNo, Kind: x.kind,
+		InputSize: x.inputSize, OutputSize: x.outputSize,
+		PromptTokens: x.promptTokens, CompletionTokens: x.completionTokens,
+		Model: x.model, PromptVersion: x.promptVersion, Duration: time.Since(x.started),
+		At: time.Now().UTC(),
+		// Drawn once per execution: the retry in record is the same
+		// write, an execution after a worker death is a new row.
+		Execution: newExecutionID(),
+	}
+	if stepErr != nil {
+		st.Error = stepErr.Error()
+	}
+	return st
+}
+
+// record appends an attempt of a step to the run's history. The attempt
 // number comes from Temporal, so a retried write of the same attempt adds
 // nothing; a new attempt adds its own row. When the run batches its step
 // records (Run.BatchSteps) and the step succeeded, the record goes back
 // to the workflow in out instead, which writes it with the run's end.
 //
-// It returns stepErr classified (see classify): every activity ends with
-// `defer func() { err = a.record(...) }()`, so the retry decision for an
-// error nobody classified is made here, once.
-func (a *Activities) record(ctx context.Context, run Run, name string, started time.Time, rec stepRecord, stepErr error, out *Recorded) error {
+// It returns stepErr classified (see classify): every step ends with
+// rec.end, so the retry decision for an error nobody classified is made
+// here, once.
+func (a *Activities) record(x *attempt, stepErr error, out *Recorded) error {
+	ctx := x.ctx
 	stepErr = classify(stepErr)
-	st := a.stepRow(ctx, run.ID, name, started, rec, stepErr)
-	a.Metrics.Step(rec.kind, st.Attempt, st.Duration, stepErr)
+	st := x.row(stepErr)
+	a.Metrics.Step(x.kind, st.Attempt, st.Duration, stepErr)
 	switch {
-	case stepErr == nil && rec.written:
+	case stepErr == nil && x.written:
 		return nil
-	case stepErr == nil && run.BatchSteps && out != nil:
+	case stepErr == nil && x.run.BatchSteps && out != nil:
 		out.StepRecord = &st
 		return nil
 	}
@@ -213,31 +262,9 @@ func (a *Activities) record(ctx context.Context, run Run, name string, started t
 	if err != nil {
 		// The step itself succeeded or failed on its own; a lost history
 		// row must not turn into a retry of an LLM call.
-		logger(ctx).Warn("record step", "run", run.ID, "step", name, "error", err)
+		logger(ctx).Warn("record step", "run", x.run.ID, "step", x.name, "error", err)
 	}
 	return stepErr
-}
-
-// stepRow is the record of this attempt of a step, ending now.
-func (a *Activities) stepRow(ctx context.Context, runID, name string, started time.Time, rec stepRecord, stepErr error) store.Step {
-	attempt := 1
-	if activity.IsActivity(ctx) {
-		attempt = int(activity.GetInfo(ctx).Attempt)
-	}
-	st := store.Step{
-		RunID: runID, Name: name, Attempt: attempt, Kind: rec.kind,
-		InputSize: rec.inputSize, OutputSize: rec.outputSize,
-		PromptTokens: rec.promptTokens, CompletionTokens: rec.completionTokens,
-		Model: rec.model, PromptVersion: rec.promptVersion, Duration: time.Since(started),
-		At: time.Now().UTC(),
-		// Drawn once per execution: the retry below is the same write, an
-		// execution after a worker death is a new row.
-		Execution: newExecutionID(),
-	}
-	if stepErr != nil {
-		st.Error = stepErr.Error()
-	}
-	return st
 }
 
 // logger returns the activity logger, or a no-op one outside activities

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -29,11 +28,8 @@ import (
 // that does not parse fails the run at once, with the parser's error
 // naming the message and field.
 func (a *Activities) Plan(ctx context.Context, in PlanInput) (res PlanResult, err error) {
-	started := time.Now()
-	defer a.heartbeat(ctx)()
-	var rec stepRecord
-	rec.kind = "plan"
-	defer func() { err = a.record(ctx, in.Run, "plan", started, rec, err, &res.Recorded) }()
+	rec := a.begin(ctx, in.Run, "plan", "plan")
+	defer rec.end(&err, &res.Recorded)
 
 	run := in.Run
 	data, err := a.getVerified(ctx, in.Run.Tenant, in.InputKey, in.InputSHA256)
@@ -116,10 +112,8 @@ func (a *Activities) modelFor(p policy.Preset) string {
 // Archive copies the original to its archive key and reads it back to
 // verify the checksum, before any step replaces anything.
 func (a *Activities) Archive(ctx context.Context, in ArchiveInput) (res ArchiveResult, err error) {
-	started := time.Now()
-	defer a.heartbeat(ctx)()
-	rec := stepRecord{kind: "archive"}
-	defer func() { err = a.record(ctx, in.Run, "archive", started, rec, err, &res.Recorded) }()
+	rec := a.begin(ctx, in.Run, "archive", "archive")
+	defer rec.end(&err, &res.Recorded)
 
 	data, err := a.getVerified(ctx, in.Run.Tenant, in.InputKey, in.InputSHA256)
 	if err != nil {
@@ -140,10 +134,8 @@ func (a *Activities) Archive(ctx context.Context, in ArchiveInput) (res ArchiveR
 // stores the offloaded results before the conversation that refers to
 // them, and lists the results that need map-reduce.
 func (a *Activities) Deterministic(ctx context.Context, in DeterministicInput) (res DeterministicResult, err error) {
-	started := time.Now()
-	defer a.heartbeat(ctx)()
-	rec := stepRecord{kind: "deterministic"}
-	defer func() { err = a.record(ctx, in.Run, "deterministic", started, rec, err, &res.Recorded) }()
+	rec := a.begin(ctx, in.Run, "deterministic", "deterministic")
+	defer rec.end(&err, &res.Recorded)
 
 	run := in.Run
 	conv, data, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
@@ -225,11 +217,8 @@ func offloadKey(tenant string) func(text string) string {
 // every run (see plan.LadderOffload and plan.LadderTruncate): it changes
 // the working conversation only while it is over the ladder's goal.
 func (a *Activities) FitBudget(ctx context.Context, in FitInput) (res FitResult, err error) {
-	started := time.Now()
-	defer a.heartbeat(ctx)()
-	rec := stepRecord{kind: "budget"}
-	step := "budget/" + in.Stage
-	defer func() { err = a.record(ctx, in.Run, step, started, rec, err, &res.Recorded) }()
+	rec := a.begin(ctx, in.Run, "budget/"+in.Stage, "budget")
+	defer rec.end(&err, &res.Recorded)
 
 	run := in.Run
 	conv, data, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
@@ -304,10 +293,8 @@ func (a *Activities) target(ctx context.Context, tenant string, conv conversatio
 // Chunk splits a large result into bounded chunks (seed 000: 50K chars),
 // each stored on its own.
 func (a *Activities) Chunk(ctx context.Context, in ChunkInput) (res ChunkResult, err error) {
-	started := time.Now()
-	defer a.heartbeat(ctx)()
-	rec := stepRecord{kind: "chunk"}
-	defer func() { err = a.record(ctx, in.Run, in.Step, started, rec, err, &res.Recorded) }()
+	rec := a.begin(ctx, in.Run, in.Step, "chunk")
+	defer rec.end(&err, &res.Recorded)
 
 	p, err := a.preset(in.Run)
 	if err != nil {
@@ -352,10 +339,9 @@ func chunkChars(n, preset int) int {
 // Fallback makes a summary without an LLM: the extractive summarizer, or
 // seed 000's first N characters.
 func (a *Activities) Fallback(ctx context.Context, in FallbackInput) (res SummarizeResult, err error) {
-	started := time.Now()
-	defer a.heartbeat(ctx)()
-	rec := stepRecord{kind: "fallback", model: in.Mode}
-	defer func() { err = a.record(ctx, in.Run, in.Step, started, rec, err, &res.Recorded) }()
+	rec := a.begin(ctx, in.Run, in.Step, "fallback")
+	defer rec.end(&err, &res.Recorded)
+	rec.model = in.Mode
 
 	text, err := a.text(ctx, in.Run.Tenant, in.SourceKey)
 	if err != nil {
@@ -384,10 +370,8 @@ func (a *Activities) Fallback(ctx context.Context, in FallbackInput) (res Summar
 
 // Merge joins chunk summaries in order.
 func (a *Activities) Merge(ctx context.Context, in MergeInput) (res MergeResult, err error) {
-	started := time.Now()
-	defer a.heartbeat(ctx)()
-	rec := stepRecord{kind: "merge"}
-	defer func() { err = a.record(ctx, in.Run, in.Step, started, rec, err, &res.Recorded) }()
+	rec := a.begin(ctx, in.Run, in.Step, "merge")
+	defer rec.end(&err, &res.Recorded)
 
 	parts := make([]string, 0, len(in.Keys))
 	for _, k := range in.Keys {
@@ -408,10 +392,8 @@ func (a *Activities) Merge(ctx context.Context, in MergeInput) (res MergeResult,
 
 // ApplyResults puts rewritten tool results into the working conversation.
 func (a *Activities) ApplyResults(ctx context.Context, in ApplyResultsInput) (res WorkResult, err error) {
-	started := time.Now()
-	defer a.heartbeat(ctx)()
-	rec := stepRecord{kind: "apply"}
-	defer func() { err = a.record(ctx, in.Run, in.Step, started, rec, err, &res.Recorded) }()
+	rec := a.begin(ctx, in.Run, in.Step, "apply")
+	defer rec.end(&err, &res.Recorded)
 
 	conv, data, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
 	if err != nil {
@@ -448,10 +430,8 @@ func (a *Activities) ApplyResults(ctx context.Context, in ApplyResultsInput) (re
 // PlanGlobal lists seed 000's layer 2 targets once usage passes its
 // trigger.
 func (a *Activities) PlanGlobal(ctx context.Context, in GlobalInput) (res GlobalResult, err error) {
-	started := time.Now()
-	defer a.heartbeat(ctx)()
-	rec := stepRecord{kind: "plan-global"}
-	defer func() { err = a.record(ctx, in.Run, "plan-global", started, rec, err, &res.Recorded) }()
+	rec := a.begin(ctx, in.Run, "plan-global", "plan-global")
+	defer rec.end(&err, &res.Recorded)
 
 	conv, _, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
 	if err != nil {
@@ -485,14 +465,12 @@ func (a *Activities) PlanGlobal(ctx context.Context, in GlobalInput) (res Global
 // the messages to summarize, with offloaded results restored (seed 002;
 // unreadable ones read "[Content unavailable: KEY]").
 func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res HistoryPlan, err error) {
-	started := time.Now()
-	defer a.heartbeat(ctx)()
-	rec := stepRecord{kind: "prepare-history"}
 	step := in.Step
 	if step == "" {
 		step = "history/prepare"
 	}
-	defer func() { err = a.record(ctx, in.Run, step, started, rec, err, &res.Recorded) }()
+	rec := a.begin(ctx, in.Run, step, "prepare-history")
+	defer rec.end(&err, &res.Recorded)
 
 	conv, _, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
 	if err != nil {
@@ -562,10 +540,8 @@ func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res H
 // it keeps, over the most recent MaxIdentifiers of them. The missing items
 // go to S3 and Postgres, never into workflow history.
 func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftResult, err error) {
-	started := time.Now()
-	defer a.heartbeat(ctx)()
-	rec := stepRecord{kind: "drift"}
-	defer func() { err = a.record(ctx, in.Run, in.Step, started, rec, err, &res.Recorded) }()
+	rec := a.begin(ctx, in.Run, in.Step, "drift")
+	defer rec.end(&err, &res.Recorded)
 
 	p, err := a.preset(in.Run)
 	if err != nil {
@@ -763,10 +739,8 @@ func prefetchIdentifiers(key, text string) {
 // Patch appends the items still missing after repair to a summary, so that
 // no identifier the drift check found is lost.
 func (a *Activities) Patch(ctx context.Context, in PatchInput) (res SummarizeResult, err error) {
-	started := time.Now()
-	defer a.heartbeat(ctx)()
-	rec := stepRecord{kind: "patch"}
-	defer func() { err = a.record(ctx, in.Run, in.Step, started, rec, err, &res.Recorded) }()
+	rec := a.begin(ctx, in.Run, in.Step, "patch")
+	defer rec.end(&err, &res.Recorded)
 
 	summary, err := a.text(ctx, in.Run.Tenant, in.SummaryKey)
 	if err != nil {
@@ -802,10 +776,8 @@ func (a *Activities) Patch(ctx context.Context, in PatchInput) (res SummarizeRes
 // ApplyHistory replaces the summarized messages with the summary message
 // in the preset's style, keeping protected messages verbatim.
 func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (res WorkResult, err error) {
-	started := time.Now()
-	defer a.heartbeat(ctx)()
-	rec := stepRecord{kind: "apply-history"}
-	defer func() { err = a.record(ctx, in.Run, in.Step, started, rec, err, &res.Recorded) }()
+	rec := a.begin(ctx, in.Run, in.Step, "apply-history")
+	defer rec.end(&err, &res.Recorded)
 
 	conv, _, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
 	if err != nil {
@@ -858,10 +830,8 @@ func sessionSummary(run Run, summary, archiveKey string) string {
 // the run succeeded (at most once), persists the watermark, and only then
 // deletes the offloads the summary restored.
 func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResult, err error) {
-	started := time.Now()
-	defer a.heartbeat(ctx)()
-	rec := stepRecord{kind: "commit"}
-	defer func() { err = a.record(ctx, in.Run, "commit", started, rec, err, nil) }()
+	rec := a.begin(ctx, in.Run, "commit", "commit")
+	defer rec.end(&err, nil)
 
 	run := in.Run
 	conv, _, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
@@ -952,7 +922,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 		// This step's own record goes with the commit too; record then
 		// writes only a failure.
 		rec.outputSize = int64(len(data))
-		steps = append(steps, a.stepRow(ctx, run.ID, "commit", started, rec, nil))
+		steps = append(steps, rec.row(nil))
 	}
 	committed, err := a.Store.CommitRun(ctx, run.ID, store.RunResult{
 		TokensAfter: int64(after), CharsAfter: int64(utf8.RuneCount(data)), Ratio: ratio,

@@ -26,9 +26,8 @@ const heartbeatEvery = 10 * time.Second
 // context-length error splits the input in halves, summarizes each and
 // joins them; other errors are classified once, in llmErr.
 func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (res SummarizeResult, err error) {
-	started := time.Now()
-	rec := stepRecord{kind: "llm"}
-	defer func() { err = a.record(ctx, in.Run, in.Step, started, rec, err, &res.Recorded) }()
+	rec := a.begin(ctx, in.Run, in.Step, "llm")
+	defer rec.end(&err, &res.Recorded)
 
 	if a.Summarizer == nil {
 		return res, config(errNoSummarizer)
@@ -57,10 +56,8 @@ func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (res Summ
 		Prompt: in.Prompt, Text: text, Context: context_, TargetTokens: in.TargetTokens,
 		TargetChars: in.TargetChars, Missing: missing, ArchiveRef: in.ArchiveKey, Model: p.SummarizerModel,
 	}
-	stop := a.heartbeat(ctx)
 	callStart := time.Now()
 	resp, err := a.summarize(ctx, req, 0)
-	stop()
 	rec.inputSize = int64(len(text))
 	if err != nil {
 		a.Metrics.Summarizer(a.modelFor(p), string(llm.KindOf(err)), time.Since(callStart), 0, 0)
