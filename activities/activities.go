@@ -42,6 +42,9 @@ type Activities struct {
 	// Metrics receive the steps, runs, summarizer calls, drift verdicts
 	// and offloads (nil: none).
 	Metrics *metrics.Metrics
+
+	// ids caches drift-check sources' identifiers (per worker process).
+	ids idCache
 }
 
 // preset resolves a run's preset: built-in numbers, then the run's

@@ -15,11 +15,11 @@ func TestPrefetchedIdentifiersServeTheDriftCheck(t *testing.T) {
 	t.Parallel()
 	text := "Edited django/db/models/query.py:1423 and ran `pytest tests/queries -k test_" + t.Name() + "`; see https://example.com/issue/31415"
 	key := "tenants/t/transcript/ab/" + t.Name()
-	prefetchIdentifiers(key, text)
-	require.Eventually(t, func() bool { return sourceIDs.Contains(key) }, 10*time.Second, 5*time.Millisecond)
-
 	// No blob store: the check must not read the source again.
 	a := &Activities{}
+	a.prefetchIdentifiers(key, text)
+	require.Eventually(t, func() bool { return a.ids.cache().Contains(key) }, 10*time.Second, 5*time.Millisecond)
+
 	ids, err := a.identifiers(context.Background(), "t", key)
 	require.NoError(t, err)
 	require.Equal(t, digest.Identifiers(text), ids)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -310,7 +311,7 @@ func (a *Activities) Chunk(ctx context.Context, in ChunkInput) (res ChunkResult,
 	}
 	if p.Drift.Enabled {
 		// The merged summary is drift-checked against the whole result.
-		prefetchIdentifiers(in.TextKey, text)
+		a.prefetchIdentifiers(in.TextKey, text)
 	}
 	for _, c := range chunks {
 		key, err := a.putText(ctx, in.Run.Tenant, blob.KindChunk, c)
@@ -527,7 +528,7 @@ func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res H
 		return res, err
 	}
 	if p.Drift.Enabled {
-		prefetchIdentifiers(key, transcript)
+		a.prefetchIdentifiers(key, transcript)
 	}
 	res.Split, res.Summarized, res.TranscriptKey, res.Tokens = d.Split, d.Summarized, key, b.Measure(conv)
 	res.Kept = len(conv.Messages) - d.Split
@@ -666,39 +667,42 @@ func retention(ids []digest.Identifier, summary string, maxIDs int) (float64, []
 	return float64(len(ids)-len(missing)) / float64(len(ids)), missing
 }
 
-// sourceIDs remembers the identifiers of recent drift-check sources by S3
+// idCache remembers the identifiers of recent drift-check sources by S3
 // key. Keys are content-addressed, so an entry never goes stale, and the
 // drift check of a repair pass (and of a replayed run) reads the same
 // source as the check before it; extraction is the costly part of a check.
 // Bounded by entries (golang-lru), not by runs: 64 sources are many more
 // than the drift checks in flight in one worker, and each entry holds
-// copies of the identifiers, never the source text (see keepIDs).
-var sourceIDs = func() *lru.Cache[string, []digest.Identifier] {
-	c, err := lru.New[string, []digest.Identifier](64)
-	if err != nil {
-		panic(err) // only for a size below 1
-	}
-	return c
-}()
-
-// idFlight lets a drift check wait for an extraction of the same source
-// already under way (a prefetch) instead of doing it twice.
-var idFlight singleflight.Group
-
-// identifiers returns the identifiers of the text at key.
-func (a *Activities) identifiers(ctx context.Context, tenant, key string) ([]digest.Identifier, error) {
-	if key == "" {
-		return nil, nil
-	}
-	return cachedIdentifiers(key, func() (string, error) { return a.text(ctx, tenant, key) })
+// copies of the identifiers, never the source text (see keepIDs). Its zero
+// value is ready to use.
+type idCache struct {
+	once   sync.Once
+	recent *lru.Cache[string, []digest.Identifier]
+	// flight lets a drift check wait for an extraction of the same source
+	// already under way (a prefetch) instead of doing it twice.
+	flight singleflight.Group
 }
 
-// cachedIdentifiers extracts the identifiers of the source at key once per
-// process while the cache holds them; a caller that arrives during an
-// extraction waits for its result.
-func cachedIdentifiers(key string, text func() (string, error)) ([]digest.Identifier, error) {
-	v, err, _ := idFlight.Do(key, func() (any, error) {
-		if ids, ok := sourceIDs.Get(key); ok {
+// idCacheSize bounds idCache by entries.
+const idCacheSize = 64
+
+func (c *idCache) cache() *lru.Cache[string, []digest.Identifier] {
+	c.once.Do(func() {
+		recent, err := lru.New[string, []digest.Identifier](idCacheSize)
+		if err != nil {
+			panic(err) // only for a size below 1
+		}
+		c.recent = recent
+	})
+	return c.recent
+}
+
+// get extracts the identifiers of the source at key once while the cache
+// holds them; a caller that arrives during an extraction waits for its
+// result.
+func (c *idCache) get(key string, text func() (string, error)) ([]digest.Identifier, error) {
+	v, err, _ := c.flight.Do(key, func() (any, error) {
+		if ids, ok := c.cache().Get(key); ok {
 			return ids, nil
 		}
 		t, err := text()
@@ -706,13 +710,21 @@ func cachedIdentifiers(key string, text func() (string, error)) ([]digest.Identi
 			return nil, err
 		}
 		ids := keepIDs(digest.Identifiers(t))
-		sourceIDs.Add(key, ids)
+		c.cache().Add(key, ids)
 		return ids, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return v.([]digest.Identifier), nil
+}
+
+// identifiers returns the identifiers of the text at key.
+func (a *Activities) identifiers(ctx context.Context, tenant, key string) ([]digest.Identifier, error) {
+	if key == "" {
+		return nil, nil
+	}
+	return a.ids.get(key, func() (string, error) { return a.text(ctx, tenant, key) })
 }
 
 // keepIDs copies the identifiers' values out of their source: they are
@@ -730,9 +742,9 @@ func keepIDs(ids []digest.Identifier) []digest.Identifier {
 // check after the summary finds them ready. It holds no activity context:
 // it only fills the bounded cache, and a check in another worker process
 // extracts them itself.
-func prefetchIdentifiers(key, text string) {
+func (a *Activities) prefetchIdentifiers(key, text string) {
 	go func() {
-		_, _ = cachedIdentifiers(key, func() (string, error) { return text, nil })
+		_, _ = a.ids.get(key, func() (string, error) { return text, nil })
 	}()
 }
 
