@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/ctxcompact/orchestrator/activities"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/store"
@@ -92,13 +91,13 @@ type runResponse struct {
 	// Recommendation is seed 004's action for the level after; Handoff
 	// the fresh-session conversation made when the run ended CRITICAL
 	// (or over its limit) or on a checkpoint event.
-	Recommendation string                `json:"recommendation,omitempty"`
-	Handoff        json.RawMessage       `json:"handoff,omitempty"`
-	ArchiveKey     string                `json:"archive_key,omitempty"`
-	OutputKey      string                `json:"output_key,omitempty"`
-	OutputSHA256   string                `json:"output_sha256,omitempty"`
-	Passes         []activities.PassStat `json:"passes"`
-	Conversation   json.RawMessage       `json:"conversation,omitempty"`
+	Recommendation string           `json:"recommendation,omitempty"`
+	Handoff        json.RawMessage  `json:"handoff,omitempty"`
+	ArchiveKey     string           `json:"archive_key,omitempty"`
+	OutputKey      string           `json:"output_key,omitempty"`
+	OutputSHA256   string           `json:"output_sha256,omitempty"`
+	Passes         []store.PassStat `json:"passes"`
+	Conversation   json.RawMessage  `json:"conversation,omitempty"`
 }
 
 func (a *api) postEvent(w http.ResponseWriter, r *http.Request, tenant string) error {
@@ -199,7 +198,7 @@ func (a *api) waitRun(ctx context.Context, tenant, runID string, wait time.Durat
 		return runResponse{}, false, notFound("run")
 	}
 	if run.Status == store.RunFailed || run.Status == store.RunSkipped {
-		return runResponse{RunID: runID, Status: string(run.Status), Error: run.Error, Passes: []activities.PassStat{}}, true, nil
+		return runResponse{RunID: runID, Status: string(run.Status), Error: run.Error, Passes: []store.PassStat{}}, true, nil
 	}
 	if run.Status.Committed() {
 		wait = min(wait, finishedGrace)
@@ -231,7 +230,7 @@ func (a *api) waitRun(ctx context.Context, tenant, runID string, wait time.Durat
 		out, err := a.fromStore(ctx, run)
 		return out, err == nil, err
 	case store.RunFailed, store.RunSkipped:
-		return runResponse{RunID: runID, Status: string(run.Status), Error: run.Error, Passes: []activities.PassStat{}}, true, nil
+		return runResponse{RunID: runID, Status: string(run.Status), Error: run.Error, Passes: []store.PassStat{}}, true, nil
 	}
 	if errors.Is(werr, context.DeadlineExceeded) {
 		return runResponse{}, false, nil
@@ -254,7 +253,7 @@ func (a *api) fromResult(ctx context.Context, tenant string, res workflows.Compa
 		ArchiveKey: res.ArchiveKey, OutputKey: res.OutputKey, OutputSHA256: res.OutputSHA256, Passes: res.Passes,
 	}
 	if out.Passes == nil {
-		out.Passes = []activities.PassStat{}
+		out.Passes = []store.PassStat{}
 	}
 	out.fill()
 	out.Recommendation = res.Recommendation
@@ -290,7 +289,7 @@ func (a *api) fromStore(ctx context.Context, run store.Run) (runResponse, error)
 	out := runResponse{
 		RunID: run.ID, Status: string(run.Status), TokensBefore: int(run.TokensBefore), TokensAfter: int(run.TokensAfter),
 		Ratio: run.Ratio, LevelAfter: run.Level, ArchiveKey: run.ArchiveKey, OutputKey: run.OutputKey, OutputSHA256: run.OutputSHA256,
-		Passes: []activities.PassStat{},
+		Passes: []store.PassStat{},
 	}
 	if st, err := run.ParseStats(); err == nil {
 		if st.Passes != nil {
