@@ -390,6 +390,13 @@ func TestRunPageShowsTheAudit(t *testing.T) {
 	require.Contains(t, failed.body, "No diff: the run has no output.")
 	require.NotContains(t, failed.body, `id="dl-output"`)
 	require.Equal(t, http.StatusNotFound, f.get("/ui/runs/run-failed/output", c).status)
+	require.NotContains(t, failed.body, `id="live-steps"`, "a final run has all its step records")
+
+	// A live run says why its successful steps are not listed yet.
+	f.addRun(tenantA, "s1", "run-live", store.RunRunning, "adaptive", started.Add(3*time.Minute), 9000, 0)
+	live := f.get("/ui/runs/run-live", c)
+	require.Equal(t, http.StatusOK, live.status)
+	require.Contains(t, live.body, `id="live-steps"`)
 
 	// The step chart carries the steps.
 	svg := f.get("/ui/runs/run-ok/steps.svg", c)
