@@ -218,13 +218,20 @@ func (u *UI) tenant(r *http.Request) (string, error) {
 // Secure over TLS, for the UI's paths only, until the browser closes.
 func setCookie(w http.ResponseWriter, r *http.Request, key string) {
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: base64.RawURLEncoding.EncodeToString([]byte(key)),
-		Path: Prefix, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		Path: Prefix, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
+}
+
+// overTLS reports whether the browser reached us over TLS: directly, or
+// through a proxy that terminated it and says so. Trusting the header
+// only ever adds the Secure flag, which cannot weaken the cookie.
+func overTLS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
 // clearCookie signs the browser out.
 func clearCookie(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: Prefix, MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
 }
 
 // loginView is the sign-in page.

@@ -216,6 +216,11 @@ func TestSignInOutAndRevocation(t *testing.T) {
 	require.Equal(t, "/ui/", c.Path)
 	require.NotContains(t, c.Value, f.keyA, "the key is encoded, not raw")
 
+	// Behind a proxy that terminated TLS, the cookie is Secure.
+	proxied := f.do(http.MethodPost, "/ui/login", nil, url.Values{"key": {f.keyA}}, map[string]string{"X-Forwarded-Proto": "https"})
+	require.Equal(t, http.StatusSeeOther, proxied.status, proxied.body)
+	require.True(t, uiCookie(t, proxied.header).Secure)
+
 	page := f.get("/ui/runs", c)
 	require.Equal(t, http.StatusOK, page.status)
 	require.Contains(t, page.body, `<strong id="tenant">tenant-a</strong>`)
