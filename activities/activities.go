@@ -6,7 +6,6 @@
 package activities
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -131,19 +130,9 @@ func (a *Activities) load(ctx context.Context, tenant, key string) (conversation
 
 // save renders and stores a working conversation, content-addressed.
 func (a *Activities) save(ctx context.Context, tenant string, c conversation.Conversation) (string, error) {
-	return a.saveChanged(ctx, tenant, c, "", nil)
-}
-
-// saveChanged is save, except that a conversation that renders to the
-// bytes it was loaded from (no pass changed it) keeps its key: one S3
-// write fewer for a run whose passes found nothing to do.
-func (a *Activities) saveChanged(ctx context.Context, tenant string, c conversation.Conversation, key string, loaded []byte) (string, error) {
 	data, err := conversation.Render(c)
 	if err != nil {
 		return "", fmt.Errorf("render conversation: %w", err)
-	}
-	if loaded != nil && bytes.Equal(data, loaded) {
-		return key, nil
 	}
 	ref, err := a.Blob.PutContent(ctx, tenant, "work", data)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -162,9 +163,14 @@ func (a *Activities) Deterministic(ctx context.Context, in DeterministicInput) (
 	if err := a.storeOffloads(ctx, run, out.Offloads); err != nil {
 		return res, err
 	}
-	key, err := a.saveChanged(ctx, run.Tenant, out.Conv, in.WorkKey, data)
-	if err != nil {
-		return res, err
+	// Passes that changed nothing hand on the key they read (the input's,
+	// as a rule): one S3 write fewer. The passes never change their input,
+	// so equal values mean the same conversation.
+	key := in.WorkKey
+	if !reflect.DeepEqual(conv, out.Conv) {
+		if key, err = a.save(ctx, run.Tenant, out.Conv); err != nil {
+			return res, err
+		}
 	}
 	res = DeterministicResult{WorkKey: key, Tokens: out.SizeAfter, Usage: b.Usage(out.SizeAfter),
 		Watermark: out.Watermark, Done: out.Done}

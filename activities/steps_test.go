@@ -153,3 +153,42 @@ func TestFailRunWritesTheGatheredRecords(t *testing.T) {
 	require.Equal(t, "history: boom", run.Error)
 	require.Equal(t, []string{"plan"}, e.steps())
 }
+
+// TestDeterministicKeepsAnUnchangedConversation: passes that change
+// nothing hand on the input's key (no S3 write); passes that change the
+// conversation store a new working copy, and the input stays as it was.
+func TestDeterministicKeepsAnUnchangedConversation(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		preset  string
+		limit   int
+		changed bool
+	}{
+		{name: "watermark without a checkpoint, under the limit", preset: "watermark", limit: 200000},
+		{name: "three-tier truncates old inputs far over the limit", preset: "three-tier", limit: 4000, changed: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newStepEnv(t, true)
+			e.run.Preset, e.run.ContextLimit = tt.preset, tt.limit
+			val, err := e.env.ExecuteActivity("Deterministic", activities.DeterministicInput{Run: e.run, WorkKey: e.input.Key})
+			require.NoError(t, err)
+			var res activities.DeterministicResult
+			require.NoError(t, val.Get(&res))
+			require.NotNil(t, res.StepRecord)
+			if !tt.changed {
+				require.Equal(t, e.input.Key, res.WorkKey, "nothing changed: the input's key, no new object")
+				return
+			}
+			require.NotEqual(t, e.input.Key, res.WorkKey)
+			work, err := e.blob.Get(t.Context(), res.WorkKey)
+			require.NoError(t, err)
+			require.Less(t, len(work), len(e.data), "the passes made it smaller")
+			input, err := e.blob.GetVerified(t.Context(), e.input.Key, e.input.SHA256)
+			require.NoError(t, err)
+			require.Equal(t, e.data, input, "the input is never changed")
+		})
+	}
+}
