@@ -44,6 +44,8 @@ type Activities struct {
 
 	// ids caches drift-check sources' identifiers (per worker process).
 	ids idCache
+	// convs caches parsed working conversations (per worker process).
+	convs convCache
 }
 
 // preset resolves a run's preset: built-in numbers, then the run's
@@ -115,16 +117,22 @@ func (a *Activities) getVerified(ctx context.Context, tenant, key, sha string) (
 	return data, nil
 }
 
-// load reads and parses a working conversation of the tenant.
+// load reads and parses a working conversation of the tenant; a
+// conversation this worker parsed or saved recently is copied from the
+// cache instead of parsed again.
 func (a *Activities) load(ctx context.Context, tenant, key string) (conversation.Conversation, []byte, error) {
 	data, err := a.get(ctx, tenant, key)
 	if err != nil {
 		return conversation.Conversation{}, nil, err
 	}
+	if c, ok := a.convs.get(key); ok {
+		return c, data, nil
+	}
 	c, err := conversation.ParseAny(data)
 	if err != nil {
 		return conversation.Conversation{}, nil, badInput(fmt.Errorf("parse conversation: %w", err))
 	}
+	a.convs.add(key, c, int64(len(data)))
 	return c, data, nil
 }
 
@@ -138,6 +146,7 @@ func (a *Activities) save(ctx context.Context, tenant string, c conversation.Con
 	if err != nil {
 		return "", blobErr(err)
 	}
+	a.convs.add(ref.Key, c, int64(len(data)))
 	return ref.Key, nil
 }
 

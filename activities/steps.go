@@ -43,6 +43,7 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (res PlanResult, er
 	if err != nil {
 		return res, badInput(fmt.Errorf("input conversation: %w", err))
 	}
+	a.convs.add(in.InputKey, conv, int64(len(data)))
 	p, b, err := a.budget(run)
 	if err != nil {
 		return res, err

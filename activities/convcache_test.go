@@ -1,0 +1,50 @@
+package activities
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+)
+
+func TestConvCacheHandsOutCopies(t *testing.T) {
+	t.Parallel()
+	var c convCache
+	conv := conversation.Conversation{Format: conversation.FormatOpenAI, Messages: []conversation.Message{
+		{Role: conversation.RoleUser, Blocks: []conversation.Block{{Kind: conversation.KindText, Text: "fix src/a.go"}}},
+	}}
+	c.add("k", conv, 100)
+	conv.Messages[0].Blocks[0].Text = "changed by the caller after add"
+
+	got, ok := c.get("k")
+	require.True(t, ok)
+	require.Equal(t, "fix src/a.go", got.Messages[0].Blocks[0].Text, "the cache kept its own copy")
+	got.Messages[0].Blocks[0].Text = "changed by a step"
+	again, ok := c.get("k")
+	require.True(t, ok)
+	require.Equal(t, "fix src/a.go", again.Messages[0].Blocks[0].Text, "a step's change does not reach the cache")
+
+	_, ok = c.get("missing")
+	require.False(t, ok)
+}
+
+func TestConvCacheIsBoundedByBytes(t *testing.T) {
+	t.Parallel()
+	var c convCache
+	conv := conversation.Conversation{Format: conversation.FormatOpenAI}
+	size := int64(convCacheBytes / 5)
+	for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
+		c.add(k, conv, size)
+	}
+	_, ok := c.get("a")
+	require.False(t, ok, "the oldest went when the bound was passed")
+	_, ok = c.get("f")
+	require.True(t, ok)
+	require.LessOrEqual(t, c.bytes, int64(convCacheBytes))
+	require.Equal(t, int64(5)*size, c.bytes)
+
+	c.add("huge", conv, convCacheBytes/4+1)
+	_, ok = c.get("huge")
+	require.False(t, ok, "one entry larger than a quarter of the bound is not kept")
+}
