@@ -159,8 +159,9 @@ func benchCeiling(ctx context.Context, st *stack, o options, rep *report) error 
 		"with its context limit set to its own size (usage 100%%), the summarizer answering at once over HTTP. A pipeline run is "+
 		"`gateway.Submit` + `gateway.Wait` (S3 put, Postgres claim, signal-with-start of the session workflow, the child compaction "+
 		"workflow); a bare run is `ExecuteWorkflow` + `Get` of a workflow with no code; a skeleton run has the pipeline's shape with no "+
-		"work: signal-with-start of a session workflow that runs each event as a child workflow of 3 no-op local activities (plan with the archive, deterministic, prepare), one no-op "+
-		"activity on the LLM task queue and 3 more no-op local activities, waited for as `gateway.Wait` does. Activities per run by type: %s. "+
+		"work: signal-with-start of a session workflow that runs each event as a child workflow of 11 no-op local activities and 2 "+
+		"no-op activities on the LLM task queue in the pipeline's order (its summary, then the budget ladder's), waited for as "+
+		"`gateway.Wait` does. Activities per run by type: %s. "+
 		"Postgres round trips are counted by a proxy that reads the wire protocol (one per Sync or simple Query message); "+
 		"S3 requests by the S3 client's HTTP transport; activities by a worker interceptor (every attempt).",
 		o.ceilingWorkers, o.warmup, o.ceilingWindow, pipelinePreset, humanBytes(len(conv)), strings.Join(parts, ", "))

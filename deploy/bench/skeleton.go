@@ -13,12 +13,14 @@ import (
 
 // The skeleton has the pipeline's shape on Temporal and none of its work:
 // a long-lived session workflow that takes events by signal and runs each
-// as a child workflow, which runs 3 no-op local activities, one no-op
-// activity on the LLM task queue, then 3 more no-op local activities, as a
-// run of the ceiling's preset does (plan with the archive, deterministic,
-// prepare-history | summarize | drift, apply-history, commit). Its rate is
-// the most this Temporal setup allows a pipeline of that shape; the full
-// pipeline against it is what the orchestrator's own work costs.
+// as a child workflow of 11 no-op local activities and 2 no-op activities
+// on the LLM task queue, in the order a run of the ceiling's preset takes
+// them (plan with the archive, deterministic, prepare-history | summarize |
+// drift, apply-history, then the budget ladder: offload, prepare-history |
+// summarize | drift, apply-history, truncate, commit; see the activities
+// per run by type in the report). Its rate is the most this Temporal
+// setup allows a pipeline of that shape; the full pipeline against it is
+// what the orchestrator's own work costs.
 const (
 	skeletonSessionName = "bench-skeleton-session"
 	skeletonRunName     = "bench-skeleton-run"
@@ -72,14 +74,17 @@ func skeletonRun(ctx workflow.Context, ev skeletonEvent) error {
 		}
 		return nil
 	}
-	if err := local(3); err != nil {
-		return err
-	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, TaskQueue: ev.LLMQueue})
-	if err := workflow.ExecuteActivity(actx, skeletonStepName).Get(ctx, nil); err != nil {
-		return err
+	llm := func() error { return workflow.ExecuteActivity(actx, skeletonStepName).Get(ctx, nil) }
+	// plan, deterministic, prepare | summary | drift, apply, ladder
+	// offload, ladder prepare | ladder summary | drift, apply, ladder
+	// truncate, commit.
+	for _, step := range []func() error{func() error { return local(3) }, llm, func() error { return local(4) }, llm, func() error { return local(4) }} {
+		if err := step(); err != nil {
+			return err
+		}
 	}
-	return local(3)
+	return nil
 }
 
 func skeletonStep(context.Context) error { return nil }
