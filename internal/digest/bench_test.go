@@ -41,3 +41,13 @@ func BenchmarkPostProcessFile(b *testing.B) {
 		PostProcess("read_file", text, false, nil, DefaultPostRules())
 	}
 }
+
+func BenchmarkSessionDriftChecks(b *testing.B) {
+	text := largestResult(b, "swe-agent-gemini/psf__requests-1142.json")
+	text = text[:150_000]
+	summary := Extractive(text, 8000)
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		SessionDriftChecks(text, summary)
+	}
+}
