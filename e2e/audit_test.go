@@ -148,8 +148,17 @@ func TestAuditHistoryRestoreDiffSearchExport(t *testing.T) {
 		require.NoError(t, err)
 		var view struct {
 			Run struct {
-				ID     string `json:"id"`
-				Status string `json:"status"`
+				ID             string `json:"id"`
+				Status         string `json:"status"`
+				AgentModel     string `json:"agent_model"`
+				ContextLimit   int    `json:"context_limit"`
+				InputSHA256    string `json:"input_sha256"`
+				ResolvedPreset struct {
+					Name    string `json:"name"`
+					History struct {
+						KeepLast int `json:"keep_last"`
+					} `json:"history"`
+				} `json:"resolved_preset"`
 			} `json:"run"`
 			Steps []struct {
 				Name    string `json:"name"`
@@ -162,6 +171,12 @@ func TestAuditHistoryRestoreDiffSearchExport(t *testing.T) {
 		require.NoError(t, json.Unmarshal(raw, &view))
 		require.Equal(t, compactRun, view.Run.ID)
 		require.Equal(t, "succeeded", view.Run.Status)
+		// What the caller asked for, as recorded at submit.
+		require.Equal(t, "gpt-4o", view.Run.AgentModel)
+		require.Equal(t, 60000, view.Run.ContextLimit)
+		require.Len(t, view.Run.InputSHA256, 64)
+		require.Equal(t, "offload-compact", view.Run.ResolvedPreset.Name)
+		require.Equal(t, 5, view.Run.ResolvedPreset.History.KeepLast, "seed 002 keeps the last 5")
 		require.Len(t, view.Steps, len(d.Steps))
 		require.Len(t, view.Drift, len(d.Drift))
 	})

@@ -225,6 +225,14 @@ type RunRecord struct {
 	OutputKey     string          `json:"output_key"`
 	OutputSHA256  string          `json:"output_sha256"`
 	Stats         json.RawMessage `json:"stats,omitempty"`
+	// What the caller asked for, recorded at submit: the agent's model
+	// (Model is the summarizer's), the context limit, the effective
+	// overrides, the input's digest and the preset resolved from them.
+	AgentModel     string          `json:"agent_model,omitempty"`
+	ContextLimit   int             `json:"context_limit,omitempty"`
+	Overrides      json.RawMessage `json:"overrides,omitempty"`
+	InputSHA256    string          `json:"input_sha256,omitempty"`
+	ResolvedPreset json.RawMessage `json:"resolved_preset,omitempty"`
 }
 
 // NewRunRecord flattens a run.
@@ -236,6 +244,8 @@ func NewRunRecord(r store.Run) RunRecord {
 		Ratio: r.Ratio, DurationMS: duration(r).Milliseconds(), StartedAt: r.StartedAt, Error: r.Error,
 		ReplayOf: r.ReplayOf, InputKey: r.InputKey, ArchiveKey: r.ArchiveKey, ArchiveSHA256: r.ArchiveSHA256,
 		OutputKey: r.OutputKey, OutputSHA256: r.OutputSHA256, Stats: r.Stats,
+		AgentModel: r.AgentModel, ContextLimit: r.ContextLimit, Overrides: r.Overrides, InputSHA256: r.InputSHA256,
+		ResolvedPreset: r.ResolvedPreset,
 	}
 	if !r.FinishedAt.IsZero() {
 		f := r.FinishedAt
