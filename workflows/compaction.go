@@ -171,10 +171,8 @@ func compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, err
 	var archive activities.ArchiveResult
 	if plan.Archive != nil {
 		archive = *plan.Archive
-	} else {
-		if err := runStep(ctx, a.Archive, activities.ArchiveInput{Run: run, InputKey: in.InputKey, InputSHA256: in.InputSHA256}).Get(ctx, &archive); err != nil {
-			return res, fmt.Errorf("archive original: %w", err)
-		}
+	} else if err := runStep(ctx, a.Archive, activities.ArchiveInput{Run: run, InputKey: in.InputKey, InputSHA256: in.InputSHA256}).Get(ctx, &archive); err != nil {
+		return res, fmt.Errorf("archive original: %w", err)
 	}
 	res.ArchiveKey = archive.Key
 
@@ -197,9 +195,7 @@ func compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, err
 
 	var out activities.CommitResult
 	commit.TokensBefore = plan.TokensBefore
-	if log, _ := ctx.Value(stepLogKey{}).(*stepLog); log != nil {
-		commit.Steps = log.all()
-	}
+	commit.Steps = stepLogOf(ctx).all()
 	if err := runStep(ctx, a.Commit, commit).Get(ctx, &out); err != nil {
 		return res, fmt.Errorf("commit: %w", err)
 	}

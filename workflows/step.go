@@ -130,11 +130,17 @@ func (f recordingFuture) Get(ctx workflow.Context, valuePtr interface{}) error {
 // recording wraps a step's future for the context's step log; without a
 // log (tests of parts of the workflow) it is the future itself.
 func recording(ctx workflow.Context, f workflow.Future) workflow.Future {
-	log, _ := ctx.Value(stepLogKey{}).(*stepLog)
+	log := stepLogOf(ctx)
 	if log == nil {
 		return f
 	}
 	return recordingFuture{Future: f, log: log}
+}
+
+// stepLogOf is the run's step log, nil outside a Compaction workflow.
+func stepLogOf(ctx workflow.Context) *stepLog {
+	log, _ := ctx.Value(stepLogKey{}).(*stepLog)
+	return log
 }
 
 // stepRetry is the retry policy of every S3/Postgres step: without a cap
