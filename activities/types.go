@@ -351,6 +351,12 @@ type CommitInput struct {
 	// TokensBefore is the plan's measure of the input (0 in runs started
 	// before it was passed: commit reads it from the run row).
 	TokensBefore int `json:"tokens_before,omitempty"`
+	// LevelBefore is the plan's level of the input and Drift the run's
+	// drift verdict (passed, repaired, patched; empty without a checked
+	// summary): commit records both in the run's stats, so that the
+	// finished run's answer is read from Postgres alone.
+	LevelBefore string `json:"level_before,omitempty"`
+	Drift       string `json:"drift,omitempty"`
 	// Steps are the run's step records gathered by the workflow
 	// (Run.BatchSteps), written with the commit.
 	Steps     []store.Step `json:"steps,omitempty"`

@@ -99,6 +99,7 @@ type apiResult struct {
 	Ratio        float64 `json:"ratio"`
 	LevelBefore  string  `json:"level_before"`
 	LevelAfter   string  `json:"level_after"`
+	Drift        string  `json:"drift"`
 	// Seed 002's CompactResult figures and the honest outcome.
 	Success         bool            `json:"success"`
 	HistoryFailed   bool            `json:"history_failed"`
@@ -416,6 +417,10 @@ func TestHTTPManualCompact(t *testing.T) {
 	require.Equal(t, res.TokensBefore-res.TokensAfter, res.FreedTokens)
 	require.Equal(t, len(out.Messages)-2, res.PreservedCount, "everything after the system prompt and the summary was preserved")
 	require.GreaterOrEqual(t, res.PreservedCount, 5)
+	// The answer is read from the run's row and stats: the input's level
+	// and the workflow's drift verdict are there too.
+	require.Equal(t, "CRITICAL", res.LevelBefore)
+	require.Contains(t, []string{"passed", "repaired", "patched"}, res.Drift)
 
 	var d apiRunDetail
 	resp, _ = a.call("GET", "/v1/runs/"+res.RunID, a.key, nil, &d)

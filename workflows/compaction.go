@@ -194,7 +194,7 @@ func compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, err
 	}
 
 	var out activities.CommitResult
-	commit.TokensBefore = plan.TokensBefore
+	commit.TokensBefore, commit.LevelBefore, commit.Drift = plan.TokensBefore, plan.LevelBefore, res.Drift
 	commit.Steps = stepLogOf(ctx).all()
 	if err := runStep(ctx, a.Commit, commit).Get(ctx, &out); err != nil {
 		return res, fmt.Errorf("commit: %w", err)

@@ -11,7 +11,6 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/store"
-	"github.com/ctxcompact/orchestrator/workflows"
 )
 
 // compactRequest is the body of POST /v1/sessions/{session}/compact, seed
@@ -181,14 +180,9 @@ func (a *api) accept(w http.ResponseWriter, r *http.Request, tenant string, sub 
 	writeJSON(w, http.StatusAccepted, ack)
 }
 
-// finishedGrace is how long a run the store already records as succeeded
-// is looked up in Temporal, whose result carries more than the store (the
-// level before, the drift verdict as the workflow saw it). Past the
-// namespace's retention the workflow is gone and the store answers.
-const finishedGrace = 5 * time.Second
-
 // waitRun waits up to wait for a run of tenant. done is false when the
-// wait ended first.
+// wait ended first. The answer is read from the run's row, the one source
+// of truth; Temporal only says when a live run ends.
 func (a *api) waitRun(ctx context.Context, tenant, runID string, wait time.Duration) (runResponse, bool, error) {
 	run, err := a.deps.Store.GetRun(ctx, runID)
 	if err != nil {
@@ -197,84 +191,38 @@ func (a *api) waitRun(ctx context.Context, tenant, runID string, wait time.Durat
 	if run.Tenant != tenant {
 		return runResponse{}, false, notFound("run")
 	}
-	if run.Status == store.RunFailed || run.Status == store.RunSkipped {
-		return runResponse{RunID: runID, Status: string(run.Status), Error: run.Error, Passes: []store.PassStat{}}, true, nil
-	}
-	if run.Status.Committed() {
-		wait = min(wait, finishedGrace)
-	}
-	wctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	if a.deps.Draining != nil {
-		stop := context.AfterFunc(a.deps.Draining, cancel)
-		defer stop()
-	}
-	res, werr := a.deps.Gateway.Wait(wctx, runID)
-	if werr == nil {
-		out, err := a.fromResult(ctx, tenant, res)
-		return out, err == nil, err
-	}
-	if ctx.Err() != nil || (a.deps.Draining != nil && a.deps.Draining.Err() != nil) {
-		// The caller left or the server is stopping: the run goes on
-		// durably, and the run id (if anyone still reads it) is the
-		// answer.
-		return runResponse{}, false, nil
-	}
-	// The workflow failed, or the wait ended: the store says which.
-	run, err = a.deps.Store.GetRun(ctx, runID)
-	if err != nil {
-		return runResponse{}, false, fmt.Errorf("read run %s: %w", runID, err)
-	}
-	switch run.Status {
-	case store.RunSucceeded, store.RunOverLimit:
-		out, err := a.fromStore(ctx, run)
-		return out, err == nil, err
-	case store.RunFailed, store.RunSkipped:
-		return runResponse{RunID: runID, Status: string(run.Status), Error: run.Error, Passes: []store.PassStat{}}, true, nil
-	}
-	if errors.Is(werr, context.DeadlineExceeded) {
-		return runResponse{}, false, nil
-	}
-	return runResponse{}, false, fmt.Errorf("wait for run %s: %w", runID, werr)
-}
-
-// fromResult builds the answer from the workflow's result.
-func (a *api) fromResult(ctx context.Context, tenant string, res workflows.CompactionResult) (runResponse, error) {
-	status := store.RunSucceeded
-	if res.OverLimit {
-		status = store.RunOverLimit
-	}
-	out := runResponse{
-		RunID: res.RunID, Status: string(status), Format: res.Format,
-		TokensBefore: res.TokensBefore, TokensAfter: res.TokensAfter, Ratio: res.Ratio,
-		LevelBefore: res.LevelBefore, LevelAfter: res.LevelAfter, Drift: res.Drift, HistoryFailed: res.HistoryFailed,
-		OverLimit: res.OverLimit, OverLimitReason: res.Reason, Unit: res.Unit, ContextLimit: res.Limit,
-		PreservedCount: res.Preserved, DeletedOffloads: res.DeletedOffloads,
-		ArchiveKey: res.ArchiveKey, OutputKey: res.OutputKey, OutputSHA256: res.OutputSHA256, Passes: res.Passes,
-	}
-	if out.Passes == nil {
-		out.Passes = []store.PassStat{}
-	}
-	out.fill()
-	out.Recommendation = res.Recommendation
-	data, err := a.output(ctx, tenant, res.OutputKey, res.OutputSHA256)
-	if err != nil {
-		return runResponse{}, err
-	}
-	out.Conversation = data
-	if res.HandoffKey != "" {
-		if out.Handoff, err = a.output(ctx, tenant, res.HandoffKey, res.HandoffSHA256); err != nil {
-			return runResponse{}, err
+	if !run.Status.Final() {
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
+		if a.deps.Draining != nil {
+			stop := context.AfterFunc(a.deps.Draining, cancel)
+			defer stop()
 		}
-	}
-	if res.Format == string(conversation.FormatReAct) {
-		if run, err := a.deps.Store.GetRun(ctx, res.RunID); err == nil {
-			if st, err := run.ParseStats(); err == nil {
-				out.ContextCompression = st.ContextCompression
+		_, werr := a.deps.Gateway.Wait(wctx, runID)
+		if werr != nil && (ctx.Err() != nil || (a.deps.Draining != nil && a.deps.Draining.Err() != nil)) {
+			// The caller left or the server is stopping: the run goes
+			// on durably, and the run id (if anyone still reads it) is
+			// the answer.
+			return runResponse{}, false, nil
+		}
+		// The run ended, failed, or the wait ended: its row says which.
+		if run, err = a.deps.Store.GetRun(ctx, runID); err != nil {
+			return runResponse{}, false, fmt.Errorf("read run %s: %w", runID, err)
+		}
+		if !run.Status.Final() {
+			if werr == nil || errors.Is(werr, context.DeadlineExceeded) {
+				// A workflow that ended without recording its run is
+				// the reconciler's to mark.
+				return runResponse{}, false, nil
 			}
+			return runResponse{}, false, fmt.Errorf("wait for run %s: %w", runID, werr)
 		}
 	}
-	return out, nil
+	if !run.Status.Committed() {
+		return runResponse{RunID: runID, Status: string(run.Status), Error: run.Error, Passes: []store.PassStat{}}, true, nil
+	}
+	out, err := a.fromStore(ctx, run)
+	return out, err == nil, err
 }
 
 // fill derives the figures that follow from the others.
@@ -283,15 +231,16 @@ func (r *runResponse) fill() {
 	r.Success = r.Status == string(store.RunSucceeded) && !r.HistoryFailed
 }
 
-// fromStore builds the answer from the committed run, for runs whose
-// workflow Temporal no longer holds.
+// fromStore builds the answer from the committed run's row and stats.
 func (a *api) fromStore(ctx context.Context, run store.Run) (runResponse, error) {
 	out := runResponse{
 		RunID: run.ID, Status: string(run.Status), TokensBefore: int(run.TokensBefore), TokensAfter: int(run.TokensAfter),
 		Ratio: run.Ratio, LevelAfter: run.Level, ArchiveKey: run.ArchiveKey, OutputKey: run.OutputKey, OutputSHA256: run.OutputSHA256,
 		Passes: []store.PassStat{},
 	}
-	if st, err := run.ParseStats(); err == nil {
+	st, err := run.ParseStats()
+	if err == nil {
+		out.LevelBefore, out.Drift = st.LevelBefore, st.Drift
 		if st.Passes != nil {
 			out.Passes = st.Passes
 		}
@@ -310,12 +259,15 @@ func (a *api) fromStore(ctx context.Context, run store.Run) (runResponse, error)
 		}
 	}
 	out.fill()
-	drift, err := a.deps.Store.ListDrift(ctx, run.ID)
-	if err != nil {
-		return runResponse{}, fmt.Errorf("read drift of run %s: %w", run.ID, err)
-	}
-	if len(drift) > 0 {
-		out.Drift = drift[len(drift)-1].Verdict
+	if out.Drift == "" {
+		// A run committed before its stats held the verdict.
+		drift, err := a.deps.Store.ListDrift(ctx, run.ID)
+		if err != nil {
+			return runResponse{}, fmt.Errorf("read drift of run %s: %w", run.ID, err)
+		}
+		if len(drift) > 0 {
+			out.Drift = drift[len(drift)-1].Verdict
+		}
 	}
 	data, err := a.output(ctx, run.Tenant, run.OutputKey, run.OutputSHA256)
 	if err != nil {

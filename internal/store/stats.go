@@ -39,6 +39,12 @@ type RunStats struct {
 	// of a run that ended CRITICAL, over its limit or at a checkpoint.
 	HandoffKey    string `json:"handoff_key,omitempty"`
 	HandoffSHA256 string `json:"handoff_sha256,omitempty"`
+	// LevelBefore is the input's level (the row's level is the output's);
+	// Drift the run's drift verdict as the workflow decided it (passed,
+	// repaired, patched). Both empty in runs committed before they were
+	// recorded.
+	LevelBefore string `json:"level_before,omitempty"`
+	Drift       string `json:"drift,omitempty"`
 }
 
 // ParseStats reads the run's stats; a run without stats (not committed)
