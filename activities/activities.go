@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -46,6 +47,19 @@ type Activities struct {
 	ids idCache
 	// convs caches parsed working conversations (per worker process).
 	convs convCache
+	// counts caches token counts by text digest (per worker process).
+	counts countCache
+}
+
+// countCache is the activities' token-count cache, made on first use.
+type countCache struct {
+	once  sync.Once
+	cache *tokens.CountCache
+}
+
+func (c *countCache) get() *tokens.CountCache {
+	c.once.Do(func() { c.cache = tokens.NewCountCache(tokens.DefaultCountEntries) })
+	return c.cache
 }
 
 // preset resolves a run's preset: built-in numbers, then the run's
@@ -65,7 +79,7 @@ func (a *Activities) budget(run Run) (policy.Preset, plan.Budget, error) {
 	if err != nil {
 		return p, plan.Budget{}, err
 	}
-	b, err := plan.NewBudget(p, run.Model, run.ContextLimit, a.Limits)
+	b, err := plan.NewBudgetCounting(p, run.Model, run.ContextLimit, a.Limits, a.counts.get())
 	if err != nil {
 		return p, b, badInput(err)
 	}

@@ -26,8 +26,15 @@ type Budget struct {
 
 // NewBudget picks the counter and the limit for a preset and a model: the
 // preset's encoding (seed 000 counts characters) or the model's; the
-// caller's limit, else the preset's, else the model's known limit.
+// caller's limit, else the preset's, else the model's known limit. Counts
+// are remembered in the process-wide cache (tokens.Shared).
 func NewBudget(p policy.Preset, model string, callerLimit int, limits tokens.Limits) (Budget, error) {
+	return NewBudgetCounting(p, model, callerLimit, limits, nil)
+}
+
+// NewBudgetCounting is NewBudget with the counts remembered in counts
+// (nil: the process-wide cache).
+func NewBudgetCounting(p policy.Preset, model string, callerLimit int, limits tokens.Limits, counts *tokens.CountCache) (Budget, error) {
 	enc := p.Encoding
 	if enc == "" {
 		enc = tokens.EncodingForModel(model)
@@ -48,8 +55,12 @@ func NewBudget(p policy.Preset, model string, callerLimit int, limits tokens.Lim
 	}
 	// A budget serves one unit of work (an activity, an inspection) that
 	// measures the same messages after every pass: remember their counts,
-	// in the activity (Memo) and across activities and runs (Shared).
-	return Budget{Counter: tokens.NewMemo(tokens.Shared(counter)), Limit: limit, Overhead: p.FixedOverhead}, nil
+	// in the activity (Memo) and across activities and runs (the cache).
+	cached := tokens.Shared(counter)
+	if counts != nil {
+		cached = counts.Wrap(counter)
+	}
+	return Budget{Counter: tokens.NewMemo(cached), Limit: limit, Overhead: p.FixedOverhead}, nil
 }
 
 // Measure is the conversation's size plus the fixed overhead.

@@ -45,3 +45,26 @@ func TestSharedPassesCharsThrough(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, c, Shared(c))
 }
+
+func TestCountCachesAreApartAndBounded(t *testing.T) {
+	t.Parallel()
+	base, err := New(O200kBase)
+	require.NoError(t, err)
+	inner := &countingCounter{Counter: base}
+	long := strings.Repeat(fmt.Sprintf("line of %s with /src/file.go:42\n", t.Name()), 20)
+
+	first, second := NewCountCache(2), NewCountCache(2)
+	require.Equal(t, base.Count(long), first.Wrap(inner).Count(long))
+	require.Equal(t, base.Count(long), first.Wrap(inner).Count(long))
+	require.Equal(t, 1, inner.calls, "one cache counts a text once")
+	second.Wrap(inner).Count(long)
+	require.Equal(t, 2, inner.calls, "another cache (another worker's activities) counts it itself")
+
+	// Two more texts push the first out of a cache of two.
+	for i := range 2 {
+		first.Wrap(inner).Count(long + strings.Repeat("x", 10*(i+1)))
+	}
+	first.Wrap(inner).Count(long)
+	require.Equal(t, 5, inner.calls, "the oldest count was evicted")
+	require.Equal(t, 2, first.recent.Len())
+}
