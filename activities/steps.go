@@ -911,7 +911,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 		Encoding: b.Counter.Name(), Unit: unitOf(b), HistoryFailed: in.HistoryFailed,
 		Recommendation: compress.Recommendation(level), ArchiveKey: in.ArchiveKey,
 		OverLimit: over, OverLimitReason: reason, PreservedCount: in.Preserved, DeletedOffloads: len(in.DeleteOffloads),
-		LevelBefore: in.LevelBefore, Drift: in.Drift,
+		LevelBefore: in.LevelBefore, Drift: in.Drift, Format: string(conv.Format),
 	}
 	if reactStats != nil {
 		stats.ContextCompression = mustJSON(map[string]any{"enabled": true, "stats": reactStats})

@@ -596,13 +596,24 @@ func TestAuditCLI(t *testing.T) {
 	require.Contains(t, out, "**Tool results offloaded:** 1")
 
 	out, _ = run(true, "replay", sub.RunID, tenant, "--request-id=cli-1", "--preset=watermark", "--wait=2m", "--json")
-	var res workflows.CompactionResult
+	// The CLI prints the run's outcome as the HTTP API answers it, read
+	// from the run's row.
+	var res audit.Outcome
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	replayed := mustRun(t, e, res.RunID)
 	require.Equal(t, sub.RunID, replayed.ReplayOf)
 	require.Equal(t, store.RunSucceeded, replayed.Status)
-	_, stderr := run(true, "replay", sub.RunID, tenant, "--request-id=cli-1", "--preset=watermark")
+	want, err := (&audit.Service{Store: e.store, Blob: e.blob}).Outcome(context.Background(), replayed)
+	require.NoError(t, err)
+	require.Equal(t, want, res)
+	require.Equal(t, "succeeded", res.Status)
+	require.Equal(t, "openai", res.Format)
+	require.NotEmpty(t, res.LevelBefore)
+	require.Equal(t, replayed.OutputKey, res.OutputKey)
+	out, stderr := run(true, "replay", sub.RunID, tenant, "--request-id=cli-1", "--preset=watermark", "--wait=2m")
 	require.Contains(t, stderr, "1 replay(s) submitted")
+	require.Regexp(t, `(?m)^status +succeeded$`, out, "the table of the outcome")
+	require.Regexp(t, `(?m)^run +`+res.RunID+`$`, out, "the same run: the request id replays once")
 	out, _ = run(true, "runs", tenant, "--replay-of="+sub.RunID, "--json")
 	require.NoError(t, json.Unmarshal([]byte(out), &recs))
 	require.Len(t, recs, 1, "the same request id replays once")

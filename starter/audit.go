@@ -318,7 +318,10 @@ func newReplay() *cobra.Command {
 			defer cancel()
 			for _, s := range subs {
 				fmt.Fprintf(progress, "run %s submitted (existing: %v); waiting…\n", s.RunID, s.Existing)
-				res, werr := gw.Wait(wctx, s.RunID)
+				if _, werr := gw.Wait(wctx, s.RunID); werr != nil {
+					return errors.Join(err, fmt.Errorf("run %s: %w", s.RunID, werr))
+				}
+				res, werr := (&audit.Service{Store: gw.Store, Blob: gw.Blob}).RunOutcome(ctx, tenant, s.RunID)
 				if werr != nil {
 					return errors.Join(err, fmt.Errorf("run %s: %w", s.RunID, werr))
 				}

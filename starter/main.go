@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctxcompact/orchestrator/internal/app"
+	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
@@ -206,8 +207,13 @@ func compactAndReport(ctx context.Context, gw *gateway.Gateway, ev gateway.Event
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	stopProgress := showProgress(wctx, gw, sub.RunID, progress)
-	res, err := gw.Wait(wctx, sub.RunID)
+	_, err = gw.Wait(wctx, sub.RunID)
 	stopProgress()
+	if err != nil {
+		return fmt.Errorf("run %s: %w", sub.RunID, err)
+	}
+	// The outcome is read from the run's row, as the API answers it.
+	res, err := (&audit.Service{Store: gw.Store, Blob: gw.Blob}).RunOutcome(ctx, ev.Tenant, sub.RunID)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", sub.RunID, err)
 	}

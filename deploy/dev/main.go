@@ -175,7 +175,10 @@ func demo(ctx context.Context, deps *app.Deps, gw *gateway.Gateway, stack *devst
 	fmt.Printf("compacting %s (run %s)…\n", file, sub.RunID)
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	res, err := gw.Wait(wctx, sub.RunID)
+	if _, err := gw.Wait(wctx, sub.RunID); err != nil {
+		return fmt.Errorf("run %s: %w", sub.RunID, err)
+	}
+	res, err := (&audit.Service{Store: deps.Store, Blob: deps.Blob}).RunOutcome(ctx, ev.Tenant, sub.RunID)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", sub.RunID, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/store"
@@ -54,49 +55,16 @@ type accepted struct {
 	InputKey  string `json:"input_key,omitempty"`
 }
 
-// runResponse is the answer once a run is finished (200). Conversation is
-// the compacted conversation in the caller's own format.
+// runResponse is the answer once a run is finished (200): its outcome
+// (the same type `starter compact` prints), and the compacted
+// conversation in the caller's own format.
 type runResponse struct {
-	RunID         string  `json:"run_id"`
-	Existing      bool    `json:"existing"`
-	Status        string  `json:"status"`
-	Error         string  `json:"error,omitempty"`
-	Format        string  `json:"format,omitempty"`
-	TokensBefore  int     `json:"tokens_before"`
-	TokensAfter   int     `json:"tokens_after"`
-	Ratio         float64 `json:"ratio"`
-	LevelBefore   string  `json:"level_before,omitempty"`
-	LevelAfter    string  `json:"level_after,omitempty"`
-	Drift         string  `json:"drift,omitempty"`
-	HistoryFailed bool    `json:"history_failed"`
-	// Success is seed 002's success: the run committed under its limit
-	// and the history summary, if one was wanted, was made.
-	Success bool `json:"success"`
-	// OverLimit is set when the output is still over the model's limit
-	// (status over_limit); OverLimitReason says why.
-	OverLimit       bool   `json:"over_limit"`
-	OverLimitReason string `json:"over_limit_reason,omitempty"`
-	// Unit is the unit of the sizes: "tokens", or "chars" (seed 000).
-	Unit         string `json:"unit,omitempty"`
-	ContextLimit int    `json:"context_limit,omitempty"`
-	// FreedTokens, PreservedCount and DeletedOffloads are seed 002's
-	// CompactResult figures.
-	FreedTokens     int `json:"freed_tokens"`
-	PreservedCount  int `json:"preserved_count"`
-	DeletedOffloads int `json:"deleted_offloads"`
-	// ContextCompression is seed 000's stats for a ReAct trajectory; a
-	// bare list of turns has no place for them in the conversation.
-	ContextCompression json.RawMessage `json:"context_compression,omitempty"`
-	// Recommendation is seed 004's action for the level after; Handoff
-	// the fresh-session conversation made when the run ended CRITICAL
-	// (or over its limit) or on a checkpoint event.
-	Recommendation string           `json:"recommendation,omitempty"`
-	Handoff        json.RawMessage  `json:"handoff,omitempty"`
-	ArchiveKey     string           `json:"archive_key,omitempty"`
-	OutputKey      string           `json:"output_key,omitempty"`
-	OutputSHA256   string           `json:"output_sha256,omitempty"`
-	Passes         []store.PassStat `json:"passes"`
-	Conversation   json.RawMessage  `json:"conversation,omitempty"`
+	audit.Outcome
+	Existing bool `json:"existing"`
+	// Handoff is the fresh-session conversation made when the run ended
+	// CRITICAL (or over its limit) or on a checkpoint event.
+	Handoff      json.RawMessage `json:"handoff,omitempty"`
+	Conversation json.RawMessage `json:"conversation,omitempty"`
 }
 
 func (a *api) postEvent(w http.ResponseWriter, r *http.Request, tenant string) error {
@@ -218,55 +186,24 @@ func (a *api) waitRun(ctx context.Context, tenant, runID string, wait time.Durat
 			return runResponse{}, false, fmt.Errorf("wait for run %s: %w", runID, werr)
 		}
 	}
-	if !run.Status.Committed() {
-		return runResponse{RunID: runID, Status: string(run.Status), Error: run.Error, Passes: []store.PassStat{}}, true, nil
-	}
 	out, err := a.fromStore(ctx, run)
 	return out, err == nil, err
 }
 
-// fill derives the figures that follow from the others.
-func (r *runResponse) fill() {
-	r.FreedTokens = max(r.TokensBefore-r.TokensAfter, 0)
-	r.Success = r.Status == string(store.RunSucceeded) && !r.HistoryFailed
-}
-
-// fromStore builds the answer from the committed run's row and stats.
+// fromStore builds the answer from the run's row and stats (its outcome)
+// and, for a committed run, its output and handoff from S3.
 func (a *api) fromStore(ctx context.Context, run store.Run) (runResponse, error) {
-	out := runResponse{
-		RunID: run.ID, Status: string(run.Status), TokensBefore: int(run.TokensBefore), TokensAfter: int(run.TokensAfter),
-		Ratio: run.Ratio, LevelAfter: run.Level, ArchiveKey: run.ArchiveKey, OutputKey: run.OutputKey, OutputSHA256: run.OutputSHA256,
-		Passes: []store.PassStat{},
+	o, err := a.deps.Audit.Outcome(ctx, run)
+	if err != nil {
+		return runResponse{}, err
 	}
-	st, err := run.ParseStats()
-	if err == nil {
-		out.LevelBefore, out.Drift = st.LevelBefore, st.Drift
-		if st.Passes != nil {
-			out.Passes = st.Passes
-		}
-		out.HistoryFailed = st.HistoryFailed
-		out.OverLimit, out.OverLimitReason = st.OverLimit, st.OverLimitReason
-		out.Unit, out.ContextLimit = st.Unit, st.ContextLimit
-		out.PreservedCount, out.DeletedOffloads = st.PreservedCount, st.DeletedOffloads
-		out.Recommendation = st.Recommendation
-		out.ContextCompression = st.ContextCompression
-		if st.HandoffKey != "" {
-			h, err := a.output(ctx, run.Tenant, st.HandoffKey, st.HandoffSHA256)
-			if err != nil {
-				return runResponse{}, err
-			}
-			out.Handoff = h
-		}
+	out := runResponse{Outcome: o}
+	if !run.Status.Committed() {
+		return out, nil
 	}
-	out.fill()
-	if out.Drift == "" {
-		// A run committed before its stats held the verdict.
-		drift, err := a.deps.Store.ListDrift(ctx, run.ID)
-		if err != nil {
-			return runResponse{}, fmt.Errorf("read drift of run %s: %w", run.ID, err)
-		}
-		if len(drift) > 0 {
-			out.Drift = drift[len(drift)-1].Verdict
+	if st, err := run.ParseStats(); err == nil && st.HandoffKey != "" {
+		if out.Handoff, err = a.output(ctx, run.Tenant, st.HandoffKey, st.HandoffSHA256); err != nil {
+			return runResponse{}, err
 		}
 	}
 	data, err := a.output(ctx, run.Tenant, run.OutputKey, run.OutputSHA256)
@@ -274,8 +211,11 @@ func (a *api) fromStore(ctx context.Context, run store.Run) (runResponse, error)
 		return runResponse{}, err
 	}
 	out.Conversation = data
-	if f, err := conversation.Detect(data); err == nil {
-		out.Format = string(f)
+	if out.Format == "" {
+		// A run committed before its stats held the format.
+		if f, err := conversation.Detect(data); err == nil {
+			out.Format = string(f)
+		}
 	}
 	return out, nil
 }

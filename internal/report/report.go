@@ -6,8 +6,8 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/plan"
-	"github.com/ctxcompact/orchestrator/workflows"
 )
 
 // Inspect prints one row per preset, then each preset's passes.
@@ -44,21 +44,24 @@ func Inspect(w io.Writer, reports []plan.Report) {
 	}
 }
 
-// Run prints the outcome of one compaction run.
-func Run(w io.Writer, r workflows.CompactionResult) {
+// Run prints a run's outcome: figures, levels, drift, keys and passes.
+func Run(w io.Writer, r audit.Outcome) {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
-	status := "succeeded"
-	if r.OverLimit {
-		status = "over_limit"
-	}
 	fmt.Fprintf(tw, "run\t%s\n", r.RunID)
-	fmt.Fprintf(tw, "status\t%s\n", status)
+	fmt.Fprintf(tw, "status\t%s\n", r.Status)
+	if r.Error != "" && !r.OverLimit {
+		fmt.Fprintf(tw, "error\t%s\n", r.Error)
+	}
 	if r.OverLimit {
-		fmt.Fprintf(tw, "over limit\t%s\n", r.Reason)
+		fmt.Fprintf(tw, "over limit\t%s\n", r.OverLimitReason)
+	}
+	if r.OutputKey == "" {
+		tw.Flush()
+		return
 	}
 	fmt.Fprintf(tw, "format\t%s\n", r.Format)
 	fmt.Fprintf(tw, "before\t%d %s (%s)\n", r.TokensBefore, r.Unit, r.LevelBefore)
-	fmt.Fprintf(tw, "after\t%d %s of %d (%s)\n", r.TokensAfter, r.Unit, r.Limit, r.LevelAfter)
+	fmt.Fprintf(tw, "after\t%d %s of %d (%s)\n", r.TokensAfter, r.Unit, r.ContextLimit, r.LevelAfter)
 	fmt.Fprintf(tw, "ratio\t%.3f\n", r.Ratio)
 	if r.Drift != "" {
 		fmt.Fprintf(tw, "drift\t%s\n", r.Drift)

@@ -18,6 +18,8 @@ type PassStat struct {
 // every reader of it uses (status report, finished-run answer, replay,
 // web UI). Sizes are in Unit ("tokens", or seed 000's "chars").
 type RunStats struct {
+	// Format is the conversation's wire format (openai, anthropic, react).
+	Format         string     `json:"format,omitempty"`
 	Passes         []PassStat `json:"passes"`
 	UsageAfter     float64    `json:"usage_after"`
 	AgentModel     string     `json:"agent_model"`
