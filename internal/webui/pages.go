@@ -618,30 +618,21 @@ func (u *UI) overviewPage(w http.ResponseWriter, r *http.Request, tenant string)
 	return nil
 }
 
-func (u *UI) overviewRunsChart(w http.ResponseWriter, r *http.Request, tenant string) error {
-	_, _, daily, err := u.period(r, tenant)
-	if err != nil {
-		return err
+// overviewChart serves one of the overview's per-day charts, drawn by
+// draw from the period the request asks for.
+func (u *UI) overviewChart(draw func([]store.DailyRuns) ([]byte, error)) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, tenant string) error {
+		_, _, daily, err := u.period(r, tenant)
+		if err != nil {
+			return err
+		}
+		svg, err := draw(daily)
+		if err != nil {
+			return err
+		}
+		writeSVG(w, svg)
+		return nil
 	}
-	svg, err := dailyRunsSVG(daily)
-	if err != nil {
-		return err
-	}
-	writeSVG(w, svg)
-	return nil
-}
-
-func (u *UI) overviewTokensChart(w http.ResponseWriter, r *http.Request, tenant string) error {
-	_, _, daily, err := u.period(r, tenant)
-	if err != nil {
-		return err
-	}
-	svg, err := tokensSavedSVG(daily)
-	if err != nil {
-		return err
-	}
-	writeSVG(w, svg)
-	return nil
 }
 
 // firstLine is the first line of s, cut to max runes.

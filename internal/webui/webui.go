@@ -112,8 +112,8 @@ func New(deps Deps) (*UI, error) {
 	mux.Handle("GET /ui/sessions/{session}", u.auth(u.sessionPage))
 	mux.Handle("GET /ui/sessions/{session}/timeline.svg", u.auth(u.timelineChart))
 	mux.Handle("GET /ui/overview", u.auth(u.overviewPage))
-	mux.Handle("GET /ui/overview/runs.svg", u.auth(u.overviewRunsChart))
-	mux.Handle("GET /ui/overview/tokens.svg", u.auth(u.overviewTokensChart))
+	mux.Handle("GET /ui/overview/runs.svg", u.auth(u.overviewChart(dailyRunsSVG)))
+	mux.Handle("GET /ui/overview/tokens.svg", u.auth(u.overviewChart(tokensSavedSVG)))
 	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
 		u.errorPage(w, r, "", &pageError{Status: http.StatusNotFound, Message: "no such page: " + r.URL.Path})
 	})
