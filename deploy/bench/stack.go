@@ -1,24 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"go/build"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,6 +26,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/blob/s3local"
+	"github.com/ctxcompact/orchestrator/internal/blob/versitygw"
 	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
@@ -196,14 +192,14 @@ func (s *stack) dropSchema() error {
 // the embedded s3local server, both over a temporary folder.
 func (s *stack) startS3(ctx context.Context) error {
 	endpoint := ""
-	if bin, ok := findVersityGW(); ok {
-		ep, pid, stop, version, err := startVersityGW(bin, filepath.Join(s.tmp, "versitygw"))
+	if bin, err := versitygw.Find(); err == nil {
+		srv, err := versitygw.Start(bin, filepath.Join(s.tmp, "versitygw"), s3AccessKey, s3SecretKey)
 		if err != nil {
 			return err
 		}
-		s.closers = append(s.closers, stop)
-		endpoint, s.s3PID = ep, pid
-		s.s3Name = fmt.Sprintf("versitygw (version %q, %s; posix backend over a temp dir, its own process)", version, bin)
+		s.closers = append(s.closers, srv.Stop)
+		endpoint, s.s3PID = srv.Endpoint, srv.PID
+		s.s3Name = fmt.Sprintf("versitygw (version %q, %s; posix backend over a temp dir, its own process)", versitygw.Version(bin), bin)
 	} else {
 		srv, err := s3local.Start(filepath.Join(s.tmp, "s3local"), "127.0.0.1:0")
 		if err != nil {
@@ -242,81 +238,6 @@ type countingTransport struct {
 func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
 	return c.base.RoundTrip(r)
-}
-
-// findVersityGW looks in PATH, then in each GOPATH's bin.
-func findVersityGW() (string, bool) {
-	if p, err := exec.LookPath("versitygw"); err == nil {
-		return p, true
-	}
-	for _, dir := range filepath.SplitList(build.Default.GOPATH) {
-		p := filepath.Join(dir, "bin", "versitygw")
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, true
-		}
-	}
-	return "", false
-}
-
-// startVersityGW runs versitygw's posix backend over dir on a free port
-// and waits until it answers.
-func startVersityGW(bin, dir string) (endpoint string, pid int, stop func() error, version string, err error) {
-	root := filepath.Join(dir, "root")
-	side := filepath.Join(dir, "sidecar")
-	for _, d := range []string{root, side} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return "", 0, nil, "", fmt.Errorf("versitygw dir: %w", err)
-		}
-	}
-	// versitygw prints "Version  : git" and more lines; only the value of
-	// the first one is kept.
-	if out, err := exec.Command(bin, "--version").CombinedOutput(); err == nil {
-		if _, v, ok := strings.Cut(firstLine(string(out)), ":"); ok {
-			version = strings.TrimSpace(v)
-		}
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", 0, nil, "", fmt.Errorf("pick a port for versitygw: %w", err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	// The sidecar keeps object metadata in files, so the bench does not
-	// depend on the temp filesystem's xattr support.
-	cmd := exec.Command(bin, "--port", addr, "--quiet", "posix", "--sidecar", side, root)
-	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s3AccessKey, "ROOT_SECRET_KEY="+s3SecretKey)
-	var output bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &output, &output
-	// The gateway dies with the bench even when the bench is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return "", 0, nil, "", fmt.Errorf("start %s: %w", bin, err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	var once sync.Once
-	stop = func() error {
-		once.Do(func() { _ = cmd.Process.Kill(); <-exited })
-		return nil
-	}
-	endpoint = "http://" + addr
-	hc := &http.Client{Timeout: time.Second}
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		select {
-		case <-exited:
-			return "", 0, nil, "", fmt.Errorf("versitygw exited before serving: %s", output.String())
-		default:
-		}
-		if resp, err := hc.Get(endpoint + "/"); err == nil {
-			_ = resp.Body.Close()
-			return endpoint, cmd.Process.Pid, stop, version, nil
-		}
-		if time.Now().After(deadline) {
-			_ = stop()
-			return "", 0, nil, "", fmt.Errorf("versitygw on %s not serving after 30s: %s", addr, output.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // startTemporal starts the in-process Temporal server (SQLite in memory)
@@ -424,13 +345,4 @@ func randomHex(n int) string {
 		return "fixed"
 	}
 	return hex.EncodeToString(b)
-}
-
-func firstLine(s string) string {
-	for i, r := range s {
-		if r == '\n' {
-			return s[:i]
-		}
-	}
-	return s
 }

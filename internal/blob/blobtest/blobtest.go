@@ -17,22 +17,15 @@
 package blobtest
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"go/build"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -40,6 +33,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/blob/s3local"
+	"github.com/ctxcompact/orchestrator/internal/blob/versitygw"
 )
 
 // Server names accepted in EnvServer and returned by ServerName.
@@ -56,9 +50,6 @@ const (
 	AccessKey = "blobtest"
 	SecretKey = "blobtest-secret-key"
 )
-
-// startTimeout bounds the wait for versitygw to answer after launch.
-const startTimeout = 30 * time.Second
 
 // server is the one S3 server of this test binary.
 type server struct {
@@ -225,7 +216,7 @@ func shared(t testing.TB) *server {
 func startServer(forced string) (*server, error) {
 	switch forced {
 	case ServerVersityGW:
-		bin, err := findVersityGW()
+		bin, err := versitygw.Find()
 		if err != nil {
 			return nil, fmt.Errorf("%s=%s: %w", EnvServer, forced, err)
 		}
@@ -233,28 +224,13 @@ func startServer(forced string) (*server, error) {
 	case ServerS3Local:
 		return startS3Local()
 	case "":
-		if bin, err := findVersityGW(); err == nil {
+		if bin, err := versitygw.Find(); err == nil {
 			return startVersityGW(bin)
 		}
 		return startS3Local()
 	default:
 		return nil, fmt.Errorf("%s=%q: want %q or %q", EnvServer, forced, ServerVersityGW, ServerS3Local)
 	}
-}
-
-// findVersityGW looks in PATH, then in each GOPATH's bin, where `go install`
-// (and deploy/install-versitygw.sh) puts it.
-func findVersityGW() (string, error) {
-	if p, err := exec.LookPath("versitygw"); err == nil {
-		return p, nil
-	}
-	for _, dir := range filepath.SplitList(build.Default.GOPATH) {
-		p := filepath.Join(dir, "bin", "versitygw")
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
-		}
-	}
-	return "", errors.New("versitygw binary not found in PATH or GOPATH/bin (run deploy/install-versitygw.sh)")
 }
 
 func startS3Local() (*server, error) {
@@ -282,110 +258,17 @@ func startVersityGW(bin string) (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("versitygw data dir: %w", err)
 	}
-	root := filepath.Join(dir, "root")
-	if err := os.Mkdir(root, 0o755); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("versitygw data dir: %w", err)
-	}
-	// The posix backend keeps object metadata in xattrs; on a filesystem
-	// without them, versitygw's sidecar folder holds it instead.
-	var backendArgs []string
-	if err := checkXattr(root); err != nil {
-		side := filepath.Join(dir, "sidecar")
-		if err := os.Mkdir(side, 0o755); err != nil {
-			_ = os.RemoveAll(dir)
-			return nil, fmt.Errorf("versitygw sidecar dir: %w", err)
-		}
-		backendArgs = append(backendArgs, "--sidecar", side)
-	}
-
-	// The port is picked by listening on :0 and releasing it; another
-	// process could grab it in between, so a failed start is retried.
-	var lastErr error
-	for try := 0; try < 3; try++ {
-		srv, err := launchVersityGW(bin, dir, root, backendArgs)
-		if err == nil {
-			return srv, nil
-		}
-		lastErr = err
-	}
-	_ = os.RemoveAll(dir)
-	return nil, lastErr
-}
-
-func launchVersityGW(bin, dir, root string, backendArgs []string) (*server, error) {
-	addr, err := freeAddr()
+	srv, err := versitygw.Start(bin, dir, AccessKey, SecretKey)
 	if err != nil {
+		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	args := append([]string{"--port", addr, "--quiet", "posix"}, backendArgs...)
-	args = append(args, root)
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+AccessKey, "ROOT_SECRET_KEY="+SecretKey)
-	var output bytes.Buffer
-	cmd.Stdout = &output
-	cmd.Stderr = &output
-	setParentDeathSignal(cmd)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
-	// exited is closed once the process is gone, so any number of waiters
-	// can watch it.
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-
-	if err := waitReady("http://"+addr, exited); err != nil {
-		_ = cmd.Process.Kill()
-		<-exited
-		return nil, fmt.Errorf("versitygw on %s: %w (exit: %v); output: %s", addr, err, waitErr, output.String())
-	}
-	var stopOnce sync.Once
-	var stopErr error
 	return &server{
 		name:     ServerVersityGW,
-		endpoint: "http://" + addr,
-		addr:     addr,
+		endpoint: srv.Endpoint,
+		addr:     srv.Addr,
 		stop: func() error {
-			stopOnce.Do(func() {
-				_ = cmd.Process.Kill()
-				<-exited // a kill's "signal: killed" is expected, not an error
-				stopErr = os.RemoveAll(dir)
-			})
-			return stopErr
+			return errors.Join(srv.Stop(), os.RemoveAll(dir))
 		},
 	}, nil
-}
-
-// waitReady polls until the server answers HTTP at all (an unsigned
-// request gets 403, which proves it is serving) or the process exits.
-func waitReady(endpoint string, exited <-chan struct{}) error {
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(startTimeout)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return errors.New("exited before serving")
-		default:
-		}
-		resp, err := client.Get(endpoint + "/")
-		if err == nil {
-			_ = resp.Body.Close()
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("not serving after %s", startTimeout)
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("pick a free port: %w", err)
-	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		return "", fmt.Errorf("pick a free port: %w", err)
-	}
-	return addr, nil
 }

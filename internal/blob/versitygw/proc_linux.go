@@ -1,4 +1,4 @@
-package blobtest
+package versitygw
 
 import (
 	"fmt"
@@ -23,7 +23,7 @@ func checkXattr(dir string) error {
 		return fmt.Errorf("xattr probe: %w", err)
 	}
 	defer os.Remove(probe)
-	if err := syscall.Setxattr(probe, "user.blobtest", []byte("1"), 0); err != nil {
+	if err := syscall.Setxattr(probe, "user.versitygw", []byte("1"), 0); err != nil {
 		return fmt.Errorf("xattr probe: %w", err)
 	}
 	return nil

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package blobtest
+package versitygw
 
 import (
 	"errors"
