@@ -14,34 +14,6 @@ import (
 // keys are guessable.
 const MinAPIKeyLength = 16
 
-// ClaimEvent records that event eventID of a tenant starts run runID, so
-// that a duplicate delivery never starts a second run. The first claim
-// inserts and returns ("", false). A later claim with the same session and
-// body returns the run id of the first claim (equal to runID if this is a
-// retry of the same claim). The same event id with another body or session
-// is a conflict: it returns the first run id and conflict true, no error.
-func (s *Store) ClaimEvent(ctx context.Context, tenant, session, eventID, bodySHA256, runID string) (string, bool, error) {
-	op := fmt.Sprintf("claim event %s of tenant %s", eventID, tenant)
-	if err := requireNonEmpty(op, [2]string{"tenant", tenant}, [2]string{"session", session}, [2]string{"eventID", eventID},
-		[2]string{"bodySHA256", bodySHA256}, [2]string{"runID", runID}); err != nil {
-		return "", false, err
-	}
-	var existing string
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		existing, err = claim(ctx, tx, tenant, session, eventID, bodySHA256, runID)
-		return err
-	})
-	var conflict *claimConflictError
-	if errors.As(err, &conflict) {
-		return conflict.run, true, nil
-	}
-	if err != nil {
-		return "", false, fmt.Errorf("%s: %w", op, err)
-	}
-	return existing, false, nil
-}
-
 // Submission is what SubmitRun did: the run that serves the event
 // (Existing when an earlier claim of the same event made it), or a
 // Conflict with the run of an earlier claim of another body or session.
@@ -51,12 +23,14 @@ type Submission struct {
 	Conflict bool
 }
 
-// SubmitRun claims event r.EventID of r.Tenant for run r.ID (see
-// ClaimEvent) and records the run, pending, with what the caller asked
-// for, in one transaction: the run row is the source of truth from the
-// moment the event is accepted. A repeat of the same event returns the
-// first claim's run (recorded again only if missing); a conflict writes
-// nothing at all, not even the session.
+// SubmitRun claims event r.EventID of r.Tenant for run r.ID, so that a
+// duplicate delivery never starts a second run, and records the run,
+// pending, with what the caller asked for, in one transaction: the run
+// row is the source of truth from the moment the event is accepted. A
+// repeat of the same session and body returns the first claim's run
+// (recorded again only if missing); the same event id with another body
+// or session is a Conflict that writes nothing at all, not even the
+// session.
 func (s *Store) SubmitRun(ctx context.Context, r Run, bodySHA256 string) (Submission, error) {
 	op := fmt.Sprintf("submit event %s of tenant %s", r.EventID, r.Tenant)
 	if err := requireNonEmpty(op, [2]string{"EventID", r.EventID}, [2]string{"bodySHA256", bodySHA256}); err != nil {

@@ -8,35 +8,38 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
-func TestClaimEvent(t *testing.T) {
+// TestSubmitRunClaimsEachEventOnce: the first submission of an event
+// claims it; a repeat of the same session and body names the first run;
+// another body or session is a conflict; event ids are per tenant.
+func TestSubmitRunClaimsEachEventOnce(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	ctx := t.Context()
+	submit := func(tenant, session, body, runID string) (store.Submission, error) {
+		return s.SubmitRun(t.Context(), store.Run{ID: runID, Tenant: tenant, Session: session, EventID: "ev-1"}, body)
+	}
 
-	existing, conflict, err := s.ClaimEvent(ctx, "acme", "s1", "ev-1", "sha-a", "run-1")
+	sub, err := submit("acme", "s1", "sha-a", "run-1")
 	require.NoError(t, err)
-	require.Empty(t, existing, "first claim")
-	require.False(t, conflict)
+	require.Equal(t, store.Submission{RunID: "run-1"}, sub, "first claim")
 
 	tests := []struct {
 		name                  string
 		tenant, session, body string
 		runID                 string
-		wantRun               string
-		wantConflict          bool
+		want                  store.Submission
 	}{
-		{"duplicate delivery", "acme", "s1", "sha-a", "run-2", "run-1", false},
-		{"retry of the same claim", "acme", "s1", "sha-a", "run-1", "run-1", false},
-		{"same id other body", "acme", "s1", "sha-b", "run-3", "run-1", true},
-		{"same id other session", "acme", "s2", "sha-a", "run-4", "run-1", true},
-		{"same id other tenant", "beta", "s1", "sha-b", "run-5", "", false},
+		{"duplicate delivery", "acme", "s1", "sha-a", "run-2", store.Submission{RunID: "run-1", Existing: true}},
+		{"retry of the same claim", "acme", "s1", "sha-a", "run-1", store.Submission{RunID: "run-1", Existing: true}},
+		{"same id other body", "acme", "s1", "sha-b", "run-3", store.Submission{RunID: "run-1", Conflict: true}},
+		{"same id other session", "acme", "s2", "sha-a", "run-4", store.Submission{RunID: "run-1", Conflict: true}},
+		{"same id other tenant", "beta", "s1", "sha-b", "run-5", store.Submission{RunID: "run-5"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			existing, conflict, err := s.ClaimEvent(t.Context(), tt.tenant, tt.session, "ev-1", tt.body, tt.runID)
+			sub, err := submit(tt.tenant, tt.session, tt.body, tt.runID)
 			require.NoError(t, err)
-			require.Equal(t, tt.wantRun, existing)
-			require.Equal(t, tt.wantConflict, conflict)
+			require.Equal(t, tt.want, sub)
 		})
 	}
 
@@ -44,7 +47,7 @@ func TestClaimEvent(t *testing.T) {
 	require.NoError(t, s.Pool().QueryRow(ctx, "select count(*) from events").Scan(&n))
 	require.Equal(t, 2, n, "one claim per tenant")
 
-	_, _, err = s.ClaimEvent(ctx, "acme", "s1", "ev-2", "", "run-9")
+	_, err = s.SubmitRun(ctx, store.Run{ID: "run-9", Tenant: "acme", Session: "s1", EventID: "ev-2"}, "")
 	require.ErrorContains(t, err, "bodySHA256 is empty")
 }
 
