@@ -218,13 +218,6 @@ func (a *Activities) begin(ctx context.Context, run Run, name, kind string) *att
 		started: time.Now(), stop: a.heartbeat(ctx)}
 }
 
-// end stops the heartbeat and records the attempt (see record), setting
-// *err to the step's error classified once.
-func (x *attempt) end(err *error, out *Recorded) {
-	x.stop()
-	*err = x.a.record(x, *err, out)
-}
-
 // row is the attempt's record, ending now.
 func (x *attempt) row(stepErr error) store.Step {
 	attemptNo := 1
@@ -237,7 +230,7 @@ func (x *attempt) row(stepErr error) store.Step {
 		PromptTokens: x.promptTokens, CompletionTokens: x.completionTokens,
 		Model: x.model, PromptVersion: x.promptVersion, Duration: time.Since(x.started),
 		At: time.Now().UTC(),
-		// Drawn once per execution: the retry in record is the same
+		// Drawn once per execution: the retry in end is the same
 		// write, an execution after a worker death is a new row.
 		Execution: newExecutionID(),
 	}
@@ -247,39 +240,38 @@ func (x *attempt) row(stepErr error) store.Step {
 	return st
 }
 
-// record appends an attempt of a step to the run's history. The attempt
-// number comes from Temporal, so a retried write of the same attempt adds
-// nothing; a new attempt adds its own row. When the run batches its step
-// records (Run.BatchSteps) and the step succeeded, the record goes back
-// to the workflow in out instead, which writes it with the run's end.
-//
-// It returns stepErr classified (see classify): every step ends with
-// rec.end, so the retry decision for an error nobody classified is made
-// here, once.
-func (a *Activities) record(x *attempt, stepErr error, out *Recorded) error {
-	ctx := x.ctx
-	stepErr = classify(stepErr)
+// end stops the heartbeat and appends the attempt to the run's history,
+// setting *err to the step's error classified (see classify): every step
+// ends with rec.end, so the retry decision for an error nobody classified
+// is made here, once. The attempt number comes from Temporal, so a retried
+// write of the same attempt adds nothing; a new attempt adds its own row.
+// When the run batches its step records (Run.BatchSteps) and the step
+// succeeded, the record goes back to the workflow in out instead, which
+// writes it with the run's end.
+func (x *attempt) end(err *error, out *Recorded) {
+	x.stop()
+	stepErr := classify(*err)
+	*err = stepErr
 	st := x.row(stepErr)
-	a.Metrics.Step(x.kind, st.Attempt, st.Duration, stepErr)
+	x.a.Metrics.Step(x.kind, st.Attempt, st.Duration, stepErr)
 	switch {
 	case stepErr == nil && x.written:
-		return nil
+		return
 	case stepErr == nil && x.run.BatchSteps && out != nil:
 		out.StepRecord = &st
-		return nil
+		return
 	}
-	err := a.Store.RecordStep(ctx, st)
-	if err != nil && store.IsRetryable(err) {
+	werr := x.a.Store.RecordStep(x.ctx, st)
+	if werr != nil && store.IsRetryable(werr) {
 		// The write is idempotent; one more try rides out a dropped
 		// connection.
-		err = a.Store.RecordStep(ctx, st)
+		werr = x.a.Store.RecordStep(x.ctx, st)
 	}
-	if err != nil {
+	if werr != nil {
 		// The step itself succeeded or failed on its own; a lost history
 		// row must not turn into a retry of an LLM call.
-		logger(ctx).Warn("record step", "run", x.run.ID, "step", x.name, "error", err)
+		logger(x.ctx).Warn("record step", "run", x.run.ID, "step", x.name, "error", werr)
 	}
-	return stepErr
 }
 
 // logger returns the activity logger, or a no-op one outside activities
