@@ -939,7 +939,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	}
 	steps := in.Steps
 	if run.BatchSteps {
-		// This step's own record goes with the commit too; record then
+		// This step's own record goes with the commit too; rec.end then
 		// writes only a failure.
 		rec.outputSize = int64(len(data))
 		steps = append(steps, rec.row(nil))
