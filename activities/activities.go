@@ -17,6 +17,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/llm"
@@ -62,10 +63,15 @@ func (c *countCache) get() *tokens.CountCache {
 	return c.cache
 }
 
-// preset resolves a run's preset: built-in numbers, then the run's
-// overrides, which the gateway made effective (deployment's under the
-// caller's) when it started the run.
-func (a *Activities) preset(run Run) (policy.Preset, error) {
+// preset is a run's resolved preset: the copy the workflow hands on from
+// the plan step (contract.Run.Resolved), or, for the plan step itself and
+// runs started before, the built-in numbers under the run's overrides,
+// which the gateway made effective (deployment's under the caller's) when
+// it started the run.
+func (a *Activities) preset(run contract.Run) (policy.Preset, error) {
+	if run.Resolved != nil {
+		return *run.Resolved, nil
+	}
 	p, err := policy.Resolve(run.Preset, run.Overrides)
 	if err != nil {
 		return policy.Preset{}, config(err)
@@ -74,7 +80,7 @@ func (a *Activities) preset(run Run) (policy.Preset, error) {
 }
 
 // budget resolves the run's preset and budget together.
-func (a *Activities) budget(run Run) (policy.Preset, plan.Budget, error) {
+func (a *Activities) budget(run contract.Run) (policy.Preset, plan.Budget, error) {
 	p, err := a.preset(run)
 	if err != nil {
 		return p, plan.Budget{}, err
@@ -88,7 +94,7 @@ func (a *Activities) budget(run Run) (policy.Preset, plan.Budget, error) {
 
 // historyBudget is budget for a history step: with the budget ladder's
 // settings when ladder is set.
-func (a *Activities) historyBudget(run Run, ladder bool) (policy.Preset, plan.Budget, error) {
+func (a *Activities) historyBudget(run contract.Run, ladder bool) (policy.Preset, plan.Budget, error) {
 	p, b, err := a.budget(run)
 	if err != nil || !ladder {
 		return p, b, err
@@ -205,7 +211,7 @@ type attempt struct {
 	stepRecord
 	a       *Activities
 	ctx     context.Context
-	run     Run
+	run     contract.Run
 	name    string
 	started time.Time
 	stop    func() // stops the heartbeat
@@ -213,7 +219,7 @@ type attempt struct {
 
 // begin is every step's prologue: it starts the attempt's clock and its
 // heartbeat. Pair it with `defer rec.end(&err, &res.Recorded)`.
-func (a *Activities) begin(ctx context.Context, run Run, name, kind string) *attempt {
+func (a *Activities) begin(ctx context.Context, run contract.Run, name, kind string) *attempt {
 	return &attempt{stepRecord: stepRecord{kind: kind}, a: a, ctx: ctx, run: run, name: name,
 		started: time.Now(), stop: a.heartbeat(ctx)}
 }

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
@@ -62,7 +63,7 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (res PlanResult, er
 		res.Skip, res.Reason = true, "empty conversation"
 	}
 	start := store.RunStart{RunPlan: store.RunPlan{
-		Preset: p.Name, Model: a.modelFor(p), Level: res.LevelBefore, InputKey: in.InputKey,
+		Preset: p.Name, Model: a.modelFor(p.SummarizerModel), Level: res.LevelBefore, InputKey: in.InputKey,
 		TokensBefore: int64(size), CharsBefore: int64(res.CharsBefore),
 	}}
 	if in.Archive {
@@ -82,7 +83,7 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (res PlanResult, er
 
 // storeRun is the row of a run the gateway did not record (submitted
 // before it did): the identity and trigger, so StartRun can create it.
-func storeRun(run Run, inputKey string) store.Run {
+func storeRun(run contract.Run, inputKey string) store.Run {
 	return store.Run{ID: run.ID, Tenant: run.Tenant, Session: run.Session, EventID: run.EventID,
 		Trigger: run.Trigger, Preset: run.Preset, InputKey: inputKey, ReplayOf: run.ReplayOf}
 }
@@ -102,12 +103,12 @@ func (a *Activities) archive(ctx context.Context, tenant string, data []byte) (A
 }
 
 // modelFor is the summarizer model a run will use, as recorded on it.
-func (a *Activities) modelFor(p policy.Preset) string {
+func (a *Activities) modelFor(presetModel string) string {
 	if _, offline := a.Summarizer.(llm.Extractive); offline {
 		return "extractive"
 	}
-	if p.SummarizerModel != "" {
-		return p.SummarizerModel
+	if presetModel != "" {
+		return presetModel
 	}
 	return a.SummarizerModel
 }
@@ -192,7 +193,7 @@ func (a *Activities) Deterministic(ctx context.Context, in DeterministicInput) (
 
 // storeOffloads stores offloaded results in S3 and records them in
 // Postgres, before the conversation that refers to them is saved.
-func (a *Activities) storeOffloads(ctx context.Context, run Run, offloads []plan.Offload) error {
+func (a *Activities) storeOffloads(ctx context.Context, run contract.Run, offloads []plan.Offload) error {
 	for _, o := range offloads {
 		// The row first, then the object: a release of the same object by
 		// another session either sees this row, or has deleted the object
@@ -833,7 +834,7 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 // sessionSummary frames a summary as seed 004's session summary and makes
 // sure its recovery references name the archive and the offloads, whatever
 // the summarizer wrote: they are how an operator gets the original back.
-func sessionSummary(run Run, summary, archiveKey string) string {
+func sessionSummary(run contract.Run, summary, archiveKey string) string {
 	if !strings.HasPrefix(summary, "## Session Summary") {
 		summary = fmt.Sprintf("## Session Summary [%s]\n\n%s", run.Session, summary)
 	}
@@ -935,7 +936,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	}
 	model := in.Model
 	if model == "" {
-		model = a.modelFor(p)
+		model = a.modelFor(p.SummarizerModel)
 	}
 	steps := in.Steps
 	if run.BatchSteps {
@@ -1014,7 +1015,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 
 // handoff builds and stores the fresh-session conversation of a run (see
 // plan.Handoff); a zero Ref when there is nothing to hand off.
-func (a *Activities) handoff(ctx context.Context, run Run, conv conversation.Conversation, p policy.Preset, refs plan.HandoffRefs) (blob.Ref, error) {
+func (a *Activities) handoff(ctx context.Context, run contract.Run, conv conversation.Conversation, p policy.Preset, refs plan.HandoffRefs) (blob.Ref, error) {
 	offs, err := a.Store.ListOffloads(ctx, run.Tenant, run.Session, false)
 	if err != nil {
 		return blob.Ref{}, storeErr(fmt.Errorf("list offloads: %w", err))

@@ -8,9 +8,11 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
 	"github.com/ctxcompact/orchestrator/internal/llm"
+	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/store/storetest"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
@@ -26,7 +28,7 @@ type stepEnv struct {
 	store *store.Store
 	blob  *blob.Store
 	env   *testsuite.TestActivityEnvironment
-	run   activities.Run
+	run   contract.Run
 	input blob.Ref
 	data  []byte
 }
@@ -45,7 +47,7 @@ func newStepEnv(t *testing.T, batch bool) *stepEnv {
 	ctx := t.Context()
 	e.input, err = e.blob.PutContent(ctx, "acme", blob.KindInput, data)
 	require.NoError(t, err)
-	e.run = activities.Run{ID: "run-" + t.Name(), Tenant: "acme", Session: "s1", EventID: "ev-1", Trigger: "manual",
+	e.run = contract.Run{ID: "run-" + t.Name(), Tenant: "acme", Session: "s1", EventID: "ev-1", Trigger: "manual",
 		Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 4000, BatchSteps: batch}
 	sub, err := e.store.SubmitRun(ctx, store.Run{ID: e.run.ID, Tenant: "acme", Session: "s1", EventID: "ev-1",
 		Trigger: "manual", Preset: "offload-compact", InputKey: e.input.Key, InputSHA256: e.input.SHA256}, "body")
@@ -189,6 +191,37 @@ func TestDeterministicKeepsAnUnchangedConversation(t *testing.T) {
 			input, err := e.blob.GetVerified(t.Context(), e.input.Key, e.input.SHA256)
 			require.NoError(t, err)
 			require.Equal(t, e.data, input, "the input is never changed")
+		})
+	}
+}
+
+// TestStepsUseTheResolvedPreset: a step given the plan's resolved preset
+// (contract.Run.Resolved) works from it and resolves nothing; without it
+// (runs started before) the step resolves the run's preset by name.
+func TestStepsUseTheResolvedPreset(t *testing.T) {
+	t.Parallel()
+	watermark, err := policy.Resolve("watermark", nil)
+	require.NoError(t, err)
+	tests := []struct {
+		name     string
+		preset   string
+		resolved *policy.Preset
+		changed  bool
+	}{
+		{name: "no resolved copy: three-tier by name truncates", preset: "three-tier", changed: true},
+		{name: "the resolved watermark copy wins over the name", preset: "three-tier", resolved: &watermark},
+		{name: "a name no longer known is not resolved again", preset: "retired-preset", resolved: &watermark},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newStepEnv(t, true)
+			e.run.Preset, e.run.Resolved = tt.preset, tt.resolved
+			val, err := e.env.ExecuteActivity("Deterministic", activities.DeterministicInput{Run: e.run, WorkKey: e.input.Key})
+			require.NoError(t, err)
+			var res activities.DeterministicResult
+			require.NoError(t, val.Get(&res))
+			require.Equal(t, tt.changed, res.WorkKey != e.input.Key)
 		})
 	}
 }

@@ -32,7 +32,7 @@ func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (res Summ
 	if a.Summarizer == nil {
 		return res, config(errNoSummarizer)
 	}
-	p, err := a.preset(in.Run)
+	model, err := a.summarizerModel(in)
 	if err != nil {
 		return res, err
 	}
@@ -54,13 +54,13 @@ func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (res Summ
 	}
 	req := llm.Request{
 		Prompt: in.Prompt, Text: text, Context: context_, TargetTokens: in.TargetTokens,
-		TargetChars: in.TargetChars, Missing: missing, ArchiveRef: in.ArchiveKey, Model: p.SummarizerModel,
+		TargetChars: in.TargetChars, Missing: missing, ArchiveRef: in.ArchiveKey, Model: model,
 	}
 	callStart := time.Now()
 	resp, err := a.summarize(ctx, req, 0)
 	rec.inputSize = int64(len(text))
 	if err != nil {
-		a.Metrics.Summarizer(a.modelFor(p), string(llm.KindOf(err)), time.Since(callStart), 0, 0)
+		a.Metrics.Summarizer(a.modelFor(model), string(llm.KindOf(err)), time.Since(callStart), 0, 0)
 		return res, llmErr(err)
 	}
 	a.Metrics.Summarizer(resp.Model, "ok", time.Since(callStart), resp.PromptTokens, resp.CompletionTokens)
@@ -142,4 +142,17 @@ func (a *Activities) heartbeat(ctx context.Context) func() {
 		}
 	}()
 	return func() { close(done) }
+}
+
+// summarizerModel is the summarizer model the run's preset asks for ("":
+// the worker's): as the workflow gave it, or resolved for older runs.
+func (a *Activities) summarizerModel(in SummarizeInput) (string, error) {
+	if in.SummarizerModel != nil {
+		return *in.SummarizerModel, nil
+	}
+	p, err := a.preset(in.Run)
+	if err != nil {
+		return "", err
+	}
+	return p.SummarizerModel, nil
 }

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
 )
@@ -80,4 +82,31 @@ func TestLLMErrorClassification(t *testing.T) {
 			require.NotContains(t, appErr.Error(), "Bearer k")
 		})
 	}
+}
+
+// TestSummarizerModelFromTheWorkflow: the model the workflow gives wins
+// (even "", the worker's); without one, an older run's preset decides.
+func TestSummarizerModelFromTheWorkflow(t *testing.T) {
+	t.Parallel()
+	given := func(s string) *string { return &s }
+	tests := []struct {
+		name  string
+		in    SummarizeInput
+		model string
+	}{
+		{name: "given by the workflow", in: SummarizeInput{Run: contract.Run{Preset: "offload-compact"}, SummarizerModel: given("small-model")}, model: "small-model"},
+		{name: "the worker's, as given", in: SummarizeInput{Run: contract.Run{Preset: "no-such-preset"}, SummarizerModel: given("")}, model: ""},
+		{name: "an older run resolves its overrides", in: SummarizeInput{Run: contract.Run{Preset: "offload-compact",
+			Overrides: json.RawMessage(`{"summarizer_model":"from-overrides"}`)}}, model: "from-overrides"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := (&Activities{}).summarizerModel(tt.in)
+			require.NoError(t, err)
+			require.Equal(t, tt.model, got)
+		})
+	}
+	_, err := (&Activities{}).summarizerModel(SummarizeInput{Run: contract.Run{Preset: "no-such-preset"}})
+	require.Error(t, err, "an older run of an unknown preset has no model to use")
 }

@@ -1,8 +1,7 @@
 package activities
 
 import (
-	"encoding/json"
-
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
@@ -10,29 +9,6 @@ import (
 // Only S3 keys and small metadata cross Temporal: every type in this file
 // is an activity input or result, and none of them carries conversation
 // text. Texts travel as S3 keys.
-
-// Run identifies a compaction run and the settings every step needs.
-type Run struct {
-	ID        string          `json:"id"`
-	Tenant    string          `json:"tenant"`
-	Session   string          `json:"session"`
-	EventID   string          `json:"event_id"`
-	Trigger   string          `json:"trigger"`
-	Preset    string          `json:"preset"`
-	Overrides json.RawMessage `json:"overrides,omitempty"`
-	// Model is the agent's model: it picks the token encoding and the
-	// default context limit.
-	Model        string `json:"model"`
-	ContextLimit int    `json:"context_limit"`
-	ReplayOf     string `json:"replay_of,omitempty"`
-	// BatchSteps: a step that succeeds returns its record (Recorded)
-	// instead of writing it, and the workflow writes them all with the
-	// run's final state (CommitInput.Steps, FailInput.Steps), one round
-	// trip instead of one per step. Failed attempts are written at once.
-	// The gateway sets it on every new run; runs started before replay
-	// writing each record.
-	BatchSteps bool `json:"batch_steps,omitempty"`
-}
 
 // Recorded is embedded in every step's result: the record of the step's
 // successful attempt when the run batches them (Run.BatchSteps).
@@ -50,9 +26,9 @@ func (r *Recorded) TakeStepRecord() *store.Step {
 
 // PlanInput starts a run.
 type PlanInput struct {
-	Run         Run    `json:"run"`
-	InputKey    string `json:"input_key"`
-	InputSHA256 string `json:"input_sha256"`
+	Run         contract.Run `json:"run"`
+	InputKey    string       `json:"input_key"`
+	InputSHA256 string       `json:"input_sha256"`
 	// Archive makes the plan step archive the original too (one read of
 	// the input instead of two); the result's Archive says where.
 	Archive bool `json:"archive,omitempty"`
@@ -84,9 +60,9 @@ type PlanResult struct {
 
 // ArchiveInput archives the original.
 type ArchiveInput struct {
-	Run         Run    `json:"run"`
-	InputKey    string `json:"input_key"`
-	InputSHA256 string `json:"input_sha256"`
+	Run         contract.Run `json:"run"`
+	InputKey    string       `json:"input_key"`
+	InputSHA256 string       `json:"input_sha256"`
 }
 
 // ArchiveResult is where the verified copy of the original lives.
@@ -99,8 +75,8 @@ type ArchiveResult struct {
 
 // DeterministicInput runs every pass that needs no LLM.
 type DeterministicInput struct {
-	Run     Run    `json:"run"`
-	WorkKey string `json:"work_key"`
+	Run     contract.Run `json:"run"`
+	WorkKey string       `json:"work_key"`
 }
 
 // Target is one tool result an LLM pass will rewrite. TextKey holds the
@@ -139,8 +115,8 @@ const (
 
 // FitInput runs one deterministic step of the budget ladder.
 type FitInput struct {
-	Run     Run    `json:"run"`
-	WorkKey string `json:"work_key"`
+	Run     contract.Run `json:"run"`
+	WorkKey string       `json:"work_key"`
 	// Stage is FitOffload or FitTruncate.
 	Stage string `json:"stage"`
 	// ArchiveKey is named in truncation notes.
@@ -166,9 +142,9 @@ type FitResult struct {
 
 // ChunkInput splits one large result into chunks.
 type ChunkInput struct {
-	Run     Run    `json:"run"`
-	Step    string `json:"step"`
-	TextKey string `json:"text_key"`
+	Run     contract.Run `json:"run"`
+	Step    string       `json:"step"`
+	TextKey string       `json:"text_key"`
 }
 
 // ChunkResult lists the chunk keys in order.
@@ -180,8 +156,8 @@ type ChunkResult struct {
 
 // SummarizeInput asks the summarizer for one text.
 type SummarizeInput struct {
-	Run  Run    `json:"run"`
-	Step string `json:"step"`
+	Run  contract.Run `json:"run"`
+	Step string       `json:"step"`
 	// Prompt names the prompt file: chunk, merge, result, history, brief,
 	// session, repair.
 	Prompt       string `json:"prompt"`
@@ -191,6 +167,11 @@ type SummarizeInput struct {
 	ArchiveKey   string `json:"archive_key,omitempty"`
 	TargetChars  int    `json:"target_chars,omitempty"`
 	TargetTokens int    `json:"target_tokens,omitempty"`
+	// SummarizerModel is the resolved preset's summarizer model ("" keeps
+	// the worker's), set by the workflow in place of Run.Resolved, which
+	// it leaves out of this regular activity's recorded input. Nil for
+	// runs started before it existed: the step resolves the preset.
+	SummarizerModel *string `json:"summarizer_model,omitempty"`
 }
 
 // SummarizeResult is where the summary was written.
@@ -205,19 +186,19 @@ type SummarizeResult struct {
 
 // FallbackInput asks for the no-LLM fallback of a summary.
 type FallbackInput struct {
-	Run         Run    `json:"run"`
-	Step        string `json:"step"`
-	SourceKey   string `json:"source_key"`
-	TargetChars int    `json:"target_chars"`
+	Run         contract.Run `json:"run"`
+	Step        string       `json:"step"`
+	SourceKey   string       `json:"source_key"`
+	TargetChars int          `json:"target_chars"`
 	// Mode is "extractive" or "truncate" (seed 000's first N chars).
 	Mode string `json:"mode"`
 }
 
 // MergeInput joins chunk summaries in order.
 type MergeInput struct {
-	Run  Run      `json:"run"`
-	Step string   `json:"step"`
-	Keys []string `json:"keys"`
+	Run  contract.Run `json:"run"`
+	Step string       `json:"step"`
+	Keys []string     `json:"keys"`
 }
 
 // MergeResult is the merged text.
@@ -236,7 +217,7 @@ type Replacement struct {
 
 // ApplyResultsInput rewrites tool results in the working conversation.
 type ApplyResultsInput struct {
-	Run          Run           `json:"run"`
+	Run          contract.Run  `json:"run"`
 	Step         string        `json:"step"`
 	WorkKey      string        `json:"work_key"`
 	Replacements []Replacement `json:"replacements"`
@@ -252,8 +233,8 @@ type WorkResult struct {
 
 // GlobalInput plans seed 000's layer 2 over the working conversation.
 type GlobalInput struct {
-	Run     Run    `json:"run"`
-	WorkKey string `json:"work_key"`
+	Run     contract.Run `json:"run"`
+	WorkKey string       `json:"work_key"`
 	// Exclude lists results already compressed by layer 1, which are not
 	// compressed again.
 	Exclude []Replacement `json:"exclude,omitempty"`
@@ -269,9 +250,9 @@ type GlobalResult struct {
 
 // HistoryInput prepares history compaction.
 type HistoryInput struct {
-	Run         Run    `json:"run"`
-	WorkKey     string `json:"work_key"`
-	TokensFreed int    `json:"tokens_freed"`
+	Run         contract.Run `json:"run"`
+	WorkKey     string       `json:"work_key"`
+	TokensFreed int          `json:"tokens_freed"`
 	// Ladder runs the budget ladder's history step: forced, with the
 	// ladder's smaller tail (plan.LadderHistoryPreset).
 	Ladder bool `json:"ladder,omitempty"`
@@ -301,11 +282,11 @@ type HistoryPlan struct {
 
 // DriftInput measures a summary against its source.
 type DriftInput struct {
-	Run        Run    `json:"run"`
-	Step       string `json:"step"`
-	Pass       int    `json:"pass"`
-	SourceKey  string `json:"source_key"`
-	SummaryKey string `json:"summary_key"`
+	Run        contract.Run `json:"run"`
+	Step       string       `json:"step"`
+	Pass       int          `json:"pass"`
+	SourceKey  string       `json:"source_key"`
+	SummaryKey string       `json:"summary_key"`
 	// JudgeKey holds an LLM judge's verdict (llm.JudgeSchema) of a
 	// history summary; empty: the deterministic checks decide.
 	JudgeKey string `json:"judge_key,omitempty"`
@@ -324,19 +305,19 @@ type DriftResult struct {
 // PatchInput appends the still-missing items to a summary: the last,
 // deterministic resort of the drift check.
 type PatchInput struct {
-	Run        Run    `json:"run"`
-	Step       string `json:"step"`
-	SummaryKey string `json:"summary_key"`
-	MissingKey string `json:"missing_key"`
+	Run        contract.Run `json:"run"`
+	Step       string       `json:"step"`
+	SummaryKey string       `json:"summary_key"`
+	MissingKey string       `json:"missing_key"`
 }
 
 // ApplyHistoryInput replaces the summarized messages with the summary.
 type ApplyHistoryInput struct {
-	Run        Run    `json:"run"`
-	Step       string `json:"step"`
-	WorkKey    string `json:"work_key"`
-	Split      int    `json:"split"`
-	SummaryKey string `json:"summary_key"`
+	Run        contract.Run `json:"run"`
+	Step       string       `json:"step"`
+	WorkKey    string       `json:"work_key"`
+	Split      int          `json:"split"`
+	SummaryKey string       `json:"summary_key"`
 	// ArchiveKey is named in seed 004's recovery references.
 	ArchiveKey string `json:"archive_key,omitempty"`
 	// Ladder applies the budget ladder's history step (see HistoryInput).
@@ -345,9 +326,9 @@ type ApplyHistoryInput struct {
 
 // CommitInput finishes a run.
 type CommitInput struct {
-	Run        Run    `json:"run"`
-	WorkKey    string `json:"work_key"`
-	ArchiveKey string `json:"archive_key"`
+	Run        contract.Run `json:"run"`
+	WorkKey    string       `json:"work_key"`
+	ArchiveKey string       `json:"archive_key"`
 	// TokensBefore is the plan's measure of the input (0 in runs started
 	// before it was passed: commit reads it from the run row).
 	TokensBefore int `json:"tokens_before,omitempty"`

@@ -16,13 +16,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/store/storetest"
-	"github.com/ctxcompact/orchestrator/workflows"
 )
 
 // auditHugeLog is a build log of about 40,000 tokens with marker in its
@@ -397,7 +397,7 @@ func TestReplayFailedRunFromArchive(t *testing.T) {
 
 	// The replay runs the watermark preset, which needs no LLM; the agent
 	// model and context limit come from the original request.
-	replay := func(requestID string) (gateway.Submitted, workflows.CompactionResult) {
+	replay := func(requestID string) (gateway.Submitted, contract.CompactionResult) {
 		t.Helper()
 		s, err := e.gw.Replay(ctx, e.tenant, sub.RunID, gateway.ReplayRequest{RequestID: requestID, Preset: "watermark"})
 		require.NoError(t, err)

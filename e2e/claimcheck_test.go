@@ -19,10 +19,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/conversation/convtest"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
-	"github.com/ctxcompact/orchestrator/workflows"
 )
 
 // maxHistoryBytes is the claim check's bar: a run's whole Temporal history
@@ -266,7 +266,7 @@ func TestClaimCheckKeepsTextOutOfTemporal(t *testing.T) {
 	require.Less(t, res.TokensAfter, res.TokensBefore/10)
 
 	run := fetchHistory(t, e.client, sub.RunID)
-	session := fetchHistory(t, e.client, workflows.SessionWorkflowID(e.tenant, "claimcheck"))
+	session := fetchHistory(t, e.client, contract.SessionWorkflowID(e.tenant, "claimcheck"))
 	for name, h := range map[string]*historypb.History{"compaction": run, "session": session} {
 		size, js := historyBytes(h), len(historyJSON(t, h))
 		t.Logf("%s history: %d events, %d bytes serialized, %d bytes as JSON; input %d bytes", name, len(h.Events), size, js, len(input))
@@ -406,7 +406,7 @@ func TestRecordHistories(t *testing.T) {
 		}
 		// The session then waits idle on its timer; record once it does, so
 		// that the history ends on a completed workflow task.
-		id := workflows.SessionWorkflowID(e.tenant, "pair")
+		id := contract.SessionWorkflowID(e.tenant, "pair")
 		var h *historypb.History
 		require.Eventually(t, func() bool {
 			h = fetchHistory(t, e.client, id)

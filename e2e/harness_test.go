@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
@@ -167,7 +168,7 @@ func (e *env) startWorker() {
 }
 
 // compact submits a conversation and waits for its run.
-func (e *env) compact(ev gateway.Event) (gateway.Submitted, workflows.CompactionResult) {
+func (e *env) compact(ev gateway.Event) (gateway.Submitted, contract.CompactionResult) {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -188,7 +189,7 @@ func (e *env) compact(ev gateway.Event) (gateway.Submitted, workflows.Compaction
 }
 
 // output reads and parses a run's compacted conversation.
-func (e *env) output(res workflows.CompactionResult) (conversation.Conversation, []byte) {
+func (e *env) output(res contract.CompactionResult) (conversation.Conversation, []byte) {
 	e.t.Helper()
 	data, err := e.blob.GetVerified(context.Background(), res.OutputKey, res.OutputSHA256)
 	require.NoError(e.t, err)

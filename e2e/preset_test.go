@@ -10,18 +10,18 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
-	"github.com/ctxcompact/orchestrator/workflows"
 )
 
 // checkRun asserts what every successful run guarantees: the run row is
 // committed once, the original is restorable byte for byte from the
 // archive, the output keeps tool calls paired, and no step attempt was
 // recorded twice.
-func checkRun(t *testing.T, e *env, input []byte, sub gateway.Submitted, res workflows.CompactionResult) conversation.Conversation {
+func checkRun(t *testing.T, e *env, input []byte, sub gateway.Submitted, res contract.CompactionResult) conversation.Conversation {
 	t.Helper()
 	ctx := context.Background()
 	run, err := e.store.GetRun(ctx, sub.RunID)

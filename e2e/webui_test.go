@@ -14,8 +14,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
-	"github.com/ctxcompact/orchestrator/workflows"
 )
 
 // screenshotSize is the browser's viewport: the README's screenshots stay
@@ -159,7 +159,7 @@ func TestWebUI(t *testing.T) {
 	// under another preset, and one of another tenant.
 	type done struct {
 		id  string
-		res workflows.CompactionResult
+		res contract.CompactionResult
 	}
 	var alpha []done
 	for i, limit := range []int{40000, 60000} {

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/plan"
 )
 
@@ -60,7 +61,7 @@ func TestBudgetLadder(t *testing.T) {
 			if tt.name == "opted out by an explicit setting" {
 				run = testRun(tt.preset, `{"budget":{"enabled":false}}`)
 			}
-			res, err := runCompactionInput(t, f, CompactionInput{Run: run, InputKey: "t1/input/abc", InputSHA256: "abc", BudgetCheck: tt.budgetCheck})
+			res, err := runCompactionInput(t, f, contract.CompactionInput{Run: run, InputKey: "t1/input/abc", InputSHA256: "abc", BudgetCheck: tt.budgetCheck})
 			require.NoError(t, err)
 
 			var ladder []string
@@ -96,7 +97,7 @@ func TestJudgeAsksTheSummarizerForTheVerdict(t *testing.T) {
 	t.Parallel()
 	for _, judge := range []bool{true, false} {
 		f := &fakes{}
-		_, err := runCompactionInput(t, f, CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/input/abc", InputSHA256: "abc", Judge: judge})
+		_, err := runCompactionInput(t, f, contract.CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/input/abc", InputSHA256: "abc", Judge: judge})
 		require.NoError(t, err)
 		steps := summarizeSteps(f)
 		in, called := steps["history/judge/0"]

@@ -12,77 +12,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/contract"
 	planpkg "github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 )
-
-// CompactionInput starts one compaction run. The conversation itself is in
-// S3 at InputKey (claim check).
-type CompactionInput struct {
-	Run         activities.Run `json:"run"`
-	InputKey    string         `json:"input_key"`
-	InputSHA256 string         `json:"input_sha256"`
-	// LocalSteps runs the S3/Postgres steps as local activities; the
-	// gateway sets it on every new run. Runs started before it existed
-	// replay with regular activities (see withStepMode).
-	LocalSteps bool `json:"local_steps,omitempty"`
-	// LLMTaskQueue is the task queue of the run's summarizer calls, whose
-	// worker holds the queue-wide rate limit; empty is the workflow's own
-	// queue.
-	LLMTaskQueue string `json:"llm_task_queue,omitempty"`
-	// BudgetCheck closes the run with the budget ladder (see budgetLadder);
-	// the gateway sets it on every new run, and runs started before it
-	// existed replay without it.
-	BudgetCheck bool `json:"budget_check,omitempty"`
-	// Visibility sets the run's search attributes and memo (see
-	// visibility.go); the gateway sets it when the namespace has them.
-	Visibility bool `json:"visibility,omitempty"`
-	// Judge asks the summarizer for seed 004's drift verdict of each
-	// history summary (an LLM judge); the gateway sets it when an LLM is
-	// configured. Without it, the deterministic checks decide.
-	Judge bool `json:"judge,omitempty"`
-	// ArchiveInPlan has the plan step archive the original (one read of
-	// the input, one step fewer); the gateway sets it on every new run,
-	// and runs started before it existed replay with their archive step.
-	ArchiveInPlan bool `json:"archive_in_plan,omitempty"`
-}
-
-// CompactionResult is the outcome of a run: keys and figures, no text.
-type CompactionResult struct {
-	RunID        string                `json:"run_id"`
-	OutputKey    string                `json:"output_key"`
-	OutputSHA256 string                `json:"output_sha256"`
-	ArchiveKey   string                `json:"archive_key"`
-	Format       string                `json:"format"`
-	TokensBefore int                   `json:"tokens_before"`
-	TokensAfter  int                   `json:"tokens_after"`
-	Ratio        float64               `json:"ratio"`
-	LevelBefore  string                `json:"level_before"`
-	LevelAfter   string                `json:"level_after"`
-	Passes       []activities.PassStat `json:"passes"`
-	// Drift is the verdict of the last drift check: "", "passed",
-	// "repaired" or "patched".
-	Drift string `json:"drift,omitempty"`
-	// HistoryFailed is seed 002's "success: false": the summary could not
-	// be made and the history was left unchanged.
-	HistoryFailed bool `json:"history_failed,omitempty"`
-	// OverLimit is set when the output is still over the model's limit
-	// after every step: the run ended over_limit, with Reason.
-	OverLimit bool   `json:"over_limit,omitempty"`
-	Reason    string `json:"reason,omitempty"`
-	// Unit is the unit of the sizes: "tokens", or "chars" (seed 000).
-	Unit  string `json:"unit,omitempty"`
-	Limit int    `json:"limit,omitempty"`
-	// Preserved and DeletedOffloads are seed 002's preserved_count and
-	// deleted offloads.
-	Preserved       int `json:"preserved,omitempty"`
-	DeletedOffloads int `json:"deleted_offloads,omitempty"`
-	// Recommendation is seed 004's action for the level after; HandoffKey
-	// the fresh-session conversation when one was made.
-	Recommendation string `json:"recommendation,omitempty"`
-	HandoffKey     string `json:"handoff_key,omitempty"`
-	HandoffSHA256  string `json:"handoff_sha256,omitempty"`
-}
 
 // Non-retryable error types, shared with the activities.
 const (
@@ -123,7 +56,7 @@ func llmOptions(attempts int) workflow.ActivityOptions {
 
 // Compaction runs one compaction: plan → archive → deterministic passes →
 // LLM passes → drift check → commit. A failure marks the run failed.
-func Compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, error) {
+func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.CompactionResult, error) {
 	ctx = withStepMode(workflow.WithActivityOptions(ctx, stepOptions()), in.LocalSteps)
 	ctx = workflow.WithValue(ctx, llmQueueKey{}, in.LLMTaskQueue)
 	ctx = workflow.WithValue(ctx, judgeKey{}, in.Judge)
@@ -140,7 +73,7 @@ func Compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, err
 			workflow.GetLogger(ctx).Error("record run failure", "run", in.Run.ID, "error", ferr)
 		}
 		recordOutcome(fctx, in, "failed", res)
-		return CompactionResult{RunID: in.Run.ID}, err
+		return contract.CompactionResult{RunID: in.Run.ID}, err
 	}
 	outcome := "succeeded"
 	if res.OverLimit {
@@ -150,11 +83,11 @@ func Compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, err
 	return res, nil
 }
 
-func compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, error) {
+func compaction(ctx workflow.Context, in contract.CompactionInput) (contract.CompactionResult, error) {
 	var a *activities.Activities
 	logger := workflow.GetLogger(ctx)
 	run := in.Run
-	res := CompactionResult{RunID: run.ID}
+	res := contract.CompactionResult{RunID: run.ID}
 
 	var plan activities.PlanResult
 	planIn := activities.PlanInput{Run: run, InputKey: in.InputKey, InputSHA256: in.InputSHA256, Archive: in.ArchiveInPlan}
@@ -162,6 +95,8 @@ func compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, err
 		return res, fmt.Errorf("plan: %w", err)
 	}
 	preset := plan.Preset
+	// Every later step gets the recorded copy instead of resolving it.
+	run.Resolved = &preset
 	res.Format, res.TokensBefore, res.LevelBefore = plan.Format, plan.TokensBefore, plan.LevelBefore
 
 	// The original is archived, and its checksum verified, before anything
@@ -221,8 +156,8 @@ func compaction(ctx workflow.Context, in CompactionInput) (CompactionResult, err
 // never drops a turn) → cut the largest results to head and tail, naming
 // the archive. Whatever is still over the limit after that, commit says
 // so: the run ends over_limit with the reason.
-func budgetLadder(ctx workflow.Context, run activities.Run, preset policy.Preset, pr activities.PlanResult,
-	archive activities.ArchiveResult, commit *activities.CommitInput, res *CompactionResult) error {
+func budgetLadder(ctx workflow.Context, run contract.Run, preset policy.Preset, pr activities.PlanResult,
+	archive activities.ArchiveResult, commit *activities.CommitInput, res *contract.CompactionResult) error {
 	var a *activities.Activities
 	commit.Ladder = true
 	step := func(stage string) (activities.FitResult, error) {
@@ -257,8 +192,8 @@ func budgetLadder(ctx workflow.Context, run activities.Run, preset policy.Preset
 
 // runPasses runs the deterministic and LLM passes, updating commit with
 // the final working key and what was done.
-func runPasses(ctx workflow.Context, run activities.Run, preset policy.Preset, plan activities.PlanResult,
-	archive activities.ArchiveResult, commit *activities.CommitInput, res *CompactionResult) error {
+func runPasses(ctx workflow.Context, run contract.Run, preset policy.Preset, plan activities.PlanResult,
+	archive activities.ArchiveResult, commit *activities.CommitInput, res *contract.CompactionResult) error {
 	var a *activities.Activities
 
 	var det activities.DeterministicResult
@@ -310,7 +245,7 @@ func runPasses(ctx workflow.Context, run activities.Run, preset policy.Preset, p
 // mapReduce summarizes one huge result: chunks in parallel (bounded), merge,
 // a second pass when the merge is still too big, a fallback when the LLM
 // keeps failing, and a drift check of the final text against the source.
-func mapReduce(ctx workflow.Context, run activities.Run, preset policy.Preset, step string, t activities.Target) (activities.Replacement, string, error) {
+func mapReduce(ctx workflow.Context, run contract.Run, preset policy.Preset, step string, t activities.Target) (activities.Replacement, string, error) {
 	var a *activities.Activities
 	lr := preset.LargeResult
 	var chunks activities.ChunkResult
@@ -361,7 +296,7 @@ func mapReduce(ctx workflow.Context, run activities.Run, preset policy.Preset, s
 // globalPass is seed 000's layer 2: once usage passes the trigger, every
 // result above the minimum size is compressed with its thought and action
 // as context; a failed turn keeps its original result.
-func globalPass(ctx workflow.Context, run activities.Run, preset policy.Preset, exclude []activities.Replacement, commit *activities.CommitInput, res *CompactionResult) error {
+func globalPass(ctx workflow.Context, run contract.Run, preset policy.Preset, exclude []activities.Replacement, commit *activities.CommitInput, res *contract.CompactionResult) error {
 	var a *activities.Activities
 	var g activities.GlobalResult
 	if err := runStep(ctx, a.PlanGlobal, activities.GlobalInput{Run: run, WorkKey: commit.WorkKey, Exclude: exclude}).Get(ctx, &g); err != nil {
@@ -411,8 +346,8 @@ func globalPass(ctx workflow.Context, run activities.Run, preset policy.Preset, 
 // With ladder set it is the budget ladder's history step: forced, with the
 // ladder's preset (plan.LadderHistoryPreset), its steps named "budget/…".
 // Without it, its steps keep the names recorded histories hold.
-func historyPass(ctx workflow.Context, run activities.Run, preset policy.Preset, archive activities.ArchiveResult,
-	freed int, commit *activities.CommitInput, res *CompactionResult, ladder bool) error {
+func historyPass(ctx workflow.Context, run contract.Run, preset policy.Preset, archive activities.ArchiveResult,
+	freed int, commit *activities.CommitInput, res *contract.CompactionResult, ladder bool) error {
 	var a *activities.Activities
 	name, prepareStep := "history", ""
 	if ladder {
@@ -465,7 +400,7 @@ func historyPass(ctx workflow.Context, run activities.Run, preset policy.Preset,
 // driftGate checks a summary against its source; below the bar it runs the
 // repair passes naming what is missing, and if the summary still misses
 // items it appends them (the least aggressive result that keeps them).
-func driftGate(ctx workflow.Context, run activities.Run, preset policy.Preset, step, sourceKey, summaryKey, archiveKey string) (string, string, error) {
+func driftGate(ctx workflow.Context, run contract.Run, preset policy.Preset, step, sourceKey, summaryKey, archiveKey string) (string, string, error) {
 	var a *activities.Activities
 	judge, _ := ctx.Value(judgeKey{}).(bool)
 	check := func(pass int, key string) (activities.DriftResult, error) {
@@ -529,7 +464,7 @@ func summarizeOrFallback(ctx workflow.Context, in activities.SummarizeInput, att
 	opts := llmOptions(attempts)
 	opts.TaskQueue, _ = ctx.Value(llmQueueKey{}).(string)
 	lctx := workflow.WithActivityOptions(ctx, opts)
-	err := recording(ctx, workflow.ExecuteActivity(lctx, a.Summarize, in)).Get(ctx, &out)
+	err := recording(ctx, workflow.ExecuteActivity(lctx, a.Summarize, llmInput(in))).Get(ctx, &out)
 	if err == nil || fallback == "" {
 		return out, err
 	}
@@ -542,6 +477,18 @@ func summarizeOrFallback(ctx workflow.Context, in activities.SummarizeInput, att
 		Run: in.Run, Step: in.Step + "/fallback", SourceKey: in.SourceKey, TargetChars: target, Mode: fallback,
 	}).Get(ctx, &out)
 	return out, ferr
+}
+
+// llmInput is a summarizer call's input: the resolved preset's summarizer
+// model instead of the whole preset, since a regular activity's input is
+// recorded in the history and the call needs nothing else of it.
+func llmInput(in activities.SummarizeInput) activities.SummarizeInput {
+	if in.Run.Resolved != nil {
+		model := in.Run.Resolved.SummarizerModel
+		in.SummarizerModel = &model
+		in.Run.Resolved = nil
+	}
+	return in
 }
 
 // parallel runs fn for 0..n-1 in workflow coroutines, at most limit at a

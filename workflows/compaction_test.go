@@ -14,6 +14,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/contract"
+	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -88,7 +90,7 @@ func TestCompactionStepOrder(t *testing.T) {
 // result) falls back to the archive step.
 func TestArchiveInPlan(t *testing.T) {
 	t.Parallel()
-	in := CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/input/abc", InputSHA256: "abc", ArchiveInPlan: true}
+	in := contract.CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/input/abc", InputSHA256: "abc", ArchiveInPlan: true}
 	f := &fakes{}
 	res, err := runCompactionInput(t, f, in)
 	require.NoError(t, err)
@@ -121,7 +123,7 @@ func TestBatchedStepRecords(t *testing.T) {
 	}
 	run := testRun("offload-compact", "")
 	run.BatchSteps = true
-	in := CompactionInput{Run: run, InputKey: "t1/input/abc", InputSHA256: "abc", ArchiveInPlan: true}
+	in := contract.CompactionInput{Run: run, InputKey: "t1/input/abc", InputSHA256: "abc", ArchiveInPlan: true}
 
 	f := &fakes{}
 	_, err := runCompactionInput(t, f, in)
@@ -157,7 +159,7 @@ func TestCompactionHistoryPassFeedsCommit(t *testing.T) {
 	require.Len(t, sums, 1)
 	require.Equal(t, activities.SummarizeInput{
 		Run: testRun("offload-compact", ""), Step: "history/summarize", Prompt: "history", SourceKey: "transcript",
-		ArchiveKey: "archive/abc", TargetTokens: 8000,
+		ArchiveKey: "archive/abc", TargetTokens: 8000, SummarizerModel: workerModel(),
 	}, sums[0])
 	hist := inputsOf[activities.HistoryInput](f)
 	require.Equal(t, 100000-90000, hist[0].TokensFreed, "tokens freed by the cheap passes decide seed 002's rule")
@@ -260,7 +262,7 @@ func TestMapReduceParallelismIsBounded(t *testing.T) {
 				inFlight--
 			})
 			run := testRun("react-two-layer", fmt.Sprintf(`{"large_result":{"parallelism":%d}}`, p))
-			env.ExecuteWorkflow(Compaction, CompactionInput{Run: run, InputKey: "k", InputSHA256: "abc"})
+			env.ExecuteWorkflow(Compaction, contract.CompactionInput{Run: run, InputKey: "k", InputSHA256: "abc"})
 			require.True(t, env.IsWorkflowCompleted())
 			require.NoError(t, env.GetWorkflowError())
 			require.Equal(t, chunks, started)
@@ -307,7 +309,7 @@ func TestMapReduceFallsBackWhenSummarizerFails(t *testing.T) {
 			fb := inputsOf[activities.FallbackInput](f)
 			require.Len(t, fb, 1)
 			require.Equal(t, activities.FallbackInput{
-				Run: testRun("react-two-layer", tt.overrides), Step: "large/0/summarize/1/fallback",
+				Run: resolvedRun(t, "react-two-layer", tt.overrides), Step: "large/0/summarize/1/fallback",
 				SourceKey: "chunk/1", TargetChars: int(float64(chunk1Chars) * 0.1), Mode: tt.mode,
 			}, fb[0])
 			merge := inputsOf[activities.MergeInput](f)[0]
@@ -484,7 +486,7 @@ func TestDriftGate(t *testing.T) {
 			if tt.repairs > 0 {
 				require.Equal(t, activities.SummarizeInput{
 					Run: run, Step: "history/repair/1", Prompt: "repair", SourceKey: "transcript", ContextKey: first,
-					MissingKey: "missing/0", ArchiveKey: "archive/abc", TargetTokens: 8000,
+					MissingKey: "missing/0", ArchiveKey: "archive/abc", TargetTokens: 8000, SummarizerModel: workerModel(),
 				}, repairs[0], "the repair names what is missing")
 			}
 			checks := inputsOf[activities.DriftInput](f)
@@ -501,7 +503,7 @@ func TestDriftGate(t *testing.T) {
 			}
 			require.Len(t, patches, 1)
 			want := *tt.patch
-			want.Run = run
+			want.Run = resolvedRun(t, "offload-compact", tt.overrides)
 			require.Equal(t, want, patches[0])
 		})
 	}
@@ -668,7 +670,7 @@ func TestStepsRunLocallyAndSummariesOnTheLLMQueue(t *testing.T) {
 				remote = append(remote, info.ActivityType.Name)
 				queues[info.TaskQueue] = true
 			})
-			env.ExecuteWorkflow(Compaction, CompactionInput{Run: testRun("offload-compact", ""), InputKey: "k", InputSHA256: "abc",
+			env.ExecuteWorkflow(Compaction, contract.CompactionInput{Run: testRun("offload-compact", ""), InputKey: "k", InputSHA256: "abc",
 				LocalSteps: tt.localSteps, LLMTaskQueue: tt.llmQueue})
 			require.True(t, env.IsWorkflowCompleted())
 			require.NoError(t, env.GetWorkflowError())
@@ -677,4 +679,53 @@ func TestStepsRunLocallyAndSummariesOnTheLLMQueue(t *testing.T) {
 			require.Equal(t, map[string]bool{tt.wantQueue: true}, queues)
 		})
 	}
+}
+
+// The plan step resolves the preset once; every later S3/Postgres step
+// gets that recorded copy, even where resolving again would now give
+// another answer, and the summarizer calls get only its model, so that
+// the preset stays out of their recorded inputs.
+func TestStepsGetThePlansPreset(t *testing.T) {
+	t.Parallel()
+	f := &fakes{}
+	f.editPreset = func(p *policy.Preset) {
+		p.SummarizerModel = "model-of-the-plan"
+		p.History.TargetTokens = 1234
+	}
+	_, err := runCompaction(t, f, testRun("offload-compact", ""))
+	require.NoError(t, err)
+
+	plan := inputsOf[activities.PlanInput](f)
+	require.Len(t, plan, 1)
+	require.Nil(t, plan[0].Run.Resolved, "the plan step resolves the preset itself")
+
+	var later []contract.Run
+	for _, in := range inputsOf[activities.DeterministicInput](f) {
+		later = append(later, in.Run)
+	}
+	for _, in := range inputsOf[activities.HistoryInput](f) {
+		later = append(later, in.Run)
+	}
+	for _, in := range inputsOf[activities.DriftInput](f) {
+		later = append(later, in.Run)
+	}
+	for _, in := range inputsOf[activities.ApplyHistoryInput](f) {
+		later = append(later, in.Run)
+	}
+	for _, in := range inputsOf[activities.CommitInput](f) {
+		later = append(later, in.Run)
+	}
+	require.Len(t, later, 5)
+	for _, run := range later {
+		require.NotNil(t, run.Resolved)
+		require.Equal(t, "model-of-the-plan", run.Resolved.SummarizerModel)
+		require.Equal(t, 1234, run.Resolved.History.TargetTokens)
+	}
+
+	sums := inputsOf[activities.SummarizeInput](f)
+	require.Len(t, sums, 1)
+	require.Nil(t, sums[0].Run.Resolved, "a summarizer call's recorded input leaves the preset out")
+	require.NotNil(t, sums[0].SummarizerModel)
+	require.Equal(t, "model-of-the-plan", *sums[0].SummarizerModel)
+	require.Equal(t, 1234, sums[0].TargetTokens, "the workflow decides from the plan's copy too")
 }

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
@@ -34,8 +35,11 @@ type call struct {
 type fakes struct {
 	plan    activities.PlanResult
 	planErr error
-	det     activities.DeterministicResult
-	chunk   activities.ChunkResult
+	// editPreset, when set, changes the preset the fake plan step
+	// resolved, as a preset file changed since the run started would.
+	editPreset func(*policy.Preset)
+	det        activities.DeterministicResult
+	chunk      activities.ChunkResult
 	// mergedChars is the size the merge step reports.
 	mergedChars int
 	global      activities.GlobalResult
@@ -117,6 +121,9 @@ func (f *fakes) install(env *testsuite.TestWorkflowEnvironment) {
 			preset, err := policy.Resolve(in.Run.Preset, in.Run.Overrides)
 			if err != nil {
 				return activities.PlanResult{}, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrConfig, err)
+			}
+			if f.editPreset != nil {
+				f.editPreset(&preset)
 			}
 			p.Preset = preset
 			if in.Archive {
@@ -248,36 +255,51 @@ func quietLogger() log.Logger {
 // testRun is a run of the named preset with optional JSON overrides.
 // stepOf is the record a step of a run that batches its records
 // returns (nil for other runs); the execution id is the step's name.
-func stepOf(run activities.Run, name string) *store.Step {
+func stepOf(run contract.Run, name string) *store.Step {
 	if !run.BatchSteps {
 		return nil
 	}
 	return &store.Step{RunID: run.ID, Name: name, Attempt: 1, Kind: "fake", Execution: name}
 }
 
-func testRun(preset, overrides string) activities.Run {
-	r := activities.Run{ID: "run-1", Tenant: "t1", Session: "s1", EventID: "ev-1", Trigger: "threshold", Preset: preset, Model: "gpt-4o"}
+func testRun(preset, overrides string) contract.Run {
+	r := contract.Run{ID: "run-1", Tenant: "t1", Session: "s1", EventID: "ev-1", Trigger: "threshold", Preset: preset, Model: "gpt-4o"}
 	if overrides != "" {
 		r.Overrides = json.RawMessage(overrides)
 	}
 	return r
 }
 
+// resolvedRun is testRun as the steps after the plan get it: with the
+// preset the plan step resolved.
+func resolvedRun(t *testing.T, preset, overrides string) contract.Run {
+	t.Helper()
+	r := testRun(preset, overrides)
+	p, err := policy.Resolve(r.Preset, r.Overrides)
+	require.NoError(t, err)
+	r.Resolved = &p
+	return r
+}
+
+// workerModel is a summarizer call's SummarizerModel for presets that
+// keep the worker's model.
+func workerModel() *string { s := ""; return &s }
+
 // runCompaction runs the Compaction workflow against the fakes and
 // returns its result and error.
-func runCompaction(t *testing.T, f *fakes, run activities.Run) (CompactionResult, error) {
+func runCompaction(t *testing.T, f *fakes, run contract.Run) (contract.CompactionResult, error) {
 	t.Helper()
-	return runCompactionInput(t, f, CompactionInput{Run: run, InputKey: "t1/input/abc", InputSHA256: "abc"})
+	return runCompactionInput(t, f, contract.CompactionInput{Run: run, InputKey: "t1/input/abc", InputSHA256: "abc"})
 }
 
 // runCompactionInput is runCompaction with the whole input.
-func runCompactionInput(t *testing.T, f *fakes, in CompactionInput) (CompactionResult, error) {
+func runCompactionInput(t *testing.T, f *fakes, in contract.CompactionInput) (contract.CompactionResult, error) {
 	t.Helper()
 	env := newTestEnv()
 	f.install(env)
 	env.ExecuteWorkflow(Compaction, in)
 	require.True(t, env.IsWorkflowCompleted())
-	var res CompactionResult
+	var res contract.CompactionResult
 	err := env.GetWorkflowError()
 	if err == nil {
 		require.NoError(t, env.GetWorkflowResult(&res))

@@ -2,15 +2,18 @@ package workflows
 
 import (
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/contract"
 )
 
 // Register puts every workflow and activity on a worker: the one place
 // that lists them.
 func Register(r worker.Registry, a *activities.Activities) {
-	r.RegisterWorkflow(Compaction)
-	r.RegisterWorkflow(Session)
+	// Under the contract's names, which the gateway starts them by.
+	r.RegisterWorkflowWithOptions(Compaction, workflow.RegisterOptions{Name: contract.CompactionWorkflow})
+	r.RegisterWorkflowWithOptions(Session, workflow.RegisterOptions{Name: contract.SessionWorkflow})
 	r.RegisterActivity(a)
 }
 

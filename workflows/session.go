@@ -7,17 +7,13 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
-)
 
-// EventSignal is the signal that hands a session workflow a new event.
-const EventSignal = "event"
+	"github.com/ctxcompact/orchestrator/contract"
+)
 
 // RunTimeout bounds one Compaction run: its S3/Postgres steps retry for up
 // to an hour, its summarizer calls a few times five minutes.
 const RunTimeout = 3 * time.Hour
-
-// QueueQuery returns the run ids waiting in a session's queue.
-const QueueQuery = "queue"
 
 // sessionIdle is how long a session workflow waits for another event
 // before it completes; the next event starts it again.
@@ -31,25 +27,10 @@ const maxRunsPerSession = 50
 // across continue-as-new (Postgres keeps them all).
 const seenLimit = 500
 
-// SessionInput is the state of a session workflow, carried across
-// continue-as-new.
-type SessionInput struct {
-	Tenant  string            `json:"tenant"`
-	Session string            `json:"session"`
-	Pending []CompactionInput `json:"pending,omitempty"`
-	Seen    []string          `json:"seen,omitempty"`
-}
-
-// SessionWorkflowID is the id of a session's workflow: one per tenant and
-// session, so that at most one compaction runs per session at a time.
-func SessionWorkflowID(tenant, session string) string {
-	return "session/" + tenant + "/" + session
-}
-
 // Session serializes the compactions of one session: events arrive as
 // signals, duplicates (same event id) are dropped, and each event runs as a
 // child Compaction workflow whose id is the run id, one after another.
-func Session(ctx workflow.Context, in SessionInput) error {
+func Session(ctx workflow.Context, in contract.SessionInput) error {
 	logger := workflow.GetLogger(ctx)
 	queue := in.Pending
 	seen := append([]string(nil), in.Seen...)
@@ -60,7 +41,7 @@ func Session(ctx workflow.Context, in SessionInput) error {
 	for _, ev := range queue {
 		known[ev.Run.EventID] = true
 	}
-	add := func(ev CompactionInput) {
+	add := func(ev contract.CompactionInput) {
 		if known[ev.Run.EventID] {
 			logger.Info("duplicate event dropped", "event", ev.Run.EventID)
 			return
@@ -68,7 +49,7 @@ func Session(ctx workflow.Context, in SessionInput) error {
 		known[ev.Run.EventID] = true
 		queue = append(queue, ev)
 	}
-	if err := workflow.SetQueryHandler(ctx, QueueQuery, func() ([]string, error) {
+	if err := workflow.SetQueryHandler(ctx, contract.QueueQuery, func() ([]string, error) {
 		ids := make([]string, len(queue))
 		for i, ev := range queue {
 			ids[i] = ev.Run.ID
@@ -78,10 +59,10 @@ func Session(ctx workflow.Context, in SessionInput) error {
 		return err
 	}
 
-	signals := workflow.GetSignalChannel(ctx, EventSignal)
+	signals := workflow.GetSignalChannel(ctx, contract.EventSignal)
 	drain := func() {
 		for {
-			var ev CompactionInput
+			var ev contract.CompactionInput
 			if !signals.ReceiveAsync(&ev) {
 				return
 			}
@@ -131,7 +112,7 @@ func Session(ctx workflow.Context, in SessionInput) error {
 			if len(seen) > seenLimit {
 				seen = seen[len(seen)-seenLimit:]
 			}
-			return workflow.NewContinueAsNewError(ctx, Session, SessionInput{
+			return workflow.NewContinueAsNewError(ctx, Session, contract.SessionInput{
 				Tenant: in.Tenant, Session: in.Session, Pending: queue, Seen: seen,
 			})
 		}
@@ -140,13 +121,13 @@ func Session(ctx workflow.Context, in SessionInput) error {
 
 // waitForEvent blocks until an event arrives (true) or the session has
 // been idle for sessionIdle (false).
-func waitForEvent(ctx workflow.Context, signals workflow.ReceiveChannel, add func(CompactionInput)) bool {
+func waitForEvent(ctx workflow.Context, signals workflow.ReceiveChannel, add func(contract.CompactionInput)) bool {
 	tctx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
 	got := false
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(signals, func(c workflow.ReceiveChannel, _ bool) {
-		var ev CompactionInput
+		var ev contract.CompactionInput
 		c.Receive(ctx, &ev)
 		add(ev)
 		got = true

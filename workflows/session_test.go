@@ -13,13 +13,13 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/contract"
 )
 
 // event is the signal for one event of session s1.
-func event(id string) CompactionInput {
-	return CompactionInput{
-		Run:      activities.Run{ID: "run-" + id, Tenant: "t1", Session: "s1", EventID: id, Preset: "adaptive"},
+func event(id string) contract.CompactionInput {
+	return contract.CompactionInput{
+		Run:      contract.Run{ID: "run-" + id, Tenant: "t1", Session: "s1", EventID: id, Preset: "adaptive"},
 		InputKey: "t1/input/" + id, InputSHA256: id,
 	}
 }
@@ -48,14 +48,14 @@ type sessionHarness struct {
 func newSessionHarness(childTime time.Duration, fail map[string]error) *sessionHarness {
 	h := &sessionHarness{env: newTestEnv(), childTime: childTime, fail: fail}
 	h.env.OnWorkflow(Compaction, mock.Anything, mock.Anything).After(childTime).Return(
-		func(ctx workflow.Context, in CompactionInput) (CompactionResult, error) {
+		func(ctx workflow.Context, in contract.CompactionInput) (contract.CompactionResult, error) {
 			if err := h.fail[in.Run.EventID]; err != nil {
-				return CompactionResult{}, err
+				return contract.CompactionResult{}, err
 			}
-			return CompactionResult{RunID: in.Run.ID}, nil
+			return contract.CompactionResult{RunID: in.Run.ID}, nil
 		})
 	h.env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, args converter.EncodedValues) {
-		var in CompactionInput
+		var in contract.CompactionInput
 		if err := args.Get(&in); err != nil {
 			panic(err)
 		}
@@ -82,12 +82,12 @@ func newSessionHarness(childTime time.Duration, fail map[string]error) *sessionH
 func (h *sessionHarness) signalAt(d time.Duration, ids ...string) {
 	h.env.RegisterDelayedCallback(func() {
 		for _, id := range ids {
-			h.env.SignalWorkflow(EventSignal, event(id))
+			h.env.SignalWorkflow(contract.EventSignal, event(id))
 		}
 	}, d)
 }
 
-func (h *sessionHarness) run(t *testing.T, in SessionInput) error {
+func (h *sessionHarness) run(t *testing.T, in contract.SessionInput) error {
 	t.Helper()
 	h.env.ExecuteWorkflow(Session, in)
 	require.True(t, h.env.IsWorkflowCompleted())
@@ -109,7 +109,7 @@ func TestSessionRunsEventsOneAfterAnother(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name    string
-		input   SessionInput
+		input   contract.SessionInput
 		signals map[time.Duration][]string
 		fail    map[string]error
 		want    []string
@@ -128,12 +128,12 @@ func TestSessionRunsEventsOneAfterAnother(t *testing.T) {
 		want:    []string{"e1", "e2"},
 	}, {
 		name:    "events seen before continue-as-new stay deduplicated",
-		input:   SessionInput{Seen: []string{"e1"}},
+		input:   contract.SessionInput{Seen: []string{"e1"}},
 		signals: map[time.Duration][]string{0: {"e1", "e2"}},
 		want:    []string{"e2"},
 	}, {
 		name:    "the pending queue runs first",
-		input:   SessionInput{Pending: []CompactionInput{event("p1"), event("p2")}},
+		input:   contract.SessionInput{Pending: []contract.CompactionInput{event("p1"), event("p2")}},
 		signals: map[time.Duration][]string{0: {"e1", "p2"}},
 		want:    []string{"p1", "p2", "e1"},
 	}, {
@@ -167,7 +167,7 @@ func TestSessionCompletesWhenIdle(t *testing.T) {
 	t.Parallel()
 	h := newSessionHarness(time.Minute, nil)
 	start := h.env.Now()
-	require.NoError(t, h.run(t, SessionInput{Tenant: "t1", Session: "s1"}))
+	require.NoError(t, h.run(t, contract.SessionInput{Tenant: "t1", Session: "s1"}))
 	require.Empty(t, h.eventIDs())
 	require.Equal(t, sessionIdle, h.env.Now().Sub(start), "an empty session waits sessionIdle for an event")
 }
@@ -178,7 +178,7 @@ func TestSessionAlreadyStartedRunIsSkipped(t *testing.T) {
 	// a finished event).
 	h := newSessionHarness(time.Minute, map[string]error{"e1": testsuite.ErrMockStartChildWorkflowFailed})
 	h.signalAt(0, "e1", "e2")
-	require.NoError(t, h.run(t, SessionInput{Tenant: "t1", Session: "s1"}))
+	require.NoError(t, h.run(t, contract.SessionInput{Tenant: "t1", Session: "s1"}))
 	ids := h.eventIDs()
 	require.Equal(t, "e2", ids[len(ids)-1], "the session goes on after a run that exists already")
 }
@@ -189,11 +189,11 @@ func TestSessionQueueQuery(t *testing.T) {
 	h.signalAt(0, "e1", "e2", "e3")
 	var queued []string
 	h.env.RegisterDelayedCallback(func() {
-		v, err := h.env.QueryWorkflow(QueueQuery)
+		v, err := h.env.QueryWorkflow(contract.QueueQuery)
 		require.NoError(t, err)
 		require.NoError(t, v.Get(&queued))
 	}, 30*time.Second)
-	require.NoError(t, h.run(t, SessionInput{Tenant: "t1", Session: "s1"}))
+	require.NoError(t, h.run(t, contract.SessionInput{Tenant: "t1", Session: "s1"}))
 	require.Equal(t, []string{"run-e2", "run-e3"}, queued, "e1 runs; e2 and e3 wait")
 }
 
@@ -227,18 +227,18 @@ func TestSessionContinuesAsNew(t *testing.T) {
 				ids = append(ids, fmt.Sprintf("e%d", i))
 			}
 			h.signalAt(0, ids...)
-			err := h.run(t, SessionInput{Tenant: "t1", Session: "s1", Seen: tt.seen})
+			err := h.run(t, contract.SessionInput{Tenant: "t1", Session: "s1", Seen: tt.seen})
 			var can *workflow.ContinueAsNewError
 			require.True(t, errors.As(err, &can), "want continue-as-new, got %v", err)
 			require.Equal(t, "Session", can.WorkflowType.Name)
 
 			ran := ids[:maxRunsPerSession]
 			require.Equal(t, ran, h.eventIDs())
-			var next SessionInput
+			var next contract.SessionInput
 			require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 			require.Equal(t, "t1", next.Tenant)
 			require.Equal(t, "s1", next.Session)
-			require.Equal(t, []CompactionInput{event(ids[maxRunsPerSession]), event(ids[maxRunsPerSession+1])}, next.Pending, "queued events go to the next run")
+			require.Equal(t, []contract.CompactionInput{event(ids[maxRunsPerSession]), event(ids[maxRunsPerSession+1])}, next.Pending, "queued events go to the next run")
 			require.Equal(t, tt.wantSeen(ran), next.Seen)
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -47,7 +48,7 @@ func runStep(ctx workflow.Context, activity, in any) workflow.Future {
 type stepLogKey struct{}
 
 // stepLog gathers the step records that successful steps return when the
-// run batches them (activities.Run.BatchSteps); commit or the failure
+// run batches them (contract.Run.BatchSteps); commit or the failure
 // writes them in one round trip. It is only appended to and read in
 // order, never ranged as a map, so replay sees the same list.
 type stepLog struct {
@@ -55,31 +56,15 @@ type stepLog struct {
 	seen  map[string]bool // by execution id: a result read twice counts once
 }
 
-// ProgressQuery returns the steps of a live compaction run that have
-// ended so far (Progress): with batched step records, Postgres holds them
-// only once the run ends.
-const ProgressQuery = "progress"
-
-// Progress answers ProgressQuery: the steps that ended, oldest first.
-type Progress struct {
-	Steps []StepDone `json:"steps"`
-}
-
-// StepDone is one step attempt that ended.
-type StepDone struct {
-	Name    string `json:"name"`
-	Attempt int    `json:"attempt"`
-}
-
 // withStepLog gives the run's context a step log and answers
 // ProgressQuery from it (a query handler adds nothing to the history, so
 // older histories replay).
 func withStepLog(ctx workflow.Context) (workflow.Context, *stepLog) {
 	log := &stepLog{seen: map[string]bool{}}
-	if err := workflow.SetQueryHandler(ctx, ProgressQuery, func() (Progress, error) {
-		p := Progress{Steps: []StepDone{}}
+	if err := workflow.SetQueryHandler(ctx, contract.ProgressQuery, func() (contract.Progress, error) {
+		p := contract.Progress{Steps: []contract.StepDone{}}
 		for _, st := range log.steps {
-			p.Steps = append(p.Steps, StepDone{Name: st.Name, Attempt: st.Attempt})
+			p.Steps = append(p.Steps, contract.StepDone{Name: st.Name, Attempt: st.Attempt})
 		}
 		return p, nil
 	}); err != nil {

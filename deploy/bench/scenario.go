@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm"
@@ -100,7 +101,7 @@ type outcome struct {
 	runID   string
 	start   time.Time
 	end     time.Time
-	res     workflows.CompactionResult
+	res     contract.CompactionResult
 	err     error
 	latency time.Duration
 }

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
@@ -242,7 +243,7 @@ func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace st
 		return fmt.Errorf("list search attributes: %w", err)
 	}
 	missing := map[string]enumspb.IndexedValueType{}
-	for name, typ := range workflows.SearchAttributes() {
+	for name, typ := range contract.SearchAttributes() {
 		if _, ok := list.GetCustomAttributes()[name]; !ok {
 			missing[name] = typ
 		}

@@ -17,13 +17,12 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/ident"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
-	"github.com/ctxcompact/orchestrator/workflows"
 )
 
 // Event kinds.
@@ -112,7 +111,7 @@ type Gateway struct {
 	Caps policy.Caps
 	// SearchAttributes sets the workflows' typed search attributes and
 	// memo; the namespace must have them registered (see
-	// workflows.SearchAttributes).
+	// contract.SearchAttributes).
 	SearchAttributes bool
 	// Judge asks the summarizer to judge history summaries (seed 004's
 	// drift checks); set when an LLM is configured.
@@ -179,8 +178,8 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	out := Submitted{RunID: sub.RunID, InputKey: ref.Key, Existing: sub.Existing}
 	// Signalling again for a known event is safe: the session drops a
 	// queued duplicate, and a finished run's id cannot be started twice.
-	in := workflows.CompactionInput{
-		Run: activities.Run{
+	in := contract.CompactionInput{
+		Run: contract.Run{
 			ID: out.RunID, Tenant: ev.Tenant, Session: ev.Session, EventID: ev.EventID, Trigger: ev.Kind,
 			Preset: ev.Preset, Overrides: effective, Model: ev.Model, ContextLimit: ev.ContextLimit, ReplayOf: ev.ReplayOf,
 			BatchSteps: true,
@@ -188,12 +187,12 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 		InputKey: ref.Key, InputSHA256: ref.SHA256, LocalSteps: true, BudgetCheck: true, LLMTaskQueue: g.LLMTaskQueue,
 		Visibility: g.SearchAttributes, Judge: g.Judge, ArchiveInPlan: true,
 	}
-	opts := client.StartWorkflowOptions{ID: workflows.SessionWorkflowID(ev.Tenant, ev.Session), TaskQueue: g.TaskQueue}
+	opts := client.StartWorkflowOptions{ID: contract.SessionWorkflowID(ev.Tenant, ev.Session), TaskQueue: g.TaskQueue}
 	if g.SearchAttributes {
-		opts.TypedSearchAttributes = workflows.SessionSearchAttributes(ev.Tenant, ev.Session)
+		opts.TypedSearchAttributes = contract.SessionSearchAttributes(ev.Tenant, ev.Session)
 	}
-	_, err = g.Temporal.SignalWithStartWorkflow(ctx, workflows.SessionWorkflowID(ev.Tenant, ev.Session), workflows.EventSignal, in,
-		opts, workflows.Session, workflows.SessionInput{Tenant: ev.Tenant, Session: ev.Session})
+	_, err = g.Temporal.SignalWithStartWorkflow(ctx, contract.SessionWorkflowID(ev.Tenant, ev.Session), contract.EventSignal, in,
+		opts, contract.SessionWorkflow, contract.SessionInput{Tenant: ev.Tenant, Session: ev.Session})
 	if err != nil {
 		err = fmt.Errorf("start session workflow: %w", err)
 		if !out.Existing {
@@ -358,12 +357,12 @@ func canonicalJSON(data []byte) ([]byte, error) {
 }
 
 // Progress returns the steps of a live run that have ended so far, from
-// its workflow (see workflows.ProgressQuery). A run that is queued, has
+// its workflow (see contract.ProgressQuery). A run that is queued, has
 // ended, or was started before the query existed answers an error; its
 // step records are in Postgres instead.
-func (g *Gateway) Progress(ctx context.Context, runID string) (workflows.Progress, error) {
-	var p workflows.Progress
-	val, err := g.Temporal.QueryWorkflow(ctx, runID, "", workflows.ProgressQuery)
+func (g *Gateway) Progress(ctx context.Context, runID string) (contract.Progress, error) {
+	var p contract.Progress
+	val, err := g.Temporal.QueryWorkflow(ctx, runID, "", contract.ProgressQuery)
 	if err != nil {
 		return p, fmt.Errorf("query progress of run %s: %w", runID, err)
 	}
@@ -376,8 +375,8 @@ func (g *Gateway) Progress(ctx context.Context, runID string) (workflows.Progres
 // Wait waits for a run to finish and returns its result. A run still
 // queued behind another run of its session has no workflow yet; Wait polls
 // until it starts.
-func (g *Gateway) Wait(ctx context.Context, runID string) (workflows.CompactionResult, error) {
-	var res workflows.CompactionResult
+func (g *Gateway) Wait(ctx context.Context, runID string) (contract.CompactionResult, error) {
+	var res contract.CompactionResult
 	// The child workflow usually starts within a workflow task of the
 	// signal, so the first polls are quick; a run queued behind a long one
 	// is polled less often.

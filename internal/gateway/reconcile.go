@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/store"
-	"github.com/ctxcompact/orchestrator/workflows"
 )
 
 // Reconciled is what one reconciliation pass found.
@@ -75,7 +75,7 @@ func (g *Gateway) orphaned(ctx context.Context, r store.Run) (string, error) {
 		return "reconciler: the run's workflow no longer exists (terminated or past retention)", nil
 	}
 	// Pending without a workflow: fine while its session has it queued.
-	sessionID := workflows.SessionWorkflowID(r.Tenant, r.Session)
+	sessionID := contract.SessionWorkflowID(r.Tenant, r.Session)
 	sdesc, err := g.Temporal.DescribeWorkflowExecution(ctx, sessionID, "")
 	switch {
 	case errors.As(err, &nf):
@@ -85,7 +85,7 @@ func (g *Gateway) orphaned(ctx context.Context, r store.Run) (string, error) {
 	case sdesc.GetWorkflowExecutionInfo().GetStatus() != enums.WORKFLOW_EXECUTION_STATUS_RUNNING:
 		return "reconciler: the run never started and its session workflow ended", nil
 	}
-	val, err := g.Temporal.QueryWorkflow(ctx, sessionID, "", workflows.QueueQuery)
+	val, err := g.Temporal.QueryWorkflow(ctx, sessionID, "", contract.QueueQuery)
 	if err != nil {
 		return "", fmt.Errorf("query session queue: %w", err)
 	}

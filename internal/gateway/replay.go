@@ -7,12 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/converter"
-
 	"github.com/ctxcompact/orchestrator/internal/ident"
 	"github.com/ctxcompact/orchestrator/internal/store"
-	"github.com/ctxcompact/orchestrator/workflows"
 )
 
 // ErrNotFound reports a run that does not exist or belongs to another
@@ -45,9 +41,9 @@ func ReplayEventID(runID, requestID string) string {
 // session that links to it (ReplayOf), reading the conversation from the
 // run's verified archive (or, for a run that failed before archiving, its
 // content-addressed input). Settings the request leaves empty come from
-// the original: its preset, and, from its workflow's start event while
-// Temporal still keeps it, its overrides, agent model and context limit;
-// otherwise the agent model and limit recorded in the run's stats.
+// the original's row in Postgres, never from Temporal: its preset,
+// overrides, agent model and context limit (runs submitted before the row
+// held them: the agent model and limit recorded in their stats).
 func (g *Gateway) Replay(ctx context.Context, tenant, runID string, req ReplayRequest) (Submitted, error) {
 	if err := checkRequestID(req.RequestID); err != nil {
 		return Submitted{}, err
@@ -79,8 +75,8 @@ func (g *Gateway) Replay(ctx context.Context, tenant, runID string, req ReplayRe
 	if ev.Preset == "" {
 		ev.Preset = orig.Preset
 	}
-	// The run row holds what the caller asked for (runs submitted since it
-	// does); older runs fall back to their Temporal history, then stats.
+	// The run row holds what the caller asked for (runs submitted since
+	// migration 008 do); older rows have only the figures of their stats.
 	if orig.AgentModel != "" || orig.ContextLimit > 0 || len(orig.Overrides) > 0 {
 		if samePreset && len(ev.Overrides) == 0 {
 			ev.Overrides, ev.recordedOverrides = orig.Overrides, true
@@ -93,51 +89,16 @@ func (g *Gateway) Replay(ctx context.Context, tenant, runID string, req ReplayRe
 		}
 		return g.Submit(ctx, ev)
 	}
-	in, haveInput := g.originalInput(ctx, orig.ID)
-	if haveInput {
-		if samePreset && len(ev.Overrides) == 0 {
-			ev.Overrides, ev.recordedOverrides = in.Run.Overrides, true
-		}
-		if ev.Model == "" {
-			ev.Model = in.Run.Model
-		}
-		if ev.ContextLimit == 0 {
-			ev.ContextLimit = in.Run.ContextLimit
-		}
-	} else {
-		stats, _ := orig.ParseStats() // figures only; a bad stats row leaves them empty
-		if ev.Model == "" {
-			ev.Model = stats.AgentModel
-		}
-		// The recorded limit is in the original preset's unit (characters
-		// or tokens), so it only carries over to the same preset.
-		if ev.ContextLimit == 0 && samePreset {
-			ev.ContextLimit = stats.ContextLimit
-		}
+	stats, _ := orig.ParseStats() // figures only; a bad stats row leaves them empty
+	if ev.Model == "" {
+		ev.Model = stats.AgentModel
+	}
+	// The recorded limit is in the original preset's unit (characters or
+	// tokens), so it only carries over to the same preset.
+	if ev.ContextLimit == 0 && samePreset {
+		ev.ContextLimit = stats.ContextLimit
 	}
 	return g.Submit(ctx, ev)
-}
-
-// originalInput reads a run's workflow input from its start event. It is
-// best effort: Temporal drops histories after the namespace's retention.
-func (g *Gateway) originalInput(ctx context.Context, runID string) (workflows.CompactionInput, bool) {
-	var in workflows.CompactionInput
-	iter := g.Temporal.GetWorkflowHistory(ctx, runID, "", false, enums.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	if !iter.HasNext() {
-		return in, false
-	}
-	ev, err := iter.Next()
-	if err != nil {
-		return in, false
-	}
-	attrs := ev.GetWorkflowExecutionStartedEventAttributes()
-	if attrs == nil {
-		return in, false
-	}
-	if err := converter.GetDefaultDataConverter().FromPayloads(attrs.GetInput(), &in); err != nil {
-		return in, false
-	}
-	return in, in.Run.ID == runID
 }
 
 // ReplayFailed replays every failed run of tenant that started in [from,

@@ -1,0 +1,118 @@
+package contract
+
+import (
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+// The workflows' registered names.
+const (
+	// SessionWorkflow serializes the runs of one session.
+	SessionWorkflow = "Session"
+	// CompactionWorkflow is one run, a child of its session's workflow.
+	CompactionWorkflow = "Compaction"
+)
+
+// EventSignal is the signal that hands a session workflow a new event.
+const EventSignal = "event"
+
+// QueueQuery returns the run ids waiting in a session's queue.
+const QueueQuery = "queue"
+
+// SessionInput is the state of a session workflow, carried across
+// continue-as-new.
+type SessionInput struct {
+	Tenant  string            `json:"tenant"`
+	Session string            `json:"session"`
+	Pending []CompactionInput `json:"pending,omitempty"`
+	Seen    []string          `json:"seen,omitempty"`
+}
+
+// SessionWorkflowID is the id of a session's workflow: one per tenant and
+// session, so that at most one compaction runs per session at a time.
+func SessionWorkflowID(tenant, session string) string {
+	return "session/" + tenant + "/" + session
+}
+
+// ProgressQuery returns the steps of a live compaction run that have
+// ended so far (Progress): with batched step records, Postgres holds them
+// only once the run ends.
+const ProgressQuery = "progress"
+
+// Progress answers ProgressQuery: the steps that ended, oldest first.
+type Progress struct {
+	Steps []StepDone `json:"steps"`
+}
+
+// StepDone is one step attempt that ended.
+type StepDone struct {
+	Name    string `json:"name"`
+	Attempt int    `json:"attempt"`
+}
+
+// CompactionInput starts one compaction run. The conversation itself is in
+// S3 at InputKey (claim check).
+type CompactionInput struct {
+	Run         Run    `json:"run"`
+	InputKey    string `json:"input_key"`
+	InputSHA256 string `json:"input_sha256"`
+	// LocalSteps runs the S3/Postgres steps as local activities; the
+	// gateway sets it on every new run. Runs started before it existed
+	// replay with regular activities (see withStepMode).
+	LocalSteps bool `json:"local_steps,omitempty"`
+	// LLMTaskQueue is the task queue of the run's summarizer calls, whose
+	// worker holds the queue-wide rate limit; empty is the workflow's own
+	// queue.
+	LLMTaskQueue string `json:"llm_task_queue,omitempty"`
+	// BudgetCheck closes the run with the budget ladder (see budgetLadder);
+	// the gateway sets it on every new run, and runs started before it
+	// existed replay without it.
+	BudgetCheck bool `json:"budget_check,omitempty"`
+	// Visibility sets the run's search attributes and memo (see
+	// visibility.go); the gateway sets it when the namespace has them.
+	Visibility bool `json:"visibility,omitempty"`
+	// Judge asks the summarizer for seed 004's drift verdict of each
+	// history summary (an LLM judge); the gateway sets it when an LLM is
+	// configured. Without it, the deterministic checks decide.
+	Judge bool `json:"judge,omitempty"`
+	// ArchiveInPlan has the plan step archive the original (one read of
+	// the input, one step fewer); the gateway sets it on every new run,
+	// and runs started before it existed replay with their archive step.
+	ArchiveInPlan bool `json:"archive_in_plan,omitempty"`
+}
+
+// CompactionResult is the outcome of a run: keys and figures, no text.
+type CompactionResult struct {
+	RunID        string           `json:"run_id"`
+	OutputKey    string           `json:"output_key"`
+	OutputSHA256 string           `json:"output_sha256"`
+	ArchiveKey   string           `json:"archive_key"`
+	Format       string           `json:"format"`
+	TokensBefore int              `json:"tokens_before"`
+	TokensAfter  int              `json:"tokens_after"`
+	Ratio        float64          `json:"ratio"`
+	LevelBefore  string           `json:"level_before"`
+	LevelAfter   string           `json:"level_after"`
+	Passes       []store.PassStat `json:"passes"`
+	// Drift is the verdict of the last drift check: "", "passed",
+	// "repaired" or "patched".
+	Drift string `json:"drift,omitempty"`
+	// HistoryFailed is seed 002's "success: false": the summary could not
+	// be made and the history was left unchanged.
+	HistoryFailed bool `json:"history_failed,omitempty"`
+	// OverLimit is set when the output is still over the model's limit
+	// after every step: the run ended over_limit, with Reason.
+	OverLimit bool   `json:"over_limit,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	// Unit is the unit of the sizes: "tokens", or "chars" (seed 000).
+	Unit  string `json:"unit,omitempty"`
+	Limit int    `json:"limit,omitempty"`
+	// Preserved and DeletedOffloads are seed 002's preserved_count and
+	// deleted offloads.
+	Preserved       int `json:"preserved,omitempty"`
+	DeletedOffloads int `json:"deleted_offloads,omitempty"`
+	// Recommendation is seed 004's action for the level after; HandoffKey
+	// the fresh-session conversation when one was made.
+	Recommendation string `json:"recommendation,omitempty"`
+	HandoffKey     string `json:"handoff_key,omitempty"`
+	HandoffSHA256  string `json:"handoff_sha256,omitempty"`
+}
