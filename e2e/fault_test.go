@@ -38,7 +38,7 @@ func noWorker() envOption { return func(c *envConfig) { c.noWorker = true } }
 func newEnvOnStore(t *testing.T, st *store.Store, opts ...envOption) *env {
 	t.Helper()
 	e := newEnv(t, append(opts, noWorker())...)
-	e.store, e.acts.Store, e.gw.Store = st, st, st
+	e.store, e.deps.Store, e.gw.Store = st, st, st
 	e.startWorker()
 	return e
 }

@@ -1,7 +1,8 @@
-// Package e2e runs the whole pipeline on real parts: an in-process
-// Temporal server (one per test binary), Postgres (a schema per test), an
-// S3 server (versitygw when installed, a bucket per test) and an
-// OpenAI-compatible HTTP server with fault injection.
+// Package e2e runs the whole pipeline on real parts: the dev stack's
+// in-process Temporal server (devstack.TestServer, one per test binary),
+// Postgres (a schema per test), an S3 server (versitygw when installed, a
+// bucket per test) and an OpenAI-compatible HTTP server with fault
+// injection, under the production wiring (app.Deps).
 package e2e
 
 import (
@@ -23,6 +24,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/activities"
 	"github.com/ctxcompact/orchestrator/contract"
+	"github.com/ctxcompact/orchestrator/deploy/devstack"
 	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
@@ -36,7 +38,6 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/store/storetest"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
-	"github.com/ctxcompact/orchestrator/workflows"
 )
 
 // server is the one Temporal server of this test binary: starting one
@@ -44,15 +45,18 @@ import (
 var server *temporaltest.TestServer
 
 func TestMain(m *testing.M) {
-	server = temporaltest.NewServer()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	if err := app.RegisterSearchAttributes(ctx, server.GetDefaultClient(), server.GetDefaultNamespace()); err != nil {
-		fmt.Fprintln(os.Stderr, "register search attributes:", err)
+	var err error
+	server, err = devstack.TestServer(ctx)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	cancel()
 	code := m.Run()
-	server.Stop()
+	if err := devstack.StopTestServer(server); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
 	if err := blobtest.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stop s3 server:", err)
 	}
@@ -61,9 +65,12 @@ func TestMain(m *testing.M) {
 
 var queueSeq atomic.Int64
 
-// env is one test's stack.
+// env is one test's stack: the dev stack's Temporal server (shared),
+// Postgres and S3 of its own, and on top the production wiring
+// (app.Deps: the activities, both workers, the gateway).
 type env struct {
 	t         *testing.T
+	deps      *app.Deps
 	store     *store.Store
 	blob      *blob.Store
 	llm       *llmtest.Server
@@ -133,10 +140,6 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		require.NoError(t, err)
 		sum = s
 	}
-	e.acts = &activities.Activities{
-		Store: e.store, Blob: e.blob, Summarizer: sum, Limits: tokens.DefaultLimits(),
-		SummarizerModel: "gpt-4o-mini", LLMSlots: make(chan struct{}, 16), Metrics: cfg.metrics,
-	}
 	seq := queueSeq.Add(1)
 	e.taskQueue = fmt.Sprintf("e2e-%d-%s", seq, strings.ReplaceAll(t.Name(), "/", "-"))
 	e.llmQueue = e.taskQueue + "-llm"
@@ -145,8 +148,15 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	if cfg.metrics != nil {
 		e.client = server.NewClientWithOptions(client.Options{MetricsHandler: cfg.metrics.SDKHandler()})
 	}
-	e.gw = &gateway.Gateway{Store: e.store, Blob: e.blob, Temporal: e.client, TaskQueue: e.taskQueue, LLMTaskQueue: e.llmQueue,
-		DefaultPreset: policy.Adaptive, Overrides: cfg.overrides}
+	// The deployment's defaults, on this test's queues. A test's gateway
+	// caps no override and breaks no loop unless the test asks for it.
+	c := config.Defaults()
+	c.TaskQueue, c.LLMTaskQueue = e.taskQueue, e.llmQueue
+	c.LLMParallelism, c.LLMRatePerSecond = 16, cfg.llmRate
+	c.PresetOverrides = cfg.overrides
+	c.OverrideCaps, c.BreakerRuns = policy.Caps{}, 0
+	e.deps = &app.Deps{Config: c, Store: e.store, Blob: e.blob, Summarizer: sum, Limits: tokens.DefaultLimits(), Metrics: cfg.metrics}
+	e.gw = e.deps.Gateway(e.client)
 	e.llmRate = cfg.llmRate
 	if !cfg.noWorker {
 		e.startWorker()
@@ -155,15 +165,12 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 }
 
 // startWorker starts the workers of this test's task queue and LLM task
-// queue, as a worker process does; they stop with the test.
+// queue, as a worker process does (app.Deps.NewWorkers); they stop with
+// the test.
 func (e *env) startWorker() {
-	w := worker.New(e.client, e.taskQueue, worker.Options{})
-	workflows.Register(w, e.acts)
-	lw := worker.New(e.client, e.llmQueue, app.LLMWorkerOptions(config.Config{LLMParallelism: 16, LLMRatePerSecond: e.llmRate}))
-	workflows.RegisterLLM(lw, e.acts)
-	ws := app.Workers{Main: w, LLM: lw}
+	ws := e.deps.NewWorkers(e.client)
 	require.NoError(e.t, ws.Start())
-	e.worker = w
+	e.worker, e.acts = ws.Main, ws.Activities
 	e.t.Cleanup(ws.Stop)
 }
 

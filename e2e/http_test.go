@@ -48,7 +48,7 @@ func newAPIEnv(t *testing.T, opts ...envOption) *apiEnv {
 	e := newEnv(t, opts...)
 	h := httpapi.New(httpapi.Deps{
 		Gateway: e.gw, Audit: &audit.Service{Store: e.store, Blob: e.blob}, Store: e.store, Blob: e.blob,
-		MaxRequestBytes: httpMaxBytes, Logger: slog.New(slog.DiscardHandler), Metrics: e.acts.Metrics,
+		MaxRequestBytes: httpMaxBytes, Logger: slog.New(slog.DiscardHandler), Metrics: e.deps.Metrics,
 	})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

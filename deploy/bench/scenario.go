@@ -9,19 +9,14 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/interceptor"
-	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/ctxcompact/orchestrator/activities"
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
-	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
-	"github.com/ctxcompact/orchestrator/workflows"
 )
 
 // tenant is the one tenant of the bench; session names keep phases apart.
@@ -60,35 +55,27 @@ func (s *stack) newScenario(name string, llmOpts ...llmtest.Option) (*scenario, 
 		return nil, fmt.Errorf("summarizer for %s: %w", name, err)
 	}
 	calls := &callLog{byRun: map[string][]interval{}}
-	acts := &activities.Activities{
-		Store: s.store, Blob: s.blob, Summarizer: &timedSummarizer{inner: oa, log: calls},
-		Limits: tokens.DefaultLimits(), SummarizerModel: model,
-		LLMSlots: make(chan struct{}, max(s.cfg.LLMParallelism, 1)),
-	}
 	queue := fmt.Sprintf("bench-%d-%s", queueSeq.Add(1), name)
-	w := worker.New(s.client, queue, worker.Options{
-		MaxConcurrentActivityExecutionSize: max(s.cfg.WorkerActivities, 1),
-		Interceptors:                       []interceptor.WorkerInterceptor{s.activities},
-	})
-	workflows.Register(w, acts)
-	w.RegisterWorkflowWithOptions(bareWorkflow, workflow.RegisterOptions{Name: bareWorkflowName})
-	// The summarizer calls have their own queue and worker, as deployed
-	// (LLM_TASK_QUEUE, LLM_RATE_PER_SECOND, LLM_PARALLELISM).
-	lwOpts := app.LLMWorkerOptions(s.cfg)
-	lwOpts.Interceptors = []interceptor.WorkerInterceptor{s.activities}
-	lw := worker.New(s.client, queue+"-llm", lwOpts)
-	workflows.RegisterLLM(lw, acts)
-	registerSkeleton(w, lw)
-	ws := app.Workers{Main: w, LLM: lw}
+	// The deployment's wiring (app.Deps: activities, both workers with
+	// WORKER_ACTIVITIES, LLM_PARALLELISM and LLM_RATE_PER_SECOND, the
+	// gateway) on this scenario's queues, with the summarizer timed and
+	// every activity attempt counted.
+	cfg := s.cfg
+	cfg.TaskQueue, cfg.LLMTaskQueue = queue, queue+"-llm"
+	// The bench submits the same conversations again and again, some of
+	// them under their limit; the loop breaker, there to stop an agent
+	// that does so, would refuse them.
+	cfg.BreakerRuns = 0
+	deps := &app.Deps{Config: cfg, Store: s.store, Blob: s.blob, Summarizer: &timedSummarizer{inner: oa, log: calls},
+		Limits: tokens.DefaultLimits()}
+	ws := deps.NewWorkers(s.client, s.activities)
+	ws.Main.RegisterWorkflowWithOptions(bareWorkflow, workflow.RegisterOptions{Name: bareWorkflowName})
+	registerSkeleton(ws.Main, ws.LLM)
 	if err := ws.Start(); err != nil {
 		srv.Close()
 		return nil, fmt.Errorf("start workers for %s: %w", name, err)
 	}
-	return &scenario{
-		name: name, queue: queue, llm: srv, calls: calls, worker: ws,
-		gw: &gateway.Gateway{Store: s.store, Blob: s.blob, Temporal: s.client, TaskQueue: queue, LLMTaskQueue: queue + "-llm",
-			DefaultPreset: policy.Adaptive, Overrides: s.cfg.PresetOverrides},
-	}, nil
+	return &scenario{name: name, queue: queue, llm: srv, calls: calls, worker: ws, gw: deps.Gateway(s.client)}, nil
 }
 
 func (sc *scenario) close() {

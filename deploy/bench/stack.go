@@ -20,10 +20,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 	sdklog "go.temporal.io/sdk/log"
-	"go.temporal.io/server/common/dynamicconfig"
-	"go.temporal.io/server/temporal"
 	"go.temporal.io/server/temporaltest"
 
+	"github.com/ctxcompact/orchestrator/deploy/devstack"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/blob/s3local"
 	"github.com/ctxcompact/orchestrator/internal/blob/versitygw"
@@ -95,7 +94,7 @@ func startStack(ctx context.Context) (*stack, error) {
 	if err := s.startS3(ctx); err != nil {
 		return fail(err)
 	}
-	if err := s.startTemporal(); err != nil {
+	if err := s.startTemporal(ctx); err != nil {
 		return fail(err)
 	}
 	return s, nil
@@ -240,38 +239,20 @@ func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return c.base.RoundTrip(r)
 }
 
-// startTemporal starts the in-process Temporal server (SQLite in memory)
-// with one partition per task queue, as the dev stack configures it.
-func (s *stack) startTemporal() (err error) {
-	defer func() {
-		// temporaltest panics when it cannot start without a *testing.T.
-		if r := recover(); r != nil {
-			err = fmt.Errorf("start temporal server: %v", r)
-		}
-	}()
-	// The worker's own log (every failed attempt of 5. is an error line)
-	// would bury the table; failed runs show in it instead.
+// startTemporal starts the in-process Temporal server the end-to-end
+// tests use too (devstack.TestServer: SQLite in memory, one partition per
+// task queue), with the worker's own log discarded: every failed attempt
+// of 5. is an error line that would bury the table, and failed runs show
+// in it instead.
+func (s *stack) startTemporal(ctx context.Context) error {
 	quiet := sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))
-	ts := temporaltest.NewServer(
-		temporaltest.WithBaseClientOptions(client.Options{Logger: quiet}),
-		temporaltest.WithBaseServerOptions(temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
-			dynamicconfig.MatchingNumTaskqueueReadPartitions.Key():      1,
-			dynamicconfig.MatchingNumTaskqueueWritePartitions.Key():     1,
-			dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): true,
-		})),
-	)
+	ts, err := devstack.TestServer(ctx, temporaltest.WithBaseClientOptions(client.Options{Logger: quiet}))
+	if err != nil {
+		return err
+	}
 	s.temporal = ts
 	s.client = ts.GetDefaultClient()
-	s.closers = append(s.closers, func() (err error) {
-		defer func() {
-			// Stop logs a shutdown error through the absent *testing.T.
-			if r := recover(); r != nil {
-				err = fmt.Errorf("stop temporal server: %v", r)
-			}
-		}()
-		ts.Stop()
-		return nil
-	})
+	s.closers = append(s.closers, func() error { return devstack.StopTestServer(ts) })
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
@@ -103,6 +104,8 @@ func (d *Deps) Activities() *activities.Activities {
 // (summarizer calls, under the queue's rate limit).
 type Workers struct {
 	Main, LLM worker.Worker
+	// Activities are the activities both workers run.
+	Activities *activities.Activities
 }
 
 // Start starts both workers.
@@ -134,16 +137,21 @@ func (w Workers) Run(interrupt <-chan interface{}) error {
 }
 
 // NewWorkers builds the worker of the task queue, with every workflow and
-// activity registered, and the worker of the LLM task queue.
-func (d *Deps) NewWorkers(c client.Client) Workers {
+// activity registered, and the worker of the LLM task queue. The worker
+// process, the dev stack, the end-to-end tests and the bench all build
+// their workers here; the tests and the bench add interceptors.
+func (d *Deps) NewWorkers(c client.Client, interceptors ...interceptor.WorkerInterceptor) Workers {
 	acts := d.Activities()
 	main := worker.New(c, d.Config.TaskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize: max(d.Config.WorkerActivities, 1),
+		Interceptors:                       interceptors,
 	})
 	workflows.Register(main, acts)
-	llm := worker.New(c, d.Config.LLMTaskQueue, LLMWorkerOptions(d.Config))
+	llmOpts := LLMWorkerOptions(d.Config)
+	llmOpts.Interceptors = interceptors
+	llm := worker.New(c, d.Config.LLMTaskQueue, llmOpts)
 	workflows.RegisterLLM(llm, acts)
-	return Workers{Main: main, LLM: llm}
+	return Workers{Main: main, LLM: llm, Activities: acts}
 }
 
 // LLMWorkerOptions are the options of the LLM task queue's worker: at
@@ -158,11 +166,15 @@ func LLMWorkerOptions(cfg config.Config) worker.Options {
 
 // Gateway builds the gateway that submits events to the workflows.
 func (d *Deps) Gateway(c client.Client) *gateway.Gateway {
+	var breaker store.BreakerRule
+	// BREAKER_RUNS=0 and no MIN_EVENT_INTERVAL: no rule, so no query per event.
+	if d.Config.BreakerRuns > 0 || d.Config.MinEventInterval > 0 {
+		breaker = store.BreakerRule{Runs: d.Config.BreakerRuns, Window: d.Config.BreakerWindow,
+			MinFreed: d.Config.BreakerMinFreed, MinInterval: d.Config.MinEventInterval}
+	}
 	return &gateway.Gateway{Store: d.Store, Blob: d.Blob, Temporal: c, TaskQueue: d.Config.TaskQueue, LLMTaskQueue: d.Config.LLMTaskQueue,
 		DefaultPreset: d.Config.DefaultPreset, Overrides: d.Config.PresetOverrides, Caps: d.Config.OverrideCaps,
-		Breaker: store.BreakerRule{Runs: d.Config.BreakerRuns, Window: d.Config.BreakerWindow,
-			MinFreed: d.Config.BreakerMinFreed, MinInterval: d.Config.MinEventInterval},
-		SearchAttributes: d.Config.SearchAttributes, Judge: d.Config.OpenAIBaseURL != ""}
+		Breaker: breaker, SearchAttributes: d.Config.SearchAttributes, Judge: d.Config.OpenAIBaseURL != ""}
 }
 
 // Close releases the dependencies.

@@ -106,6 +106,18 @@ func Load() (Config, error) {
 	return load(os.Getenv)
 }
 
+// Defaults is the configuration with no variable set: every documented
+// default. The tests and the bench start from it, so that they run what a
+// deployment runs unless they say otherwise.
+func Defaults() Config {
+	c, err := load(func(string) string { return "" })
+	if err != nil {
+		// The defaults are constants; a failure here is a bug in them.
+		panic(fmt.Sprintf("config defaults: %v", err))
+	}
+	return c
+}
+
 func load(getenv func(string) string) (Config, error) {
 	r := reader{getenv: getenv}
 	c := Config{
