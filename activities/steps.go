@@ -585,7 +585,10 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 		}
 	}
 	res.MissingCount = len(missing)
-	if len(missing) > 0 {
+	// Only a failed check hands its missing items on (to the repair pass
+	// and the patch); a passed one keeps them in its verdict rows alone,
+	// without an S3 write.
+	if len(missing) > 0 && !res.Passed {
 		data, _ := json.Marshal(missing)
 		if res.MissingKey, err = a.putText(ctx, in.Run.Tenant, "drift", string(data)); err != nil {
 			return res, err

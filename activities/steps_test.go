@@ -1,6 +1,7 @@
 package activities_test
 
 import (
+	"encoding/json"
 	"os"
 	"testing"
 
@@ -222,6 +223,52 @@ func TestStepsUseTheResolvedPreset(t *testing.T) {
 			var res activities.DeterministicResult
 			require.NoError(t, val.Get(&res))
 			require.Equal(t, tt.changed, res.WorkKey != e.input.Key)
+		})
+	}
+}
+
+// TestDriftCheckWritesMissingItemsOnlyWhenItFails: a failed check hands
+// its missing items on by key (to the repair pass and the patch); a
+// passed one that still misses some records them in Postgres only, with
+// no S3 write.
+func TestDriftCheckWritesMissingItemsOnlyWhenItFails(t *testing.T) {
+	t.Parallel()
+	source := "Edited src/app/alpha.go, src/app/bravo.go, src/app/charlie.go, src/app/delta.go and src/app/echo.go."
+	tests := []struct {
+		name    string
+		summary string
+		passed  bool
+	}{
+		{name: "four of five kept: passed", summary: "Edited src/app/alpha.go, src/app/bravo.go, src/app/charlie.go and src/app/delta.go.", passed: true},
+		{name: "one of five kept: failed", summary: "Edited src/app/alpha.go."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newStepEnv(t, true)
+			ctx := t.Context()
+			src, err := e.blob.PutContent(ctx, "acme", "text", []byte(source))
+			require.NoError(t, err)
+			sum, err := e.blob.PutContent(ctx, "acme", "summary", []byte(tt.summary))
+			require.NoError(t, err)
+			val, err := e.env.ExecuteActivity("CheckDrift", activities.DriftInput{Run: e.run, Step: "large/0/drift/0",
+				SourceKey: src.Key, SummaryKey: sum.Key})
+			require.NoError(t, err)
+			var res activities.DriftResult
+			require.NoError(t, val.Get(&res))
+			require.Equal(t, tt.passed, res.Passed)
+			require.Positive(t, res.MissingCount, "either way something is missing")
+			if tt.passed {
+				require.Empty(t, res.MissingKey, "a passed check writes nothing to S3")
+				return
+			}
+			require.NotEmpty(t, res.MissingKey)
+			data, err := e.blob.Get(ctx, res.MissingKey)
+			require.NoError(t, err)
+			var missing []string
+			require.NoError(t, json.Unmarshal(data, &missing))
+			require.Len(t, missing, res.MissingCount)
+			require.Contains(t, missing, "src/app/echo.go")
 		})
 	}
 }

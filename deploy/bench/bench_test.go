@@ -277,3 +277,17 @@ func TestWithTailRejectsOtherShapes(t *testing.T) {
 	_, err := withTail([]byte(`{"messages":[],"model":"x"}`), "next")
 	require.Error(t, err)
 }
+
+func TestObjectKind(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ path, kind string }{
+		{"/bench", "bucket"},
+		{"/bench/", "bucket"},
+		{"/bench/tenants/acme/work/ab/abcdef", "work"},
+		{"/bench/tenants/acme/input/ab/abcdef", "input"},
+		{"/bench/something/else", "other"},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.kind, objectKind(tt.path), tt.path)
+	}
+}

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 
 	"go.temporal.io/sdk/client"
 
@@ -95,12 +93,12 @@ func benchCeiling(ctx context.Context, st *stack, o options, rep *report) error 
 	if skeletonRes.failed > 0 {
 		return fmt.Errorf("skeleton: %d failed: %w", skeletonRes.failed, skeletonRes.firstErr)
 	}
-	before, types0 := st.counts(), st.activities.snapshot()
+	before, types0, kinds0 := st.counts(), st.activities.snapshot(), st.s3Kinds.snapshot()
 	fullRes := closedLoop(ctx, o.ceilingWorkers, o.warmup, o.ceilingWindow, full)
 	if fullRes.failed > 0 {
 		return fmt.Errorf("pipeline: %d runs failed: %w", fullRes.failed, fullRes.firstErr)
 	}
-	delta, types1 := st.counts().sub(before), st.activities.snapshot()
+	delta, types1, kinds1 := st.counts().sub(before), st.activities.snapshot(), st.s3Kinds.snapshot()
 
 	ratio := fullRes.rate() / bareRes.rate()
 	rep.add(row{id: "1", name: "Orchestration ceiling: full pipeline, instant summarizer",
@@ -127,7 +125,7 @@ func benchCeiling(ctx context.Context, st *stack, o options, rep *report) error 
 	if err != nil {
 		return err
 	}
-	beforePlain := st.counts()
+	beforePlain, plainKinds0 := st.counts(), st.s3Kinds.snapshot()
 	for i := 0; i < plainRuns; i++ {
 		in, err := withTail(conv, fmt.Sprintf("Plain run %d.", i))
 		if err != nil {
@@ -141,29 +139,24 @@ func benchCeiling(ctx context.Context, st *stack, o options, rep *report) error 
 			return fmt.Errorf("run without LLM passes: %w", out.err)
 		}
 	}
-	plain := st.counts().sub(beforePlain)
+	plain, plainKinds1 := st.counts().sub(beforePlain), st.s3Kinds.snapshot()
 	plainS3 := float64(plain.s3Requests) / plainRuns
 	rep.add(row{id: "1", name: "Cost of one run without LLM passes (preset watermark, under its limit)",
 		value: fmt.Sprintf("%.1f activities, %.1f Postgres round trips, %.1f S3 requests per run (%d runs one after another)",
 			float64(plain.activities)/plainRuns, float64(plain.pgTrips)/plainRuns, plainS3, plainRuns),
 		target: "S3 ≤ 5", met: metIf(plainS3 <= 5)})
 
-	var parts []string
-	for name, v := range types1 {
-		if d := v - types0[name]; d > 0 {
-			parts = append(parts, fmt.Sprintf("%s %.1f", name, float64(d)/n))
-		}
-	}
-	sort.Strings(parts)
 	rep.note("1. Ceiling: %d concurrent callers in a closed loop, a %s warm-up then a %s window for each kind of run, preset %s on a %s tau-bench conversation "+
 		"with its context limit set to its own size (usage 100%%), the summarizer answering at once over HTTP. A pipeline run is "+
 		"`gateway.Submit` + `gateway.Wait` (S3 put, Postgres claim, signal-with-start of the session workflow, the child compaction "+
 		"workflow); a bare run is `ExecuteWorkflow` + `Get` of a workflow with no code; a skeleton run has the pipeline's shape with no "+
 		"work: signal-with-start of a session workflow that runs each event as a child workflow of 11 no-op local activities and 2 "+
 		"no-op activities on the LLM task queue in the pipeline's order (its summary, then the budget ladder's), waited for as "+
-		"`gateway.Wait` does. Activities per run by type: %s. "+
+		"`gateway.Wait` does. Activities per run by type: %s. S3 requests per pipeline run by method and kind of object: %s; "+
+		"per run without LLM passes: %s. "+
 		"Postgres round trips are counted by a proxy that reads the wire protocol (one per Sync or simple Query message); "+
 		"S3 requests by the S3 client's HTTP transport; activities by a worker interceptor (every attempt).",
-		o.ceilingWorkers, o.warmup, o.ceilingWindow, pipelinePreset, humanBytes(len(conv)), strings.Join(parts, ", "))
+		o.ceilingWorkers, o.warmup, o.ceilingWindow, pipelinePreset, humanBytes(len(conv)), perRun(types0, types1, n),
+		perRun(kinds0, kinds1, n), perRun(plainKinds0, plainKinds1, plainRuns))
 	return nil
 }

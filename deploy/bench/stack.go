@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,6 +65,7 @@ type stack struct {
 	s3Name     string // "versitygw …" or "s3local (gofakes3) …"
 	s3PID      int    // the versitygw process, 0 for s3local (in-process)
 	s3Requests atomic.Int64
+	s3Kinds    *requestKinds
 
 	activities *activityCounter
 
@@ -73,7 +76,7 @@ type stack struct {
 // startStack brings every service up; on error what was started is
 // stopped again.
 func startStack(ctx context.Context) (*stack, error) {
-	s := &stack{activities: newActivityCounter()}
+	s := &stack{activities: newActivityCounter(), s3Kinds: &requestKinds{n: map[string]int64{}}}
 	fail := func(err error) (*stack, error) { return nil, errors.Join(err, s.close()) }
 
 	cfg, err := config.Load()
@@ -215,7 +218,7 @@ func (s *stack) startS3(ctx context.Context) error {
 	tr.MaxIdleConnsPerHost = 10
 	bl, err := blob.New(ctx, blob.Config{
 		Endpoint: endpoint, Bucket: bucket, AccessKey: s3AccessKey, SecretKey: s3SecretKey, PathStyle: true,
-		HTTPClient: &http.Client{Transport: countingTransport{base: tr, n: &s.s3Requests}},
+		HTTPClient: &http.Client{Transport: countingTransport{base: tr, n: &s.s3Requests, kinds: s.s3Kinds}},
 		CacheBytes: int64(s.cfg.BlobCacheMB) << 20, // BLOB_CACHE_MB, as the worker
 	})
 	if err != nil {
@@ -228,15 +231,69 @@ func (s *stack) startS3(ctx context.Context) error {
 	return nil
 }
 
-// countingTransport counts the HTTP requests of the S3 client.
+// countingTransport counts the HTTP requests of the S3 client, in all
+// and by method and kind of object.
 type countingTransport struct {
-	base http.RoundTripper
-	n    *atomic.Int64
+	base  http.RoundTripper
+	n     *atomic.Int64
+	kinds *requestKinds
 }
 
 func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
+	c.kinds.add(r.Method + " " + objectKind(r.URL.Path))
 	return c.base.RoundTrip(r)
+}
+
+// objectKind is the kind segment of a content key in a path-style S3 URL
+// (/bucket/tenants/{tenant}/{kind}/…), "bucket" for a request on the
+// bucket itself, "other" for any other key.
+func objectKind(path string) string {
+	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	switch {
+	case len(parts) <= 1 || (len(parts) == 2 && parts[1] == ""):
+		return "bucket"
+	case len(parts) >= 4 && parts[1] == "tenants":
+		return parts[3]
+	default:
+		return "other"
+	}
+}
+
+// requestKinds counts requests by "METHOD kind".
+type requestKinds struct {
+	mu sync.Mutex
+	n  map[string]int64
+}
+
+func (k *requestKinds) add(name string) {
+	k.mu.Lock()
+	k.n[name]++
+	k.mu.Unlock()
+}
+
+// snapshot copies the counts.
+func (k *requestKinds) snapshot() map[string]int64 {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make(map[string]int64, len(k.n))
+	for name, v := range k.n {
+		out[name] = v
+	}
+	return out
+}
+
+// perRun is what grew from before to after, per run, as "name x.x"
+// sorted by name.
+func perRun(before, after map[string]int64, runs float64) string {
+	var parts []string
+	for name, v := range after {
+		if d := v - before[name]; d > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.1f", name, float64(d)/runs))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
 }
 
 // startTemporal starts the in-process Temporal server the end-to-end
