@@ -1,0 +1,70 @@
+package contract
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/policy"
+)
+
+// TestCompactionInputWireFormat pins the JSON of a workflow input: the
+// field names are in every recorded history and every queued session
+// state, so a rename would make them undecodable. A new field must be
+// added with omitempty, which this golden keeps out when it is unset.
+func TestCompactionInputWireFormat(t *testing.T) {
+	t.Parallel()
+	in := CompactionInput{
+		Run: Run{ID: "r1", Tenant: "acme", Session: "s1", EventID: "e1", Trigger: "threshold", Preset: "watermark",
+			Overrides: json.RawMessage(`{"history":{"keep_last":3}}`), Model: "gpt-4o", ContextLimit: 1000, ReplayOf: "r0", BatchSteps: true},
+		InputKey: "tenants/acme/input/ab/abc", InputSHA256: "abc", LocalSteps: true, LLMTaskQueue: "q-llm",
+		BudgetCheck: true, Visibility: true, Judge: true, ArchiveInPlan: true,
+	}
+	const golden = `{"run":{"id":"r1","tenant":"acme","session":"s1","event_id":"e1","trigger":"threshold","preset":"watermark",` +
+		`"overrides":{"history":{"keep_last":3}},"model":"gpt-4o","context_limit":1000,"replay_of":"r0","batch_steps":true},` +
+		`"input_key":"tenants/acme/input/ab/abc","input_sha256":"abc","local_steps":true,"llm_task_queue":"q-llm",` +
+		`"budget_check":true,"visibility":true,"judge":true,"archive_in_plan":true}`
+	data, err := json.Marshal(in)
+	require.NoError(t, err)
+	require.JSONEq(t, golden, string(data))
+
+	// An input recorded before most flags existed still decodes, with
+	// every later flag off.
+	var old CompactionInput
+	require.NoError(t, json.Unmarshal([]byte(`{"run":{"id":"r1","tenant":"acme","session":"s1","event_id":"e1","trigger":"manual",`+
+		`"preset":"watermark","model":"gpt-4o","context_limit":0},"input_key":"k","input_sha256":"abc"}`), &old))
+	require.Equal(t, CompactionInput{Run: Run{ID: "r1", Tenant: "acme", Session: "s1", EventID: "e1", Trigger: "manual",
+		Preset: "watermark", Model: "gpt-4o"}, InputKey: "k", InputSHA256: "abc"}, old)
+}
+
+// TestRunResolvedRoundTrips: the resolved preset a step receives decodes
+// to the preset the plan resolved, and an unset one stays out of the JSON.
+func TestRunResolvedRoundTrips(t *testing.T) {
+	t.Parallel()
+	p, err := policy.Resolve(policy.OffloadCompact, json.RawMessage(`{"history":{"keep_last":7}}`))
+	require.NoError(t, err)
+	data, err := json.Marshal(Run{ID: "r1", Resolved: &p})
+	require.NoError(t, err)
+	var back Run
+	require.NoError(t, json.Unmarshal(data, &back))
+	require.Equal(t, &p, back.Resolved)
+
+	data, err = json.Marshal(Run{ID: "r1"})
+	require.NoError(t, err)
+	require.NotContains(t, string(data), "resolved")
+}
+
+func TestSessionWorkflowID(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "session/acme/s1", SessionWorkflowID("acme", "s1"))
+}
+
+func TestSearchAttributesListsEveryKey(t *testing.T) {
+	t.Parallel()
+	names := SearchAttributes()
+	for _, key := range []string{SATenant.GetName(), SASession.GetName(), SAPreset.GetName(), SAOutcome.GetName()} {
+		require.Contains(t, names, key)
+	}
+	require.Len(t, names, 4)
+}
