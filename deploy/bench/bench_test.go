@@ -291,3 +291,16 @@ func TestObjectKind(t *testing.T) {
 		require.Equal(t, tt.kind, objectKind(tt.path), tt.path)
 	}
 }
+
+func TestCPUDiffPerRun(t *testing.T) {
+	t.Parallel()
+	skeleton := &cpuShares{runs: 10, processCPU: time.Second, s3CPU: 0, pgCPU: 0,
+		byCat: map[string]float64{catServer: 0.8, catRuntime: 0.2}}
+	pipeline := &cpuShares{runs: 10, processCPU: 2 * time.Second, s3CPU: 300 * time.Millisecond, pgCPU: 100 * time.Millisecond,
+		byCat: map[string]float64{catServer: 0.5, catRuntime: 0.25, catProduct: 0.25}}
+	require.Equal(t, 100*time.Millisecond, skeleton.perRunTotal())
+	require.Equal(t, 240*time.Millisecond, pipeline.perRunTotal())
+	require.Equal(t, "+140.0 ms: other product code (activities, gateway, store, blob) +50.0 ms, "+
+		"Go runtime (GC, scheduler) and standard library +30.0 ms, S3 server (its own process) +30.0 ms, Temporal server (in-process) +20.0 ms, Postgres backends +10.0 ms",
+		cpuDiff(skeleton, pipeline))
+}

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
+	"strings"
+	"time"
 
 	"go.temporal.io/sdk/client"
 
@@ -87,14 +90,28 @@ func benchCeiling(ctx context.Context, st *stack, o options, rep *report) error 
 	if bareRes.failed > 0 {
 		return fmt.Errorf("bare workflow: %d failed: %w", bareRes.failed, bareRes.firstErr)
 	}
-	skeletonRes := closedLoop(ctx, o.ceilingWorkers, o.warmup, o.ceilingWindow, func(ctx context.Context, w, i int) error {
-		return skeletonCall(ctx, st.client, sc, w, i)
+	var skeletonRes loopResult
+	skeletonCPU, err := profiled(ctx, st, func() loopResult {
+		skeletonRes = closedLoop(ctx, o.ceilingWorkers, o.warmup, o.ceilingWindow, func(ctx context.Context, w, i int) error {
+			return skeletonCall(ctx, st.client, sc, w, i)
+		})
+		return skeletonRes
 	})
+	if err != nil {
+		return err
+	}
 	if skeletonRes.failed > 0 {
 		return fmt.Errorf("skeleton: %d failed: %w", skeletonRes.failed, skeletonRes.firstErr)
 	}
 	before, types0, kinds0 := st.counts(), st.activities.snapshot(), st.s3Kinds.snapshot()
-	fullRes := closedLoop(ctx, o.ceilingWorkers, o.warmup, o.ceilingWindow, full)
+	var fullRes loopResult
+	fullCPU, err := profiled(ctx, st, func() loopResult {
+		fullRes = closedLoop(ctx, o.ceilingWorkers, o.warmup, o.ceilingWindow, full)
+		return fullRes
+	})
+	if err != nil {
+		return err
+	}
 	if fullRes.failed > 0 {
 		return fmt.Errorf("pipeline: %d runs failed: %w", fullRes.failed, fullRes.firstErr)
 	}
@@ -110,6 +127,13 @@ func benchCeiling(ctx context.Context, st *stack, o options, rep *report) error 
 		compared: fmt.Sprintf("bare workflow %.1f runs/s; full pipeline %.1f runs/s", bareRes.rate(), fullRes.rate()),
 		ratio:    fmt.Sprintf("skeleton/bare %.2f; pipeline/skeleton %.2f", skeletonRes.rate()/bareRes.rate(), fullRes.rate()/skeletonRes.rate()),
 		target:   "pipeline/skeleton ≥ 0.85", met: metIf(fullRes.rate()/skeletonRes.rate() >= 0.85)})
+	if skeletonCPU != nil && fullCPU != nil {
+		sk, pl := skeletonCPU.perRunTotal(), fullCPU.perRunTotal()
+		rep.add(row{id: "1", name: "CPU per run, all processes (the bench process with the Temporal server, worker and fake LLM; the S3 server; the Postgres backends)",
+			value:    fmt.Sprintf("pipeline %s, skeleton %s", ms(pl), ms(sk)),
+			compared: "pipeline − skeleton: " + cpuDiff(skeletonCPU, fullCPU),
+			ratio:    fmt.Sprintf("pipeline/skeleton %.2f", pl.Seconds()/sk.Seconds()), target: "—", met: "—"})
+	}
 	n := float64(fullRes.total)
 	trips := float64(delta.pgTrips) / n
 	rep.add(row{id: "1", name: "Cost of one pipeline run",
@@ -159,4 +183,76 @@ func benchCeiling(ctx context.Context, st *stack, o options, rep *report) error 
 		o.ceilingWorkers, o.warmup, o.ceilingWindow, pipelinePreset, humanBytes(len(conv)), perRun(types0, types1, n),
 		perRun(kinds0, kinds1, n), perRun(plainKinds0, plainKinds1, plainRuns))
 	return nil
+}
+
+// profiled runs a closed loop under the CPU recorder and returns where its
+// CPU went per run; nil (and the loop run anyway) when the profiler is
+// taken, by -cpuprofile.
+func profiled(ctx context.Context, st *stack, loop func() loopResult) (*cpuShares, error) {
+	rec, err := startCPU(ctx, st)
+	if err != nil {
+		loop()
+		return nil, nil
+	}
+	res := loop()
+	shares, err := rec.stop(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	shares.runs = res.total
+	return shares, nil
+}
+
+// Categories of a run's CPU outside the bench process.
+const (
+	catS3Process = "S3 server (its own process)"
+	catPostgres  = "Postgres backends"
+)
+
+// perRun is the CPU of one run by category: the process's profile shares
+// of its CPU, the S3 server's process and the Postgres backends.
+func (c *cpuShares) perRun() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	if c.runs == 0 {
+		return out
+	}
+	for cat, f := range c.byCat {
+		out[cat] = time.Duration(float64(c.processCPU) * f / float64(c.runs))
+	}
+	out[catS3Process] = c.s3CPU / time.Duration(c.runs)
+	out[catPostgres] = c.pgCPU / time.Duration(c.runs)
+	return out
+}
+
+// perRunTotal is the CPU of one run, all categories.
+func (c *cpuShares) perRunTotal() time.Duration {
+	var total time.Duration
+	for _, d := range c.perRun() {
+		total += d
+	}
+	return total
+}
+
+// cpuDiff lists what the pipeline spends per run beyond the skeleton, by
+// category, the largest first, each to the tenth of a millisecond.
+func cpuDiff(skeleton, pipeline *cpuShares) string {
+	sk, pl := skeleton.perRun(), pipeline.perRun()
+	diff := map[string]float64{}
+	for cat, d := range pl {
+		diff[cat] = float64(d-sk[cat]) / float64(time.Millisecond)
+	}
+	for cat, d := range sk {
+		if _, ok := pl[cat]; !ok {
+			diff[cat] = -float64(d) / float64(time.Millisecond)
+		}
+	}
+	var parts []string
+	var total float64
+	for _, cat := range sortedCats(diff) {
+		total += diff[cat]
+		if math.Abs(diff[cat]) >= 0.05 {
+			parts = append(parts, fmt.Sprintf("%s %+.1f ms", cat, diff[cat]))
+		}
+	}
+	return fmt.Sprintf("%+.1f ms: %s", total, strings.Join(parts, ", "))
 }
