@@ -89,15 +89,13 @@ func storeRun(run contract.Run, inputKey string) store.Run {
 }
 
 // archive copies the original to its content-addressed archive key and
-// reads it back from S3 itself, past the in-process cache, to verify the
-// checksum: the point is that the store holds the bytes.
+// proves that S3 holds it intact, past the in-process cache: by the S3
+// server's own SHA-256 check of the upload, or by reading it back (see
+// blob.Store.PutContentVerified).
 func (a *Activities) archive(ctx context.Context, tenant string, data []byte) (ArchiveResult, error) {
-	ref, err := a.Blob.PutContent(ctx, tenant, blob.KindArchive, data)
+	ref, err := a.Blob.PutContentVerified(ctx, tenant, blob.KindArchive, data)
 	if err != nil {
-		return ArchiveResult{}, blobErr(fmt.Errorf("write archive: %w", err))
-	}
-	if _, err := a.Blob.GetVerifiedFromS3(ctx, ref.Key, ref.SHA256); err != nil {
-		return ArchiveResult{}, blobErr(fmt.Errorf("verify archive: %w", err))
+		return ArchiveResult{}, blobErr(fmt.Errorf("write and verify archive: %w", err))
 	}
 	return ArchiveResult{Key: ref.Key, SHA256: ref.SHA256, Size: ref.Size}, nil
 }
@@ -113,8 +111,8 @@ func (a *Activities) modelFor(presetModel string) string {
 	return a.SummarizerModel
 }
 
-// Archive copies the original to its archive key and reads it back to
-// verify the checksum, before any step replaces anything.
+// Archive copies the original to its archive key and proves it stored
+// intact (see archive), before any step replaces anything.
 func (a *Activities) Archive(ctx context.Context, in ArchiveInput) (res ArchiveResult, err error) {
 	rec := a.begin(ctx, in.Run, "archive", "archive")
 	defer rec.end(&err, &res.Recorded)

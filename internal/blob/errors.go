@@ -20,6 +20,12 @@ var ErrNotFound = errors.New("blob: object not found")
 // read cannot help.
 var ErrChecksum = errors.New("blob: sha256 mismatch")
 
+// ErrDamagedUpload is wrapped by errors for an upload whose stored bytes
+// differ from the ones sent (PutContentVerified's read-back): they were
+// damaged on the way, and sending them again may work, so it is
+// retryable, unlike ErrChecksum.
+var ErrDamagedUpload = errors.New("blob: upload damaged on its way")
+
 // notFoundCodes are the S3 error codes meaning "this object does not exist".
 // HEAD responses have no body, so they only ever say "NotFound".
 var notFoundCodes = map[string]bool{
@@ -43,6 +49,14 @@ var permanentCodes = map[string]bool{
 	"NotImplemented":        true,
 }
 
+// transientCodes are retryable whatever HTTP status carried them: the
+// server found the body damaged on its way (the checksum or payload hash
+// it computed differs from the one sent), so sending it again may work.
+var transientCodes = map[string]bool{
+	"BadDigest":                 true,
+	"XAmzContentSHA256Mismatch": true,
+}
+
 // sdkRetryables is the SDK's own classification (connection errors,
 // 500/502/503/504, throttling codes, RequestTimeout). Reusing it keeps this
 // package in step with what the SDK retryer itself retries.
@@ -59,6 +73,8 @@ func IsRetryable(err error) bool {
 		return false
 	}
 	switch {
+	case errors.Is(err, ErrDamagedUpload):
+		return true
 	case errors.Is(err, ErrNotFound), errors.Is(err, ErrChecksum):
 		return false
 	case errors.Is(err, context.Canceled):
@@ -73,6 +89,9 @@ func IsRetryable(err error) bool {
 	var apiErr smithy.APIError
 	if errors.As(err, &apiErr) && permanentCodes[apiErr.ErrorCode()] {
 		return false
+	}
+	if errors.As(err, &apiErr) && transientCodes[apiErr.ErrorCode()] {
+		return true
 	}
 	if sdkRetryables.IsErrorRetryable(err) == aws.TrueTernary {
 		return true

@@ -62,6 +62,9 @@ func TestIsRetryable(t *testing.T) {
 		{"400 unknown code", apiError(400, "SomethingElse"), false},
 		{"ErrNotFound", fmt.Errorf("get k: %w", blob.ErrNotFound), false},
 		{"ErrChecksum", fmt.Errorf("get verified k: %w", blob.ErrChecksum), false},
+		{"400 BadDigest: the body was damaged on its way", apiError(400, "BadDigest"), true},
+		{"400 XAmzContentSHA256Mismatch", apiError(400, "XAmzContentSHA256Mismatch"), true},
+		{"ErrDamagedUpload", fmt.Errorf("put verified k: %w", blob.ErrDamagedUpload), true},
 		{"plain error", errors.New("bad input"), false},
 	}
 	for _, tc := range tests {

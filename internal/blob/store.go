@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -279,6 +280,62 @@ func (s *Store) PutContent(ctx context.Context, tenant, kind string, data []byte
 	return ref, nil
 }
 
+// PutContentVerified is PutContent for an object that must be proven
+// stored intact before anything relies on it (an archived original). The
+// upload carries the SHA-256 as the object's S3 checksum
+// (x-amz-checksum-sha256): a server that checks it refuses other bytes
+// (BadDigest, retryable) and echoes it once it stored them, which proves
+// the object without reading it back. When the answer does not echo it (a
+// server without checksum support), the object is read back from S3 and
+// hashed instead (GetVerifiedFromS3). It always uploads: a proof of an
+// object written earlier would need that read.
+func (s *Store) PutContentVerified(ctx context.Context, tenant, kind string, data []byte) (Ref, error) {
+	if err := ValidateTenant(tenant); err != nil {
+		return Ref{}, fmt.Errorf("put verified content: %w", err)
+	}
+	if err := ValidateKind(kind); err != nil {
+		return Ref{}, fmt.Errorf("put verified content: %w", err)
+	}
+	raw := sha256.Sum256(data)
+	sum := hex.EncodeToString(raw[:])
+	ref := Ref{Key: ContentKey(tenant, kind, sum), SHA256: sum, Size: int64(len(data))}
+	var epoch uint64
+	if s.cache != nil {
+		epoch = s.cache.currentEpoch()
+	}
+	checksum := base64.StdEncoding.EncodeToString(raw[:])
+	opCtx, cancel := s.opContext(ctx)
+	out, err := s.client.PutObject(opCtx, &s3.PutObjectInput{
+		Bucket:         aws.String(s.bucket),
+		Key:            aws.String(ref.Key),
+		Body:           bytes.NewReader(data),
+		ContentLength:  aws.Int64(int64(len(data))),
+		ContentType:    aws.String(contentType),
+		Metadata:       map[string]string{metaSHA256: sum},
+		ChecksumSHA256: aws.String(checksum),
+	})
+	cancel()
+	if err != nil {
+		return Ref{}, fmt.Errorf("put verified content %s: %w", ref.Key, mapError(err))
+	}
+	if aws.ToString(out.ChecksumSHA256) != checksum {
+		// Our own hash decides, not the SDK's check of the checksum the
+		// server stored with the object: either way a mismatch is bytes
+		// damaged on the way up.
+		back, err := s.fetch(ctx, ref.Key, ownChecksum)
+		if err != nil {
+			return Ref{}, fmt.Errorf("put verified content %s: read back: %w", ref.Key, err)
+		}
+		if got := SHA256Hex(back); got != sum {
+			return Ref{}, fmt.Errorf("put verified content %s: %w: read back sha256 %s", ref.Key, ErrDamagedUpload, got)
+		}
+	}
+	if s.cache != nil {
+		s.cache.add(ref.Key, data, epoch)
+	}
+	return ref, nil
+}
+
 // Put stores data under key, overwriting whatever is there, and records its
 // SHA-256 in the object metadata. What Put writes is never cached, and a
 // Put to a content key evicts it, so later reads see what S3 holds.
@@ -417,11 +474,17 @@ func (s *Store) get(ctx context.Context, key string, useCache bool) (data []byte
 	return data, sum, nil
 }
 
+// ownChecksum leaves a GET's integrity to the caller's own SHA-256: the
+// SDK does not check the checksum stored with the object.
+func ownChecksum(o *s3.Options) {
+	o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+}
+
 // fetch GETs the whole object at key from S3.
-func (s *Store) fetch(ctx context.Context, key string) ([]byte, error) {
+func (s *Store) fetch(ctx context.Context, key string, optFns ...func(*s3.Options)) ([]byte, error) {
 	ctx, cancel := s.opContext(ctx)
 	defer cancel()
-	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)})
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(key)}, optFns...)
 	if err != nil {
 		return nil, fmt.Errorf("get %s: %w", key, mapError(err))
 	}

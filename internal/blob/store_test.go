@@ -1,9 +1,11 @@
 package blob_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
+	"github.com/ctxcompact/orchestrator/internal/blob/s3local"
 )
 
 func TestMain(m *testing.M) { blobtest.Main(m) }
@@ -306,4 +309,81 @@ func TestNewRejectsBadConfig(t *testing.T) {
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
+}
+
+// damagingTransport flips one byte of every PUT body on its way, as a bad
+// network card would, and counts requests by method.
+type damagingTransport struct{ requestCounter }
+
+func (d *damagingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPut && req.Body != nil && req.ContentLength > 0 {
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		body[len(body)/2] ^= 0xff
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	}
+	return d.requestCounter.RoundTrip(req)
+}
+
+// TestPutContentVerified: an archived original is proven stored intact,
+// by the server's own SHA-256 check of the upload (versitygw: one PUT,
+// nothing read back) or, on a server without checksums (s3local), by
+// reading it back; bytes damaged on their way are refused either way with
+// a retryable error, never stored as the proof of anything.
+func TestPutContentVerified(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	data := randomBytes(t, 300<<10)
+	checksums := blobtest.ServerName(t) == blobtest.ServerVersityGW
+
+	opt, counter := withCounter()
+	store := blobtest.New(t, opt)
+	counter.reset()
+	ref, err := store.PutContentVerified(ctx, "acme", blob.KindArchive, data)
+	require.NoError(t, err)
+	require.Equal(t, blob.ContentKey("acme", blob.KindArchive, blob.SHA256Hex(data)), ref.Key)
+	require.Equal(t, 1, counter.get(http.MethodPut))
+	if checksums {
+		require.Zero(t, counter.get(http.MethodGet), "the server checked the upload: nothing to read back")
+	} else {
+		require.Equal(t, 1, counter.get(http.MethodGet), "no checksum echoed: read back")
+	}
+	got, err := store.GetVerifiedFromS3(ctx, ref.Key, ref.SHA256)
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+
+	damaging := &damagingTransport{requestCounter{counts: map[string]int{}}}
+	bad := blobtest.New(t, func(c *blob.Config) {
+		c.HTTPClient = &http.Client{Transport: damaging}
+		c.MaxAttempts = 1 // the SDK's own retries would damage each attempt too
+	})
+	_, err = bad.PutContentVerified(ctx, "acme", blob.KindArchive, data)
+	require.Error(t, err)
+	require.True(t, blob.IsRetryable(err), "damaged on its way: sending again may work: %v", err)
+}
+
+// TestPutContentVerifiedReadsBackWithoutChecksums runs the read-back on
+// the embedded s3local server, which neither checks nor echoes checksums,
+// whatever server the other tests use.
+func TestPutContentVerifiedReadsBackWithoutChecksums(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, err := s3local.Start(t.TempDir(), "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	counter := &requestCounter{counts: map[string]int{}}
+	store, err := blob.New(ctx, blob.Config{Endpoint: srv.Endpoint(), Bucket: "verified", AccessKey: "k", SecretKey: "s",
+		PathStyle: true, HTTPClient: &http.Client{Transport: counter}})
+	require.NoError(t, err)
+	require.NoError(t, store.EnsureBucket(ctx))
+	data := []byte("an original conversation")
+	counter.reset()
+	ref, err := store.PutContentVerified(ctx, "acme", blob.KindArchive, data)
+	require.NoError(t, err)
+	require.Equal(t, blob.SHA256Hex(data), ref.SHA256)
+	require.Equal(t, 1, counter.get(http.MethodPut))
+	require.Equal(t, 1, counter.get(http.MethodGet), "read back: the server echoed no checksum")
 }
