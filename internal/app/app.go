@@ -166,15 +166,11 @@ func LLMWorkerOptions(cfg config.Config) worker.Options {
 
 // Gateway builds the gateway that submits events to the workflows.
 func (d *Deps) Gateway(c client.Client) *gateway.Gateway {
-	var breaker store.BreakerRule
-	// BREAKER_RUNS=0 and no MIN_EVENT_INTERVAL: no rule, so no query per event.
-	if d.Config.BreakerRuns > 0 || d.Config.MinEventInterval > 0 {
-		breaker = store.BreakerRule{Runs: d.Config.BreakerRuns, Window: d.Config.BreakerWindow,
-			MinFreed: d.Config.BreakerMinFreed, MinInterval: d.Config.MinEventInterval}
-	}
 	return &gateway.Gateway{Store: d.Store, Blob: d.Blob, Temporal: c, TaskQueue: d.Config.TaskQueue, LLMTaskQueue: d.Config.LLMTaskQueue,
 		DefaultPreset: d.Config.DefaultPreset, Overrides: d.Config.PresetOverrides, Caps: d.Config.OverrideCaps,
-		Breaker: breaker, SearchAttributes: d.Config.SearchAttributes, Judge: d.Config.OpenAIBaseURL != ""}
+		Breaker: store.BreakerRule{Runs: d.Config.BreakerRuns, Window: d.Config.BreakerWindow,
+			MinFreed: d.Config.BreakerMinFreed, MinInterval: d.Config.MinEventInterval},
+		SearchAttributes: d.Config.SearchAttributes, Judge: d.Config.OpenAIBaseURL != ""}
 }
 
 // Close releases the dependencies.

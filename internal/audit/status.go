@@ -138,7 +138,7 @@ func (s *Service) Status(ctx context.Context, tenant, session string) (SessionSt
 	if st.Watermark, err = s.Store.GetWatermark(ctx, tenant, session); err != nil {
 		return SessionStatus{}, err
 	}
-	if s.Breaker != (store.BreakerRule{}) {
+	if s.Breaker.Enabled() {
 		b, err := s.Store.SessionBreaker(ctx, tenant, session, s.Breaker, time.Now())
 		if err != nil {
 			return SessionStatus{}, err

@@ -212,7 +212,7 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 // open, before anything is stored. A manual event is the probe and always
 // runs; a resubmitted event keeps its run.
 func (g *Gateway) checkBreaker(ctx context.Context, ev Event) error {
-	if ev.Kind == KindManual || ev.ReplayOf != "" || g.Breaker == (store.BreakerRule{}) {
+	if ev.Kind == KindManual || ev.ReplayOf != "" || !g.Breaker.Enabled() {
 		return nil
 	}
 	b, err := g.Store.SessionBreaker(ctx, ev.Tenant, ev.Session, g.Breaker, time.Now())

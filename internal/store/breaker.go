@@ -22,6 +22,11 @@ type BreakerRule struct {
 	MinInterval time.Duration
 }
 
+// Enabled reports whether the rule can ever open a breaker: with no run
+// count (BREAKER_RUNS=0) and no minimum interval it cannot, and nothing
+// needs to be read.
+func (r BreakerRule) Enabled() bool { return r.Runs > 0 || r.MinInterval > 0 }
+
 // Breaker is the state of a session's breaker.
 type Breaker struct {
 	Open   bool      `json:"open"`
@@ -32,6 +37,9 @@ type Breaker struct {
 // SessionBreaker reads the breaker of a session from its latest runs
 // (replays excluded: they are audit data, not the session's life).
 func (s *Store) SessionBreaker(ctx context.Context, tenant, session string, rule BreakerRule, now time.Time) (Breaker, error) {
+	if !rule.Enabled() {
+		return Breaker{}, nil
+	}
 	n := max(rule.Runs, 1)
 	rows, err := s.pool.Query(ctx, `
 		select status, tokens_before, tokens_after, started_at, trigger from runs
