@@ -41,7 +41,8 @@ type Run struct {
 	// again, and a preset file or built-in default that changes while a
 	// run is live cannot change its later steps. Those steps are local
 	// activities, whose inputs stay out of the history; the summarizer
-	// calls get SummarizerModel instead. Nil for the plan step and for
-	// runs started before it existed, which resolve Preset and Overrides.
+	// calls get SummarizerModel instead. Nil for the plan step, for runs
+	// started before it existed and for runs without local steps (whose
+	// step inputs are in the history): those resolve Preset and Overrides.
 	Resolved *policy.Preset `json:"resolved,omitempty"`
 }

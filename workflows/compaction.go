@@ -95,8 +95,13 @@ func compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Com
 		return res, fmt.Errorf("plan: %w", err)
 	}
 	preset := plan.Preset
-	// Every later step gets the recorded copy instead of resolving it.
-	run.Resolved = &preset
+	if in.LocalSteps {
+		// Every later step gets the recorded copy instead of resolving
+		// it. Only local steps: a regular activity's input is recorded in
+		// the history, and runs started without local steps (before a
+		// rolling upgrade) keep resolving.
+		run.Resolved = &preset
+	}
 	res.Format, res.TokensBefore, res.LevelBefore = plan.Format, plan.TokensBefore, plan.LevelBefore
 
 	// The original is archived, and its checksum verified, before anything

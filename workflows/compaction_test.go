@@ -159,7 +159,7 @@ func TestCompactionHistoryPassFeedsCommit(t *testing.T) {
 	require.Len(t, sums, 1)
 	require.Equal(t, activities.SummarizeInput{
 		Run: testRun("offload-compact", ""), Step: "history/summarize", Prompt: "history", SourceKey: "transcript",
-		ArchiveKey: "archive/abc", TargetTokens: 8000, SummarizerModel: workerModel(),
+		ArchiveKey: "archive/abc", TargetTokens: 8000,
 	}, sums[0])
 	hist := inputsOf[activities.HistoryInput](f)
 	require.Equal(t, 100000-90000, hist[0].TokensFreed, "tokens freed by the cheap passes decide seed 002's rule")
@@ -309,7 +309,7 @@ func TestMapReduceFallsBackWhenSummarizerFails(t *testing.T) {
 			fb := inputsOf[activities.FallbackInput](f)
 			require.Len(t, fb, 1)
 			require.Equal(t, activities.FallbackInput{
-				Run: resolvedRun(t, "react-two-layer", tt.overrides), Step: "large/0/summarize/1/fallback",
+				Run: testRun("react-two-layer", tt.overrides), Step: "large/0/summarize/1/fallback",
 				SourceKey: "chunk/1", TargetChars: int(float64(chunk1Chars) * 0.1), Mode: tt.mode,
 			}, fb[0])
 			merge := inputsOf[activities.MergeInput](f)[0]
@@ -486,7 +486,7 @@ func TestDriftGate(t *testing.T) {
 			if tt.repairs > 0 {
 				require.Equal(t, activities.SummarizeInput{
 					Run: run, Step: "history/repair/1", Prompt: "repair", SourceKey: "transcript", ContextKey: first,
-					MissingKey: "missing/0", ArchiveKey: "archive/abc", TargetTokens: 8000, SummarizerModel: workerModel(),
+					MissingKey: "missing/0", ArchiveKey: "archive/abc", TargetTokens: 8000,
 				}, repairs[0], "the repair names what is missing")
 			}
 			checks := inputsOf[activities.DriftInput](f)
@@ -503,7 +503,7 @@ func TestDriftGate(t *testing.T) {
 			}
 			require.Len(t, patches, 1)
 			want := *tt.patch
-			want.Run = resolvedRun(t, "offload-compact", tt.overrides)
+			want.Run = run
 			require.Equal(t, want, patches[0])
 		})
 	}
@@ -692,7 +692,8 @@ func TestStepsGetThePlansPreset(t *testing.T) {
 		p.SummarizerModel = "model-of-the-plan"
 		p.History.TargetTokens = 1234
 	}
-	_, err := runCompaction(t, f, testRun("offload-compact", ""))
+	in := contract.CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/input/abc", InputSHA256: "abc", LocalSteps: true}
+	_, err := runCompactionInput(t, f, in)
 	require.NoError(t, err)
 
 	plan := inputsOf[activities.PlanInput](f)
@@ -728,4 +729,18 @@ func TestStepsGetThePlansPreset(t *testing.T) {
 	require.NotNil(t, sums[0].SummarizerModel)
 	require.Equal(t, "model-of-the-plan", *sums[0].SummarizerModel)
 	require.Equal(t, 1234, sums[0].TargetTokens, "the workflow decides from the plan's copy too")
+
+	// A run started without local steps (its steps' inputs are recorded
+	// in the history) keeps resolving in every step.
+	f = &fakes{}
+	in.LocalSteps = false
+	_, err = runCompactionInput(t, f, in)
+	require.NoError(t, err)
+	for _, c := range inputsOf[activities.CommitInput](f) {
+		require.Nil(t, c.Run.Resolved)
+	}
+	for _, s := range inputsOf[activities.SummarizeInput](f) {
+		require.Nil(t, s.Run.Resolved)
+		require.Nil(t, s.SummarizerModel, "the step resolves the preset itself")
+	}
 }

@@ -270,21 +270,6 @@ func testRun(preset, overrides string) contract.Run {
 	return r
 }
 
-// resolvedRun is testRun as the steps after the plan get it: with the
-// preset the plan step resolved.
-func resolvedRun(t *testing.T, preset, overrides string) contract.Run {
-	t.Helper()
-	r := testRun(preset, overrides)
-	p, err := policy.Resolve(r.Preset, r.Overrides)
-	require.NoError(t, err)
-	r.Resolved = &p
-	return r
-}
-
-// workerModel is a summarizer call's SummarizerModel for presets that
-// keep the worker's model.
-func workerModel() *string { s := ""; return &s }
-
 // runCompaction runs the Compaction workflow against the fakes and
 // returns its result and error.
 func runCompaction(t *testing.T, f *fakes, run contract.Run) (contract.CompactionResult, error) {
