@@ -65,7 +65,7 @@ type stack struct {
 	s3Name     string // "versitygw …" or "s3local (gofakes3) …"
 	s3PID      int    // the versitygw process, 0 for s3local (in-process)
 	s3Requests atomic.Int64
-	s3Kinds    *requestKinds
+	s3Kinds    *tally // S3 requests by "METHOD kind"
 
 	activities *activityCounter
 
@@ -76,7 +76,7 @@ type stack struct {
 // startStack brings every service up; on error what was started is
 // stopped again.
 func startStack(ctx context.Context) (*stack, error) {
-	s := &stack{activities: newActivityCounter(), s3Kinds: &requestKinds{n: map[string]int64{}}}
+	s := &stack{activities: newActivityCounter(), s3Kinds: newTally()}
 	fail := func(err error) (*stack, error) { return nil, errors.Join(err, s.close()) }
 
 	cfg, err := config.Load()
@@ -236,7 +236,7 @@ func (s *stack) startS3(ctx context.Context) error {
 type countingTransport struct {
 	base  http.RoundTripper
 	n     *atomic.Int64
-	kinds *requestKinds
+	kinds *tally
 }
 
 func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -260,20 +260,22 @@ func objectKind(path string) string {
 	}
 }
 
-// requestKinds counts requests by "METHOD kind".
-type requestKinds struct {
+// tally counts events by name, safe for concurrent use.
+type tally struct {
 	mu sync.Mutex
 	n  map[string]int64
 }
 
-func (k *requestKinds) add(name string) {
+func newTally() *tally { return &tally{n: map[string]int64{}} }
+
+func (k *tally) add(name string) {
 	k.mu.Lock()
 	k.n[name]++
 	k.mu.Unlock()
 }
 
 // snapshot copies the counts.
-func (k *requestKinds) snapshot() map[string]int64 {
+func (k *tally) snapshot() map[string]int64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	out := make(map[string]int64, len(k.n))
@@ -333,12 +335,11 @@ func (c counts) sub(o counts) counts {
 type activityCounter struct {
 	interceptor.WorkerInterceptorBase
 	total  atomic.Int64
-	mu     sync.Mutex
-	byType map[string]int64
+	byType *tally
 }
 
 func newActivityCounter() *activityCounter {
-	return &activityCounter{byType: map[string]int64{}}
+	return &activityCounter{byType: newTally()}
 }
 
 // InterceptActivity counts and runs one activity attempt.
@@ -347,15 +348,7 @@ func (c *activityCounter) InterceptActivity(_ context.Context, next interceptor.
 }
 
 // snapshot copies the per-type counts.
-func (c *activityCounter) snapshot() map[string]int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make(map[string]int64, len(c.byType))
-	for k, v := range c.byType {
-		out[k] = v
-	}
-	return out
-}
+func (c *activityCounter) snapshot() map[string]int64 { return c.byType.snapshot() }
 
 type countingActivity struct {
 	interceptor.ActivityInboundInterceptorBase
@@ -369,9 +362,7 @@ func (a *countingActivity) ExecuteActivity(ctx context.Context, in *interceptor.
 	if info := activityInfo(ctx); info != "" {
 		name = info
 	}
-	a.c.mu.Lock()
-	a.c.byType[name]++
-	a.c.mu.Unlock()
+	a.c.byType.add(name)
 	return a.Next.ExecuteActivity(ctx, in)
 }
 
