@@ -304,3 +304,23 @@ func TestCPUDiffPerRun(t *testing.T) {
 		"Go runtime (GC, scheduler) and standard library +30.0 ms, S3 server (its own process) +30.0 ms, Temporal server (in-process) +20.0 ms, Postgres backends +10.0 ms",
 		cpuDiff(skeleton, pipeline))
 }
+
+func TestMergeLoopsAndCPU(t *testing.T) {
+	t.Parallel()
+	a := loopResult{window: 10 * time.Second, done: 100, total: 120, latencies: []time.Duration{time.Second}}
+	b := loopResult{window: 10 * time.Second, done: 60, total: 70, failed: 1, latencies: []time.Duration{2 * time.Second}}
+	m := mergeLoops(a, b)
+	require.InDelta(t, 8.0, m.rate(), 1e-9, "the mean of 10 and 6 runs/s")
+	require.Equal(t, 190, m.total)
+	require.Equal(t, 1, m.failed)
+	require.Len(t, m.latencies, 2)
+
+	ca := &cpuShares{runs: 10, processCPU: time.Second, byCat: map[string]float64{catServer: 1}}
+	cb := &cpuShares{runs: 30, processCPU: 3 * time.Second, s3CPU: 400 * time.Millisecond, byCat: map[string]float64{catServer: 0.5, catProduct: 0.5}}
+	cm := mergeCPU(ca, cb)
+	require.Equal(t, 40, cm.runs)
+	require.InDelta(t, 0.625, cm.byCat[catServer], 1e-9)
+	require.InDelta(t, 0.375, cm.byCat[catProduct], 1e-9)
+	require.Equal(t, 110*time.Millisecond, cm.perRunTotal(), "4.4 s of CPU over 40 runs")
+	require.Nil(t, mergeCPU(ca, nil))
+}

@@ -86,36 +86,54 @@ func benchCeiling(ctx context.Context, st *stack, o options, rep *report) error 
 	// The warm-up fills the worker's caches, the connection pools and the
 	// tokenizer before the window opens. Each caller has a session of its
 	// own, so that callers never queue behind each other in a session.
-	bareRes := closedLoop(ctx, o.ceilingWorkers, o.warmup, o.ceilingWindow, bare)
-	if bareRes.failed > 0 {
-		return fmt.Errorf("bare workflow: %d failed: %w", bareRes.failed, bareRes.firstErr)
-	}
-	var skeletonRes loopResult
-	skeletonCPU, err := profiled(ctx, st, func() loopResult {
-		skeletonRes = closedLoop(ctx, o.ceilingWorkers, o.warmup, o.ceilingWindow, func(ctx context.Context, w, i int) error {
-			return skeletonCall(ctx, st.client, sc, w, i)
+	//
+	// The kinds run in the order bare, skeleton, pipeline, pipeline,
+	// skeleton, bare, and each kind's two windows count together: the
+	// server slows down over the bench (its in-memory SQLite grows with
+	// every workflow), and in this order a steady drift weighs on each
+	// kind alike instead of on whichever runs last.
+	skeleton := func(ctx context.Context, w, i int) error { return skeletonCall(ctx, st.client, sc, w, i) }
+	round := 0
+	loop := func(fn func(ctx context.Context, w, i int) error) loopResult {
+		// Each window numbers its runs apart, so that the second window
+		// of a kind reuses no event or workflow id of the first.
+		round++
+		base := round * 1_000_000
+		return closedLoop(ctx, o.ceilingWorkers, o.warmup, o.ceilingWindow, func(ctx context.Context, w, i int) error {
+			return fn(ctx, w, base+i)
 		})
-		return skeletonRes
-	})
+	}
+	bare1 := loop(bare)
+	var skel1, skel2, full1, full2 loopResult
+	skelCPU1, err := profiled(ctx, st, func() loopResult { skel1 = loop(skeleton); return skel1 })
 	if err != nil {
 		return err
-	}
-	if skeletonRes.failed > 0 {
-		return fmt.Errorf("skeleton: %d failed: %w", skeletonRes.failed, skeletonRes.firstErr)
 	}
 	before, types0, kinds0 := st.counts(), st.activities.snapshot(), st.s3Kinds.snapshot()
-	var fullRes loopResult
-	fullCPU, err := profiled(ctx, st, func() loopResult {
-		fullRes = closedLoop(ctx, o.ceilingWorkers, o.warmup, o.ceilingWindow, full)
-		return fullRes
-	})
+	fullCPU1, err := profiled(ctx, st, func() loopResult { full1 = loop(full); return full1 })
 	if err != nil {
 		return err
 	}
-	if fullRes.failed > 0 {
-		return fmt.Errorf("pipeline: %d runs failed: %w", fullRes.failed, fullRes.firstErr)
+	fullCPU2, err := profiled(ctx, st, func() loopResult { full2 = loop(full); return full2 })
+	if err != nil {
+		return err
 	}
 	delta, types1, kinds1 := st.counts().sub(before), st.activities.snapshot(), st.s3Kinds.snapshot()
+	skelCPU2, err := profiled(ctx, st, func() loopResult { skel2 = loop(skeleton); return skel2 })
+	if err != nil {
+		return err
+	}
+	bare2 := loop(bare)
+	bareRes, skeletonRes, fullRes := mergeLoops(bare1, bare2), mergeLoops(skel1, skel2), mergeLoops(full1, full2)
+	skeletonCPU, fullCPU := mergeCPU(skelCPU1, skelCPU2), mergeCPU(fullCPU1, fullCPU2)
+	for _, r := range []struct {
+		name string
+		res  loopResult
+	}{{"bare workflow", bareRes}, {"skeleton", skeletonRes}, {"pipeline", fullRes}} {
+		if r.res.failed > 0 {
+			return fmt.Errorf("%s: %d runs failed: %w", r.name, r.res.failed, r.res.firstErr)
+		}
+	}
 
 	ratio := fullRes.rate() / bareRes.rate()
 	rep.add(row{id: "1", name: "Orchestration ceiling: full pipeline, instant summarizer",
@@ -170,7 +188,9 @@ func benchCeiling(ctx context.Context, st *stack, o options, rep *report) error 
 			float64(plain.activities)/plainRuns, float64(plain.pgTrips)/plainRuns, plainS3, plainRuns),
 		target: "S3 ≤ 5", met: metIf(plainS3 <= 5)})
 
-	rep.note("1. Ceiling: %d concurrent callers in a closed loop, a %s warm-up then a %s window for each kind of run, preset %s on a %s tau-bench conversation "+
+	rep.note("1. Ceiling: %d concurrent callers in a closed loop, a %s warm-up then a %s window, twice for each kind of run, in the order "+
+		"bare, skeleton, pipeline, pipeline, skeleton, bare (the server slows down as its in-memory SQLite fills, and in this order a steady "+
+		"drift weighs on each kind alike; each kind's two windows count together), preset %s on a %s tau-bench conversation "+
 		"with its context limit set to its own size (usage 100%%), the summarizer answering at once over HTTP. A pipeline run is "+
 		"`gateway.Submit` + `gateway.Wait` (S3 put, Postgres claim, signal-with-start of the session workflow, the child compaction "+
 		"workflow); a bare run is `ExecuteWorkflow` + `Get` of a workflow with no code; a skeleton run has the pipeline's shape with no "+
@@ -255,4 +275,35 @@ func cpuDiff(skeleton, pipeline *cpuShares) string {
 		}
 	}
 	return fmt.Sprintf("%+.1f ms: %s", total, strings.Join(parts, ", "))
+}
+
+// mergeLoops counts two windows of the same kind of run as one.
+func mergeLoops(a, b loopResult) loopResult {
+	first := a.firstErr
+	if first == nil {
+		first = b.firstErr
+	}
+	return loopResult{window: a.window + b.window, done: a.done + b.done, overlap: a.overlap + b.overlap,
+		total: a.total + b.total, failed: a.failed + b.failed, firstErr: first,
+		latencies: append(append([]time.Duration(nil), a.latencies...), b.latencies...), elapsed: a.elapsed + b.elapsed}
+}
+
+// mergeCPU counts two profiled windows as one: nil if either was not
+// profiled.
+func mergeCPU(a, b *cpuShares) *cpuShares {
+	if a == nil || b == nil {
+		return nil
+	}
+	m := &cpuShares{window: a.window + b.window, runs: a.runs + b.runs, processCPU: a.processCPU + b.processCPU,
+		s3CPU: a.s3CPU + b.s3CPU, pgCPU: a.pgCPU + b.pgCPU, pgKnown: a.pgKnown && b.pgKnown, byCat: map[string]float64{}}
+	if m.processCPU <= 0 {
+		return m
+	}
+	for _, c := range []*cpuShares{a, b} {
+		weight := float64(c.processCPU) / float64(m.processCPU)
+		for cat, f := range c.byCat {
+			m.byCat[cat] += f * weight
+		}
+	}
+	return m
 }
