@@ -387,3 +387,50 @@ func TestPutContentVerifiedReadsBackWithoutChecksums(t *testing.T) {
 	require.Equal(t, 1, counter.get(http.MethodPut))
 	require.Equal(t, 1, counter.get(http.MethodGet), "read back: the server echoed no checksum")
 }
+
+// headerRecorder keeps the headers of every PUT it forwards.
+type headerRecorder struct {
+	mu   sync.Mutex
+	puts []http.Header
+}
+
+func (h *headerRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodPut {
+		h.mu.Lock()
+		h.puts = append(h.puts, req.Header.Clone())
+		h.mu.Unlock()
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestUploadsSignTheirBody: every upload's body is covered by SigV4's
+// signed SHA-256 (the server checks it), with no extra CRC32 trailer; the
+// archive's upload also carries its SHA-256 as the S3 checksum.
+func TestUploadsSignTheirBody(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rec := &headerRecorder{}
+	store := blobtest.New(t, func(c *blob.Config) { c.HTTPClient = &http.Client{Transport: rec} })
+	data := []byte("a conversation to keep")
+	_, err := store.PutContent(ctx, "acme", blob.KindInput, data)
+	require.NoError(t, err)
+	_, err = store.PutContentVerified(ctx, "acme", blob.KindArchive, data)
+	require.NoError(t, err)
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	var puts []http.Header
+	for _, h := range rec.puts {
+		if h.Get("X-Amz-Meta-Sha256") != "" { // an object's upload, not the bucket's creation
+			puts = append(puts, h)
+		}
+	}
+	require.Len(t, puts, 2)
+	for _, h := range puts {
+		require.Equal(t, blob.SHA256Hex(data), h.Get("X-Amz-Content-Sha256"), "the signed payload hash is the body's")
+		require.Empty(t, h.Get("X-Amz-Trailer"))
+		require.Empty(t, h.Get("X-Amz-Checksum-Crc32"))
+	}
+	require.Empty(t, puts[0].Get("X-Amz-Checksum-Sha256"))
+	require.NotEmpty(t, puts[1].Get("X-Amz-Checksum-Sha256"), "the archive carries its SHA-256 for S3 to check")
+}
