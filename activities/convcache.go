@@ -60,12 +60,16 @@ func (c *convCache) get(key string) (conversation.Conversation, bool) {
 }
 
 // add keeps a copy of conv, parsed from (or rendered to) size bytes at
-// key; one larger than a quarter of the bound is not kept.
+// key; one larger than a quarter of the bound is not kept. The copy is
+// detached, strings included: an entry keeps alive neither the buffers
+// conv was parsed from nor the strings a step built, and everything the
+// cache holds was allocated here (which is how the bench tells the bounded
+// cache from growth).
 func (c *convCache) add(key string, conv conversation.Conversation, size int64) {
 	if size > convCacheBytes/4 {
 		return
 	}
-	v := cachedConv{conv: conv.Clone(), size: size}
+	v := cachedConv{conv: conv.Detached(), size: size}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	recent := c.cache()

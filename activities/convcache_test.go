@@ -1,7 +1,9 @@
 package activities
 
 import (
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -27,6 +29,16 @@ func TestConvCacheHandsOutCopies(t *testing.T) {
 
 	_, ok = c.get("missing")
 	require.False(t, ok)
+
+	// The entry is detached: it keeps no string of the caller's alive.
+	orig := conversation.Conversation{Format: conversation.FormatOpenAI, Messages: []conversation.Message{
+		{Role: conversation.RoleUser, Blocks: []conversation.Block{{Kind: conversation.KindText, Text: strings.Repeat("x", 64)}}},
+	}}
+	c.add("k2", orig, 100)
+	kept, ok := c.get("k2")
+	require.True(t, ok)
+	require.Equal(t, orig.Messages[0].Blocks[0].Text, kept.Messages[0].Blocks[0].Text)
+	require.NotSame(t, unsafe.StringData(orig.Messages[0].Blocks[0].Text), unsafe.StringData(kept.Messages[0].Blocks[0].Text))
 }
 
 func TestConvCacheIsBoundedByBytes(t *testing.T) {

@@ -155,6 +155,11 @@ func TestHeapOwner(t *testing.T) {
 		{[]string{"bytes.growSlice", "github.com/ctxcompact/orchestrator/internal/conversation.Render"}, "worker"},
 		{[]string{"bytes.Clone", "github.com/ctxcompact/orchestrator/internal/blob.(*cache).add", "github.com/ctxcompact/orchestrator/internal/blob.(*Store).PutContent"}, ownerCaches},
 		{[]string{"strings.Clone", "github.com/ctxcompact/orchestrator/activities.keepIDs"}, ownerCaches},
+		{[]string{"strings.Clone", "github.com/ctxcompact/orchestrator/internal/conversation.Conversation.Detached",
+			"github.com/ctxcompact/orchestrator/activities.(*convCache).add"}, ownerCaches},
+		{[]string{"crypto/sha256.Sum256", "github.com/ctxcompact/orchestrator/internal/tokens.cachedCounter.Count"}, ownerCaches},
+		{[]string{"github.com/ctxcompact/orchestrator/internal/conversation.Conversation.Clone",
+			"github.com/ctxcompact/orchestrator/activities.(*convCache).get"}, "worker"},
 	}
 	for _, tc := range tests {
 		require.Equal(t, tc.want, heapOwner(tc.stack), "%v", tc.stack)

@@ -107,9 +107,11 @@ func shares(p *profile, valueType string) (map[string]float64, error) {
 }
 
 // ownerCaches owns what the worker's bounded caches hold: the blob cache
-// (BLOB_CACHE_MB), the token-count cache and the drift check's
-// identifier lists. They fill up to their bound whatever the number of
-// runs, so they are reported apart from the heap that must not grow.
+// (BLOB_CACHE_MB), the token-count cache, the drift check's identifier
+// lists and the parsed working conversations (detached copies, all
+// allocated by the cache's add). They fill up to their bound whatever the
+// number of runs, so they are reported apart from the heap that must not
+// grow.
 const ownerCaches = "caches"
 
 // heapOwner says whose an allocation is: the Temporal server's when any
@@ -121,7 +123,8 @@ func heapOwner(stack []string) string {
 		switch {
 		case strings.HasPrefix(f, "go.temporal.io/server/"):
 			return catServer
-		case strings.Contains(f, "/internal/blob.(*cache)."), strings.Contains(f, "/internal/tokens.sharedCounter."),
+		case strings.Contains(f, "/internal/blob.(*cache)."), strings.Contains(f, "/internal/tokens.cachedCounter."),
+			strings.Contains(f, "/activities.(*convCache).add"),
 			strings.Contains(f, "/activities.keepIDs"), strings.Contains(f, "/activities.prefetchIdentifiers"),
 			strings.Contains(f, "/activities.(*Activities).identifiers"), strings.HasPrefix(f, "github.com/hashicorp/golang-lru/"):
 			return ownerCaches
@@ -390,7 +393,7 @@ func benchLoad(ctx context.Context, st *stack, o options, rep *report) error {
 	// The heap profile's sampling leaves about 1 MB of noise.
 	allowed := max(0.02*processed, 1<<20)
 	rep.add(row{id: "4", name: fmt.Sprintf("Worker live heap after GC, quiet after two %s batches", humanBytes(first.size)),
-		value: fmt.Sprintf("%.1f MB after the first (%d runs), %.1f MB after the second; bounded caches %.1f MB → %.1f MB (blob cache at most %d MB)",
+		value: fmt.Sprintf("%.1f MB after the first (%d runs), %.1f MB after the second; bounded caches %.1f MB → %.1f MB (blob cache at most %d MB, parsed conversations at most 32 MB of their JSON)",
 			first.after.worker/(1<<20), first.runs.total, repeat.worker/(1<<20), first.after.caches/(1<<20), repeat.caches/(1<<20), st.cfg.BlobCacheMB),
 		compared: fmt.Sprintf("%d runs in the second batch (%.0f MB of conversations)", again.total, processed/(1<<20)),
 		ratio: fmt.Sprintf("%+.2f MB: %+.2f%% of what it processed (%+.1f KB/run)", growth/(1<<20), 100*growth/processed,
@@ -412,7 +415,7 @@ func benchLoad(ctx context.Context, st *stack, o options, rep *report) error {
 		"after the runs is split by allocation site with a heap profile (after two GCs) and counts the worker, the gateway and the "+
 		"clients, not the Temporal server (%.0f MB at the end) nor the fake LLM (the heap profile samples every 128 KB, which leaves "+
 		"about 1 MB of noise), and not the worker's bounded caches, which fill up to their bound (BLOB_CACHE_MB of content-addressed "+
-		"objects, 64Ki token counts, 64 drift-check identifier lists) and are given apart. Worker live heap: baseline %.1f MB after one warm-up run per session, then %s. Sites that grew "+
+		"objects, 64Ki token counts, 64 drift-check identifier lists, parsed working conversations of up to 32 MB of JSON) and are given apart. Worker live heap: baseline %.1f MB after one warm-up run per session, then %s. Sites that grew "+
 		"between the two %s batches: %s. Sites that grew from the second %s batch to the end of the %s runs: %s.",
 		o.loadSessions, o.warmup, o.loadWindow, pipelinePreset, last.after.server/(1<<20), baseline.worker/(1<<20), strings.Join(seq, " → "),
 		humanBytes(first.size), grownSites(first.after, repeat, 3), humanBytes(first.size), humanBytes(last.size), grownSites(repeat, last.after, 3))

@@ -4,7 +4,10 @@
 // trajectory of seed 000) without losing a field.
 package conversation
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // Format names a wire format.
 type Format string
@@ -113,6 +116,38 @@ func (m Message) Clone() Message {
 	for i, b := range m.Blocks {
 		b.Extra = cloneExtra(b.Extra)
 		out.Blocks[i] = b
+	}
+	return out
+}
+
+// Detached returns a deep copy that shares no memory with c, strings
+// included, for a copy kept long after c (a cache): it keeps alive
+// neither the buffers c was parsed from nor the strings of the code that
+// built c, and all it holds was allocated here.
+func (c Conversation) Detached() Conversation {
+	out := Conversation{Format: Format(strings.Clone(string(c.Format))), Extra: detachExtra(c.Extra),
+		Shape: strings.Clone(c.Shape), Messages: make([]Message, len(c.Messages))}
+	for i, m := range c.Messages {
+		dm := Message{Role: Role(strings.Clone(string(m.Role))), Extra: detachExtra(m.Extra), Shape: strings.Clone(m.Shape),
+			Blocks: make([]Block, len(m.Blocks))}
+		for j, b := range m.Blocks {
+			dm.Blocks[j] = Block{Kind: Kind(strings.Clone(string(b.Kind))), Text: strings.Clone(b.Text), ToolID: strings.Clone(b.ToolID),
+				ToolName: strings.Clone(b.ToolName), Input: strings.Clone(b.Input), IsError: b.IsError,
+				Extra: detachExtra(b.Extra), Shape: strings.Clone(b.Shape)}
+		}
+		out.Messages[i] = dm
+	}
+	return out
+}
+
+// detachExtra is cloneExtra with the keys copied too.
+func detachExtra(in map[string]json.RawMessage) map[string]json.RawMessage {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]json.RawMessage, len(in))
+	for k, v := range in {
+		out[strings.Clone(k)] = append(json.RawMessage(nil), v...)
 	}
 	return out
 }
