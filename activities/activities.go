@@ -137,23 +137,27 @@ func (a *Activities) getVerified(ctx context.Context, tenant, key, sha string) (
 	return data, nil
 }
 
-// load reads and parses a working conversation of the tenant; a
-// conversation this worker parsed or saved recently is copied from the
-// cache instead of parsed again.
-func (a *Activities) load(ctx context.Context, tenant, key string) (conversation.Conversation, []byte, error) {
+// load reads and parses a working conversation of the tenant, and the
+// size of its JSON. One this worker parsed or saved recently is copied
+// from the cache without reading its bytes at all (after the same
+// ownership check as every read).
+func (a *Activities) load(ctx context.Context, tenant, key string) (conversation.Conversation, int64, error) {
+	if err := blob.CheckOwned(tenant, key); err != nil {
+		return conversation.Conversation{}, 0, badInput(fmt.Errorf("read: %w", err))
+	}
+	if c, size, ok := a.convs.get(key); ok {
+		return c, size, nil
+	}
 	data, err := a.get(ctx, tenant, key)
 	if err != nil {
-		return conversation.Conversation{}, nil, err
-	}
-	if c, ok := a.convs.get(key); ok {
-		return c, data, nil
+		return conversation.Conversation{}, 0, err
 	}
 	c, err := conversation.ParseAny(data)
 	if err != nil {
-		return conversation.Conversation{}, nil, badInput(fmt.Errorf("parse conversation: %w", err))
+		return conversation.Conversation{}, 0, badInput(fmt.Errorf("parse conversation: %w", err))
 	}
 	a.convs.add(key, c, int64(len(data)))
-	return c, data, nil
+	return c, int64(len(data)), nil
 }
 
 // save renders and stores a working conversation, content-addressed.
@@ -175,11 +179,14 @@ func (a *Activities) text(ctx context.Context, tenant, key string) (string, erro
 	if key == "" {
 		return "", nil
 	}
-	data, err := a.get(ctx, tenant, key)
-	if err != nil {
-		return "", err
+	if err := blob.CheckOwned(tenant, key); err != nil {
+		return "", badInput(fmt.Errorf("read: %w", err))
 	}
-	return string(data), nil
+	text, err := a.Blob.GetString(ctx, key)
+	if err != nil {
+		return "", blobErr(fmt.Errorf("read %s: %w", key, err))
+	}
+	return text, nil
 }
 
 // putText stores a text content-addressed under kind.

@@ -48,15 +48,16 @@ func (c *convCache) cache() *lru.Cache[string, cachedConv] {
 	return c.recent
 }
 
-// get returns a copy of the conversation parsed from key, if cached.
-func (c *convCache) get(key string) (conversation.Conversation, bool) {
+// get returns a copy of the conversation parsed from key and the size of
+// its JSON, if cached.
+func (c *convCache) get(key string) (conversation.Conversation, int64, bool) {
 	c.mu.Lock()
 	v, ok := c.cache().Get(key)
 	c.mu.Unlock()
 	if !ok {
-		return conversation.Conversation{}, false
+		return conversation.Conversation{}, 0, false
 	}
-	return v.conv.Clone(), true
+	return v.conv.Clone(), v.size, true
 }
 
 // add keeps a copy of conv, parsed from (or rendered to) size bytes at

@@ -140,11 +140,11 @@ func (a *Activities) Deterministic(ctx context.Context, in DeterministicInput) (
 	defer rec.end(&err, &res.Recorded)
 
 	run := in.Run
-	conv, data, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
+	conv, inSize, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
 	if err != nil {
 		return res, err
 	}
-	rec.inputSize = int64(len(data))
+	rec.inputSize = inSize
 	p, b, err := a.budget(run)
 	if err != nil {
 		return res, err
@@ -228,11 +228,11 @@ func (a *Activities) FitBudget(ctx context.Context, in FitInput) (res FitResult,
 	defer rec.end(&err, &res.Recorded)
 
 	run := in.Run
-	conv, data, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
+	conv, inSize, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
 	if err != nil {
 		return res, err
 	}
-	rec.inputSize = int64(len(data))
+	rec.inputSize = inSize
 	p, b, err := a.budget(run)
 	if err != nil {
 		return res, err
@@ -402,7 +402,7 @@ func (a *Activities) ApplyResults(ctx context.Context, in ApplyResultsInput) (re
 	rec := a.begin(ctx, in.Run, in.Step, "apply")
 	defer rec.end(&err, &res.Recorded)
 
-	conv, data, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
+	conv, inSize, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
 	if err != nil {
 		return res, err
 	}
@@ -430,7 +430,7 @@ func (a *Activities) ApplyResults(ctx context.Context, in ApplyResultsInput) (re
 		return res, err
 	}
 	size := b.Measure(conv)
-	rec.inputSize, rec.outputSize = int64(len(data)), int64(size)
+	rec.inputSize, rec.outputSize = inSize, int64(size)
 	return WorkResult{WorkKey: key, Tokens: size, Usage: b.Usage(size)}, nil
 }
 

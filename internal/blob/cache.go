@@ -84,6 +84,25 @@ func (c *cache) fits(key string, n int) bool {
 
 // get returns a copy of the cached bytes of key, counting a hit or a miss.
 func (c *cache) get(key string) ([]byte, bool) {
+	data, ok := c.shared(key)
+	if !ok {
+		return nil, false
+	}
+	return bytes.Clone(data), true
+}
+
+// getString is get for a caller that wants a string: one copy, not two.
+func (c *cache) getString(key string) (string, bool) {
+	data, ok := c.shared(key)
+	if !ok {
+		return "", false
+	}
+	return string(data), true
+}
+
+// shared returns the cache's own bytes of key, which nobody may change,
+// counting a hit or a miss.
+func (c *cache) shared(key string) ([]byte, bool) {
 	c.mu.Lock()
 	data, ok := c.lru.Get(key)
 	c.mu.Unlock()
@@ -92,7 +111,7 @@ func (c *cache) get(key string) ([]byte, bool) {
 		return nil, false
 	}
 	c.hits.Add(1)
-	return bytes.Clone(data), true
+	return data, true
 }
 
 // currentEpoch is taken before an S3 request whose result may be cached.

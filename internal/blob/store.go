@@ -411,6 +411,27 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	return data, err
 }
 
+// GetString is Get for a text object: the object at key as a string, in
+// one copy of the bytes when the key is cached (Get's private copy and
+// its conversion would be two).
+func (s *Store) GetString(ctx context.Context, key string) (string, error) {
+	if err := validateKey(key); err != nil {
+		return "", fmt.Errorf("get: %w", err)
+	}
+	if s.cache != nil {
+		if _, cacheable := contentKeySHA(key); cacheable {
+			if text, ok := s.cache.getString(key); ok {
+				return text, nil
+			}
+		}
+	}
+	data, _, err := s.get(ctx, key, false)
+	if err != nil {
+		return "", err
+	}
+	return string(data), nil
+}
+
 // GetVerified returns the object at key after checking that its SHA-256 is
 // wantSHA; a mismatch is an error wrapping ErrChecksum. This is how an
 // archived original is proven intact before anything replaces it.

@@ -434,3 +434,30 @@ func TestUploadsSignTheirBody(t *testing.T) {
 	require.Empty(t, puts[0].Get("X-Amz-Checksum-Sha256"))
 	require.NotEmpty(t, puts[1].Get("X-Amz-Checksum-Sha256"), "the archive carries its SHA-256 for S3 to check")
 }
+
+// TestGetString: a text object as a string, from the cache for a content
+// key this Store wrote (no request), from S3 otherwise.
+func TestGetString(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	opt, counter := withCounter()
+	store := blobtest.New(t, opt, func(c *blob.Config) { c.CacheBytes = 1 << 20 })
+	ref, err := store.PutContent(ctx, "acme", "summary", []byte("a summary naming src/a.go"))
+	require.NoError(t, err)
+	plain, err := store.Put(ctx, "tenants/acme/notes/plain.txt", []byte("not content-addressed"))
+	require.NoError(t, err)
+	counter.reset()
+
+	text, err := store.GetString(ctx, ref.Key)
+	require.NoError(t, err)
+	require.Equal(t, "a summary naming src/a.go", text)
+	require.Zero(t, counter.get(http.MethodGet), "a cached content key needs no request")
+
+	text, err = store.GetString(ctx, plain.Key)
+	require.NoError(t, err)
+	require.Equal(t, "not content-addressed", text)
+	require.Equal(t, 1, counter.get(http.MethodGet))
+
+	_, err = store.GetString(ctx, "tenants/acme/summary/ab/"+strings.Repeat("0", 64))
+	require.ErrorIs(t, err, blob.ErrNotFound)
+}
