@@ -66,6 +66,16 @@ func (e *stepEnv) plan() activities.PlanResult {
 	return res
 }
 
+// deterministic runs the Deterministic step on the input for e.run.
+func (e *stepEnv) deterministic() activities.DeterministicResult {
+	e.t.Helper()
+	val, err := e.env.ExecuteActivity("Deterministic", activities.DeterministicInput{Run: e.run, WorkKey: e.input.Key})
+	require.NoError(e.t, err)
+	var res activities.DeterministicResult
+	require.NoError(e.t, val.Get(&res))
+	return res
+}
+
 func (e *stepEnv) steps() []string {
 	e.t.Helper()
 	steps, err := e.store.ListSteps(e.t.Context(), e.run.ID)
@@ -176,10 +186,7 @@ func TestDeterministicKeepsAnUnchangedConversation(t *testing.T) {
 			t.Parallel()
 			e := newStepEnv(t, true)
 			e.run.Preset, e.run.ContextLimit = tt.preset, tt.limit
-			val, err := e.env.ExecuteActivity("Deterministic", activities.DeterministicInput{Run: e.run, WorkKey: e.input.Key})
-			require.NoError(t, err)
-			var res activities.DeterministicResult
-			require.NoError(t, val.Get(&res))
+			res := e.deterministic()
 			require.NotNil(t, res.StepRecord)
 			if !tt.changed {
 				require.Equal(t, e.input.Key, res.WorkKey, "nothing changed: the input's key, no new object")
@@ -218,10 +225,7 @@ func TestStepsUseTheResolvedPreset(t *testing.T) {
 			t.Parallel()
 			e := newStepEnv(t, true)
 			e.run.Preset, e.run.Resolved = tt.preset, tt.resolved
-			val, err := e.env.ExecuteActivity("Deterministic", activities.DeterministicInput{Run: e.run, WorkKey: e.input.Key})
-			require.NoError(t, err)
-			var res activities.DeterministicResult
-			require.NoError(t, val.Get(&res))
+			res := e.deterministic()
 			require.Equal(t, tt.changed, res.WorkKey != e.input.Key)
 		})
 	}
