@@ -166,7 +166,7 @@ func (a *Activities) save(ctx context.Context, tenant string, c conversation.Con
 	if err != nil {
 		return "", fmt.Errorf("render conversation: %w", err)
 	}
-	ref, err := a.Blob.PutContent(ctx, tenant, "work", data)
+	ref, err := a.Blob.PutContent(ctx, tenant, blob.KindWork, data)
 	if err != nil {
 		return "", blobErr(err)
 	}

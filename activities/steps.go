@@ -875,6 +875,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	after := b.Measure(conv)
 	usage := b.Usage(after)
 	var reactStats *conversation.ReActStats
+	changed := false // by commit itself, since the work was saved
 	if conv.Format == conversation.FormatReAct {
 		threshold := int(float64(b.Limit) * p.GlobalResults.TriggerUsage)
 		reactStats = &conversation.ReActStats{
@@ -887,11 +888,12 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 			if err := conversation.SetReActStats(&conv, *reactStats); err != nil {
 				return res, fmt.Errorf("write compression stats: %w", err)
 			}
+			changed = true
 		}
 	}
-	data, err := conversation.Render(conv)
+	data, err := a.outputBytes(ctx, run.Tenant, in.WorkKey, conv, changed)
 	if err != nil {
-		return res, fmt.Errorf("render output: %w", err)
+		return res, err
 	}
 	ref, err := a.Blob.PutContent(ctx, run.Tenant, blob.KindOutput, data)
 	if err != nil {
@@ -1012,6 +1014,23 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 		TokensAfter: after, Ratio: ratio, LevelAfter: string(level), Committed: committed, Deleted: deleted,
 		OverLimit: over, Reason: reason, Limit: b.Limit, Recommendation: compress.Recommendation(level),
 		HandoffKey: res.HandoffKey, HandoffSHA256: res.HandoffSHA256}, nil
+}
+
+// outputBytes is the run's output: the saved working copy's own bytes
+// when the last step saved it (a "work" object is the rendering of the
+// conversation commit loaded) and commit changed nothing, so that the
+// output is not rendered a second time; else the conversation rendered,
+// which also gives the caller's input back in canonical form when no
+// pass changed it.
+func (a *Activities) outputBytes(ctx context.Context, tenant, workKey string, conv conversation.Conversation, changed bool) ([]byte, error) {
+	if _, kind, sha, err := blob.ParseContentKey(workKey); err == nil && kind == blob.KindWork && !changed {
+		return a.getVerified(ctx, tenant, workKey, sha)
+	}
+	data, err := conversation.Render(conv)
+	if err != nil {
+		return nil, fmt.Errorf("render output: %w", err)
+	}
+	return data, nil
 }
 
 // handoff builds and stores the fresh-session conversation of a run (see

@@ -1,6 +1,7 @@
 package activities_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
+	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
@@ -273,6 +275,50 @@ func TestDriftCheckWritesMissingItemsOnlyWhenItFails(t *testing.T) {
 			require.NoError(t, json.Unmarshal(data, &missing))
 			require.Len(t, missing, res.MissingCount)
 			require.Contains(t, missing, "src/app/echo.go")
+		})
+	}
+}
+
+// TestCommitOutputsTheSavedWorkAsIs: when the last step saved the working
+// conversation, commit puts those very bytes out instead of rendering the
+// conversation again; a conversation no step changed (the input) is
+// rendered, so the caller gets it back in canonical form.
+func TestCommitOutputsTheSavedWorkAsIs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		kind string
+		asIs bool
+	}{
+		{name: "a saved working copy goes out as it is", kind: blob.KindWork, asIs: true},
+		{name: "an unchanged input is rendered", kind: blob.KindInput},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newStepEnv(t, true)
+			plan := e.plan()
+			conv, err := conversation.ParseAny(e.data)
+			require.NoError(t, err)
+			canonical, err := conversation.Render(conv)
+			require.NoError(t, err)
+			var indented bytes.Buffer
+			require.NoError(t, json.Indent(&indented, canonical, "", "  "))
+			work, err := e.blob.PutContent(t.Context(), "acme", tt.kind, indented.Bytes())
+			require.NoError(t, err)
+
+			val, err := e.env.ExecuteActivity("Commit", activities.CommitInput{Run: e.run, WorkKey: work.Key,
+				ArchiveKey: plan.Archive.Key, TokensBefore: plan.TokensBefore, Steps: []store.Step{*plan.StepRecord}})
+			require.NoError(t, err)
+			var out activities.CommitResult
+			require.NoError(t, val.Get(&out))
+			output, err := e.blob.GetVerified(t.Context(), out.OutputKey, out.OutputSHA256)
+			require.NoError(t, err)
+			if tt.asIs {
+				require.Equal(t, indented.Bytes(), output)
+			} else {
+				require.Equal(t, canonical, output)
+			}
 		})
 	}
 }

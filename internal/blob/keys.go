@@ -13,6 +13,9 @@ const (
 	KindOffload = "offload"
 	KindOutput  = "output"
 	KindChunk   = "chunk"
+	// KindWork holds a run's working conversations between its steps,
+	// each the rendering of the conversation a step saved.
+	KindWork = "work"
 )
 
 // MaxTenantLen bounds tenant IDs so that keys stay far below S3's 1024-byte
