@@ -158,6 +158,10 @@ func TestHeapOwner(t *testing.T) {
 		{[]string{"strings.Clone", "github.com/ctxcompact/orchestrator/internal/conversation.Conversation.Detached",
 			"github.com/ctxcompact/orchestrator/activities.(*convCache).add"}, ownerCaches},
 		{[]string{"crypto/sha256.Sum256", "github.com/ctxcompact/orchestrator/internal/tokens.cachedCounter.Count"}, ownerCaches},
+		{[]string{"google.golang.org/grpc/internal/transport.(*http2Server).operateHeaders", "google.golang.org/grpc.(*Server).serveStreams"}, catServer},
+		{[]string{"github.com/temporalio/tchannel-go.NewFrame"}, catServer},
+		{[]string{"google.golang.org/grpc/internal/transport.(*http2Client).operateHeaders"}, "worker"},
+		{[]string{"main.(*callLog).add", "main.(*timedSummarizer).Summarize"}, catHarness},
 		{[]string{"github.com/ctxcompact/orchestrator/internal/conversation.Conversation.Clone",
 			"github.com/ctxcompact/orchestrator/activities.(*convCache).get"}, "worker"},
 	}

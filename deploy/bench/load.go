@@ -121,7 +121,11 @@ const ownerCaches = "caches"
 func heapOwner(stack []string) string {
 	for _, f := range stack {
 		switch {
-		case strings.HasPrefix(f, "go.temporal.io/server/"):
+		case strings.HasPrefix(f, "go.temporal.io/server/"),
+			// The only gRPC server and tchannel user in the process is the
+			// Temporal server: the worker and the gateway are clients.
+			strings.HasPrefix(f, "google.golang.org/grpc.(*Server)."), strings.Contains(f, "google.golang.org/grpc/internal/transport.(*http2Server)."),
+			strings.HasPrefix(f, "github.com/temporalio/tchannel-go"):
 			return catServer
 		case strings.Contains(f, "/internal/blob.(*cache)."), strings.Contains(f, "/internal/tokens.cachedCounter."),
 			strings.Contains(f, "/activities.(*convCache).add"),
@@ -130,7 +134,8 @@ func heapOwner(stack []string) string {
 			return ownerCaches
 		case strings.Contains(f, "/internal/llm/llmtest."), strings.HasPrefix(f, "main.renderChat"),
 			strings.HasPrefix(f, "main.withTail"), strings.HasPrefix(f, "main.liveHeap"), strings.HasPrefix(f, "main.(*memSampler)"),
-			strings.HasPrefix(f, "main.countFrontend"), strings.HasPrefix(f, "main.(*pgProxy)"):
+			strings.HasPrefix(f, "main.countFrontend"), strings.HasPrefix(f, "main.(*pgProxy)"),
+			strings.HasPrefix(f, "main.(*callLog)"), strings.HasPrefix(f, "main.(*tally)"):
 			return catHarness
 		}
 	}
