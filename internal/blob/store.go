@@ -253,14 +253,11 @@ const headAboveBytes = 256 << 10
 // when the key is cached, since another process may have deleted the
 // object; either way the bytes are then cached for the next Get.
 func (s *Store) PutContent(ctx context.Context, tenant, kind string, data []byte) (Ref, error) {
-	if err := ValidateTenant(tenant); err != nil {
+	ref, err := contentRef(tenant, kind, data)
+	if err != nil {
 		return Ref{}, fmt.Errorf("put content: %w", err)
 	}
-	if err := ValidateKind(kind); err != nil {
-		return Ref{}, fmt.Errorf("put content: %w", err)
-	}
-	sum := SHA256Hex(data)
-	ref := Ref{Key: ContentKey(tenant, kind, sum), SHA256: sum, Size: int64(len(data))}
+	sum := ref.SHA256
 	var epoch uint64
 	if s.cache != nil {
 		epoch = s.cache.currentEpoch()
@@ -299,42 +296,28 @@ func (s *Store) PutContent(ctx context.Context, tenant, kind string, data []byte
 // hashed instead (GetVerifiedFromS3). It always uploads: a proof of an
 // object written earlier would need that read.
 func (s *Store) PutContentVerified(ctx context.Context, tenant, kind string, data []byte) (Ref, error) {
-	if err := ValidateTenant(tenant); err != nil {
+	ref, err := contentRef(tenant, kind, data)
+	if err != nil {
 		return Ref{}, fmt.Errorf("put verified content: %w", err)
 	}
-	if err := ValidateKind(kind); err != nil {
-		return Ref{}, fmt.Errorf("put verified content: %w", err)
-	}
-	raw := sha256.Sum256(data)
-	sum := hex.EncodeToString(raw[:])
-	ref := Ref{Key: ContentKey(tenant, kind, sum), SHA256: sum, Size: int64(len(data))}
 	var epoch uint64
 	if s.cache != nil {
 		epoch = s.cache.currentEpoch()
 	}
-	checksum := base64.StdEncoding.EncodeToString(raw[:])
-	opCtx, cancel := s.opContext(ctx)
-	out, err := s.client.PutObject(opCtx, &s3.PutObjectInput{
-		Bucket:         aws.String(s.bucket),
-		Key:            aws.String(ref.Key),
-		Body:           bytes.NewReader(data),
-		ContentLength:  aws.Int64(int64(len(data))),
-		ContentType:    aws.String(contentType),
-		Metadata:       map[string]string{metaSHA256: sum},
-		ChecksumSHA256: aws.String(checksum),
-	})
-	cancel()
+	raw, _ := hex.DecodeString(ref.SHA256) // contentRef made it
+	checksum := base64.StdEncoding.EncodeToString(raw)
+	echoed, err := s.putObject(ctx, ref.Key, ref.SHA256, data, checksum)
 	if err != nil {
-		return Ref{}, fmt.Errorf("put verified content %s: %w", ref.Key, mapError(err))
+		return Ref{}, fmt.Errorf("put verified content %s: %w", ref.Key, err)
 	}
-	if aws.ToString(out.ChecksumSHA256) != checksum {
+	if echoed != checksum {
 		// Our own hash decides (the client does not check stored
 		// checksums): a mismatch is bytes damaged on the way up.
 		back, err := s.fetch(ctx, ref.Key)
 		if err != nil {
 			return Ref{}, fmt.Errorf("put verified content %s: read back: %w", ref.Key, err)
 		}
-		if got := SHA256Hex(back); got != sum {
+		if got := SHA256Hex(back); got != ref.SHA256 {
 			return Ref{}, fmt.Errorf("put verified content %s: %w: read back sha256 %s", ref.Key, ErrDamagedUpload, got)
 		}
 	}
@@ -342,6 +325,19 @@ func (s *Store) PutContentVerified(ctx context.Context, tenant, kind string, dat
 		s.cache.add(ref.Key, data, epoch)
 	}
 	return ref, nil
+}
+
+// contentRef is the content key and reference of data for tenant and
+// kind, after checking both.
+func contentRef(tenant, kind string, data []byte) (Ref, error) {
+	if err := ValidateTenant(tenant); err != nil {
+		return Ref{}, err
+	}
+	if err := ValidateKind(kind); err != nil {
+		return Ref{}, err
+	}
+	sum := SHA256Hex(data)
+	return Ref{Key: ContentKey(tenant, kind, sum), SHA256: sum, Size: int64(len(data))}, nil
 }
 
 // Put stores data under key, overwriting whatever is there, and records its
@@ -372,17 +368,32 @@ func (s *Store) invalidate(key string) {
 }
 
 func (s *Store) put(ctx context.Context, key, sum string, data []byte) error {
+	_, err := s.putObject(ctx, key, sum, data, "")
+	return err
+}
+
+// putObject uploads data under key with its SHA-256 (hex) in the metadata
+// and, when checksum (base64) is set, as the object's S3 checksum for the
+// server to check; it returns the checksum the server echoed ("" if none).
+func (s *Store) putObject(ctx context.Context, key, sum string, data []byte, checksum string) (string, error) {
 	ctx, cancel := s.opContext(ctx)
 	defer cancel()
-	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+	in := &s3.PutObjectInput{
 		Bucket:        aws.String(s.bucket),
 		Key:           aws.String(key),
 		Body:          bytes.NewReader(data),
 		ContentLength: aws.Int64(int64(len(data))),
 		ContentType:   aws.String(contentType),
 		Metadata:      map[string]string{metaSHA256: sum},
-	})
-	return mapError(err)
+	}
+	if checksum != "" {
+		in.ChecksumSHA256 = aws.String(checksum)
+	}
+	out, err := s.client.PutObject(ctx, in)
+	if err != nil {
+		return "", mapError(err)
+	}
+	return aws.ToString(out.ChecksumSHA256), nil
 }
 
 // storedSHA256 returns the sha256 metadata of key ("" if the object has
