@@ -67,7 +67,7 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (res PlanResult, er
 		TokensBefore: int64(size), CharsBefore: int64(res.CharsBefore),
 	}}
 	if in.Archive {
-		archive, err := a.archive(ctx, run.Tenant, data)
+		archive, err := a.archiveInput(ctx, run.Tenant, in.InputKey, in.InputSHA256, data)
 		if err != nil {
 			return res, err
 		}
@@ -100,6 +100,19 @@ func (a *Activities) archive(ctx context.Context, tenant string, data []byte) (A
 	return ArchiveResult{Key: ref.Key, SHA256: ref.SHA256, Size: ref.Size}, nil
 }
 
+// archiveInput is the run's archive. An input the gateway stored as an
+// archive (gateway.Gateway.Submit does, since the input and its archive
+// are the same bytes) is the archive itself: S3 checked its SHA-256 when
+// it was written, and data, just read and checked against sha, is its
+// content. Any other input (a run submitted before the gateway did so) is
+// copied with archive.
+func (a *Activities) archiveInput(ctx context.Context, tenant, key, sha string, data []byte) (ArchiveResult, error) {
+	if _, kind, keySHA, err := blob.ParseContentKey(key); err == nil && kind == blob.KindArchive && keySHA == sha {
+		return ArchiveResult{Key: key, SHA256: sha, Size: int64(len(data))}, nil
+	}
+	return a.archive(ctx, tenant, data)
+}
+
 // modelFor is the summarizer model a run will use, as recorded on it.
 func (a *Activities) modelFor(presetModel string) string {
 	if _, offline := a.Summarizer.(llm.Extractive); offline {
@@ -121,7 +134,7 @@ func (a *Activities) Archive(ctx context.Context, in ArchiveInput) (res ArchiveR
 	if err != nil {
 		return res, fmt.Errorf("read input: %w", err)
 	}
-	res, err = a.archive(ctx, in.Run.Tenant, data)
+	res, err = a.archiveInput(ctx, in.Run.Tenant, in.InputKey, in.InputSHA256, data)
 	if err != nil {
 		return res, err
 	}

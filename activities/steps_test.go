@@ -3,7 +3,9 @@ package activities_test
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"os"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -34,13 +36,36 @@ type stepEnv struct {
 	run   contract.Run
 	input blob.Ref
 	data  []byte
+	puts  *putCounter
+}
+
+// putCounter counts the S3 PUT requests that go through it.
+type putCounter struct {
+	next http.RoundTripper
+	n    atomic.Int64
+}
+
+func (c *putCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodPut {
+		c.n.Add(1)
+	}
+	return c.next.RoundTrip(r)
 }
 
 func newStepEnv(t *testing.T, batch bool) *stepEnv {
 	t.Helper()
+	return newStepEnvInput(t, batch, blob.KindInput)
+}
+
+// newStepEnvInput is newStepEnv with the input stored under kind: the
+// gateway stores it as an archive, runs submitted before it did as input.
+func newStepEnvInput(t *testing.T, batch bool, kind string) *stepEnv {
+	t.Helper()
 	data, err := os.ReadFile("../testdata/conversations/django__django-11742.json")
 	require.NoError(t, err, "the test conversation must be in testdata")
-	e := &stepEnv{t: t, store: storetest.New(t), blob: blobtest.New(t), data: data}
+	puts := &putCounter{next: http.DefaultTransport}
+	bs := blobtest.New(t, func(cfg *blob.Config) { cfg.HTTPClient = &http.Client{Transport: puts} })
+	e := &stepEnv{t: t, store: storetest.New(t), blob: bs, data: data, puts: puts}
 	a := &activities.Activities{Store: e.store, Blob: e.blob, Summarizer: llm.Extractive{}, Limits: tokens.DefaultLimits(),
 		LLMSlots: make(chan struct{}, 1)}
 	var suite testsuite.WorkflowTestSuite
@@ -48,7 +73,11 @@ func newStepEnv(t *testing.T, batch bool) *stepEnv {
 	e.env.RegisterActivity(a)
 
 	ctx := t.Context()
-	e.input, err = e.blob.PutContent(ctx, "acme", blob.KindInput, data)
+	if kind == blob.KindArchive {
+		e.input, err = e.blob.PutContentVerified(ctx, "acme", kind, data)
+	} else {
+		e.input, err = e.blob.PutContent(ctx, "acme", kind, data)
+	}
 	require.NoError(t, err)
 	e.run = contract.Run{ID: "run-" + t.Name(), Tenant: "acme", Session: "s1", EventID: "ev-1", Trigger: "manual",
 		Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 4000, BatchSteps: batch}
@@ -112,6 +141,44 @@ func TestPlanArchivesAndStartsTheRun(t *testing.T) {
 	require.Equal(t, "plan", res.StepRecord.Name)
 	require.Equal(t, int64(len(e.data)), res.StepRecord.InputSize)
 	require.Empty(t, e.steps(), "nothing written before the run ends")
+}
+
+// TestPlanArchive: an input the gateway stored as an archive is the run's
+// archive, with no second upload; an input stored as input (a run
+// submitted before) is copied to its archive key. Either way the archive
+// restores the original byte for byte and is on the run's row.
+func TestPlanArchive(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		kind     string
+		samePuts int64
+	}{
+		{kind: blob.KindArchive, samePuts: 0},
+		{kind: blob.KindInput, samePuts: 1},
+	} {
+		t.Run(tt.kind, func(t *testing.T) {
+			t.Parallel()
+			e := newStepEnvInput(t, true, tt.kind)
+			before := e.puts.n.Load()
+			res := e.plan()
+			require.Equal(t, tt.samePuts, e.puts.n.Load()-before, "S3 PUTs of the plan step")
+			require.NotNil(t, res.Archive)
+			_, kind, sha, err := blob.ParseContentKey(res.Archive.Key)
+			require.NoError(t, err)
+			require.Equal(t, blob.KindArchive, kind)
+			require.Equal(t, e.input.SHA256, sha)
+			if tt.kind == blob.KindArchive {
+				require.Equal(t, e.input.Key, res.Archive.Key, "the input is the archive")
+			}
+			archived, err := e.blob.GetVerifiedFromS3(t.Context(), res.Archive.Key, res.Archive.SHA256)
+			require.NoError(t, err)
+			require.Equal(t, e.data, archived)
+			run, err := e.store.GetRun(t.Context(), e.run.ID)
+			require.NoError(t, err)
+			require.Equal(t, res.Archive.Key, run.ArchiveKey)
+			require.Equal(t, res.Archive.SHA256, run.ArchiveSHA256)
+		})
+	}
 }
 
 // TestPlanWritesItsRecordWithoutBatching: a run started before batching

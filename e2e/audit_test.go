@@ -394,6 +394,7 @@ func TestReplayFailedRunFromArchive(t *testing.T) {
 	}, 2*time.Minute, 50*time.Millisecond, "the cancelled run is recorded failed")
 	failed := mustRun(t, e, sub.RunID)
 	require.Contains(t, failed.Error, "cancel")
+	require.Equal(t, failed.InputKey, failed.ArchiveKey, "the caller's bytes are stored once, as the archive")
 
 	// The replay runs the watermark preset, which needs no LLM; the agent
 	// model and context limit come from the original request.
@@ -414,6 +415,8 @@ func TestReplayFailedRunFromArchive(t *testing.T) {
 	require.Equal(t, gateway.KindThreshold, r.Trigger)
 	require.Equal(t, "watermark", r.Preset)
 	require.Equal(t, failed.ArchiveSHA256, r.ArchiveSHA256, "replayed from the archived original")
+	require.Equal(t, failed.ArchiveKey, r.InputKey, "a replay reads the archive and stores no copy of it")
+	require.Equal(t, failed.ArchiveKey, r.ArchiveKey)
 	model, limit := auditStats(t, r)
 	require.Equal(t, "gpt-4o", model)
 	require.Equal(t, 40000, limit)

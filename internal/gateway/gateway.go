@@ -144,7 +144,7 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	if _, err := conversation.ParseAny(data); err != nil {
 		return Submitted{}, &InputError{Field: "conversation", Err: err}
 	}
-	ref, err := g.Blob.PutContent(ctx, ev.Tenant, blob.KindInput, data)
+	ref, err := g.storeOriginal(ctx, ev, data)
 	if err != nil {
 		return Submitted{}, fmt.Errorf("store conversation: %w", err)
 	}
@@ -305,6 +305,24 @@ func (g *Gateway) conversation(ctx context.Context, ev Event) ([]byte, error) {
 		return nil, fmt.Errorf("read conversation: %w", err)
 	}
 	return data, nil
+}
+
+// storeOriginal stores the caller's exact bytes once, as the run's
+// archive: the upload carries their SHA-256, which S3 checks
+// (blob.Store.PutContentVerified), and the plan step records this object
+// as the archive instead of writing a second copy of the same bytes. A
+// conversation_key that already names one of the tenant's archives (a
+// replay, or a caller sending a run's archive again) is used as it is:
+// it was proven when it was written, and its bytes were just read and
+// checked against its key.
+func (g *Gateway) storeOriginal(ctx context.Context, ev Event, data []byte) (blob.Ref, error) {
+	if ev.ConversationKey != "" {
+		_, kind, sha, err := blob.ParseContentKey(ev.ConversationKey)
+		if err == nil && kind == blob.KindArchive && sha == blob.SHA256Hex(data) {
+			return blob.Ref{Key: ev.ConversationKey, SHA256: sha, Size: int64(len(data))}, nil
+		}
+	}
+	return g.Blob.PutContentVerified(ctx, ev.Tenant, blob.KindArchive, data)
 }
 
 // requestHash identifies what a request asks for, so that the same event
