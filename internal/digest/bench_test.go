@@ -42,10 +42,14 @@ func BenchmarkPostProcessFile(b *testing.B) {
 	}
 }
 
+// BenchmarkSessionDriftChecks checks a summary against a transcript as
+// plan.Transcript writes it: the first 150,000 characters of the diff as
+// one tool result of several thousand lines, after a request and a call.
 func BenchmarkSessionDriftChecks(b *testing.B) {
-	text := largestResult(b, "swe-agent-gemini/psf__requests-1142.json")
-	text = text[:150_000]
-	summary := Extractive(text, 8000)
+	result := largestResult(b, "swe-agent-gemini/psf__requests-1142.json")
+	result = result[:150_000]
+	text := "[user]\nFix the failing tests in requests.\n\n[assistant tool call bash]\ngit diff HEAD~1\n\n[tool tool result bash]\n" + result + "\n\n"
+	summary := Extractive(result, 8000)
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
 		SessionDriftChecks(text, summary)

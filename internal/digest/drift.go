@@ -37,22 +37,32 @@ type transcriptBlock struct {
 // "[header]\ntext\n\n" per block.
 func parseTranscriptBlocks(t string) []transcriptBlock {
 	var out []transcriptBlock
-	for _, line := range strings.SplitAfter(t, "\n") {
-		trimmed := strings.TrimRight(line, "\n")
+	// A block's text is the run of lines after its header: one substring
+	// of t, cut when the next header (or the end) is found, never built
+	// up line by line (that copied a long tool result once per line).
+	start := -1
+	end := func(at int) {
+		if start >= 0 {
+			out[len(out)-1].text = strings.TrimSpace(t[start:at])
+		}
+	}
+	for pos := 0; pos < len(t); {
+		next := len(t)
+		if i := strings.IndexByte(t[pos:], '\n'); i >= 0 {
+			next = pos + i + 1
+		}
+		trimmed := strings.TrimRight(t[pos:next], "\n")
 		if strings.HasPrefix(trimmed, "[") && strings.HasSuffix(trimmed, "]") && !strings.Contains(trimmed[1:len(trimmed)-1], "[") {
 			head := trimmed[1 : len(trimmed)-1]
 			if head == "user" || head == "assistant" || head == "system" || strings.HasPrefix(head, "assistant tool call") || strings.HasPrefix(head, "tool ") {
+				end(pos)
 				out = append(out, transcriptBlock{head: head})
-				continue
+				start = next
 			}
 		}
-		if len(out) > 0 {
-			out[len(out)-1].text += line
-		}
+		pos = next
 	}
-	for i := range out {
-		out[i].text = strings.TrimSpace(out[i].text)
-	}
+	end(len(t))
 	return out
 }
 

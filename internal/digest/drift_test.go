@@ -1,6 +1,7 @@
 package digest
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -57,5 +58,40 @@ func TestSessionDriftChecks(t *testing.T) {
 	}
 	for _, c := range SessionDriftChecks("", "anything") {
 		require.True(t, c.Passed, "%s on an empty transcript", c.Name)
+	}
+}
+
+// TestParseTranscriptBlocks pins how a transcript splits into blocks:
+// text before the first header is dropped, a "[…]" line that is not a
+// known header is text, and a block's text is trimmed, whether or not the
+// transcript ends with a newline.
+func TestParseTranscriptBlocks(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("line of a long result\n", 5000)
+	tests := []struct {
+		name string
+		in   string
+		want []transcriptBlock
+	}{
+		{name: "empty", in: "", want: nil},
+		{name: "no header", in: "just text\nmore\n", want: nil},
+		{name: "text before the first header", in: "preamble\n[user]\nhello\n", want: []transcriptBlock{{head: "user", text: "hello"}}},
+		{name: "blocks", in: driftTranscript[:strings.Index(driftTranscript, "[assistant tool call")],
+			want: []transcriptBlock{
+				{head: "user", text: "Please migrate the billing service from Flask to FastAPI, keeping the invoice endpoints backwards compatible."},
+				{head: "assistant", text: "I will start with the invoice routes."},
+			}},
+		{name: "unknown bracket line is text", in: "[tool tool result bash]\n[1/3] building\n[notes]\nok", want: []transcriptBlock{
+			{head: "tool tool result bash", text: "[1/3] building\n[notes]\nok"}}},
+		{name: "empty block and header at the end", in: "[assistant]\n\n[assistant tool call bash]\n{}\n[user]",
+			want: []transcriptBlock{{head: "assistant"}, {head: "assistant tool call bash", text: "{}"}, {head: "user"}}},
+		{name: "long result", in: "[tool tool result bash]\n" + long + "\n[assistant]\ndone\n",
+			want: []transcriptBlock{{head: "tool tool result bash", text: strings.TrimSpace(long)}, {head: "assistant", text: "done"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.want, parseTranscriptBlocks(tt.in))
+		})
 	}
 }
