@@ -8,6 +8,9 @@ import (
 // Kinds of content stored under a tenant. They are the second path segment of
 // a content key, so listing one tenant's archives is a single prefix scan.
 const (
+	// KindInput holds the originals of runs submitted before the gateway
+	// stored each original once, as its archive (KindArchive); such runs
+	// still read them and copy them to their archive.
 	KindInput   = "input"
 	KindArchive = "archive"
 	KindOffload = "offload"
