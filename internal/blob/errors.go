@@ -111,12 +111,13 @@ func IsRetryable(err error) bool {
 }
 
 // IsOutage reports whether err is an S3 operation that failed in a way a
-// retry may fix: S3 is down or too slow. Unlike IsRetryable it is only
-// true for errors from S3 itself, so that a caller can tell which
-// dependency is out.
+// retry may fix: S3 is down or too slow, or stored other bytes than were
+// sent (ErrDamagedUpload, found by reading an upload back). Unlike
+// IsRetryable it is only true for errors from S3 itself, so that a caller
+// can tell which dependency is out.
 func IsOutage(err error) bool {
 	var opErr *smithy.OperationError
-	return errors.As(err, &opErr) && IsRetryable(err)
+	return (errors.As(err, &opErr) || errors.Is(err, ErrDamagedUpload)) && IsRetryable(err)
 }
 
 // mapError turns SDK "object does not exist" errors into ErrNotFound, keeping

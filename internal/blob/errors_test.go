@@ -74,3 +74,32 @@ func TestIsRetryable(t *testing.T) {
 		})
 	}
 }
+
+// TestIsOutage: only S3's own failures that a retry may fix name S3 as
+// the dependency that is out; the same kind of error from elsewhere does
+// not.
+func TestIsOutage(t *testing.T) {
+	t.Parallel()
+	refused := &url.Error{Op: "Get", URL: "http://127.0.0.1:1/", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"503 from S3", apiError(503, "ServiceUnavailable"), true},
+		{"400 BadDigest from S3", apiError(400, "BadDigest"), true},
+		{"S3 connection refused", &smithy.OperationError{ServiceID: "S3", OperationName: "PutObject", Err: refused}, true},
+		{"upload read back damaged", fmt.Errorf("store conversation: put verified k: %w", blob.ErrDamagedUpload), true},
+		{"403 AccessDenied from S3", apiError(403, "AccessDenied"), false},
+		{"missing object", fmt.Errorf("get k: %w", blob.ErrNotFound), false},
+		{"connection refused elsewhere", refused, false},
+		{"deadline elsewhere", fmt.Errorf("wait: %w", context.DeadlineExceeded), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.want, blob.IsOutage(tc.err), "error: %v", tc.err)
+		})
+	}
+}
