@@ -34,72 +34,50 @@ func apiError(status int, code string) error {
 	}
 }
 
+// TestIsRetryable pins both classifications of each error: retryable (a
+// retry may fix it) and outage (a retry may fix it and S3 itself said so,
+// so that S3 is named as the dependency that is out).
 func TestIsRetryable(t *testing.T) {
 	t.Parallel()
 	refused := &url.Error{Op: "Get", URL: "http://127.0.0.1:1/", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
 	tests := []struct {
-		name string
-		err  error
-		want bool
+		name      string
+		err       error
+		retryable bool
+		outage    bool
 	}{
-		{"nil", nil, false},
-		{"connection refused", refused, true},
-		{"connection reset", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, true},
-		{"cut mid-body", fmt.Errorf("get k: read body: %w", io.ErrUnexpectedEOF), true},
-		{"deadline", fmt.Errorf("get k: %w", context.DeadlineExceeded), true},
-		{"canceled", fmt.Errorf("get k: %w", context.Canceled), false},
-		{"500 InternalError", apiError(500, "InternalError"), true},
-		{"503 ServiceUnavailable", apiError(503, "ServiceUnavailable"), true},
-		{"507 odd 5xx", apiError(507, "InsufficientStorage"), true},
-		{"503 SlowDown", apiError(503, "SlowDown"), true},
-		{"429 no code", apiError(429, ""), true},
-		{"400 RequestTimeout", apiError(400, "RequestTimeout"), true},
-		{"403 AccessDenied", apiError(403, "AccessDenied"), false},
-		{"403 SignatureDoesNotMatch", apiError(403, "SignatureDoesNotMatch"), false},
-		{"404 NoSuchBucket", apiError(404, "NoSuchBucket"), false},
-		{"400 InvalidBucketName", apiError(400, "InvalidBucketName"), false},
-		{"404 NoSuchKey", apiError(404, "NoSuchKey"), false},
-		{"400 unknown code", apiError(400, "SomethingElse"), false},
-		{"ErrNotFound", fmt.Errorf("get k: %w", blob.ErrNotFound), false},
-		{"ErrChecksum", fmt.Errorf("get verified k: %w", blob.ErrChecksum), false},
-		{"400 BadDigest: the body was damaged on its way", apiError(400, "BadDigest"), true},
-		{"400 XAmzContentSHA256Mismatch", apiError(400, "XAmzContentSHA256Mismatch"), true},
-		{"ErrDamagedUpload", fmt.Errorf("put verified k: %w", blob.ErrDamagedUpload), true},
-		{"plain error", errors.New("bad input"), false},
+		{"nil", nil, false, false},
+		{"connection refused elsewhere", refused, true, false},
+		{"S3 connection refused", &smithy.OperationError{ServiceID: "S3", OperationName: "PutObject", Err: refused}, true, true},
+		{"connection reset", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, true, false},
+		{"cut mid-body", fmt.Errorf("get k: read body: %w", io.ErrUnexpectedEOF), true, false},
+		{"deadline", fmt.Errorf("get k: %w", context.DeadlineExceeded), true, false},
+		{"canceled", fmt.Errorf("get k: %w", context.Canceled), false, false},
+		{"500 InternalError", apiError(500, "InternalError"), true, true},
+		{"503 ServiceUnavailable", apiError(503, "ServiceUnavailable"), true, true},
+		{"507 odd 5xx", apiError(507, "InsufficientStorage"), true, true},
+		{"503 SlowDown", apiError(503, "SlowDown"), true, true},
+		{"429 no code", apiError(429, ""), true, true},
+		{"400 RequestTimeout", apiError(400, "RequestTimeout"), true, true},
+		{"403 AccessDenied", apiError(403, "AccessDenied"), false, false},
+		{"403 SignatureDoesNotMatch", apiError(403, "SignatureDoesNotMatch"), false, false},
+		{"404 NoSuchBucket", apiError(404, "NoSuchBucket"), false, false},
+		{"400 InvalidBucketName", apiError(400, "InvalidBucketName"), false, false},
+		{"404 NoSuchKey", apiError(404, "NoSuchKey"), false, false},
+		{"400 unknown code", apiError(400, "SomethingElse"), false, false},
+		{"ErrNotFound", fmt.Errorf("get k: %w", blob.ErrNotFound), false, false},
+		{"ErrChecksum", fmt.Errorf("get verified k: %w", blob.ErrChecksum), false, false},
+		{"400 BadDigest: the body was damaged on its way", apiError(400, "BadDigest"), true, true},
+		{"400 XAmzContentSHA256Mismatch", apiError(400, "XAmzContentSHA256Mismatch"), true, true},
+		// Found by reading an upload back: S3 stored other bytes.
+		{"ErrDamagedUpload", fmt.Errorf("put verified k: %w", blob.ErrDamagedUpload), true, true},
+		{"plain error", errors.New("bad input"), false, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			require.Equal(t, tc.want, blob.IsRetryable(tc.err), "error: %v", tc.err)
-		})
-	}
-}
-
-// TestIsOutage: only S3's own failures that a retry may fix name S3 as
-// the dependency that is out; the same kind of error from elsewhere does
-// not.
-func TestIsOutage(t *testing.T) {
-	t.Parallel()
-	refused := &url.Error{Op: "Get", URL: "http://127.0.0.1:1/", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
-	tests := []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"nil", nil, false},
-		{"503 from S3", apiError(503, "ServiceUnavailable"), true},
-		{"400 BadDigest from S3", apiError(400, "BadDigest"), true},
-		{"S3 connection refused", &smithy.OperationError{ServiceID: "S3", OperationName: "PutObject", Err: refused}, true},
-		{"upload read back damaged", fmt.Errorf("store conversation: put verified k: %w", blob.ErrDamagedUpload), true},
-		{"403 AccessDenied from S3", apiError(403, "AccessDenied"), false},
-		{"missing object", fmt.Errorf("get k: %w", blob.ErrNotFound), false},
-		{"connection refused elsewhere", refused, false},
-		{"deadline elsewhere", fmt.Errorf("wait: %w", context.DeadlineExceeded), false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			require.Equal(t, tc.want, blob.IsOutage(tc.err), "error: %v", tc.err)
+			require.Equal(t, tc.retryable, blob.IsRetryable(tc.err), "IsRetryable: %v", tc.err)
+			require.Equal(t, tc.outage, blob.IsOutage(tc.err), "IsOutage: %v", tc.err)
 		})
 	}
 }
