@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -36,20 +35,7 @@ type stepEnv struct {
 	run   contract.Run
 	input blob.Ref
 	data  []byte
-	puts  *putCounter
-}
-
-// putCounter counts the S3 PUT requests that go through it.
-type putCounter struct {
-	next http.RoundTripper
-	n    atomic.Int64
-}
-
-func (c *putCounter) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method == http.MethodPut {
-		c.n.Add(1)
-	}
-	return c.next.RoundTrip(r)
+	s3    *blobtest.RequestCounter
 }
 
 func newStepEnv(t *testing.T, batch bool) *stepEnv {
@@ -63,9 +49,8 @@ func newStepEnvInput(t *testing.T, batch bool, kind string) *stepEnv {
 	t.Helper()
 	data, err := os.ReadFile("../testdata/conversations/django__django-11742.json")
 	require.NoError(t, err, "the test conversation must be in testdata")
-	puts := &putCounter{next: http.DefaultTransport}
-	bs := blobtest.New(t, func(cfg *blob.Config) { cfg.HTTPClient = &http.Client{Transport: puts} })
-	e := &stepEnv{t: t, store: storetest.New(t), blob: bs, data: data, puts: puts}
+	counted, s3 := blobtest.WithCounter()
+	e := &stepEnv{t: t, store: storetest.New(t), blob: blobtest.New(t, counted), data: data, s3: s3}
 	a := &activities.Activities{Store: e.store, Blob: e.blob, Summarizer: llm.Extractive{}, Limits: tokens.DefaultLimits(),
 		LLMSlots: make(chan struct{}, 1)}
 	var suite testsuite.WorkflowTestSuite
@@ -151,7 +136,7 @@ func TestPlanArchive(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		kind     string
-		samePuts int64
+		samePuts int
 	}{
 		{kind: blob.KindArchive, samePuts: 0},
 		{kind: blob.KindInput, samePuts: 1},
@@ -159,9 +144,9 @@ func TestPlanArchive(t *testing.T) {
 		t.Run(tt.kind, func(t *testing.T) {
 			t.Parallel()
 			e := newStepEnvInput(t, true, tt.kind)
-			before := e.puts.n.Load()
+			before := e.s3.Count(http.MethodPut)
 			res := e.plan()
-			require.Equal(t, tt.samePuts, e.puts.n.Load()-before, "S3 PUTs of the plan step")
+			require.Equal(t, tt.samePuts, e.s3.Count(http.MethodPut)-before, "S3 PUTs of the plan step")
 			require.NotNil(t, res.Archive)
 			_, kind, sha, err := blob.ParseContentKey(res.Archive.Key)
 			require.NoError(t, err)

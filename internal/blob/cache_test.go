@@ -42,7 +42,7 @@ func rawDelete(t *testing.T, store *blob.Store, key string) {
 func TestCachePutContentThenGetSkipsS3(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	opt, counter := withCounter()
+	opt, counter := blobtest.WithCounter()
 	store := blobtest.New(t, opt, withCache(1<<20))
 	data := []byte(`{"messages":[{"role":"user","content":"working copy"}]}`)
 
@@ -51,7 +51,7 @@ func TestCachePutContentThenGetSkipsS3(t *testing.T) {
 	// Gone from S3, but content keys are immutable: the cache still
 	// answers, which proves no GET was needed.
 	rawDelete(t, store, ref.Key)
-	counter.reset()
+	counter.Reset()
 
 	got, err := store.Get(ctx, ref.Key)
 	require.NoError(t, err)
@@ -59,7 +59,7 @@ func TestCachePutContentThenGetSkipsS3(t *testing.T) {
 	got, err = store.GetVerified(ctx, ref.Key, ref.SHA256)
 	require.NoError(t, err)
 	require.Equal(t, data, got)
-	require.Zero(t, counter.get(http.MethodGet), "cached reads must not reach S3")
+	require.Zero(t, counter.Count(http.MethodGet), "cached reads must not reach S3")
 	hits, misses := store.CacheStats()
 	require.Equal(t, int64(2), hits)
 	require.Zero(t, misses)
@@ -67,13 +67,13 @@ func TestCachePutContentThenGetSkipsS3(t *testing.T) {
 	// GetVerifiedFromS3 proves S3 holds the bytes, so it sees the delete.
 	_, err = store.GetVerifiedFromS3(ctx, ref.Key, ref.SHA256)
 	require.ErrorIs(t, err, blob.ErrNotFound)
-	require.Equal(t, 1, counter.get(http.MethodGet))
+	require.Equal(t, 1, counter.Count(http.MethodGet))
 
 	// PutContent still uploads, although the key is cached.
-	counter.reset()
+	counter.Reset()
 	_, err = store.PutContent(ctx, "acme", blob.KindChunk, data)
 	require.NoError(t, err)
-	require.Equal(t, 1, counter.get(http.MethodPut))
+	require.Equal(t, 1, counter.Count(http.MethodPut))
 	got, err = store.GetVerifiedFromS3(ctx, ref.Key, ref.SHA256)
 	require.NoError(t, err)
 	require.Equal(t, data, got)
@@ -82,19 +82,19 @@ func TestCachePutContentThenGetSkipsS3(t *testing.T) {
 func TestCacheGetMissFillsCache(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	opt, counter := withCounter()
+	opt, counter := blobtest.WithCounter()
 	store := blobtest.New(t, opt, withCache(1<<20))
 	data := []byte("written by another worker")
 	key := blob.ContentKey("acme", blob.KindInput, blob.SHA256Hex(data))
 	rawPut(t, store, key, data)
-	counter.reset()
+	counter.Reset()
 
 	for range 3 {
 		got, err := store.Get(ctx, key)
 		require.NoError(t, err)
 		require.Equal(t, data, got)
 	}
-	require.Equal(t, 1, counter.get(http.MethodGet))
+	require.Equal(t, 1, counter.Count(http.MethodGet))
 	hits, misses := store.CacheStats()
 	require.Equal(t, int64(2), hits)
 	require.Equal(t, int64(1), misses)
@@ -126,7 +126,7 @@ func TestCacheHitReturnsCopy(t *testing.T) {
 func TestCacheEvictsByBytes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	opt, counter := withCounter()
+	opt, counter := blobtest.WithCounter()
 	const bound = 8 << 10 // objects up to 1 KiB (key included) are cached
 	store := blobtest.New(t, opt, withCache(bound))
 
@@ -142,29 +142,29 @@ func TestCacheEvictsByBytes(t *testing.T) {
 	used, _ := store.CacheUsage()
 	require.Greater(t, used, int64(bound-1024), "the cache fills up to its bound")
 
-	counter.reset()
+	counter.Reset()
 	_, err := store.Get(ctx, refs[len(refs)-1].Key)
 	require.NoError(t, err)
-	require.Zero(t, counter.get(http.MethodGet), "the newest object is cached")
+	require.Zero(t, counter.Count(http.MethodGet), "the newest object is cached")
 	_, err = store.Get(ctx, refs[0].Key)
 	require.NoError(t, err)
-	require.Equal(t, 1, counter.get(http.MethodGet), "the oldest object was evicted")
+	require.Equal(t, 1, counter.Count(http.MethodGet), "the oldest object was evicted")
 
 	// Objects above 1/8 of the bound are never cached.
 	big, err := store.PutContent(ctx, "acme", blob.KindChunk, randomBytes(t, bound/8))
 	require.NoError(t, err)
-	counter.reset()
+	counter.Reset()
 	for range 2 {
 		_, err = store.Get(ctx, big.Key)
 		require.NoError(t, err)
 	}
-	require.Equal(t, 2, counter.get(http.MethodGet))
+	require.Equal(t, 2, counter.Count(http.MethodGet))
 }
 
 func TestCacheRecencyProtectsReadObjects(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	opt, counter := withCounter()
+	opt, counter := blobtest.WithCounter()
 	const bound = 8 << 10
 	store := blobtest.New(t, opt, withCache(bound))
 
@@ -176,10 +176,10 @@ func TestCacheRecencyProtectsReadObjects(t *testing.T) {
 		_, err = store.Get(ctx, hot.Key) // keeps hot most recently used
 		require.NoError(t, err)
 	}
-	counter.reset()
+	counter.Reset()
 	_, err = store.Get(ctx, hot.Key)
 	require.NoError(t, err)
-	require.Zero(t, counter.get(http.MethodGet), "LRU, not FIFO")
+	require.Zero(t, counter.Count(http.MethodGet), "LRU, not FIFO")
 }
 
 func TestCacheNeverCachesPut(t *testing.T) {
@@ -233,23 +233,23 @@ func TestCachePutToContentKeyEvicts(t *testing.T) {
 func TestCacheSkipsMismatchedContent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	opt, counter := withCounter()
+	opt, counter := blobtest.WithCounter()
 	store := blobtest.New(t, opt, withCache(1<<20))
 	data := []byte("the real content")
 	key := blob.ContentKey("acme", blob.KindArchive, blob.SHA256Hex(data))
 	rawPut(t, store, key, []byte("damaged bytes at a content key"))
-	counter.reset()
+	counter.Reset()
 
 	for range 2 {
 		got, err := store.Get(ctx, key)
 		require.NoError(t, err)
 		require.Equal(t, []byte("damaged bytes at a content key"), got)
 	}
-	require.Equal(t, 2, counter.get(http.MethodGet), "bytes that do not match the key's sha are not cached")
+	require.Equal(t, 2, counter.Count(http.MethodGet), "bytes that do not match the key's sha are not cached")
 
 	_, err := store.GetVerified(ctx, key, blob.SHA256Hex(data))
 	require.ErrorIs(t, err, blob.ErrChecksum)
-	require.Equal(t, 3, counter.get(http.MethodGet))
+	require.Equal(t, 3, counter.Count(http.MethodGet))
 	hits, misses := store.CacheStats()
 	require.Zero(t, hits)
 	require.Equal(t, int64(3), misses)
@@ -276,18 +276,18 @@ func TestCacheDeleteEvicts(t *testing.T) {
 func TestCacheDisabledWithZero(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	opt, counter := withCounter()
+	opt, counter := blobtest.WithCounter()
 	store := blobtest.New(t, opt, withCache(0))
 	ref, err := store.PutContent(ctx, "acme", blob.KindInput, []byte("not cached"))
 	require.NoError(t, err)
-	counter.reset()
+	counter.Reset()
 
 	for range 2 {
 		got, err := store.GetVerified(ctx, ref.Key, ref.SHA256)
 		require.NoError(t, err)
 		require.Equal(t, []byte("not cached"), got)
 	}
-	require.Equal(t, 2, counter.get(http.MethodGet))
+	require.Equal(t, 2, counter.Count(http.MethodGet))
 	hits, misses := store.CacheStats()
 	require.Zero(t, hits+misses)
 	used, limit := store.CacheUsage()

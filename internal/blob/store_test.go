@@ -21,37 +21,6 @@ import (
 
 func TestMain(m *testing.M) { blobtest.Main(m) }
 
-// requestCounter counts HTTP requests by method, to prove what the Store
-// did or did not send.
-type requestCounter struct {
-	mu     sync.Mutex
-	counts map[string]int
-}
-
-func (c *requestCounter) RoundTrip(req *http.Request) (*http.Response, error) {
-	c.mu.Lock()
-	c.counts[req.Method]++
-	c.mu.Unlock()
-	return http.DefaultTransport.RoundTrip(req)
-}
-
-func (c *requestCounter) get(method string) int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.counts[method]
-}
-
-func (c *requestCounter) reset() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.counts = map[string]int{}
-}
-
-func withCounter() (blobtest.Option, *requestCounter) {
-	c := &requestCounter{counts: map[string]int{}}
-	return func(cfg *blob.Config) { cfg.HTTPClient = &http.Client{Transport: c} }, c
-}
-
 func randomBytes(t *testing.T, n int) []byte {
 	t.Helper()
 	b := make([]byte, n)
@@ -92,39 +61,39 @@ func TestRoundTrip5MB(t *testing.T) {
 func TestPutContentAddressesAndDeduplicates(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	opt, counter := withCounter()
+	opt, counter := blobtest.WithCounter()
 	store := blobtest.New(t, opt)
 	// Big enough for PutContent to ask before uploading.
 	data := []byte(`{"messages":[{"role":"user","content":"` + strings.Repeat("hi ", 100<<10) + `"}]}`)
-	counter.reset()
+	counter.Reset()
 
 	first, err := store.PutContent(ctx, "acme", blob.KindInput, data)
 	require.NoError(t, err)
 	require.Equal(t, blob.ContentKey("acme", blob.KindInput, blob.SHA256Hex(data)), first.Key)
 	require.Equal(t, "tenants/acme/input/"+first.SHA256[:2]+"/"+first.SHA256, first.Key)
 	require.Equal(t, int64(len(data)), first.Size)
-	require.Equal(t, 1, counter.get(http.MethodPut))
+	require.Equal(t, 1, counter.Count(http.MethodPut))
 
 	second, err := store.PutContent(ctx, "acme", blob.KindInput, data)
 	require.NoError(t, err)
 	require.Equal(t, first, second)
-	require.Equal(t, 1, counter.get(http.MethodPut), "second PutContent of the same bytes must not upload")
-	require.Equal(t, 2, counter.get(http.MethodHead))
+	require.Equal(t, 1, counter.Count(http.MethodPut), "second PutContent of the same bytes must not upload")
+	require.Equal(t, 2, counter.Count(http.MethodHead))
 
 	other, err := store.PutContent(ctx, "globex", blob.KindInput, data)
 	require.NoError(t, err)
 	require.NotEqual(t, first.Key, other.Key, "tenants must not share keys")
 	require.Equal(t, first.SHA256, other.SHA256)
-	require.Equal(t, 2, counter.get(http.MethodPut))
+	require.Equal(t, 2, counter.Count(http.MethodPut))
 }
 
 func TestPutContentUploadsSmallObjectsWithoutAsking(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	opt, counter := withCounter()
+	opt, counter := blobtest.WithCounter()
 	store := blobtest.New(t, opt)
 	data := []byte(`{"messages":[{"role":"user","content":"hi"}]}`)
-	counter.reset()
+	counter.Reset()
 
 	for range 2 {
 		ref, err := store.PutContent(ctx, "acme", blob.KindInput, data)
@@ -133,8 +102,8 @@ func TestPutContentUploadsSmallObjectsWithoutAsking(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, data, got)
 	}
-	require.Equal(t, 2, counter.get(http.MethodPut), "a small object is uploaded each time")
-	require.Zero(t, counter.get(http.MethodHead), "one request instead of two")
+	require.Equal(t, 2, counter.Count(http.MethodPut), "a small object is uploaded each time")
+	require.Zero(t, counter.Count(http.MethodHead), "one request instead of two")
 }
 
 func TestPutContentRepairsDamagedObject(t *testing.T) {
@@ -202,7 +171,7 @@ func TestDeleteIsIdempotent(t *testing.T) {
 func TestListFollowsPages(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	opt, counter := withCounter()
+	opt, counter := blobtest.WithCounter()
 	store := blobtest.New(t, opt, func(cfg *blob.Config) { cfg.ListPageSize = 3 })
 
 	var want []string
@@ -214,7 +183,7 @@ func TestListFollowsPages(t *testing.T) {
 	_, err := store.PutContent(ctx, "acme-other", blob.KindChunk, []byte("other tenant"))
 	require.NoError(t, err)
 	sort.Strings(want)
-	counter.reset()
+	counter.Reset()
 
 	prefix, err := blob.TenantPrefix("acme")
 	require.NoError(t, err)
@@ -225,7 +194,7 @@ func TestListFollowsPages(t *testing.T) {
 		// gofakes3's folder backend ignores MaxKeys and answers in one page.
 		t.Log("s3local does not page; only the listing itself was checked")
 	} else {
-		require.GreaterOrEqual(t, counter.get(http.MethodGet), 4, "10 keys at 3 per page need at least 4 requests")
+		require.GreaterOrEqual(t, counter.Count(http.MethodGet), 4, "10 keys at 3 per page need at least 4 requests")
 	}
 
 	none, err := store.List(ctx, "tenants/nobody/")
@@ -313,7 +282,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 
 // damagingTransport flips one byte of every PUT body on its way, as a bad
 // network card would, and counts requests by method.
-type damagingTransport struct{ requestCounter }
+type damagingTransport struct{ blobtest.RequestCounter }
 
 func (d *damagingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method == http.MethodPut && req.Body != nil && req.ContentLength > 0 {
@@ -325,7 +294,7 @@ func (d *damagingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
-	return d.requestCounter.RoundTrip(req)
+	return d.RequestCounter.RoundTrip(req)
 }
 
 // TestPutContentVerified: an archived original is proven stored intact,
@@ -339,23 +308,23 @@ func TestPutContentVerified(t *testing.T) {
 	data := randomBytes(t, 300<<10)
 	checksums := blobtest.ServerName(t) == blobtest.ServerVersityGW
 
-	opt, counter := withCounter()
+	opt, counter := blobtest.WithCounter()
 	store := blobtest.New(t, opt)
-	counter.reset()
+	counter.Reset()
 	ref, err := store.PutContentVerified(ctx, "acme", blob.KindArchive, data)
 	require.NoError(t, err)
 	require.Equal(t, blob.ContentKey("acme", blob.KindArchive, blob.SHA256Hex(data)), ref.Key)
-	require.Equal(t, 1, counter.get(http.MethodPut))
+	require.Equal(t, 1, counter.Count(http.MethodPut))
 	if checksums {
-		require.Zero(t, counter.get(http.MethodGet), "the server checked the upload: nothing to read back")
+		require.Zero(t, counter.Count(http.MethodGet), "the server checked the upload: nothing to read back")
 	} else {
-		require.Equal(t, 1, counter.get(http.MethodGet), "no checksum echoed: read back")
+		require.Equal(t, 1, counter.Count(http.MethodGet), "no checksum echoed: read back")
 	}
 	got, err := store.GetVerifiedFromS3(ctx, ref.Key, ref.SHA256)
 	require.NoError(t, err)
 	require.Equal(t, data, got)
 
-	damaging := &damagingTransport{requestCounter{counts: map[string]int{}}}
+	damaging := &damagingTransport{}
 	bad := blobtest.New(t, func(c *blob.Config) {
 		c.HTTPClient = &http.Client{Transport: damaging}
 		c.MaxAttempts = 1 // the SDK's own retries would damage each attempt too
@@ -374,18 +343,18 @@ func TestPutContentVerifiedReadsBackWithoutChecksums(t *testing.T) {
 	srv, err := s3local.Start(t.TempDir(), "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
-	counter := &requestCounter{counts: map[string]int{}}
+	counter := &blobtest.RequestCounter{}
 	store, err := blob.New(ctx, blob.Config{Endpoint: srv.Endpoint(), Bucket: "verified", AccessKey: "k", SecretKey: "s",
 		PathStyle: true, HTTPClient: &http.Client{Transport: counter}})
 	require.NoError(t, err)
 	require.NoError(t, store.EnsureBucket(ctx))
 	data := []byte("an original conversation")
-	counter.reset()
+	counter.Reset()
 	ref, err := store.PutContentVerified(ctx, "acme", blob.KindArchive, data)
 	require.NoError(t, err)
 	require.Equal(t, blob.SHA256Hex(data), ref.SHA256)
-	require.Equal(t, 1, counter.get(http.MethodPut))
-	require.Equal(t, 1, counter.get(http.MethodGet), "read back: the server echoed no checksum")
+	require.Equal(t, 1, counter.Count(http.MethodPut))
+	require.Equal(t, 1, counter.Count(http.MethodGet), "read back: the server echoed no checksum")
 }
 
 // headerRecorder keeps the headers of every PUT it forwards.
@@ -440,23 +409,23 @@ func TestUploadsSignTheirBody(t *testing.T) {
 func TestGetString(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	opt, counter := withCounter()
+	opt, counter := blobtest.WithCounter()
 	store := blobtest.New(t, opt, func(c *blob.Config) { c.CacheBytes = 1 << 20 })
 	ref, err := store.PutContent(ctx, "acme", "summary", []byte("a summary naming src/a.go"))
 	require.NoError(t, err)
 	plain, err := store.Put(ctx, "tenants/acme/notes/plain.txt", []byte("not content-addressed"))
 	require.NoError(t, err)
-	counter.reset()
+	counter.Reset()
 
 	text, err := store.GetString(ctx, ref.Key)
 	require.NoError(t, err)
 	require.Equal(t, "a summary naming src/a.go", text)
-	require.Zero(t, counter.get(http.MethodGet), "a cached content key needs no request")
+	require.Zero(t, counter.Count(http.MethodGet), "a cached content key needs no request")
 
 	text, err = store.GetString(ctx, plain.Key)
 	require.NoError(t, err)
 	require.Equal(t, "not content-addressed", text)
-	require.Equal(t, 1, counter.get(http.MethodGet))
+	require.Equal(t, 1, counter.Count(http.MethodGet))
 
 	_, err = store.GetString(ctx, "tenants/acme/summary/ab/"+strings.Repeat("0", 64))
 	require.ErrorIs(t, err, blob.ErrNotFound)
