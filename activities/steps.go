@@ -550,7 +550,7 @@ func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res H
 		a.prefetchIdentifiers(key, transcript)
 	}
 	res.Split, res.Summarized, res.TranscriptKey, res.Tokens = d.Split, d.Summarized, key, b.Measure(conv)
-	res.Kept = len(conv.Messages) - d.Split
+	res.Kept, res.Note = len(conv.Messages)-d.Split, d.Note
 	rec.outputSize = int64(len(transcript))
 	return res, nil
 }

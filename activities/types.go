@@ -278,6 +278,9 @@ type HistoryPlan struct {
 	// Kept is how many messages follow the summary (seed 002's
 	// preserved_count).
 	Kept int `json:"kept,omitempty"`
+	// Note says how the kept tail was chosen (plan.HistoryTail): figures
+	// only, never conversation text.
+	Note string `json:"note,omitempty"`
 }
 
 // DriftInput measures a summary against its source.

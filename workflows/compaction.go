@@ -393,9 +393,12 @@ func historyPass(ctx workflow.Context, run contract.Run, preset policy.Preset, a
 		return fmt.Errorf("apply history summary: %w", err)
 	}
 	commit.WorkKey, res.TokensAfter, commit.Preserved = w.WorkKey, w.Tokens, hp.Kept
+	note := fmt.Sprintf("Summarized %d messages → 1 summary (saved ~%d tokens)", hp.Summarized, hp.Tokens-w.Tokens)
+	if hp.Note != "" {
+		note += "; " + hp.Note
+	}
 	commit.Passes = append(commit.Passes, activities.PassStat{Name: name, Applied: true, Count: hp.Summarized,
-		TokensSaved: hp.Tokens - w.Tokens,
-		Note:        fmt.Sprintf("Summarized %d messages → 1 summary (saved ~%d tokens)", hp.Summarized, hp.Tokens-w.Tokens)})
+		TokensSaved: hp.Tokens - w.Tokens, Note: note})
 	if preset.History.DeleteOffloads {
 		commit.DeleteOffloads = append(commit.DeleteOffloads, hp.Restored...)
 	}

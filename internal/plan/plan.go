@@ -288,6 +288,8 @@ type HistoryDecision struct {
 	// Summarized is how many messages the summary replaces.
 	Summarized int
 	Protected  []bool
+	// Note says how the kept tail was chosen (HistoryTail).
+	Note string
 }
 
 // History decides history compaction: the preset's trigger usage, seed
@@ -311,7 +313,8 @@ func History(conv conversation.Conversation, p policy.Preset, b Budget, freed in
 		}
 	}
 	protected := compress.Protected(conv, HistoryProtection(p))
-	split := compress.SplitPoint(conv, h.KeepLast, protected)
+	tail := HistoryTail(conv, p, b, protected)
+	split := tail.Split
 	n := 0
 	for i := 0; i < split; i++ {
 		if !protected[i] {
@@ -321,5 +324,5 @@ func History(conv conversation.Conversation, p policy.Preset, b Budget, freed in
 	if n == 0 {
 		return HistoryDecision{Reason: fmt.Sprintf("%d messages: nothing to summarize beyond the kept %d", len(conv.Messages), h.KeepLast)}
 	}
-	return HistoryDecision{Run: true, Split: split, Summarized: n, Protected: protected}
+	return HistoryDecision{Run: true, Split: split, Summarized: n, Protected: protected, Note: tail.Note}
 }

@@ -40,10 +40,16 @@ type Preset struct {
 	// a ~5K system prompt and ~3K of instructions outside the trajectory.
 	FixedOverhead int `json:"fixed_overhead"`
 	// TargetUsage is where the adaptive preset stops: once usage is at or
-	// below it, no further (costlier) pass runs.
+	// below it, no further (costlier) pass runs. It is also where a
+	// history summary that fills its tail aims (the adaptive preset's, and
+	// the budget ladder's of every preset): the largest recent tail that
+	// keeps the output under it.
 	TargetUsage float64 `json:"target_usage"`
 	// StopAtTarget stops before the next (costlier) pass once usage is at
-	// or below TargetUsage: the adaptive preset's "cheapest first".
+	// or below TargetUsage: the adaptive preset's "cheapest first". Its
+	// history summary then removes no more than the target needs: it
+	// keeps the largest recent tail (at least History.KeepLast messages)
+	// that leaves the output under TargetUsage.
 	StopAtTarget bool `json:"stop_at_target"`
 	// Debug disables every pass (seed 003: context.verbosity=debug).
 	Debug bool `json:"debug"`
@@ -210,6 +216,12 @@ var writeTools = []string{"write_file", "edit_file", "create_file", "str_replace
 
 var pinMarkers = []string{"[pinned]", "<constraints>", "IMPORTANT:", "CONSTRAINT:"}
 
+// DefaultPinMarkers returns the markers that pin a user message (ours;
+// seed 003 names pinned constraints without a syntax).
+func DefaultPinMarkers() []string {
+	return append([]string(nil), pinMarkers...)
+}
+
 func basePreset() Preset {
 	return Preset{
 		TargetUsage: 0.5,
@@ -251,7 +263,10 @@ func Builtin(name string) (Preset, error) {
 		p.Seed = "001"
 		p.Description = "Watermark: drop tool_use/tool_result blocks before the latest checkpoint tool call, keep text"
 		p.Watermark.Enabled = true
-		p.Protection = Protection{System: true}
+		// The seed prunes tool blocks only; the task and pinned
+		// constraints are protected for the budget ladder's summary
+		// (ours: the user's words survive every preset).
+		p.Protection = Protection{System: true, FirstUser: true, PinMarkers: pinMarkers}
 		p.Drift.Enabled = false
 	case OffloadCompact:
 		p.Seed = "002"
@@ -259,7 +274,10 @@ func Builtin(name string) (Preset, error) {
 		p.Offload.Enabled = true
 		p.Offload.MinTokens = 5000
 		p.Offload.TriggerUsage = 0.70
-		p.Protection = Protection{System: true, LastN: 5}
+		// The task and pinned constraints stay beside the 8-section
+		// summary (ours: the seed summarizes them with the rest, and
+		// agents then lose the task statement).
+		p.Protection = Protection{System: true, FirstUser: true, LastN: 5, PinMarkers: pinMarkers}
 		p.History = History{Enabled: true, TriggerUsage: 0.70, MaxFreedTokens: 15000, KeepLast: 5,
 			Prompt: "history", Style: "compressed-history", TargetTokens: 8000, Attempts: 3,
 			RestoreOffloads: true, DeleteOffloads: true, OnFailure: "unchanged"}
