@@ -47,9 +47,10 @@ func LadderGoal(p policy.Preset, b Budget) int {
 
 // LadderHistoryPreset is the preset the ladder's history summary runs
 // with: the preset's own summary settings (the base's when the preset has
-// none), forced, with the ladder's smaller tail and summary target. The
-// system prompt, the task and pinned constraints stay protected; the
-// recent turns are protected only as far as the smaller tail.
+// none), forced, with the ladder's smaller summary target. The system
+// prompt, the task and pinned constraints stay protected; the recent
+// turns are kept as far as the largest tail that fits (HistoryTail), at
+// least the ladder's KeepLast.
 func LadderHistoryPreset(p policy.Preset, b Budget) policy.Preset {
 	out := p
 	if !out.History.Enabled {
@@ -61,6 +62,16 @@ func LadderHistoryPreset(p policy.Preset, b Budget) policy.Preset {
 	}
 	out.History.KeepLast = min(out.History.KeepLast, p.Budget.KeepLast)
 	out.Protection.LastN = min(out.Protection.LastN, p.Budget.KeepLast)
+	// The user's words survive every preset: the task statement and the
+	// pinned constraints stay verbatim beside the ladder's summary, also
+	// for presets whose own rules do not protect them.
+	out.Protection.FirstUser = true
+	if len(out.Protection.PinMarkers) == 0 {
+		out.Protection.PinMarkers = policy.DefaultPinMarkers()
+	}
+	// The ladder removes no more than it needs: its summary keeps the
+	// largest recent tail that fits (see HistoryTail), not only KeepLast.
+	out.StopAtTarget = true
 	out.History.TriggerUsage = 0
 	out.History.MaxFreedTokens = 0
 	target := min(out.History.TargetTokens, max(p.Budget.TargetTokens, 50))
