@@ -1,0 +1,196 @@
+// Package probe measures what an agent gets back from a compaction, the
+// way published evaluations of context compression do (Factory's probe
+// evaluation: recall, artifact trail, continuation, decision; ACON's
+// "what the agent needs next"). From the original conversation it derives,
+// deterministically, the facts an agent needs to continue (Derive); from a
+// compacted output it tells which of them are still there, which the agent
+// can get back through the recovery tools with the ids the output names,
+// and which are lost (Score).
+//
+// It is pure: the bench and the tests feed it conversations and a recovery
+// function.
+package probe
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/digest"
+)
+
+// Recent is how many of the last errors and commands are probed.
+const Recent = 5
+
+// Set is the probes of one original conversation.
+type Set struct {
+	// Task is the first user message's text: the task statement, which
+	// must survive verbatim.
+	Task string
+	// Pinned are user messages holding a pin marker, verbatim.
+	Pinned []string
+	// Artifacts are the file paths named in the agent's tool calls (what
+	// it read, created or changed), in first-seen order.
+	Artifacts []string
+	// Errors are the last Recent distinct error lines seen in tool results.
+	Errors []string
+	// Commands are the last Recent distinct commands the agent ran.
+	Commands []string
+	// Plan is the agent's last stated plan: the first line of its last
+	// text before its last call.
+	Plan string
+	// Current is the current turn: the first line of the last message's
+	// text or result.
+	Current string
+}
+
+// Derive takes the probes of an original conversation. pinMarkers are the
+// markers that pin a user message (policy.DefaultPinMarkers).
+func Derive(c conversation.Conversation, pinMarkers []string) Set {
+	var s Set
+	seenPath := map[string]bool{}
+	var errs, cmds []string
+	for _, m := range c.Messages {
+		for _, b := range m.Blocks {
+			switch b.Kind {
+			case conversation.KindText:
+				if m.Role == conversation.RoleUser && s.Task == "" && strings.TrimSpace(b.Text) != "" {
+					s.Task = b.Text
+				}
+				if m.Role == conversation.RoleUser && hasMarker(b.Text, pinMarkers) && b.Text != s.Task {
+					s.Pinned = append(s.Pinned, b.Text)
+				}
+				if m.Role == conversation.RoleAssistant {
+					if l := firstLine(b.Text); l != "" {
+						s.Plan = l
+					}
+				}
+			case conversation.KindToolUse:
+				cmd := Command(b.Input)
+				if cmd != "" {
+					cmds = appendRecent(cmds, cmd)
+				}
+				for _, p := range Paths(cmd + "\n" + b.Input) {
+					if !seenPath[p] {
+						seenPath[p] = true
+						s.Artifacts = append(s.Artifacts, p)
+					}
+				}
+			case conversation.KindToolResult:
+				for _, l := range ErrorLines(b.Text) {
+					errs = appendRecent(errs, l)
+				}
+			}
+		}
+	}
+	s.Errors = lastN(errs, Recent)
+	s.Commands = lastN(cmds, Recent)
+	if n := len(c.Messages); n > 0 {
+		for _, b := range c.Messages[n-1].Blocks {
+			if l := firstLine(b.Text); l != "" {
+				s.Current = l
+				break
+			}
+		}
+	}
+	return s
+}
+
+func hasMarker(text string, markers []string) bool {
+	for _, m := range markers {
+		if m != "" && strings.Contains(text, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// appendRecent appends v, moving it to the end when it is already there, so
+// that the list ends with the most recent distinct values.
+func appendRecent(list []string, v string) []string {
+	for i, x := range list {
+		if x == v {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	return append(list, v)
+}
+
+func lastN(list []string, n int) []string {
+	if len(list) > n {
+		return append([]string(nil), list[len(list)-n:]...)
+	}
+	return list
+}
+
+// firstLine is the first non-empty line of text, trimmed, at most 200
+// bytes (a probe is a sentence, not a page).
+func firstLine(text string) string {
+	for _, l := range strings.Split(text, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return digest.Truncate(l, 200)
+		}
+	}
+	return ""
+}
+
+// Command is the command a tool call ran: the "command" (or "cmd")
+// string of its JSON arguments; the arguments themselves when they are
+// not JSON. Editor calls ({"command":"view","path":…}) name the path
+// instead of a shell command and count as their command word and path.
+func Command(input string) string {
+	input = strings.TrimSpace(input)
+	if input == "" {
+		return ""
+	}
+	var args map[string]any
+	if err := json.Unmarshal([]byte(input), &args); err != nil {
+		return firstLine(input)
+	}
+	for _, k := range []string{"command", "cmd", "code", "query"} {
+		v, ok := args[k].(string)
+		if !ok || strings.TrimSpace(v) == "" {
+			continue
+		}
+		if p, ok := args["path"].(string); ok && !strings.ContainsAny(v, " \n") {
+			return v + " " + p
+		}
+		return firstLine(v)
+	}
+	return ""
+}
+
+// Paths are the file paths a text names, as the drift check's identifier
+// extraction finds them, without the fragments of escaped JSON.
+func Paths(text string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, id := range digest.Identifiers(text) {
+		p := id.Value
+		if id.Kind != digest.KindPath || seen[p] || strings.ContainsAny(p, "\\\"'") {
+			continue
+		}
+		seen[p] = true
+		out = append(out, p)
+	}
+	return out
+}
+
+// reError is a line that reports a failure.
+var reError = regexp.MustCompile(`(?i)(^|\b)(error|exception|traceback|failed|failure|fatal|panic)\b|^E\s{2,}|\bFAIL(ED)?\b`)
+
+// ErrorLines are the lines of a tool result that report a failure, trimmed
+// and at most 200 bytes each.
+func ErrorLines(text string) []string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || len(l) < 8 || !reError.MatchString(l) {
+			continue
+		}
+		out = append(out, digest.Truncate(l, 200))
+	}
+	return out
+}
