@@ -170,7 +170,11 @@ func (a *Activities) save(ctx context.Context, tenant string, c conversation.Con
 	if err != nil {
 		return "", blobErr(err)
 	}
-	a.convs.add(ref.Key, c, int64(len(data)))
+	// The cache holds what a parse of the stored bytes gives: an
+	// Anthropic rendering merges same-role neighbours, and positions
+	// (message, block) that later steps exchange must not depend on
+	// whether a step found the conversation cached.
+	a.convs.add(ref.Key, c.MergeSameRole(), int64(len(data)))
 	return ref.Key, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -21,15 +22,27 @@ const (
 )
 
 // Change says what a run did to one message.
+//
+// Positions are those of the caller's documents (see
+// conversation.CallerIndexes): elements of messages[] (of the turn list
+// for a ReAct trajectory, whose two messages per turn share the turn's
+// position), not of the canonical model. The Anthropic system prompt is
+// the top-level system field, in no position: its index is -1 and At (or
+// OutAt) says "system".
 type Change struct {
 	// Index is the message's position in the original, -1 for a message
-	// the run added.
+	// the run added or one outside messages[].
 	Index int `json:"index"`
 	// OutIndex is its position in the output, -1 for a message the run
-	// dropped.
-	OutIndex int    `json:"out_index"`
-	Role     string `json:"role"`
-	Action   string `json:"action"`
+	// dropped or one outside messages[].
+	OutIndex int `json:"out_index"`
+	// At and OutAt name the same places for people: the position as a
+	// number, "system" for a system prompt outside messages[], empty when
+	// the message is not in that document.
+	At     string `json:"at,omitempty"`
+	OutAt  string `json:"out_at,omitempty"`
+	Role   string `json:"role"`
+	Action string `json:"action"`
 	// Before and After are the message's characters (text, tool inputs and
 	// results) in the original and in the output.
 	Before int    `json:"before"`
@@ -77,7 +90,8 @@ func (s *Service) Diff(ctx context.Context, tenant, runID string) (Diff, error) 
 }
 
 // DiffConversations compares two serialized conversations in any supported
-// format (see Service.Diff).
+// format (see Service.Diff). Changes give positions in the two documents'
+// messages[] (see Change).
 func DiffConversations(before, after []byte) (Diff, error) {
 	a, err := conversation.ParseAny(before)
 	if err != nil {
@@ -87,10 +101,14 @@ func DiffConversations(before, after []byte) (Diff, error) {
 	if err != nil {
 		return Diff{}, fmt.Errorf("parse output: %w", err)
 	}
-	return diffMessages(a.Messages, b.Messages), nil
+	return diffMessages(a, b), nil
 }
 
-func diffMessages(a, b []conversation.Message) Diff {
+// diffMessages aligns the canonical messages of the two conversations and
+// reports each change at the caller's positions.
+func diffMessages(ca, cb conversation.Conversation) Diff {
+	a, b := ca.Messages, cb.Messages
+	pa, pb := ca.CallerIndexes(), cb.CallerIndexes()
 	pairs := align(a, b)
 	dropped := ActionRemoved
 	if len(b)-len(pairs) > 0 {
@@ -100,16 +118,18 @@ func diffMessages(a, b []conversation.Message) Diff {
 	i, j := 0, 0
 	emitGap := func(toI, toJ int) {
 		for ; i < toI; i++ {
-			d.Changes = append(d.Changes, Change{Index: i, OutIndex: -1, Role: string(a[i].Role), Action: dropped, Before: chars(a[i])})
+			d.Changes = append(d.Changes, Change{Index: pa[i], OutIndex: -1, At: at(pa[i]), Role: string(a[i].Role),
+				Action: dropped, Before: chars(a[i])})
 		}
 		for ; j < toJ; j++ {
-			d.Changes = append(d.Changes, Change{Index: -1, OutIndex: j, Role: string(b[j].Role), Action: ActionAdded,
-				After: chars(b[j]), Note: firstLine(b[j], 80)})
+			d.Changes = append(d.Changes, Change{Index: -1, OutIndex: pb[j], OutAt: at(pb[j]), Role: string(b[j].Role),
+				Action: ActionAdded, After: chars(b[j]), Note: firstLine(b[j], 80)})
 		}
 	}
 	for _, p := range pairs {
 		emitGap(p[0], p[1])
-		c := Change{Index: i, OutIndex: j, Role: string(a[i].Role), Before: chars(a[i]), After: chars(b[j])}
+		c := Change{Index: pa[i], OutIndex: pb[j], At: at(pa[i]), OutAt: at(pb[j]), Role: string(a[i].Role),
+			Before: chars(a[i]), After: chars(b[j])}
 		if identical(a[i], b[j]) {
 			c.Action = ActionKept
 		} else {
@@ -134,6 +154,15 @@ func diffMessages(a, b []conversation.Message) Diff {
 		}
 	}
 	return d
+}
+
+// at names a caller position for people: the number, or "system" for a
+// message with none (the Anthropic system prompt, a top-level field).
+func at(pos int) string {
+	if pos < 0 {
+		return "system"
+	}
+	return strconv.Itoa(pos)
 }
 
 // maxLCSCells bounds the alignment table; beyond it a greedy alignment is

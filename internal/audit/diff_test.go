@@ -142,7 +142,7 @@ func TestDiffCountsCharacters(t *testing.T) {
 	d, err := DiffConversations(openai(t, msg("user", "héllo"), call("", "c9", "{}"), result("c9", "12345")),
 		openai(t, msg("user", "héllo"), call("", "c9", "{}"), result("c9", "12")))
 	require.NoError(t, err)
-	require.Equal(t, Change{Index: 0, OutIndex: 0, Role: "user", Action: "kept", Before: 5, After: 5}, d.Changes[0])
+	require.Equal(t, Change{Index: 0, OutIndex: 0, At: "0", OutAt: "0", Role: "user", Action: "kept", Before: 5, After: 5}, d.Changes[0])
 	require.Equal(t, 5, d.Changes[2].Before)
 	require.Equal(t, 2, d.Changes[2].After)
 	require.Equal(t, "replaced", d.Changes[2].Action)
@@ -177,4 +177,149 @@ func TestAlignGreedyFallbackMatchesInOrder(t *testing.T) {
 	require.Equal(t, 3001, d.Summarized)
 	require.Equal(t, []string{"summarized", "summarized", "added", "kept"}, actions(d)[:4],
 		"the rewritten message sits where the first ones were")
+}
+
+// anthropic builds an Anthropic Messages request with a top-level system
+// prompt.
+func anthropic(t *testing.T, system string, msgs ...map[string]any) []byte {
+	t.Helper()
+	data, err := json.Marshal(map[string]any{"model": "claude-sonnet-4-5", "system": system, "messages": msgs})
+	require.NoError(t, err)
+	return data
+}
+
+func blocks(role string, b ...map[string]any) map[string]any {
+	return map[string]any{"role": role, "content": b}
+}
+
+func toolUse(id string) map[string]any {
+	return map[string]any{"type": "tool_use", "id": id, "name": "bash", "input": map[string]any{"command": "cat build.log"}}
+}
+
+func toolResult(id, content string) map[string]any {
+	return map[string]any{"type": "tool_result", "tool_use_id": id, "content": content}
+}
+
+// callerMessages decodes the messages[] of a document, as the caller sees
+// them.
+func callerMessages(t *testing.T, data []byte) []json.RawMessage {
+	t.Helper()
+	var doc struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(data, &doc))
+	return doc.Messages
+}
+
+// TestDiffIndexesAreCallerPositions: for an Anthropic conversation, whose
+// system prompt is a top-level field, every index of the diff is a
+// position in the messages[] of the original or the output, and the
+// system prompt is named "system".
+func TestDiffIndexesAreCallerPositions(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("line of build output\n", 500)
+	original := anthropic(t, "You are careful.",
+		msg("user", "Fix the bug."),
+		blocks("assistant", map[string]any{"type": "text", "text": "Looking at the log."}, toolUse("c1")),
+		blocks("user", toolResult("c1", big)),
+		blocks("assistant", map[string]any{"type": "text", "text": "Running tests."}, toolUse("c2")),
+		blocks("user", toolResult("c2", "ok")),
+		msg("assistant", "Done."),
+	)
+
+	t.Run("replaced result", func(t *testing.T) {
+		t.Parallel()
+		output := anthropic(t, "You are careful.",
+			msg("user", "Fix the bug."),
+			blocks("assistant", map[string]any{"type": "text", "text": "Looking at the log."}, toolUse("c1")),
+			blocks("user", toolResult("c1", "[Offloaded]")),
+			blocks("assistant", map[string]any{"type": "text", "text": "Running tests."}, toolUse("c2")),
+			blocks("user", toolResult("c2", "ok")),
+			msg("assistant", "Done."),
+		)
+		d, err := DiffConversations(original, output)
+		require.NoError(t, err)
+		require.Equal(t, []string{"kept", "kept", "kept", "replaced", "kept", "kept", "kept"}, actions(d))
+		sys := d.Changes[0]
+		require.Equal(t, Change{Index: -1, OutIndex: -1, At: "system", OutAt: "system", Role: "system", Action: "kept",
+			Before: 16, After: 16}, sys)
+		replaced := d.Changes[3]
+		require.Equal(t, 2, replaced.Index, "messages[2] of the original holds the result")
+		require.Equal(t, 2, replaced.OutIndex)
+		require.Equal(t, "2", replaced.At)
+		require.Contains(t, string(callerMessages(t, original)[replaced.Index]), `"tool_use_id":"c1"`)
+		require.Contains(t, string(callerMessages(t, output)[replaced.OutIndex]), `[Offloaded]`)
+		for k, c := range d.Changes[1:] {
+			require.Equal(t, k, c.Index)
+			require.Equal(t, k, c.OutIndex)
+		}
+	})
+
+	t.Run("history summarized", func(t *testing.T) {
+		t.Parallel()
+		output := anthropic(t, "You are careful.",
+			msg("user", "[Compressed History]\n\nThe user asked for a fix."),
+			blocks("assistant", map[string]any{"type": "text", "text": "Running tests."}, toolUse("c2")),
+			blocks("user", toolResult("c2", "ok")),
+			msg("assistant", "Done."),
+		)
+		d, err := DiffConversations(original, output)
+		require.NoError(t, err)
+		require.Equal(t, []string{"kept", "summarized", "summarized", "summarized", "added", "kept", "kept", "kept"}, actions(d))
+		in, out := callerMessages(t, original), callerMessages(t, output)
+		for _, c := range d.Changes[1:] {
+			if c.Index >= 0 {
+				var m struct {
+					Role string `json:"role"`
+				}
+				require.NoError(t, json.Unmarshal(in[c.Index], &m))
+				require.Equal(t, c.Role, m.Role, "original messages[%d]", c.Index)
+			}
+			if c.OutIndex >= 0 {
+				require.Less(t, c.OutIndex, len(out))
+			}
+		}
+		added := d.Changes[4]
+		require.Equal(t, 0, added.OutIndex, "the summary is messages[0] of the output")
+		require.Equal(t, "0", added.OutAt)
+		require.Empty(t, added.At)
+		require.Equal(t, []int{0, 1, 2}, []int{d.Changes[1].Index, d.Changes[2].Index, d.Changes[3].Index})
+		require.Equal(t, [][2]int{{3, 1}, {4, 2}, {5, 3}},
+			[][2]int{{d.Changes[5].Index, d.Changes[5].OutIndex}, {d.Changes[6].Index, d.Changes[6].OutIndex}, {d.Changes[7].Index, d.Changes[7].OutIndex}})
+	})
+}
+
+// TestDiffOpenAISystemIsMessageZero: OpenAI holds the system prompt in
+// messages[], so it has a number like any other message.
+func TestDiffOpenAISystemIsMessageZero(t *testing.T) {
+	t.Parallel()
+	doc := openai(t, msg("system", "You are careful."), msg("user", "Fix the bug."))
+	d, err := DiffConversations(doc, doc)
+	require.NoError(t, err)
+	require.Equal(t, Change{Index: 0, OutIndex: 0, At: "0", OutAt: "0", Role: "system", Action: "kept", Before: 16, After: 16}, d.Changes[0])
+	require.Equal(t, 1, d.Changes[1].Index)
+}
+
+// TestDiffReActTurns: a ReAct trajectory is a list of turns; both
+// messages of a turn (the action, then its result) are at the turn's
+// position.
+func TestDiffReActTurns(t *testing.T) {
+	t.Parallel()
+	traj := func(result string) []byte {
+		data, err := json.Marshal(map[string]any{"execution": map[string]any{"tool_calls": []any{
+			map[string]any{"thought": "look", "action": map[string]any{"tool": "ls"}, "result": "a b"},
+			map[string]any{"thought": "read", "action": map[string]any{"tool": "cat"}, "result": result},
+		}}})
+		require.NoError(t, err)
+		return data
+	}
+	d, err := DiffConversations(traj(strings.Repeat("x", 100)), traj("short"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"kept", "kept", "kept", "replaced"}, actions(d))
+	var idx []int
+	for _, c := range d.Changes {
+		idx = append(idx, c.Index)
+	}
+	require.Equal(t, []int{0, 0, 1, 1}, idx)
+	require.Equal(t, "1", d.Changes[3].OutAt)
 }

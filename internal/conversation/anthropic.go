@@ -18,7 +18,9 @@ import (
 // (signature in Extra); redacted_thinking → KindThinking with Shape
 // "redacted"; image → KindImage (the block minus "type" in Extra); anything
 // else → KindOther (the whole block in Extra). User messages holding
-// tool_result blocks stay RoleUser.
+// tool_result blocks stay RoleUser. Consecutive user (or assistant)
+// messages render as one message (see MergeSameRole), since the API wants
+// the roles to alternate.
 
 func parseAnthropic(data []byte, pre decoded) (Conversation, error) {
 	c := Conversation{Format: FormatAnthropic}
@@ -324,18 +326,27 @@ func renderAnthropic(c Conversation) ([]byte, error) {
 		top.key("messages")
 	}
 	w.buf.WriteByte('[')
-	first := true
-	for i, m := range msgs {
-		if i == 0 && m.Role == RoleSystem && top != nil {
-			continue
-		}
-		if !first {
+	start := 0
+	if top != nil && len(msgs) > 0 && msgs[0].Role == RoleSystem {
+		start = 1 // written above as the system field
+	}
+	for i := start; i < len(msgs); {
+		if i > start {
 			w.buf.WriteByte(',')
 		}
-		first = false
-		if err := renderAnthropicMessage(w, i, m); err != nil {
+		end := anthropicTurnEnd(msgs, i)
+		var err error
+		if end-i == 1 {
+			// The common case, and the only one of a conversation that
+			// already alternates: written exactly as parsed.
+			err = renderAnthropicMessage(w, i, msgs[i])
+		} else {
+			err = renderAnthropicMerged(w, i, msgs[i:end])
+		}
+		if err != nil {
 			return nil, err
 		}
+		i = end
 	}
 	w.buf.WriteByte(']')
 	if top != nil {
@@ -400,6 +411,143 @@ func renderAnthropicMessage(w *writer, i int, m Message) error {
 	}
 	o.end()
 	return nil
+}
+
+// Same-role neighbours.
+//
+// The canonical model allows consecutive messages of the same role (a
+// compaction's summary next to a kept user message), but the Messages API
+// wants user and assistant turns to alternate. So the renderer writes a
+// run of user (or assistant) messages as one message whose content is
+// their blocks, concatenated in order: never reordered, so that every
+// tool_use still comes before its tool_result, and a user message holding
+// tool results followed by user text keeps the results first, as the API
+// requires. The message fields the model does not name are merged too,
+// the first message's value winning. A conversation that already
+// alternates renders exactly as before, message by message.
+
+// anthropicTurnEnd returns the end of the run of same-role messages that
+// starts at msgs[i]: the index of the first message of another role, or
+// len(msgs). Only user and assistant messages merge; any other role is a
+// run of one, for renderAnthropicMessage to reject.
+func anthropicTurnEnd(msgs []Message, i int) int {
+	end := i + 1
+	if msgs[i].Role != RoleUser && msgs[i].Role != RoleAssistant {
+		return end
+	}
+	for end < len(msgs) && msgs[end].Role == msgs[i].Role {
+		end++
+	}
+	return end
+}
+
+// renderAnthropicMerged writes the run msgs (Messages[first:first+len])
+// as one message. Errors name the canonical message and block, as every
+// Render error does.
+func renderAnthropicMerged(w *writer, first int, msgs []Message) error {
+	for k, m := range msgs {
+		if err := checkMessageStrings(first+k, m); err != nil {
+			return err
+		}
+	}
+	o := w.object()
+	o.key("role")
+	w.str(string(msgs[0].Role))
+	o.key("content")
+	w.buf.WriteByte('[')
+	n := 0
+	for k, m := range msgs {
+		for j, b := range m.Blocks {
+			if n > 0 {
+				w.buf.WriteByte(',')
+			}
+			n++
+			if err := renderAnthropicBlock(w, first+k, j, b); err != nil {
+				return err
+			}
+		}
+	}
+	w.buf.WriteByte(']')
+	// One call, so that the fields come out in sorted key order as for
+	// any other message.
+	extra, from := mergeMessageExtra(msgs)
+	if err := o.extra(extra); err != nil {
+		// Name the message the bad field came from; a bad field name
+		// (Field empty) is blamed on the first of the run.
+		k := 0
+		if e, ok := err.(*Error); ok {
+			k = from[e.Field]
+		}
+		return relocate(err, first+k, "")
+	}
+	o.end()
+	return nil
+}
+
+// mergeMessageExtra is the union of the messages' Extra fields, the first
+// message's value of a key winning; from says which message each key was
+// taken from. It is nil when no message has any.
+func mergeMessageExtra(msgs []Message) (extra map[string]json.RawMessage, from map[string]int) {
+	for k, m := range msgs {
+		for key, v := range m.Extra {
+			if _, ok := extra[key]; ok {
+				continue
+			}
+			if extra == nil {
+				extra, from = map[string]json.RawMessage{}, map[string]int{}
+			}
+			extra[key], from[key] = v, k
+		}
+	}
+	return extra, from
+}
+
+// MergeSameRole returns c as Render writes it and Parse reads it back: for
+// an Anthropic conversation, each run of consecutive user (or assistant)
+// messages becomes one message holding their blocks in order, with Shape
+// "list" and the union of their Extra fields (the first message's value
+// winning). A conversation that already alternates, and one of another
+// format (OpenAI and ReAct keep same-role neighbours as they are), is
+// returned as it is. A merged message gets its own Blocks slice and Extra
+// map; everything else shares memory with c, as a copy of the struct does.
+//
+// Use it where message indices must match the rendered document, for
+// example to keep a conversation alongside the bytes Render made of it.
+func (c Conversation) MergeSameRole() Conversation {
+	if c.Format != FormatAnthropic || !c.needsMerge() {
+		return c
+	}
+	out := c
+	out.Messages = make([]Message, 0, len(c.Messages))
+	for i := 0; i < len(c.Messages); {
+		end := anthropicTurnEnd(c.Messages, i)
+		if end-i == 1 {
+			out.Messages = append(out.Messages, c.Messages[i])
+			i = end
+			continue
+		}
+		merged := Message{Role: c.Messages[i].Role, Shape: shapeList}
+		for _, m := range c.Messages[i:end] {
+			merged.Blocks = append(merged.Blocks, m.Blocks...)
+		}
+		merged.Extra, _ = mergeMessageExtra(c.Messages[i:end])
+		out.Messages = append(out.Messages, merged)
+		i = end
+	}
+	return out
+}
+
+// needsMerge reports whether two neighbouring messages of an Anthropic
+// conversation have the same user or assistant role.
+func (c Conversation) needsMerge() bool {
+	for i := 0; i < len(c.Messages); {
+		end := anthropicTurnEnd(c.Messages, i)
+		if end-i > 1 {
+			return true
+		}
+		i = end
+	}
+	return false
 }
 
 func renderAnthropicBlocks(w *writer, i int, blocks []Block) error {

@@ -10,7 +10,8 @@ import (
 // Parse decodes a conversation in the given wire format. Rendering the
 // result gives back the same JSON value (key order and whitespace aside):
 // unknown fields at every level are kept in Extra and alternative encodings
-// in Shape.
+// in Shape. The one exception is an Anthropic document with consecutive
+// messages of the same role, which Render merges (see MergeSameRole).
 //
 // Parse validates as it goes and fails with an *Error (wrapped; use
 // errors.As) on: malformed JSON (with line and column), invalid UTF-8 in any
@@ -93,7 +94,10 @@ func parse(data []byte, f Format, pre decoded) (Conversation, error) {
 // deterministic. It fails with an *Error (wrapped) when the conversation
 // cannot be expressed in its format, for example a tool_result block in an
 // OpenAI assistant message, a ReAct turn not followed by its result, text
-// holding invalid UTF-8, or an Extra value that is not valid JSON.
+// holding invalid UTF-8, or an Extra value that is not valid JSON. An
+// Anthropic conversation is written with alternating roles: consecutive
+// user (or assistant) messages become one, their blocks in order (see
+// MergeSameRole).
 func Render(c Conversation) ([]byte, error) {
 	var out []byte
 	var err error
