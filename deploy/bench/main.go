@@ -44,6 +44,7 @@ type options struct {
 	faultRuns    int
 	engineTime   time.Duration
 	qualityConvs int
+	probeConvs   int
 	llmLatency   time.Duration
 	faultRate    float64
 }
@@ -54,7 +55,7 @@ func newOptions(quick bool, dataDir string) options {
 		ceilingWorkers: 8, ceilingWindow: 15 * time.Second, warmup: 5 * time.Second,
 		criticalRuns: 24, mapReduceReps: 2,
 		loadSessions: 4, loadWindow: 30 * time.Second, loadSizes: []int{100 << 10, 1 << 20, 5 << 20}, repeatWindow: 10 * time.Second,
-		faultRuns: 20, engineTime: 2 * time.Second, qualityConvs: 3,
+		faultRuns: 20, engineTime: 2 * time.Second, qualityConvs: 3, probeConvs: len(probeFiles),
 		llmLatency: 500 * time.Millisecond, faultRate: 0.3,
 	}
 	if quick {
@@ -68,6 +69,7 @@ func newOptions(quick bool, dataDir string) options {
 		o.faultRuns = 6
 		o.engineTime = 500 * time.Millisecond
 		o.qualityConvs = 1
+		o.probeConvs = 1
 	}
 	return o
 }
@@ -89,7 +91,7 @@ func run() error {
 	quick := flag.Bool("quick", false, "shorter windows and fewer runs (about 2 minutes)")
 	out := flag.String("out", "", "also write the table and the machine to this Markdown file")
 	dataDir := flag.String("data", "../shared/data", "folder of the shared real conversations")
-	only := flag.String("only", "", "comma-separated measurements to run (1-7); empty runs all")
+	only := flag.String("only", "", "comma-separated measurements to run (1-8); empty runs all")
 	workers := flag.Int("workers", 0, "concurrent callers of the ceiling (1.); 0 keeps the default")
 	sessions := flag.Int("sessions", 0, "concurrent sessions of the load (4.); 0 keeps the default")
 	flag.BoolVar(&verbose, "v", false, "print progress details to stderr")
@@ -156,6 +158,7 @@ func run() error {
 		{"5", "under faults", benchFaults},
 		{"6", "engine", benchEngine},
 		{"7", "quality", benchQuality},
+		{"8", "agent probes", benchProbes},
 	}
 	for _, p := range phases {
 		if !selected(p.id) {

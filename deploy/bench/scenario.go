@@ -47,12 +47,27 @@ var queueSeq atomic.Int64
 // newScenario starts a worker with the deployment's settings
 // (WORKER_ACTIVITIES, LLM_PARALLELISM) and the given test server options.
 func (s *stack) newScenario(name string, llmOpts ...llmtest.Option) (*scenario, error) {
+	return s.newScenarioWith(name, false, llmOpts...)
+}
+
+// newOfflineScenario is a scenario whose summarizer is the product's
+// offline one (llm.Extractive), as a deployment without OPENAI_BASE_URL
+// runs; its test server answers nothing.
+func (s *stack) newOfflineScenario(name string) (*scenario, error) {
+	return s.newScenarioWith(name, true)
+}
+
+func (s *stack) newScenarioWith(name string, offline bool, llmOpts ...llmtest.Option) (*scenario, error) {
 	srv := llmtest.New(llmOpts...)
 	model := s.cfg.SummarizerModel
-	oa, err := llm.NewOpenAI(llm.Config{BaseURL: srv.URL(), APIKey: "bench-key", Model: model, Timeout: s.cfg.LLMTimeout})
-	if err != nil {
-		srv.Close()
-		return nil, fmt.Errorf("summarizer for %s: %w", name, err)
+	var oa llm.Summarizer = llm.Extractive{}
+	if !offline {
+		var err error
+		oa, err = llm.NewOpenAI(llm.Config{BaseURL: srv.URL(), APIKey: "bench-key", Model: model, Timeout: s.cfg.LLMTimeout})
+		if err != nil {
+			srv.Close()
+			return nil, fmt.Errorf("summarizer for %s: %w", name, err)
+		}
 	}
 	calls := &callLog{byRun: map[string][]interval{}}
 	queue := fmt.Sprintf("bench-%d-%s", queueSeq.Add(1), name)

@@ -1,6 +1,9 @@
 package probe
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 )
 
@@ -31,4 +34,47 @@ func sameMessage(x, y conversation.Message) bool {
 		}
 	}
 	return true
+}
+
+// Region measures the compacted region of a compaction: the messages of
+// the input that are not in the output verbatim (before) and the
+// messages of the output that are not in the input verbatim (after:
+// summaries, references, cut results), each by size. before/after is the
+// compression of what was compacted, whatever was kept around it.
+func Region(in, out conversation.Conversation, size func(conversation.Message) int) (before, after int) {
+	kept := map[string]int{}
+	for _, m := range out.Messages {
+		kept[fingerprint(m)]++
+	}
+	for _, m := range in.Messages {
+		f := fingerprint(m)
+		if kept[f] > 0 {
+			kept[f]--
+			continue
+		}
+		before += size(m)
+	}
+	orig := map[string]int{}
+	for _, m := range in.Messages {
+		orig[fingerprint(m)]++
+	}
+	for _, m := range out.Messages {
+		f := fingerprint(m)
+		if orig[f] > 0 {
+			orig[f]--
+			continue
+		}
+		after += size(m)
+	}
+	return before, after
+}
+
+// fingerprint identifies a message by what sameMessage compares.
+func fingerprint(m conversation.Message) string {
+	var sb strings.Builder
+	sb.WriteString(string(m.Role))
+	for _, b := range m.Blocks {
+		fmt.Fprintf(&sb, "\x00%s\x00%d:%s\x00%s\x00%s\x00%s\x00%t", b.Kind, len(b.Text), b.Text, b.ToolID, b.ToolName, b.Input, b.IsError)
+	}
+	return sb.String()
 }

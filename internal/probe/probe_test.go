@@ -124,3 +124,23 @@ func TestSharedPrefix(t *testing.T) {
 	n, _ = SharedPrefix(c, changed, size)
 	require.Equal(t, 2, n)
 }
+
+func TestRegion(t *testing.T) {
+	t.Parallel()
+	c := realChat(t)
+	size := func(m conversation.Message) int { return len(m.Blocks) }
+	before, after := Region(c, c, size)
+	require.Zero(t, before)
+	require.Zero(t, after)
+
+	out := c.Clone()
+	summary := conversation.Message{Role: conversation.RoleUser, Blocks: []conversation.Block{{Kind: conversation.KindText, Text: "summary"}}}
+	out.Messages = append(append(out.Messages[:2:2], summary), out.Messages[len(out.Messages)-3:]...)
+	before, after = Region(c, out, size)
+	removed := 0
+	for _, m := range c.Messages[2 : len(c.Messages)-3] {
+		removed += size(m)
+	}
+	require.Equal(t, removed, before)
+	require.Equal(t, 1, after)
+}
