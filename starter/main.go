@@ -24,7 +24,6 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/report"
-	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
 func main() {
@@ -82,13 +81,9 @@ func newInspect() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			limits := tokens.DefaultLimits()
-			if cfg.ModelLimits != "" {
-				extra, err := tokens.ParseLimits(cfg.ModelLimits)
-				if err != nil {
-					return fmt.Errorf("MODEL_CONTEXT_LIMITS: %w", err)
-				}
-				limits = limits.Merge(extra)
+			limits, err := cfg.TokenLimits()
+			if err != nil {
+				return err
 			}
 			if len(presets) == 0 {
 				presets = policy.Names()

@@ -47,13 +47,9 @@ type Deps struct {
 // if missing) and builds the summarizer: offline extractive when no
 // OPENAI_BASE_URL is set.
 func Open(ctx context.Context, cfg config.Config) (*Deps, error) {
-	limits := tokens.DefaultLimits()
-	if cfg.ModelLimits != "" {
-		extra, err := tokens.ParseLimits(cfg.ModelLimits)
-		if err != nil {
-			return nil, fmt.Errorf("MODEL_CONTEXT_LIMITS: %w", err)
-		}
-		limits = limits.Merge(extra)
+	limits, err := cfg.TokenLimits()
+	if err != nil {
+		return nil, err
 	}
 	if err := migrate(ctx, cfg); err != nil {
 		return nil, err

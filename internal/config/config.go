@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
 // Config is the whole configuration.
@@ -66,7 +67,11 @@ type Config struct {
 	// PresetOverrides holds the preset file's overrides, merged with the
 	// seed 002 SYNAPSE_COMPACT_* variables.
 	PresetOverrides policy.Overrides
-	ModelLimits     string
+	// ModelLimits is MODEL_CONTEXT_LIMITS and ModelFactors is
+	// MODEL_TOKEN_FACTORS, as given ("prefix=value,…"): they adjust the
+	// built-in context windows and token safety factors (see TokenLimits).
+	ModelLimits  string
+	ModelFactors string
 
 	// MigrateDatabaseURL, when set, is the schema owner's connection:
 	// migrations run through it and grant the runtime role of
@@ -146,6 +151,7 @@ func load(getenv func(string) string) (Config, error) {
 		MaxRequestBytes:   int64(r.integer("MAX_REQUEST_BYTES", 32<<20)),
 		DefaultPreset:     r.str("COMPACTOR_DEFAULT_PRESET", policy.Adaptive),
 		ModelLimits:       r.str("MODEL_CONTEXT_LIMITS", ""),
+		ModelFactors:      r.str("MODEL_TOKEN_FACTORS", ""),
 		LogLevel:          strings.ToLower(r.str("LOG_LEVEL", "info")),
 
 		MigrateDatabaseURL: r.str("MIGRATE_DATABASE_URL", ""),
@@ -186,6 +192,11 @@ func load(getenv func(string) string) (Config, error) {
 	if c.BreakerMinFreed > 1 {
 		return Config{}, fmt.Errorf("BREAKER_MIN_FREED: %v is more than 1 (a share of the run's size)", c.BreakerMinFreed)
 	}
+	// Parsed here as well as where they are used, so that a bad entry
+	// stops the process at start, not at its first run.
+	if _, err := c.TokenLimits(); err != nil {
+		return Config{}, err
+	}
 	if _, err := policy.Builtin(c.DefaultPreset); err != nil {
 		return Config{}, fmt.Errorf("COMPACTOR_DEFAULT_PRESET: %w", err)
 	}
@@ -213,6 +224,23 @@ func load(getenv func(string) string) (Config, error) {
 	}
 	c.PresetOverrides = overrides
 	return c, nil
+}
+
+// TokenLimits returns how models are measured: tokens.DefaultLimits (the
+// vendors' context windows and the built-in token safety factors) with
+// MODEL_CONTEXT_LIMITS and MODEL_TOKEN_FACTORS over them. An error names
+// the variable and the entry.
+func (c Config) TokenLimits() (tokens.Limits, error) {
+	limits := tokens.DefaultLimits()
+	windows, err := tokens.ParseLimits(c.ModelLimits)
+	if err != nil {
+		return tokens.Limits{}, fmt.Errorf("MODEL_CONTEXT_LIMITS: %w", err)
+	}
+	factors, err := tokens.ParseFactors(c.ModelFactors)
+	if err != nil {
+		return tokens.Limits{}, fmt.Errorf("MODEL_TOKEN_FACTORS: %w", err)
+	}
+	return limits.Merge(windows).Merge(tokens.Limits{Factors: factors}), nil
 }
 
 // synapseOverrides maps seed 002's own environment variables onto the

@@ -70,6 +70,8 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		"BREAKER_WINDOW":                 {"BREAKER_WINDOW": "a while"},
 		"BREAKER_MIN_FREED":              {"BREAKER_MIN_FREED": "2"},
 		"MIN_EVENT_INTERVAL":             {"MIN_EVENT_INTERVAL": "often"},
+		"MODEL_CONTEXT_LIMITS":           {"MODEL_CONTEXT_LIMITS": "gpt-4o"},
+		"MODEL_TOKEN_FACTORS":            {"MODEL_TOKEN_FACTORS": "claude=9"},
 	}
 	for name, vars := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -116,4 +118,56 @@ func TestCapsLimitsAndBreakerFromTheEnvironment(t *testing.T) {
 	require.Zero(t, c.BreakerRuns)
 	require.Equal(t, 10*time.Second, c.MinEventInterval)
 	require.Equal(t, "postgres://owner@db/x", c.MigrateDatabaseURL)
+}
+
+func TestTokenLimits(t *testing.T) {
+	t.Parallel()
+	c, err := load(env(nil))
+	require.NoError(t, err)
+	l, err := c.TokenLimits()
+	require.NoError(t, err)
+	for model, want := range map[string]float64{"claude-sonnet-4": 1.25, "gemini-2.5-pro": 1.15, "gpt-4o": 1, "llama-3": 1.15} {
+		got, _ := l.Factor(model)
+		require.Equal(t, want, got, "built-in factor of %s", model)
+	}
+	require.Equal(t, 200000, l.For("claude-sonnet-4"))
+
+	c, err = load(env(map[string]string{
+		"MODEL_CONTEXT_LIMITS": "my-model=32000",
+		"MODEL_TOKEN_FACTORS":  " claude = 1.3 , my-model=1.05",
+	}))
+	require.NoError(t, err)
+	l, err = c.TokenLimits()
+	require.NoError(t, err)
+	for model, want := range map[string]float64{"claude-sonnet-4": 1.3, "my-model-2": 1.05, "gemini-2.5-pro": 1.15, "gpt-4o": 1} {
+		got, _ := l.Factor(model)
+		require.Equal(t, want, got, model)
+	}
+	require.Equal(t, 32000, l.For("my-model"))
+	require.Equal(t, 200000, l.For("claude-sonnet-4"), "the built-in windows stay")
+}
+
+func TestTokenFactorErrorsNameTheEntry(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		value    string
+		mentions []string
+	}{
+		{"claude", []string{"entry 1", `"claude"`, "model=factor"}},
+		{"claude=1.3,gemini=abc", []string{"entry 2", `"gemini=abc"`, "not a number from 1 to 3"}},
+		{"claude=0.8", []string{"entry 1", `"0.8"`, "from 1 to 3"}},
+		{"claude=3.5", []string{"entry 1", `"3.5"`, "from 1 to 3"}},
+		{"=1.2", []string{"entry 1", "empty model name"}},
+		{"claude=1.2,Claude=1.3", []string{"entry 2", "already given"}},
+	}
+	for _, tc := range cases {
+		_, err := load(env(map[string]string{"MODEL_TOKEN_FACTORS": tc.value}))
+		require.Error(t, err, tc.value)
+		require.Contains(t, err.Error(), "MODEL_TOKEN_FACTORS", tc.value)
+		for _, m := range tc.mentions {
+			require.Contains(t, err.Error(), m, tc.value)
+		}
+		_, err = Config{ModelFactors: tc.value}.TokenLimits()
+		require.ErrorContains(t, err, "MODEL_TOKEN_FACTORS", tc.value)
+	}
 }

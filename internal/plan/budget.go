@@ -220,7 +220,10 @@ func truncateMiddle(text string, keep int, archiveKey string) string {
 
 // OverLimitReason says why a conversation is still over its limit after
 // every step that applies: the largest messages and what they are, since
-// those are what no step may cut.
+// those are what no step may cut. A message is named by its position in
+// the messages[] the caller gets (conversation.CallerIndexes): "message
+// 3", "turn 3" for a ReAct trajectory, "system" for the Anthropic system
+// prompt, which is no element of messages[].
 //
 // historyFailed says the preset's history summary failed and the preset
 // keeps the history unchanged then (history.on_failure=unchanged).
@@ -244,12 +247,23 @@ func OverLimitReason(conv conversation.Conversation, p policy.Preset, b Budget, 
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(per[y], per[x]) })
+	// Name each message by its place in the caller's document, not in
+	// conv.Messages: the Anthropic system prompt is a top-level field, and
+	// a ReAct trajectory is a list of turns.
+	pos := conv.CallerIndexes()
 	var parts []string
 	for _, i := range order[:min(3, len(order))] {
-		parts = append(parts, fmt.Sprintf("message %d (%s) %d", i, describe(conv.Messages[i]), per[i]))
+		where := "system"
+		switch {
+		case pos[i] >= 0 && conv.Format == conversation.FormatReAct:
+			where = fmt.Sprintf("turn %d", pos[i])
+		case pos[i] >= 0:
+			where = fmt.Sprintf("message %d", pos[i])
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s) %d", where, describe(conv.Messages[i]), per[i]))
 	}
 	return fmt.Sprintf("%d of limit %d (%s) after every step: %s; largest: %s",
-		size, b.Limit, b.Counter.Name(), why, strings.Join(parts, ", "))
+		size, b.Limit, b.CounterName(), why, strings.Join(parts, ", "))
 }
 
 // describe names what a message is, for an over-limit reason.

@@ -52,11 +52,11 @@ func Inspect(conv conversation.Conversation, p policy.Preset, model string, limi
 		return fmt.Sprintf("offload/%d", len(text))
 	}})
 	if err != nil {
-		return Report{Preset: p.Name, Encoding: b.Counter.Name(), Limit: b.Limit, Error: err.Error()}, nil
+		return Report{Preset: p.Name, Encoding: b.CounterName(), Limit: b.Limit, Error: err.Error()}, nil
 	}
 	usage := b.Usage(res.SizeBefore)
 	r := Report{
-		Preset: p.Name, Encoding: b.Counter.Name(), Limit: b.Limit, SizeBefore: res.SizeBefore,
+		Preset: p.Name, Encoding: b.CounterName(), Limit: b.Limit, SizeBefore: res.SizeBefore,
 		Usage: usage, Level: string(compress.LevelFor(usage)), Passes: res.Passes,
 		SizeAfter: res.SizeAfter, UsageAfter: b.Usage(res.SizeAfter), LargeResults: len(res.LargeResults),
 	}

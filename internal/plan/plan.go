@@ -16,18 +16,30 @@ import (
 
 // Budget is how a conversation is measured against its limit.
 type Budget struct {
+	// Counter sizes texts, with the model's safety factor applied (see
+	// Factor).
 	Counter tokens.Counter
 	// Limit is the context limit in the counter's unit.
 	Limit int
 	// Overhead is added to every measure (seed 000's system prompt and
 	// instructions, which are not in the trajectory).
 	Overhead int
+	// Encoding is the unit the counts are made in before the margin:
+	// "o200k_base", "cl100k_base" or "chars".
+	Encoding string
+	// Factor is the safety factor every count includes (tokens.Factors):
+	// 1 for OpenAI models, whose encodings are their own, and for
+	// characters; by default 1.25 for Claude, 1.15 for Gemini, DeepSeek
+	// and unknown models. A size under Limit is under it with this
+	// margin. Zero in a Budget built by hand; Margin reads that as 1.
+	Factor float64
 }
 
 // NewBudget picks the counter and the limit for a preset and a model: the
-// preset's encoding (seed 000 counts characters) or the model's; the
-// caller's limit, else the preset's, else the model's known limit. Counts
-// are remembered in the process-wide cache (tokens.Shared).
+// preset's encoding (seed 000 counts characters) or the model's, scaled by
+// the model's safety factor from limits; the caller's limit, else the
+// preset's, else the model's known limit from limits. Counts are
+// remembered in the process-wide cache (tokens.Shared).
 func NewBudget(p policy.Preset, model string, callerLimit int, limits tokens.Limits) (Budget, error) {
 	return NewBudgetCounting(p, model, callerLimit, limits, nil)
 }
@@ -53,14 +65,47 @@ func NewBudgetCounting(p policy.Preset, model string, callerLimit int, limits to
 	if limit <= 0 {
 		return Budget{}, fmt.Errorf("no context limit for model %q: pass context_limit", model)
 	}
+	// Token counts of a model whose tokenizer is not the counter's are
+	// estimates: the factor makes them err on the large side. Characters
+	// are exact whatever the model.
+	factor, prefix := 1.0, ""
+	if counter.Name() != tokens.Chars {
+		factor, prefix = limits.Factor(model)
+	}
 	// A budget serves one unit of work (an activity, an inspection) that
 	// measures the same messages after every pass: remember their counts,
 	// in the activity (Memo) and across activities and runs (the cache).
+	// The cache holds the encoding's raw counts, shared by every model;
+	// the factor is applied above it, so no model reads another's margin.
 	cached := tokens.Shared(counter)
 	if counts != nil {
 		cached = counts.Wrap(counter)
 	}
-	return Budget{Counter: tokens.NewMemo(cached), Limit: limit, Overhead: p.FixedOverhead}, nil
+	scaled, err := tokens.Scale(cached, factor, prefix)
+	if err != nil {
+		return Budget{}, fmt.Errorf("model %q: %w", model, err)
+	}
+	return Budget{Counter: tokens.NewMemo(scaled), Limit: limit, Overhead: p.FixedOverhead,
+		Encoding: counter.Name(), Factor: factor}, nil
+}
+
+// CounterName names the unit of the budget's sizes for reports and
+// reasons, margin included: "o200k_base", "chars", or for a scaled
+// counter "o200k_base×1.25 (claude)".
+func (b Budget) CounterName() string {
+	if b.Counter == nil {
+		return b.Encoding
+	}
+	return b.Counter.Name()
+}
+
+// Margin is the safety factor the budget's sizes include: Factor, or 1 for
+// a Budget built by hand without one.
+func (b Budget) Margin() float64 {
+	if b.Factor <= 0 {
+		return 1
+	}
+	return b.Factor
 }
 
 // Measure is the conversation's size plus the fixed overhead.

@@ -76,7 +76,7 @@ func TestDeterministicPerPreset(t *testing.T) {
 func TestDebugDisablesEverything(t *testing.T) {
 	t.Parallel()
 	p := preset(t, policy.Adaptive, `{"debug":true}`)
-	b, err := NewBudget(p, "gpt-4o", 1000, nil)
+	b, err := NewBudget(p, "gpt-4o", 1000, tokens.Limits{})
 	require.NoError(t, err)
 	conv := sample(t)
 	res, err := Deterministic(Input{Conv: conv, Preset: p, Budget: b, OffloadKey: key})
@@ -92,7 +92,7 @@ func TestOffloadKeysAreTheCallersAndTextsReturned(t *testing.T) {
 	conv.Messages[3].Blocks[0].Text = big
 	require.Equal(t, conversation.KindToolResult, conv.Messages[3].Blocks[0].Kind)
 	p := preset(t, policy.ThreeTier, `{"offload":{"min_tokens":2000}}`)
-	b, err := NewBudget(p, "gpt-4o", 100000, nil)
+	b, err := NewBudget(p, "gpt-4o", 100000, tokens.Limits{})
 	require.NoError(t, err)
 	res, err := Deterministic(Input{Conv: conv, Preset: p, Budget: b, OffloadKey: key})
 	require.NoError(t, err)
@@ -125,7 +125,7 @@ func TestHistoryDecision(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			p := preset(t, tc.preset, "")
-			b, err := NewBudget(p, "gpt-4o", tc.limit, nil)
+			b, err := NewBudget(p, "gpt-4o", tc.limit, tokens.Limits{})
 			require.NoError(t, err)
 			d := History(conv, p, b, tc.freed, tc.force)
 			require.Equal(t, tc.run, d.Run, d.Reason)
@@ -145,7 +145,7 @@ func TestFewMessagesNothingToSummarize(t *testing.T) {
 	conv := sample(t)
 	conv.Messages = conv.Messages[:5]
 	p := preset(t, policy.OffloadCompact, "")
-	b, err := NewBudget(p, "gpt-4o", 100, nil)
+	b, err := NewBudget(p, "gpt-4o", 100, tokens.Limits{})
 	require.NoError(t, err)
 	d := History(conv, p, b, 0, true)
 	require.False(t, d.Run)

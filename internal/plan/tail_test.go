@@ -9,6 +9,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
 // realChat is the repository's real SWE-agent slice (see
@@ -39,7 +40,7 @@ func TestHistoryTail(t *testing.T) {
 	require.NoError(t, err)
 
 	measure := func(p policy.Preset) Budget {
-		b, err := NewBudget(p, "gpt-4o", 1_000_000, nil)
+		b, err := NewBudget(p, "gpt-4o", 1_000_000, tokens.Limits{})
 		require.NoError(t, err)
 		b.Limit = b.Measure(conv) // usage 100%
 		return b
@@ -106,7 +107,7 @@ func TestLadderKeepsTheTask(t *testing.T) {
 	for _, name := range policy.Names() {
 		p, err := policy.Builtin(name)
 		require.NoError(t, err)
-		b, err := NewBudget(p, "gpt-4o", 100_000, nil)
+		b, err := NewBudget(p, "gpt-4o", 100_000, tokens.Limits{})
 		require.NoError(t, err)
 		lp := LadderHistoryPreset(p, b)
 		require.True(t, lp.Protection.FirstUser, name)

@@ -7,6 +7,8 @@ package tokens
 type Counter interface {
 	// Count returns the size of s.
 	Count(s string) int
-	// Name is the encoding name: "o200k_base", "cl100k_base" or "chars".
+	// Name is the encoding name: "o200k_base", "cl100k_base" or "chars",
+	// followed by the safety factor for a scaled counter, as in
+	// "o200k_base×1.25 (claude)" (see Scale).
 	Name() string
 }

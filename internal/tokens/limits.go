@@ -10,13 +10,27 @@ import (
 // that no prefix of a Limits matches.
 const DefaultContextLimit = 128000
 
-// Limits maps model-name prefixes to context windows in tokens. Keys are
-// compared without regard to case; the longest matching prefix wins, so
-// "gpt-4o" overrides "gpt-4" for "gpt-4o-mini".
-type Limits map[string]int
+// Limits says how a model's conversations are measured: its context
+// window (Windows) and the safety factor over its token counts (Factors),
+// both by model-name prefix. Keys are compared without regard to case;
+// the longest matching prefix wins, so "gpt-4o" overrides "gpt-4" for
+// "gpt-4o-mini".
+//
+// The factors travel with the windows so that whatever sizes a
+// conversation against a window (plan.NewBudget) gets both from the one
+// value the configuration builds (MODEL_CONTEXT_LIMITS and
+// MODEL_TOKEN_FACTORS over the defaults).
+type Limits struct {
+	// Windows maps prefixes to context windows in tokens.
+	Windows map[string]int
+	// Factors maps prefixes to token-count safety factors; nil means
+	// DefaultFactors, so that Limits built from windows alone keep the
+	// built-in margins.
+	Factors Factors
+}
 
-// DefaultLimits returns the context windows the vendors document, as a new
-// map the caller may change:
+// DefaultLimits returns the context windows the vendors document and
+// DefaultFactors, as new maps the caller may change:
 //
 //	gpt-4o 128,000; gpt-4.1 1,047,576; gpt-4.5 128,000; gpt-5 400,000;
 //	gpt-4 8,192 (gpt-4-32k 32,768; gpt-4-turbo 128,000);
@@ -26,7 +40,7 @@ type Limits map[string]int
 //
 // Any other model gets DefaultContextLimit.
 func DefaultLimits() Limits {
-	return Limits{
+	return Limits{Factors: DefaultFactors(), Windows: map[string]int{
 		"gpt-4o":        128000,
 		"chatgpt-4o":    128000,
 		"gpt-4.1":       1047576,
@@ -44,17 +58,17 @@ func DefaultLimits() Limits {
 		"claude":        200000,
 		"deepseek":      128000,
 		"gemini":        1048576,
-	}
+	}}
 }
 
 // For returns the context window of model: the value of the longest key
-// that prefixes the model name, or DefaultContextLimit when none does. Case
-// and a provider prefix ("openai/gpt-4o") are ignored; an empty key, if
-// present, matches every model and so replaces the fallback.
+// of Windows that prefixes the model name, or DefaultContextLimit when none
+// does. Case and a provider prefix ("openai/gpt-4o") are ignored; an empty
+// key, if present, matches every model and so replaces the fallback.
 func (l Limits) For(model string) int {
 	m := normalizeModel(model)
 	best, limit := -1, DefaultContextLimit
-	for prefix, v := range l {
+	for prefix, v := range l.Windows {
 		p := strings.ToLower(prefix)
 		// Equal lengths only arise from keys that differ in case; the
 		// smaller value wins so the result does not depend on map order.
@@ -65,26 +79,63 @@ func (l Limits) For(model string) int {
 	return limit
 }
 
+// Factor returns the safety factor over model's token counts and the
+// prefix that chose it ("" for DefaultFactor), from Factors or, when it is
+// nil, DefaultFactors (see Factors.For).
+func (l Limits) Factor(model string) (factor float64, prefix string) {
+	if l.Factors == nil {
+		return DefaultFactors().For(model)
+	}
+	return l.Factors.For(model)
+}
+
 // Merge returns a new Limits holding l's entries overridden by over's, for
 // configuration that adjusts the defaults ("defaults plus LIMITS env").
+// Factors stays nil (the defaults) only when both are nil; otherwise a nil
+// side counts as DefaultFactors.
 func (l Limits) Merge(over Limits) Limits {
-	out := make(Limits, len(l)+len(over))
-	for k, v := range l {
-		out[k] = v
+	out := Limits{Windows: make(map[string]int, len(l.Windows)+len(over.Windows))}
+	for k, v := range l.Windows {
+		out.Windows[k] = v
 	}
-	for k, v := range over {
-		out[k] = v
+	for k, v := range over.Windows {
+		out.Windows[k] = v
+	}
+	switch {
+	case l.Factors == nil && over.Factors == nil:
+	case l.Factors == nil:
+		out.Factors = DefaultFactors().Merge(over.Factors)
+	default:
+		out.Factors = l.Factors.Merge(over.Factors)
 	}
 	return out
 }
 
 // ParseLimits parses a list such as "gpt-4o=128000,my-model=32000" (the
-// format of an environment variable) into Limits. Spaces around names and
-// values are ignored; an empty string gives empty Limits. An entry without
-// "=", with an empty name, a value that is not a positive integer, or a name
-// given twice (ignoring case) is an error naming the entry.
+// format of an environment variable) into the Windows of a Limits (its
+// Factors are nil). Spaces around names and values are ignored; an empty
+// string gives no windows. An entry without "=", with an empty name, a
+// value that is not a positive integer, or a name given twice (ignoring
+// case) is an error naming the entry.
 func ParseLimits(s string) (Limits, error) {
-	out := Limits{}
+	windows, err := parseList(s, "limits", "model=tokens", func(value string) (int, error) {
+		n, err := strconv.Atoi(value)
+		if err != nil || n <= 0 {
+			return 0, fmt.Errorf("token limit %q is not a positive integer", value)
+		}
+		return n, nil
+	})
+	if err != nil {
+		return Limits{}, err
+	}
+	return Limits{Windows: windows}, nil
+}
+
+// parseList parses "name=value,name=value" with parse checking each value;
+// what names the list in errors ("limits") and want the form of an entry
+// ("model=tokens"). Every error names the entry, by position and text.
+func parseList[V any](s, what, want string, parse func(value string) (V, error)) (map[string]V, error) {
+	out := map[string]V{}
 	if strings.TrimSpace(s) == "" {
 		return out, nil
 	}
@@ -92,21 +143,21 @@ func ParseLimits(s string) (Limits, error) {
 	for i, entry := range strings.Split(s, ",") {
 		name, value, ok := strings.Cut(entry, "=")
 		if !ok {
-			return nil, fmt.Errorf("parse limits entry %d %q: want model=tokens", i+1, entry)
+			return nil, fmt.Errorf("parse %s entry %d %q: want %s", what, i+1, entry, want)
 		}
 		name, value = strings.TrimSpace(name), strings.TrimSpace(value)
 		if name == "" {
-			return nil, fmt.Errorf("parse limits entry %d %q: empty model name", i+1, entry)
+			return nil, fmt.Errorf("parse %s entry %d %q: empty model name", what, i+1, entry)
 		}
-		n, err := strconv.Atoi(value)
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("parse limits entry %d %q: token limit %q is not a positive integer", i+1, entry, value)
+		v, err := parse(value)
+		if err != nil {
+			return nil, fmt.Errorf("parse %s entry %d %q: %w", what, i+1, entry, err)
 		}
 		if prev, dup := seen[strings.ToLower(name)]; dup {
-			return nil, fmt.Errorf("parse limits entry %d %q: model %q already given as %q", i+1, entry, name, prev)
+			return nil, fmt.Errorf("parse %s entry %d %q: model %q already given as %q", what, i+1, entry, name, prev)
 		}
 		seen[strings.ToLower(name)] = name
-		out[name] = n
+		out[name] = v
 	}
 	return out, nil
 }

@@ -44,20 +44,23 @@ func TestDefaultLimitsFor(t *testing.T) {
 func TestDefaultLimitsIsFresh(t *testing.T) {
 	t.Parallel()
 	l := DefaultLimits()
-	l["gpt-4o"] = 1
+	l.Windows["gpt-4o"] = 1
+	l.Factors["claude"] = 2
 	require.Equal(t, 128000, DefaultLimits().For("gpt-4o"))
+	f, _ := DefaultLimits().Factor("claude-3")
+	require.Equal(t, 1.25, f)
 }
 
 func TestLimitsLongestPrefixAndCatchAll(t *testing.T) {
 	t.Parallel()
-	l := Limits{"my": 1000, "my-model": 2000, "MY-MODEL-BIG": 3000}
+	l := Limits{Windows: map[string]int{"my": 1000, "my-model": 2000, "MY-MODEL-BIG": 3000}}
 	require.Equal(t, 1000, l.For("my-other"))
 	require.Equal(t, 2000, l.For("my-model-small"))
 	require.Equal(t, 3000, l.For("my-model-big-v2"))
 	require.Equal(t, DefaultContextLimit, l.For("other"))
-	l[""] = 42
+	l.Windows[""] = 42
 	require.Equal(t, 42, l.For("other"))
-	require.Equal(t, DefaultContextLimit, Limits(nil).For("gpt-4o"))
+	require.Equal(t, DefaultContextLimit, Limits{}.For("gpt-4o"))
 }
 
 func TestLimitsMerge(t *testing.T) {
@@ -78,11 +81,11 @@ func TestParseLimits(t *testing.T) {
 		in   string
 		want Limits
 	}{
-		{"", Limits{}},
-		{"  ", Limits{}},
-		{"gpt-4o=128000", Limits{"gpt-4o": 128000}},
-		{"gpt-4o=128000,my-model=32000", Limits{"gpt-4o": 128000, "my-model": 32000}},
-		{" gpt-4o = 128000 , my-model=32000 ", Limits{"gpt-4o": 128000, "my-model": 32000}},
+		{"", Limits{Windows: map[string]int{}}},
+		{"  ", Limits{Windows: map[string]int{}}},
+		{"gpt-4o=128000", Limits{Windows: map[string]int{"gpt-4o": 128000}}},
+		{"gpt-4o=128000,my-model=32000", Limits{Windows: map[string]int{"gpt-4o": 128000, "my-model": 32000}}},
+		{" gpt-4o = 128000 , my-model=32000 ", Limits{Windows: map[string]int{"gpt-4o": 128000, "my-model": 32000}}},
 	}
 	for _, tc := range cases {
 		got, err := ParseLimits(tc.in)
@@ -111,7 +114,7 @@ func TestParseLimitsErrors(t *testing.T) {
 	for _, tc := range cases {
 		got, err := ParseLimits(tc.in)
 		require.Error(t, err, tc.in)
-		require.Nil(t, got, tc.in)
+		require.Zero(t, got, tc.in)
 		for _, m := range tc.mentions {
 			require.Contains(t, err.Error(), m, tc.in)
 		}

@@ -10,8 +10,9 @@ import "strings"
 // Every other model (Claude, DeepSeek, Gemini, Llama, unknown names) gets
 // o200k_base as an ESTIMATE: those vendors use tokenizers of their own that
 // are not available offline, and a modern 200K-vocabulary BPE lands within
-// roughly 10-20% of them on English and code. Thresholds computed from such
-// counts should keep that margin.
+// roughly 10-30% of them on English and code. Such counts are multiplied
+// by a safety factor (see Factors and Scale) so that they err on the side
+// of a larger conversation.
 //
 // Matching ignores case, a provider prefix ("openai/gpt-4o") and a
 // fine-tune prefix ("ft:gpt-4o-mini:org::id").
