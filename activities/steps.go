@@ -376,7 +376,10 @@ func (a *Activities) Fallback(ctx context.Context, in FallbackInput) (res Summar
 		}
 		out = digest.Truncate(text, p.LargeResult.TruncateChars)
 	case "extractive":
-		out = digest.Extractive(text, max(in.TargetChars, 200))
+		out, err = structuredFallback(ctx, in, text)
+		if err != nil {
+			return res, err
+		}
 	default:
 		return res, config(fmt.Errorf("unknown fallback mode %q", in.Mode))
 	}
@@ -386,6 +389,34 @@ func (a *Activities) Fallback(ctx context.Context, in FallbackInput) (res Summar
 	}
 	rec.inputSize, rec.outputSize = int64(len(text)), int64(len(out))
 	return SummarizeResult{Key: key, Chars: utf8.RuneCountInString(out), Model: in.Mode, Fallback: in.Mode}, nil
+}
+
+// StructuredPrompt reports a prompt whose summary has fixed sections
+// (history, session, brief): its fallback fills the same sections.
+func StructuredPrompt(prompt string) bool {
+	switch prompt {
+	case llm.PromptHistory, llm.PromptSession, llm.PromptBrief:
+		return true
+	}
+	return false
+}
+
+// structuredFallback is the extractive summary of text: in the sections
+// of a structured prompt (history, session, brief) when the input names
+// one, the selected lines of digest.Extractive otherwise (a tool result).
+func structuredFallback(ctx context.Context, in FallbackInput, text string) (string, error) {
+	if !StructuredPrompt(in.Prompt) {
+		return digest.Extractive(text, max(in.TargetChars, 200)), nil
+	}
+	if strings.TrimSpace(text) == "" {
+		return digest.Extractive(text, max(in.TargetChars, 200)), nil
+	}
+	resp, err := llm.Extractive{}.Summarize(ctx, llm.Request{Prompt: in.Prompt, Text: text,
+		TargetChars: max(in.TargetChars, 200), ArchiveRef: in.ArchiveKey})
+	if err != nil {
+		return "", badInput(fmt.Errorf("extractive %s summary: %w", in.Prompt, err))
+	}
+	return resp.Text, nil
 }
 
 // Merge joins chunk summaries in order.
@@ -595,6 +626,18 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 			missing = append(missing, c.Missing...)
 		}
 	}
+	// Every summary, whoever judged the rest: nothing in it may be
+	// invented. What it invented is stored in its verdict, not handed to
+	// the repair pass or the patch as something to add.
+	source, err := a.text(ctx, in.Run.Tenant, in.SourceKey)
+	if err != nil {
+		return res, err
+	}
+	fab := digest.FabricationCheck(source, summary)
+	checks = append(checks, fab)
+	res.Passed = res.Passed && fab.Passed
+	res.Score = min(res.Score, fab.Score)
+	res.Fabricated = len(fab.Missing)
 	res.MissingCount = len(missing)
 	// Only a failed check hands its missing items on (to the repair pass
 	// and the patch); a passed one keeps them in its verdict rows alone,
@@ -609,8 +652,10 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 	switch {
 	case !idPassed:
 		verdict = fmt.Sprintf("below %.2f: %d identifiers missing", p.Drift.MinRetention, len(missing))
-	case !res.Passed:
+	case fab.Passed && !res.Passed:
 		verdict = fmt.Sprintf("identifiers kept (%.2f); a session check failed: %d items missing", score, len(missing))
+	case !res.Passed:
+		verdict = fmt.Sprintf("identifiers kept (%.2f); %d invented items (quotes, paths, ids not in the source)", score, len(fab.Missing))
 	}
 	verdicts := []store.Drift{{RunID: in.Run.ID, Step: in.Step, Pass: in.Pass, Score: score,
 		Passed: res.Passed, Missing: missing, Verdict: verdict}}

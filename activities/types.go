@@ -2,6 +2,7 @@ package activities
 
 import (
 	"github.com/ctxcompact/orchestrator/contract"
+	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
@@ -184,6 +185,12 @@ type SummarizeResult struct {
 	Fallback      string `json:"fallback,omitempty"`
 }
 
+// Offline reports a summary made without an LLM (the offline summarizer,
+// a fallback or a patch): it only copies from its source.
+func (r SummarizeResult) Offline() bool {
+	return r.Fallback != "" || r.Model == llm.ExtractiveModel
+}
+
 // FallbackInput asks for the no-LLM fallback of a summary.
 type FallbackInput struct {
 	Run         contract.Run `json:"run"`
@@ -192,6 +199,12 @@ type FallbackInput struct {
 	TargetChars int          `json:"target_chars"`
 	// Mode is "extractive" or "truncate" (seed 000's first N chars).
 	Mode string `json:"mode"`
+	// Prompt is the summary's prompt when it is a structured one
+	// (history, session, brief): the extractive fallback then fills the
+	// same sections the LLM would (llm.Extractive), not bare lines.
+	Prompt string `json:"prompt,omitempty"`
+	// ArchiveKey is named in a session summary's recovery references.
+	ArchiveKey string `json:"archive_key,omitempty"`
 }
 
 // MergeInput joins chunk summaries in order.
@@ -303,6 +316,9 @@ type DriftResult struct {
 	Passed       bool    `json:"passed"`
 	MissingCount int     `json:"missing_count"`
 	MissingKey   string  `json:"missing_key,omitempty"`
+	// Fabricated counts the quotes, paths, URLs and ids of the summary
+	// that its source does not hold (digest.FabricationCheck).
+	Fabricated int `json:"fabricated,omitempty"`
 }
 
 // PatchInput appends the still-missing items to a summary: the last,

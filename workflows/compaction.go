@@ -289,7 +289,7 @@ func mapReduce(ctx workflow.Context, run contract.Run, preset policy.Preset, ste
 	}
 	verdict := ""
 	if preset.Drift.Enabled {
-		key, v, err := driftGate(ctx, run, preset, step, t.TextKey, final, "")
+		key, v, err := driftGate(ctx, run, preset, step, t.TextKey, final, "", nil)
 		if err != nil {
 			return activities.Replacement{}, "", err
 		}
@@ -383,7 +383,14 @@ func historyPass(ctx workflow.Context, run contract.Run, preset policy.Preset, a
 	commit.Model, commit.PromptVersion = sum.Model, sum.PromptVersion
 	key := sum.Key
 	if preset.Drift.Enabled {
-		key, res.Drift, err = driftGate(ctx, run, preset, name, hp.TranscriptKey, key, archive.Key)
+		// An LLM summary that still fails its checks after repair never
+		// reaches the agent: the deterministic summary replaces it.
+		var deterministic *activities.FallbackInput
+		if sum.Fallback == "" && !sum.Offline() {
+			deterministic = &activities.FallbackInput{Run: run, Step: name + "/summarize/deterministic", SourceKey: hp.TranscriptKey,
+				TargetChars: preset.History.TargetTokens * 4, Mode: "extractive", Prompt: preset.History.Prompt, ArchiveKey: archive.Key}
+		}
+		key, res.Drift, err = driftGate(ctx, run, preset, name, hp.TranscriptKey, key, archive.Key, deterministic)
 		if err != nil {
 			return err
 		}
@@ -406,9 +413,13 @@ func historyPass(ctx workflow.Context, run contract.Run, preset policy.Preset, a
 }
 
 // driftGate checks a summary against its source; below the bar it runs the
-// repair passes naming what is missing, and if the summary still misses
-// items it appends them (the least aggressive result that keeps them).
-func driftGate(ctx workflow.Context, run contract.Run, preset policy.Preset, step, sourceKey, summaryKey, archiveKey string) (string, string, error) {
+// repair passes naming what is missing. A summary that still fails is
+// replaced by the deterministic one when deterministic is given (an LLM
+// summary: it may have invented what it says, and the extractive summary
+// only copies), checked again; what is still missing then is appended
+// (the least aggressive result that keeps it).
+func driftGate(ctx workflow.Context, run contract.Run, preset policy.Preset, step, sourceKey, summaryKey, archiveKey string,
+	deterministic *activities.FallbackInput) (string, string, error) {
 	var a *activities.Activities
 	judge, _ := ctx.Value(judgeKey{}).(bool)
 	check := func(pass int, key string) (activities.DriftResult, error) {
@@ -457,11 +468,26 @@ func driftGate(ctx workflow.Context, run contract.Run, preset policy.Preset, ste
 			summaryKey, d = repaired.Key, nd
 		}
 	}
+	verdict := "patched"
+	if deterministic != nil && workflow.GetVersion(ctx, "drift-deterministic-fallback", workflow.DefaultVersion, 1) == 1 {
+		var fb activities.SummarizeResult
+		if err := runStep(ctx, a.Fallback, *deterministic).Get(ctx, &fb); err != nil {
+			return "", "", fmt.Errorf("deterministic summary: %w", err)
+		}
+		nd, err := check(preset.Drift.RepairPasses+1, fb.Key)
+		if err != nil {
+			return "", "", err
+		}
+		if nd.Passed {
+			return fb.Key, "replaced", nil
+		}
+		summaryKey, d, verdict = fb.Key, nd, "replaced+patched"
+	}
 	var patched activities.SummarizeResult
 	if err := runStep(ctx, a.Patch, activities.PatchInput{Run: run, Step: step + "/patch", SummaryKey: summaryKey, MissingKey: d.MissingKey}).Get(ctx, &patched); err != nil {
 		return "", "", fmt.Errorf("patch summary: %w", err)
 	}
-	return patched.Key, "patched", nil
+	return patched.Key, verdict, nil
 }
 
 // summarizeOrFallback calls the summarizer; when it keeps failing and a
@@ -481,9 +507,11 @@ func summarizeOrFallback(ctx workflow.Context, in activities.SummarizeInput, att
 	if target == 0 {
 		target = in.TargetTokens * 4
 	}
-	ferr := runStep(ctx, a.Fallback, activities.FallbackInput{
-		Run: in.Run, Step: in.Step + "/fallback", SourceKey: in.SourceKey, TargetChars: target, Mode: fallback,
-	}).Get(ctx, &out)
+	fin := activities.FallbackInput{Run: in.Run, Step: in.Step + "/fallback", SourceKey: in.SourceKey, TargetChars: target, Mode: fallback}
+	if activities.StructuredPrompt(in.Prompt) {
+		fin.Prompt, fin.ArchiveKey = in.Prompt, in.ArchiveKey
+	}
+	ferr := runStep(ctx, a.Fallback, fin).Get(ctx, &out)
 	return out, ferr
 }
 

@@ -428,15 +428,19 @@ func TestDriftGate(t *testing.T) {
 	pass := activities.DriftResult{Score: 0.9, Passed: true}
 	first := sumKey("history/summarize")
 	repair1 := sumKey("history/repair/1")
+	deterministic := "fallback(history/summarize/deterministic)"
 	tests := []struct {
 		name       string
 		overrides  string
 		drift      map[int]activities.DriftResult
 		repairFail bool
+		offline    bool // the summarizer is the offline one
 		verdict    string
 		applied    string
 		repairs    int
-		patch      *activities.PatchInput
+		// replaced: the deterministic summary replaced the LLM's.
+		replaced bool
+		patch    *activities.PatchInput
 	}{{
 		name: "passes at once", drift: map[int]activities.DriftResult{0: pass},
 		verdict: "passed", applied: first,
@@ -444,15 +448,22 @@ func TestDriftGate(t *testing.T) {
 		name: "repair passes", drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0"), 1: pass},
 		verdict: "repaired", applied: repair1, repairs: 1,
 	}, {
-		name: "repair fails the check again: patch the better summary", drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0"), 1: fail(0.5, "missing/1")},
+		name: "an LLM summary failing after repair is replaced by the deterministic one", drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0"), 1: fail(0.5, "missing/1")},
+		verdict: "replaced", applied: deterministic, repairs: 1, replaced: true,
+	}, {
+		name: "the deterministic one misses items too: they are appended to it", drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0"), 1: fail(0.5, "missing/1"), 2: fail(0.7, "missing/2")},
+		verdict: "replaced+patched", applied: "patched(" + deterministic + ")", repairs: 1, replaced: true,
+		patch: &activities.PatchInput{Step: "history/patch", SummaryKey: deterministic, MissingKey: "missing/2"},
+	}, {
+		name: "offline summary failing after repair: patch the better summary", offline: true, drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0"), 1: fail(0.5, "missing/1")},
 		verdict: "patched", applied: "patched(" + repair1 + ")", repairs: 1,
 		patch: &activities.PatchInput{Step: "history/patch", SummaryKey: repair1, MissingKey: "missing/1"},
 	}, {
-		name: "repair is worse: patch the first summary", drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0"), 1: fail(0.2, "missing/1")},
+		name: "offline, repair is worse: patch the first summary", offline: true, drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0"), 1: fail(0.2, "missing/1")},
 		verdict: "patched", applied: "patched(" + first + ")", repairs: 1,
 		patch: &activities.PatchInput{Step: "history/patch", SummaryKey: first, MissingKey: "missing/0"},
 	}, {
-		name: "repair call fails: patch the first summary", drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0")}, repairFail: true,
+		name: "offline, repair call fails: patch the first summary", offline: true, drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0")}, repairFail: true,
 		verdict: "patched", applied: "patched(" + first + ")", repairs: 1,
 		patch: &activities.PatchInput{Step: "history/patch", SummaryKey: first, MissingKey: "missing/0"},
 	}, {
@@ -468,7 +479,11 @@ func TestDriftGate(t *testing.T) {
 				if tt.repairFail && in.Prompt == "repair" {
 					return activities.SummarizeResult{}, rejected("refused")
 				}
-				return activities.SummarizeResult{Key: sumKey(in.Step)}, nil
+				model := "gpt-4o-mini"
+				if tt.offline {
+					model = "extractive"
+				}
+				return activities.SummarizeResult{Key: sumKey(in.Step), Model: model}, nil
 			}
 			run := testRun("offload-compact", tt.overrides)
 			res, err := runCompaction(t, f, run)
@@ -490,10 +505,18 @@ func TestDriftGate(t *testing.T) {
 				}, repairs[0], "the repair names what is missing")
 			}
 			checks := inputsOf[activities.DriftInput](f)
-			require.Len(t, checks, tt.repairs+1-boolInt(tt.repairFail))
+			require.Len(t, checks, tt.repairs+1-boolInt(tt.repairFail)+boolInt(tt.replaced))
 			for i, c := range checks {
 				require.Equal(t, i, c.Pass)
 				require.Equal(t, "transcript", c.SourceKey)
+			}
+			fallbacks := inputsOf[activities.FallbackInput](f)
+			if tt.replaced {
+				require.Equal(t, []activities.FallbackInput{{Run: run, Step: "history/summarize/deterministic", SourceKey: "transcript",
+					TargetChars: 8000 * 4, Mode: "extractive", Prompt: "history", ArchiveKey: "archive/abc"}}, fallbacks)
+				require.Equal(t, deterministic, checks[len(checks)-1].SummaryKey, "the deterministic summary is checked")
+			} else {
+				require.Empty(t, fallbacks)
 			}
 
 			patches := inputsOf[activities.PatchInput](f)

@@ -1,0 +1,91 @@
+package digest
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode"
+)
+
+// CheckFabrication names the fabrication check in drift verdicts.
+const CheckFabrication = "fabrication"
+
+// reQuote is a quotation in a summary: straight or curly double quotes
+// around at least three words on one line.
+var reQuote = regexp.MustCompile(`"([^"\n]{12,400})"|“([^”\n]{12,400})”`)
+
+// FabricationCheck fails a summary that quotes words its source never
+// held, or names a path, URL or id its source never named: a summarizer
+// that invents an instruction ("the user asked: \"rewrite it in Rust\"")
+// or a file would send the agent after something nobody asked for, which
+// is worse than forgetting. Numbers are not checked (a summary counts and
+// sums), nor are the service's own storage keys (recovery references).
+func FabricationCheck(source, summary string) DriftCheck {
+	src := foldSource(source)
+	var bad []string
+	checked := 0
+	for _, m := range reQuote.FindAllStringSubmatch(summary, -1) {
+		q := m[1]
+		if q == "" {
+			q = m[2]
+		}
+		if len(strings.Fields(q)) < 3 {
+			continue
+		}
+		checked++
+		if !strings.Contains(src, fold(q)) {
+			bad = append(bad, "fabricated quote: "+q)
+		}
+	}
+	for _, id := range Identifiers(summary) {
+		switch id.Kind {
+		case KindPath, KindURL, KindID:
+		default:
+			continue
+		}
+		if ownKey(id.Value) {
+			continue
+		}
+		checked++
+		if !strings.Contains(src, fold(id.Value)) {
+			bad = append(bad, fmt.Sprintf("fabricated %s: %s", id.Kind, id.Value))
+		}
+	}
+	c := DriftCheck{Name: CheckFabrication, Passed: len(bad) == 0, Score: 1, Missing: bad,
+		Note: fmt.Sprintf("every one of %d quotes, paths, URLs and ids is in the source", checked)}
+	if len(bad) > 0 {
+		c.Score = 1 - float64(len(bad))/float64(checked)
+		c.Note = fmt.Sprintf("%d of %d quotes, paths, URLs and ids are not in the source", len(bad), checked)
+	}
+	return c
+}
+
+// ownKey reports the service's own references, which a summary gets from
+// the pipeline (archive and offload keys, recovery ids) and not from the
+// source.
+func ownKey(v string) bool {
+	if strings.Contains(v, "tenants/") {
+		return true
+	}
+	hex := 0
+	for _, r := range v {
+		if unicode.Is(unicode.ASCII_Hex_Digit, r) {
+			hex++
+		}
+	}
+	return len(v) == 64 && hex == 64
+}
+
+// foldSource is the source as fold sees it, with JSON escapes of tool
+// inputs undone, so that a command quoted from a call's arguments is
+// found.
+func foldSource(s string) string {
+	s = strings.NewReplacer(`\"`, `"`, `\n`, "\n", `\t`, "\t", `\\`, `\`).Replace(s)
+	return fold(s)
+}
+
+// fold lowercases and collapses white space, so that a re-wrapped or
+// re-cased quote still counts as the source's words.
+func fold(s string) string {
+	return strings.ToLower(strings.Join(strings.Fields(s), " "))
+}
