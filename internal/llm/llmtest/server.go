@@ -103,9 +103,23 @@ func WithRequireKey(key string) Option {
 	return func(s *Server) { s.requireKey = key }
 }
 
+// Answer writes a model's answer in place of the server's extractive
+// one: system and user are the request's system prompt and user text,
+// judge says the request asks for a drift verdict (llm.JudgeSchema).
+// An empty answer leaves the server's own.
+type Answer func(system, user string, judge bool) string
+
+// WithAnswer makes the server answer like a given model, such as a lazy
+// one that writes vague summaries and passes every check.
+func WithAnswer(a Answer) Option {
+	return func(s *Server) { s.answer = a }
+}
+
 // Server is a running fake. Close it when done.
 type Server struct {
 	ts *httptest.Server
+
+	answer Answer
 
 	latency      time.Duration
 	failRate     float64
@@ -478,6 +492,18 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) {
 		_, after, _ := strings.Cut(system, "<summary>\n")
 		summary, _, _ := strings.Cut(after, "\n</summary>")
 		content = llm.HeuristicVerdict(user.String(), summary)
+	}
+	if s.answer != nil {
+		system := ""
+		for _, m := range req.Messages {
+			if m.Role == "system" {
+				system, _ = contentText(m.Content)
+			}
+		}
+		judge := req.ResponseFormat != nil && req.ResponseFormat.JSONSchema != nil && req.ResponseFormat.JSONSchema.Name == llm.JudgeSchemaName
+		if a := s.answer(system, user.String(), judge); a != "" {
+			content = a
+		}
 	}
 	completionTokens := approxTokens(len(content))
 	promptTokens := approxTokens(call.PromptChars)
