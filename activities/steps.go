@@ -275,6 +275,15 @@ func (a *Activities) FitBudget(ctx context.Context, in FitInput) (res FitResult,
 		if err != nil {
 			return res, err
 		}
+	case FitRelieve:
+		var offloads []plan.Offload
+		out, pass, offloads, err = plan.FitRelieve(conv, p, b, offloadKey(run.Tenant))
+		if err != nil {
+			return res, err
+		}
+		if err := a.storeOffloads(ctx, run, offloads); err != nil {
+			return res, err
+		}
 	default:
 		return res, config(fmt.Errorf("unknown budget stage %q", in.Stage))
 	}
@@ -973,7 +982,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 		Encoding: b.Counter.Name(), Unit: unitOf(b), HistoryFailed: in.HistoryFailed,
 		Recommendation: compress.Recommendation(level), ArchiveKey: in.ArchiveKey,
 		OverLimit: over, OverLimitReason: reason, PreservedCount: in.Preserved, DeletedOffloads: len(in.DeleteOffloads),
-		LevelBefore: in.LevelBefore, Drift: in.Drift, Format: string(conv.Format),
+		LevelBefore: in.LevelBefore, Drift: in.Drift, Format: string(conv.Format), LevelReason: plan.LevelReason(conv, p, b),
 	}
 	if reactStats != nil {
 		stats.ContextCompression = mustJSON(map[string]any{"enabled": true, "stats": reactStats})
@@ -1070,7 +1079,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	rec.outputSize = int64(len(data))
 	return CommitResult{OutputKey: ref.Key, OutputSHA256: ref.SHA256, TokensBefore: int(tokensBefore),
 		TokensAfter: after, Ratio: ratio, LevelAfter: string(level), Committed: committed, Deleted: deleted,
-		OverLimit: over, Reason: reason, Limit: b.Limit, Recommendation: compress.Recommendation(level),
+		OverLimit: over, Reason: reason, Limit: b.Limit, Recommendation: compress.Recommendation(level), LevelReason: stats.LevelReason,
 		HandoffKey: res.HandoffKey, HandoffSHA256: res.HandoffSHA256}, nil
 }
 

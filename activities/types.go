@@ -112,13 +112,15 @@ type DeterministicResult struct {
 const (
 	FitOffload  = "offload"
 	FitTruncate = "truncate"
+	// FitRelieve offloads until a run that fits its goal is under RED.
+	FitRelieve = "relieve"
 )
 
 // FitInput runs one deterministic step of the budget ladder.
 type FitInput struct {
 	Run     contract.Run `json:"run"`
 	WorkKey string       `json:"work_key"`
-	// Stage is FitOffload or FitTruncate.
+	// Stage is FitOffload, FitTruncate or FitRelieve.
 	Stage string `json:"stage"`
 	// ArchiveKey is named in truncation notes.
 	ArchiveKey string `json:"archive_key,omitempty"`
@@ -398,6 +400,8 @@ type CommitResult struct {
 	Limit     int    `json:"limit,omitempty"`
 	// Recommendation is seed 004's action for the level after.
 	Recommendation string `json:"recommendation,omitempty"`
+	// LevelReason says why a run ends RED or above (plan.LevelReason).
+	LevelReason string `json:"level_reason,omitempty"`
 	// HandoffKey holds seed 004's fresh-session conversation, made when a
 	// run ends CRITICAL (or over its limit) or on a checkpoint event.
 	HandoffKey    string `json:"handoff_key,omitempty"`

@@ -115,4 +115,7 @@ type CompactionResult struct {
 	Recommendation string `json:"recommendation,omitempty"`
 	HandoffKey     string `json:"handoff_key,omitempty"`
 	HandoffSHA256  string `json:"handoff_sha256,omitempty"`
+	// LevelReason says why the run ended RED or above (LevelAfter) when
+	// no step that keeps the recent turns' structure could bring it lower.
+	LevelReason string `json:"level_reason,omitempty"`
 }

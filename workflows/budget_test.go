@@ -50,6 +50,17 @@ func TestBudgetLadder(t *testing.T) {
 			wantWork:  "work/fit-truncate", wantLadder: true},
 		{name: "opted out by an explicit setting", preset: "watermark", budgetCheck: true, detTokens: 500000,
 			wantSteps: nil, wantWork: "work/det"},
+		{name: "fits its goal but would end RED: relieve by offloading", preset: "auto-summarize", budgetCheck: true, detTokens: 100000,
+			fit:       map[string]activities.FitResult{"relieve": under("work/fit-relieve")},
+			wantSteps: []string{"FitBudget/relieve"}, wantWork: "work/fit-relieve"},
+		{name: "the ladder ends CRITICAL: relieve after it", preset: "react-two-layer", budgetCheck: true, detTokens: 500000,
+			fit: map[string]activities.FitResult{"offload": over("work/fit-offload", false),
+				"truncate": {WorkKey: "work/fit-truncate", Tokens: 112000, Pass: activities.PassStat{Name: "budget/truncate", Applied: true}},
+				"relieve":  under("work/fit-relieve")},
+			wantSteps: []string{"FitBudget/offload", "FitBudget/truncate", "FitBudget/relieve"},
+			wantWork:  "work/fit-relieve", wantLadder: true},
+		{name: "a run started before the budget check is not relieved", preset: "auto-summarize", budgetCheck: false, detTokens: 100000,
+			wantSteps: nil, wantWork: "work/det"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,7 +78,7 @@ func TestBudgetLadder(t *testing.T) {
 			var ladder []string
 			for _, n := range f.names() {
 				switch n {
-				case "FitBudget/offload", "FitBudget/truncate", "PrepareHistory", "ApplyHistory":
+				case "FitBudget/offload", "FitBudget/truncate", "FitBudget/relieve", "PrepareHistory", "ApplyHistory":
 					ladder = append(ladder, n)
 				}
 			}

@@ -123,11 +123,24 @@ func compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Com
 		}
 		// res.TokensAfter holds the last size the passes measured; the
 		// ladder runs only above its goal.
-		goal := planpkg.LadderGoal(preset, planpkg.Budget{Limit: plan.ContextLimit})
+		budget := planpkg.Budget{Limit: plan.ContextLimit}
+		goal := planpkg.LadderGoal(preset, budget)
 		if in.BudgetCheck && preset.Budget.Enabled && res.TokensAfter > goal {
 			if err := budgetLadder(ctx, run, preset, plan, archive, &commit, &res); err != nil {
 				return res, err
 			}
+		}
+		// A run that fits but would end RED or above offloads what it
+		// still can without touching the recent turns' structure.
+		if in.BudgetCheck && planpkg.NeedsRelief(preset, budget, res.TokensAfter) &&
+			workflow.GetVersion(ctx, "relieve-red", workflow.DefaultVersion, 1) == 1 {
+			var fit activities.FitResult
+			err := runStep(ctx, a.FitBudget, activities.FitInput{Run: run, WorkKey: commit.WorkKey, Stage: activities.FitRelieve, ArchiveKey: archive.Key}).Get(ctx, &fit)
+			if err != nil {
+				return res, fmt.Errorf("budget %s: %w", activities.FitRelieve, err)
+			}
+			commit.WorkKey, res.TokensAfter = fit.WorkKey, fit.Tokens
+			commit.Passes = append(commit.Passes, fit.Pass)
 		}
 	} else {
 		logger.Info("nothing to do", "run", run.ID, "reason", plan.Reason)
@@ -146,6 +159,7 @@ func compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Com
 	res.OverLimit, res.Reason, res.Limit = out.OverLimit, out.Reason, out.Limit
 	res.Preserved, res.DeletedOffloads = commit.Preserved, out.Deleted
 	res.Recommendation, res.HandoffKey, res.HandoffSHA256 = out.Recommendation, out.HandoffKey, out.HandoffSHA256
+	res.LevelReason = out.LevelReason
 	res.Unit = "tokens"
 	if plan.Encoding == "chars" {
 		res.Unit = "chars"
@@ -171,7 +185,7 @@ func budgetLadder(ctx workflow.Context, run contract.Run, preset policy.Preset, 
 		if err != nil {
 			return fit, fmt.Errorf("budget %s: %w", stage, err)
 		}
-		commit.WorkKey = fit.WorkKey
+		commit.WorkKey, res.TokensAfter = fit.WorkKey, fit.Tokens
 		if fit.Pass.Applied || fit.Hopeless {
 			commit.Passes = append(commit.Passes, fit.Pass)
 		}

@@ -240,6 +240,16 @@ func OverLimitReason(conv conversation.Conversation, p policy.Preset, b Budget, 
 	default:
 		why = "what remains is content no step may cut"
 	}
+	return fmt.Sprintf("%d of limit %d (%s) after every step: %s; largest: %s",
+		size, b.Limit, b.CounterName(), why, largestMessages(conv, b))
+}
+
+// largestMessages names the three largest messages with their sizes, each
+// by its position in the messages[] the caller gets
+// (conversation.CallerIndexes): "message 3", "turn 3" for a ReAct
+// trajectory, "system" for the Anthropic system prompt, which is no
+// element of messages[].
+func largestMessages(conv conversation.Conversation, b Budget) string {
 	per := make([]int, len(conv.Messages))
 	order := make([]int, len(conv.Messages))
 	for i, m := range conv.Messages {
@@ -247,9 +257,6 @@ func OverLimitReason(conv conversation.Conversation, p policy.Preset, b Budget, 
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(x, y int) int { return cmp.Compare(per[y], per[x]) })
-	// Name each message by its place in the caller's document, not in
-	// conv.Messages: the Anthropic system prompt is a top-level field, and
-	// a ReAct trajectory is a list of turns.
 	pos := conv.CallerIndexes()
 	var parts []string
 	for _, i := range order[:min(3, len(order))] {
@@ -262,8 +269,7 @@ func OverLimitReason(conv conversation.Conversation, p policy.Preset, b Budget, 
 		}
 		parts = append(parts, fmt.Sprintf("%s (%s) %d", where, describe(conv.Messages[i]), per[i]))
 	}
-	return fmt.Sprintf("%d of limit %d (%s) after every step: %s; largest: %s",
-		size, b.Limit, b.CounterName(), why, strings.Join(parts, ", "))
+	return strings.Join(parts, ", ")
 }
 
 // describe names what a message is, for an over-limit reason.

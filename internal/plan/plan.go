@@ -248,7 +248,11 @@ func Deterministic(in Input) (Result, error) {
 			SmallTokens: p.PostProcess.SmallTokens, JSONTokens: p.PostProcess.JSONTokens,
 			FileLines: p.PostProcess.FileLines, DBRows: p.PostProcess.DBRows, SampleRows: p.PostProcess.SampleRows,
 		}
-		out, st, err := compress.PostProcessResults(conv, b.Counter, rules, compress.Protected(conv, Protection(p)))
+		// Every result, the newest included: seed 003 post-processes a
+		// result as it arrives. Only results change (errors, small ones
+		// and JSON stay as they are by the table), so the recent turns
+		// keep their structure and the user's words.
+		out, st, err := compress.PostProcessResults(conv, b.Counter, rules, compress.Protected(conv, compress.Protection{System: true}))
 		if err != nil {
 			return Result{}, fmt.Errorf("post-processing: %w", err)
 		}

@@ -47,6 +47,10 @@ type RunStats struct {
 	// recorded.
 	LevelBefore string `json:"level_before,omitempty"`
 	Drift       string `json:"drift,omitempty"`
+	// LevelReason says why a run ended RED or above (its output's level)
+	// when no step that keeps the recent turns' structure could bring it
+	// lower; empty under RED.
+	LevelReason string `json:"level_reason,omitempty"`
 }
 
 // ParseStats reads the run's stats; a run without stats (not committed)

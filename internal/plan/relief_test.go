@@ -1,0 +1,104 @@
+package plan
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/conversation/convtest"
+	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
+)
+
+// TestFitRelieve: a conversation that fits its goal but is RED because a
+// result just arrived (in every format, ReAct included) is brought under
+// RED by offloading it, with its reference paired with its call and every
+// turn's words unchanged; the level reason is then empty. What no offload
+// can reduce keeps the run RED, and the reason says why.
+func TestFitRelieve(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"openai":    "../../testdata/conversations/django__django-11742.json",
+		"anthropic": "../conversation/testdata/anthropic_sample.json",
+		"react":     "../conversation/testdata/react_sample.json",
+	}
+	for name, file := range files {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			conv := overflowing(t, file, convtest.MultiLine(180_000))
+			for _, preset := range []string{policy.AutoSummarize, policy.Watermark} {
+				p, err := policy.Builtin(preset)
+				require.NoError(t, err)
+				b, err := NewBudget(p, "gpt-4o", 1, tokens.Limits{})
+				require.NoError(t, err)
+				size := b.Measure(conv)
+				b.Limit = size * 100 / 84 // RED, under the 90% goal
+				require.True(t, NeedsRelief(p, b, size))
+				require.NotEmpty(t, LevelReason(conv, p, b))
+
+				out, pass, offloads, err := FitRelieve(conv, p, b, key)
+				require.NoError(t, err)
+				require.Equal(t, LadderRelieve, pass.Name)
+				require.True(t, pass.Applied, pass.Note)
+				require.NotEmpty(t, offloads)
+				require.Less(t, b.Usage(b.Measure(out)), RedUsage)
+				require.False(t, NeedsRelief(p, b, b.Measure(out)))
+				require.Empty(t, LevelReason(out, p, b))
+				require.NoError(t, conversation.CheckPairing(out))
+				require.Equal(t, words(conv), words(out), "the words of every turn stay")
+			}
+		})
+	}
+
+	// Only the user's words: nothing to offload, the reason says so.
+	data, err := os.ReadFile(files["openai"])
+	require.NoError(t, err)
+	conv, err := conversation.ParseAny(data)
+	require.NoError(t, err)
+	p, err := policy.Builtin(policy.Watermark)
+	require.NoError(t, err)
+	b, err := NewBudget(p, "gpt-4o", 1, tokens.Limits{})
+	require.NoError(t, err)
+	small := conv.Clone()
+	for i := range small.Messages {
+		for j := range small.Messages[i].Blocks {
+			if small.Messages[i].Blocks[j].Kind == conversation.KindToolResult {
+				small.Messages[i].Blocks[j].ReplaceResult("ok")
+			}
+		}
+	}
+	b.Limit = b.Measure(small) * 100 / 80
+	reason := LevelReason(small, p, b)
+	require.Contains(t, reason, "no tool result above 1000 left to offload")
+	require.Contains(t, reason, "under the budget goal")
+	out, pass, _, err := FitRelieve(small, p, b, func(string) string { return "k" })
+	require.NoError(t, err)
+	require.False(t, pass.Applied)
+	require.Equal(t, small, out)
+}
+
+// TestPostProcessReachesTheNewestResult: seed 003's table applies to the
+// result that just arrived (a 2,000-line file read), not only to old ones.
+func TestPostProcessReachesTheNewestResult(t *testing.T) {
+	t.Parallel()
+	var sb strings.Builder
+	for i := range 2000 {
+		sb.WriteString("    x_" + strings.Repeat("a", i%7) + " = compute(" + strings.Repeat("b", i%5) + ")\n")
+	}
+	conv := overflowing(t, "../../testdata/conversations/django__django-11742.json", sb.String())
+	last := len(conv.Messages) - 1
+	conv.Messages[last-1].Blocks[0].ToolName = "read_file"
+	conv.Messages[last].Blocks[0].ToolName = "read_file"
+	p, err := policy.Builtin(policy.AutoSummarize)
+	require.NoError(t, err)
+	b, err := NewBudget(p, "gpt-4o", 1_000_000, tokens.Limits{})
+	require.NoError(t, err)
+	res, err := Deterministic(Input{Conv: conv, Preset: p, Budget: b, OffloadKey: func(string) string { return "k" }})
+	require.NoError(t, err)
+	got := res.Conv.Messages[last].Blocks[0].Text
+	require.Less(t, len(got), len(sb.String())/2, "the newest file read was post-processed")
+	require.Equal(t, words(conv), words(res.Conv))
+}
