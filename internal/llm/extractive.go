@@ -3,7 +3,6 @@ package llm
 import (
 	"context"
 	"fmt"
-	"path"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -14,15 +13,25 @@ import (
 // ExtractiveModel is the Response.Model of the offline summarizer.
 const ExtractiveModel = "extractive"
 
-// Extractive summarizes without an LLM by picking lines out of the text
-// (internal/digest). For the structured prompts (history, session) it fills
-// the same headings the LLM would, so that the output has the same shape
-// whichever summarizer ran. It is the offline default and the fallback when
-// the LLM is down.
+// Extractive summarizes without an LLM. It is the offline default and the
+// fallback when the LLM is down, so it is the first summary a new user
+// sees.
 //
-// Conversation text is read as a transcript when lines start with a role
-// marker ("user:", "Assistant:", "[tool] …", "## user"); text without
-// markers is one message of unknown role.
+// A conversation (the history, session and brief prompts) is summarized
+// from its structure (see structured.go): the task, the constraints, every
+// file touched and what was done to it, the commands and their outcomes,
+// the errors and whether they were resolved, the decisions, the current
+// state and the next step, each copied verbatim and written under the
+// headings the LLM would fill, so that the output has the same shape
+// whichever summarizer ran. Text that is not a conversation (a tool
+// result, a chunk, merged chunk summaries) gets digest.Extractive's most
+// informative lines.
+//
+// Conversation text is read as plan.Transcript writes it ("[user]",
+// "[assistant tool call bash]", "[tool tool result bash]" blocks), or else
+// as a transcript when lines start with a role marker ("user:",
+// "Assistant:", "[tool] …", "## user"); text without markers is one
+// message of unknown role.
 type Extractive struct{}
 
 // Summarize implements Summarizer.
@@ -41,15 +50,25 @@ func (Extractive) Summarize(ctx context.Context, req Request) (Response, error) 
 	var text string
 	switch req.Prompt {
 	case PromptHistory:
-		text = historySummary(parseTranscript(req.Text), target)
+		events, _ := parseEvents(req.Text)
+		text = renderDigest(buildDigest(events), "##", historyLayout(), target)
 	case PromptSession:
-		text = sessionSummary(parseTranscript(req.Text), target, req.ArchiveRef)
+		events, _ := parseEvents(req.Text)
+		text = renderDigest(buildDigest(events), "###", sessionLayout(req.ArchiveRef), target)
 	case PromptRepair:
 		text = repairSummary(req.Context, req.Text, req.Missing)
 	case PromptJudge:
 		text = HeuristicVerdict(req.Text, req.Context)
-	default:
+	case PromptChunk, PromptMerge, PromptResult:
+		// Seed 000's map-reduce over tool output: no conversation here,
+		// even when the output happens to hold "user:" lines.
 		text = digest.Extractive(req.Text, target)
+	default:
+		if events, ok := parseEvents(req.Text); ok {
+			text = renderDigest(buildDigest(events), "##", structuredLayout(), target)
+		} else {
+			text = digest.Extractive(req.Text, target)
+		}
 	}
 	return Response{
 		Text:          text,
@@ -123,31 +142,16 @@ func parseTranscript(text string) []turn {
 	return turns
 }
 
-// Line classifiers. They are deliberately plain: the offline summary is a
-// fallback, its job is to keep the facts an LLM summary would keep.
+// Line patterns shared by the summaries.
 var (
-	reTech     = regexp.MustCompile(`(?i)\b(go|golang|python3?|node|npm|pip|docker|kubectl|git|make|pytest|cargo|java|rust|typescript|postgres(ql)?|redis|linux|ubuntu|macos|framework|config(uration)?|environment|version)\b|\bv?\d+\.\d+\.\d+\b`)
-	reCode     = regexp.MustCompile(`(?i)\b(creat(e|ed|ing)|modif(y|ied|ying)|edit(ed|ing)?|wr(ote|ite|iting)|add(ed|ing)?|remov(e|ed|ing)|renam(e|ed|ing)|patch(ed)?|implement(ed|ing)?|refactor(ed|ing)?)\b|^(\+\+\+|---|@@|diff )`)
-	reIssue    = regexp.MustCompile(`(?i)\b(errors?|exceptions?|traceback|fail(ed|ure|s|ing)?|panic|bugs?|fix(ed|es)?|cannot|can't|undefined|not found|denied|timeout|warning)\b`)
-	rePref     = regexp.MustCompile(`(?i)\b(prefer|please|always|never|don't|do not|must|should|avoid|style|instead of)\b`)
-	reDecision = regexp.MustCompile(`(?i)\b(decid(e|ed|ing)|decision|chose|choose|will use|instead|because|going to|let's|approach|plan|opted)\b`)
 	// reTrivial is a line with nothing to keep: a lone markup tag or only
 	// punctuation.
 	reTrivial = regexp.MustCompile(`^((\s*</?[\w.-]+/?>)+|[^\pL\pN]*)\s*$`)
-	// reMarker is digest's "[… 3 lines omitted …]" line: noise in a list.
+	// reMarker is digest's "[… 3 lines omitted …]" line.
 	reMarker = regexp.MustCompile(`^\[… \d+ (lines?|chars) omitted …\]$`)
 )
 
-// Line predicates for linesOf.
-func matches(re *regexp.Regexp) func(string) bool { return re.MatchString }
-
-// hasIdentifier keeps lines with a fact the drift check measures (digest's
-// paths, URLs, IDs, numbers, commands, error names).
-func hasIdentifier(line string) bool { return len(digest.Identifiers(line)) > 0 }
-
-// hasPath keeps lines naming a file.
-func hasPath(line string) bool { return len(paths(line)) > 0 }
-
+// paths are the file paths digest finds in a line.
 func paths(line string) []string {
 	var out []string
 	for _, id := range digest.Identifiers(line) {
@@ -156,148 +160,6 @@ func paths(line string) []string {
 		}
 	}
 	return out
-}
-
-func either(a, b func(string) bool) func(string) bool {
-	return func(l string) bool { return a(l) || b(l) }
-}
-
-// linesOf collects the distinct lines of the given turns that pass line
-// (all lines when it is nil), in order.
-func linesOf(turns []turn, keep func(turn) bool, line func(string) bool) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, t := range turns {
-		if keep != nil && !keep(t) {
-			continue
-		}
-		for _, l := range t.lines {
-			if seen[l] || reTrivial.MatchString(l) || (line != nil && !line(l)) {
-				continue
-			}
-			seen[l] = true
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
-func byRole(role string) func(turn) bool {
-	return func(t turn) bool { return t.role == role }
-}
-
-// firstOf and lastOf return the first and last turn of a role; with no
-// such turn they fall back to the first and last turn, so a transcript
-// without markers still yields an intent and a status.
-func firstOf(turns []turn, role string) []turn {
-	for _, t := range turns {
-		if t.role == role {
-			return []turn{t}
-		}
-	}
-	if len(turns) > 0 {
-		return turns[:1]
-	}
-	return nil
-}
-
-func lastOf(turns []turn, role string) []turn {
-	for i := len(turns) - 1; i >= 0; i-- {
-		if turns[i].role == role {
-			return []turn{turns[i]}
-		}
-	}
-	if len(turns) > 0 {
-		return turns[len(turns)-1:]
-	}
-	return nil
-}
-
-// bullets squeezes lines into budget characters with digest and writes them
-// as a markdown list. The "- " prefixes count against the budget: digest is
-// asked again with the room they take until the list fits.
-func bullets(lines []string, budget int) string {
-	const none = "- (none found)\n"
-	if len(lines) == 0 {
-		return none
-	}
-	text := strings.Join(lines, "\n")
-	room := budget
-	out := ""
-	for range 4 {
-		out = bulletize(digest.Extractive(text, max(room, 1)))
-		over := utf8.RuneCountInString(out) - budget
-		if over <= 0 || room <= 1 {
-			break
-		}
-		room -= over
-	}
-	if out == "" {
-		return none
-	}
-	return out
-}
-
-// leading keeps the first lines that fit in budget: where a request is
-// stated, its opening says what is wanted, and scoring would prefer the
-// identifier-heavy instructions around it.
-func leading(lines []string, budget int) string {
-	var b strings.Builder
-	used := 0
-	for _, l := range lines {
-		n := utf8.RuneCountInString(l) + 3 // "- " and the line break
-		if used+n > budget {
-			if used == 0 {
-				// Not even one line fits: keep its start rather than nothing.
-				b.WriteString("- " + digest.Truncate(l, max(budget-3, 1)) + "\n")
-			}
-			break
-		}
-		used += n
-		b.WriteString("- " + l + "\n")
-	}
-	if b.Len() == 0 {
-		return "- (none found)\n"
-	}
-	return b.String()
-}
-
-func bulletize(picked string) string {
-	var b strings.Builder
-	for _, l := range strings.Split(picked, "\n") {
-		if l = strings.TrimSpace(l); l != "" && !reMarker.MatchString(l) {
-			b.WriteString("- ")
-			b.WriteString(l)
-			b.WriteString("\n")
-		}
-	}
-	return b.String()
-}
-
-type section struct {
-	heading string
-	body    func(budget int) string
-}
-
-// renderSections writes each heading with its body, sharing the budget
-// equally; the headings are always written so the shape never varies.
-func renderSections(level string, sections []section, target int) string {
-	overhead := 0
-	for _, s := range sections {
-		overhead += utf8.RuneCountInString(level+" "+s.heading+"\n") + 1
-	}
-	// Below 40 characters a section holds nothing useful: the shape wins
-	// over the target then.
-	share := max((target-overhead)/len(sections), 40)
-	var b strings.Builder
-	for i, s := range sections {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		fmt.Fprintf(&b, "%s %s\n", level, s.heading)
-		b.WriteString(s.body(share))
-	}
-	return strings.TrimRight(b.String(), "\n")
 }
 
 // HistorySections are the headings of the history prompt (seed 002), in
@@ -312,88 +174,6 @@ var HistorySections = []string{
 var SessionSections = []string{
 	"Session Intent", "Artifacts Created", "Key Decisions", "Current Progress",
 	"Critical Facts", "Next Steps", "Recovery References",
-}
-
-func historySummary(turns []turn, target int) string {
-	return renderSections("##", []section{
-		{HistorySections[0], list(turns, nil, matches(reTech))},
-		{HistorySections[1], opening(firstOf(turns, "user"))},
-		{HistorySections[2], list(turns, nil, either(matches(reCode), hasPath))},
-		{HistorySections[3], list(turns, nil, matches(reIssue))},
-		{HistorySections[4], list(lastOf(turns, "assistant"), nil, nil)},
-		{HistorySections[5], opening(lastOf(turns, "user"))},
-		{HistorySections[6], list(turns, byRole("user"), matches(rePref))},
-		{HistorySections[7], list(turns, nil, matches(reDecision))},
-	}, target)
-}
-
-// list is a section body of the selected lines as bullets.
-func list(from []turn, keep func(turn) bool, line func(string) bool) func(int) string {
-	return func(budget int) string { return bullets(linesOf(from, keep, line), budget) }
-}
-
-// opening is a section body of the first lines of a message.
-func opening(from []turn) func(int) string {
-	return func(budget int) string { return leading(linesOf(from, nil, nil), budget) }
-}
-
-func sessionSummary(turns []turn, target int, archiveRef string) string {
-	return renderSections("###", []section{
-		{SessionSections[0], opening(firstOf(turns, "user"))},
-		{SessionSections[1], func(budget int) string { return artifactTable(turns, budget) }},
-		{SessionSections[2], list(turns, nil, matches(reDecision))},
-		{SessionSections[3], list(lastOf(turns, "assistant"), nil, nil)},
-		{SessionSections[4], list(turns, nil, hasIdentifier)},
-		{SessionSections[5], opening(lastOf(turns, "user"))},
-		{SessionSections[6], func(int) string { return "- Full conversation: " + archiveRef + "\n" }},
-	}, target)
-}
-
-// artifactTable lists the distinct paths named in the conversation, as seed
-// 004's table. A path's status is the strongest thing any line did to it
-// (created > modified > referenced), and stronger rows come first so that a
-// small budget keeps the artifacts the session produced.
-func artifactTable(turns []turn, budget int) string {
-	const header = "| Artifact | Path | Status |\n|----------|------|--------|\n"
-	statuses := []string{"created", "modified", "referenced"}
-	rank := map[string]int{}
-	var order []string
-	for _, l := range linesOf(turns, nil, hasPath) {
-		for _, p := range paths(l) {
-			// Escaped JSON ("\n") yields false paths such as `e:\n`.
-			if strings.Contains(p, `\n`) || strings.Contains(p, `\t`) {
-				continue
-			}
-			r := artifactRank(l, p)
-			old, seen := rank[p]
-			if !seen {
-				order = append(order, p)
-				old = r
-			}
-			rank[p] = min(old, r)
-		}
-	}
-	var b strings.Builder
-	b.WriteString(header)
-	used := utf8.RuneCountInString(header)
-	for r, status := range statuses {
-		for _, p := range order {
-			if rank[p] != r {
-				continue
-			}
-			row := fmt.Sprintf("| %s | %s | %s |\n", path.Base(p), p, status)
-			n := utf8.RuneCountInString(row)
-			if used+n > budget && b.Len() > len(header) {
-				return b.String()
-			}
-			used += n
-			b.WriteString(row)
-		}
-	}
-	if b.Len() == len(header) {
-		b.WriteString("| (none found) | | |\n")
-	}
-	return b.String()
 }
 
 // reCreated and reModified look at the words just before a path, so that a
@@ -421,19 +201,37 @@ func artifactRank(line, p string) int {
 	}
 }
 
-// repairSummary appends what the previous summary omitted, each item with
-// the source line around it, under a heading of the summary's own level.
+// repairSummary appends what the previous summary omitted under a heading
+// of the summary's own level. When the source is a conversation, an item
+// comes as the structured digest writes the line that holds it (a file
+// with its actions, a command with its outcome, an error with its status);
+// otherwise, or when no line of the digest holds it, with the source line
+// around it.
 func repairSummary(previous, source string, missing []string) string {
 	level := "##"
 	if strings.Contains("\n"+previous, "\n### ") {
 		level = "###"
 	}
+	var lines []string
+	if events, ok := parseEvents(source); ok {
+		lines = buildDigest(events).lines()
+	}
 	var b strings.Builder
 	b.WriteString(strings.TrimRight(previous, "\n"))
 	fmt.Fprintf(&b, "\n\n%s Omitted Items\n", level)
 	for _, item := range missing {
+		found := ""
+		for _, l := range lines {
+			if item != "" && strings.Contains(l, item) {
+				found = l
+				break
+			}
+		}
+		if found == "" {
+			found = excerptAround(source, item, 120)
+		}
 		b.WriteString("- ")
-		b.WriteString(excerptAround(source, item, 120))
+		b.WriteString(found)
 		b.WriteString("\n")
 	}
 	return strings.TrimRight(b.String(), "\n")

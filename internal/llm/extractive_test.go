@@ -20,6 +20,7 @@ assistant: I will read the file first.
 tool: package blob
 tool: func Upload(ctx context.Context, key string) error { return put(key) }
 assistant: I decided to use exponential backoff because S3 throttles with 503 SlowDown.
+{"command": "go test ./internal/blob/..."}
 tool: go test ./internal/blob/... FAIL: TestUpload timeout after 30s (exit status 1)
 assistant: The test failed because the fake server never answers; I fixed it by closing the listener.
 assistant: I modified internal/blob/upload.go and created internal/blob/upload_test.go.
@@ -58,7 +59,14 @@ func TestExtractiveEveryPrompt(t *testing.T) {
 		{"chunk", Request{Prompt: PromptChunk, Text: long, TargetChars: 600}, nil},
 		{"merge", Request{Prompt: PromptMerge, Text: long, TargetChars: 600}, nil},
 		{"result", Request{Prompt: PromptResult, Text: long, Context: "thought/action", TargetTokens: 150}, nil},
-		{"brief", Request{Prompt: PromptBrief, Text: long}, nil},
+		{"brief", Request{Prompt: PromptBrief, Text: long}, func(t *testing.T, out string) {
+			// A conversation gets the structured summary, within the
+			// target plus its headings.
+			require.Equal(t, StructuredSections, headings(out, "##"))
+			require.LessOrEqual(t, utf8.RuneCountInString(out), len(long)/10+headingsOverhead("##", StructuredSections))
+			require.Contains(t, bodyOf(out, "##", "Files Touched"), "internal/blob/upload.go")
+			require.Contains(t, bodyOf(out, "##", "Errors and Resolutions"), "FAIL: TestUpload")
+		}},
 		{"history", Request{Prompt: PromptHistory, Text: transcript, TargetTokens: 400}, func(t *testing.T, out string) {
 			require.Equal(t, HistorySections, headings(out, "##"))
 			require.Contains(t, bodyOf(out, "##", "Project Overview"), "add retries to the uploader")
@@ -68,13 +76,15 @@ func TestExtractiveEveryPrompt(t *testing.T) {
 			require.Contains(t, bodyOf(out, "##", "Code Changes"), "internal/blob/upload.go")
 			require.Contains(t, bodyOf(out, "##", "User Preferences"), "Always use table tests")
 			require.Contains(t, bodyOf(out, "##", "Key Decisions"), "exponential backoff")
-			require.Contains(t, bodyOf(out, "##", "Technical Context"), "go test")
+			require.Contains(t, bodyOf(out, "##", "Technical Context"), "go test ./internal/blob/... → exit 1")
 		}},
 		{"session", Request{Prompt: PromptSession, Text: transcript, TargetTokens: 400, ArchiveRef: "s3://b/t1/archive/9f2c.json"}, func(t *testing.T, out string) {
 			require.Equal(t, SessionSections, headings(out, "###"))
 			require.Contains(t, bodyOf(out, "###", "Session Intent"), "add retries to the uploader")
 			require.Contains(t, bodyOf(out, "###", "Artifacts Created"), "| upload_test.go | internal/blob/upload_test.go | created |")
-			require.Contains(t, bodyOf(out, "###", "Critical Facts"), "req_8812734")
+			require.Contains(t, bodyOf(out, "###", "Critical Facts"), "FAIL: TestUpload", "errors are critical facts")
+			require.Contains(t, bodyOf(out, "###", "Critical Facts"), "Always use table tests", "so are constraints")
+			require.Contains(t, bodyOf(out, "###", "Next Steps"), "req_8812734")
 			require.Contains(t, bodyOf(out, "###", "Next Steps"), "https://git.example.com/team/repo")
 			require.Contains(t, bodyOf(out, "###", "Key Decisions"), "exponential backoff")
 			require.Equal(t, "- Full conversation: s3://b/t1/archive/9f2c.json", strings.TrimSpace(bodyOf(out, "###", "Recovery References")))
