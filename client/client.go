@@ -96,8 +96,10 @@ type Result struct {
 	Success         bool            `json:"success"`
 	OverLimit       bool            `json:"over_limit"`
 	OverLimitReason string          `json:"over_limit_reason,omitempty"`
+	LevelReason     string          `json:"level_reason,omitempty"`
 	Unit            string          `json:"unit,omitempty"`
 	ContextLimit    int             `json:"context_limit,omitempty"`
+	Counter         string          `json:"counter,omitempty"`
 	FreedTokens     int             `json:"freed_tokens"`
 	PreservedCount  int             `json:"preserved_count"`
 	DeletedOffloads int             `json:"deleted_offloads"`

@@ -31,9 +31,16 @@ type Outcome struct {
 	// (status over_limit); OverLimitReason says why.
 	OverLimit       bool   `json:"over_limit"`
 	OverLimitReason string `json:"over_limit_reason,omitempty"`
+	// LevelReason says why the run ended RED or above when no step that
+	// keeps the recent turns' structure could bring it lower.
+	LevelReason string `json:"level_reason,omitempty"`
 	// Unit is the unit of the sizes: "tokens", or "chars" (seed 000).
 	Unit         string `json:"unit,omitempty"`
 	ContextLimit int    `json:"context_limit,omitempty"`
+	// Counter is what measured the sizes: the encoding, with the model
+	// family's safety margin when it is not the model's own tokenizer
+	// (e.g. "o200k_base×1.25 (claude)"), or "chars".
+	Counter string `json:"counter,omitempty"`
 	// FreedTokens, PreservedCount and DeletedOffloads are seed 002's
 	// CompactResult figures.
 	FreedTokens     int `json:"freed_tokens"`
@@ -69,7 +76,7 @@ func (s *Service) Outcome(ctx context.Context, r store.Run) (Outcome, error) {
 	}
 	out.Format, out.LevelBefore, out.Drift = st.Format, st.LevelBefore, st.Drift
 	out.HistoryFailed, out.OverLimit, out.OverLimitReason = st.HistoryFailed, st.OverLimit, st.OverLimitReason
-	out.Unit, out.ContextLimit = st.Unit, st.ContextLimit
+	out.Unit, out.ContextLimit, out.Counter, out.LevelReason = st.Unit, st.ContextLimit, st.Encoding, st.LevelReason
 	out.PreservedCount, out.DeletedOffloads = st.PreservedCount, st.DeletedOffloads
 	out.Recommendation, out.ContextCompression = st.Recommendation, st.ContextCompression
 	out.FreedTokens = max(out.TokensBefore-out.TokensAfter, 0)
