@@ -410,12 +410,12 @@ func TestHTTPManualCompact(t *testing.T) {
 	require.Less(t, res.TokensAfter, res.TokensBefore)
 	out := parse(t, res.Conversation)
 	require.Equal(t, conversation.FormatOpenAI, out.Format)
-	require.True(t, strings.HasPrefix(textOf(out.Messages[1]), "[Compressed History]"), "seed 002's summary message")
+	require.True(t, strings.HasPrefix(textOf(out.Messages[2]), "[Compressed History]"), "seed 002's summary message, after the system prompt and the task")
 	require.True(t, res.Success)
 	require.False(t, res.OverLimit)
 	require.Equal(t, "tokens", res.Unit)
 	require.Equal(t, res.TokensBefore-res.TokensAfter, res.FreedTokens)
-	require.Equal(t, len(out.Messages)-2, res.PreservedCount, "everything after the system prompt and the summary was preserved")
+	require.Equal(t, len(out.Messages)-3, res.PreservedCount, "everything after the system prompt, the task and the summary was preserved")
 	require.GreaterOrEqual(t, res.PreservedCount, 5)
 	// The answer is read from the run's row and stats: the input's level
 	// and the workflow's drift verdict are there too.

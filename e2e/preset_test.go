@@ -116,9 +116,11 @@ func TestOffloadCompactKeepsLastFiveAndDeletesRestoredOffloads(t *testing.T) {
 	out := checkRun(t, e, input, sub, res)
 
 	require.Less(t, res.TokensAfter, res.TokensBefore)
-	// System prompt, then seed 002's summary message, then the last 5.
+	// System prompt, the task, then seed 002's summary message, then the
+	// last 5.
 	sameMessage(t, in.Messages[0], out.Messages[0])
-	summary := out.Messages[1]
+	sameMessage(t, in.Messages[1], out.Messages[1], "the task statement stays verbatim beside the summary")
+	summary := out.Messages[2]
 	require.Equal(t, conversation.RoleUser, summary.Role)
 	require.True(t, strings.HasPrefix(textOf(summary), "[Compressed History]\n\n"), "summary starts as seed 002's")
 	for _, section := range []string{"Technical Context", "Project Overview", "Code Changes", "Debugging & Issues", "Current Status", "Pending Tasks", "User Preferences", "Key Decisions"} {
@@ -393,6 +395,6 @@ func TestReplayAfterLLMOutage(t *testing.T) {
 	out2 := checkRun(t, e, input, replay, res2)
 	require.False(t, res2.HistoryFailed)
 	require.Less(t, res2.TokensAfter, res.TokensAfter)
-	require.True(t, strings.HasPrefix(textOf(out2.Messages[1]), "[Compressed History]"))
+	require.True(t, strings.HasPrefix(textOf(out2.Messages[2]), "[Compressed History]"), "after the system prompt and the task")
 	require.Equal(t, sub.RunID, mustRun(t, e, replay.RunID).ReplayOf)
 }
