@@ -43,7 +43,7 @@ const (
 	stateLines        = 5
 	stateRunes        = 600
 	verbatimErrors    = 5
-	errorsPerResult   = 3
+	errorsPerResult   = 5
 	longLineRunes     = 240
 	noteKinds         = 5
 	requestLines      = 3
@@ -204,6 +204,10 @@ var (
 	reReturnCode = regexp.MustCompile(`<returncode>\s*(-?\d+)\s*</returncode>|(?i)\bexit(?:ed)?(?: with)? (?:code|status)[: ]\s*(-?\d+)`)
 	// reReturnTag is SWE-agent's wrapper around the exit code.
 	reReturnTag = regexp.MustCompile(`<returncode>\s*-?\d+\s*</returncode>`)
+	// reTestFailure is a test runner's report of a failure: unittest's
+	// "FAILED (failures=1)", "FAIL: test_x", "ERROR: test_x", pytest's
+	// "E   AssertionError" and "FAILED tests/x.py::test_y".
+	reTestFailure = regexp.MustCompile(`^(FAILED \(|FAILED \S+::|FAIL: |ERROR: |E\s{2,}\S)`)
 	// reErrorLine is an error reported in a tool's output. FAIL and FAILED
 	// are case-sensitive: "0 failed" in prose is not an error.
 	reErrorLine = regexp.MustCompile(`(?i:^\s*(error|fatal|panic)\b|\berror:|^E\s{2,}\S|command not found|no such file or directory|permission denied|segmentation fault)|\bFAIL(ED)?\b`)
@@ -564,7 +568,9 @@ func errorLines(text string, failed, readOnly bool) []string {
 			}
 			continue
 		}
-		if scanAll && reErrorLine.MatchString(l) {
+		// A test runner's failures count even when a pipe hid its exit
+		// status ("… | tail -50" exits 0).
+		if (scanAll && reErrorLine.MatchString(l)) || (!readOnly && reTestFailure.MatchString(strings.TrimSpace(l))) {
 			add(l)
 		}
 	}

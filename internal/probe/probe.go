@@ -33,9 +33,11 @@ type Set struct {
 	// Artifacts are the file paths named in the agent's tool calls (what
 	// it read, created or changed), in first-seen order.
 	Artifacts []string
-	// Errors are the last Recent distinct error lines seen in tool results.
+	// Errors are the last Recent distinct error lines seen in tool results
+	// (ErrorLines).
 	Errors []string
-	// Commands are the last Recent distinct commands the agent ran.
+	// Commands are the last Recent distinct commands the agent ran (their
+	// first line, cut to headRunes like Errors).
 	Commands []string
 	// Plan is the agent's last stated plan: the first line of its last
 	// text before its last call.
@@ -69,7 +71,7 @@ func Derive(c conversation.Conversation, pinMarkers []string) Set {
 			case conversation.KindToolUse:
 				cmd := Command(b.Input)
 				if cmd != "" {
-					cmds = appendRecent(cmds, cmd)
+					cmds = appendRecent(cmds, digest.Truncate(cmd, headRunes))
 				}
 				for _, p := range Paths(cmd + "\n" + b.Input) {
 					if !seenPath[p] {
@@ -178,19 +180,28 @@ func Paths(text string) []string {
 	return out
 }
 
-// reError is a line that reports a failure.
-var reError = regexp.MustCompile(`(?i)(^|\b)(error|exception|traceback|failed|failure|fatal|panic)\b|^E\s{2,}|\bFAIL(ED)?\b`)
+// reError is a line that reports a failure: an exception with its
+// message (the last line of a traceback), a test runner's ERROR/FAIL
+// lines, pytest's "E   …", a tool's "error:"/"fatal:"/"panic:". A line
+// that merely mentions errors (a comment in a file that was read, the
+// "Traceback (most recent call last):" header) is none.
+var reError = regexp.MustCompile(`^[A-Za-z_][\w.]*(Error|Exception|Failure)(:|$)|^(ERROR|FAIL|FAILED)\b|^E\s{2,}\S|(?i)^(error|fatal|panic)(\[[^\]]*\])?:`)
+
+// headRunes is how much of a long error line or command identifies it: a
+// summary may clip a long line, and its head is what the agent needs to
+// recognize the failure.
+const headRunes = 100
 
 // ErrorLines are the lines of a tool result that report a failure, trimmed
-// and at most 200 bytes each.
+// and cut to their first headRunes characters.
 func ErrorLines(text string) []string {
 	var out []string
 	for _, l := range strings.Split(text, "\n") {
 		l = strings.TrimSpace(l)
-		if l == "" || len(l) < 8 || !reError.MatchString(l) {
+		if len(l) < 8 || !reError.MatchString(l) {
 			continue
 		}
-		out = append(out, digest.Truncate(l, 200))
+		out = append(out, digest.Truncate(l, headRunes))
 	}
 	return out
 }

@@ -144,3 +144,27 @@ func TestRegion(t *testing.T) {
 	require.Equal(t, removed, before)
 	require.Equal(t, 1, after)
 }
+
+func TestErrorLines(t *testing.T) {
+	t.Parallel()
+	text := strings.Join([]string{
+		"Traceback (most recent call last):",
+		`  File "x.py", line 3, in <module>`,
+		"django.core.exceptions.FieldError: Cannot resolve keyword 'x'",
+		"    # For lookups spanning over relationships, show the error",
+		"FAILED (failures=1, errors=1)",
+		"ERROR: test_exact_lookup (tests.TestLookup)",
+		"E       AssertionError: 1 != 2",
+		"error: pathspec 'x' did not match",
+		"no errors here, all fine",
+		"ValueError",
+	}, "\n")
+	require.Equal(t, []string{
+		"django.core.exceptions.FieldError: Cannot resolve keyword 'x'",
+		"FAILED (failures=1, errors=1)",
+		"ERROR: test_exact_lookup (tests.TestLookup)",
+		"E       AssertionError: 1 != 2",
+		"error: pathspec 'x' did not match",
+		"ValueError",
+	}, ErrorLines(text))
+}
