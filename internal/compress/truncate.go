@@ -1,6 +1,7 @@
 package compress
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -93,7 +94,7 @@ func TruncateInputs(c conversation.Conversation, count tokens.Counter, opts Trun
 				continue
 			}
 			ref := inputReference(b.ToolName, before, w)
-			encoded, err := json.Marshal(truncatedInput{Path: w.path, Truncated: ref})
+			encoded, err := marshalPlain(truncatedInput{Path: w.path, Truncated: ref})
 			if err != nil {
 				return conversation.Conversation{}, TruncateStats{}, fmt.Errorf("truncate input of call %q in message %d: %w", b.ToolID, i, err)
 			}
@@ -107,6 +108,18 @@ func TruncateInputs(c conversation.Conversation, count tokens.Counter, opts Trun
 		}
 	}
 	return out, stats, nil
+}
+
+// marshalPlain is json.Marshal without HTML escaping: the reference is
+// read by a model, for which "<<" is a heredoc and "\u003c\u003c" noise.
+func marshalPlain(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 // succeeded reports whether the call at p has a result that is not an

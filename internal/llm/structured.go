@@ -204,10 +204,12 @@ var (
 	reReturnCode = regexp.MustCompile(`<returncode>\s*(-?\d+)\s*</returncode>|(?i)\bexit(?:ed)?(?: with)? (?:code|status)[: ]\s*(-?\d+)`)
 	// reReturnTag is SWE-agent's wrapper around the exit code.
 	reReturnTag = regexp.MustCompile(`<returncode>\s*-?\d+\s*</returncode>`)
-	// reTestFailure is a test runner's report of a failure: unittest's
-	// "FAILED (failures=1)", "FAIL: test_x", "ERROR: test_x", pytest's
-	// "E   AssertionError" and "FAILED tests/x.py::test_y".
-	reTestFailure = regexp.MustCompile(`^(FAILED \(|FAILED \S+::|FAIL: |ERROR: |E\s{2,}\S)`)
+	// reTestFailure is a report of a failure that counts whatever the
+	// exit status: unittest's "FAILED (failures=1)", "FAIL: test_x",
+	// "ERROR: test_x", pytest's "E   AssertionError" and "FAILED
+	// tests/x.py::test_y", and a line that opens with "Error:" (a script
+	// reporting what went wrong).
+	reTestFailure = regexp.MustCompile(`^(FAILED \(|FAILED \S+::|FAIL: |ERROR: |E\s{2,}\S|(?i:error|fatal|panic)(\[[^\]]*\])?: )`)
 	// reErrorLine is an error reported in a tool's output. FAIL and FAILED
 	// are case-sensitive: "0 failed" in prose is not an error.
 	reErrorLine = regexp.MustCompile(`(?i:^\s*(error|fatal|panic)\b|\berror:|^E\s{2,}\S|command not found|no such file or directory|permission denied|segmentation fault)|\bFAIL(ED)?\b`)

@@ -13,7 +13,9 @@ package probe
 
 import (
 	"encoding/json"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/ctxcompact/orchestrator/internal/conversation"
@@ -73,7 +75,7 @@ func Derive(c conversation.Conversation, pinMarkers []string) Set {
 				if cmd != "" {
 					cmds = appendRecent(cmds, digest.Truncate(cmd, headRunes))
 				}
-				for _, p := range Paths(cmd + "\n" + b.Input) {
+				for _, p := range CallPaths(b.Input) {
 					if !seenPath[p] {
 						seenPath[p] = true
 						s.Artifacts = append(s.Artifacts, p)
@@ -162,6 +164,54 @@ func Command(input string) string {
 		return firstLine(v)
 	}
 	return ""
+}
+
+// CallPaths are the files a tool call names: the paths in its shell
+// command outside heredoc bodies (a script's text is the content of a
+// file, not what the agent touched) and in its path-like arguments
+// ("path", "file_path", …); not in the content it writes.
+func CallPaths(input string) []string {
+	var args map[string]any
+	if err := json.Unmarshal([]byte(input), &args); err != nil {
+		return Paths(stripHeredocs(input))
+	}
+	var text strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(args)) {
+		v, ok := args[k].(string)
+		if !ok {
+			continue
+		}
+		switch lk := strings.ToLower(k); {
+		case lk == "command" || lk == "cmd":
+			text.WriteString(stripHeredocs(v))
+		case strings.Contains(lk, "path") || strings.Contains(lk, "file") && !strings.Contains(lk, "text"):
+			text.WriteString(v)
+		default:
+			continue
+		}
+		text.WriteByte('\n')
+	}
+	return Paths(text.String())
+}
+
+// reHeredoc opens a heredoc: <<EOF, <<'EOF', <<-"EOF".
+var reHeredoc = regexp.MustCompile(`<<-?\s*['"]?([A-Za-z_][A-Za-z0-9_]*)['"]?`)
+
+// stripHeredocs removes the bodies of a shell script's heredocs, keeping
+// the command lines around them.
+func stripHeredocs(script string) string {
+	lines := strings.Split(script, "\n")
+	var out []string
+	for i := 0; i < len(lines); i++ {
+		out = append(out, lines[i])
+		m := reHeredoc.FindStringSubmatch(lines[i])
+		if m == nil {
+			continue
+		}
+		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != m[1]; i++ {
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // Paths are the file paths a text names, as the drift check's identifier

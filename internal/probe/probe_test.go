@@ -168,3 +168,20 @@ func TestErrorLines(t *testing.T) {
 		"ValueError",
 	}, ErrorLines(text))
 }
+
+func TestCallPaths(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in   string
+		want []string
+	}{
+		{`{"command":"cd /testbed && cat > fix.py << 'EOF'\nopen('test.db')\nEOF\npython fix.py && sed -n 1,5p django/db/x.py"}`,
+			[]string{"/testbed", "fix.py", "django/db/x.py"}},
+		{`{"command":"str_replace","path":"/repo/a.py","old_str":"see b/c.py","new_str":"x"}`, []string{"/repo/a.py"}},
+		{`{"file_path":"src/main.go","content":"import other/pkg.go"}`, []string{"src/main.go"}},
+		{`cat notes/todo.md`, []string{"notes/todo.md"}},
+	}
+	for _, tc := range cases {
+		require.Equal(t, tc.want, CallPaths(tc.in), tc.in)
+	}
+}

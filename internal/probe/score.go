@@ -1,8 +1,11 @@
 package probe
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/ctxcompact/orchestrator/internal/conversation"
@@ -82,6 +85,17 @@ func Text(c conversation.Conversation) string {
 				sb.WriteByte('\n')
 				sb.WriteString(Command(b.Input))
 				sb.WriteByte('\n')
+				// The input's strings as the model reads them, escapes
+				// undone (a reference block inside a JSON value).
+				var args map[string]any
+				if json.Unmarshal([]byte(b.Input), &args) == nil {
+					for _, k := range slices.Sorted(maps.Keys(args)) {
+						if v, ok := args[k].(string); ok {
+							sb.WriteString(v)
+							sb.WriteByte('\n')
+						}
+					}
+				}
 			}
 		}
 	}
