@@ -987,10 +987,13 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	if reactStats != nil {
 		stats.ContextCompression = mustJSON(map[string]any{"enabled": true, "stats": reactStats})
 	}
-	if level == compress.LevelCritical || over || run.Trigger == "checkpoint" {
+	// A session that reached CRITICAL gets its fresh start even when
+	// this run brought it lower: it will be back there soon.
+	startedCritical := in.LevelBefore == string(compress.LevelCritical)
+	if level == compress.LevelCritical || startedCritical || over || run.Trigger == "checkpoint" {
 		// Seed 004's "Checkpoint + fresh session", made: the fresh
 		// session's conversation, stored and named on the run.
-		ref, err := a.handoff(ctx, run, conv, p, plan.HandoffRefs{Level: string(level), Usage: usage, ArchiveKey: in.ArchiveKey})
+		ref, err := a.handoff(ctx, run, conv, p, b, plan.HandoffRefs{Level: string(level), Usage: usage, ArchiveKey: in.ArchiveKey})
 		var app *temporal.ApplicationError
 		switch {
 		case err != nil && errors.As(err, &app) && !app.NonRetryable():
@@ -1102,7 +1105,7 @@ func (a *Activities) outputBytes(ctx context.Context, tenant, workKey string, co
 
 // handoff builds and stores the fresh-session conversation of a run (see
 // plan.Handoff); a zero Ref when there is nothing to hand off.
-func (a *Activities) handoff(ctx context.Context, run contract.Run, conv conversation.Conversation, p policy.Preset, refs plan.HandoffRefs) (blob.Ref, error) {
+func (a *Activities) handoff(ctx context.Context, run contract.Run, conv conversation.Conversation, p policy.Preset, b plan.Budget, refs plan.HandoffRefs) (blob.Ref, error) {
 	offs, err := a.Store.ListOffloads(ctx, run.Tenant, run.Session, false)
 	if err != nil {
 		return blob.Ref{}, storeErr(fmt.Errorf("list offloads: %w", err))
@@ -1112,8 +1115,29 @@ func (a *Activities) handoff(ctx context.Context, run contract.Run, conv convers
 			refs.Offloads = append(refs.Offloads, [2]string{sha, o.ToolName})
 		}
 	}
+	refs.Summarize = func(transcript string, target int) string {
+		resp, err := llm.Extractive{}.Summarize(ctx, llm.Request{Prompt: llm.PromptSession, Text: transcript,
+			TargetChars: target, ArchiveRef: refs.ArchiveKey})
+		if err != nil {
+			return digest.Extractive(transcript, target)
+		}
+		return resp.Text
+	}
 	out, ok, err := plan.Handoff(conv, p, refs)
 	if err != nil || !ok {
+		return blob.Ref{}, err
+	}
+	// The handoff fits its own budget: what it cannot carry is offloaded
+	// with a pointer; one that still cannot fit is not made.
+	out, offloads, fits, err := plan.FitHandoff(out, p, b, offloadKey(run.Tenant))
+	if err != nil {
+		return blob.Ref{}, badInput(err)
+	}
+	if !fits {
+		logger(ctx).Warn("no handoff: over the limit even after offloading", "run", run.ID, "size", b.Measure(out), "limit", b.Limit)
+		return blob.Ref{}, nil
+	}
+	if err := a.storeOffloads(ctx, run, offloads); err != nil {
 		return blob.Ref{}, err
 	}
 	data, err := conversation.Render(out)

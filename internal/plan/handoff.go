@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
@@ -54,6 +55,11 @@ type HandoffRefs struct {
 	ArchiveKey string
 	// Offloads are the session's live offloads: id and tool name.
 	Offloads [][2]string
+	// Summarize writes the summary of the handed-off middle of the
+	// session from its transcript, within about targetChars; nil is
+	// digest.Extractive. The worker passes the structured offline
+	// summary (llm.Extractive, seed 004's session sections).
+	Summarize func(transcript string, targetChars int) string
 }
 
 // Handoff builds seed 004's fresh-session conversation from conv: the
@@ -97,9 +103,19 @@ func Handoff(conv conversation.Conversation, p policy.Preset, refs HandoffRefs) 
 	fmt.Fprintf(&sb, "## Session Handoff\n\nThe previous session was checkpointed at %s (%.1f%% of the context). "+
 		"This fresh session keeps the task and the constraints as written, this summary, and the last turn.\n\n", refs.Level, refs.Usage*100)
 	sb.WriteString("### Summary of the previous session\n")
-	sb.WriteString(strings.TrimSpace(digest.Extractive(transcript, handoffSummaryChars)))
-	sb.WriteString("\n\n### Recovery References\n")
-	if refs.ArchiveKey != "" {
+	summarize := refs.Summarize
+	if summarize == nil {
+		summarize = digest.Extractive
+	}
+	summary := strings.TrimSpace(summarize(transcript, handoffSummaryChars))
+	sb.WriteString(summary)
+	// A structured summary ends with its own recovery references (seed
+	// 004's last section): the offloads go on under it.
+	if !strings.Contains(summary, "### Recovery References") {
+		sb.WriteString("\n\n### Recovery References")
+	}
+	sb.WriteString("\n")
+	if refs.ArchiveKey != "" && !strings.Contains(summary, refs.ArchiveKey) {
 		sb.WriteString("- Full previous conversation (archived): " + refs.ArchiveKey + "\n")
 	}
 	for _, o := range refs.Offloads {
@@ -120,4 +136,64 @@ func hasText(m conversation.Message) bool {
 		}
 	}
 	return false
+}
+
+// handoffHeadChars is what an offloaded user message keeps in a handoff:
+// its opening, so that the fresh session still reads what was asked.
+const handoffHeadChars = 2000
+
+// FitHandoff makes a handoff fit its own budget (the ladder's goal of the
+// limit): the large tool results of the last turn are offloaded as the
+// ladder does, then, largest first, user messages too large to carry
+// (a pasted log, a task of hundreds of thousands of characters) keep
+// their opening and a pointer to the rest, which is offloaded under the
+// recover_context id it names. The words stay recoverable byte for byte;
+// the fresh session starts under its limit. fits is false when even that
+// is not enough.
+func FitHandoff(conv conversation.Conversation, p policy.Preset, b Budget, offloadKey func(string) string) (out conversation.Conversation, offloads []Offload, fits bool, err error) {
+	goal := LadderGoal(p, b)
+	out = conv
+	if b.Measure(out) > goal {
+		out, _, offloads, err = FitOffload(out, p, b, offloadKey)
+		if err != nil {
+			return conv, nil, false, fmt.Errorf("handoff: %w", err)
+		}
+	}
+	for iter := 0; iter < 64 && b.Measure(out) > goal; iter++ {
+		msg, block, size := largestUserText(out, b)
+		if msg < 0 || utf8.RuneCountInString(out.Messages[msg].Blocks[block].Text) <= 2*handoffHeadChars {
+			break
+		}
+		if iter == 0 {
+			out = out.Clone()
+		}
+		blk := &out.Messages[msg].Blocks[block]
+		text := blk.Text
+		key := offloadKey(text)
+		id := key[strings.LastIndexByte(key, '/')+1:]
+		runes := []rune(text)
+		blk.Text = string(runes[:handoffHeadChars]) + fmt.Sprintf("\n\n[… %d more characters of this message (%d tokens) are offloaded: recover them with the %s tool, id: %s]",
+			len(runes)-handoffHeadChars, size, compress.RecoverTool, id)
+		offloads = append(offloads, Offload{Key: key, ToolName: "user-message", Tokens: size, Text: text})
+	}
+	return out, offloads, b.Measure(out) <= b.Limit, nil
+}
+
+// largestUserText finds the largest text block of a user message.
+func largestUserText(c conversation.Conversation, b Budget) (msg, block, size int) {
+	msg, block = -1, -1
+	for i, m := range c.Messages {
+		if m.Role != conversation.RoleUser {
+			continue
+		}
+		for j, blk := range m.Blocks {
+			if blk.Kind != conversation.KindText {
+				continue
+			}
+			if n := b.Counter.Count(blk.Text); n > size {
+				msg, block, size = i, j, n
+			}
+		}
+	}
+	return msg, block, size
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
 // TestHandoffKeepsIntentSummaryAndLastTurn: seed 004's fresh session is
@@ -37,4 +38,55 @@ func TestHandoffKeepsIntentSummaryAndLastTurn(t *testing.T) {
 	_, ok, err = Handoff(react, p, HandoffRefs{})
 	require.NoError(t, err)
 	require.False(t, ok, "a ReAct trajectory is not handed off")
+}
+
+// TestFitHandoff: a handoff whose task is a 600,000-character user
+// message fits its own budget: the task keeps its opening and a pointer,
+// and the offload holds the whole message byte for byte; the large
+// results of the last turn are offloaded as the ladder does; a handoff
+// already under its budget is unchanged.
+func TestFitHandoff(t *testing.T) {
+	t.Parallel()
+	conv := overflowing(t, "../../testdata/conversations/django__django-11742.json", strings.Repeat("log line 42: connection reset\n", 4000))
+	var task strings.Builder
+	for i := 0; task.Len() < 600_000; i++ {
+		task.WriteString("Requirement " + strings.Repeat("x", i%13) + ": the handler must keep working when the upstream resets.\n")
+	}
+	for i, m := range conv.Messages {
+		if m.Role == conversation.RoleUser {
+			conv.Messages[i].Blocks[0].Text = task.String()
+			break
+		}
+	}
+	p := preset(t, policy.ThreeTier, "")
+	b, err := NewBudget(p, "gpt-4o", 40_000, tokens.Limits{})
+	require.NoError(t, err)
+	handoff, ok, err := Handoff(conv, p, HandoffRefs{Level: "CRITICAL", Usage: 3.2})
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Greater(t, b.Measure(handoff), b.Limit, "the handoff as built is over the limit")
+
+	out, offloads, fits, err := FitHandoff(handoff, p, b, key)
+	require.NoError(t, err)
+	require.True(t, fits)
+	require.LessOrEqual(t, b.Measure(out), LadderGoal(p, b))
+	require.NoError(t, conversation.CheckPairing(out))
+	var user *Offload
+	for i := range offloads {
+		if offloads[i].ToolName == "user-message" {
+			user = &offloads[i]
+		}
+	}
+	require.NotNil(t, user, "the oversized task is offloaded")
+	require.Equal(t, task.String(), user.Text, "byte for byte")
+	id := user.Key[strings.LastIndexByte(user.Key, '/')+1:]
+	kept := out.Messages[1].Blocks[0].Text
+	require.True(t, strings.HasPrefix(kept, task.String()[:handoffHeadChars]), "the task keeps its opening")
+	require.Contains(t, kept, "recover_context tool, id: "+id)
+
+	small, offloads, fits, err := FitHandoff(out, p, b, key)
+	require.NoError(t, err)
+	require.True(t, fits)
+	require.Empty(t, offloads)
+	require.Equal(t, out, small)
 }
