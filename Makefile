@@ -25,7 +25,7 @@ build:
 
 ## bench: the system benchmarks on the real stack, written to BENCHMARKS.md (`go run ./deploy/bench -quick`: a 2-minute check)
 bench:
-	go run ./deploy/bench -out BENCHMARKS.md
+	go run ./deploy/bench -out BENCHMARKS.md -judge-out BENCHMARKS-judge.json
 
 ## bench-go: the engine's Go micro-benchmarks
 bench-go:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"os"
 	"path/filepath"
@@ -13,7 +14,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
+	"github.com/ctxcompact/orchestrator/internal/probe"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -332,4 +336,65 @@ func TestMergeLoopsAndCPU(t *testing.T) {
 	require.InDelta(t, 0.375, cm.byCat[catProduct], 1e-9)
 	require.Equal(t, 110*time.Millisecond, cm.perRunTotal(), "4.4 s of CPU over 40 runs")
 	require.Nil(t, mergeCPU(ca, nil))
+}
+
+// TestProbeJudge: the LLM-judge mode over the real protocol (llmtest):
+// the agent is asked the questions without the references, the grader
+// gets them, grades are read per category and stored; an unusable grade
+// is an error, never a 0; offline there is no judge.
+func TestProbeJudge(t *testing.T) {
+	t.Parallel()
+	var asked, graded string
+	srv := llmtest.New(llmtest.WithAnswer(func(system, user string, _ bool) string {
+		if strings.Contains(system, "Reference:") {
+			graded = system
+			if strings.Contains(user, "garbled") {
+				return "looks good"
+			}
+			return "1: 5\n2: 4\n3: 3\n4: 2\n5: 1\n6: 0"
+		}
+		asked = system
+		if strings.Contains(user, "GARBLE") {
+			return "garbled"
+		}
+		return "1. fix it\n2. none\n3. a.py\n4. ls\n5. test\n6. done"
+	}))
+	t.Cleanup(srv.Close)
+	cfg := config.Defaults()
+	cfg.OpenAIBaseURL, cfg.LLMTimeout = srv.URL(), 10*time.Second
+	j, err := newProbeJudge(cfg)
+	require.NoError(t, err)
+	require.NotNil(t, j)
+
+	conv := conversation.Conversation{Format: conversation.FormatOpenAI, Messages: []conversation.Message{
+		{Role: conversation.RoleUser, Blocks: []conversation.Block{{Kind: conversation.KindText, Text: "Fix the bug in a.py"}}},
+		{Role: conversation.RoleAssistant, Blocks: []conversation.Block{{Kind: conversation.KindText, Text: "I will run the tests next."},
+			{Kind: conversation.KindToolUse, ToolID: "c1", ToolName: "bash", Input: `{"command":"python -m pytest a.py"}`}}},
+		{Role: conversation.RoleTool, Blocks: []conversation.Block{{Kind: conversation.KindToolResult, ToolID: "c1", Text: "E   AssertionError: 1 != 2"}}},
+	}}
+	set := probe.Derive(conv, nil)
+	r, err := j.grade(context.Background(), set, conv)
+	require.NoError(t, err)
+	require.Equal(t, []int{5, 4, 3, 2, 1, 0}, r.Scores)
+	require.Equal(t, 4.5, r.Category[probe.CategoryRecall])
+	require.Equal(t, []string{"probe-answer-v1", "probe-grade-v1"}, r.Prompts)
+	require.NotContains(t, asked, "Reference:", "the agent never sees the references")
+	require.Contains(t, graded, "E   AssertionError: 1 != 2", "the grader does")
+
+	r.Preset = "adaptive"
+	j.record(r)
+	require.Contains(t, j.summary("adaptive"), "recall 4.5")
+	out := filepath.Join(t.TempDir(), "judge.json")
+	require.NoError(t, j.write(out))
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.Contains(t, string(data), `"by_category"`)
+
+	conv.Messages[0].Blocks[0].Text = "GARBLE this"
+	_, err = j.grade(context.Background(), probe.Derive(conv, nil), conv)
+	require.ErrorContains(t, err, "read the grades")
+
+	none, err := newProbeJudge(config.Defaults())
+	require.NoError(t, err)
+	require.Nil(t, none, "offline: no judge")
 }

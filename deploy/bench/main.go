@@ -45,6 +45,8 @@ type options struct {
 	engineTime   time.Duration
 	qualityConvs int
 	probeConvs   int
+	// judgeOut is where measurement 8's LLM judge stores its graded runs.
+	judgeOut string
 	llmLatency   time.Duration
 	faultRate    float64
 }
@@ -90,6 +92,7 @@ func main() {
 func run() error {
 	quick := flag.Bool("quick", false, "shorter windows and fewer runs (about 2 minutes)")
 	out := flag.String("out", "", "also write the table and the machine to this Markdown file")
+	judgeOut := flag.String("judge-out", "", "with OPENAI_BASE_URL set: write measurement 8's LLM-judge grades of every run to this JSON file")
 	dataDir := flag.String("data", "../shared/data", "folder of the shared real conversations")
 	only := flag.String("only", "", "comma-separated measurements to run (1-8); empty runs all")
 	workers := flag.Int("workers", 0, "concurrent callers of the ceiling (1.); 0 keeps the default")
@@ -125,6 +128,7 @@ func run() error {
 	defer stop()
 
 	opts := newOptions(*quick, *dataDir)
+	opts.judgeOut = *judgeOut
 	if *workers > 0 {
 		opts.ceilingWorkers = *workers
 	}

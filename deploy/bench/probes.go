@@ -64,6 +64,10 @@ func benchProbes(ctx context.Context, st *stack, o options, rep *report) error {
 		return err
 	}
 	defer sc.close()
+	judge, err := newProbeJudge(st.cfg)
+	if err != nil {
+		return err
+	}
 	files := probeFiles[:min(o.probeConvs, len(probeFiles))]
 	type job struct {
 		preset, file string
@@ -86,7 +90,7 @@ func benchProbes(ctx context.Context, st *stack, o options, rep *report) error {
 			defer wg.Done()
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			results[i] = probeOne(ctx, st, sc, o, j.preset, j.file, j.format, i)
+			results[i] = probeOne(ctx, st, sc, o, judge, j.preset, j.file, j.format, i)
 		}()
 	}
 	wg.Wait()
@@ -114,7 +118,26 @@ func benchProbes(ctx context.Context, st *stack, o options, rep *report) error {
 			rep.add(row{id: "8", name: "Agent probes: " + p, value: "failed: " + strings.Join(failed, "; "), met: "no"})
 			continue
 		}
-		rep.add(probeRow(p, runs))
+		r := probeRow(p, runs)
+		if judge != nil {
+			r.value += "; " + judge.summary(p)
+		}
+		rep.add(r)
+	}
+	judged := "The LLM-judge mode (the versioned prompts probe-answer and probe-grade: an agent that sees only the output answers " +
+		"the probe questions of Factory's four categories, recall, artifact trail, continuation and decision; a grader scores each " +
+		"answer 0–5 against the reference from the original) needs an OpenAI-compatible endpoint (OPENAI_BASE_URL): skipped here."
+	if judge != nil {
+		judged = fmt.Sprintf("The LLM judge (%s at OPENAI_BASE_URL, prompts probe-answer and probe-grade) graded the OpenAI-format runs: "+
+			"an agent that sees only the output answers the probe questions of Factory's four categories, a grader scores each 0–5 "+
+			"against the reference from the original", judge.model)
+		if o.judgeOut != "" {
+			if err := judge.write(o.judgeOut); err != nil {
+				return fmt.Errorf("write judge results: %w", err)
+			}
+			judged += "; every graded run is in " + o.judgeOut
+		}
+		judged += "."
 	}
 	var names []string
 	for _, f := range files {
@@ -130,9 +153,8 @@ func benchProbes(ctx context.Context, st *stack, o options, rep *report) error {
 		"region = the size of the input messages not kept verbatim over the size of the output messages that are new. Prefix "+
 		"= the share of the output's tokens in leading messages identical to the input's (what a provider's prompt cache still "+
 		"hits); again = the same between two compactions in a row (the first 85%% of the messages, then its output with the "+
-		"rest appended). The summarizer is the product's offline one (llm.Extractive, what runs without OPENAI_BASE_URL). The LLM-judge mode (probe questions in "+
-		"Factory's four categories, 0–5) needs an OpenAI-compatible endpoint: skipped here.",
-		strings.Join(names, ", "), probeLimit, 4*probeLimit, probe.Recent, probe.Recent)
+		"rest appended). The summarizer is the product's offline one (llm.Extractive, what runs without OPENAI_BASE_URL). %s",
+		strings.Join(names, ", "), probeLimit, 4*probeLimit, probe.Recent, probe.Recent, judged)
 	return nil
 }
 
@@ -244,7 +266,7 @@ func probeInput(dir, file string, format conversation.Format) ([]byte, error) {
 	return in, nil
 }
 
-func probeOne(ctx context.Context, st *stack, sc *scenario, o options, preset, file string, format conversation.Format, i int) probeRun {
+func probeOne(ctx context.Context, st *stack, sc *scenario, o options, judge *probeJudge, preset, file string, format conversation.Format, i int) probeRun {
 	r := probeRun{preset: preset, file: file, format: format, again: -1}
 	in, err := probeInput(o.dataDir, file, format)
 	if err != nil {
@@ -314,6 +336,14 @@ func probeOne(ctx context.Context, st *stack, sc *scenario, o options, preset, f
 	if total := b.Measure(got); total > 0 {
 		_, hit := probe.SharedPrefix(src, got, size)
 		r.prefix = float64(hit) / float64(total)
+	}
+	if judge != nil && format == conversation.FormatOpenAI {
+		jr, err := judge.grade(ctx, set, got)
+		jr.Preset, jr.File, jr.Format = preset, file, string(format)
+		if err != nil {
+			jr.Error = err.Error()
+		}
+		judge.record(jr)
 	}
 	if format == conversation.FormatOpenAI {
 		again, err := twoInARow(src, func(conv []byte, event string) (conversation.Conversation, error) {

@@ -29,6 +29,11 @@ const (
 	PromptSession = "session"
 	// PromptRepair is the drift repair pass naming what a summary omitted.
 	PromptRepair = "repair"
+	// PromptProbeAnswer asks an agent that sees only a compacted
+	// conversation the probe questions (the bench's LLM-judge mode).
+	PromptProbeAnswer = "probe-answer"
+	// PromptProbeGrade grades those answers 0–5 against the references.
+	PromptProbeGrade = "probe-grade"
 )
 
 //go:embed prompts/*.md

@@ -73,6 +73,8 @@ func TestEveryTemplateRenders(t *testing.T) {
 		PromptRepair: {"The previous summary omitted these items:", "- internal/store/runs.go\n", "- ERR-4411\n",
 			"Produce a corrected summary that includes them", "THOUGHT-MARK"},
 		PromptJudge: {"<summary>\n", "THOUGHT-MARK", "premature-completion", "clarification", "answer with JSON only"},
+		PromptProbeAnswer: {"Using only what it says", "answer \"unknown\": do not guess", "numbered list", "THOUGHT-MARK"},
+		PromptProbeGrade:  {"recall, artifact trail, continuation, decision", "from 0 to 5", "exactly \"N: SCORE\"", "THOUGHT-MARK"},
 	}
 	for _, name := range PromptNames() {
 		t.Run(name, func(t *testing.T) {
