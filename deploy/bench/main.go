@@ -46,9 +46,9 @@ type options struct {
 	qualityConvs int
 	probeConvs   int
 	// judgeOut is where measurement 8's LLM judge stores its graded runs.
-	judgeOut string
-	llmLatency   time.Duration
-	faultRate    float64
+	judgeOut   string
+	llmLatency time.Duration
+	faultRate  float64
 }
 
 func newOptions(quick bool, dataDir string) options {

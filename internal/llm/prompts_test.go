@@ -72,7 +72,7 @@ func TestEveryTemplateRenders(t *testing.T) {
 			"- Full conversation: s3://bucket/tenant/archive/abc123.json"},
 		PromptRepair: {"The previous summary omitted these items:", "- internal/store/runs.go\n", "- ERR-4411\n",
 			"Produce a corrected summary that includes them", "THOUGHT-MARK"},
-		PromptJudge: {"<summary>\n", "THOUGHT-MARK", "premature-completion", "clarification", "answer with JSON only"},
+		PromptJudge:       {"<summary>\n", "THOUGHT-MARK", "premature-completion", "clarification", "answer with JSON only"},
 		PromptProbeAnswer: {"Using only what it says", "answer \"unknown\": do not guess", "numbered list", "THOUGHT-MARK"},
 		PromptProbeGrade:  {"recall, artifact trail, continuation, decision", "from 0 to 5", "exactly \"N: SCORE\"", "THOUGHT-MARK"},
 	}
