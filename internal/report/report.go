@@ -62,6 +62,12 @@ func Run(w io.Writer, r audit.Outcome) {
 	fmt.Fprintf(tw, "format\t%s\n", r.Format)
 	fmt.Fprintf(tw, "before\t%d %s (%s)\n", r.TokensBefore, r.Unit, r.LevelBefore)
 	fmt.Fprintf(tw, "after\t%d %s of %d (%s)\n", r.TokensAfter, r.Unit, r.ContextLimit, r.LevelAfter)
+	if r.LevelReason != "" {
+		fmt.Fprintf(tw, "level\t%s\n", r.LevelReason)
+	}
+	if r.Counter != "" {
+		fmt.Fprintf(tw, "counter\t%s\n", r.Counter)
+	}
 	fmt.Fprintf(tw, "ratio\t%.3f\n", r.Ratio)
 	if r.Drift != "" {
 		fmt.Fprintf(tw, "drift\t%s\n", r.Drift)
