@@ -22,6 +22,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/recoverid"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -166,10 +167,27 @@ func (a *Activities) Deterministic(ctx context.Context, in DeterministicInput) (
 	if err != nil {
 		return res, storeErr(fmt.Errorf("read watermark: %w", err))
 	}
-	out, err := plan.Deterministic(plan.Input{
+	din := plan.Input{
 		Conv: conv, Preset: p, Budget: b, Watermark: watermark, OffloadKey: offloadKey(run.Tenant),
 		Checkpoint: run.Trigger == "checkpoint",
-	})
+	}
+	if !p.Debug && (p.PostProcess.Enabled || p.Truncate.Enabled) {
+		// Reduced results and truncated inputs name the id of their
+		// original. The work is the run's input: an input stored as an
+		// archive is the archive itself.
+		archiveKey := ""
+		if _, kind, _, err := blob.ParseContentKey(in.WorkKey); err == nil && kind == blob.KindArchive {
+			archiveKey = in.WorkKey
+		}
+		orig, sha, ok, err := a.original(ctx, run, archiveKey)
+		if err != nil {
+			return res, err
+		}
+		if ok {
+			din.Original, din.Archive = &orig, sha
+		}
+	}
+	out, err := plan.Deterministic(din)
 	if err != nil {
 		return res, badInput(err)
 	}
@@ -271,7 +289,16 @@ func (a *Activities) FitBudget(ctx context.Context, in FitInput) (res FitResult,
 			return res, err
 		}
 	case FitTruncate:
-		out, pass, err = plan.FitTruncate(conv, p, b, in.ArchiveKey)
+		// Each note names the id of the whole result in the original.
+		var ids func(msg, block int) string
+		m, ok, merr := a.recoverMap(ctx, run, in.ArchiveKey, conv)
+		if merr != nil {
+			return res, merr
+		}
+		if ok {
+			ids = blockIDs(m)
+		}
+		out, pass, err = plan.FitTruncateWith(conv, p, b, in.ArchiveKey, ids)
 		if err != nil {
 			return res, err
 		}
@@ -463,6 +490,13 @@ func (a *Activities) ApplyResults(ctx context.Context, in ApplyResultsInput) (re
 	if err != nil {
 		return res, err
 	}
+	// Each rewritten result ends with the id of the original result:
+	// positions are those of the conversation as loaded, which the
+	// replacements keep.
+	m, named, err := a.recoverMap(ctx, in.Run, "", conv)
+	if err != nil {
+		return res, err
+	}
 	for _, r := range in.Replacements {
 		text, err := a.text(ctx, in.Run.Tenant, r.TextKey)
 		if err != nil {
@@ -470,6 +504,11 @@ func (a *Activities) ApplyResults(ctx context.Context, in ApplyResultsInput) (re
 		}
 		if r.Msg < 0 || r.Msg >= len(conv.Messages) || r.Block < 0 || r.Block >= len(conv.Messages[r.Msg].Blocks) {
 			return res, badInput(fmt.Errorf("replacement for message %d block %d: out of range", r.Msg, r.Block))
+		}
+		if named {
+			if id, ok := m.Block(r.Msg, r.Block); ok {
+				text = strings.TrimRight(text, "\n") + "\n\n" + recoverid.ResultLine(id.String())
+			}
 		}
 		before := utf8.RuneCountInString(conv.Messages[r.Msg].Blocks[r.Block].Text)
 		if conv, err = compress.ReplaceToolResult(conv, r.Msg, r.Block, text); err != nil {
@@ -885,6 +924,19 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 	}
 	before := b.Measure(conv)
 	protected := compress.Protected(conv, plan.HistoryProtection(p))
+	if strings.TrimSpace(summary) != "" {
+		// The summary ends naming the messages of the original it
+		// replaces and the id that gives them back.
+		m, ok, err := a.recoverMap(ctx, in.Run, in.ArchiveKey, conv)
+		if err != nil {
+			return res, err
+		}
+		if ok {
+			if id, ok := m.Range(compress.SummarizedMessages(conv, in.Split, protected)); ok {
+				summary = strings.TrimRight(summary, "\n") + "\n\n" + recoverid.SummaryLine(id)
+			}
+		}
+	}
 	out, st, err := compress.Compact(conv, in.Split, summary, style, protected)
 	if err != nil {
 		return res, badInput(fmt.Errorf("compact history: %w", err))

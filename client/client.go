@@ -152,6 +152,8 @@ type Hit struct {
 	Message int    `json:"message"`
 	Matches int    `json:"matches"`
 	Excerpt string `json:"excerpt"`
+	// ID is what Recover reads the hit back with ("" when nothing can).
+	ID string `json:"id,omitempty"`
 }
 
 // Error is an answer other than success, in the API's one error shape.
@@ -245,8 +247,12 @@ func (c *Client) Offloads(ctx context.Context, session string) ([]Offload, error
 	return l.Offloads, nil
 }
 
-// Recover returns an offloaded tool result byte for byte (lines "" for the
-// whole, or "A-B"): what the recover_context tool answers to an agent.
+// Recover returns what a recover id names (lines "" for the whole, or
+// "A-B"): an offloaded tool result byte for byte, or for an archive id
+// ("<sha256>.m3-57", "<sha256>.m12b1") messages of the archived original
+// as a transcript or one block verbatim. What the recover_context tool
+// answers to an agent. A range that starts past the end is an *Error
+// with Status 416 whose message names the line count.
 func (c *Client) Recover(ctx context.Context, session, id, lines string) ([]byte, error) {
 	q := url.Values{}
 	if lines != "" {

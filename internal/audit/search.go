@@ -10,6 +10,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/recoverid"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -41,6 +42,12 @@ type Hit struct {
 	// shows the first.
 	Matches int    `json:"matches"`
 	Excerpt string `json:"excerpt"`
+	// ID is what the recover_context tool reads the hit back with: a live
+	// offload's id, the archive id of the message ("<sha>.m<i>-<i>", see
+	// package recoverid), or for a released offload the archive id of the
+	// tool result it was when its run's original holds it; "" when none
+	// does (an archive that no longer parses).
+	ID string `json:"id,omitempty"`
 }
 
 // Search finds query, case-insensitively, in a session's offloaded results
@@ -75,6 +82,9 @@ func (s *Service) Search(ctx context.Context, tenant, session, query string, lim
 	if err != nil {
 		return nil, err
 	}
+	// The originals released offloads are looked up in, by run, parsed
+	// once per search (nil: none).
+	originals := map[string]*original{}
 	for _, o := range offloads {
 		if full() {
 			return hits, nil
@@ -91,6 +101,9 @@ func (s *Service) Search(ctx context.Context, tenant, session, query string, lim
 		}
 		if h, ok := find(re, string(data)); ok {
 			h.Key, h.Kind, h.RunID, h.Message = o.Key, HitOffload, o.RunID, -1
+			if h.ID, err = s.offloadID(ctx, tenant, session, o, originals); err != nil {
+				return nil, err
+			}
 			hits = append(hits, h)
 		}
 	}
@@ -121,10 +134,78 @@ func (s *Service) Search(ctx context.Context, tenant, session, query string, lim
 				break
 			}
 			h.Key, h.Kind, h.RunID = r.ArchiveKey, HitArchive, r.ID
+			if h.Message >= 0 && r.ArchiveSHA256 != "" {
+				h.ID = recoverid.Range(r.ArchiveSHA256, h.Message, h.Message).String()
+			}
 			hits = append(hits, h)
 		}
 	}
 	return hits, nil
+}
+
+// offloadID is the recover id of an offload found by a search: its own
+// id while it is live; once released (its summary restored it), the
+// archive id of the tool result it was in the original of the run that
+// offloaded it, when that original holds a result with its digest.
+func (s *Service) offloadID(ctx context.Context, tenant, session string, o store.Offload, originals map[string]*original) (string, error) {
+	_, _, sha, err := blob.ParseContentKey(o.Key)
+	if err != nil {
+		return "", nil
+	}
+	if o.DeletedAt.IsZero() {
+		return sha, nil
+	}
+	if o.RunID == "" {
+		return "", nil
+	}
+	orig, seen := originals[o.RunID]
+	if !seen {
+		var err error
+		if orig, err = s.runOriginal(ctx, tenant, session, o.RunID); err != nil {
+			return "", err
+		}
+		originals[o.RunID] = orig
+	}
+	if orig == nil {
+		return "", nil
+	}
+	if at, found := findResult(orig.conv, sha); found {
+		return recoverid.BlockOf(orig.sha, at[0], at[1]).String(), nil
+	}
+	return "", nil
+}
+
+// original is a run's archived original, parsed.
+type original struct {
+	sha  string
+	conv conversation.Conversation
+}
+
+// runOriginal reads and parses the archived original of run id when it is
+// a run of this tenant and session; nil when there is none.
+func (s *Service) runOriginal(ctx context.Context, tenant, session, id string) (*original, error) {
+	r, err := s.Store.GetRun(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if r.Tenant != tenant || r.Session != session || r.ArchiveKey == "" {
+		return nil, nil
+	}
+	data, err := s.archive(ctx, r)
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("search: %w", err)
+	}
+	conv, err := conversation.ParseAny(data)
+	if err != nil {
+		return nil, nil
+	}
+	return &original{sha: r.ArchiveSHA256, conv: conv}, nil
 }
 
 // searchArchive searches each message of a conversation; an archive that

@@ -35,6 +35,10 @@ type TruncateOptions struct {
 	MinTokens int
 	// Protected messages are never changed (nil: none).
 	Protected []bool
+	// RecoverID, when set, gives the id recover_context reads the
+	// original input of the call at (msg, block) back with; the
+	// reference names it ("" names none).
+	RecoverID func(msg, block int) string
 }
 
 // TruncateStats reports what TruncateInputs did.
@@ -94,6 +98,11 @@ func TruncateInputs(c conversation.Conversation, count tokens.Counter, opts Trun
 				continue
 			}
 			ref := inputReference(b.ToolName, before, w)
+			if opts.RecoverID != nil {
+				if id := opts.RecoverID(i, j); id != "" {
+					ref += "\n**Recover:** the full input with the " + RecoverTool + " tool, id: " + id
+				}
+			}
 			encoded, err := marshalPlain(truncatedInput{Path: w.path, Truncated: ref})
 			if err != nil {
 				return conversation.Conversation{}, TruncateStats{}, fmt.Errorf("truncate input of call %q in message %d: %w", b.ToolID, i, err)

@@ -37,6 +37,9 @@ const (
 	// CodeUnavailable: a dependency (Temporal, Postgres, S3) is down or
 	// too slow; retry after the Retry-After header's seconds.
 	CodeUnavailable = "unavailable"
+	// CodeRangeNotSatisfiable: a line range (?lines=) that starts past
+	// the end of the text; the message and X-Total-Lines give its count.
+	CodeRangeNotSatisfiable = "range_not_satisfiable"
 )
 
 // retryAfterSeconds is the Retry-After of a 503: long enough for a

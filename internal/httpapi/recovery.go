@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/compress"
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/recoverid"
 )
 
 // getOutput answers a finished run's compacted conversation, byte for
@@ -135,36 +138,119 @@ func (a *api) listOffloads(w http.ResponseWriter, r *http.Request, tenant string
 	return nil
 }
 
-// getOffload answers an offloaded tool result byte for byte: only a live
-// offload the store recorded for this tenant and session, named by its id.
-// ?lines=A-B answers lines A to B (1-based, inclusive) of a large result.
+// getOffload answers what a recover id names (the recover_context tool):
+//
+//   - an offload id (the SHA-256 of an offloaded tool result): the result
+//     byte for byte, only for an offload the store recorded for this
+//     tenant and session: from its object while it is live, from the
+//     original of the run that offloaded it once a summary released it;
+//   - an archive id (see package recoverid: "<sha>.m<i>-<j>", messages i
+//     to j of an archived original, or "<sha>.m<i>b<k>", one block): the
+//     messages as a transcript or the block's text verbatim, only when a
+//     run of this tenant and session recorded that archive.
+//
+// Anything else, malformed ids included, is a 404 like an unknown id.
+// ?lines=A-B answers lines A to B (1-based, inclusive) of the text; a
+// range that starts past the end is a 416 naming the text's line count,
+// which X-Total-Lines carries on every answer.
 func (a *api) getOffload(w http.ResponseWriter, r *http.Request, tenant string) error {
-	id := r.PathValue("id")
-	if blob.ValidateSHA256(id) != nil {
-		return notFound("offload")
+	id, session := r.PathValue("id"), r.PathValue("session")
+	var data []byte
+	var err error
+	if blob.ValidateSHA256(id) == nil {
+		data, err = a.offloaded(r.Context(), tenant, session, id)
+	} else {
+		rid, perr := recoverid.Parse(id)
+		if perr != nil {
+			return &apiError{Status: http.StatusNotFound, Code: CodeNotFound, Field: "id",
+				Message: "id: not found (an id is an offload's SHA-256, or an archive id such as <sha256>.m3-7 or <sha256>.m4b1)"}
+		}
+		data, err = a.archived(r.Context(), tenant, session, rid)
 	}
-	key := blob.ContentKey(tenant, blob.KindOffload, id)
-	live, err := a.deps.Store.LiveOffloads(r.Context(), tenant, r.PathValue("session"), []string{key})
 	if err != nil {
 		return err
 	}
-	if !live[key] {
-		return notFound("offload")
-	}
-	data, err := a.deps.Blob.GetVerified(r.Context(), key, id)
-	if err != nil {
-		return fmt.Errorf("read offload: %w", err)
-	}
+	text := string(data)
+	total := countLines(text)
+	w.Header().Set("X-Total-Lines", strconv.Itoa(total))
 	if v := r.URL.Query().Get("lines"); v != "" {
 		from, to, ok := parseLines(v)
 		if !ok {
 			return badRequest("lines", "lines: %q is not a range such as 1-200", v)
 		}
-		data = []byte(lineRange(string(data), from, to))
+		if from > total {
+			return &apiError{Status: http.StatusRequestedRangeNotSatisfiable, Code: CodeRangeNotSatisfiable, Field: "lines",
+				Message: fmt.Sprintf("lines: %s starts past the end: the text has %d lines", v, total)}
+		}
+		to = min(to, total)
+		data = []byte(lineRange(text, from, to))
 		w.Header().Set("X-Lines", fmt.Sprintf("%d-%d", from, to))
 	}
 	writeBytes(w, "text/plain; charset=utf-8", data)
 	return nil
+}
+
+// offloaded reads a live offload of the session, named by its id.
+func (a *api) offloaded(ctx context.Context, tenant, session, id string) ([]byte, error) {
+	key := blob.ContentKey(tenant, blob.KindOffload, id)
+	live, err := a.deps.Store.LiveOffloads(ctx, tenant, session, []string{key})
+	if err != nil {
+		return nil, err
+	}
+	if !live[key] {
+		// An offload a summary released is read back from the original
+		// of the run that offloaded it, checked against its id.
+		if a.deps.Audit != nil {
+			data, ok, err := a.deps.Audit.ReleasedOffload(ctx, tenant, session, id)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				return data, nil
+			}
+		}
+		return nil, notFound("offload")
+	}
+	data, err := a.deps.Blob.GetVerified(ctx, key, id)
+	if err != nil {
+		return nil, fmt.Errorf("read offload: %w", err)
+	}
+	return data, nil
+}
+
+// archived reads what an archive id names. The id is never a key: its
+// digest is looked up among the archives the runs of this tenant and
+// session recorded, and the key the store holds is read, checked against
+// that digest.
+func (a *api) archived(ctx context.Context, tenant, session string, id recoverid.ID) ([]byte, error) {
+	key, ok, err := a.deps.Store.SessionArchive(ctx, tenant, session, id.Archive)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, notFound("archive")
+	}
+	owner, kind, sha, err := blob.ParseContentKey(key)
+	if err != nil || owner != tenant || kind != blob.KindArchive || sha != id.Archive {
+		return nil, notFound("archive")
+	}
+	raw, err := a.deps.Blob.GetVerified(ctx, key, sha)
+	if err != nil {
+		return nil, fmt.Errorf("read archive: %w", err)
+	}
+	conv, err := conversation.ParseAny(raw)
+	if err != nil {
+		return nil, fmt.Errorf("parse archive: %w", err)
+	}
+	text, err := recoverid.Text(conv, id)
+	if errors.Is(err, recoverid.ErrOutOfRange) {
+		return nil, &apiError{Status: http.StatusNotFound, Code: CodeNotFound, Field: "id",
+			Message: fmt.Sprintf("id: %s is not in the archived conversation (it has %d messages)", id, len(conv.Messages))}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []byte(text), nil
 }
 
 // parseLines reads "A-B" (1-based, inclusive) or "A" (one line).
@@ -183,11 +269,36 @@ func parseLines(v string) (int, int, bool) {
 	return from, to, true
 }
 
-// lineRange returns lines from..to of text (1-based, inclusive), each
-// with its line break.
-func lineRange(text string, from, to int) string {
+// splitLines cuts text into its lines, each with its line break; a final
+// line break ends the last line rather than starting an empty one.
+func splitLines(text string) []string {
+	if text == "" {
+		return nil
+	}
 	lines := strings.SplitAfter(text, "\n")
-	if from > len(lines) {
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return lines
+}
+
+// countLines is how many lines text has (see splitLines).
+func countLines(text string) int {
+	if text == "" {
+		return 0
+	}
+	n := strings.Count(text, "\n")
+	if !strings.HasSuffix(text, "\n") {
+		n++
+	}
+	return n
+}
+
+// lineRange returns lines from..to of text (1-based, inclusive), each
+// with its line break; "" when from is past the end.
+func lineRange(text string, from, to int) string {
+	lines := splitLines(text)
+	if from < 1 || from > len(lines) {
 		return ""
 	}
 	return strings.Join(lines[from-1:min(to, len(lines))], "")
@@ -218,13 +329,18 @@ func (a *api) getTools(w http.ResponseWriter, r *http.Request, _ string) error {
 		params            map[string]any
 	}
 	tools := []tool{
-		{ToolRecover, "Recover the full content of a tool result that was offloaded from the conversation to save context. " +
-			"The reference left in its place names the id. Optionally ask for a line range of a very large result.",
+		{ToolRecover, "Recover, word for word, what was cut from the conversation to save context: a tool result that was " +
+			"offloaded, a tool result or call input that was shortened or summarized, or the messages a summary replaced. " +
+			"The reference, note or summary left in its place ends with the id to pass. Optionally ask for a line range of a long text.",
 			map[string]any{"type": "object", "properties": map[string]any{
-				"id":    map[string]any{"type": "string", "description": "the offload id named in the reference"},
-				"lines": map[string]any{"type": "string", "description": "optional line range such as 1-200"},
+				"id": map[string]any{"type": "string", "description": "the id named where the content was cut: an offload id (64 hex " +
+					"characters), or an archive id such as <64 hex>.m3-57 (messages 3 to 57 of the original conversation, as a " +
+					"transcript) or <64 hex>.m12b1 (one tool result or input, verbatim)"},
+				"lines": map[string]any{"type": "string", "description": "optional line range such as 1-200; a range past the end is " +
+					"refused with the text's line count"},
 			}, "required": []string{"id"}, "additionalProperties": false}},
-		{ToolSearch, "Search the earlier, compacted or offloaded parts of this session for a word, identifier or phrase.",
+		{ToolSearch, "Search the earlier, compacted or offloaded parts of this session for a word, identifier or phrase. " +
+			"Each hit names the id that reads its message back with " + ToolRecover + ".",
 			map[string]any{"type": "object", "properties": map[string]any{
 				"query": map[string]any{"type": "string", "description": "what to look for"},
 			}, "required": []string{"query"}, "additionalProperties": false}},

@@ -153,6 +153,13 @@ func FitOffload(conv conversation.Conversation, p policy.Preset, b Budget, offlo
 // naming the archived original, down to truncateFloorChars each. Only
 // tool results are cut: what the user and the assistant wrote never is.
 func FitTruncate(conv conversation.Conversation, p policy.Preset, b Budget, archiveKey string) (conversation.Conversation, Pass, error) {
+	return FitTruncateWith(conv, p, b, archiveKey, nil)
+}
+
+// FitTruncateWith is FitTruncate whose notes also name, when recoverID
+// gives one, the id recover_context reads the whole result back with
+// (recoverID(msg, block) for the result at that position of conv).
+func FitTruncateWith(conv conversation.Conversation, p policy.Preset, b Budget, archiveKey string, recoverID func(msg, block int) string) (conversation.Conversation, Pass, error) {
 	pass := Pass{Name: LadderTruncate}
 	size, goal := b.Measure(conv), LadderGoal(p, b)
 	if size <= goal {
@@ -172,7 +179,11 @@ func FitTruncate(conv conversation.Conversation, p policy.Preset, b Budget, arch
 		units := max(b.Counter.Count(blk.Text), 1)
 		excessChars := int(float64(size-goal)*float64(chars)/float64(units)) + 1
 		keep := max(truncateFloorChars, chars-excessChars-200)
-		cut := truncateMiddle(blk.Text, keep, archiveKey)
+		id := ""
+		if recoverID != nil {
+			id = recoverID(msg, block)
+		}
+		cut := truncateMiddle(blk.Text, keep, archiveKey, id)
 		if utf8.RuneCountInString(cut) >= chars {
 			break
 		}
@@ -206,8 +217,9 @@ func largestResult(c conversation.Conversation) (msg, block, chars int) {
 }
 
 // truncateMiddle keeps about keep characters of text, two thirds from the
-// head and one third from the tail, with a note in between.
-func truncateMiddle(text string, keep int, archiveKey string) string {
+// head and one third from the tail, with a note in between naming the
+// archive and, when there is one, the recover id of the whole result.
+func truncateMiddle(text string, keep int, archiveKey, id string) string {
 	runes := []rune(text)
 	if len(runes) <= keep {
 		return text
@@ -215,6 +227,10 @@ func truncateMiddle(text string, keep int, archiveKey string) string {
 	head := keep * 2 / 3
 	tail := keep - head
 	note := fmt.Sprintf("\n\n[… %d characters cut by the budget check; the whole result is in the archived conversation %s]\n\n", len(runes)-keep, archiveKey)
+	if id != "" {
+		note = fmt.Sprintf("\n\n[… %d characters cut by the budget check; recover the whole result with the %s tool, id: %s (archived conversation %s)]\n\n",
+			len(runes)-keep, compress.RecoverTool, id, archiveKey)
+	}
 	return string(runes[:head]) + note + string(runes[len(runes)-tail:])
 }
 

@@ -66,7 +66,16 @@ func Inspect(conv conversation.Conversation, p policy.Preset, model string, limi
 		d := History(res.Conv, p, b, res.SizeBefore-res.SizeAfter, false)
 		r.History, r.HistoryNote, r.Summarized = d.Run, d.Reason, d.Summarized
 		if d.Run {
-			r.HistoryNote = fmt.Sprintf("summarize %d messages, keep from message %d", d.Summarized, d.Split)
+			// Named by its place in the caller's messages[], as every
+			// index shown to a caller is.
+			from := d.Split
+			if pos := res.Conv.CallerIndexes(); d.Split < len(pos) && pos[d.Split] >= 0 {
+				from = pos[d.Split]
+			}
+			r.HistoryNote = fmt.Sprintf("summarize %d messages, keep from message %d", d.Summarized, from)
+			if d.Note != "" {
+				r.HistoryNote += "; " + d.Note
+			}
 		}
 	} else {
 		r.HistoryNote = "target reached by the deterministic passes"

@@ -6,11 +6,13 @@ package plan
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/digest"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/recoverid"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
@@ -173,6 +175,67 @@ type Input struct {
 	// a pure function of the text (content addressing), so that a retried
 	// run computes the same keys.
 	OffloadKey func(text string) string
+	// Original is the run's archived original and Archive its SHA-256:
+	// a tool result post-processing reduces and a tool input tier 2
+	// truncates then name the id that gives them back (package
+	// recoverid). Nil Original: no ids (starter inspect).
+	Original *conversation.Conversation
+	Archive  string
+}
+
+// blockIDs is the recover id of each block of c (a conversation the passes
+// made from in.Conv) in the original: nil without one. The alignment is
+// made on the first call.
+func (in Input) blockIDs(c conversation.Conversation) func(msg, block int) string {
+	if in.Original == nil || in.Archive == "" {
+		return nil
+	}
+	var m *recoverid.Map
+	return func(msg, block int) string {
+		if m == nil {
+			aligned := recoverid.Align(*in.Original, c, in.Archive)
+			m = &aligned
+		}
+		id, ok := m.Block(msg, block)
+		if !ok {
+			return ""
+		}
+		return id.String()
+	}
+}
+
+// nameCuts ends every tool result that next changed from before (the same
+// conversation before a pass that keeps positions) with the recover id of
+// the original result. References to offloads are left alone: they name
+// their own id.
+func nameCuts(before, next conversation.Conversation, ids func(msg, block int) string) conversation.Conversation {
+	if ids == nil || len(before.Messages) != len(next.Messages) {
+		return next
+	}
+	out := next
+	cloned := false
+	for i, m := range next.Messages {
+		if len(m.Blocks) != len(before.Messages[i].Blocks) {
+			continue
+		}
+		for j, b := range m.Blocks {
+			if b.Kind != conversation.KindToolResult || b.Text == before.Messages[i].Blocks[j].Text {
+				continue
+			}
+			if _, isRef := compress.ParseReference(b.Text); isRef {
+				continue
+			}
+			id := ids(i, j)
+			if id == "" {
+				continue
+			}
+			if !cloned {
+				out, cloned = next.Clone(), true
+			}
+			out.Messages[i].Blocks[j].ReplaceResult(strings.TrimRight(b.Text, "\n") + "\n\n" + recoverid.ResultLine(id))
+		}
+	}
+	return out
 }
 
 // Result is the conversation after the deterministic passes.
@@ -256,6 +319,8 @@ func Deterministic(in Input) (Result, error) {
 		if err != nil {
 			return Result{}, fmt.Errorf("post-processing: %w", err)
 		}
+		// A reduced result names the id of the whole one.
+		out = nameCuts(conv, out, in.blockIDs(conv))
 		record("post-process", out, st.Changed, "")
 	}
 
@@ -291,6 +356,7 @@ func Deterministic(in Input) (Result, error) {
 		} else {
 			out, st, err := compress.TruncateInputs(conv, b.Counter, compress.TruncateOptions{
 				Tools: p.Truncate.Tools, MinTokens: p.Truncate.MinTokens, Protected: compress.Protected(conv, Protection(p)),
+				RecoverID: in.blockIDs(conv),
 			})
 			if err != nil {
 				return Result{}, fmt.Errorf("truncate tool inputs: %w", err)
