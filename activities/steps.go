@@ -634,6 +634,35 @@ func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res H
 	return res, nil
 }
 
+// PrepareHandoff writes the transcript a CRITICAL handoff summarizes, so
+// that the summarizer (with the drift check and its fallback) makes the
+// handoff's summary as it makes a history summary.
+func (a *Activities) PrepareHandoff(ctx context.Context, in HandoffInput) (res HandoffPrep, err error) {
+	rec := a.begin(ctx, in.Run, "handoff/prepare", "prepare-handoff")
+	defer rec.end(&err, &res.Recorded)
+
+	conv, _, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
+	if err != nil {
+		return res, err
+	}
+	p, err := a.preset(in.Run)
+	if err != nil {
+		return res, err
+	}
+	_, _, transcript, ok := plan.HandoffTranscript(conv, p)
+	if !ok {
+		return HandoffPrep{Skip: true}, nil
+	}
+	if res.TranscriptKey, err = a.putText(ctx, in.Run.Tenant, "transcript", transcript); err != nil {
+		return res, err
+	}
+	if p.Drift.Enabled {
+		a.prefetchIdentifiers(res.TranscriptKey, transcript)
+	}
+	rec.outputSize = int64(len(transcript))
+	return res, nil
+}
+
 // CheckDrift measures a summary against its source: the share of the
 // source's identifiers (paths, URLs, ids, numbers, commands, error codes)
 // it keeps, over the most recent MaxIdentifiers of them. The missing items
@@ -759,7 +788,7 @@ func (a *Activities) sessionChecks(ctx context.Context, in DriftInput, source, s
 // isHistoryStep reports whether a drift check is of a history summary
 // (a session summary), not of one tool result.
 func isHistoryStep(step string) bool {
-	return strings.HasPrefix(step, "history/") || strings.HasPrefix(step, "budget/history/")
+	return strings.HasPrefix(step, "history/") || strings.HasPrefix(step, "budget/history/") || strings.HasPrefix(step, "handoff/")
 }
 
 // Retention scores a summary against the last maxIDs identifiers of its
@@ -1045,7 +1074,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	if level == compress.LevelCritical || startedCritical || over || run.Trigger == "checkpoint" {
 		// Seed 004's "Checkpoint + fresh session", made: the fresh
 		// session's conversation, stored and named on the run.
-		ref, err := a.handoff(ctx, run, conv, p, b, plan.HandoffRefs{Level: string(level), Usage: usage, ArchiveKey: in.ArchiveKey})
+		ref, err := a.handoff(ctx, run, conv, p, b, plan.HandoffRefs{Level: string(level), Usage: usage, ArchiveKey: in.ArchiveKey}, in.HandoffSummaryKey)
 		var app *temporal.ApplicationError
 		switch {
 		case err != nil && errors.As(err, &app) && !app.NonRetryable():
@@ -1157,7 +1186,7 @@ func (a *Activities) outputBytes(ctx context.Context, tenant, workKey string, co
 
 // handoff builds and stores the fresh-session conversation of a run (see
 // plan.Handoff); a zero Ref when there is nothing to hand off.
-func (a *Activities) handoff(ctx context.Context, run contract.Run, conv conversation.Conversation, p policy.Preset, b plan.Budget, refs plan.HandoffRefs) (blob.Ref, error) {
+func (a *Activities) handoff(ctx context.Context, run contract.Run, conv conversation.Conversation, p policy.Preset, b plan.Budget, refs plan.HandoffRefs, summaryKey string) (blob.Ref, error) {
 	offs, err := a.Store.ListOffloads(ctx, run.Tenant, run.Session, false)
 	if err != nil {
 		return blob.Ref{}, storeErr(fmt.Errorf("list offloads: %w", err))
@@ -1167,7 +1196,16 @@ func (a *Activities) handoff(ctx context.Context, run contract.Run, conv convers
 			refs.Offloads = append(refs.Offloads, [2]string{sha, o.ToolName})
 		}
 	}
+	made := ""
+	if summaryKey != "" {
+		if made, err = a.text(ctx, run.Tenant, summaryKey); err != nil {
+			return blob.Ref{}, err
+		}
+	}
 	refs.Summarize = func(transcript string, target int) string {
+		if made != "" {
+			return made
+		}
 		resp, err := llm.Extractive{}.Summarize(ctx, llm.Request{Prompt: llm.PromptSession, Text: transcript,
 			TargetChars: target, ArchiveRef: refs.ArchiveKey})
 		if err != nil {

@@ -380,6 +380,24 @@ type CommitInput struct {
 	// Preserved is how many messages the last history summary kept after
 	// it (seed 002's preserved_count); 0 when no summary was made.
 	Preserved int `json:"preserved,omitempty"`
+	// HandoffSummaryKey holds the handoff's summary, made by the
+	// summarizer and drift-checked (PrepareHandoff); empty: commit makes
+	// the structured offline one when it makes a handoff.
+	HandoffSummaryKey string `json:"handoff_summary_key,omitempty"`
+}
+
+// HandoffInput prepares the summary of a CRITICAL handoff.
+type HandoffInput struct {
+	Run     contract.Run `json:"run"`
+	WorkKey string       `json:"work_key"`
+}
+
+// HandoffPrep is the transcript a handoff summarizes (plan.HandoffTranscript).
+type HandoffPrep struct {
+	Recorded
+	// Skip is set when there is nothing to hand off.
+	Skip          bool   `json:"skip,omitempty"`
+	TranscriptKey string `json:"transcript_key,omitempty"`
 }
 
 // CommitResult is the run's outcome.

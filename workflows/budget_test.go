@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -94,6 +95,9 @@ func TestBudgetLadder(t *testing.T) {
 				require.Equal(t, plan.LadderHistory+"/prepare", h.Step)
 			}
 			for _, s := range inputsOf[activities.SummarizeInput](f) {
+				if strings.HasPrefix(s.Step, "handoff/") {
+					continue // the run started CRITICAL: its handoff's summary
+				}
 				require.Equal(t, plan.LadderHistory+"/summarize", s.Step)
 				require.LessOrEqual(t, s.TargetTokens, 128000/4, "the ladder's summary leaves room under the goal")
 			}
@@ -123,5 +127,59 @@ func TestJudgeAsksTheSummarizerForTheVerdict(t *testing.T) {
 		} else {
 			require.Empty(t, drift[0].JudgeKey)
 		}
+	}
+}
+
+// TestHandoffSummary: a run that starts CRITICAL (or ends over its limit,
+// or is a checkpoint) has its handoff's summary made by the summarizer
+// with the session prompt and drift-checked, and commit gets its key; a
+// run that neither starts nor ends CRITICAL, and a ReAct trajectory, make
+// none.
+func TestHandoffSummary(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		format      string
+		levelBefore string
+		trigger     string
+		want        bool
+	}{
+		{name: "started CRITICAL", format: "openai", levelBefore: "CRITICAL", want: true},
+		{name: "a checkpoint", format: "anthropic", levelBefore: "ORANGE", trigger: "checkpoint", want: true},
+		{name: "neither", format: "openai", levelBefore: "RED"},
+		{name: "a ReAct trajectory", format: "react", levelBefore: "CRITICAL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakes{}
+			f.plan = activities.PlanResult{Format: tt.format, TokensBefore: 120000, LevelBefore: tt.levelBefore, ContextLimit: 128000}
+			f.det = activities.DeterministicResult{WorkKey: "work/det", Tokens: 50000, Done: true}
+			run := testRun("three-tier", "")
+			if tt.trigger != "" {
+				run.Trigger = tt.trigger
+			}
+			_, err := runCompactionInput(t, f, contract.CompactionInput{Run: run, InputKey: "t1/input/abc", InputSHA256: "abc", BudgetCheck: true})
+			require.NoError(t, err)
+			commit := inputsOf[activities.CommitInput](f)[0]
+			prep := inputsOf[activities.HandoffInput](f)
+			if !tt.want {
+				require.Empty(t, prep)
+				require.Empty(t, commit.HandoffSummaryKey)
+				return
+			}
+			require.Equal(t, []activities.HandoffInput{{Run: run, WorkKey: "work/det"}}, prep)
+			sum := summarizeSteps(f)["handoff/summarize"]
+			require.Equal(t, "session", sum.Prompt)
+			require.Equal(t, "handoff-transcript", sum.SourceKey)
+			require.Equal(t, plan.HandoffSummaryChars, sum.TargetChars)
+			var checked bool
+			for _, d := range inputsOf[activities.DriftInput](f) {
+				checked = checked || (d.Step == "handoff/drift/0" && d.SourceKey == "handoff-transcript")
+			}
+			require.True(t, checked, "the handoff's summary is drift-checked")
+			require.Equal(t, sumKey("handoff/summarize"), commit.HandoffSummaryKey)
+			require.Contains(t, commit.Passes, activities.PassStat{Name: "handoff/summary", Applied: true, Count: 1, Note: "summary by m, drift passed"})
+		})
 	}
 }

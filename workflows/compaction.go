@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/activities"
 	"github.com/ctxcompact/orchestrator/contract"
+	"github.com/ctxcompact/orchestrator/internal/compress"
 	planpkg "github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 )
@@ -145,6 +146,9 @@ func compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Com
 	} else {
 		logger.Info("nothing to do", "run", run.ID, "reason", plan.Reason)
 	}
+	if err := handoffSummary(ctx, run, preset, plan, archive, &commit, &res); err != nil {
+		return res, err
+	}
 
 	var out activities.CommitResult
 	commit.TokensBefore, commit.LevelBefore, commit.Drift = plan.TokensBefore, plan.LevelBefore, res.Drift
@@ -207,6 +211,60 @@ func budgetLadder(ctx workflow.Context, run contract.Run, preset policy.Preset, 
 	}
 	_, err = step(activities.FitTruncate)
 	return err
+}
+
+// handoffSummary makes the summary of seed 004's fresh-session handoff
+// with the summarizer, drift-checked like a history summary (an LLM
+// summary that fails is replaced by the deterministic one), when the run
+// will make a handoff: it started or ends CRITICAL, ends over its limit,
+// or is a checkpoint. Commit builds the handoff around it; when the
+// summarizer fails, commit makes the structured offline summary itself.
+func handoffSummary(ctx workflow.Context, run contract.Run, preset policy.Preset, pr activities.PlanResult,
+	archive activities.ArchiveResult, commit *activities.CommitInput, res *contract.CompactionResult) error {
+	if pr.Format == "react" || pr.ContextLimit <= 0 {
+		return nil
+	}
+	after := compress.LevelFor(float64(res.TokensAfter) / float64(pr.ContextLimit))
+	made := pr.LevelBefore == string(compress.LevelCritical) || after == compress.LevelCritical ||
+		res.TokensAfter > pr.ContextLimit || run.Trigger == "checkpoint"
+	if !made || workflow.GetVersion(ctx, "handoff-summary", workflow.DefaultVersion, 1) != 1 {
+		return nil
+	}
+	var a *activities.Activities
+	var hp activities.HandoffPrep
+	if err := runStep(ctx, a.PrepareHandoff, activities.HandoffInput{Run: run, WorkKey: commit.WorkKey}).Get(ctx, &hp); err != nil {
+		return fmt.Errorf("prepare handoff: %w", err)
+	}
+	if hp.Skip {
+		return nil
+	}
+	const step = "handoff"
+	sum, err := summarizeOrFallback(ctx, activities.SummarizeInput{
+		Run: run, Step: step + "/summarize", Prompt: "session", SourceKey: hp.TranscriptKey,
+		ArchiveKey: archive.Key, TargetChars: planpkg.HandoffSummaryChars,
+	}, preset.History.Attempts, "extractive")
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("handoff summary failed; commit makes the offline one", "run", run.ID, "error", err)
+		return nil
+	}
+	key, verdict := sum.Key, ""
+	if preset.Drift.Enabled {
+		var deterministic *activities.FallbackInput
+		if !sum.Offline() {
+			deterministic = &activities.FallbackInput{Run: run, Step: step + "/summarize/deterministic", SourceKey: hp.TranscriptKey,
+				TargetChars: planpkg.HandoffSummaryChars, Mode: "extractive", Prompt: "session", ArchiveKey: archive.Key}
+		}
+		if key, verdict, err = driftGate(ctx, run, preset, step, hp.TranscriptKey, key, archive.Key, deterministic); err != nil {
+			return err
+		}
+	}
+	commit.HandoffSummaryKey = key
+	note := "summary by " + sum.Model
+	if verdict != "" {
+		note += ", drift " + verdict
+	}
+	commit.Passes = append(commit.Passes, activities.PassStat{Name: step + "/summary", Applied: true, Count: 1, Note: note})
+	return nil
 }
 
 // runPasses runs the deterministic and LLM passes, updating commit with

@@ -188,6 +188,11 @@ func (f *fakes) install(env *testsuite.TestWorkflowEnvironment) {
 			f.record("PlanGlobal", in)
 			return f.global, nil
 		})
+	env.OnActivity(a.PrepareHandoff, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.HandoffInput) (activities.HandoffPrep, error) {
+			f.record("PrepareHandoff", in)
+			return activities.HandoffPrep{TranscriptKey: "handoff-transcript"}, nil
+		})
 	env.OnActivity(a.PrepareHistory, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.HistoryInput) (activities.HistoryPlan, error) {
 			f.record("PrepareHistory", in)

@@ -42,9 +42,9 @@ func Transcript(c conversation.Conversation, split int, protected []bool) string
 // once: the last call and its result.
 const handoffTail = 2
 
-// handoffSummaryChars bounds the handoff's summary of the middle of the
+// HandoffSummaryChars bounds the handoff's summary of the middle of the
 // session (about 2,000 tokens).
-const handoffSummaryChars = 8000
+const HandoffSummaryChars = 8000
 
 // HandoffRefs are the recovery references a handoff names.
 type HandoffRefs struct {
@@ -69,34 +69,8 @@ type HandoffRefs struct {
 // message the user wrote). ok is false when there is nothing to hand off
 // (a ReAct trajectory, or no earlier turn to summarize).
 func Handoff(conv conversation.Conversation, p policy.Preset, refs HandoffRefs) (out conversation.Conversation, ok bool, err error) {
-	if conv.Format == conversation.FormatReAct {
-		return conv, false, nil
-	}
-	first, last := -1, -1
-	for i, m := range conv.Messages {
-		if m.Role == conversation.RoleUser && hasText(m) {
-			if first < 0 {
-				first = i
-			}
-			last = i
-		}
-	}
-	if last < 0 {
-		return conv, false, nil
-	}
-	// The last turn starts at the user's last message; when that is the
-	// task itself (an agent working alone since), it is the last call and
-	// its result.
-	keep := len(conv.Messages) - last
-	if last == first {
-		keep = handoffTail
-	}
-	pr := Protection(p)
-	pr.System, pr.FirstUser, pr.LastN = true, true, 0
-	protected := compress.Protected(conv, pr)
-	split := compress.SplitPoint(conv, keep, protected)
-	transcript := Transcript(conv, split, protected)
-	if strings.TrimSpace(transcript) == "" {
+	split, protected, transcript, ok := HandoffTranscript(conv, p)
+	if !ok {
 		return conv, false, nil
 	}
 	var sb strings.Builder
@@ -107,7 +81,7 @@ func Handoff(conv conversation.Conversation, p policy.Preset, refs HandoffRefs) 
 	if summarize == nil {
 		summarize = digest.Extractive
 	}
-	summary := strings.TrimSpace(summarize(transcript, handoffSummaryChars))
+	summary := strings.TrimSpace(summarize(transcript, HandoffSummaryChars))
 	sb.WriteString(summary)
 	// A structured summary ends with its own recovery references (seed
 	// 004's last section): the offloads go on under it.
@@ -126,6 +100,47 @@ func Handoff(conv conversation.Conversation, p policy.Preset, refs HandoffRefs) 
 		return conv, false, fmt.Errorf("handoff: %w", err)
 	}
 	return out, true, nil
+}
+
+// HandoffTranscript is what a handoff summarizes: the transcript of the
+// messages between the protected head (system prompt, task, pinned
+// constraints) and the last turn (from the user's last message; the last
+// call and its result when the user only spoke once), with the split and
+// the protection that Handoff applies. ok is false when there is nothing
+// to hand off (a ReAct trajectory, which never drops a turn, or no
+// earlier turn to summarize).
+func HandoffTranscript(conv conversation.Conversation, p policy.Preset) (split int, protected []bool, transcript string, ok bool) {
+	if conv.Format == conversation.FormatReAct {
+		return 0, nil, "", false
+	}
+	first, last := -1, -1
+	for i, m := range conv.Messages {
+		if m.Role == conversation.RoleUser && hasText(m) {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if last < 0 {
+		return 0, nil, "", false
+	}
+	// The last turn starts at the user's last message; when that is the
+	// task itself (an agent working alone since), it is the last call and
+	// its result.
+	keep := len(conv.Messages) - last
+	if last == first {
+		keep = handoffTail
+	}
+	pr := Protection(p)
+	pr.System, pr.FirstUser, pr.LastN = true, true, 0
+	protected = compress.Protected(conv, pr)
+	split = compress.SplitPoint(conv, keep, protected)
+	transcript = Transcript(conv, split, protected)
+	if strings.TrimSpace(transcript) == "" {
+		return 0, nil, "", false
+	}
+	return split, protected, transcript, true
 }
 
 // hasText reports whether a message carries text the user wrote.
