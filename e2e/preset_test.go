@@ -351,7 +351,18 @@ func TestAdaptiveStopsAtTargetWithoutLLM(t *testing.T) {
 	sub, res := e.compact(gateway.Event{Model: "gpt-4o", ContextLimit: 128000, Conversation: input})
 	checkRun(t, e, input, sub, res)
 	require.Less(t, res.TokensAfter, res.TokensBefore)
-	require.Empty(t, e.llm.Calls(), "the cheap passes reached the target: no LLM call")
+	// The cheap passes reached the target: no LLM call compacted it. The
+	// run started CRITICAL, so the summarizer wrote its handoff's summary
+	// (and only that).
+	steps, err := e.store.ListSteps(context.Background(), sub.RunID)
+	require.NoError(t, err)
+	for _, s := range steps {
+		if s.Kind == "llm" {
+			require.True(t, strings.HasPrefix(s.Name, "handoff/"), "summarizer step %s", s.Name)
+		}
+	}
+	require.Equal(t, "CRITICAL", res.LevelBefore)
+	require.NotEmpty(t, res.HandoffKey, "a run that starts CRITICAL hands off")
 }
 
 func TestDeploymentOverridesTravelWithTheRun(t *testing.T) {

@@ -254,7 +254,10 @@ func handoffSummary(ctx workflow.Context, run contract.Run, preset policy.Preset
 			deterministic = &activities.FallbackInput{Run: run, Step: step + "/summarize/deterministic", SourceKey: hp.TranscriptKey,
 				TargetChars: planpkg.HandoffSummaryChars, Mode: "extractive", Prompt: "session", ArchiveKey: archive.Key}
 		}
-		if key, verdict, err = driftGate(ctx, run, preset, step, hp.TranscriptKey, key, archive.Key, deterministic); err != nil {
+		// Repairs aim at the handoff's own length, not the history's.
+		gate := preset
+		gate.History.TargetTokens = planpkg.HandoffSummaryChars / 4
+		if key, verdict, err = driftGate(ctx, run, gate, step, hp.TranscriptKey, key, archive.Key, deterministic); err != nil {
 			return err
 		}
 	}

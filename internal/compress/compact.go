@@ -63,6 +63,23 @@ const (
 	StyleSessionSummary SummaryStyle = "session-summary"
 )
 
+// IsSummary reports whether a message is a summary that SummaryMessage
+// wrote (in any style), not words of the user or the assistant.
+func IsSummary(m conversation.Message) bool {
+	for _, b := range m.Blocks {
+		if b.Kind != conversation.KindText {
+			continue
+		}
+		switch {
+		case m.Role == conversation.RoleUser && strings.HasPrefix(b.Text, "[Compressed History]\n\n"),
+			m.Role == conversation.RoleAssistant && strings.HasPrefix(b.Text, "[SUMMARY]: "),
+			m.Role == conversation.RoleUser && strings.HasPrefix(b.Text, "## Session Summary"):
+			return true
+		}
+	}
+	return false
+}
+
 // SummaryMessage builds the message that stands for the summarized range.
 // An empty summary is refused: it would erase history for nothing, and
 // the formats reject empty user text.

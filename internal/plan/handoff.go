@@ -115,7 +115,9 @@ func HandoffTranscript(conv conversation.Conversation, p policy.Preset) (split i
 	}
 	first, last := -1, -1
 	for i, m := range conv.Messages {
-		if m.Role == conversation.RoleUser && hasText(m) {
+		// An earlier compaction's summary is not the user's words: it is
+		// part of the middle the handoff summarizes.
+		if m.Role == conversation.RoleUser && hasText(m) && !compress.IsSummary(m) {
 			if first < 0 {
 				first = i
 			}

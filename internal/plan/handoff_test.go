@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
@@ -89,4 +90,24 @@ func TestFitHandoff(t *testing.T) {
 	require.True(t, fits)
 	require.Empty(t, offloads)
 	require.Equal(t, out, small)
+}
+
+// TestHandoffOfACompactedConversation: an earlier summary is not the
+// user's last words; a compacted conversation still hands off, with the
+// summary inside what the handoff summarizes.
+func TestHandoffOfACompactedConversation(t *testing.T) {
+	t.Parallel()
+	conv := sample(t)
+	p := preset(t, policy.ThreeTier, "")
+	protected := compress.Protected(conv, Protection(p))
+	split := compress.SplitPoint(conv, 3, protected)
+	compacted, _, err := compress.Compact(conv, split, "SUMMARY-MARK of the work so far", compress.StyleCompressedHistory, protected)
+	require.NoError(t, err)
+	_, _, transcript, ok := HandoffTranscript(compacted, p)
+	require.True(t, ok)
+	require.Contains(t, transcript, "SUMMARY-MARK")
+	out, ok, err := Handoff(compacted, p, HandoffRefs{Level: "CRITICAL", Usage: 0.9})
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, conversation.CheckPairing(out))
 }
