@@ -35,9 +35,13 @@ type Hit struct {
 	Key   string `json:"key"`
 	Kind  string `json:"kind"`
 	RunID string `json:"run_id"`
-	// Message is the message index in the archived original, -1 for an
-	// offload.
+	// Message is the message's position in the archived original's
+	// messages[] as the caller sent it (a turn of a ReAct trajectory), -1
+	// for an offload or for Anthropic's top-level system prompt.
 	Message int `json:"message"`
+	// canon is the message's index in the parsed original, which the
+	// recovery id names (-1 when there is none).
+	canon int
 	// Matches counts the occurrences in this message or offload; Excerpt
 	// shows the first.
 	Matches int    `json:"matches"`
@@ -100,7 +104,7 @@ func (s *Service) Search(ctx context.Context, tenant, session, query string, lim
 			return nil, fmt.Errorf("search offload %s: %w", o.Key, err)
 		}
 		if h, ok := find(re, string(data)); ok {
-			h.Key, h.Kind, h.RunID, h.Message = o.Key, HitOffload, o.RunID, -1
+			h.Key, h.Kind, h.RunID, h.Message, h.canon = o.Key, HitOffload, o.RunID, -1, -1
 			if h.ID, err = s.offloadID(ctx, tenant, session, o, originals); err != nil {
 				return nil, err
 			}
@@ -134,8 +138,8 @@ func (s *Service) Search(ctx context.Context, tenant, session, query string, lim
 				break
 			}
 			h.Key, h.Kind, h.RunID = r.ArchiveKey, HitArchive, r.ID
-			if h.Message >= 0 && r.ArchiveSHA256 != "" {
-				h.ID = recoverid.Range(r.ArchiveSHA256, h.Message, h.Message).String()
+			if h.canon >= 0 && r.ArchiveSHA256 != "" {
+				h.ID = recoverid.Range(r.ArchiveSHA256, h.canon, h.canon).String()
 			}
 			hits = append(hits, h)
 		}
@@ -214,11 +218,12 @@ func searchArchive(re *regexp.Regexp, data []byte) []Hit {
 	conv, err := conversation.ParseAny(data)
 	if err != nil {
 		if h, ok := find(re, string(data)); ok {
-			h.Message = -1
+			h.Message, h.canon = -1, -1
 			return []Hit{h}
 		}
 		return nil
 	}
+	pos := conv.CallerIndexes()
 	var hits []Hit
 	for i, m := range conv.Messages {
 		var sb strings.Builder
@@ -233,7 +238,7 @@ func searchArchive(re *regexp.Regexp, data []byte) []Hit {
 			}
 		}
 		if h, ok := find(re, sb.String()); ok {
-			h.Message = i
+			h.Message, h.canon = pos[i], i
 			hits = append(hits, h)
 		}
 	}

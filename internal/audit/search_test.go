@@ -47,3 +47,17 @@ func TestSearchArchiveNamesMessages(t *testing.T) {
 	require.Len(t, raw, 1)
 	require.Equal(t, -1, raw[0].Message)
 }
+
+// TestSearchArchiveNamesCallerPositions: in an Anthropic original with a
+// top-level system prompt, a hit names the message by its place in the
+// caller's messages[] (the system prompt is "-1"), while its recovery
+// position stays the parsed one.
+func TestSearchArchiveNamesCallerPositions(t *testing.T) {
+	t.Parallel()
+	data := []byte(`{"model":"claude-sonnet-4-5","system":"You are careful with the needle.","messages":[` +
+		`{"role":"user","content":"find the needle"},{"role":"assistant","content":"no match here"},{"role":"user","content":"another needle"}]}`)
+	hits := searchArchive(regexp.MustCompile("needle"), data)
+	require.Len(t, hits, 3)
+	require.Equal(t, []int{-1, 0, 2}, []int{hits[0].Message, hits[1].Message, hits[2].Message})
+	require.Equal(t, []int{0, 1, 3}, []int{hits[0].canon, hits[1].canon, hits[2].canon})
+}
