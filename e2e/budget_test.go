@@ -5,16 +5,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/conversation/convtest"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
 // overflowInputs are real conversations of each format, which a fresh
@@ -118,6 +122,30 @@ func TestUncuttableUserMessageEndsOverLimit(t *testing.T) {
 			archived, err := e.blob.GetVerified(context.Background(), run.ArchiveKey, run.ArchiveSHA256)
 			require.NoError(t, err)
 			require.Equal(t, input, archived)
+			if preset != policy.ThreeTier {
+				return // react-two-layer makes the same handoff of this chat: checked once
+			}
+			// The fresh session fits its own limit: the huge message keeps
+			// its opening and a pointer, which reads it back byte for byte.
+			require.NotEmpty(t, res.HandoffKey, "an over-limit run hands off")
+			data, err := e.blob.GetVerified(context.Background(), res.HandoffKey, res.HandoffSHA256)
+			require.NoError(t, err)
+			handoff := parse(t, data)
+			p, err := policy.Builtin(preset)
+			require.NoError(t, err)
+			b, err := plan.NewBudget(p, "gpt-4o", 128000, tokens.DefaultLimits())
+			require.NoError(t, err)
+			require.LessOrEqual(t, b.Measure(handoff), b.Limit, "the handoff fits")
+			kept := textOf(handoff.Messages[len(handoff.Messages)-1])
+			m := regexp.MustCompile(`recover_context tool, id: ([0-9a-f]{64})`).FindStringSubmatch(kept)
+			require.NotNil(t, m, "the cut user message names its id")
+			key := blob.ContentKey(e.tenant, blob.KindOffload, m[1])
+			live, err := e.store.LiveOffloads(context.Background(), e.tenant, "big-user-"+preset, []string{key})
+			require.NoError(t, err)
+			require.True(t, live[key], "the id is a live offload of this session")
+			whole, err := e.blob.GetVerified(context.Background(), key, m[1])
+			require.NoError(t, err)
+			require.Equal(t, textOf(in.Messages[len(in.Messages)-1]), string(whole))
 		})
 	}
 }
