@@ -249,11 +249,7 @@ func handoffSummary(ctx workflow.Context, run contract.Run, preset policy.Preset
 	}
 	key, verdict := sum.Key, ""
 	if preset.Drift.Enabled {
-		var deterministic *activities.FallbackInput
-		if !sum.Offline() {
-			deterministic = &activities.FallbackInput{Run: run, Step: step + "/summarize/deterministic", SourceKey: hp.TranscriptKey,
-				TargetChars: planpkg.HandoffSummaryChars, Mode: "extractive", Prompt: "session", ArchiveKey: archive.Key}
-		}
+		deterministic := replacement(run, step, sum, hp.TranscriptKey, planpkg.HandoffSummaryChars, "session", archive.Key)
 		// Repairs aim at the handoff's own length, not the history's.
 		gate := preset
 		gate.History.TargetTokens = planpkg.HandoffSummaryChars / 4
@@ -460,11 +456,7 @@ func historyPass(ctx workflow.Context, run contract.Run, preset policy.Preset, a
 	if preset.Drift.Enabled {
 		// An LLM summary that still fails its checks after repair never
 		// reaches the agent: the deterministic summary replaces it.
-		var deterministic *activities.FallbackInput
-		if sum.Fallback == "" && !sum.Offline() {
-			deterministic = &activities.FallbackInput{Run: run, Step: name + "/summarize/deterministic", SourceKey: hp.TranscriptKey,
-				TargetChars: preset.History.TargetTokens * 4, Mode: "extractive", Prompt: preset.History.Prompt, ArchiveKey: archive.Key}
-		}
+		deterministic := replacement(run, name, sum, hp.TranscriptKey, preset.History.TargetTokens*4, preset.History.Prompt, archive.Key)
 		key, res.Drift, err = driftGate(ctx, run, preset, name, hp.TranscriptKey, key, archive.Key, deterministic)
 		if err != nil {
 			return err
@@ -485,6 +477,17 @@ func historyPass(ctx workflow.Context, run contract.Run, preset policy.Preset, a
 		commit.DeleteOffloads = append(commit.DeleteOffloads, hp.Restored...)
 	}
 	return nil
+}
+
+// replacement is the deterministic summary that replaces sum, an LLM
+// summary of the transcript at sourceKey, when it fails its drift checks
+// after repair (see driftGate); nil when sum is already deterministic.
+func replacement(run contract.Run, step string, sum activities.SummarizeResult, sourceKey string, targetChars int, prompt, archiveKey string) *activities.FallbackInput {
+	if sum.Offline() {
+		return nil
+	}
+	return &activities.FallbackInput{Run: run, Step: step + "/summarize/deterministic", SourceKey: sourceKey,
+		TargetChars: targetChars, Mode: "extractive", Prompt: prompt, ArchiveKey: archiveKey}
 }
 
 // driftGate checks a summary against its source; below the bar it runs the
