@@ -686,16 +686,16 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 	score, missing := retention(ids, summary, p.Drift.MaxIdentifiers)
 	idPassed := score >= p.Drift.MinRetention
 	res = DriftResult{Score: score, Passed: idPassed}
+	source, err := a.text(ctx, in.Run.Tenant, in.SourceKey)
+	if err != nil {
+		return res, err
+	}
 	var checks []digest.DriftCheck
 	if isHistoryStep(in.Step) {
 		// Seed 004's checks of a session summary: intent, trajectory,
 		// premature completion, clarification. Each is stored; a failed
 		// one fails the check, and what it misses goes to the repair
 		// pass (DRIFT_DETECTED realignment) with the identifiers.
-		source, err := a.text(ctx, in.Run.Tenant, in.SourceKey)
-		if err != nil {
-			return res, err
-		}
 		checks = a.sessionChecks(ctx, in, source, summary)
 		for _, c := range checks {
 			res.Passed = res.Passed && c.Passed
@@ -706,10 +706,6 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 	// Every summary, whoever judged the rest: nothing in it may be
 	// invented. What it invented is stored in its verdict, not handed to
 	// the repair pass or the patch as something to add.
-	source, err := a.text(ctx, in.Run.Tenant, in.SourceKey)
-	if err != nil {
-		return res, err
-	}
 	fab := digest.FabricationCheck(source, summary)
 	checks = append(checks, fab)
 	res.Passed = res.Passed && fab.Passed
