@@ -1,0 +1,339 @@
+package llm
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// The layouts of the structured summary: which parts of the digest go
+// under which heading of each prompt, and how a tight target trims them.
+
+// The parts of the digest, as the layouts name them.
+const (
+	partTask = iota
+	partConstraints
+	partFiles
+	partCommands
+	partErrors
+	partDecisions
+	partState
+	partNext
+	numParts
+)
+
+// part is one list of the digest as it is trimmed to the budget: the items
+// kept are items[lo:hi], and a note line such as "(3 more paths)" or "(40
+// earlier commands: grep ×12, …)" stands for the others, so a reader
+// knows that something was left out for length and what.
+type part struct {
+	items   []string
+	rows    []string // the artifact table's rows (files only)
+	labels  []string // per item, counted in the note (command kinds, error status)
+	lo, hi  int
+	dropOld bool // trim the oldest items first (else the last)
+	note    func(p *part) string
+	counts  map[string]int // labels of the dropped items
+}
+
+func (p *part) dropped() int { return len(p.items) - (p.hi - p.lo) }
+
+// drop removes one item; the caller checks that one is left.
+func (p *part) drop() {
+	if !p.dropOld {
+		p.hi--
+		return
+	}
+	if p.lo < len(p.labels) {
+		p.counts[p.labels[p.lo]]++
+	}
+	p.lo++
+}
+
+// noteLine is the line standing for the dropped items, "" when none is.
+func (p *part) noteLine(table bool) string {
+	if p.dropped() == 0 || p.note == nil {
+		return ""
+	}
+	text := p.note(p)
+	if table {
+		return "| (" + text + ") | | |\n"
+	}
+	return "- (" + text + ")\n"
+}
+
+// line is an item as the section writes it.
+func (p *part) line(i int, table bool) string {
+	if table && p.rows != nil {
+		return p.rows[i]
+	}
+	return "- " + p.items[i] + "\n"
+}
+
+// section is one heading of a layout and the parts written under it.
+type section struct {
+	heading string
+	parts   []int
+	table   bool   // write the files as seed 004's artifact table
+	fixed   string // a body written as is (the recovery references)
+}
+
+const artifactHeader = "| Artifact | Path | Status |\n|----------|------|--------|\n"
+
+func historyLayout() []section {
+	return []section{
+		{heading: HistorySections[0], parts: []int{partCommands}},
+		{heading: HistorySections[1], parts: []int{partTask}},
+		{heading: HistorySections[2], parts: []int{partFiles}},
+		{heading: HistorySections[3], parts: []int{partErrors}},
+		{heading: HistorySections[4], parts: []int{partState}},
+		{heading: HistorySections[5], parts: []int{partNext}},
+		{heading: HistorySections[6], parts: []int{partConstraints}},
+		{heading: HistorySections[7], parts: []int{partDecisions}},
+	}
+}
+
+func sessionLayout(archiveRef string) []section {
+	return []section{
+		{heading: SessionSections[0], parts: []int{partTask}},
+		{heading: SessionSections[1], parts: []int{partFiles}, table: true},
+		{heading: SessionSections[2], parts: []int{partDecisions}},
+		{heading: SessionSections[3], parts: []int{partState, partCommands}},
+		{heading: SessionSections[4], parts: []int{partErrors, partConstraints}},
+		{heading: SessionSections[5], parts: []int{partNext}},
+		{heading: SessionSections[6], fixed: "- Full conversation: " + archiveRef + "\n"},
+	}
+}
+
+func structuredLayout() []section {
+	out := make([]section, len(StructuredSections))
+	for i, h := range StructuredSections {
+		out[i] = section{heading: h, parts: []int{i}} // the parts are in the headings' order
+	}
+	return out
+}
+
+// trimPhases is the order in which parts give up items when the summary
+// is over its budget, each down to a floor: first the decisions, the older
+// commands, the current state, the older errors (all but the last five)
+// and the constraints; then, if that is not enough, the rest of each in
+// the same order, the task's opening and, last of all, the file list.
+var trimPhases = []struct{ part, floor int }{
+	{partDecisions, 0}, {partCommands, 1}, {partState, 1}, {partNext, 1}, {partErrors, verbatimErrors}, {partConstraints, 0},
+	{partCommands, 0}, {partState, 0}, {partNext, 0}, {partErrors, 0}, {partTask, 1}, {partFiles, 0}, {partTask, 0},
+}
+
+// parts turns the digest into trimmable lists.
+func (d transcriptDigest) parts() []*part {
+	ps := make([]*part, numParts)
+	plain := func(items []string, dropOld bool, what string) *part {
+		return &part{items: items, dropOld: dropOld, note: func(p *part) string { return plural(p.dropped(), what) }}
+	}
+	ps[partTask] = plain(d.task, false, "more line")
+	ps[partConstraints] = plain(d.constraints, false, "more constraint")
+	ps[partDecisions] = plain(d.decisions, true, "earlier decision")
+	ps[partState] = plain(d.state, false, "more line")
+	ps[partNext] = plain(d.next, false, "more line")
+
+	files := &part{note: func(p *part) string { return plural(p.dropped(), "more path") }}
+	for _, f := range d.files {
+		files.items = append(files.items, f.line())
+		files.rows = append(files.rows, f.row())
+	}
+	ps[partFiles] = files
+
+	commands := &part{dropOld: true, note: func(p *part) string {
+		return plural(p.dropped(), "earlier command") + ": " + topCounts(p.counts)
+	}}
+	for _, c := range d.commands {
+		commands.items = append(commands.items, c.line())
+		commands.labels = append(commands.labels, c.kind)
+	}
+	ps[partCommands] = commands
+
+	errs := &part{dropOld: true, note: func(p *part) string {
+		return fmt.Sprintf("%s: %d resolved, %d open", plural(p.dropped(), "earlier error"), p.counts["resolved"], p.counts["open"])
+	}}
+	for i, e := range d.errors {
+		limit := maxItemRunes
+		if i >= len(d.errors)-verbatimErrors {
+			limit = maxErrorRunes
+		}
+		errs.items = append(errs.items, e.text(limit))
+		errs.labels = append(errs.labels, map[bool]string{true: "resolved", false: "open"}[e.resolved])
+	}
+	ps[partErrors] = errs
+
+	for _, p := range ps {
+		p.hi = len(p.items)
+		p.counts = map[string]int{}
+	}
+	return ps
+}
+
+// plural writes "1 more line", "3 more lines".
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}
+
+// topCounts writes the most frequent labels with their counts ("grep ×12,
+// sed ×9, …").
+func topCounts(counts map[string]int) string {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if counts[keys[i]] != counts[keys[j]] {
+			return counts[keys[i]] > counts[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	var b strings.Builder
+	for i, k := range keys {
+		if i == noteKinds {
+			b.WriteString(", …")
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if k == "" {
+			k = "other"
+		}
+		fmt.Fprintf(&b, "%s ×%d", k, counts[k])
+	}
+	return b.String()
+}
+
+// renderDigest writes the digest under the layout's headings within
+// target code points: the bodies get the target less the headings (at
+// least half of it), and the parts are trimmed in trimPhases order until
+// they fit. So the summary never exceeds the target by more than the
+// headings, whose shape wins at very small targets.
+func renderDigest(d transcriptDigest, level string, layout []section, target int) string {
+	ps := d.parts()
+	overhead := len(layout) - 1 // the blank lines between sections
+	for _, s := range layout {
+		overhead += utf8.RuneCountInString(level + " " + s.heading + "\n")
+	}
+	budget := max(target-overhead, target/2)
+
+	// A part's cost is summed over every section that writes it.
+	fixed := 0
+	itemCost := make([][]int, numParts)
+	sum := make([]int, numParts)
+	for p := range ps {
+		itemCost[p] = make([]int, len(ps[p].items))
+	}
+	for _, s := range layout {
+		fixed += utf8.RuneCountInString(s.fixed)
+		if s.table {
+			fixed += utf8.RuneCountInString(artifactHeader)
+		}
+		if s.fixed == "" && emptySection(s, ps) {
+			fixed += utf8.RuneCountInString(placeholder(s.table))
+		}
+		for _, p := range s.parts {
+			for i := range ps[p].items {
+				n := utf8.RuneCountInString(ps[p].line(i, s.table))
+				itemCost[p][i] += n
+				sum[p] += n
+			}
+		}
+	}
+	noteCost := func(p int) int {
+		n := 0
+		for _, s := range layout {
+			for _, q := range s.parts {
+				if q == p {
+					n += utf8.RuneCountInString(ps[p].noteLine(s.table))
+				}
+			}
+		}
+		return n
+	}
+	total := fixed
+	for p := range ps {
+		total += sum[p]
+	}
+	for _, phase := range trimPhases {
+		p := ps[phase.part]
+		for total > budget && p.hi-p.lo > phase.floor {
+			i := p.hi - 1
+			if p.dropOld {
+				i = p.lo
+			}
+			before := noteCost(phase.part)
+			p.drop()
+			total += noteCost(phase.part) - before - itemCost[phase.part][i]
+		}
+	}
+
+	var b strings.Builder
+	for k, s := range layout {
+		if k > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "%s %s\n", level, s.heading)
+		b.WriteString(s.fixed)
+		if s.table {
+			b.WriteString(artifactHeader)
+		}
+		if s.fixed == "" && emptySection(s, ps) {
+			b.WriteString(placeholder(s.table))
+			continue
+		}
+		for _, q := range s.parts {
+			p := ps[q]
+			for i := p.lo; i < p.hi; i++ {
+				b.WriteString(p.line(i, s.table))
+			}
+			b.WriteString(p.noteLine(s.table))
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// emptySection reports whether none of a section's parts found anything.
+func emptySection(s section, ps []*part) bool {
+	for _, p := range s.parts {
+		if len(ps[p].items) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func placeholder(table bool) string {
+	if table {
+		return "| (none found) | | |\n"
+	}
+	return "- (none found)\n"
+}
+
+// lines are the digest's items as the summary writes them, for the repair
+// pass to restore an omitted identifier with its context: the files first,
+// then the errors, the commands, the constraints, the task, the decisions,
+// the state and the next step.
+func (d transcriptDigest) lines() []string {
+	var out []string
+	for _, f := range d.files {
+		out = append(out, f.line())
+	}
+	for _, e := range d.errors {
+		out = append(out, e.text(maxErrorRunes))
+	}
+	for _, c := range d.commands {
+		out = append(out, c.line())
+	}
+	for _, group := range [][]string{d.constraints, d.task, d.decisions, d.state, d.next} {
+		out = append(out, group...)
+	}
+	return out
+}
