@@ -143,9 +143,12 @@ func TestHandoffSummary(t *testing.T) {
 		levelBefore string
 		trigger     string
 		want        bool
+		work        string // the conversation the handoff's summary is of
 	}{
-		{name: "started CRITICAL", format: "openai", levelBefore: "CRITICAL", want: true},
-		{name: "a checkpoint", format: "anthropic", levelBefore: "ORANGE", trigger: "checkpoint", want: true},
+		// Beside the passes, of the input.
+		{name: "started CRITICAL", format: "openai", levelBefore: "CRITICAL", want: true, work: "t1/input/abc"},
+		// After the passes, of what they reached.
+		{name: "a checkpoint", format: "anthropic", levelBefore: "ORANGE", trigger: "checkpoint", want: true, work: "work/det"},
 		{name: "neither", format: "openai", levelBefore: "RED"},
 		{name: "a ReAct trajectory", format: "react", levelBefore: "CRITICAL"},
 	}
@@ -168,7 +171,7 @@ func TestHandoffSummary(t *testing.T) {
 				require.Empty(t, commit.HandoffSummaryKey)
 				return
 			}
-			require.Equal(t, []activities.HandoffInput{{Run: run, WorkKey: "work/det"}}, prep)
+			require.Equal(t, []activities.HandoffInput{{Run: run, WorkKey: tt.work}}, prep)
 			sum := summarizeSteps(f)["handoff/summarize"]
 			require.Equal(t, "session", sum.Prompt)
 			require.Equal(t, "handoff-transcript", sum.SourceKey)

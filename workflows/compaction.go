@@ -118,6 +118,12 @@ func compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Com
 	res.ArchiveKey = archive.Key
 
 	commit := activities.CommitInput{Run: run, WorkKey: in.InputKey, ArchiveKey: archive.Key}
+	// A run that starts CRITICAL hands off whatever its passes reach: its
+	// handoff's summary (of the input) is made beside them, not after.
+	var early workflow.Future
+	if plan.LevelBefore == string(compress.LevelCritical) && handsOff(ctx, plan) {
+		early = startHandoffSummary(ctx, run, preset, archive, in.InputKey)
+	}
 	if !plan.Skip {
 		if err := runPasses(ctx, run, preset, plan, archive, &commit, &res); err != nil {
 			return res, err
@@ -146,7 +152,7 @@ func compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Com
 	} else {
 		logger.Info("nothing to do", "run", run.ID, "reason", plan.Reason)
 	}
-	if err := handoffSummary(ctx, run, preset, plan, archive, &commit, &res); err != nil {
+	if err := handoffSummary(ctx, run, preset, plan, archive, &commit, &res, early); err != nil {
 		return res, err
 	}
 
@@ -213,30 +219,71 @@ func budgetLadder(ctx workflow.Context, run contract.Run, preset policy.Preset, 
 	return err
 }
 
-// handoffSummary makes the summary of seed 004's fresh-session handoff
-// with the summarizer, drift-checked like a history summary (an LLM
-// summary that fails is replaced by the deterministic one), when the run
-// will make a handoff: it started or ends CRITICAL, ends over its limit,
-// or is a checkpoint. Commit builds the handoff around it; when the
-// summarizer fails, commit makes the structured offline summary itself.
+// handsOff reports whether a run's conversation can have a handoff made
+// by the summarizer: not a ReAct trajectory (no handoff), and not a run
+// started before the handoff had its own summary steps.
+func handsOff(ctx workflow.Context, pr activities.PlanResult) bool {
+	return pr.Format != "react" && pr.ContextLimit > 0 &&
+		workflow.GetVersion(ctx, "handoff-summary", workflow.DefaultVersion, 1) == 1
+}
+
+// handoffMade is a handoff's summary and the pass that records it.
+type handoffMade struct {
+	Key  string
+	Pass activities.PassStat
+}
+
+// handoffSummary gives commit the summary of seed 004's fresh-session
+// handoff when the run makes one: it started or ends CRITICAL, ends over
+// its limit, or is a checkpoint. A run that started CRITICAL had it made
+// beside its passes (early); any other makes it now. Commit builds the
+// handoff around it; when the summarizer fails, commit makes the
+// structured offline summary itself.
 func handoffSummary(ctx workflow.Context, run contract.Run, preset policy.Preset, pr activities.PlanResult,
-	archive activities.ArchiveResult, commit *activities.CommitInput, res *contract.CompactionResult) error {
-	if pr.Format == "react" || pr.ContextLimit <= 0 {
-		return nil
+	archive activities.ArchiveResult, commit *activities.CommitInput, res *contract.CompactionResult, early workflow.Future) error {
+	if early == nil {
+		after := compress.LevelFor(float64(res.TokensAfter) / float64(max(pr.ContextLimit, 1)))
+		made := after == compress.LevelCritical || res.TokensAfter > pr.ContextLimit || run.Trigger == "checkpoint"
+		if !made || !handsOff(ctx, pr) {
+			return nil
+		}
+		early = startHandoffSummary(ctx, run, preset, archive, commit.WorkKey)
 	}
-	after := compress.LevelFor(float64(res.TokensAfter) / float64(pr.ContextLimit))
-	made := pr.LevelBefore == string(compress.LevelCritical) || after == compress.LevelCritical ||
-		res.TokensAfter > pr.ContextLimit || run.Trigger == "checkpoint"
-	if !made || workflow.GetVersion(ctx, "handoff-summary", workflow.DefaultVersion, 1) != 1 {
-		return nil
+	var h handoffMade
+	if err := early.Get(ctx, &h); err != nil {
+		return err
 	}
+	if h.Key != "" {
+		commit.HandoffSummaryKey = h.Key
+		commit.Passes = append(commit.Passes, h.Pass)
+	}
+	return nil
+}
+
+// startHandoffSummary makes the summary of the handoff of the
+// conversation at workKey in a coroutine: its transcript (everything
+// between the protected head and the last turn), summarized with the
+// session prompt and drift-checked like a history summary (an LLM summary
+// that fails is replaced by the deterministic one). The future gets a
+// handoffMade, empty when there is nothing to hand off or the summarizer
+// failed.
+func startHandoffSummary(ctx workflow.Context, run contract.Run, preset policy.Preset, archive activities.ArchiveResult, workKey string) workflow.Future {
+	future, settable := workflow.NewFuture(ctx)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		h, err := makeHandoffSummary(ctx, run, preset, archive, workKey)
+		settable.Set(h, err)
+	})
+	return future
+}
+
+func makeHandoffSummary(ctx workflow.Context, run contract.Run, preset policy.Preset, archive activities.ArchiveResult, workKey string) (handoffMade, error) {
 	var a *activities.Activities
 	var hp activities.HandoffPrep
-	if err := runStep(ctx, a.PrepareHandoff, activities.HandoffInput{Run: run, WorkKey: commit.WorkKey}).Get(ctx, &hp); err != nil {
-		return fmt.Errorf("prepare handoff: %w", err)
+	if err := runStep(ctx, a.PrepareHandoff, activities.HandoffInput{Run: run, WorkKey: workKey}).Get(ctx, &hp); err != nil {
+		return handoffMade{}, fmt.Errorf("prepare handoff: %w", err)
 	}
 	if hp.Skip {
-		return nil
+		return handoffMade{}, nil
 	}
 	const step = "handoff"
 	sum, err := summarizeOrFallback(ctx, activities.SummarizeInput{
@@ -245,7 +292,7 @@ func handoffSummary(ctx workflow.Context, run contract.Run, preset policy.Preset
 	}, preset.History.Attempts, "extractive")
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("handoff summary failed; commit makes the offline one", "run", run.ID, "error", err)
-		return nil
+		return handoffMade{}, nil
 	}
 	key, verdict := sum.Key, ""
 	if preset.Drift.Enabled {
@@ -254,16 +301,14 @@ func handoffSummary(ctx workflow.Context, run contract.Run, preset policy.Preset
 		gate := preset
 		gate.History.TargetTokens = planpkg.HandoffSummaryChars / 4
 		if key, verdict, err = driftGate(ctx, run, gate, step, hp.TranscriptKey, key, archive.Key, deterministic); err != nil {
-			return err
+			return handoffMade{}, err
 		}
 	}
-	commit.HandoffSummaryKey = key
 	note := "summary by " + sum.Model
 	if verdict != "" {
 		note += ", drift " + verdict
 	}
-	commit.Passes = append(commit.Passes, activities.PassStat{Name: step + "/summary", Applied: true, Count: 1, Note: note})
-	return nil
+	return handoffMade{Key: key, Pass: activities.PassStat{Name: step + "/summary", Applied: true, Count: 1, Note: note}}, nil
 }
 
 // runPasses runs the deterministic and LLM passes, updating commit with
