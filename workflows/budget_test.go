@@ -130,35 +130,44 @@ func TestJudgeAsksTheSummarizerForTheVerdict(t *testing.T) {
 	}
 }
 
-// TestHandoffSummary: a run that starts CRITICAL (or ends over its limit,
-// or is a checkpoint) has its handoff's summary made by the summarizer
-// with the session prompt and drift-checked, and commit gets its key; a
-// run that neither starts nor ends CRITICAL, and a ReAct trajectory, make
-// none.
+// TestHandoffSummary: a run that starts or ends CRITICAL (or over its
+// limit, or a checkpoint) gives commit its handoff's summary: the run's
+// own history summary when it made one; else one made by the summarizer
+// with the session prompt and drift-checked, beside the passes (of the
+// input) for a preset without history that starts CRITICAL, after them
+// (of what they reached) otherwise. A run that neither starts nor ends
+// CRITICAL, and a ReAct trajectory, make none.
 func TestHandoffSummary(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name        string
+		preset      string
 		format      string
 		levelBefore string
 		trigger     string
-		want        bool
-		work        string // the conversation the handoff's summary is of
+		history     bool   // the preset's history summary runs
+		prep        string // the conversation a summary is made of; "" none
+		key         string // what commit gets
+		note        string
 	}{
-		// Beside the passes, of the input.
-		{name: "started CRITICAL", format: "openai", levelBefore: "CRITICAL", want: true, work: "t1/input/abc"},
-		// After the passes, of what they reached.
-		{name: "a checkpoint", format: "anthropic", levelBefore: "ORANGE", trigger: "checkpoint", want: true, work: "work/det"},
-		{name: "neither", format: "openai", levelBefore: "RED"},
-		{name: "a ReAct trajectory", format: "react", levelBefore: "CRITICAL"},
+		{name: "started CRITICAL, no history: beside the passes", preset: "react-two-layer", format: "openai", levelBefore: "CRITICAL",
+			prep: "t1/input/abc", key: sumKey("handoff/summarize"), note: "summary by m, drift passed"},
+		{name: "started CRITICAL, history skipped: after the passes", preset: "three-tier", format: "openai", levelBefore: "CRITICAL",
+			prep: "work/det", key: sumKey("handoff/summarize"), note: "summary by m, drift passed"},
+		{name: "started CRITICAL, history made: reused", preset: "three-tier", format: "openai", levelBefore: "CRITICAL", history: true,
+			key: sumKey("history/summarize"), note: "the run's history summary"},
+		{name: "a checkpoint", preset: "three-tier", format: "anthropic", levelBefore: "ORANGE", trigger: "checkpoint",
+			prep: "work/det", key: sumKey("handoff/summarize"), note: "summary by m, drift passed"},
+		{name: "neither", preset: "three-tier", format: "openai", levelBefore: "RED"},
+		{name: "a ReAct trajectory", preset: "watermark", format: "react", levelBefore: "CRITICAL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := &fakes{}
 			f.plan = activities.PlanResult{Format: tt.format, TokensBefore: 120000, LevelBefore: tt.levelBefore, ContextLimit: 128000}
-			f.det = activities.DeterministicResult{WorkKey: "work/det", Tokens: 50000, Done: true}
-			run := testRun("three-tier", "")
+			f.det = activities.DeterministicResult{WorkKey: "work/det", Tokens: 50000, Done: !tt.history}
+			run := testRun(tt.preset, "")
 			if tt.trigger != "" {
 				run.Trigger = tt.trigger
 			}
@@ -166,23 +175,28 @@ func TestHandoffSummary(t *testing.T) {
 			require.NoError(t, err)
 			commit := inputsOf[activities.CommitInput](f)[0]
 			prep := inputsOf[activities.HandoffInput](f)
-			if !tt.want {
+			if tt.prep == "" {
 				require.Empty(t, prep)
-				require.Empty(t, commit.HandoffSummaryKey)
+			} else {
+				require.Equal(t, []activities.HandoffInput{{Run: run, WorkKey: tt.prep}}, prep)
+				sum := summarizeSteps(f)["handoff/summarize"]
+				require.Equal(t, "session", sum.Prompt)
+				require.Equal(t, "handoff-transcript", sum.SourceKey)
+				require.Equal(t, plan.HandoffSummaryChars, sum.TargetChars)
+				var checked bool
+				for _, d := range inputsOf[activities.DriftInput](f) {
+					checked = checked || (d.Step == "handoff/drift/0" && d.SourceKey == "handoff-transcript")
+				}
+				require.True(t, checked, "the handoff's summary is drift-checked")
+			}
+			if tt.key == "" {
+				for _, p := range commit.Passes {
+					require.NotEqual(t, "handoff/summary", p.Name)
+				}
 				return
 			}
-			require.Equal(t, []activities.HandoffInput{{Run: run, WorkKey: tt.work}}, prep)
-			sum := summarizeSteps(f)["handoff/summarize"]
-			require.Equal(t, "session", sum.Prompt)
-			require.Equal(t, "handoff-transcript", sum.SourceKey)
-			require.Equal(t, plan.HandoffSummaryChars, sum.TargetChars)
-			var checked bool
-			for _, d := range inputsOf[activities.DriftInput](f) {
-				checked = checked || (d.Step == "handoff/drift/0" && d.SourceKey == "handoff-transcript")
-			}
-			require.True(t, checked, "the handoff's summary is drift-checked")
-			require.Equal(t, sumKey("handoff/summarize"), commit.HandoffSummaryKey)
-			require.Contains(t, commit.Passes, activities.PassStat{Name: "handoff/summary", Applied: true, Count: 1, Note: "summary by m, drift passed"})
+			require.Equal(t, tt.key, commit.HandoffSummaryKey)
+			require.Contains(t, commit.Passes, activities.PassStat{Name: "handoff/summary", Applied: true, Count: 1, Note: tt.note})
 		})
 	}
 }

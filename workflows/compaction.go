@@ -118,10 +118,11 @@ func compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Com
 	res.ArchiveKey = archive.Key
 
 	commit := activities.CommitInput{Run: run, WorkKey: in.InputKey, ArchiveKey: archive.Key}
-	// A run that starts CRITICAL hands off whatever its passes reach: its
-	// handoff's summary (of the input) is made beside them, not after.
+	// A run that starts CRITICAL hands off whatever its passes reach.
+	// Without a history summary of its own to reuse, its handoff's
+	// summary (of the input) is made beside the passes, not after them.
 	var early workflow.Future
-	if plan.LevelBefore == string(compress.LevelCritical) && handsOff(ctx, plan) {
+	if plan.LevelBefore == string(compress.LevelCritical) && !preset.History.Enabled && handsOff(ctx, plan) {
 		early = startHandoffSummary(ctx, run, preset, archive, in.InputKey)
 	}
 	if !plan.Skip {
@@ -243,8 +244,19 @@ func handoffSummary(ctx workflow.Context, run contract.Run, preset policy.Preset
 	archive activities.ArchiveResult, commit *activities.CommitInput, res *contract.CompactionResult, early workflow.Future) error {
 	if early == nil {
 		after := compress.LevelFor(float64(res.TokensAfter) / float64(max(pr.ContextLimit, 1)))
-		made := after == compress.LevelCritical || res.TokensAfter > pr.ContextLimit || run.Trigger == "checkpoint"
-		if !made || !handsOff(ctx, pr) {
+		made := pr.LevelBefore == string(compress.LevelCritical) || after == compress.LevelCritical ||
+			res.TokensAfter > pr.ContextLimit || run.Trigger == "checkpoint"
+		if !made {
+			return nil
+		}
+		if commit.HandoffSummaryKey != "" {
+			// The run's own history summary, drift-checked, already
+			// stands for what the handoff summarizes: no second one.
+			commit.Passes = append(commit.Passes, activities.PassStat{Name: "handoff/summary", Applied: true, Count: 1,
+				Note: "the run's history summary"})
+			return nil
+		}
+		if !handsOff(ctx, pr) {
 			return nil
 		}
 		early = startHandoffSummary(ctx, run, preset, archive, commit.WorkKey)
@@ -512,6 +524,9 @@ func historyPass(ctx workflow.Context, run contract.Run, preset policy.Preset, a
 		return fmt.Errorf("apply history summary: %w", err)
 	}
 	commit.WorkKey, res.TokensAfter, commit.Preserved = w.WorkKey, w.Tokens, hp.Kept
+	// The last history summary is also what a handoff of this run
+	// summarizes (commit uses it only when it makes one).
+	commit.HandoffSummaryKey = key
 	note := fmt.Sprintf("Summarized %d messages → 1 summary (saved ~%d tokens)", hp.Summarized, hp.Tokens-w.Tokens)
 	if hp.Note != "" {
 		note += "; " + hp.Note
