@@ -302,9 +302,13 @@ func (a *Activities) FitBudget(ctx context.Context, in FitInput) (res FitResult,
 		if err != nil {
 			return res, err
 		}
-	case FitRelieve:
+	case FitRelieve, FitOffloadSmall:
+		fit := plan.FitRelieve
+		if in.Stage == FitOffloadSmall {
+			fit = plan.FitOffloadSmall
+		}
 		var offloads []plan.Offload
-		out, pass, offloads, err = plan.FitRelieve(conv, p, b, offloadKey(run.Tenant))
+		out, pass, offloads, err = fit(conv, p, b, offloadKey(run.Tenant))
 		if err != nil {
 			return res, err
 		}

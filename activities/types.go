@@ -114,6 +114,9 @@ const (
 	FitTruncate = "truncate"
 	// FitRelieve offloads until a run that fits its goal is under RED.
 	FitRelieve = "relieve"
+	// FitOffloadSmall offloads the small results left over the goal
+	// after truncation.
+	FitOffloadSmall = "offload-small"
 )
 
 // FitInput runs one deterministic step of the budget ladder.

@@ -444,6 +444,23 @@ func TestRecordHistories(t *testing.T) {
 		snips := append(snippets(t, openAIContents(t, input), 20), fmt.Sprintf("%08x", 2000*2654435761))
 		record(t, "compaction-relieve-red", fetchHistory(t, e.client, sub.RunID), input, snips, sub.InputKey)
 	})
+	t.Run("ladder-offload-small", func(t *testing.T) {
+		t.Parallel()
+		// A ReAct trajectory of many small results, still over its goal
+		// after truncation: the ladder's last step offloads them, oldest
+		// first (ladder-offload-small).
+		e := newEnv(t)
+		input := reactFromOpenAI(t, readData(t, "swe-agent-deepseek/django__django-11797.json"))
+		sub, res := e.compact(gateway.Event{Preset: "react-two-layer", Model: "gpt-4o", ContextLimit: 240000, Conversation: input})
+		checkRun(t, e, input, sub, res)
+		var small bool
+		for _, p := range res.Passes {
+			small = small || (p.Name == "budget/offload-small" && p.Applied)
+		}
+		require.True(t, small, "passes: %v", res.Passes)
+		require.False(t, res.OverLimit, res.Reason)
+		record(t, "compaction-ladder-offload-small", fetchHistory(t, e.client, sub.RunID), input, snippets(t, messageTexts(t, input), 20), sub.InputKey)
+	})
 	t.Run("watermark", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)

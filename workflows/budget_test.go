@@ -62,6 +62,11 @@ func TestBudgetLadder(t *testing.T) {
 			wantWork:  "work/fit-relieve", wantLadder: true},
 		{name: "a run started before the budget check is not relieved", preset: "auto-summarize", budgetCheck: false, detTokens: 100000,
 			wantSteps: nil, wantWork: "work/det"},
+		{name: "still over after truncation: the small results go last", preset: "react-two-layer", budgetCheck: true, detTokens: 500000,
+			fit: map[string]activities.FitResult{"offload": over("work/fit-offload", false), "truncate": over("work/fit-truncate", false),
+				"offload-small": under("work/fit-small")},
+			wantSteps: []string{"FitBudget/offload", "FitBudget/truncate", "FitBudget/offload-small"},
+			wantWork:  "work/fit-small", wantLadder: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,7 +84,7 @@ func TestBudgetLadder(t *testing.T) {
 			var ladder []string
 			for _, n := range f.names() {
 				switch n {
-				case "FitBudget/offload", "FitBudget/truncate", "FitBudget/relieve", "PrepareHistory", "ApplyHistory":
+				case "FitBudget/offload", "FitBudget/truncate", "FitBudget/offload-small", "FitBudget/relieve", "PrepareHistory", "ApplyHistory":
 					ladder = append(ladder, n)
 				}
 			}

@@ -182,9 +182,9 @@ func compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Com
 // (a share of the model's limit) after the preset's own passes. It climbs
 // one ladder, each step only while still over the goal, each recorded as
 // a pass: offload the remaining large results wherever they are → a
-// history summary with a smaller tail (not for a ReAct trajectory, which
-// never drops a turn) → cut the largest results to head and tail, naming
-// the archive. Whatever is still over the limit after that, commit says
+// history summary that keeps the largest tail that fits (not for a ReAct
+// trajectory, which never drops a turn) → cut the largest results to head
+// and tail, naming the archive → offload the small results left. Whatever is still over the limit after that, commit says
 // so: the run ends over_limit with the reason.
 func budgetLadder(ctx workflow.Context, run contract.Run, preset policy.Preset, pr activities.PlanResult,
 	archive activities.ArchiveResult, commit *activities.CommitInput, res *contract.CompactionResult) error {
@@ -216,7 +216,14 @@ func budgetLadder(ctx workflow.Context, run contract.Run, preset policy.Preset, 
 			return err
 		}
 	}
-	_, err = step(activities.FitTruncate)
+	if fit, err = step(activities.FitTruncate); err != nil || !fit.AboveGoal || fit.Hopeless {
+		return err
+	}
+	// Still over: the small results left (a ReAct trajectory never drops
+	// a turn), each for a reference.
+	if workflow.GetVersion(ctx, "ladder-offload-small", workflow.DefaultVersion, 1) == 1 {
+		_, err = step(activities.FitOffloadSmall)
+	}
 	return err
 }
 

@@ -185,6 +185,10 @@ var (
 // error or traceback line, and the first and last 50 for a traceback. Only
 // the ends are read: a long file that merely contains "raise ValueError"
 // in its middle is not an error.
+// LooksLikeError reports a result that reports a failure (seed 003's
+// "errors always kept" rule): an error or traceback line near its ends.
+func LooksLikeError(text string) bool { return looksLikeError(text) }
+
 func looksLikeError(text string) bool {
 	head, tail := edgeLines(text, 50)
 	check := func(lines []string, n int, fromEnd bool) bool {

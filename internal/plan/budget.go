@@ -108,6 +108,19 @@ func Floor(conv conversation.Conversation, p policy.Preset, b Budget) int {
 // protection keeps the structure of recent turns, not an oversized body).
 // Each reference stays in its block, paired with its call.
 func FitOffload(conv conversation.Conversation, p policy.Preset, b Budget, offloadKey func(string) string) (conversation.Conversation, Pass, []Offload, error) {
+	return fitOffload(conv, p, b, offloadKey, func(x, y compress.OffloadCandidate) int { return cmp.Compare(y.Tokens, x.Tokens) }, nil)
+}
+
+// fitOffload offloads candidates in the given order until the
+// conversation is under the goal, each reference with the preview
+// preview makes of its text (nil: the preset's first lines).
+func fitOffload(conv conversation.Conversation, p policy.Preset, b Budget, offloadKey func(string) string,
+	order func(x, y compress.OffloadCandidate) int, preview func(text string) string) (conversation.Conversation, Pass, []Offload, error) {
+	if preview == nil {
+		preview = func(text string) string {
+			return compress.PreviewN(text, p.Offload.PreviewLines, p.Offload.PreviewChars)
+		}
+	}
 	pass := Pass{Name: LadderOffload}
 	size, goal := b.Measure(conv), LadderGoal(p, b)
 	if size <= goal {
@@ -118,7 +131,7 @@ func FitOffload(conv conversation.Conversation, p policy.Preset, b Budget, offlo
 		MinTokens: p.Budget.OffloadMinTokens, IncludeErrors: true,
 		PreviewLines: p.Offload.PreviewLines, PreviewChars: p.Offload.PreviewChars,
 	})
-	slices.SortStableFunc(cands, func(x, y compress.OffloadCandidate) int { return cmp.Compare(y.Tokens, x.Tokens) })
+	slices.SortStableFunc(cands, order)
 	excess := size - goal
 	var placed []compress.Placed
 	var offloads []Offload
@@ -128,10 +141,10 @@ func FitOffload(conv conversation.Conversation, p policy.Preset, b Budget, offlo
 		}
 		text := conv.Messages[c.Msg].Blocks[c.Block].Text
 		key := offloadKey(text)
-		preview := compress.PreviewN(text, p.Offload.PreviewLines, p.Offload.PreviewChars)
-		ref := compress.Reference(compress.OffloadRef{Key: key, ToolName: c.ToolName, TokensSaved: c.Tokens, Preview: preview})
+		shown := preview(text)
+		ref := compress.Reference(compress.OffloadRef{Key: key, ToolName: c.ToolName, TokensSaved: c.Tokens, Preview: shown})
 		excess -= c.Tokens - b.Counter.Count(ref)
-		placed = append(placed, compress.Placed{OffloadCandidate: c, Key: key, Preview: preview})
+		placed = append(placed, compress.Placed{OffloadCandidate: c, Key: key, Preview: shown})
 		offloads = append(offloads, Offload{Key: key, ToolID: c.ToolID, ToolName: c.ToolName, Tokens: c.Tokens, Text: text})
 	}
 	if len(placed) == 0 {
@@ -144,7 +157,7 @@ func FitOffload(conv conversation.Conversation, p policy.Preset, b Budget, offlo
 	}
 	after := b.Measure(out)
 	pass.Applied, pass.Count, pass.TokensSaved = true, len(placed), size-after
-	pass.Note = fmt.Sprintf("offloaded %d results, largest first: %d → %d of limit %d", len(placed), size, after, b.Limit)
+	pass.Note = fmt.Sprintf("offloaded %d results: %d → %d of limit %d", len(placed), size, after, b.Limit)
 	return out, pass, offloads, nil
 }
 

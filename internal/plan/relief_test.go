@@ -102,3 +102,80 @@ func TestPostProcessReachesTheNewestResult(t *testing.T) {
 	require.Less(t, len(got), len(sb.String())/2, "the newest file read was post-processed")
 	require.Equal(t, words(conv), words(res.Conv))
 }
+
+// TestFitOffloadSmall: a ReAct trajectory of many small results, still
+// over its goal when nothing is large enough to offload or cut, fits once
+// its small results are offloaded, each for a short reference that names
+// its recovery id; every turn's thought and action stay.
+func TestFitOffloadSmall(t *testing.T) {
+	t.Parallel()
+	conv := conversation.Conversation{Format: conversation.FormatReAct}
+	for i := range 60 {
+		id := conversation.ReActToolID(i)
+		result := strings.Repeat("line of output "+strings.Repeat("x", i%7)+"\n", 50)
+		if i == 3 {
+			result = "Traceback (most recent call last):\n" + result + "ValueError: the third call failed\n"
+		}
+		conv.Messages = append(conv.Messages,
+			conversation.Message{Role: conversation.RoleAssistant, Blocks: []conversation.Block{
+				{Kind: conversation.KindText, Text: "Look at the next file.", Shape: "thought"},
+				{Kind: conversation.KindToolUse, ToolID: id, ToolName: "bash", Input: `{"tool":"bash","arguments":"ls"}`}}},
+			conversation.Message{Role: conversation.RoleTool, Blocks: []conversation.Block{
+				{Kind: conversation.KindToolResult, ToolID: id, ToolName: "bash", Text: result}}})
+	}
+	p, err := policy.Builtin(policy.ReactTwoLayer)
+	require.NoError(t, err)
+	b, err := NewBudget(p, "gpt-4o", 1, tokens.Limits{})
+	require.NoError(t, err)
+	b.Limit = b.Measure(conv) * 2 / 3
+	goal := LadderGoal(p, b)
+
+	// The ladder's earlier steps can do nothing here.
+	_, pass, _, err := FitOffload(conv, p, b, key)
+	require.NoError(t, err)
+	require.False(t, pass.Applied, pass.Note)
+
+	out, pass, offloads, err := FitOffloadSmall(conv, p, b, key)
+	require.NoError(t, err)
+	require.Equal(t, LadderOffloadSmall, pass.Name)
+	require.True(t, pass.Applied)
+	require.NotEmpty(t, offloads)
+	require.LessOrEqual(t, b.Measure(out), goal)
+	require.NoError(t, conversation.CheckPairing(out))
+	require.Equal(t, words(conv), words(out), "thoughts and actions stay")
+	originals := map[string]bool{}
+	for _, m := range conv.Messages {
+		for _, blk := range m.Blocks {
+			if blk.Kind == conversation.KindToolResult {
+				originals[blk.Text] = true
+			}
+		}
+	}
+	refs := 0
+	for _, m := range out.Messages {
+		for _, blk := range m.Blocks {
+			if blk.Kind == conversation.KindToolResult && strings.Contains(blk.Text, "recover_context tool, id:") {
+				refs++
+			}
+		}
+	}
+	require.Equal(t, len(offloads), refs, "each offloaded result leaves a reference naming its id")
+	require.Less(t, refs, 60, "no more than the goal needs")
+	last := out.Messages[len(out.Messages)-1].Blocks[0].Text
+	require.Equal(t, conv.Messages[len(conv.Messages)-1].Blocks[0].Text, last, "oldest first: the newest result stays")
+	for _, o := range offloads {
+		require.True(t, originals[o.Text], "the offload holds a result byte for byte")
+	}
+	require.Equal(t, conv.Messages[7].Blocks[0].Text, out.Messages[7].Blocks[0].Text, "errors go last: the old failure stays")
+	require.NotEqual(t, conv.Messages[5].Blocks[0].Text, out.Messages[5].Blocks[0].Text, "an older plain result went")
+
+	// When even every small result would leave it over the limit, the
+	// step does nothing: the agent keeps what it had.
+	b.Limit = b.Measure(conv) / 10
+	same, pass, offloads, err := FitOffloadSmall(conv, p, b, key)
+	require.NoError(t, err)
+	require.False(t, pass.Applied)
+	require.Contains(t, pass.Note, "not done")
+	require.Empty(t, offloads)
+	require.Equal(t, conv, same)
+}
