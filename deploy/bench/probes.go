@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
@@ -82,18 +81,10 @@ func benchProbes(ctx context.Context, st *stack, o options, rep *report) error {
 		}
 	}
 	results := make([]probeRun, len(jobs))
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, 4)
-	for i, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			results[i] = probeOne(ctx, st, sc, o, judge, j.preset, j.file, j.format, i)
-		}()
-	}
-	wg.Wait()
+	forEach(len(jobs), 4, func(i int) {
+		j := jobs[i]
+		results[i] = probeOne(ctx, st, sc, o, judge, j.preset, j.file, j.format, i)
+	})
 	if verbose {
 		for _, r := range results {
 			fmt.Fprintf(os.Stderr, "probes: %s %s %s: %s err=%v ratio %.2f usage %.2f region %.1f; lost %d: %s\n",

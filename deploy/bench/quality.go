@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/policy"
@@ -46,18 +45,10 @@ func benchQuality(ctx context.Context, st *stack, o options, rep *report) error 
 		}
 	}
 	results := make([]qualityRun, len(jobs))
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, 4)
-	for i, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			results[i] = qualityOne(ctx, st, sc, o, j.preset, j.file, i)
-		}()
-	}
-	wg.Wait()
+	forEach(len(jobs), 4, func(i int) {
+		j := jobs[i]
+		results[i] = qualityOne(ctx, st, sc, o, j.preset, j.file, i)
+	})
 
 	for _, p := range policy.Names() {
 		pr, err := policy.Resolve(p, nil)

@@ -163,3 +163,20 @@ func signedMS(d time.Duration) string {
 	}
 	return "+" + ms(d)
 }
+
+// forEach runs fn(0..n-1) on at most width goroutines at a time and
+// waits for all of them.
+func forEach(n, width int, fn func(i int)) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, max(width, 1))
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			fn(i)
+		}()
+	}
+	wg.Wait()
+}

@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,24 +11,13 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
-// realChat is the repository's real SWE-agent slice (see
-// testdata/conversations/README.md for its provenance).
-func realChat(t *testing.T) conversation.Conversation {
-	t.Helper()
-	data, err := os.ReadFile("../../testdata/conversations/django__django-11742.json")
-	require.NoError(t, err)
-	c, err := conversation.ParseAny(data)
-	require.NoError(t, err)
-	return c
-}
-
 // TestHistoryTail: a preset that fills its tail (adaptive, the ladder of
 // every preset) keeps the largest tail under its aim, with pairs intact;
 // a seed's fixed tail stays as the seed says, and the note says when that
 // leaves the output below half the target.
 func TestHistoryTail(t *testing.T) {
 	t.Parallel()
-	conv := realChat(t)
+	conv := sample(t)
 	adaptive, err := policy.Builtin(policy.Adaptive)
 	require.NoError(t, err)
 	offload, err := policy.Builtin(policy.OffloadCompact)
@@ -103,7 +91,7 @@ func withKeep(p policy.Preset, k int) policy.Preset {
 // not (watermark, offload-compact).
 func TestLadderKeepsTheTask(t *testing.T) {
 	t.Parallel()
-	conv := realChat(t)
+	conv := sample(t)
 	for _, name := range policy.Names() {
 		p, err := policy.Builtin(name)
 		require.NoError(t, err)
