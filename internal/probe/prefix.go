@@ -42,31 +42,26 @@ func sameMessage(x, y conversation.Message) bool {
 // summaries, references, cut results), each by size. before/after is the
 // compression of what was compacted, whatever was kept around it.
 func Region(in, out conversation.Conversation, size func(conversation.Message) int) (before, after int) {
-	kept := map[string]int{}
-	for _, m := range out.Messages {
-		kept[fingerprint(m)]++
+	return unmatched(in, out, size), unmatched(out, in, size)
+}
+
+// unmatched is the size of the messages of a that b does not hold
+// verbatim, each of b's messages matching at most one of a's.
+func unmatched(a, b conversation.Conversation, size func(conversation.Message) int) int {
+	held := map[string]int{}
+	for _, m := range b.Messages {
+		held[fingerprint(m)]++
 	}
-	for _, m := range in.Messages {
+	n := 0
+	for _, m := range a.Messages {
 		f := fingerprint(m)
-		if kept[f] > 0 {
-			kept[f]--
+		if held[f] > 0 {
+			held[f]--
 			continue
 		}
-		before += size(m)
+		n += size(m)
 	}
-	orig := map[string]int{}
-	for _, m := range in.Messages {
-		orig[fingerprint(m)]++
-	}
-	for _, m := range out.Messages {
-		f := fingerprint(m)
-		if orig[f] > 0 {
-			orig[f]--
-			continue
-		}
-		after += size(m)
-	}
-	return before, after
+	return n
 }
 
 // fingerprint identifies a message by what sameMessage compares.
