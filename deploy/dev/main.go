@@ -20,13 +20,16 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/ctxcompact/orchestrator/deploy/devstack"
 	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/audit"
+	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/config"
+	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/httpapi"
 	"github.com/ctxcompact/orchestrator/internal/report"
@@ -184,17 +187,50 @@ func demo(ctx context.Context, deps *app.Deps, gw *gateway.Gateway, stack *devst
 	}
 	report.Run(os.Stdout, res)
 	fmt.Printf("\nthe original is archived (sha256 verified) at s3://%s/%s under %s/s3\n", stack.S3Bucket, res.ArchiveKey, dir)
+	body, err := deps.Blob.GetVerified(ctx, res.OutputKey, res.OutputSHA256)
+	if err != nil {
+		return fmt.Errorf("read output: %w", err)
+	}
+	printSummary(body)
 	if out != "" {
-		body, err := deps.Blob.GetVerified(ctx, res.OutputKey, res.OutputSHA256)
-		if err != nil {
-			return fmt.Errorf("read output: %w", err)
-		}
 		if err := os.WriteFile(out, body, 0o644); err != nil {
 			return err
 		}
 		fmt.Println("compacted conversation written to", out)
 	}
 	return nil
+}
+
+// summaryLines bounds the summary printed by the demo.
+const summaryLines = 60
+
+// printSummary prints the summary the agent gets in place of its older
+// messages, the first thing a new user wants to judge.
+func printSummary(output []byte) {
+	conv, err := conversation.ParseAny(output)
+	if err != nil {
+		return
+	}
+	for _, m := range conv.Messages {
+		if !compress.IsSummary(m) {
+			continue
+		}
+		for _, b := range m.Blocks {
+			if b.Kind != conversation.KindText {
+				continue
+			}
+			lines := strings.Split(b.Text, "\n")
+			fmt.Printf("\nthe summary the agent gets in place of its older messages (%d lines):\n\n", len(lines))
+			for i, l := range lines {
+				if i == summaryLines {
+					fmt.Printf("  … %d more lines (-out FILE writes the whole compacted conversation)\n", len(lines)-summaryLines)
+					break
+				}
+				fmt.Println("  " + l)
+			}
+			return
+		}
+	}
 }
 
 // serveAPI serves the HTTP API on addr and returns a fresh API key of
