@@ -440,6 +440,12 @@ func TestHTTPErrorPaths(t *testing.T) {
 	chat := []byte(`{"messages":[{"role":"user","content":"hello"},{"role":"assistant","content":"hi"}]}`)
 	orphan := []byte(`{"system":"s","messages":[{"role":"user","content":"hi"},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_9","content":"x"}]}]}`)
 	huge := eventBody(map[string]any{"event_id": "big"}, []byte(`{"messages":[{"role":"user","content":"`+strings.Repeat("x", httpMaxBytes)+`"}]}`))
+	call := func(id, name string) []byte {
+		return []byte(`{"messages":[{"role":"user","content":"list it"},` +
+			`{"role":"assistant","content":null,"tool_calls":[{"id":"` + id + `","type":"function","function":{"name":"` + name + `","arguments":"{}"}}]},` +
+			`{"role":"tool","tool_call_id":"` + id + `","content":"done"}]}`)
+	}
+	nulCall, escName := call(`call\u0000x`, "bash"), call("call_1", `ba\u001bsh`)
 	for _, tc := range []struct {
 		name, method, path, key string
 		body                    []byte
@@ -455,6 +461,12 @@ func TestHTTPErrorPaths(t *testing.T) {
 		{"bad preset", "POST", "/v1/sessions/s/events", a.key, eventBody(map[string]any{"event_id": "e", "preset": "shrink-it"}, chat), 400, "bad_request", "preset", -1, ""},
 		{"bad overrides", "POST", "/v1/sessions/s/events", a.key, eventBody(map[string]any{"event_id": "e", "preset": "offload-compact", "overrides": map[string]any{"history": map[string]any{"keep_lats": 3}}}, chat), 400, "bad_request", "", -1, ""},
 		{"malformed body", "POST", "/v1/sessions/s/events", a.key, []byte(`{"event_id": "e", "conversation": `), 400, "bad_request", "", -1, ""},
+		// Issue 20: validated before anything is stored.
+		{"NUL in a tool_call_id", "POST", "/v1/sessions/s/events", a.key, eventBody(map[string]any{"event_id": "e"}, nulCall), 400, "bad_request", "conversation.messages[1].tool_call_id", -1, ""},
+		{"control character in a tool name", "POST", "/v1/sessions/s/events", a.key, eventBody(map[string]any{"event_id": "e"}, escName), 400, "bad_request", "conversation.messages[1].tool_name", -1, ""},
+		{"context_limit past int32", "POST", "/v1/sessions/s/events", a.key, eventBody(map[string]any{"event_id": "e", "context_limit": 2147483648}, chat), 400, "bad_request", "context_limit", -1, ""},
+		{"NUL in model", "POST", "/v1/sessions/s/events", a.key, eventBody(map[string]any{"event_id": "e", "model": "gpt-4o\u0000"}, chat), 400, "bad_request", "model", -1, ""},
+		{"model too long", "POST", "/v1/sessions/s/events", a.key, eventBody(map[string]any{"event_id": "e", "model": strings.Repeat("m", 300)}, chat), 400, "bad_request", "model", -1, ""},
 		{"unknown run", "GET", "/v1/runs/run-000000000000", a.key, nil, 404, "not_found", "", -1, ""},
 		{"unknown session", "GET", "/v1/sessions/never/status", a.key, nil, 404, "not_found", "", -1, ""},
 		{"unknown route", "GET", "/v1/nothing", a.key, nil, 404, "not_found", "", -1, ""},
@@ -482,6 +494,10 @@ func TestHTTPErrorPaths(t *testing.T) {
 	resp, _ := a.call("GET", "/v1/runs", a.key, nil, &list)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Empty(t, list.Runs)
+	// Nor stored anything.
+	keys, err := a.blob.List(context.Background(), "tenants/"+a.tenant+"/")
+	require.NoError(t, err)
+	require.Empty(t, keys, "a refused event leaves nothing in S3")
 }
 
 // buildLog is a long tool result with identifiers in every line, well over

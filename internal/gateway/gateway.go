@@ -141,8 +141,12 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	if err != nil {
 		return Submitted{}, err
 	}
-	if _, err := conversation.ParseAny(data); err != nil {
+	conv, err := conversation.ParseAny(data)
+	if err != nil {
 		return Submitted{}, &InputError{Field: "conversation", Err: err}
+	}
+	if err := checkToolNames(conv); err != nil {
+		return Submitted{}, err
 	}
 	ref, err := g.storeOriginal(ctx, ev, data)
 	if err != nil {
@@ -253,6 +257,16 @@ func (g *Gateway) validate(ev *Event) error {
 	if ev.ContextLimit < 0 {
 		return &InputError{Field: "context_limit", Err: errors.New("must not be negative")}
 	}
+	if ev.ContextLimit > MaxContextLimit {
+		return &InputError{Field: "context_limit", Err: fmt.Errorf("%d is above %d", ev.ContextLimit, MaxContextLimit)}
+	}
+	if ev.Model != "" {
+		// The model names a counter and a window, lands in the run's row
+		// and in operators' terminals: plain text, bounded.
+		if err := ident.Check("model", ev.Model); err != nil {
+			return &InputError{Field: "model", Err: err.(*ident.Error).Unnamed()}
+		}
+	}
 	if ev.Preset == "" {
 		ev.Preset = g.DefaultPreset
 	}
@@ -281,6 +295,34 @@ func (g *Gateway) validate(ev *Event) error {
 	}
 	if (len(ev.Conversation) == 0) == (ev.ConversationKey == "") {
 		return &InputError{Field: "conversation", Err: errors.New("give exactly one of conversation and conversation_key")}
+	}
+	return nil
+}
+
+// MaxContextLimit bounds a caller's context_limit: far above any model's
+// window (in tokens, or seed 000's characters), and within what a run's
+// row holds.
+const MaxContextLimit = 100_000_000
+
+// checkToolNames refuses, before anything is stored, a conversation whose
+// tool call ids or tool names are not plain text (a NUL, a control
+// character, more than ident.MaxLen bytes): they become Postgres values
+// of offload and step rows, and a run would fail on them after the
+// event was accepted. The field names the message by its position in the
+// caller's messages[].
+func checkToolNames(conv conversation.Conversation) error {
+	pos := conv.CallerIndexes()
+	for i, m := range conv.Messages {
+		for _, b := range m.Blocks {
+			for _, f := range []struct{ name, value string }{{"tool_call_id", b.ToolID}, {"tool_name", b.ToolName}} {
+				if f.value == "" {
+					continue
+				}
+				if err := ident.Check(f.name, f.value); err != nil {
+					return &InputError{Field: fmt.Sprintf("conversation.messages[%d].%s", pos[i], f.name), Err: err.(*ident.Error).Unnamed()}
+				}
+			}
+		}
 	}
 	return nil
 }

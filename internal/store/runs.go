@@ -453,7 +453,7 @@ func (s *Store) finish(ctx context.Context, op, id string, status RunStatus, msg
 	}
 	rows, err := s.finishWithSteps(ctx, steps, `
 		update runs set status = $2, error = $3, finished_at = now(), updated_at = now()
-		where id = $1 and status in ('pending', 'running')`, id, string(status), msg)
+		where id = $1 and status in ('pending', 'running')`, id, string(status), Storable(msg))
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
 	}

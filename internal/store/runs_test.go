@@ -370,3 +370,26 @@ func TestRunHoldsTheCallersSettings(t *testing.T) {
 	require.Equal(t, strings.Repeat("ab", 32), got.InputSHA256)
 	require.Empty(t, got.Model, "the summarizer model is recorded apart, by the run")
 }
+
+// TestFailRunWithUnstorableText: a failure whose message (and whose step
+// errors) quote a NUL byte or invalid UTF-8, which Postgres text refuses,
+// is written sanitized, never dropped: the run does not stay live.
+func TestFailRunWithUnstorableText(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	r := newRun(t, s, "acme", "s1")
+	msg := "record offload call_\x00x: bad byte \xff"
+	step := store.Step{RunID: r.ID, Name: "deterministic", Attempt: 1, Kind: "deterministic", Error: msg}
+	ok, err := s.FailRun(ctx, r.ID, msg, step)
+	require.NoError(t, err)
+	require.True(t, ok)
+	got, err := s.GetRun(ctx, r.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.RunFailed, got.Status)
+	require.Equal(t, `record offload call_\0x: bad byte `+"\uFFFD", got.Error)
+	steps, err := s.ListSteps(ctx, r.ID)
+	require.NoError(t, err)
+	require.Len(t, steps, 1)
+	require.Equal(t, got.Error, steps[0].Error)
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -70,9 +71,18 @@ func queueStep(batch *pgx.Batch, st Step) error {
 		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, coalesce($13, now()), $14)
 		on conflict (run_id, name, attempt, execution) do nothing`,
 		st.RunID, st.Name, st.Attempt, st.Kind, st.InputSize, st.OutputSize,
-		st.PromptTokens, st.CompletionTokens, st.Model, st.PromptVersion, st.Duration, st.Error,
+		st.PromptTokens, st.CompletionTokens, st.Model, st.PromptVersion, st.Duration, Storable(st.Error),
 		nullIfZero(st.At), st.Execution)
 	return nil
+}
+
+// Storable is text as Postgres can hold it: NUL bytes (which a text
+// column refuses, failing the whole write) written as the two characters
+// \0, and invalid UTF-8 as U+FFFD. An error message that quotes a
+// caller's bytes is then written sanitized, never dropped.
+func Storable(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	return strings.ReplaceAll(s, "\x00", `\0`)
 }
 
 // ListSteps returns the steps of a run in the order they happened.
