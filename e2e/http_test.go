@@ -569,6 +569,18 @@ func TestHTTPResultsCompress(t *testing.T) {
 	require.Equal(t, sum.RunID, again.RunID)
 	require.Equal(t, sum.Text, again.Text)
 
+	// Issue 20: the same identifier rules as every other route.
+	for _, bad := range []struct{ field, session, tool string }{
+		{"session", "agent\x1b[31m", "bash"}, {"session", "a\nb", "bash"}, {"session", "..", "bash"},
+		{"session", "x\u202ey", "bash"}, {"tool_name", "agent-7", strings.Repeat("t", 1<<20)},
+	} {
+		body, _ := json.Marshal(map[string]any{"text": text, "tool_name": bad.tool, "mode": "offload", "session": bad.session})
+		var e apiError
+		resp, raw := a.call("POST", "/v1/results:compress", a.key, body, &e)
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%q: %s", bad.session, raw)
+		require.Equal(t, bad.field, e.Error.Field)
+	}
+
 	// Both are searchable in the session: the offload and the archive.
 	var hits struct {
 		Hits []struct {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/ident"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
@@ -81,8 +81,15 @@ func (a *api) postCompress(w http.ResponseWriter, r *http.Request, tenant string
 	if req.Session == "" {
 		req.Session = DefaultResultsSession
 	}
-	if strings.ContainsAny(req.Session, "/\x00") || len(req.Session) > 200 {
-		return badRequest("session", "session: must be 1-200 characters without '/'")
+	// The same identifier rules as every route's session and the
+	// gateway's tool names: they land in rows, keys and terminals.
+	if err := ident.Session(req.Session); err != nil {
+		return badRequest("session", "%v", err)
+	}
+	if req.ToolName != "" {
+		if err := ident.Check("tool_name", req.ToolName); err != nil {
+			return badRequest("tool_name", "%v", err)
+		}
 	}
 	switch req.Mode {
 	case ModeOffload:

@@ -364,6 +364,7 @@ func (p Preset) Validate() error {
 		{"global_results.ratio", p.GlobalResults.Enabled && (p.GlobalResults.Ratio <= 0 || p.GlobalResults.Ratio >= 1)},
 		{"global_results.parallelism", p.GlobalResults.Parallelism < 1},
 		{"watermark.checkpoint_tools", p.Watermark.Enabled && len(p.Watermark.CheckpointTools) == 0},
+		{"watermark.keep_before", p.Watermark.KeepBefore < 0},
 		{"offload.min_tokens", p.Offload.Enabled && p.Offload.MinTokens < 1},
 		{"history.keep_last", p.History.Enabled && p.History.KeepLast < 0},
 		{"history.target_tokens", p.History.Enabled && p.History.TargetTokens < 50},

@@ -103,6 +103,9 @@ func TestResolve(t *testing.T) {
 	require.ErrorContains(t, err, "history.prompt")
 	_, err = Resolve(ThreeTier, json.RawMessage(`{"target_usage":2}`))
 	require.ErrorContains(t, err, "target_usage")
+	// Issue 20: a negative count was accepted and failed the run later.
+	_, err = Resolve(Watermark, json.RawMessage(`{"watermark":{"keep_before":-5}}`))
+	require.ErrorContains(t, err, "watermark.keep_before")
 }
 
 func TestLoadFileAndMerge(t *testing.T) {
