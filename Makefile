@@ -7,8 +7,9 @@ export GOTOOLCHAIN := local
 run:
 	go run ./deploy/dev
 
-## test: every test, on real Temporal (in-process), Postgres and an S3 server; test artifacts (the web UI's screenshots) in artifacts/
+## test: every test, on real Temporal (in-process), Postgres and an S3 server (installs chromium and versitygw first when missing: deploy/test-deps.sh); test artifacts (the web UI's screenshots) in artifacts/
 test:
+	bash deploy/test-deps.sh
 	mkdir -p artifacts
 	go test -count=1 -timeout 30m -artifacts -outputdir $(CURDIR)/artifacts ./...
 

@@ -24,6 +24,13 @@ import (
 	"time"
 )
 
+// The real conversations: the shared folder beside the checkout, else the
+// repository's copy of the same runs.
+const (
+	defaultDataDir  = "../shared/data"
+	fallbackDataDir = "testdata/conversations"
+)
+
 // options are the sizes of one bench run; -quick shrinks every one.
 type options struct {
 	quick   bool
@@ -93,7 +100,7 @@ func run() error {
 	quick := flag.Bool("quick", false, "shorter windows and fewer runs (about 2 minutes)")
 	out := flag.String("out", "", "also write the table and the machine to this Markdown file")
 	judgeOut := flag.String("judge-out", "", "with OPENAI_BASE_URL set: write measurement 8's LLM-judge grades of every run to this JSON file")
-	dataDir := flag.String("data", "../shared/data", "folder of the shared real conversations")
+	dataDir := flag.String("data", defaultDataDir, "folder of the shared real conversations ("+fallbackDataDir+" when the default is missing)")
 	only := flag.String("only", "", "comma-separated measurements to run (1-8); empty runs all")
 	workers := flag.Int("workers", 0, "concurrent callers of the ceiling (1.); 0 keeps the default")
 	sessions := flag.Int("sessions", 0, "concurrent sessions of the load (4.); 0 keeps the default")
@@ -114,7 +121,13 @@ func run() error {
 	}
 
 	if st, err := os.Stat(*dataDir); err != nil || !st.IsDir() {
-		return fmt.Errorf("shared data folder %s not found (set -data)", *dataDir)
+		// A fresh clone has no ../shared: the repository's copy of the
+		// same runs (testdata/conversations/README.md) serves.
+		if *dataDir != defaultDataDir {
+			return fmt.Errorf("data folder %s not found (set -data)", *dataDir)
+		}
+		fmt.Fprintf(os.Stderr, "bench: %s not found; using the repository's copy in %s\n", *dataDir, fallbackDataDir)
+		*dataDir = fallbackDataDir
 	}
 	want := map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {
