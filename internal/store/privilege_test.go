@@ -66,6 +66,18 @@ func TestRuntimeRoleCannotRewriteHistory(t *testing.T) {
 	_, err = app.FailRun(ctx, r.ID, "done")
 	require.NoError(t, err)
 
+	// A revoked key and a live one: the rows the key statements below try.
+	_, err = app.CreateAPIKey(ctx, "acme", "key-revoked-0123456789abcdef", time.Time{})
+	require.NoError(t, err)
+	ok, err := app.RevokeAPIKey(ctx, "key-revoked-0123456789abcdef")
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, err = app.CreateAPIKey(ctx, "acme", "key-live-0123456789abcdef", time.Time{})
+	require.NoError(t, err)
+	_, ok, err = app.Authenticate(ctx, "key-live-0123456789abcdef")
+	require.NoError(t, err)
+	require.True(t, ok, "the runtime role still records a key's use")
+
 	for _, q := range []string{
 		"delete from run_steps",
 		"truncate run_steps",
@@ -73,6 +85,13 @@ func TestRuntimeRoleCannotRewriteHistory(t *testing.T) {
 		"alter table run_steps disable trigger all",
 		"drop table drift_verdicts",
 		"create table sneaky (id int)",
+		// Issue 20: the runtime role revived a revoked key, moved a key
+		// to another tenant and rewrote the migrations' version.
+		"update api_keys set revoked_at = null",
+		"update api_keys set tenant_id = 'other'",
+		"update api_keys set key_hash = 'forged'",
+		"update schema_version set version = 1",
+		"insert into schema_version values (99)",
 	} {
 		_, err := app.Pool().Exec(ctx, q)
 		require.Error(t, err, "the runtime role may not: %s", q)

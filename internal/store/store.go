@@ -165,6 +165,8 @@ func (s *Store) GrantRuntime(ctx context.Context, role string) error {
 		"revoke all on all tables in schema " + schemaID + " from " + roleID,
 		"grant select, insert, update on all tables in schema " + schemaID + " to " + roleID,
 		"grant usage, select on all sequences in schema " + schemaID + " to " + roleID,
+		// The migrations' version is the owner's to write.
+		"revoke insert, update on table " + schemaID + ".schema_version from " + roleID,
 	}
 	for _, q := range stmts {
 		if _, err := s.pool.Exec(ctx, q); err != nil {
