@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
@@ -54,4 +55,57 @@ func TestReconcilerMarksRunsNoWorkflowWillFinish(t *testing.T) {
 	again, err := e.gw.Reconcile(ctx, 0)
 	require.NoError(t, err)
 	require.Empty(t, again.Failed, "a run is marked once")
+}
+
+// TestClaimedWhileTemporalIsDownStillRuns: issue 20's lost event. An
+// event submitted while Temporal cannot be reached is refused (the caller
+// gets the outage) but its claimed run stays pending, not failed; the
+// caller's retry with the same event id starts it, and a run whose caller
+// never retries is started by the reconciler. Both end succeeded, once.
+func TestClaimedWhileTemporalIsDownStillRuns(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, offline())
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dead, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})
+	require.NoError(t, err)
+	t.Cleanup(dead.Close)
+	down := e.deps.Gateway(dead)
+
+	input := readData(t, "swe-agent-deepseek/django__django-12308.json")
+	event := func(id string) gateway.Event {
+		return gateway.Event{Tenant: e.tenant, Session: "outage-" + id, EventID: id, Preset: policy.AutoSummarize,
+			Model: "gpt-4o", ContextLimit: 60000, Conversation: input}
+	}
+	for _, id := range []string{"retried", "abandoned"} {
+		sctx, scancel := context.WithTimeout(ctx, 3*time.Second)
+		_, err := down.Submit(sctx, event(id))
+		scancel()
+		require.Error(t, err, "Temporal is down")
+		run := mustRun(t, e, gateway.RunID(e.tenant, "outage-"+id, id))
+		require.Equal(t, store.RunPending, run.Status, "the claim is kept, not failed")
+	}
+
+	// The caller retries once Temporal is back.
+	sub, err := e.gw.Submit(ctx, event("retried"))
+	require.NoError(t, err)
+	require.True(t, sub.Existing, "the same claim")
+	res, err := e.gw.Wait(ctx, sub.RunID)
+	require.NoError(t, err)
+	checkRun(t, e, input, sub, res)
+
+	// The other caller never retries: the reconciler starts its run.
+	abandoned := gateway.RunID(e.tenant, "outage-abandoned", "abandoned")
+	rec, err := e.gw.Reconcile(ctx, 0)
+	require.NoError(t, err)
+	require.Contains(t, rec.Started, abandoned)
+	require.NotContains(t, rec.Failed, abandoned)
+	res, err = e.gw.Wait(ctx, abandoned)
+	require.NoError(t, err)
+	require.Equal(t, store.RunSucceeded, mustRun(t, e, abandoned).Status)
+	require.NotEmpty(t, res.OutputKey)
+
+	again, err := e.gw.Reconcile(ctx, 0)
+	require.NoError(t, err)
+	require.NotContains(t, again.Started, abandoned, "started once")
 }

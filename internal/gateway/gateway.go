@@ -182,34 +182,47 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	out := Submitted{RunID: sub.RunID, InputKey: ref.Key, Existing: sub.Existing}
 	// Signalling again for a known event is safe: the session drops a
 	// queued duplicate, and a finished run's id cannot be started twice.
-	in := contract.CompactionInput{
-		Run: contract.Run{
-			ID: out.RunID, Tenant: ev.Tenant, Session: ev.Session, EventID: ev.EventID, Trigger: ev.Kind,
-			Preset: ev.Preset, Overrides: effective, Model: ev.Model, ContextLimit: ev.ContextLimit, ReplayOf: ev.ReplayOf,
-			BatchSteps: true,
-		},
-		InputKey: ref.Key, InputSHA256: ref.SHA256, LocalSteps: true, BudgetCheck: true, LLMTaskQueue: g.LLMTaskQueue,
-		Visibility: g.SearchAttributes, Judge: g.Judge, ArchiveInPlan: true,
-	}
-	opts := client.StartWorkflowOptions{ID: contract.SessionWorkflowID(ev.Tenant, ev.Session), TaskQueue: g.TaskQueue}
-	if g.SearchAttributes {
-		opts.TypedSearchAttributes = contract.SessionSearchAttributes(ev.Tenant, ev.Session)
-	}
-	_, err = g.Temporal.SignalWithStartWorkflow(ctx, contract.SessionWorkflowID(ev.Tenant, ev.Session), contract.EventSignal, in,
-		opts, contract.SessionWorkflow, contract.SessionInput{Tenant: ev.Tenant, Session: ev.Session})
-	if err != nil {
-		err = fmt.Errorf("start session workflow: %w", err)
-		if !out.Existing {
-			// Nothing will run this new run: say so on it rather than
-			// leave it pending forever. An existing run may be running
-			// fine; the reconciler looks after it.
-			if _, ferr := g.Store.FailRun(context.WithoutCancel(ctx), out.RunID, err.Error()); ferr != nil {
-				err = errors.Join(err, fmt.Errorf("mark run failed: %w", ferr))
-			}
-		}
+	// When Temporal cannot be reached the run stays pending, claimed with
+	// everything it needs: the caller's retry with the same event id
+	// starts it (an outage answers 503), and so does the reconciler.
+	if err := g.start(ctx, g.inputOf(store.Run{
+		ID: out.RunID, Tenant: ev.Tenant, Session: ev.Session, EventID: ev.EventID, Trigger: ev.Kind,
+		Preset: ev.Preset, Overrides: effective, AgentModel: ev.Model, ContextLimit: ev.ContextLimit, ReplayOf: ev.ReplayOf,
+		InputKey: ref.Key, InputSHA256: ref.SHA256,
+	})); err != nil {
 		return Submitted{}, err
 	}
 	return out, nil
+}
+
+// inputOf is the workflow input of a claimed run, from what its row
+// recorded at submit.
+func (g *Gateway) inputOf(r store.Run) contract.CompactionInput {
+	return contract.CompactionInput{
+		Run: contract.Run{
+			ID: r.ID, Tenant: r.Tenant, Session: r.Session, EventID: r.EventID, Trigger: r.Trigger,
+			Preset: r.Preset, Overrides: r.Overrides, Model: r.AgentModel, ContextLimit: r.ContextLimit, ReplayOf: r.ReplayOf,
+			BatchSteps: true,
+		},
+		InputKey: r.InputKey, InputSHA256: r.InputSHA256, LocalSteps: true, BudgetCheck: true, LLMTaskQueue: g.LLMTaskQueue,
+		Visibility: g.SearchAttributes, Judge: g.Judge, ArchiveInPlan: true,
+	}
+}
+
+// start hands a claimed run to its session's workflow, starting the
+// session when it is not running.
+func (g *Gateway) start(ctx context.Context, in contract.CompactionInput) error {
+	tenant, session := in.Run.Tenant, in.Run.Session
+	opts := client.StartWorkflowOptions{ID: contract.SessionWorkflowID(tenant, session), TaskQueue: g.TaskQueue}
+	if g.SearchAttributes {
+		opts.TypedSearchAttributes = contract.SessionSearchAttributes(tenant, session)
+	}
+	_, err := g.Temporal.SignalWithStartWorkflow(ctx, contract.SessionWorkflowID(tenant, session), contract.EventSignal, in,
+		opts, contract.SessionWorkflow, contract.SessionInput{Tenant: tenant, Session: session})
+	if err != nil {
+		return fmt.Errorf("start session workflow: %w", err)
+	}
+	return nil
 }
 
 // checkBreaker refuses an automatic event of a session whose breaker is

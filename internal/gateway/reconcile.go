@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
@@ -20,14 +21,19 @@ type Reconciled struct {
 	Checked int `json:"checked"`
 	// Failed lists the runs marked failed, with why.
 	Failed map[string]string `json:"failed"`
+	// Started lists the claimed runs that never reached Temporal (it was
+	// down when they were submitted) and were handed to it now.
+	Started []string `json:"started,omitempty"`
 }
 
 // Reconcile marks failed every run that is still live in Postgres (pending
 // or running, started more than olderThan ago) although no workflow will
 // ever finish it: its Compaction workflow ended without recording it
 // (terminated, timed out, history limit), or no longer exists (retention),
-// or it never started and its session does not have it queued. Without
-// this a run would stay "running" forever.
+// or it never started and its session does not have it queued. A pending
+// run that never started but holds its input (claimed while Temporal was
+// down) is started instead. Without this a run would stay "running"
+// forever.
 func (g *Gateway) Reconcile(ctx context.Context, olderThan time.Duration) (Reconciled, error) {
 	out := Reconciled{Failed: map[string]string{}}
 	before := time.Now().Add(-olderThan)
@@ -43,6 +49,15 @@ func (g *Gateway) Reconcile(ctx context.Context, olderThan time.Duration) (Recon
 				return out, fmt.Errorf("reconcile run %s: %w", r.ID, err)
 			}
 			if why == "" {
+				continue
+			}
+			if r.Status == store.RunPending && r.InputKey != "" && r.InputSHA256 != "" && strings.Contains(why, "never started") {
+				// Claimed while Temporal was down: its row holds all it
+				// needs, so it runs now rather than fail.
+				if err := g.start(ctx, g.inputOf(r)); err != nil {
+					return out, fmt.Errorf("reconcile run %s: %w", r.ID, err)
+				}
+				out.Started = append(out.Started, r.ID)
 				continue
 			}
 			marked, err := g.Store.FailRun(ctx, r.ID, why)
