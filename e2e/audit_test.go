@@ -252,6 +252,18 @@ func TestAuditHistoryRestoreDiffSearchExport(t *testing.T) {
 		hits, err = svc.Search(ctx, e.tenant, "compact", "ZEBRA-7781", 0)
 		require.NoError(t, err)
 		require.Empty(t, hits, "another session's content is not searched")
+
+		// Issue 20: a search reads at most its byte budget, and says when
+		// it stopped there.
+		all, err := svc.SearchScan(ctx, e.tenant, "offload", "zebra-7781", 0)
+		require.NoError(t, err)
+		require.False(t, all.Truncated)
+		small := *svc
+		small.SearchBytes = 1
+		cut, err := small.SearchScan(ctx, e.tenant, "offload", "zebra-7781", 0)
+		require.NoError(t, err)
+		require.True(t, cut.Truncated)
+		require.Less(t, len(cut.Hits), len(all.Hits), "it stopped before reading everything")
 	})
 
 	t.Run("status report", func(t *testing.T) {

@@ -451,10 +451,11 @@ func newSearch() *cobra.Command {
 				return err
 			}
 			defer deps.Close()
-			hits, err := svc.Search(cmd.Context(), tenant, session, args[0], limit)
+			res, err := svc.SearchScan(cmd.Context(), tenant, session, args[0], limit)
 			if err != nil {
 				return err
 			}
+			hits := res.Hits
 			if asJSON {
 				if hits == nil {
 					hits = []audit.Hit{}
@@ -462,6 +463,9 @@ func newSearch() *cobra.Command {
 				return printJSON(cmd.OutOrStdout(), hits)
 			}
 			printHits(cmd.OutOrStdout(), hits)
+			if res.Truncated {
+				fmt.Fprintf(cmd.OutOrStdout(), "(the search stopped after reading %d MiB: narrow the query)\n", audit.MaxSearchBytes>>20)
+			}
 			return nil
 		},
 	}

@@ -40,6 +40,8 @@ type Service struct {
 	// Breaker is the deployment's loop breaker rule, for the status
 	// report; zero reports none.
 	Breaker store.BreakerRule
+	// SearchBytes bounds what one search reads; 0 is MaxSearchBytes.
+	SearchBytes int64
 }
 
 // RunDetail is one run with everything recorded about it.

@@ -24,6 +24,13 @@ const (
 const (
 	DefaultSearchLimit = 50
 	MaxSearchLimit     = 1000
+	// MaxCountedMatches bounds the matches counted in one offload or
+	// message: beyond it a hit says MatchesCapped, and no more are looked
+	// for (a one-letter query over 30 MB found millions).
+	MaxCountedMatches = 10_000
+	// MaxSearchBytes bounds what one search reads (Service.SearchBytes
+	// overrides it): a search that reaches it stops and says Truncated.
+	MaxSearchBytes = 64 << 20
 	// excerptRadius is how many characters an excerpt shows on each side
 	// of the match.
 	excerptRadius = 120
@@ -46,6 +53,8 @@ type Hit struct {
 	// shows the first.
 	Matches int    `json:"matches"`
 	Excerpt string `json:"excerpt"`
+	// MatchesCapped: counting stopped at MaxCountedMatches.
+	MatchesCapped bool `json:"matches_capped,omitempty"`
 	// ID is what the recover_context tool reads the hit back with: a live
 	// offload's id, the archive id of the message ("<sha>.m<i>-<i>", see
 	// package recoverid), or for a released offload the archive id of the
@@ -60,14 +69,45 @@ type Hit struct {
 // Offloads marked deleted are searched while their object still exists.
 // At most limit hits are returned (DefaultSearchLimit when limit <= 0).
 func (s *Service) Search(ctx context.Context, tenant, session, query string, limit int) ([]Hit, error) {
+	res, err := s.SearchScan(ctx, tenant, session, query, limit)
+	return res.Hits, err
+}
+
+// SearchResult is what a search found, and whether it stopped at its
+// scan budget before reading every offload and archive.
+type SearchResult struct {
+	Hits      []Hit
+	Truncated bool
+}
+
+// SearchScan is Search with its scan budget reported: it reads at most
+// Service.SearchBytes (MaxSearchBytes when 0) of offloads and archives,
+// and counts at most MaxCountedMatches matches in each, so that a request
+// costs tens of megabytes whatever the session holds.
+func (s *Service) SearchScan(ctx context.Context, tenant, session, query string, limit int) (SearchResult, error) {
+	var res SearchResult
+	budget := s.SearchBytes
+	if budget <= 0 {
+		budget = MaxSearchBytes
+	}
+	var scanned int64
+	// spend counts n more bytes read; false once the budget is spent.
+	spend := func(n int) bool {
+		scanned += int64(n)
+		if scanned > budget {
+			res.Truncated = true
+			return false
+		}
+		return true
+	}
 	if err := blob.ValidateTenant(tenant); err != nil {
-		return nil, fmt.Errorf("search: %w", err)
+		return res, fmt.Errorf("search: %w", err)
 	}
 	if strings.TrimSpace(session) == "" {
-		return nil, errors.New("search: session is empty")
+		return res, errors.New("search: session is empty")
 	}
 	if strings.TrimSpace(query) == "" {
-		return nil, errors.New("search: query is empty")
+		return res, errors.New("search: query is empty")
 	}
 	if limit <= 0 {
 		limit = DefaultSearchLimit
@@ -77,21 +117,21 @@ func (s *Service) Search(ctx context.Context, tenant, session, query string, lim
 	// byte offsets into the original text.
 	re, err := regexp.Compile("(?i)" + regexp.QuoteMeta(query))
 	if err != nil {
-		return nil, fmt.Errorf("search: %w", err)
+		return res, fmt.Errorf("search: %w", err)
 	}
-	var hits []Hit
-	full := func() bool { return len(hits) >= limit }
+	hits := &res.Hits
+	full := func() bool { return len(*hits) >= limit || res.Truncated }
 
 	offloads, err := s.Store.ListOffloads(ctx, tenant, session, true)
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	// The originals released offloads are looked up in, by run, parsed
 	// once per search (nil: none).
 	originals := map[string]*original{}
 	for _, o := range offloads {
 		if full() {
-			return hits, nil
+			return res, nil
 		}
 		if ownKey(tenant, o.Key) != nil {
 			continue
@@ -101,20 +141,23 @@ func (s *Service) Search(ctx context.Context, tenant, session, query string, lim
 			continue // deleted after its summary was committed
 		}
 		if err != nil {
-			return nil, fmt.Errorf("search offload %s: %w", o.Key, err)
+			return res, fmt.Errorf("search offload %s: %w", o.Key, err)
+		}
+		if !spend(len(data)) {
+			return res, nil
 		}
 		if h, ok := find(re, string(data)); ok {
 			h.Key, h.Kind, h.RunID, h.Message, h.canon = o.Key, HitOffload, o.RunID, -1, -1
 			if h.ID, err = s.offloadID(ctx, tenant, session, o, originals); err != nil {
-				return nil, err
+				return res, err
 			}
-			hits = append(hits, h)
+			*hits = append(*hits, h)
 		}
 	}
 
 	runs, err := s.allRuns(ctx, store.RunFilter{Tenant: tenant, Session: session}, 0)
 	if err != nil {
-		return nil, err
+		return res, err
 	}
 	searched := map[string]bool{}
 	for _, r := range runs {
@@ -131,7 +174,10 @@ func (s *Service) Search(ctx context.Context, tenant, session, query string, lim
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("search: %w", err)
+			return res, fmt.Errorf("search: %w", err)
+		}
+		if !spend(len(data)) {
+			return res, nil
 		}
 		for _, h := range searchArchive(re, data) {
 			if full() {
@@ -141,10 +187,10 @@ func (s *Service) Search(ctx context.Context, tenant, session, query string, lim
 			if h.canon >= 0 && r.ArchiveSHA256 != "" {
 				h.ID = recoverid.Range(r.ArchiveSHA256, h.canon, h.canon).String()
 			}
-			hits = append(hits, h)
+			*hits = append(*hits, h)
 		}
 	}
-	return hits, nil
+	return res, nil
 }
 
 // offloadID is the recover id of an offload found by a search: its own
@@ -247,11 +293,25 @@ func searchArchive(re *regexp.Regexp, data []byte) []Hit {
 
 // find counts the matches in text and cuts an excerpt around the first.
 func find(re *regexp.Regexp, text string) (Hit, bool) {
-	locs := re.FindAllStringIndex(text, -1)
-	if len(locs) == 0 {
+	loc := re.FindStringIndex(text)
+	if loc == nil {
 		return Hit{}, false
 	}
-	return Hit{Matches: len(locs), Excerpt: excerpt(text, locs[0][0], locs[0][1], excerptRadius)}, true
+	h := Hit{Matches: 1, Excerpt: excerpt(text, loc[0], loc[1], excerptRadius)}
+	// One match at a time, never the list of all of them.
+	for off := max(loc[1], loc[0]+1); off < len(text); {
+		next := re.FindStringIndex(text[off:])
+		if next == nil {
+			break
+		}
+		if h.Matches == MaxCountedMatches {
+			h.MatchesCapped = true
+			break
+		}
+		h.Matches++
+		off += max(next[1], next[0]+1)
+	}
+	return h, true
 }
 
 // excerpt returns text[start:end] with up to radius characters on each

@@ -61,3 +61,24 @@ func TestSearchArchiveNamesCallerPositions(t *testing.T) {
 	require.Equal(t, []int{-1, 0, 2}, []int{hits[0].Message, hits[1].Message, hits[2].Message})
 	require.Equal(t, []int{0, 1, 3}, []int{hits[0].canon, hits[1].canon, hits[2].canon})
 }
+
+// TestFindCountsWithoutListingEveryMatch: issue 20's one-letter query over
+// a huge result. The matches counted stop at MaxCountedMatches (the hit
+// says so) and counting does not build the list of every match: a few
+// allocations per counted match, whatever the text holds.
+func TestFindCountsWithoutListingEveryMatch(t *testing.T) {
+	// Not parallel: testing.AllocsPerRun refuses parallel tests.
+	text := strings.Repeat("a", 4<<20)
+	re := regexp.MustCompile("(?i)a")
+	h, ok := find(re, text)
+	require.True(t, ok)
+	require.Equal(t, MaxCountedMatches, h.Matches)
+	require.True(t, h.MatchesCapped)
+	allocs := testing.AllocsPerRun(2, func() { _, _ = find(re, text) })
+	require.Less(t, allocs, float64(4*MaxCountedMatches), "no list of all 4 million matches")
+
+	few, ok := find(regexp.MustCompile("(?i)needle"), "a needle, another NEEDLE")
+	require.True(t, ok)
+	require.Equal(t, 2, few.Matches)
+	require.False(t, few.MatchesCapped)
+}

@@ -247,6 +247,9 @@ func replayError(err error) error {
 // searchResponse is the answer of the recovery search.
 type searchResponse struct {
 	Hits []audit.Hit `json:"hits"`
+	// Truncated: the search read its byte budget before every offload
+	// and archive of the session; narrow the query or the session.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 func (a *api) getSearch(w http.ResponseWriter, r *http.Request, tenant string) error {
@@ -271,14 +274,14 @@ func (a *api) getSearch(w http.ResponseWriter, r *http.Request, tenant string) e
 	if !known {
 		return notFound("session")
 	}
-	hits, err := a.deps.Audit.Search(r.Context(), tenant, session, query, limit)
+	res, err := a.deps.Audit.SearchScan(r.Context(), tenant, session, query, limit)
 	if err != nil {
 		return notFoundAs(err, "session")
 	}
-	if hits == nil {
-		hits = []audit.Hit{}
+	if res.Hits == nil {
+		res.Hits = []audit.Hit{}
 	}
-	writeJSON(w, http.StatusOK, searchResponse{Hits: hits})
+	writeJSON(w, http.StatusOK, searchResponse{Hits: res.Hits, Truncated: res.Truncated})
 	return nil
 }
 
