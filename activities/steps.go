@@ -984,8 +984,8 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 // sure its recovery references name the archive and the offloads, whatever
 // the summarizer wrote: they are how an operator gets the original back.
 func sessionSummary(run contract.Run, summary, archiveKey string) string {
-	if !strings.HasPrefix(summary, "## Session Summary") {
-		summary = fmt.Sprintf("## Session Summary [%s]\n\n%s", run.Session, summary)
+	if !strings.HasPrefix(summary, compress.SessionSummaryHeading) {
+		summary = fmt.Sprintf("%s [%s]\n\n%s", compress.SessionSummaryHeading, run.Session, summary)
 	}
 	if archiveKey != "" && !strings.Contains(summary, archiveKey) {
 		prefix, _ := blob.TenantPrefix(run.Tenant)

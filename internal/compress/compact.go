@@ -63,6 +63,16 @@ const (
 	StyleSessionSummary SummaryStyle = "session-summary"
 )
 
+// The openings of the summary messages, one per style: SummaryMessage
+// writes them and IsSummary recognises them.
+const (
+	compressedHistoryPrefix = "[Compressed History]\n\n"
+	summaryFirstPrefix      = "[SUMMARY]: "
+	// SessionSummaryHeading opens seed 004's session summary (ApplyHistory
+	// frames a summary under it when the summarizer did not).
+	SessionSummaryHeading = "## Session Summary"
+)
+
 // IsSummary reports whether a message is a summary that SummaryMessage
 // wrote (in any style), not words of the user or the assistant.
 func IsSummary(m conversation.Message) bool {
@@ -71,9 +81,9 @@ func IsSummary(m conversation.Message) bool {
 			continue
 		}
 		switch {
-		case m.Role == conversation.RoleUser && strings.HasPrefix(b.Text, "[Compressed History]\n\n"),
-			m.Role == conversation.RoleAssistant && strings.HasPrefix(b.Text, "[SUMMARY]: "),
-			m.Role == conversation.RoleUser && strings.HasPrefix(b.Text, "## Session Summary"):
+		case m.Role == conversation.RoleUser && strings.HasPrefix(b.Text, compressedHistoryPrefix),
+			m.Role == conversation.RoleAssistant && strings.HasPrefix(b.Text, summaryFirstPrefix),
+			m.Role == conversation.RoleUser && strings.HasPrefix(b.Text, SessionSummaryHeading):
 			return true
 		}
 	}
@@ -91,9 +101,9 @@ func SummaryMessage(summary string, style SummaryStyle) (conversation.Message, e
 	var text string
 	switch style {
 	case StyleCompressedHistory:
-		role, text = conversation.RoleUser, "[Compressed History]\n\n"+summary
+		role, text = conversation.RoleUser, compressedHistoryPrefix+summary
 	case StyleSummaryFirst:
-		role, text = conversation.RoleAssistant, "[SUMMARY]: "+summary
+		role, text = conversation.RoleAssistant, summaryFirstPrefix+summary
 	case StyleSessionSummary:
 		role, text = conversation.RoleUser, summary
 	default:
