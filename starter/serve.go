@@ -16,6 +16,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/httpapi"
+	"github.com/ctxcompact/orchestrator/internal/ratelimit"
 )
 
 // shutdownGrace is how long a stopping server lets requests in flight
@@ -59,7 +60,8 @@ func serve(ctx context.Context, cfg config.Config) error {
 		Gateway: gw, Audit: &audit.Service{Store: deps.Store, Blob: deps.Blob, Breaker: gw.Breaker},
 		Store: deps.Store, Blob: deps.Blob, MaxRequestBytes: cfg.MaxRequestBytes,
 		MaxWait: httpapi.DefaultMaxWait, Draining: draining, Logger: logger,
-		Limits:  httpapi.Limits{RatePerSecond: cfg.TenantRatePerSecond, Burst: cfg.TenantBurst, Concurrent: cfg.TenantConcurrent},
+		Limits:                ratelimit.Limits{RatePerSecond: cfg.TenantRatePerSecond, Burst: cfg.TenantBurst, Concurrent: cfg.TenantConcurrent},
+		AuthFailuresPerMinute: cfg.AuthFailuresPerMinute, TrustedProxies: cfg.TrustedProxies, UISessionTTL: cfg.UISessionTTL,
 		Metrics: deps.Metrics,
 	})
 	srv := &http.Server{

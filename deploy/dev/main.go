@@ -32,6 +32,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/httpapi"
+	"github.com/ctxcompact/orchestrator/internal/ratelimit"
 	"github.com/ctxcompact/orchestrator/internal/report"
 )
 
@@ -248,8 +249,11 @@ func serveAPI(ctx context.Context, deps *app.Deps, gw *gateway.Gateway, addr str
 	if err != nil {
 		return "", nil, fmt.Errorf("listen on %s (-http): %w", addr, err)
 	}
+	cfg := deps.Config
 	h := httpapi.New(httpapi.Deps{Gateway: gw, Audit: &audit.Service{Store: deps.Store, Blob: deps.Blob, Breaker: gw.Breaker},
-		Store: deps.Store, Blob: deps.Blob, MaxRequestBytes: deps.Config.MaxRequestBytes, Metrics: deps.Metrics})
+		Store: deps.Store, Blob: deps.Blob, MaxRequestBytes: deps.Config.MaxRequestBytes, Metrics: deps.Metrics,
+		Limits:                ratelimit.Limits{RatePerSecond: cfg.TenantRatePerSecond, Burst: cfg.TenantBurst, Concurrent: cfg.TenantConcurrent},
+		AuthFailuresPerMinute: cfg.AuthFailuresPerMinute, TrustedProxies: cfg.TrustedProxies, UISessionTTL: cfg.UISessionTTL})
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return key, func() { _ = srv.Close() }, nil

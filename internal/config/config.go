@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/ratelimit"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
@@ -86,6 +88,14 @@ type Config struct {
 	TenantRatePerSecond float64
 	TenantBurst         int
 	TenantConcurrent    int
+	// AuthFailuresPerMinute bounds failed authentications (API keys and
+	// web UI sessions) per client address (0: no limit).
+	AuthFailuresPerMinute int
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client address for that limit (TRUSTED_PROXIES, CIDR list).
+	TrustedProxies []netip.Prefix
+	// UISessionTTL is how long a web UI sign-in lasts.
+	UISessionTTL time.Duration
 	// BreakerRuns, BreakerWindow, BreakerMinFreed and MinEventInterval are
 	// the loop breaker of a session's automatic events.
 	BreakerRuns      int
@@ -164,17 +174,24 @@ func load(getenv func(string) string) (Config, error) {
 			SummarizerModels:  r.list("OVERRIDE_SUMMARIZER_MODELS"),
 			AllowBudgetOptOut: r.boolean("OVERRIDE_ALLOW_BUDGET_OPT_OUT", false),
 		},
-		TenantRatePerSecond: r.number("TENANT_RATE_PER_SECOND", 20),
-		TenantBurst:         r.integer("TENANT_BURST", 40),
-		TenantConcurrent:    r.integer("TENANT_CONCURRENT", 32),
-		BreakerRuns:         r.integer("BREAKER_RUNS", 3),
-		BreakerWindow:       r.duration("BREAKER_WINDOW", time.Hour),
-		BreakerMinFreed:     r.number("BREAKER_MIN_FREED", 0.05),
-		MinEventInterval:    r.durationOrZero("MIN_EVENT_INTERVAL"),
+		TenantRatePerSecond:   r.number("TENANT_RATE_PER_SECOND", 20),
+		TenantBurst:           r.integer("TENANT_BURST", 40),
+		TenantConcurrent:      r.integer("TENANT_CONCURRENT", 32),
+		AuthFailuresPerMinute: r.integer("AUTH_FAILURES_PER_MINUTE", 20),
+		UISessionTTL:          r.duration("UI_SESSION_TTL", 12*time.Hour),
+		BreakerRuns:           r.integer("BREAKER_RUNS", 3),
+		BreakerWindow:         r.duration("BREAKER_WINDOW", time.Hour),
+		BreakerMinFreed:       r.number("BREAKER_MIN_FREED", 0.05),
+		MinEventInterval:      r.durationOrZero("MIN_EVENT_INTERVAL"),
 	}
 	if r.err != nil {
 		return Config{}, r.err
 	}
+	proxies, err := ratelimit.ParsePrefixes(r.str("TRUSTED_PROXIES", ""))
+	if err != nil {
+		return Config{}, fmt.Errorf("TRUSTED_PROXIES: %w", err)
+	}
+	c.TrustedProxies = proxies
 	if c.LLMTaskQueue == "" {
 		c.LLMTaskQueue = c.TaskQueue + "-llm"
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/ratelimit"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -37,6 +38,11 @@ const (
 	// CodeUnavailable: a dependency (Temporal, Postgres, S3) is down or
 	// too slow; retry after the Retry-After header's seconds.
 	CodeUnavailable = "unavailable"
+	// CodeRateLimited: the tenant sent more requests, or more at once,
+	// than its limits allow, or the client address failed to
+	// authenticate too often; retry after the Retry-After header's
+	// seconds.
+	CodeRateLimited = "rate_limited"
 	// CodeRangeNotSatisfiable: a line range (?lines=) that starts past
 	// the end of the text; the message and X-Total-Lines give its count.
 	CodeRangeNotSatisfiable = "range_not_satisfiable"
@@ -110,6 +116,11 @@ func classify(err error) *apiError {
 	var ae *apiError
 	if errors.As(err, &ae) {
 		return ae
+	}
+	var refused *ratelimit.Refusal
+	if errors.As(err, &refused) {
+		return &apiError{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: refused.Reason,
+			RetryAfter: refused.RetryAfterSeconds()}
 	}
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
@@ -187,6 +198,11 @@ func decode(r *http.Request, dst any) error {
 	err := dec.Decode(dst)
 	if err == nil {
 		if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
+			var refused *ratelimit.Refusal
+			if errors.As(err, &refused) {
+				return &apiError{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: refused.Reason,
+					RetryAfter: refused.RetryAfterSeconds()}
+			}
 			var tooLarge *http.MaxBytesError
 			if errors.As(terr, &tooLarge) {
 				return terr
@@ -194,6 +210,11 @@ func decode(r *http.Request, dst any) error {
 			return badRequest("", "request body holds more than one JSON value")
 		}
 		return nil
+	}
+	var refused *ratelimit.Refusal
+	if errors.As(err, &refused) {
+		return &apiError{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: refused.Reason,
+			RetryAfter: refused.RetryAfterSeconds()}
 	}
 	var tooLarge *http.MaxBytesError
 	var syntax *json.SyntaxError

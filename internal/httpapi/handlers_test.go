@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -60,14 +62,22 @@ const testMaxBytes = 64 << 10
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureWith(t, func(*Deps) {})
+}
+
+// newFixtureWith is newFixture with Deps changed by set (limits).
+func newFixtureWith(t *testing.T, set func(*Deps)) *fixture {
+	t.Helper()
 	st := storetest.New(t)
 	bl := blobtest.New(t)
 	// No Temporal client: every request here must be answered before a
 	// run would start.
 	gw := &gateway.Gateway{Store: st, Blob: bl, DefaultPreset: policy.Adaptive}
 	logs := &lockedBuffer{}
-	h := New(Deps{Gateway: gw, Audit: &audit.Service{Store: st, Blob: bl}, Store: st, Blob: bl,
-		MaxRequestBytes: testMaxBytes, Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	deps := Deps{Gateway: gw, Audit: &audit.Service{Store: st, Blob: bl}, Store: st, Blob: bl,
+		MaxRequestBytes: testMaxBytes, Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	set(&deps)
+	h := New(deps)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	f := &fixture{url: srv.URL, keyA: "key-a-0123456789abcdef", keyB: "key-b-0123456789abcdef", logs: logs, blob: bl, client: srv.Client()}
@@ -187,6 +197,33 @@ func TestErrorAnswers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestFailedAuthenticationIsLimitedPerAddress: unknown keys from one
+// address are refused before any lookup once the address has used its
+// failures, with Retry-After; the right key from that address waits too,
+// and the web UI's sign-in shares the budget.
+func TestFailedAuthenticationIsLimitedPerAddress(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, func(d *Deps) { d.AuthFailuresPerMinute = 3 })
+	require.Equal(t, http.StatusOK, f.do(t, "GET", "/v1/runs", f.keyA, nil, nil).StatusCode, "a good key is no failure")
+	for i := 0; i < 2; i++ {
+		require.Equal(t, http.StatusUnauthorized, f.do(t, "GET", "/v1/runs", fmt.Sprintf("guess-%d-0123456789", i), nil, nil).StatusCode)
+	}
+	login, err := f.client.PostForm(f.url+"/ui/login", url.Values{"key": {"guess-ui-0123456789"}})
+	require.NoError(t, err)
+	require.NoError(t, login.Body.Close())
+	require.Equal(t, http.StatusUnauthorized, login.StatusCode, "the third failure, through the web UI")
+
+	var got errorAnswer
+	resp := f.do(t, "GET", "/v1/runs", "guess-4-0123456789", nil, &got)
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	require.Equal(t, CodeRateLimited, got.Error.Code)
+	require.Contains(t, got.Error.Message, "failed authentications")
+	require.Equal(t, "20", resp.Header.Get("Retry-After"), "one failure back every 60/3 s")
+	resp = f.do(t, "GET", "/v1/runs", f.keyA, nil, &got)
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "no lookup at all while the address is limited")
+	require.Equal(t, http.StatusOK, f.do(t, "GET", "/healthz", "", nil, nil).StatusCode, "routes without a key still answer")
 }
 
 func TestHealthNeedsNoKey(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/ident"
 	"github.com/ctxcompact/orchestrator/internal/metrics"
+	"github.com/ctxcompact/orchestrator/internal/ratelimit"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/webui"
 )
@@ -51,8 +53,18 @@ type Deps struct {
 	// down: requests waiting for a run stop waiting and answer 202 with
 	// the run id, so that shutdown is not held up by long waits.
 	Draining context.Context
-	// Limits bound each tenant's requests (429 with Retry-After beyond).
-	Limits Limits
+	// Limits bound each tenant's requests, API and web UI together (429
+	// with Retry-After beyond).
+	Limits ratelimit.Limits
+	// AuthFailuresPerMinute bounds failed authentications (unknown keys
+	// and UI sessions) per client address; 0 is no limit.
+	AuthFailuresPerMinute int
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// address (see ratelimit.ClientAddr); empty trusts none.
+	TrustedProxies []netip.Prefix
+	// UISessionTTL is how long a web UI sign-in lasts (webui's default
+	// when zero).
+	UISessionTTL time.Duration
 	// Metrics count the requests by route and status and are served at
 	// /metrics (nil: none, and /metrics is empty).
 	Metrics *metrics.Metrics
@@ -82,7 +94,10 @@ type api struct {
 	deps    Deps
 	log     *slog.Logger
 	mux     *http.ServeMux
-	limiter *limiter
+	limiter *ratelimit.Tenants
+	// authFailures is shared with the web UI: a guess is a guess,
+	// whichever door it knocks on.
+	authFailures *ratelimit.AuthFailures
 }
 
 // New builds the HTTP handler of the API.
@@ -93,7 +108,8 @@ func New(deps Deps) http.Handler {
 	if deps.MaxWait <= 0 {
 		deps.MaxWait = DefaultMaxWait
 	}
-	a := &api{deps: deps, log: deps.Logger, mux: http.NewServeMux(), limiter: newLimiter(deps.Limits)}
+	a := &api{deps: deps, log: deps.Logger, mux: http.NewServeMux(), limiter: ratelimit.NewTenants(deps.Limits),
+		authFailures: ratelimit.NewAuthFailures(deps.AuthFailuresPerMinute)}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
@@ -104,7 +120,9 @@ func New(deps Deps) http.Handler {
 	// the route table (which the OpenAPI document covers), signs in with
 	// the same API keys and answers its own pages.
 	if deps.Store != nil && deps.Audit != nil {
-		ui, err := webui.New(webui.Deps{Store: deps.Store, Audit: deps.Audit, Logger: a.log})
+		ui, err := webui.New(webui.Deps{Store: deps.Store, Audit: deps.Audit, Logger: a.log,
+			Tenants: a.limiter, AuthFailures: a.authFailures, TrustedProxies: deps.TrustedProxies,
+			SessionTTL: deps.UISessionTTL})
 		if err != nil {
 			panic(fmt.Sprintf("httpapi: web UI: %v", err)) // its embedded templates are broken: a build defect
 		}
@@ -269,7 +287,7 @@ func (a *api) wrap(rt route) http.Handler {
 			if info, ok := r.Context().Value(infoKey{}).(*reqInfo); ok {
 				info.tenant = tenant
 			}
-			release, err := a.limiter.acquire(tenant)
+			release, err := a.limiter.Acquire(tenant)
 			if err != nil {
 				a.fail(w, r, err)
 				return
@@ -314,11 +332,16 @@ func (a *api) authenticate(r *http.Request) (string, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(key) == "" {
 		return "", &apiError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "missing API key: send Authorization: Bearer <key>"}
 	}
+	addr := ratelimit.ClientAddr(r, a.deps.TrustedProxies)
+	if err := a.authFailures.Check(addr); err != nil {
+		return "", err
+	}
 	k, found, err := a.deps.Store.Authenticate(r.Context(), strings.TrimSpace(key))
 	if err != nil {
 		return "", err
 	}
 	if !found {
+		a.authFailures.Fail(addr)
 		return "", &apiError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "unknown, expired or revoked API key"}
 	}
 	return k.Tenant, nil

@@ -6,37 +6,49 @@
 // Pages are rendered on the server with html/template; the stylesheet is
 // embedded with go:embed and the charts are SVG drawn by gonum.org/v1/plot.
 // No page runs a script. Operators sign in with an API key, the same keys
-// as the JSON API: the key is kept in an HttpOnly, SameSite=Strict cookie
-// and checked again on every request, so every page is scoped to the key's
-// tenant and a revoked key signs the browser out at once.
+// as the JSON API. A sign-in opens a session bound to the key: the browser
+// holds only its opaque id in an HttpOnly, SameSite=Strict cookie, the
+// store only its hash, and every request checks it again, so every page is
+// scoped to the key's tenant, and sign-out, the session's expiry or the
+// key's revocation end it at once.
 package webui
 
 import (
 	"context"
 	"embed"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/ratelimit"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
 // Prefix is where the UI is mounted.
 const Prefix = "/ui/"
 
-// cookieName holds the signed-in API key (base64url, so that any key is a
-// valid cookie value).
-const cookieName = "compactor_ui_key"
+// cookieName holds the sign-in's opaque session id (see
+// store.OpenUISession), never the API key.
+const cookieName = "compactor_ui_session"
+
+// legacyCookie held the API key itself in earlier versions; it is cleared
+// wherever it is seen.
+const legacyCookie = "compactor_ui_key"
+
+// DefaultSessionTTL is how long a sign-in lasts when Deps.SessionTTL is
+// zero (UI_SESSION_TTL's default): a working day.
+const DefaultSessionTTL = 12 * time.Hour
 
 // Security headers of every HTML page. No script runs anywhere; styles
 // come from the embedded stylesheet only; forms post to this origin only.
@@ -62,6 +74,16 @@ type Deps struct {
 	Logger *slog.Logger
 	// Now is the clock of the overview; nil is time.Now.
 	Now func() time.Time
+	// Tenants counts every signed-in page against its tenant's limits,
+	// shared with the JSON API; nil is no limit.
+	Tenants *ratelimit.Tenants
+	// AuthFailures limits failed sign-ins and unknown sessions per client
+	// address, shared with the JSON API; nil is no limit.
+	AuthFailures *ratelimit.AuthFailures
+	// TrustedProxies are the peers whose X-Forwarded-For is believed.
+	TrustedProxies []netip.Prefix
+	// SessionTTL is how long a sign-in lasts; zero is DefaultSessionTTL.
+	SessionTTL time.Duration
 }
 
 // UI is the web UI's handler.
@@ -80,6 +102,9 @@ func New(deps Deps) (*UI, error) {
 	}
 	if deps.Now == nil {
 		deps.Now = time.Now
+	}
+	if deps.SessionTTL <= 0 {
+		deps.SessionTTL = DefaultSessionTTL
 	}
 	u := &UI{deps: deps, log: deps.Logger}
 	if u.log == nil {
@@ -171,9 +196,10 @@ func notFound(what string) *pageError {
 // handlerFunc is a page of a signed-in operator; tenant comes from the key.
 type handlerFunc func(w http.ResponseWriter, r *http.Request, tenant string) error
 
-// auth checks the key in the cookie on every request, as the API checks
-// its bearer key: without a live key the browser is signed out and sent
-// to the sign-in page, which then returns to the page asked for.
+// auth checks the session in the cookie on every request, as the API
+// checks its bearer key: without a live session the browser is signed out
+// and sent to the sign-in page, which then returns to the page asked for.
+// A signed-in page counts against its tenant's limits like an API call.
 func (u *UI) auth(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tenant, err := u.tenant(r)
@@ -182,9 +208,17 @@ func (u *UI) auth(h handlerFunc) http.Handler {
 			return
 		}
 		if tenant == "" {
-			clearCookie(w, r)
+			clearCookies(w, r)
 			http.Redirect(w, r, "/ui/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
+		}
+		if u.deps.Tenants != nil {
+			release, err := u.deps.Tenants.Acquire(tenant)
+			if err != nil {
+				u.errorPage(w, r, tenant, err)
+				return
+			}
+			defer release()
 		}
 		if err := h(w, r, tenant); err != nil {
 			u.errorPage(w, r, tenant, err)
@@ -192,32 +226,35 @@ func (u *UI) auth(h handlerFunc) http.Handler {
 	})
 }
 
-// tenant returns the tenant of the cookie's key, "" when there is no live
-// key.
+// tenant returns the tenant of the cookie's session, "" when there is no
+// live session. An unknown session is a failed authentication of the
+// client's address.
 func (u *UI) tenant(r *http.Request) (string, error) {
 	c, err := r.Cookie(cookieName)
-	if err != nil {
+	if err != nil || c.Value == "" {
 		return "", nil
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(c.Value)
-	if err != nil || len(raw) == 0 {
-		return "", nil
+	addr := ratelimit.ClientAddr(r, u.deps.TrustedProxies)
+	if err := u.deps.AuthFailures.Check(addr); err != nil {
+		return "", err
 	}
-	k, ok, err := u.deps.Store.Authenticate(r.Context(), string(raw))
+	tenant, ok, err := u.deps.Store.UISessionTenant(r.Context(), c.Value)
 	if err != nil {
-		return "", fmt.Errorf("authenticate: %w", err)
+		return "", fmt.Errorf("look up ui session: %w", err)
 	}
 	if !ok {
+		u.deps.AuthFailures.Fail(addr)
 		return "", nil
 	}
-	return k.Tenant, nil
+	return tenant, nil
 }
 
-// setCookie keeps key in the browser: HttpOnly (no script reads it, and
-// no script runs anyway), SameSite=Strict (no other site's page sends it),
-// Secure over TLS, for the UI's paths only, until the browser closes.
-func setCookie(w http.ResponseWriter, r *http.Request, key string) {
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: base64.RawURLEncoding.EncodeToString([]byte(key)),
+// setCookie keeps the session id in the browser until the session
+// expires: HttpOnly (no script reads it, and no script runs anyway),
+// SameSite=Strict (no other site's page sends it), Secure over TLS, for
+// the UI's paths only.
+func setCookie(w http.ResponseWriter, r *http.Request, sess store.UISession) {
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: sess.ID, Expires: sess.Expires,
 		Path: Prefix, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
 }
 
@@ -228,9 +265,23 @@ func overTLS(r *http.Request) bool {
 	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
-// clearCookie signs the browser out.
-func clearCookie(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: Prefix, MaxAge: -1,
+// clearCookies signs the browser out, and drops the cookie of earlier
+// versions that held the key itself.
+func clearCookies(w http.ResponseWriter, r *http.Request) {
+	clearCookie(w, r, cookieName)
+	clearLegacyCookie(w, r)
+}
+
+// clearLegacyCookie drops the cookie of earlier versions when the browser
+// still sends it.
+func clearLegacyCookie(w http.ResponseWriter, r *http.Request) {
+	if _, err := r.Cookie(legacyCookie); err == nil {
+		clearCookie(w, r, legacyCookie)
+	}
+}
+
+func clearCookie(w http.ResponseWriter, r *http.Request, name string) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: Prefix, MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
 }
 
@@ -244,7 +295,8 @@ func (u *UI) loginPage(w http.ResponseWriter, r *http.Request) {
 	u.render(w, r, http.StatusOK, "login", "", loginView{Next: safeNext(r.URL.Query().Get("next"))})
 }
 
-// login checks the key of the form and keeps it in the cookie.
+// login checks the key of the form and opens a session bound to it; the
+// browser gets the session's id, never the key.
 func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		u.errorPage(w, r, "", badRequest("key", "unreadable form"))
@@ -256,23 +308,44 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 		u.render(w, r, http.StatusBadRequest, "login", "", loginView{Next: next, Message: "key: enter an API key"})
 		return
 	}
-	k, ok, err := u.deps.Store.Authenticate(r.Context(), key)
+	addr := ratelimit.ClientAddr(r, u.deps.TrustedProxies)
+	if err := u.deps.AuthFailures.Check(addr); err != nil {
+		u.errorPage(w, r, "", err)
+		return
+	}
+	sess, ok, err := u.deps.Store.OpenUISession(r.Context(), key, u.deps.SessionTTL)
 	if err != nil {
-		u.errorPage(w, r, "", fmt.Errorf("authenticate: %w", err))
+		u.errorPage(w, r, "", fmt.Errorf("sign in: %w", err))
 		return
 	}
 	if !ok {
-		clearCookie(w, r)
+		u.deps.AuthFailures.Fail(addr)
+		clearCookies(w, r)
 		u.render(w, r, http.StatusUnauthorized, "login", "", loginView{Next: next, Message: "unknown, expired or revoked API key"})
 		return
 	}
-	u.log.Info("ui sign-in", "tenant", k.Tenant, "key_id", k.ID)
-	setCookie(w, r, key)
+	u.log.Info("ui sign-in", "tenant", sess.Tenant, "expires", sess.Expires)
+	// A sign-in over an earlier one ends it: one browser, one session.
+	if c, err := r.Cookie(cookieName); err == nil {
+		if err := u.deps.Store.EndUISession(r.Context(), c.Value); err != nil {
+			u.log.Warn("ui sign-in: end the earlier session", "error", err)
+		}
+	}
+	clearLegacyCookie(w, r)
+	setCookie(w, r, sess)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
+// logout ends the session on the server, so that a copy of the cookie
+// signs no one in, and clears it in the browser.
 func (u *UI) logout(w http.ResponseWriter, r *http.Request) {
-	clearCookie(w, r)
+	if c, err := r.Cookie(cookieName); err == nil {
+		if err := u.deps.Store.EndUISession(r.Context(), c.Value); err != nil {
+			u.errorPage(w, r, "", fmt.Errorf("sign out: %w", err))
+			return
+		}
+	}
+	clearCookies(w, r)
 	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
 }
 
@@ -310,6 +383,7 @@ type errorView struct {
 // as 503; anything else as a logged 500 with a generic message.
 func (u *UI) errorPage(w http.ResponseWriter, r *http.Request, tenant string, err error) {
 	var pe *pageError
+	var refused *ratelimit.Refusal
 	switch {
 	case errors.As(err, &pe):
 	case errors.Is(err, audit.ErrNotFound):
@@ -320,6 +394,9 @@ func (u *UI) errorPage(w http.ResponseWriter, r *http.Request, tenant string, er
 		pe = &pageError{Status: http.StatusNotFound, Message: "this run has no output (it did not commit one)"}
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		return // the browser went away
+	case errors.As(err, &refused):
+		w.Header().Set("Retry-After", strconv.Itoa(refused.RetryAfterSeconds()))
+		pe = &pageError{Status: http.StatusTooManyRequests, Message: refused.Reason + "; try again shortly"}
 	case store.IsRetryable(err) || blob.IsOutage(err):
 		u.log.Warn("ui: dependency unavailable", "path", r.URL.Path, "error", err)
 		w.Header().Set("Retry-After", "5")

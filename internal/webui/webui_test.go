@@ -2,6 +2,7 @@ package webui
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
+	"github.com/ctxcompact/orchestrator/internal/ratelimit"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/store/storetest"
 )
@@ -44,9 +46,17 @@ const (
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureWith(t, func(*Deps) {})
+}
+
+// newFixtureWith is newFixture with Deps changed by set (limits, TTL).
+func newFixtureWith(t *testing.T, set func(*Deps)) *fixture {
+	t.Helper()
 	st := storetest.New(t)
 	bl := blobtest.New(t)
-	ui, err := New(Deps{Store: st, Audit: &audit.Service{Store: st, Blob: bl}, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))})
+	deps := Deps{Store: st, Audit: &audit.Service{Store: st, Blob: bl}, Logger: slog.New(slog.NewTextHandler(t.Output(), nil))}
+	set(&deps)
+	ui, err := New(deps)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle(Prefix, ui)
@@ -214,7 +224,16 @@ func TestSignInOutAndRevocation(t *testing.T) {
 	require.Equal(t, http.SameSiteStrictMode, c.SameSite)
 	require.False(t, c.Secure, "plain HTTP here; Secure is set over TLS")
 	require.Equal(t, "/ui/", c.Path)
-	require.NotContains(t, c.Value, f.keyA, "the key is encoded, not raw")
+	require.NotContains(t, c.Value, f.keyA, "the cookie is not the key")
+	require.NotContains(t, c.Value, base64.RawURLEncoding.EncodeToString([]byte(f.keyA)), "nor the key encoded")
+	require.False(t, c.Expires.IsZero(), "the cookie ends with its session")
+	require.WithinDuration(t, time.Now().Add(DefaultSessionTTL), c.Expires, 5*time.Minute)
+	// The store holds only the session id's hash.
+	sum := sha256.Sum256([]byte(c.Value))
+	var stored int
+	require.NoError(t, f.store.Pool().QueryRow(t.Context(),
+		`select count(*) from ui_sessions where id_hash = $1`, hex.EncodeToString(sum[:])).Scan(&stored))
+	require.Equal(t, 1, stored)
 
 	// Behind a proxy that terminated TLS, the cookie is Secure.
 	proxied := f.do(http.MethodPost, "/ui/login", nil, url.Values{"key": {f.keyA}}, map[string]string{"X-Forwarded-Proto": "https"})
@@ -231,6 +250,11 @@ func TestSignInOutAndRevocation(t *testing.T) {
 	cleared := uiCookie(t, a.header)
 	require.NotNil(t, cleared)
 	require.Less(t, cleared.MaxAge, 0)
+	// ... and ends the session: a copy of the cookie kept from before
+	// signs no one in.
+	a = f.get("/ui/runs", c)
+	require.Equal(t, http.StatusSeeOther, a.status, "a stolen cookie dies with sign-out")
+	require.True(t, strings.HasPrefix(a.header.Get("Location"), "/ui/login"))
 
 	// A revoked key signs the browser out on its next request.
 	c = f.signIn(f.keyA)
@@ -247,8 +271,9 @@ func TestSignInOutAndRevocation(t *testing.T) {
 	a = f.do(http.MethodPost, "/ui/login", nil, url.Values{"key": {f.keyA}}, nil)
 	require.Equal(t, http.StatusUnauthorized, a.status)
 
-	// A forged cookie is no key.
-	for _, v := range []string{"garbage!!", "", "a2V5LWItMDEyMzQ1Njc4OWFiY2RlZg-"} {
+	// A forged cookie is no session; the API key itself is none either.
+	for _, v := range []string{"garbage!!", "", "a2V5LWItMDEyMzQ1Njc4OWFiY2RlZg-", f.keyB,
+		base64.RawURLEncoding.EncodeToString([]byte(f.keyB)), base64.RawURLEncoding.EncodeToString(make([]byte, 32))} {
 		a = f.get("/ui/runs", &http.Cookie{Name: cookieName, Value: v})
 		require.Equal(t, http.StatusSeeOther, a.status, "cookie %q", v)
 	}
@@ -625,4 +650,64 @@ func linkByID(t *testing.T, body, id string) string {
 	require.GreaterOrEqual(t, start, 0)
 	href, _, _ := strings.Cut(body[start+len(`href="`):], `"`)
 	return strings.ReplaceAll(href, "&amp;", "&")
+}
+
+// TestUISessionExpires: a sign-in ends at its time to live even if the
+// browser keeps sending the cookie.
+func TestUISessionExpires(t *testing.T) {
+	t.Parallel()
+	f := newFixtureWith(t, func(d *Deps) { d.SessionTTL = 300 * time.Millisecond })
+	c := f.signIn(f.keyA)
+	require.Equal(t, http.StatusOK, f.get("/ui/overview", c).status)
+	require.Eventually(t, func() bool { return f.get("/ui/overview", c).status == http.StatusSeeOther },
+		10*time.Second, 100*time.Millisecond, "an expired session signs the browser out")
+	// Signing in again opens a new session.
+	require.Equal(t, http.StatusOK, f.get("/ui/overview", f.signIn(f.keyA)).status)
+}
+
+// TestUIPagesCountAgainstTheTenant: the web UI is under the same tenant
+// limits as the API; another tenant is not.
+func TestUIPagesCountAgainstTheTenant(t *testing.T) {
+	t.Parallel()
+	tenants := ratelimit.NewTenants(ratelimit.Limits{RatePerSecond: 0.001, Burst: 3})
+	f := newFixtureWith(t, func(d *Deps) { d.Tenants = tenants })
+	c := f.signIn(f.keyA)
+	for i := 0; i < 3; i++ {
+		require.Equal(t, http.StatusOK, f.get("/ui/overview", c).status, "page %d is within the burst", i+1)
+	}
+	a := f.get("/ui/overview", c)
+	require.Equal(t, http.StatusTooManyRequests, a.status)
+	require.NotEmpty(t, a.header.Get("Retry-After"))
+	require.Contains(t, a.body, "requests per second")
+	// An API request of the same tenant shares the bucket.
+	_, err := tenants.Acquire(tenantA)
+	require.Error(t, err)
+	require.Equal(t, http.StatusOK, f.get("/ui/overview", f.signIn(f.keyB)).status, "tenant B has its own limits")
+}
+
+// TestFailedSignInsAreLimitedPerAddress: wrong keys and forged sessions
+// from one address are refused before any lookup once the address has
+// used its failures; the right key waits too, so guessing gains nothing.
+func TestFailedSignInsAreLimitedPerAddress(t *testing.T) {
+	t.Parallel()
+	failures := ratelimit.NewAuthFailures(3)
+	f := newFixtureWith(t, func(d *Deps) { d.AuthFailures = failures })
+	good := f.signIn(f.keyA)
+	for i := 0; i < 2; i++ {
+		a := f.do(http.MethodPost, "/ui/login", nil, url.Values{"key": {fmt.Sprintf("guess-%d", i)}}, nil)
+		require.Equal(t, http.StatusUnauthorized, a.status)
+	}
+	forged := &http.Cookie{Name: cookieName, Value: base64.RawURLEncoding.EncodeToString(make([]byte, 32))}
+	require.Equal(t, http.StatusSeeOther, f.get("/ui/runs", forged).status, "the third failure: a forged session")
+
+	a := f.do(http.MethodPost, "/ui/login", nil, url.Values{"key": {"guess-3"}}, nil)
+	require.Equal(t, http.StatusTooManyRequests, a.status)
+	require.Contains(t, a.body, "failed authentications")
+	require.NotEmpty(t, a.header.Get("Retry-After"))
+	a = f.do(http.MethodPost, "/ui/login", nil, url.Values{"key": {f.keyB}}, nil)
+	require.Equal(t, http.StatusTooManyRequests, a.status, "no lookup at all while the address is limited")
+	require.Equal(t, http.StatusTooManyRequests, f.get("/ui/runs", forged).status)
+	// A session opened before is checked like any request from here; a
+	// live session is not a failure, but the lookup is refused first.
+	require.Equal(t, http.StatusTooManyRequests, f.get("/ui/runs", good).status)
 }

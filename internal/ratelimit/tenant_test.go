@@ -1,13 +1,12 @@
-package httpapi
+package ratelimit
 
 import (
-	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
 
-func TestLimiterPerTenant(t *testing.T) {
+func TestTenantsPerTenant(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
@@ -24,28 +23,27 @@ func TestLimiterPerTenant(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			l := newLimiter(tt.limits)
+			l := NewTenants(tt.limits)
 			admitted := 0
 			for i := 0; i < 5; i++ {
-				_, err := l.acquire("acme")
+				_, err := l.Acquire("acme")
 				if err != nil {
-					ae := err.(*apiError)
-					require.Equal(t, http.StatusTooManyRequests, ae.Status)
-					require.Equal(t, CodeRateLimited, ae.Code)
-					require.GreaterOrEqual(t, ae.RetryAfter, 1)
+					var r *Refusal
+					require.ErrorAs(t, err, &r)
+					require.GreaterOrEqual(t, r.RetryAfterSeconds(), 1)
 					continue
 				}
 				admitted++
 			}
 			require.Equal(t, tt.admitted, admitted)
-			_, err := l.acquire("other")
+			_, err := l.Acquire("other")
 			require.NoError(t, err, "another tenant has its own limits")
 		})
 	}
-	l := newLimiter(Limits{Concurrent: 1})
-	release, err := l.acquire("acme")
+	l := NewTenants(Limits{Concurrent: 1})
+	release, err := l.Acquire("acme")
 	require.NoError(t, err)
 	release()
-	_, err = l.acquire("acme")
+	_, err = l.Acquire("acme")
 	require.NoError(t, err, "a released slot is free again")
 }
