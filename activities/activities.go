@@ -252,7 +252,10 @@ func (x *attempt) row(stepErr error) store.Step {
 		Execution: newExecutionID(),
 	}
 	if stepErr != nil {
-		st.Error = stepErr.Error()
+		// The row shows the caller the public description; the whole
+		// error goes to the log.
+		_, st.Error = Describe(stepErr)
+		logger(x.ctx).Warn("step failed", "run", x.run.ID, "step", x.name, "attempt", attemptNo, "error", stepErr)
 	}
 	return st
 }

@@ -3,6 +3,10 @@ package activities
 import (
 	"context"
 	"errors"
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -111,4 +115,114 @@ func classify(err error) error {
 		return err
 	}
 	return temporal.NewNonRetryableApplicationError(err.Error(), ErrInternal, err)
+}
+
+// maxPublicMessage bounds the message a failed run or step shows its
+// caller.
+const maxPublicMessage = 300
+
+// Describe turns a run's or a step's error into what its caller may see:
+// a class (store.ErrorClass) and a message that names the step and what
+// went wrong, without SQLSTATEs, Temporal's error chains (activity ids,
+// worker identities) or a dependency's own words. Only bad input and the
+// summarizer's (already scrubbed) refusal keep their text, because the
+// caller needs it to act. The detail is the caller of Describe's to log.
+// It is a pure function of err, so workflow code may call it.
+func Describe(err error) (store.ErrorClass, string) {
+	if err == nil {
+		return "", ""
+	}
+	var (
+		class    store.ErrorClass
+		msg      string
+		app      *temporal.ApplicationError
+		timeout  *temporal.TimeoutError
+		canceled *temporal.CanceledError
+	)
+	switch {
+	case errors.As(err, &canceled) || errors.Is(err, context.Canceled):
+		class, msg = store.ErrorCanceled, "the run was canceled"
+	case errors.As(err, &timeout):
+		class, msg = store.ErrorTimeout, "ran out of time"
+	case errors.As(err, &app):
+		class, msg = describeApp(app)
+	case errors.Is(err, context.DeadlineExceeded):
+		class, msg = store.ErrorTimeout, "ran out of time"
+	default:
+		class, msg = store.ErrorInternal, "internal error; the operator's logs have the detail"
+	}
+	if step := stepOf(err.Error()); step != "" {
+		msg = step + ": " + msg
+	}
+	return class, publicText(msg)
+}
+
+// describeApp classifies an application error by the types above and the
+// summarizer's error kinds.
+func describeApp(app *temporal.ApplicationError) (store.ErrorClass, string) {
+	// llmErr's cause is the scrubbed summarizer error, with its status
+	// and Retry-After: the caller may see it.
+	said := app.Message()
+	if cause := errors.Unwrap(app); cause != nil {
+		said = cause.Error()
+		// Through Temporal the cause is an application error itself,
+		// whose Error() adds its Go type.
+		var c *temporal.ApplicationError
+		if errors.As(cause, &c) {
+			said = c.Message()
+		}
+	}
+	switch app.Type() {
+	case ErrBadInput:
+		return store.ErrorBadInput, app.Message()
+	case ErrConfig:
+		return store.ErrorConfig, "the deployment's configuration refused the run; the operator's logs have the detail"
+	case ErrLLMRejected:
+		return store.ErrorSummarizer, "the summarizer refused the request: " + said
+	case string(llm.RateLimited), string(llm.ServerError), string(llm.Timeout), string(llm.ContextLength),
+		string(llm.Auth), string(llm.BadRequest), string(llm.Unknown), string(llm.Canceled):
+		return store.ErrorSummarizer, "the summarizer failed: " + said
+	case ErrUnavailable:
+		return store.ErrorDependency, "Postgres or S3 was unavailable"
+	case ErrDependency:
+		return store.ErrorDependency, "Postgres or S3 failed; the operator's logs have the detail"
+	}
+	return store.ErrorInternal, "internal error; the operator's logs have the detail"
+}
+
+// stepOf is the step a workflow error names first ("plan: …"), or "".
+func stepOf(s string) string {
+	step, _, ok := strings.Cut(s, ": ")
+	if !ok || step == "" || len(step) > 40 {
+		return ""
+	}
+	for _, r := range step {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == ' ' || r == '-' || r == '_' || r == '/') {
+			return ""
+		}
+	}
+	return step
+}
+
+// sqlState matches pgx's "(SQLSTATE 23505)" suffixes.
+var sqlState = regexp.MustCompile(`\s*\(SQLSTATE [0-9A-Z]{5}\)`)
+
+// publicText removes SQLSTATEs and control characters and cuts s to
+// maxPublicMessage bytes at a rune boundary.
+func publicText(s string) string {
+	s = sqlState.ReplaceAllString(s, "")
+	s = strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, " "))
+	if len(s) <= maxPublicMessage {
+		return s
+	}
+	cut := maxPublicMessage
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

@@ -4,12 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/llm"
+	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
 // TestClassify: every activity error ends classified once; an error no
@@ -52,4 +59,68 @@ func TestChunkCharsBoundsTheChunks(t *testing.T) {
 	n := 30 << 20
 	size := chunkChars(n, 10)
 	require.LessOrEqual(t, (n+size-1)/size, MaxChunks, "a 30 MB result makes at most MaxChunks chunks")
+}
+
+// throughTemporal is err as a workflow sees it: converted to a failure
+// and back, wrapped like an activity error with the worker's identity,
+// and with the workflow's step prefix.
+func throughTemporal(step string, err error) error {
+	conv := temporal.GetDefaultFailureConverter()
+	back := conv.FailureToError(conv.ErrorToFailure(err))
+	return fmt.Errorf("%s: activity error (type: Plan, scheduledEventID: 5, startedEventID: 6, identity: 4711@worker-7.internal): %w", step, back)
+}
+
+// TestDescribe: callers get a class and a message naming the step; no
+// SQLSTATE, Temporal chain, worker identity or dependency's own words,
+// but bad input and the summarizer's scrubbed refusal keep their text.
+func TestDescribe(t *testing.T) {
+	t.Parallel()
+	pgErr := &pgconn.PgError{Severity: "ERROR", Code: "22P05", Message: `unsupported Unicode escape sequence`,
+		Detail: `\u0000 cannot be converted to text.`, Where: "offloads row 3"}
+	tests := []struct {
+		name     string
+		err      error
+		class    store.ErrorClass
+		contains []string
+		leaves   []string // must not appear
+	}{
+		{"postgres rejects a row", throughTemporal("history", classify(storeErr(fmt.Errorf("insert offload: %w", pgErr)))),
+			store.ErrorDependency, []string{"history: ", "Postgres or S3 failed"}, []string{"SQLSTATE", "22P05", "Unicode", "offloads row"}},
+		{"S3 down through every retry", throughTemporal("archive", classify(blobErr(fmt.Errorf("put x: %w", context.DeadlineExceeded)))),
+			store.ErrorDependency, []string{"archive: ", "unavailable"}, []string{"deadline"}},
+		{"bad input keeps its words", throughTemporal("plan", classify(badInput(errors.New("parse conversation: message 3: content is a number")))),
+			store.ErrorBadInput, []string{"plan: ", "message 3: content is a number"}, nil},
+		{"config", throughTemporal("plan", classify(config(errors.New("preset file /etc/compactor/presets.yaml line 4")))),
+			store.ErrorConfig, []string{"plan: ", "configuration"}, []string{"/etc/compactor"}},
+		{"a bug", throughTemporal("deterministic", classify(errors.New("index out of range [7] with length 3 at 0xc000123"))),
+			store.ErrorInternal, []string{"deterministic: internal error"}, []string{"0xc000", "range"}},
+		{"summarizer refusal", throughTemporal("summarize", llmErr(&llm.Error{Kind: llm.Auth, Status: 401, Message: "invalid api key"})),
+			store.ErrorSummarizer, []string{"summarize: the summarizer refused the request", "invalid api key", "HTTP 401"}, []string{"errorString"}},
+		{"summarizer 429 keeps its Retry-After", llmErr(&llm.Error{Kind: llm.RateLimited, Status: 429, Message: "slow down", RetryAfter: time.Second}),
+			store.ErrorSummarizer, []string{"the summarizer failed", "(retry after 1s)"}, nil},
+		{"canceled", fmt.Errorf("history: %w", temporal.NewCanceledError()), store.ErrorCanceled, []string{"history: the run was canceled"}, nil},
+		{"timeout", throughTemporal("summarize", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil)),
+			store.ErrorTimeout, []string{"summarize: ran out of time"}, nil},
+		{"no step prefix", errors.New("Something: odd"), store.ErrorInternal, []string{"internal error"}, []string{"Something"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			class, msg := Describe(tt.err)
+			require.Equal(t, tt.class, class, msg)
+			for _, want := range tt.contains {
+				require.Contains(t, msg, want)
+			}
+			for _, leak := range append(tt.leaves, "identity", "worker-7", "scheduledEventID", "activity error") {
+				require.NotContains(t, msg, leak)
+			}
+		})
+	}
+	long, msg := Describe(badInput(errors.New(strings.Repeat("é", 400) + "\x00\x1b[31m")))
+	require.Equal(t, store.ErrorBadInput, long)
+	require.LessOrEqual(t, len(msg), maxPublicMessage+len("…"))
+	require.True(t, utf8.ValidString(msg))
+	class, msg := Describe(nil)
+	require.Empty(t, class)
+	require.Empty(t, msg)
 }

@@ -1243,7 +1243,14 @@ func (a *Activities) handoff(ctx context.Context, run contract.Run, conv convers
 
 // FailRun marks a run failed; a run already final stays as it is.
 func (a *Activities) FailRun(ctx context.Context, in FailInput) error {
-	failed, err := a.Store.FailRun(ctx, in.RunID, in.Message, in.Steps...)
+	f := store.Failure{Class: in.Class, Message: in.Message}
+	if f.Class == "" {
+		// An older workflow sent its whole error: callers see the
+		// public part, the log keeps the rest.
+		logger(ctx).Warn("run failed", "run", in.RunID, "error", in.Message)
+		f.Class, f.Message = store.ErrorInternal, "internal error; the operator's logs have the detail"
+	}
+	failed, err := a.Store.FailRun(ctx, in.RunID, f, in.Steps...)
 	if err != nil {
 		return storeErr(fmt.Errorf("fail run: %w", err))
 	}

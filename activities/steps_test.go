@@ -211,14 +211,30 @@ func TestFailRunWritesTheGatheredRecords(t *testing.T) {
 	t.Parallel()
 	e := newStepEnv(t, true)
 	plan := e.plan()
-	_, err := e.env.ExecuteActivity("FailRun", activities.FailInput{RunID: e.run.ID, Message: "history: boom",
-		Steps: []store.Step{*plan.StepRecord}})
+	_, err := e.env.ExecuteActivity("FailRun", activities.FailInput{RunID: e.run.ID, Class: store.ErrorSummarizer,
+		Message: "history: the summarizer failed", Steps: []store.Step{*plan.StepRecord}})
 	require.NoError(t, err)
 	run, err := e.store.GetRun(t.Context(), e.run.ID)
 	require.NoError(t, err)
 	require.Equal(t, store.RunFailed, run.Status)
-	require.Equal(t, "history: boom", run.Error)
+	require.Equal(t, "history: the summarizer failed", run.Error)
+	require.Equal(t, store.ErrorSummarizer, run.ErrorClass)
 	require.Equal(t, []string{"plan"}, e.steps())
+}
+
+// TestFailRunFromAnOlderWorkflow: an older workflow sends its whole error
+// without a class; the caller sees the internal class's message only.
+func TestFailRunFromAnOlderWorkflow(t *testing.T) {
+	t.Parallel()
+	e := newStepEnv(t, true)
+	_, err := e.env.ExecuteActivity("FailRun", activities.FailInput{RunID: e.run.ID,
+		Message: "commit: activity error (type: Commit, identity: 1@host): commit run: ERROR: boom (SQLSTATE 22021)"})
+	require.NoError(t, err)
+	run, err := e.store.GetRun(t.Context(), e.run.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.ErrorInternal, run.ErrorClass)
+	require.NotContains(t, run.Error, "SQLSTATE")
+	require.NotContains(t, run.Error, "identity")
 }
 
 // TestDeterministicKeepsAnUnchangedConversation: passes that change

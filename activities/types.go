@@ -431,8 +431,11 @@ type CommitResult struct {
 
 // FailInput marks a run failed.
 type FailInput struct {
-	RunID   string `json:"run_id"`
-	Message string `json:"message"`
+	RunID string `json:"run_id"`
+	// Class and Message are what the run shows its caller (see Describe);
+	// Message alone is an older workflow's whole error, described here.
+	Class   store.ErrorClass `json:"class,omitempty"`
+	Message string           `json:"message"`
 	// Steps are the run's step records gathered by the workflow
 	// (Run.BatchSteps), written with the failure.
 	Steps []store.Step `json:"steps,omitempty"`

@@ -81,10 +81,14 @@ type PassStat struct {
 
 // Result is a finished run with its compacted conversation (200).
 type Result struct {
-	RunID           string          `json:"run_id"`
-	Existing        bool            `json:"existing"`
-	Status          string          `json:"status"`
-	Error           string          `json:"error,omitempty"`
+	RunID    string `json:"run_id"`
+	Existing bool   `json:"existing"`
+	Status   string `json:"status"`
+	Error    string `json:"error,omitempty"`
+	// ErrorClass says what kind of failure a failed run had: bad_input,
+	// config, summarizer, dependency, timeout, canceled, interrupted or
+	// internal.
+	ErrorClass      string          `json:"error_class,omitempty"`
 	Format          string          `json:"format,omitempty"`
 	TokensBefore    int             `json:"tokens_before"`
 	TokensAfter     int             `json:"tokens_after"`
@@ -117,12 +121,14 @@ type Result struct {
 
 // Run is the part of GET /v1/runs/{run} most callers read.
 type Run struct {
-	ID       string `json:"id"`
-	Session  string `json:"session"`
-	Status   string `json:"status"`
-	Error    string `json:"error,omitempty"`
-	Preset   string `json:"preset"`
-	ReplayOf string `json:"replay_of,omitempty"`
+	ID      string `json:"id"`
+	Session string `json:"session"`
+	Status  string `json:"status"`
+	Error   string `json:"error,omitempty"`
+	// ErrorClass: see Result.ErrorClass.
+	ErrorClass string `json:"error_class,omitempty"`
+	Preset     string `json:"preset"`
+	ReplayOf   string `json:"replay_of,omitempty"`
 }
 
 // Final reports whether the run will not change any more.

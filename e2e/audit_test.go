@@ -411,6 +411,10 @@ func TestReplayFailedRunFromArchive(t *testing.T) {
 	}, 2*time.Minute, 50*time.Millisecond, "the cancelled run is recorded failed")
 	failed := mustRun(t, e, sub.RunID)
 	require.Contains(t, failed.Error, "cancel")
+	require.Equal(t, store.ErrorCanceled, failed.ErrorClass)
+	for _, leak := range []string{"identity", "scheduledEventID", "activity error", "(type:"} {
+		require.NotContains(t, failed.Error, leak, "Temporal's error chain stays in the logs")
+	}
 	require.Equal(t, failed.InputKey, failed.ArchiveKey, "the caller's bytes are stored once, as the archive")
 
 	// The replay runs the watermark preset, which needs no LLM; the agent
@@ -490,7 +494,7 @@ func TestReplayFailedSelectsByTimeRange(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, e.store.RecordArchive(ctx, id, ref.Key, ref.SHA256))
 		}
-		_, err = e.store.FailRun(ctx, id, "worker lost")
+		_, err = e.store.FailRun(ctx, id, store.Failure{Message: "worker lost"})
 		require.NoError(t, err)
 	}
 	old("run-two-days", "a", 48*time.Hour, true)

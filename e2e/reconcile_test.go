@@ -44,6 +44,7 @@ func TestReconcilerMarksRunsNoWorkflowWillFinish(t *testing.T) {
 	require.NotContains(t, res.Failed, sub.RunID, "a running workflow is left alone")
 	require.Equal(t, store.RunFailed, mustRun(t, e, lost).Status)
 	require.Contains(t, mustRun(t, e, lost).Error, "never started")
+	require.Equal(t, store.ErrorInterrupted, mustRun(t, e, lost).ErrorClass)
 
 	require.NoError(t, e.client.TerminateWorkflow(ctx, sub.RunID, "", "operator"))
 	res, err = e.gw.Reconcile(ctx, 0)

@@ -68,7 +68,11 @@ func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Com
 		// A disconnected context still records the failure when the run
 		// was cancelled.
 		fctx, _ := workflow.NewDisconnectedContext(ctx)
-		fail := activities.FailInput{RunID: in.Run.ID, Message: err.Error(), Steps: steps.all()}
+		// The run row gets the public description; the whole error is
+		// in this log line (and Temporal's history).
+		class, msg := activities.Describe(err)
+		workflow.GetLogger(ctx).Warn("run failed", "run", in.Run.ID, "class", string(class), "error", err)
+		fail := activities.FailInput{RunID: in.Run.ID, Class: class, Message: msg, Steps: steps.all()}
 		ferr := runStep(fctx, a.FailRun, fail).Get(fctx, nil)
 		if ferr != nil {
 			workflow.GetLogger(ctx).Error("record run failure", "run", in.Run.ID, "error", ferr)

@@ -613,6 +613,8 @@ func TestFailureMarksRunFailed(t *testing.T) {
 		setup     func(f *fakes)
 		errType   string
 		want      []string
+		class     store.ErrorClass
+		message   string // the public message holds it
 	}{{
 		name:   "bad input at plan",
 		preset: "adaptive",
@@ -621,20 +623,27 @@ func TestFailureMarksRunFailed(t *testing.T) {
 		},
 		errType: ErrBadInput,
 		want:    []string{"Plan", "FailRun"},
+		class:   store.ErrorBadInput,
+		message: "plan: message 3: bad role",
 	}, {
 		name:      "bad preset override",
 		preset:    "adaptive",
 		overrides: `{"history":{"keep_last":-1}}`,
 		errType:   ErrConfig,
 		want:      []string{"Plan", "FailRun"},
+		class:     store.ErrorConfig,
+		message:   "plan: the deployment's configuration refused the run",
 	}, {
 		name:   "commit refused",
 		preset: "watermark",
 		setup: func(f *fakes) {
-			f.commitErr = temporal.NewNonRetryableApplicationError("bucket gone", activities.ErrDependency, nil)
+			f.commitErr = temporal.NewNonRetryableApplicationError(
+				`commit run: ERROR: invalid byte sequence for encoding "UTF8": 0x00 (SQLSTATE 22021)`, activities.ErrDependency, nil)
 		},
 		errType: activities.ErrDependency,
 		want:    []string{"Plan", "Archive", "Deterministic", "Commit", "FailRun"},
+		class:   store.ErrorDependency,
+		message: "commit: Postgres or S3 failed",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -650,7 +659,13 @@ func TestFailureMarksRunFailed(t *testing.T) {
 			fails := inputsOf[activities.FailInput](f)
 			require.Len(t, fails, 1)
 			require.Equal(t, "run-1", fails[0].RunID)
-			require.NotEmpty(t, fails[0].Message)
+			// The run row gets a class and a public message; the chain
+			// (activity ids, worker identity, SQLSTATE) stays in the log.
+			require.Equal(t, tt.class, fails[0].Class)
+			require.Contains(t, fails[0].Message, tt.message)
+			for _, leak := range []string{"SQLSTATE", "identity", "scheduledEventID", "activity error", "0x00"} {
+				require.NotContains(t, fails[0].Message, leak)
+			}
 		})
 	}
 }

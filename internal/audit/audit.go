@@ -201,25 +201,27 @@ func (s *Service) allRuns(ctx context.Context, f store.RunFilter, max int) ([]st
 
 // RunRecord is the flat, JSON- and CSV-friendly form of a run.
 type RunRecord struct {
-	ID            string          `json:"id"`
-	Tenant        string          `json:"tenant"`
-	Session       string          `json:"session"`
-	EventID       string          `json:"event_id"`
-	Trigger       string          `json:"trigger"`
-	Preset        string          `json:"preset"`
-	Model         string          `json:"model"`
-	PromptVersion string          `json:"prompt_version"`
-	Status        string          `json:"status"`
-	Level         string          `json:"level"`
-	TokensBefore  int64           `json:"tokens_before"`
-	TokensAfter   int64           `json:"tokens_after"`
-	CharsBefore   int64           `json:"chars_before"`
-	CharsAfter    int64           `json:"chars_after"`
-	Ratio         float64         `json:"ratio"`
-	DurationMS    int64           `json:"duration_ms"`
-	StartedAt     time.Time       `json:"started_at"`
-	FinishedAt    *time.Time      `json:"finished_at,omitempty"`
-	Error         string          `json:"error,omitempty"`
+	ID            string     `json:"id"`
+	Tenant        string     `json:"tenant"`
+	Session       string     `json:"session"`
+	EventID       string     `json:"event_id"`
+	Trigger       string     `json:"trigger"`
+	Preset        string     `json:"preset"`
+	Model         string     `json:"model"`
+	PromptVersion string     `json:"prompt_version"`
+	Status        string     `json:"status"`
+	Level         string     `json:"level"`
+	TokensBefore  int64      `json:"tokens_before"`
+	TokensAfter   int64      `json:"tokens_after"`
+	CharsBefore   int64      `json:"chars_before"`
+	CharsAfter    int64      `json:"chars_after"`
+	Ratio         float64    `json:"ratio"`
+	DurationMS    int64      `json:"duration_ms"`
+	StartedAt     time.Time  `json:"started_at"`
+	FinishedAt    *time.Time `json:"finished_at,omitempty"`
+	Error         string     `json:"error,omitempty"`
+	// ErrorClass says what kind of failure a failed run had.
+	ErrorClass    string          `json:"error_class,omitempty"`
 	ReplayOf      string          `json:"replay_of,omitempty"`
 	InputKey      string          `json:"input_key"`
 	ArchiveKey    string          `json:"archive_key"`
@@ -243,7 +245,7 @@ func NewRunRecord(r store.Run) RunRecord {
 		ID: r.ID, Tenant: r.Tenant, Session: r.Session, EventID: r.EventID, Trigger: r.Trigger,
 		Preset: r.Preset, Model: r.Model, PromptVersion: r.PromptVersion, Status: string(r.Status), Level: r.Level,
 		TokensBefore: r.TokensBefore, TokensAfter: r.TokensAfter, CharsBefore: r.CharsBefore, CharsAfter: r.CharsAfter,
-		Ratio: r.Ratio, DurationMS: duration(r).Milliseconds(), StartedAt: r.StartedAt, Error: r.Error,
+		Ratio: r.Ratio, DurationMS: duration(r).Milliseconds(), StartedAt: r.StartedAt, Error: r.Error, ErrorClass: string(r.ErrorClass),
 		ReplayOf: r.ReplayOf, InputKey: r.InputKey, ArchiveKey: r.ArchiveKey, ArchiveSHA256: r.ArchiveSHA256,
 		OutputKey: r.OutputKey, OutputSHA256: r.OutputSHA256, Stats: r.Stats,
 		AgentModel: r.AgentModel, ContextLimit: r.ContextLimit, Overrides: r.Overrides, InputSHA256: r.InputSHA256,

@@ -13,9 +13,12 @@ import (
 // `starter replay` (as a table or as JSON) and the dev stack. It is read
 // from the run's row and stats, the one source of truth.
 type Outcome struct {
-	RunID         string  `json:"run_id"`
-	Status        string  `json:"status"`
-	Error         string  `json:"error,omitempty"`
+	RunID  string `json:"run_id"`
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+	// ErrorClass says what kind of failure a failed run had
+	// (store.ErrorClass); Error is then a message safe to show.
+	ErrorClass    string  `json:"error_class,omitempty"`
 	Format        string  `json:"format,omitempty"`
 	TokensBefore  int     `json:"tokens_before"`
 	TokensAfter   int     `json:"tokens_after"`
@@ -61,7 +64,7 @@ type Outcome struct {
 // did not commit (failed, skipped or still live) has its status and error
 // only.
 func (s *Service) Outcome(ctx context.Context, r store.Run) (Outcome, error) {
-	out := Outcome{RunID: r.ID, Status: string(r.Status), Error: r.Error, Passes: []store.PassStat{}}
+	out := Outcome{RunID: r.ID, Status: string(r.Status), Error: r.Error, ErrorClass: string(r.ErrorClass), Passes: []store.PassStat{}}
 	if !r.Status.Committed() {
 		return out, nil
 	}

@@ -60,7 +60,7 @@ func (g *Gateway) Reconcile(ctx context.Context, olderThan time.Duration) (Recon
 				out.Started = append(out.Started, r.ID)
 				continue
 			}
-			marked, err := g.Store.FailRun(ctx, r.ID, why)
+			marked, err := g.Store.FailRun(ctx, r.ID, store.Failure{Class: store.ErrorInterrupted, Message: why})
 			if err != nil {
 				return out, fmt.Errorf("reconcile run %s: %w", r.ID, err)
 			}

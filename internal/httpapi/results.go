@@ -56,6 +56,7 @@ type compressResponse struct {
 	// skipped, with Error) and "stored" for offload.
 	Status      string `json:"status"`
 	Error       string `json:"error,omitempty"`
+	ErrorClass  string `json:"error_class,omitempty"`
 	Reference   string `json:"reference,omitempty"`
 	Key         string `json:"key,omitempty"`
 	SHA256      string `json:"sha256,omitempty"`
@@ -174,7 +175,7 @@ func (a *api) summarize(w http.ResponseWriter, r *http.Request, tenant string, r
 		return nil
 	}
 	if res.Status != string(store.RunSucceeded) {
-		writeJSON(w, http.StatusOK, compressResponse{Mode: ModeSummarize, Status: res.Status, Error: res.Error, RunID: sub.RunID,
+		writeJSON(w, http.StatusOK, compressResponse{Mode: ModeSummarize, Status: res.Status, Error: res.Error, ErrorClass: res.ErrorClass, RunID: sub.RunID,
 			CharsBefore: utf8.RuneCountInString(req.Text)})
 		return nil
 	}

@@ -19,7 +19,7 @@ func TestSessionBreaker(t *testing.T) {
 	ctx := t.Context()
 	for range 2 {
 		r := newRun(t, s, "acme", "s1")
-		_, err := s.FailRun(ctx, r.ID, "boom")
+		_, err := s.FailRun(ctx, r.ID, store.Failure{Message: "boom"})
 		require.NoError(t, err)
 	}
 	tests := []struct {

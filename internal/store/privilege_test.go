@@ -63,7 +63,7 @@ func TestRuntimeRoleCannotRewriteHistory(t *testing.T) {
 	require.NoError(t, app.AddOffload(ctx, store.Offload{Tenant: "acme", Session: "s1", Key: "k"}))
 	_, _, err = app.ReleaseOffloads(ctx, "acme", "s1", []string{"k"}, func(context.Context, string) error { return nil })
 	require.NoError(t, err)
-	_, err = app.FailRun(ctx, r.ID, "done")
+	_, err = app.FailRun(ctx, r.ID, store.Failure{Message: "done"})
 	require.NoError(t, err)
 
 	// A revoked key and a live one: the rows the key statements below try.

@@ -27,6 +27,42 @@ const (
 	RunSkipped   RunStatus = "skipped"
 )
 
+// ErrorClass says what kind of failure ended a failed run. Callers switch
+// on it; the run's Error is a message safe to show them, and the detail
+// stays in the worker's logs.
+type ErrorClass string
+
+// Error classes.
+const (
+	// ErrorBadInput: the conversation or the request could not be used;
+	// sending it again will fail again. Error says what is wrong.
+	ErrorBadInput ErrorClass = "bad_input"
+	// ErrorConfig: the deployment's configuration refused the run.
+	ErrorConfig ErrorClass = "config"
+	// ErrorSummarizer: the summarizer refused the request or failed
+	// through every retry.
+	ErrorSummarizer ErrorClass = "summarizer"
+	// ErrorDependency: Postgres or S3 failed, or stayed down through
+	// every retry.
+	ErrorDependency ErrorClass = "dependency"
+	// ErrorTimeout: a step ran out of time through every retry.
+	ErrorTimeout ErrorClass = "timeout"
+	// ErrorCanceled: the run was canceled.
+	ErrorCanceled ErrorClass = "canceled"
+	// ErrorInterrupted: the run's workflow ended or vanished without
+	// recording it (found by the reconciler).
+	ErrorInterrupted ErrorClass = "interrupted"
+	// ErrorInternal: anything else; a bug to report with the run id.
+	ErrorInternal ErrorClass = "internal"
+)
+
+// Failure is what a failed run records: its class and a message safe to
+// show its caller.
+type Failure struct {
+	Class   ErrorClass
+	Message string
+}
+
 // Final reports whether no further state change is allowed.
 func (s RunStatus) Final() bool {
 	return s == RunSucceeded || s == RunOverLimit || s == RunFailed || s == RunSkipped
@@ -66,7 +102,9 @@ type Run struct {
 	OutputSHA256  string
 	Level         string
 	Error         string
-	ReplayOf      string // id of the run this one replays, "" if none
+	// ErrorClass is set on failed runs.
+	ErrorClass ErrorClass
+	ReplayOf   string // id of the run this one replays, "" if none
 	// AgentModel, ContextLimit, Overrides (the effective ones) and
 	// InputSHA256 are what the caller asked for, recorded at submit; Model
 	// is the summarizer's.
@@ -143,7 +181,7 @@ const (
 // runColumns is the select list scanned by scanRun, in order.
 const runColumns = `id, tenant_id, session_id, event_id, trigger, preset, model, prompt_version,
 	status, tokens_before, tokens_after, chars_before, chars_after, ratio,
-	input_key, archive_key, archive_sha256, output_key, output_sha256, level, error,
+	input_key, archive_key, archive_sha256, output_key, output_sha256, level, error, error_class,
 	coalesce(replay_of, ''), started_at, finished_at, updated_at, stats,
 	agent_model, context_limit, overrides, input_sha256, resolved_preset`
 
@@ -154,7 +192,7 @@ func scanRun(row pgx.Row) (Run, error) {
 	var stats, overrides, resolved []byte
 	err := row.Scan(&r.ID, &r.Tenant, &r.Session, &r.EventID, &r.Trigger, &r.Preset, &r.Model, &r.PromptVersion,
 		&status, &r.TokensBefore, &r.TokensAfter, &r.CharsBefore, &r.CharsAfter, &r.Ratio,
-		&r.InputKey, &r.ArchiveKey, &r.ArchiveSHA256, &r.OutputKey, &r.OutputSHA256, &r.Level, &r.Error,
+		&r.InputKey, &r.ArchiveKey, &r.ArchiveSHA256, &r.OutputKey, &r.OutputSHA256, &r.Level, &r.Error, &r.ErrorClass,
 		&r.ReplayOf, &r.StartedAt, &finished, &r.UpdatedAt, &stats,
 		&r.AgentModel, &r.ContextLimit, &overrides, &r.InputSHA256, &resolved)
 	if err != nil {
@@ -433,27 +471,30 @@ func (s *Store) finishWithSteps(ctx context.Context, steps []Step, sql string, a
 	return tag.RowsAffected(), nil
 }
 
-// FailRun marks a live run failed with errMsg, and records steps in the
-// same round trip. Like CommitRun it changes only a live run and reports
-// whether it did.
-func (s *Store) FailRun(ctx context.Context, id, errMsg string, steps ...Step) (bool, error) {
-	return s.finish(ctx, "fail run "+id, id, RunFailed, errMsg, steps...)
+// FailRun marks a live run failed with f, and records steps in the same
+// round trip. Like CommitRun it changes only a live run and reports
+// whether it did. A failure without a class is ErrorInternal.
+func (s *Store) FailRun(ctx context.Context, id string, f Failure, steps ...Step) (bool, error) {
+	if f.Class == "" {
+		f.Class = ErrorInternal
+	}
+	return s.finish(ctx, "fail run "+id, id, RunFailed, f.Class, f.Message, steps...)
 }
 
 // SkipRun marks a live run skipped (nothing to do, or superseded) with the
 // reason stored in Error. Like CommitRun it changes only a live run and
 // reports whether it did.
 func (s *Store) SkipRun(ctx context.Context, id, reason string) (bool, error) {
-	return s.finish(ctx, "skip run "+id, id, RunSkipped, reason)
+	return s.finish(ctx, "skip run "+id, id, RunSkipped, "", reason)
 }
 
-func (s *Store) finish(ctx context.Context, op, id string, status RunStatus, msg string, steps ...Step) (bool, error) {
+func (s *Store) finish(ctx context.Context, op, id string, status RunStatus, class ErrorClass, msg string, steps ...Step) (bool, error) {
 	if strings.TrimSpace(msg) == "" {
 		return false, fmt.Errorf("%s: message is empty", op)
 	}
 	rows, err := s.finishWithSteps(ctx, steps, `
-		update runs set status = $2, error = $3, finished_at = now(), updated_at = now()
-		where id = $1 and status in ('pending', 'running')`, id, string(status), Storable(msg))
+		update runs set status = $2, error = $3, error_class = $4, finished_at = now(), updated_at = now()
+		where id = $1 and status in ('pending', 'running')`, id, string(status), Storable(msg), string(class))
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
 	}

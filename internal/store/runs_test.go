@@ -108,7 +108,7 @@ func TestCommitRunCommitsOnce(t *testing.T) {
 	require.False(t, got.FinishedAt.IsZero())
 
 	// A final run stays final: no fail, no skip, no running, no plan.
-	ok, err = s.FailRun(ctx, r.ID, "late failure")
+	ok, err = s.FailRun(ctx, r.ID, store.Failure{Message: "late failure"})
 	require.NoError(t, err)
 	require.False(t, ok)
 	ok, err = s.SkipRun(ctx, r.ID, "late skip")
@@ -155,13 +155,13 @@ func TestFailRunThenCommit(t *testing.T) {
 	s := newStore(t)
 	ctx := t.Context()
 	r := newRun(t, s, "acme", "s1")
-	_, err := s.FailRun(ctx, r.ID, "")
+	_, err := s.FailRun(ctx, r.ID, store.Failure{Message: ""})
 	require.ErrorContains(t, err, "message is empty")
 
-	ok, err := s.FailRun(ctx, r.ID, "llm: context length exceeded")
+	ok, err := s.FailRun(ctx, r.ID, store.Failure{Message: "llm: context length exceeded"})
 	require.NoError(t, err)
 	require.True(t, ok)
-	ok, err = s.FailRun(ctx, r.ID, "llm: context length exceeded")
+	ok, err = s.FailRun(ctx, r.ID, store.Failure{Message: "llm: context length exceeded"})
 	require.NoError(t, err)
 	require.False(t, ok, "retried FailRun")
 	ok, err = s.CommitRun(ctx, r.ID, store.RunResult{TokensAfter: 5})
@@ -197,7 +197,7 @@ func TestMissingRun(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrNotFound)
 	_, err = s.CommitRun(ctx, "missing", store.RunResult{})
 	require.ErrorIs(t, err, store.ErrNotFound)
-	_, err = s.FailRun(ctx, "missing", "x")
+	_, err = s.FailRun(ctx, "missing", store.Failure{Message: "x"})
 	require.ErrorIs(t, err, store.ErrNotFound)
 	require.ErrorIs(t, s.RecordArchive(ctx, "missing", "k", "h"), store.ErrNotFound)
 }
@@ -236,7 +236,7 @@ func TestStartRunPlanAndArchive(t *testing.T) {
 
 	// A run finished without an archive cannot gain one.
 	r2 := newRun(t, s, "acme", "s1")
-	_, err = s.FailRun(ctx, r2.ID, "boom")
+	_, err = s.FailRun(ctx, r2.ID, store.Failure{Message: "boom"})
 	require.NoError(t, err)
 	require.ErrorIs(t, s.RecordArchive(ctx, r2.ID, "k", "h"), store.ErrRunFinal)
 }
@@ -246,7 +246,7 @@ func TestReplayRun(t *testing.T) {
 	s := newStore(t)
 	ctx := t.Context()
 	orig := newRun(t, s, "acme", "s1")
-	_, err := s.FailRun(ctx, orig.ID, "boom")
+	_, err := s.FailRun(ctx, orig.ID, store.Failure{Message: "boom"})
 	require.NoError(t, err)
 	replay, created, err := s.CreateRun(ctx, store.Run{ID: uuid.NewString(), Tenant: "acme", Session: "s1", ReplayOf: orig.ID})
 	require.NoError(t, err)
@@ -288,7 +288,7 @@ func TestListRuns(t *testing.T) {
 		case store.RunSucceeded:
 			_, err = s.CommitRun(ctx, r.ID, store.RunResult{})
 		case store.RunFailed:
-			_, err = s.FailRun(ctx, r.ID, "boom")
+			_, err = s.FailRun(ctx, r.ID, store.Failure{Message: "boom"})
 		}
 		require.NoError(t, err)
 	}
@@ -381,13 +381,17 @@ func TestFailRunWithUnstorableText(t *testing.T) {
 	r := newRun(t, s, "acme", "s1")
 	msg := "record offload call_\x00x: bad byte \xff"
 	step := store.Step{RunID: r.ID, Name: "deterministic", Attempt: 1, Kind: "deterministic", Error: msg}
-	ok, err := s.FailRun(ctx, r.ID, msg, step)
+	ok, err := s.FailRun(ctx, r.ID, store.Failure{Message: msg}, step)
 	require.NoError(t, err)
 	require.True(t, ok)
+	again, err := s.FailRun(ctx, r.ID, store.Failure{Class: store.ErrorDependency, Message: "again"})
+	require.NoError(t, err)
+	require.False(t, again, "a final run keeps its first failure")
 	got, err := s.GetRun(ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, store.RunFailed, got.Status)
 	require.Equal(t, `record offload call_\0x: bad byte `+"\uFFFD", got.Error)
+	require.Equal(t, store.ErrorInternal, got.ErrorClass, "a failure without a class is internal")
 	steps, err := s.ListSteps(ctx, r.ID)
 	require.NoError(t, err)
 	require.Len(t, steps, 1)
