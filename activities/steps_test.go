@@ -67,7 +67,7 @@ func newStepEnvInput(t *testing.T, batch bool, kind string) *stepEnv {
 	e.run = contract.Run{ID: "run-" + t.Name(), Tenant: "acme", Session: "s1", EventID: "ev-1", Trigger: "manual",
 		Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 4000, BatchSteps: batch}
 	sub, err := e.store.SubmitRun(ctx, store.Run{ID: e.run.ID, Tenant: "acme", Session: "s1", EventID: "ev-1",
-		Trigger: "manual", Preset: "offload-compact", InputKey: e.input.Key, InputSHA256: e.input.SHA256}, "body")
+		Trigger: "manual", Preset: "offload-compact", InputKey: e.input.Key, InputSHA256: e.input.SHA256}, "body", nil)
 	require.NoError(t, err)
 	require.False(t, sub.Conflict)
 	return e

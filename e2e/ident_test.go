@@ -107,6 +107,23 @@ func TestIdempotencyOnMeaning(t *testing.T) {
 	var n int
 	require.NoError(t, a.store.Pool().QueryRow(ctx, `select count(*) from sessions where tenant_id = $1 and id = 'other'`, a.tenant).Scan(&n))
 	require.Zero(t, n, "a 409 leaves no orphan session row")
+	// ... and no object: the changed conversation's original, stored
+	// before the claim was refused, is deleted again; the first run's
+	// original stays.
+	objs, err := a.blob.List(ctx, "tenants/"+a.tenant+"/archive/")
+	require.NoError(t, err)
+	require.Len(t, objs, 1, "only the accepted run's original: %v", objs)
+	run, err := a.store.GetRun(ctx, acc.RunID)
+	require.NoError(t, err)
+	require.Equal(t, run.InputKey, objs[0])
+
+	// The refused bytes under a new event id are accepted: the claim
+	// writes the discarded original again, and the run completes.
+	body = eventBody(map[string]any{"event_id": "new", "preset": "adaptive", "model": "gpt-4o", "wait_seconds": 60}, changed)
+	var res apiResult
+	resp, raw = a.call("POST", "/v1/sessions/other/events", a.key, body, &res)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", raw)
+	require.Contains(t, []string{"succeeded", "over_limit"}, res.Status, res.Error)
 }
 
 // TestOverridesAtAndAboveTheCaps: every capped override is accepted at its

@@ -166,7 +166,7 @@ func (d *Deps) Gateway(c client.Client) *gateway.Gateway {
 		DefaultPreset: d.Config.DefaultPreset, Overrides: d.Config.PresetOverrides, Caps: d.Config.OverrideCaps,
 		Breaker: store.BreakerRule{Runs: d.Config.BreakerRuns, Window: d.Config.BreakerWindow,
 			MinFreed: d.Config.BreakerMinFreed, MinInterval: d.Config.MinEventInterval},
-		SearchAttributes: d.Config.SearchAttributes, Judge: d.Config.OpenAIBaseURL != ""}
+		SearchAttributes: d.Config.SearchAttributes, Judge: d.Config.OpenAIBaseURL != "", Logger: Logger(d.Config)}
 }
 
 // Close releases the dependencies.

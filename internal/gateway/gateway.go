@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -116,6 +117,9 @@ type Gateway struct {
 	// Judge asks the summarizer to judge history summaries (seed 004's
 	// drift checks); set when an LLM is configured.
 	Judge bool
+	// Logger receives what the caller is not told (a failed cleanup);
+	// nil discards.
+	Logger *slog.Logger
 }
 
 // RunID derives a run's id from its tenant, session and event id, so that
@@ -148,10 +152,6 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	if err := checkToolNames(conv); err != nil {
 		return Submitted{}, err
 	}
-	ref, err := g.storeOriginal(ctx, ev, data)
-	if err != nil {
-		return Submitted{}, fmt.Errorf("store conversation: %w", err)
-	}
 	runID := RunID(ev.Tenant, ev.Session, ev.EventID)
 	hash, err := requestHash(ev, data)
 	if err != nil {
@@ -165,6 +165,11 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	if err != nil {
 		return Submitted{}, fmt.Errorf("encode resolved preset: %w", err)
 	}
+	// Everything is validated: only now is anything stored.
+	ref, stored, err := g.storeOriginal(ctx, ev, data)
+	if err != nil {
+		return Submitted{}, fmt.Errorf("store conversation: %w", err)
+	}
 	// The claim and the run row in one transaction: the row holds what
 	// the caller asked for from the moment the event is accepted.
 	sub, err := g.Store.SubmitRun(ctx, store.Run{
@@ -172,24 +177,41 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 		Preset: ev.Preset, InputKey: ref.Key, ReplayOf: ev.ReplayOf, Status: store.RunPending,
 		AgentModel: ev.Model, ContextLimit: ev.ContextLimit, Overrides: effective, InputSHA256: ref.SHA256,
 		ResolvedPreset: resolvedJSON,
-	}, hash)
-	if err != nil {
-		return Submitted{}, fmt.Errorf("submit run: %w", err)
+	}, hash, func(ctx context.Context) error {
+		_, err := g.Blob.PutContentVerified(ctx, ev.Tenant, blob.KindArchive, data)
+		return err
+	})
+	if stored && (err != nil || sub.Conflict || sub.Existing) {
+		// Refused, failed, or a retry re-encoded into other bytes: the
+		// object this call wrote may have no run (a retry of the same
+		// bytes keeps it, since its run refers to it).
+		g.discardOriginal(ctx, ev.Tenant, ref.Key)
 	}
-	if sub.Conflict {
+	if err != nil || sub.Conflict {
+		if err != nil {
+			return Submitted{}, fmt.Errorf("submit run: %w", err)
+		}
 		return Submitted{}, ErrConflict
 	}
-	out := Submitted{RunID: sub.RunID, InputKey: ref.Key, Existing: sub.Existing}
+	run := store.Run{
+		ID: sub.RunID, Tenant: ev.Tenant, Session: ev.Session, EventID: ev.EventID, Trigger: ev.Kind,
+		Preset: ev.Preset, Overrides: effective, AgentModel: ev.Model, ContextLimit: ev.ContextLimit, ReplayOf: ev.ReplayOf,
+		InputKey: ref.Key, InputSHA256: ref.SHA256,
+	}
+	if sub.Existing {
+		// A retry: the run is the first claim's, with the original it
+		// recorded (a re-encoded retry's own bytes were just discarded).
+		if run, err = g.Store.GetRun(ctx, sub.RunID); err != nil {
+			return Submitted{}, fmt.Errorf("read the claimed run: %w", err)
+		}
+	}
+	out := Submitted{RunID: sub.RunID, InputKey: run.InputKey, Existing: sub.Existing}
 	// Signalling again for a known event is safe: the session drops a
 	// queued duplicate, and a finished run's id cannot be started twice.
 	// When Temporal cannot be reached the run stays pending, claimed with
 	// everything it needs: the caller's retry with the same event id
 	// starts it (an outage answers 503), and so does the reconciler.
-	if err := g.start(ctx, g.inputOf(store.Run{
-		ID: out.RunID, Tenant: ev.Tenant, Session: ev.Session, EventID: ev.EventID, Trigger: ev.Kind,
-		Preset: ev.Preset, Overrides: effective, AgentModel: ev.Model, ContextLimit: ev.ContextLimit, ReplayOf: ev.ReplayOf,
-		InputKey: ref.Key, InputSHA256: ref.SHA256,
-	})); err != nil {
+	if err := g.start(ctx, g.inputOf(run)); err != nil {
 		return Submitted{}, err
 	}
 	return out, nil
@@ -370,14 +392,40 @@ func (g *Gateway) conversation(ctx context.Context, ev Event) ([]byte, error) {
 // replay, or a caller sending a run's archive again) is used as it is:
 // it was proven when it was written, and its bytes were just read and
 // checked against its key.
-func (g *Gateway) storeOriginal(ctx context.Context, ev Event, data []byte) (blob.Ref, error) {
+//
+// stored reports whether this call wrote the object.
+func (g *Gateway) storeOriginal(ctx context.Context, ev Event, data []byte) (ref blob.Ref, stored bool, err error) {
 	if ev.ConversationKey != "" {
 		_, kind, sha, err := blob.ParseContentKey(ev.ConversationKey)
 		if err == nil && kind == blob.KindArchive && sha == blob.SHA256Hex(data) {
-			return blob.Ref{Key: ev.ConversationKey, SHA256: sha, Size: int64(len(data))}, nil
+			return blob.Ref{Key: ev.ConversationKey, SHA256: sha, Size: int64(len(data))}, false, nil
 		}
 	}
-	return g.Blob.PutContentVerified(ctx, ev.Tenant, blob.KindArchive, data)
+	ref, err = g.Blob.PutContentVerified(ctx, ev.Tenant, blob.KindArchive, data)
+	return ref, err == nil, err
+}
+
+// discardOriginal deletes the original a failed submit stored, unless a
+// run refers to it (the same bytes submitted before): a refused or
+// failed event leaves nothing in S3. It runs on its own deadline, since
+// the request's may be what failed, and a failure to clean up is logged,
+// never the caller's error.
+func (g *Gateway) discardOriginal(ctx context.Context, tenant, key string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := g.Store.DiscardInput(ctx, tenant, key, func(ctx context.Context) error {
+		return g.Blob.Delete(ctx, key)
+	}); err != nil {
+		g.logger().Warn("a failed submit's original stays in S3", "tenant", tenant, "key", key, "error", err)
+	}
+}
+
+// logger is Logger, or one that discards.
+func (g *Gateway) logger() *slog.Logger {
+	if g.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return g.Logger
 }
 
 // requestHash identifies what a request asks for, so that the same event
@@ -389,7 +437,9 @@ func (g *Gateway) storeOriginal(ctx context.Context, ev Event, data []byte) (blo
 // gets the same run, while any change of content, preset, model, limit or
 // kind is a conflict. The stored input keeps the caller's exact bytes.
 func requestHash(ev Event, conv []byte) (string, error) {
-	input, err := canonicalJSON(conv)
+	// The conversation's canonical form is hashed as it is written (see
+	// canonicalSum), never held: it is megabytes.
+	inputSum, err := canonicalSum(conv)
 	if err != nil {
 		return "", &InputError{Field: "conversation", Err: err}
 	}
@@ -397,7 +447,6 @@ func requestHash(ev Event, conv []byte) (string, error) {
 	if err != nil {
 		return "", &InputError{Field: "overrides", Err: err}
 	}
-	inputSum := sha256.Sum256(input)
 	canon, _ := json.Marshal(struct {
 		Kind, Model, Preset, Input, ReplayOf string
 		Limit                                int

@@ -31,7 +31,7 @@ type Submission struct {
 // (recorded again only if missing); the same event id with another body
 // or session is a Conflict that writes nothing at all, not even the
 // session.
-func (s *Store) SubmitRun(ctx context.Context, r Run, bodySHA256 string) (Submission, error) {
+func (s *Store) SubmitRun(ctx context.Context, r Run, bodySHA256 string, restore func(context.Context) error) (Submission, error) {
 	op := fmt.Sprintf("submit event %s of tenant %s", r.EventID, r.Tenant)
 	if err := requireNonEmpty(op, [2]string{"EventID", r.EventID}, [2]string{"bodySHA256", bodySHA256}); err != nil {
 		return Submission{}, err
@@ -41,6 +41,9 @@ func (s *Store) SubmitRun(ctx context.Context, r Run, bodySHA256 string) (Submis
 	}
 	sub := Submission{RunID: r.ID}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := ensureInput(ctx, tx, r.InputKey, restore); err != nil {
+			return err
+		}
 		existing, err := claim(ctx, tx, r.Tenant, r.Session, r.EventID, bodySHA256, r.ID)
 		if err != nil {
 			return err
@@ -60,6 +63,75 @@ func (s *Store) SubmitRun(ctx context.Context, r Run, bodySHA256 string) (Submis
 		return Submission{}, fmt.Errorf("%s: %w", op, err)
 	}
 	return sub, nil
+}
+
+// inputLockSQL takes key's advisory lock for the transaction: shared by
+// claims, exclusive for DiscardInput.
+const (
+	inputLockSharedSQL = `select pg_advisory_xact_lock_shared(hashtextextended($1, 7))`
+	inputLockSQL       = `select pg_advisory_xact_lock(hashtextextended($1, 7))`
+)
+
+// ensureInput makes sure, in a claim's transaction, that the original key
+// it names exists: when a failed submit discarded that key, restore
+// writes it again before the claim commits. The shared lock keeps any
+// discard of the key out until then.
+func ensureInput(ctx context.Context, tx pgx.Tx, key string, restore func(context.Context) error) error {
+	if key == "" {
+		return nil
+	}
+	var discarded bool
+	err := tx.QueryRow(ctx, inputLockSharedSQL+`, coalesce((select discarded from input_discards where key = $1), false)`,
+		key).Scan(nil, &discarded)
+	if err != nil {
+		return fmt.Errorf("lock original %s: %w", key, err)
+	}
+	if !discarded {
+		return nil
+	}
+	if restore == nil {
+		return fmt.Errorf("original %s was discarded and cannot be written again here", key)
+	}
+	if err := restore(ctx); err != nil {
+		return fmt.Errorf("write discarded original %s again: %w", key, err)
+	}
+	if _, err := tx.Exec(ctx, `update input_discards set discarded = false, updated_at = now() where key = $1`, key); err != nil {
+		return fmt.Errorf("record original %s written again: %w", key, err)
+	}
+	return nil
+}
+
+// DiscardInput deletes (with del) the original key a failed submit of
+// tenant stored, unless a run refers to it. It reports whether it was
+// deleted. The key's exclusive lock keeps claims of the same bytes out
+// while it decides, and the record it leaves makes a claim that raced it
+// write the object again (see ensureInput).
+func (s *Store) DiscardInput(ctx context.Context, tenant, key string, del func(context.Context) error) (bool, error) {
+	deleted := false
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var used bool
+		if err := tx.QueryRow(ctx, inputLockSQL+`, exists(select 1 from runs where tenant_id = $2 and (input_key = $1 or archive_key = $1))`,
+			key, tenant).Scan(nil, &used); err != nil {
+			return err
+		}
+		if used {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `
+			insert into input_discards (key, tenant_id, discarded) values ($1, $2, true)
+			on conflict (key) do update set discarded = true, updated_at = now()`, key, tenant); err != nil {
+			return err
+		}
+		if err := del(ctx); err != nil {
+			return err
+		}
+		deleted = true
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("discard original %s: %w", key, err)
+	}
+	return deleted, nil
 }
 
 // claimConflictError rolls back the transaction of a conflicting claim;

@@ -16,7 +16,7 @@ func TestSubmitRunClaimsEachEventOnce(t *testing.T) {
 	s := newStore(t)
 	ctx := t.Context()
 	submit := func(tenant, session, body, runID string) (store.Submission, error) {
-		return s.SubmitRun(t.Context(), store.Run{ID: runID, Tenant: tenant, Session: session, EventID: "ev-1"}, body)
+		return s.SubmitRun(t.Context(), store.Run{ID: runID, Tenant: tenant, Session: session, EventID: "ev-1"}, body, nil)
 	}
 
 	sub, err := submit("acme", "s1", "sha-a", "run-1")
@@ -47,7 +47,7 @@ func TestSubmitRunClaimsEachEventOnce(t *testing.T) {
 	require.NoError(t, s.Pool().QueryRow(ctx, "select count(*) from events").Scan(&n))
 	require.Equal(t, 2, n, "one claim per tenant")
 
-	_, err = s.SubmitRun(ctx, store.Run{ID: "run-9", Tenant: "acme", Session: "s1", EventID: "ev-2"}, "")
+	_, err = s.SubmitRun(ctx, store.Run{ID: "run-9", Tenant: "acme", Session: "s1", EventID: "ev-2"}, "", nil)
 	require.ErrorContains(t, err, "bodySHA256 is empty")
 }
 

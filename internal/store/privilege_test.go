@@ -50,7 +50,7 @@ func TestRuntimeRoleCannotRewriteHistory(t *testing.T) {
 
 	// A run's work.
 	r := store.Run{ID: "run-priv", Tenant: "acme", Session: "s1", EventID: "ev-priv"}
-	sub, err := app.SubmitRun(ctx, r, "body")
+	sub, err := app.SubmitRun(ctx, r, "body", nil)
 	require.NoError(t, err)
 	require.Equal(t, store.Submission{RunID: r.ID}, sub)
 	require.NoError(t, app.StartRun(ctx, r, store.RunStart{ArchiveKey: "tenants/acme/archive/k", ArchiveSHA256: "k"}))

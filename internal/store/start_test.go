@@ -17,7 +17,7 @@ func TestSubmitRun(t *testing.T) {
 		AgentModel: "gpt-4o", ContextLimit: 40000, Overrides: json.RawMessage(`{"history":{"keep_last":3}}`),
 		InputKey: "tenants/acme/input/ab/abc", InputSHA256: "abc", ResolvedPreset: json.RawMessage(`{"name":"three-tier"}`)}
 
-	sub, err := s.SubmitRun(ctx, r, "body-a")
+	sub, err := s.SubmitRun(ctx, r, "body-a", nil)
 	require.NoError(t, err)
 	require.Equal(t, store.Submission{RunID: "run-1"}, sub)
 	got, err := s.GetRun(ctx, "run-1")
@@ -33,7 +33,7 @@ func TestSubmitRun(t *testing.T) {
 	// is the first run; nothing changes.
 	again := r
 	again.ID = "run-other"
-	sub, err = s.SubmitRun(ctx, again, "body-a")
+	sub, err = s.SubmitRun(ctx, again, "body-a", nil)
 	require.NoError(t, err)
 	require.Equal(t, store.Submission{RunID: "run-1", Existing: true}, sub)
 	_, err = s.GetRun(ctx, "run-other")
@@ -46,7 +46,7 @@ func TestSubmitRun(t *testing.T) {
 		if name == "other session" {
 			other.Session = "s2"
 		}
-		sub, err = s.SubmitRun(ctx, other, body)
+		sub, err = s.SubmitRun(ctx, other, body, nil)
 		require.NoError(t, err, name)
 		require.Equal(t, store.Submission{RunID: "run-1", Conflict: true}, sub, name)
 	}
@@ -55,9 +55,9 @@ func TestSubmitRun(t *testing.T) {
 	require.Equal(t, 1, sessions)
 
 	// Bad input is refused before anything is written.
-	_, err = s.SubmitRun(ctx, store.Run{ID: "run-2", Tenant: "acme", Session: "s1"}, "body")
+	_, err = s.SubmitRun(ctx, store.Run{ID: "run-2", Tenant: "acme", Session: "s1"}, "body", nil)
 	require.ErrorContains(t, err, "EventID is empty")
-	_, err = s.SubmitRun(ctx, store.Run{ID: "run-2", Tenant: "acme", Session: "s1", EventID: "ev-2"}, "")
+	_, err = s.SubmitRun(ctx, store.Run{ID: "run-2", Tenant: "acme", Session: "s1", EventID: "ev-2"}, "", nil)
 	require.ErrorContains(t, err, "bodySHA256 is empty")
 }
 

@@ -100,7 +100,7 @@ func TestHistoryIsAppendOnly(t *testing.T) {
 	require.NoError(t, s.RecordStep(ctx, store.Step{RunID: r.ID, Name: "plan", Attempt: 1}))
 	require.NoError(t, s.RecordDrift(ctx, store.Drift{RunID: r.ID, Score: 1, Passed: true}))
 	require.NoError(t, s.SetWatermark(ctx, "acme", "s1", "toolu_1", r.ID))
-	_, err := s.SubmitRun(ctx, store.Run{ID: r.ID, Tenant: "acme", Session: "s1", EventID: "ev-1"}, "body")
+	_, err := s.SubmitRun(ctx, store.Run{ID: r.ID, Tenant: "acme", Session: "s1", EventID: "ev-1"}, "body", nil)
 	require.NoError(t, err)
 	require.NoError(t, s.AddOffload(ctx, store.Offload{Tenant: "acme", Session: "s1", RunID: r.ID, Key: "k1"}))
 	ok, err := s.CommitRun(ctx, r.ID, store.RunResult{TokensAfter: 7})
