@@ -174,6 +174,8 @@ func TestErrorAnswers(t *testing.T) {
 		{"search unknown session", "GET", "/v1/sessions/nope/search?q=x", f.keyA, nil, 404, CodeNotFound, "", -1, ""},
 		{"compress without mode", "POST", "/v1/results:compress", f.keyA, []byte(`{"text":"x"}`), 400, CodeBadRequest, "mode", -1, ""},
 		{"compress bad mode", "POST", "/v1/results:compress", f.keyA, []byte(`{"text":"x","mode":"zip"}`), 400, CodeBadRequest, "mode", -1, ""},
+		{"inspect huge limit", "POST", "/v1/sessions/s1/inspect", f.keyA, []byte(`{"context_limit":2147483648,"conversation":` + openAIChat + `}`), 400, CodeBadRequest, "context_limit", -1, ""},
+		{"inspect NUL model", "POST", "/v1/sessions/s1/inspect", f.keyA, []byte(`{"model":"gpt\u0000x","conversation":` + openAIChat + `}`), 400, CodeBadRequest, "model", -1, ""},
 		{"compress without text", "POST", "/v1/results:compress", f.keyA, []byte(`{"mode":"offload"}`), 400, CodeBadRequest, "text", -1, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -98,7 +98,13 @@ type api struct {
 	// authFailures is shared with the web UI: a guess is a guess,
 	// whichever door it knocks on.
 	authFailures *ratelimit.AuthFailures
+	// inspecting holds a slot per inspection in flight (maxInspections).
+	inspecting chan struct{}
 }
+
+// maxInspections bounds the inspections one API process measures at once:
+// each holds a few times its conversation's size while the passes run.
+const maxInspections = 4
 
 // New builds the HTTP handler of the API.
 func New(deps Deps) http.Handler {
@@ -109,7 +115,7 @@ func New(deps Deps) http.Handler {
 		deps.MaxWait = DefaultMaxWait
 	}
 	a := &api{deps: deps, log: deps.Logger, mux: http.NewServeMux(), limiter: ratelimit.NewTenants(deps.Limits),
-		authFailures: ratelimit.NewAuthFailures(deps.AuthFailuresPerMinute)}
+		authFailures: ratelimit.NewAuthFailures(deps.AuthFailuresPerMinute), inspecting: make(chan struct{}, maxInspections)}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}

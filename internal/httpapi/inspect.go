@@ -2,9 +2,12 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/ident"
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
@@ -41,6 +44,23 @@ func (a *api) postInspect(w http.ResponseWriter, r *http.Request, _ string) erro
 	}
 	if req.ContextLimit < 0 {
 		return badRequest("context_limit", "context_limit: must not be negative")
+	}
+	if req.ContextLimit > gateway.MaxContextLimit {
+		return badRequest("context_limit", "context_limit: %d is above %d", req.ContextLimit, gateway.MaxContextLimit)
+	}
+	if req.Model != "" {
+		if err := ident.Check("model", req.Model); err != nil {
+			return badRequest("model", "%v", err)
+		}
+	}
+	// Measuring runs the deterministic passes on the whole conversation
+	// (a few times its size in memory): a few at a time per process.
+	select {
+	case a.inspecting <- struct{}{}:
+		defer func() { <-a.inspecting }()
+	default:
+		return &apiError{Status: http.StatusTooManyRequests, Code: CodeRateLimited, RetryAfter: 1,
+			Message: fmt.Sprintf("more than %d inspections in flight on this server", cap(a.inspecting))}
 	}
 	conv, err := conversation.ParseAny(req.Conversation)
 	if err != nil {

@@ -185,6 +185,11 @@ func skipMarks(s string, p int) int {
 
 // countLibrary counts s with tiktoken-go/tokenizer.
 func (b *bpeCounter) countLibrary(s string) int {
+	return countChunked(s, b.countLibraryPart)
+}
+
+// countLibraryPart counts s with the library in one call.
+func (b *bpeCounter) countLibraryPart(s string) int {
 	if s == "" {
 		return 0
 	}
