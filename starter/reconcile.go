@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/ctxcompact/orchestrator/internal/server"
 )
 
 func newReconcile() *cobra.Command {
@@ -40,7 +42,7 @@ func newReconcile() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().DurationVar(&after, "after", reconcileAfter, "only runs started longer ago than this")
+	cmd.Flags().DurationVar(&after, "after", server.ReconcileAfter, "only runs started longer ago than this")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }

@@ -17,7 +17,6 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -31,9 +30,8 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
-	"github.com/ctxcompact/orchestrator/internal/httpapi"
-	"github.com/ctxcompact/orchestrator/internal/ratelimit"
 	"github.com/ctxcompact/orchestrator/internal/report"
+	"github.com/ctxcompact/orchestrator/internal/server"
 )
 
 func main() {
@@ -234,8 +232,9 @@ func printSummary(output []byte) {
 	}
 }
 
-// serveAPI serves the HTTP API on addr and returns a fresh API key of
-// tenant demo.
+// serveAPI serves the HTTP API and web UI on addr as `starter serve`
+// does (internal/server: limits, draining, reconciler) and returns a key
+// of tenant demo: the one it printed before for this -dir, or a new one.
 func serveAPI(ctx context.Context, deps *app.Deps, gw *gateway.Gateway, addr string) (string, func(), error) {
 	raw := make([]byte, 24)
 	if _, err := rand.Read(raw); err != nil {
@@ -249,12 +248,13 @@ func serveAPI(ctx context.Context, deps *app.Deps, gw *gateway.Gateway, addr str
 	if err != nil {
 		return "", nil, fmt.Errorf("listen on %s (-http): %w", addr, err)
 	}
-	cfg := deps.Config
-	h := httpapi.New(httpapi.Deps{Gateway: gw, Audit: &audit.Service{Store: deps.Store, Blob: deps.Blob, Breaker: gw.Breaker},
-		Store: deps.Store, Blob: deps.Blob, MaxRequestBytes: deps.Config.MaxRequestBytes, Metrics: deps.Metrics,
-		Limits:                ratelimit.Limits{RatePerSecond: cfg.TenantRatePerSecond, Burst: cfg.TenantBurst, Concurrent: cfg.TenantConcurrent},
-		AuthFailuresPerMinute: cfg.AuthFailuresPerMinute, TrustedProxies: cfg.TrustedProxies, UISessionTTL: cfg.UISessionTTL})
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	return key, func() { _ = srv.Close() }, nil
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := server.Run(sctx, deps, gw, ln, app.Logger(deps.Config)); err != nil {
+			fmt.Fprintln(os.Stderr, "HTTP API:", err)
+		}
+	}()
+	return key, func() { stop(); <-done }, nil
 }

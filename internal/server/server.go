@@ -1,0 +1,115 @@
+// Package server runs the HTTP API process: the API and web UI handler
+// with the tenant and authentication limits, the reconciler, and a
+// graceful shutdown. `starter serve` and the dev command both run it, so
+// that what a newcomer tries is what production runs.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/ctxcompact/orchestrator/internal/app"
+	"github.com/ctxcompact/orchestrator/internal/audit"
+	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/httpapi"
+	"github.com/ctxcompact/orchestrator/internal/ratelimit"
+)
+
+// ShutdownGrace is how long a stopping server lets requests in flight
+// finish. Waiting requests are told to stop waiting first, so this only
+// covers submissions and reads.
+const ShutdownGrace = 30 * time.Second
+
+// The reconciler's pace: a run is looked at once it is older than
+// ReconcileAfter (far longer than a queued run waits for its start), every
+// reconcileEvery.
+const (
+	reconcileEvery = time.Minute
+	// ReconcileAfter is also `starter reconcile`'s default.
+	ReconcileAfter = 15 * time.Minute
+)
+
+// Run serves the API on ln until ctx ends, then shuts down gracefully:
+// waiting requests answer 202 with their run id, requests in flight get
+// ShutdownGrace. The reconciler runs beside it.
+func Run(ctx context.Context, deps *app.Deps, gw *gateway.Gateway, ln net.Listener, logger *slog.Logger) error {
+	cfg := deps.Config
+	draining, drain := context.WithCancel(context.Background())
+	defer drain()
+	handler := httpapi.New(httpapi.Deps{
+		Gateway: gw, Audit: &audit.Service{Store: deps.Store, Blob: deps.Blob, Breaker: gw.Breaker},
+		Store: deps.Store, Blob: deps.Blob, MaxRequestBytes: cfg.MaxRequestBytes,
+		MaxWait: httpapi.DefaultMaxWait, Draining: draining, Logger: logger,
+		Limits:                ratelimit.Limits{RatePerSecond: cfg.TenantRatePerSecond, Burst: cfg.TenantBurst, Concurrent: cfg.TenantConcurrent},
+		AuthFailuresPerMinute: cfg.AuthFailuresPerMinute, TrustedProxies: cfg.TrustedProxies, UISessionTTL: cfg.UISessionTTL,
+		Metrics: deps.Metrics,
+	})
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		// A full-size body over a slow link must still arrive.
+		ReadTimeout: 5 * time.Minute,
+		// Longer than the longest wait a request may ask for.
+		WriteTimeout:   httpapi.DefaultMaxWait + time.Minute,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	logger.Info("serving HTTP API", "addr", ln.Addr().String(), "max_request_bytes", cfg.MaxRequestBytes)
+
+	rctx, stopReconcile := context.WithCancel(ctx)
+	defer stopReconcile()
+	go reconcileLoop(rctx, gw, logger)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down HTTP API", "grace", ShutdownGrace.String())
+	drain()
+	sctx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// reconcileLoop marks failed, every reconcileEvery, the live runs that no
+// workflow will finish, and starts the claimed runs that never reached
+// Temporal (gateway.Reconcile), until ctx ends. Several API processes may
+// run it: marking a run failed happens at most once.
+func reconcileLoop(ctx context.Context, g *gateway.Gateway, logger *slog.Logger) {
+	t := time.NewTicker(reconcileEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		res, err := g.Reconcile(ctx, ReconcileAfter)
+		if err != nil {
+			logger.Warn("reconcile runs", "error", err)
+			continue
+		}
+		for id, why := range res.Failed {
+			logger.Warn("reconciler marked a run failed", "run", id, "reason", why)
+		}
+		for _, id := range res.Started {
+			logger.Info("reconciler started a run claimed while Temporal was down", "run", id)
+		}
+	}
+}
