@@ -70,7 +70,7 @@ type CompactionInput struct {
 	// Visibility sets the run's search attributes and memo (see
 	// visibility.go); the gateway sets it when the namespace has them.
 	Visibility bool `json:"visibility,omitempty"`
-	// Judge asks the summarizer for seed 004's drift verdict of each
+	// Judge asks the summarizer for the three-tier drift verdict of each
 	// history summary (an LLM judge); the gateway sets it when an LLM is
 	// configured. Without it, the deterministic checks decide.
 	Judge bool `json:"judge,omitempty"`
@@ -96,21 +96,21 @@ type CompactionResult struct {
 	// Drift is the verdict of the last drift check: "", "passed",
 	// "repaired" or "patched".
 	Drift string `json:"drift,omitempty"`
-	// HistoryFailed is seed 002's "success: false": the summary could not
+	// HistoryFailed is offload-compact's "success: false": the summary could not
 	// be made and the history was left unchanged.
 	HistoryFailed bool `json:"history_failed,omitempty"`
 	// OverLimit is set when the output is still over the model's limit
 	// after every step: the run ended over_limit, with Reason.
 	OverLimit bool   `json:"over_limit,omitempty"`
 	Reason    string `json:"reason,omitempty"`
-	// Unit is the unit of the sizes: "tokens", or "chars" (seed 000).
+	// Unit is the unit of the sizes: "tokens", or "chars" (react-two-layer).
 	Unit  string `json:"unit,omitempty"`
 	Limit int    `json:"limit,omitempty"`
-	// Preserved and DeletedOffloads are seed 002's preserved_count and
+	// Preserved and DeletedOffloads are offload-compact's preserved_count and
 	// deleted offloads.
 	Preserved       int `json:"preserved,omitempty"`
 	DeletedOffloads int `json:"deleted_offloads,omitempty"`
-	// Recommendation is seed 004's action for the level after; HandoffKey
+	// Recommendation is the three-tier design's action for the level after; HandoffKey
 	// the fresh-session conversation when one was made.
 	Recommendation string `json:"recommendation,omitempty"`
 	HandoffKey     string `json:"handoff_key,omitempty"`

@@ -36,8 +36,9 @@ const judgeTokens = 800
 
 // llmOptions are for summarizer calls: a heartbeat catches a stuck call
 // early, and the attempts are bounded so that a dead LLM ends in the
-// fallback instead of waiting forever. Seed 002 asks for 3 attempts with a
-// growing delay; a 429's Retry-After overrides the delay (NextRetryDelay).
+// fallback instead of waiting forever. The offload-compact design asks for
+// 3 attempts with a growing delay; a 429's Retry-After overrides the delay
+// (NextRetryDelay).
 func llmOptions(attempts int) workflow.ActivityOptions {
 	if attempts < 1 {
 		attempts = 3
@@ -211,7 +212,7 @@ func budgetLadder(ctx workflow.Context, run contract.Run, preset policy.Preset, 
 		return err
 	}
 	// A preset whose summary just failed and that asks for the history
-	// unchanged on failure (seed 002's success false) keeps it so: the
+	// unchanged on failure (offload-compact's success false) keeps it so: the
 	// ladder does not summarize behind its back.
 	keepHistory := commit.HistoryFailed && preset.History.OnFailure == "unchanged"
 	if fit.HistoryAllowed && !keepHistory {
@@ -245,8 +246,8 @@ type handoffMade struct {
 	Pass activities.PassStat
 }
 
-// handoffSummary gives commit the summary of seed 004's fresh-session
-// handoff when the run makes one: it started or ends CRITICAL, ends over
+// handoffSummary gives commit the summary of the three-tier
+// fresh-session handoff when the run makes one: it started or ends CRITICAL, ends over
 // its limit, or is a checkpoint. A run that started CRITICAL had it made
 // beside its passes (early); any other makes it now. Commit builds the
 // handoff around it; when the summarizer fails, commit makes the
@@ -352,7 +353,7 @@ func runPasses(ctx workflow.Context, run contract.Run, preset policy.Preset, pla
 	}
 	freed := plan.TokensBefore - det.Tokens
 
-	// Seed 000 layer 1: map-reduce of each huge tool result.
+	// Layer 1 of the ReAct two-layer design: map-reduce of each huge tool result.
 	var layer1 []activities.Replacement
 	for i, t := range det.LargeResults {
 		rep, verdict, err := mapReduce(ctx, run, preset, fmt.Sprintf("large/%d", i), t)
@@ -373,7 +374,8 @@ func runPasses(ctx workflow.Context, run contract.Run, preset policy.Preset, pla
 		res.TokensAfter = w.Tokens
 	}
 
-	// Seed 000 layer 2: every remaining large result, with its turn as context.
+	// Layer 2 of the ReAct two-layer design: every remaining large result,
+	// with its turn as context.
 	if preset.GlobalResults.Enabled {
 		if err := globalPass(ctx, run, preset, layer1, commit, res); err != nil {
 			return err
@@ -437,9 +439,9 @@ func mapReduce(ctx workflow.Context, run contract.Run, preset policy.Preset, ste
 	return activities.Replacement{Msg: t.Msg, Block: t.Block, TextKey: final}, verdict, nil
 }
 
-// globalPass is seed 000's layer 2: once usage passes the trigger, every
-// result above the minimum size is compressed with its thought and action
-// as context; a failed turn keeps its original result.
+// globalPass is layer 2 of the ReAct two-layer design: once usage passes
+// the trigger, every result above the minimum size is compressed with its
+// thought and action as context; a failed turn keeps its original result.
 func globalPass(ctx workflow.Context, run contract.Run, preset policy.Preset, exclude []activities.Replacement, commit *activities.CommitInput, res *contract.CompactionResult) error {
 	var a *activities.Activities
 	var g activities.GlobalResult

@@ -1,7 +1,7 @@
 // Package audit answers what was done to a tenant's sessions: the runs with
 // their steps and drift verdicts, the original conversation of any run
 // (byte for byte, checksum verified), what a run removed or replaced,
-// recovery search over archived and offloaded content, seed 004's context
+// recovery search over archived and offloaded content, the three-tier context
 // status report, and exports of the history.
 //
 // Every method takes the caller's tenant and never returns another

@@ -27,7 +27,7 @@ type Outcome struct {
 	LevelAfter    string  `json:"level_after,omitempty"`
 	Drift         string  `json:"drift,omitempty"`
 	HistoryFailed bool    `json:"history_failed"`
-	// Success is seed 002's success: the run committed under its limit
+	// Success is offload-compact's success: the run committed under its limit
 	// and the history summary, if one was wanted, was made.
 	Success bool `json:"success"`
 	// OverLimit is set when the output is still over the model's limit
@@ -37,22 +37,22 @@ type Outcome struct {
 	// LevelReason says why the run ended RED or above when no step that
 	// keeps the recent turns' structure could bring it lower.
 	LevelReason string `json:"level_reason,omitempty"`
-	// Unit is the unit of the sizes: "tokens", or "chars" (seed 000).
+	// Unit is the unit of the sizes: "tokens", or "chars" (react-two-layer).
 	Unit         string `json:"unit,omitempty"`
 	ContextLimit int    `json:"context_limit,omitempty"`
 	// Counter is what measured the sizes: the encoding, with the model
 	// family's safety margin when it is not the model's own tokenizer
 	// (e.g. "o200k_base×1.25 (claude)"), or "chars".
 	Counter string `json:"counter,omitempty"`
-	// FreedTokens, PreservedCount and DeletedOffloads are seed 002's
+	// FreedTokens, PreservedCount and DeletedOffloads are offload-compact's
 	// CompactResult figures.
 	FreedTokens     int `json:"freed_tokens"`
 	PreservedCount  int `json:"preserved_count"`
 	DeletedOffloads int `json:"deleted_offloads"`
-	// ContextCompression is seed 000's stats for a ReAct trajectory; a
+	// ContextCompression is the ReAct two-layer design's stats for a ReAct trajectory; a
 	// bare list of turns has no place for them in the conversation.
 	ContextCompression json.RawMessage `json:"context_compression,omitempty"`
-	// Recommendation is seed 004's action for the level after.
+	// Recommendation is the three-tier design's action for the level after.
 	Recommendation string           `json:"recommendation,omitempty"`
 	ArchiveKey     string           `json:"archive_key,omitempty"`
 	OutputKey      string           `json:"output_key,omitempty"`

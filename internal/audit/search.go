@@ -64,7 +64,7 @@ type Hit struct {
 }
 
 // Search finds query, case-insensitively, in a session's offloaded results
-// (seed 004's recover_offloaded) and in the archived originals of its runs
+// (the three-tier design's recover_offloaded) and in the archived originals of its runs
 // (recover_from_archive), offloads first, then archives newest run first.
 // Offloads marked deleted are searched while their object still exists.
 // At most limit hits are returned (DefaultSearchLimit when limit <= 0).

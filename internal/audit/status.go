@@ -12,8 +12,8 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
-// HistoryRow is one applied pass of one run: a line of seed 004's
-// "Compression History" table.
+// HistoryRow is one applied pass of one run: a line of the three-tier
+// status report's "Compression History" table.
 type HistoryRow struct {
 	Time        time.Time `json:"time"`
 	RunID       string    `json:"run_id"`
@@ -25,7 +25,7 @@ type HistoryRow struct {
 	Replay bool `json:"replay,omitempty"`
 }
 
-// SessionStatus is seed 004's context status report for one session.
+// SessionStatus is the three-tier context status report for one session.
 type SessionStatus struct {
 	Tenant  string `json:"tenant"`
 	Session string `json:"session"`

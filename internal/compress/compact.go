@@ -15,7 +15,7 @@ import (
 // the agent still awaits, see conversation.ToolPair) is kept. System messages at the head are never in the
 // summarized range. It returns the first non-system index (0 when there is
 // no system head) when there is nothing to summarize: too few messages
-// (seed 002: at most keepLast), or only protected messages before s.
+// (offload-compact: at most keepLast), or only protected messages before s.
 func SplitPoint(c conversation.Conversation, keepLast int, protected []bool) int {
 	n := len(c.Messages)
 	head := headEnd(c)
@@ -50,15 +50,19 @@ func pendingCall(idx toolIndex) int {
 // SummaryStyle is how the summary message is written into the history.
 type SummaryStyle string
 
-// The summary styles of seeds 002–004.
+// The summary styles of the history summaries (presets offload-compact,
+// auto-summarize and three-tier).
 const (
-	// StyleCompressedHistory is seed 002: a user message
+	// StyleCompressedHistory is the offload-compact compressed-history
+	// summary: a user message
 	// "[Compressed History]\n\n{summary}".
 	StyleCompressedHistory SummaryStyle = "compressed-history"
-	// StyleSummaryFirst is seed 003: an assistant message
+	// StyleSummaryFirst is the auto-summarize brief summary: an assistant
+	// message
 	// "[SUMMARY]: {summary}".
 	StyleSummaryFirst SummaryStyle = "summary-first"
-	// StyleSessionSummary is seed 004: a user message holding the summary
+	// StyleSessionSummary is the three-tier tier-3 session summary: a user
+	// message holding the summary
 	// as given, already formatted as "## Session Summary [{session}] …".
 	StyleSessionSummary SummaryStyle = "session-summary"
 )
@@ -68,7 +72,7 @@ const (
 const (
 	compressedHistoryPrefix = "[Compressed History]\n\n"
 	summaryFirstPrefix      = "[SUMMARY]: "
-	// SessionSummaryHeading opens seed 004's session summary (ApplyHistory
+	// SessionSummaryHeading opens the three-tier session summary (ApplyHistory
 	// frames a summary under it when the summarizer did not).
 	SessionSummaryHeading = "## Session Summary"
 )
@@ -131,8 +135,8 @@ type CompactStats struct {
 // verbatim. When split leaves nothing to summarize the conversation is
 // returned unchanged. The canonical model allows consecutive messages of
 // the same role, which the summary message may create (Anthropic merges
-// them; OpenAI accepts them). ReAct trajectories are refused (seed 000
-// never drops a turn), and so is a split that would orphan a tool call.
+// them; OpenAI accepts them). ReAct trajectories are refused (the ReAct
+// two-layer design never drops a turn), and so is a split that would orphan a tool call.
 func Compact(c conversation.Conversation, split int, summary string, style SummaryStyle, protected []bool) (conversation.Conversation, CompactStats, error) {
 	if c.Format == conversation.FormatReAct {
 		return conversation.Conversation{}, CompactStats{}, fmt.Errorf("compact a %s conversation: %w", c.Format, ErrUnsupportedFormat)

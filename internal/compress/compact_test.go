@@ -8,7 +8,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 )
 
-// seed002History is seed 002's "compressed history" example before
+// seed002History is the offload-compact design's "compressed history" example before
 // compaction: a file read and an edit after some earlier turns.
 func seed002History() conversation.Conversation {
 	return conv(conversation.FormatOpenAI,
@@ -98,7 +98,8 @@ func TestCompactStyles(t *testing.T) {
 
 func TestCompactSeed003Protection(t *testing.T) {
 	t.Parallel()
-	// Seed 003: system prompt and user constraints are never summarized;
+	// The auto-summarize protection: system prompt and user constraints are
+	// never summarized;
 	// the summary goes first (after them); the last 3 stay.
 	c := conv(conversation.FormatAnthropic,
 		sysMsg("You are a sales analyst."),
@@ -156,8 +157,8 @@ func TestCompactErrors(t *testing.T) {
 	_, _, err = Compact(r, 4, "s", StyleCompressedHistory, nil)
 	require.ErrorIs(t, err, ErrUnsupportedFormat)
 
-	// Nothing to summarize: unchanged, not an error (seed 002: success with
-	// nothing freed).
+	// Nothing to summarize: unchanged, not an error (offload-compact:
+	// success with nothing freed).
 	out, stats, err := Compact(c, 1, "s", StyleCompressedHistory, nil)
 	require.NoError(t, err)
 	require.Equal(t, CompactStats{Preserved: 5}, stats)

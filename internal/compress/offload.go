@@ -10,14 +10,14 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
-// Reference layout (seed 004's in-context replacement, plus seed 002's
+// Reference layout (the three-tier reference block, plus offload-compact's
 // machine-readable pointer as the last line so that both restore paths find
 // the key).
 const (
 	refHeadingPrefix = "## Offloaded: "
 	refPointerPrefix = "Tool result is at: "
-	// PreviewMaxLines and PreviewMaxChars bound a reference preview (seed
-	// 004: "first 10 lines", result[:500]).
+	// PreviewMaxLines and PreviewMaxChars bound a reference preview (the
+	// three-tier tier-1 offload: "first 10 lines", result[:500]).
 	PreviewMaxLines = 10
 	PreviewMaxChars = 500
 	// MaxKeyLen bounds a storage key (the S3 limit), so a reference stays
@@ -45,16 +45,16 @@ type OffloadCandidate struct {
 
 // OffloadOptions tunes PlanOffloadWith.
 type OffloadOptions struct {
-	// MinTokens: only results larger than this are candidates (seed 004:
-	// 15,000 tokens).
+	// MinTokens: only results larger than this are candidates (three-tier
+	// tier 1: 15,000 tokens).
 	MinTokens int
 	// Protected messages are never offloaded (nil: none).
 	Protected []bool
 	// IncludeErrors also offers error results; by default they stay in
-	// context (seed 003: errors are always kept).
+	// context (the post-processing table: errors are always kept).
 	IncludeErrors bool
 	// PreviewLines and PreviewChars are the preview limits the caller will
-	// use (0: seed 004's 10 lines, 500 characters); planning needs them to
+	// use (0: the tier-1 preview's 10 lines, 500 characters); planning needs them to
 	// check that a reference is smaller than its result.
 	PreviewLines, PreviewChars int
 }
@@ -101,19 +101,19 @@ func PlanOffloadWith(c conversation.Conversation, count tokens.Counter, opts Off
 
 // OffloadRef is what a reference block says about an offloaded result.
 type OffloadRef struct {
-	// Key is the storage key (seed 004's path).
+	// Key is the storage key (the three-tier reference block's path).
 	Key string
 	// ToolName names the tool in the heading.
 	ToolName string
-	// TokensSaved is the offloaded result's size (seed 004 reports the
-	// whole result's estimate).
+	// TokensSaved is the offloaded result's size (the three-tier
+	// reference block reports the whole result's estimate).
 	TokensSaved int
 	// Preview is the start of the result (see Preview).
 	Preview string
 }
 
 // Preview returns the first PreviewMaxLines lines of text, cut to at most
-// PreviewMaxChars characters (seed 004's preview).
+// PreviewMaxChars characters (the tier-1 offload preview).
 func Preview(text string) string {
 	return PreviewN(text, PreviewMaxLines, PreviewMaxChars)
 }
@@ -143,9 +143,9 @@ func PreviewN(text string, maxLines, maxChars int) string {
 	return p
 }
 
-// Reference renders seed 004's in-context replacement for an offloaded
+// Reference renders the three-tier reference block for an offloaded
 // result, telling the agent how to recover it (the RecoverTool and the
-// offload's id), ending with seed 002's "Tool result is at: KEY" line, which
+// offload's id), ending with offload-compact's "Tool result is at: KEY" line, which
 // ParseReference reads back. The preview is used as given: cut it with
 // Preview or PreviewN first.
 func Reference(r OffloadRef) string {
@@ -181,9 +181,9 @@ func referenceID(key string) string {
 }
 
 // ParseReference returns the storage key of a reference: text whose last
-// line is "Tool result is at: KEY", either as the whole text (seed 002's
-// form) or at the end of a block that starts with "## Offloaded: " (seed
-// 004's form, as Reference writes it). Other text that merely quotes the
+// line is "Tool result is at: KEY", either as the whole text (offload-compact's
+// form) or at the end of a block that starts with "## Offloaded: " (the
+// three-tier reference block, as Reference writes it). Other text that merely quotes the
 // pointer line is not a reference.
 func ParseReference(text string) (key string, ok bool) {
 	text = strings.TrimRight(text, " \t\r\n")
@@ -270,14 +270,14 @@ type RestoreStats struct {
 	// Restored keys were fetched and put back.
 	Restored []string
 	// Unavailable keys could not be fetched; their results now read
-	// "[Content unavailable: KEY]" (seed 002).
+	// "[Content unavailable: KEY]" (offload-compact).
 	Unavailable []string
 }
 
-// Restore puts offloaded results back before summarization (seed 002):
+// Restore puts offloaded results back before summarization (offload-compact):
 // every reference in a tool result of a non-protected message is replaced
 // by fetch(key), or by "[Content unavailable: KEY]" when fetch fails.
-// Protected messages keep their references, as seed 002's kept messages do.
+// Protected messages keep their references, as offload-compact's kept messages do.
 func Restore(c conversation.Conversation, fetch func(key string) (string, error), protected []bool) (conversation.Conversation, RestoreStats, error) {
 	if fetch == nil {
 		return conversation.Conversation{}, RestoreStats{}, fmt.Errorf("restore offloaded results: fetch is nil")

@@ -141,7 +141,7 @@ func TestApplyOffloadAndRestore(t *testing.T) {
 	require.NoError(t, checkPairing(out))
 
 	// Restore: one key readable, one not; a protected message keeps its
-	// reference (seed 002: kept messages keep their references).
+	// reference (offload-compact: kept messages keep their references).
 	store := map[string]string{"k/c1": bigText(200)}
 	fetch := func(key string) (string, error) {
 		if s, ok := store[key]; ok {

@@ -17,12 +17,12 @@ type PostStats struct {
 	TokensSaved int
 	// ByKind counts the examined results by the digest rule that decided
 	// them (digest.PostFile, digest.PostKeptError, …), kept ones included,
-	// so the seed 003 table's effect can be reported.
+	// so the post-processing table's effect can be reported.
 	ByKind map[string]int
 }
 
-// PostProcessResults applies seed 003's selective tool post-processing
-// (digest.PostProcess) to every tool result of a non-protected message:
+// PostProcessResults applies the selective tool post-processing table of
+// auto-summarize (digest.PostProcess) to every tool result of a non-protected message:
 // search results, long file reads, big tables and API responses shrink;
 // errors, small results and small structured data stay. Offload references
 // are left alone. Only the result text changes, so ReAct trajectories keep

@@ -56,7 +56,7 @@ func TestPostProcessResults(t *testing.T) {
 	require.Equal(t, c.Messages[11], out.Messages[11], "protected")
 	require.NoError(t, checkPairing(out))
 
-	// Debug verbosity keeps everything (seed 003).
+	// Debug verbosity keeps everything (auto-summarize).
 	rules := digest.DefaultPostRules()
 	rules.Debug = true
 	out, stats, err = PostProcessResults(c, nil, rules, nil)

@@ -14,7 +14,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/digest"
 )
 
-// checkpointTools are seed 001's checkpoint tool names.
+// checkpointTools are the watermark prune's checkpoint tool names.
 var checkpointTools = []string{"deactivate_augments", "compress_to_checkpoint"}
 
 // TestPropertyStrategies runs every strategy over generated conversations

@@ -7,17 +7,17 @@ import (
 )
 
 // DefaultPinMarkers are the markers that pin a user message when a policy
-// names none: seed 003 never summarizes user-provided constraints, and these
-// are the ways users commonly flag them.
+// names none: the auto-summarize design never summarizes user-provided
+// constraints, and these are the ways users commonly flag them.
 var DefaultPinMarkers = []string{"[pinned]", "<constraints>", "IMPORTANT:"}
 
-// Protection says which messages no strategy may change (seed 003's
-// "never summarize" list, seed 002's kept tail).
+// Protection says which messages no strategy may change (the
+// auto-summarize "never summarize" list, the offload-compact kept tail).
 type Protection struct {
 	// System protects every system message (system prompt, persona).
 	System bool
 	// FirstUser protects the first user message holding text: the task
-	// statement, which seed 004 calls the session intent.
+	// statement, which the three-tier session summary calls the session intent.
 	FirstUser bool
 	// LastN protects the last N messages (immediate context).
 	LastN int

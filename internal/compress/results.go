@@ -17,10 +17,11 @@ type ResultLoc struct {
 	// does not carry it).
 	ToolName string
 	// Chars is the result text's length in characters (code points, as
-	// seed 000's len() counts).
+	// the ReAct two-layer design's len() counts).
 	Chars int
 	// Context is what the call said: for ReAct, the turn's thought and
-	// action (seed 000 layer 2 passes them to the summarizer); for other
+	// action (layer 2 of the ReAct two-layer design passes them to
+	// the summarizer); for other
 	// formats, the text of the assistant message holding the call.
 	Context string
 }
@@ -62,7 +63,7 @@ func callContext(c conversation.Conversation, idx toolIndex, p conversation.Pos)
 }
 
 // ReplaceToolResult returns a copy of c in which the tool_result block at
-// (msg, block) holds text instead (seed 000's layers 1 and 2, and the
+// (msg, block) holds text instead (the ReAct two-layer design's layers 1 and 2, and the
 // output of a map-reduce). The call id and error flag are kept; how the old
 // content was encoded (a list of parts) is dropped with it, see
 // conversation.Block.ReplaceResult.

@@ -43,7 +43,7 @@ func TestToolResultsReAct(t *testing.T) {
 	require.Equal(t, `Thought: I should search.`+"\n"+`Action: {"query":"go generics","tool":"search"}`, locs[0].Context)
 	require.Equal(t, 4, locs[1].Chars)
 
-	// Seed 000 layer 2 rewrites only the result; the trajectory keeps its
+	// Layer 2 (react-two-layer) rewrites only the result; the trajectory keeps its
 	// shape, thought and action.
 	out, err := ReplaceToolResult(c, locs[1].Msg, locs[1].Block, "summary of page")
 	require.NoError(t, err)

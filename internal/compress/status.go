@@ -1,6 +1,6 @@
 package compress
 
-// Level is seed 004's context status level.
+// Level is a context status level of the three-tier design.
 type Level string
 
 // The status levels, from least to most used context.
@@ -31,7 +31,7 @@ func LevelFor(usage float64) Level {
 	}
 }
 
-// Recommendation returns seed 004's action for a level, or "" for an
+// Recommendation returns the three-tier design's action for a level, or "" for an
 // unknown level.
 func Recommendation(l Level) string {
 	switch l {

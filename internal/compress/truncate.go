@@ -14,8 +14,8 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
-// DefaultTruncateTools are the write/edit tools whose inputs seed 004's
-// tier 2 truncates once their content is on disk.
+// DefaultTruncateTools are the write/edit tools whose inputs the three-tier
+// tier-2 input truncation shortens once their content is on disk.
 var DefaultTruncateTools = []string{
 	"write_file", "edit_file", "str_replace_editor", "create_file",
 	"apply_patch", "Write", "Edit", "MultiEdit",
@@ -57,13 +57,13 @@ type truncatedInput struct {
 	Truncated string `json:"truncated_input"`
 }
 
-// TruncateInputs replaces the inputs of old write/edit calls with seed
-// 004's tier-2 reference ("## Tool Call: …", original size, path, summary,
+// TruncateInputs replaces the inputs of old write/edit calls with the
+// three-tier tier-2 reference ("## Tool Call: …", original size, path, summary,
 // "Content persisted to disk"). A call qualifies when its message is not
 // protected, its input is larger than MinTokens, names a file, and its
 // result exists and is not an error: only then is the content known to be
 // on disk. Inputs are only replaced when that makes them smaller. ReAct
-// trajectories are refused: seed 000 never touches an action.
+// trajectories are refused: the ReAct two-layer design never touches an action.
 func TruncateInputs(c conversation.Conversation, count tokens.Counter, opts TruncateOptions) (conversation.Conversation, TruncateStats, error) {
 	if c.Format == conversation.FormatReAct {
 		return conversation.Conversation{}, TruncateStats{}, fmt.Errorf("truncate tool inputs of a %s conversation: %w", c.Format, ErrUnsupportedFormat)
@@ -247,7 +247,7 @@ func patchPaths(patch string) string {
 	return strings.Join(paths, ", ")
 }
 
-// inputReference renders seed 004's truncated-call block. The summary is
+// inputReference renders the tier-2 truncated-call block. The summary is
 // mechanical (what, where, how much, first line) so it is deterministic.
 func inputReference(name string, tokens int, w write) string {
 	lines := strings.Count(w.content, "\n")

@@ -10,11 +10,11 @@ import (
 // WatermarkStats reports what watermark pruning did.
 type WatermarkStats struct {
 	// Found is false when the watermark is empty or no assistant message
-	// holds it; the conversation is then returned unchanged (seed 001 logs
-	// a warning and forwards the request as is).
+	// holds it; the conversation is then returned unchanged (the watermark
+	// design logs a warning and forwards the request as is).
 	Found bool
 	// BlocksRemoved counts dropped tool_use and tool_result blocks (the
-	// figure seed 001 logs).
+	// figure the watermark design logs).
 	BlocksRemoved int
 	// MessagesRemoved counts messages dropped because pruning left them
 	// empty.
@@ -28,7 +28,7 @@ type WatermarkStats struct {
 // WatermarkOptions tunes PruneAtWatermarkWith.
 type WatermarkOptions struct {
 	// KeepBefore keeps this many messages before the watermark's message
-	// unchanged (seed 001's "keep N messages before watermark" item).
+	// unchanged (the watermark design's "keep N messages before watermark" item).
 	KeepBefore int
 	// Protected messages before the boundary are kept verbatim (nil:
 	// none). The mask is closed over tool pairing before use.
@@ -38,10 +38,10 @@ type WatermarkOptions struct {
 // FindCheckpoint returns the id of the newest tool_use, in an assistant
 // message, whose name is one of toolNames and which comes after the message
 // holding the current watermark. A name also matches its MCP-qualified form
-// ("mcp__server__name"), since seed 001's checkpoint tool is
+// ("mcp__server__name"), since the watermark design's checkpoint tool is
 // "mcp__nisaba__deactivate_augments".
 //
-// Seed 001 takes the first call after the current one; we take the newest,
+// The watermark design takes the first call after the current one; we take the newest,
 // so that several checkpoint calls since the last event advance the
 // watermark to the latest at once instead of one per event. The search
 // starts after the watermark's message, not inside it: rescanning it would
@@ -85,7 +85,7 @@ func FindCheckpointAnchored(c conversation.Conversation, toolNames []string, wat
 	return "", false, reanchored
 }
 
-// PruneAtWatermark applies seed 001's block-level filtering: before the
+// PruneAtWatermark applies the watermark prune's block-level filtering: before the
 // assistant message holding the watermark tool_use, every tool_use and
 // tool_result block is dropped (for OpenAI this removes the role "tool"
 // messages and the tool calls of assistant messages), text is kept, and
@@ -98,8 +98,8 @@ func PruneAtWatermark(c conversation.Conversation, watermark string) (conversati
 
 // PruneAtWatermarkWith is PruneAtWatermark with options. The boundary moves
 // earlier when a kept tool result answers a call before it, so pruning never
-// orphans a result. ReAct trajectories are refused: seed 000 never drops a
-// turn or touches an action.
+// orphans a result. ReAct trajectories are refused: the ReAct two-layer design never
+// drops a turn or touches an action.
 func PruneAtWatermarkWith(c conversation.Conversation, watermark string, opts WatermarkOptions) (conversation.Conversation, WatermarkStats, error) {
 	if c.Format == conversation.FormatReAct {
 		return conversation.Conversation{}, WatermarkStats{}, fmt.Errorf("watermark pruning of a %s conversation: %w", c.Format, ErrUnsupportedFormat)

@@ -10,7 +10,7 @@ import (
 
 const deactivate = "mcp__nisaba__deactivate_augments"
 
-// seed001Example is seed 001's execution-flow example, message for message.
+// seed001Example is the watermark design's execution-flow example, message for message.
 func seed001Example() conversation.Conversation {
 	return conv(conversation.FormatAnthropic,
 		userMsg("Can you deactivate refactoring/* augments?"),
@@ -95,7 +95,7 @@ func TestFindCheckpoint(t *testing.T) {
 	_, found = FindCheckpoint(other, []string{"deactivate_augments"}, "")
 	require.False(t, found)
 
-	// Only assistant messages are searched, as in the seed.
+	// Only assistant messages are searched, as in the watermark design.
 	odd := conv(conversation.FormatAnthropic, userResults(use("u", "deactivate_augments", "{}")))
 	_, found = FindCheckpoint(odd, names, "")
 	require.False(t, found)

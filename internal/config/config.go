@@ -67,7 +67,7 @@ type Config struct {
 
 	DefaultPreset string
 	// PresetOverrides holds the preset file's overrides, merged with the
-	// seed 002 SYNAPSE_COMPACT_* variables.
+	// offload-compact design's SYNAPSE_COMPACT_* variables.
 	PresetOverrides policy.Overrides
 	// ModelLimits is MODEL_CONTEXT_LIMITS and ModelFactors is
 	// MODEL_TOKEN_FACTORS, as given ("prefix=value,…"): they adjust the
@@ -260,7 +260,7 @@ func (c Config) TokenLimits() (tokens.Limits, error) {
 	return limits.Merge(windows).Merge(tokens.Limits{Factors: factors}), nil
 }
 
-// synapseOverrides maps seed 002's own environment variables onto the
+// synapseOverrides maps the offload-compact design's own environment variables onto the
 // offload-compact preset, so that a deployment configured for that design
 // keeps working unchanged.
 func synapseOverrides(r *reader) (json.RawMessage, error) {

@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// ReAct trajectory of seed 000:
+// ReAct trajectory of the ReAct two-layer design (preset react-two-layer):
 //
 //	{"metadata": ..., "reasoning_trace": ...,
 //	 "execution": {"final_response": ..., "tool_calls": [{"thought", "action", "result"}, ...]},
@@ -146,7 +146,7 @@ func actionToolName(raw json.RawMessage) string {
 	return ""
 }
 
-// renderReAct writes the conversation as a seed-000 trajectory.
+// renderReAct writes the conversation as a ReAct two-layer trajectory.
 func renderReAct(c Conversation) ([]byte, error) {
 	w := newWriter(sizeHint(c))
 	if hasShape(c.Shape, shapeArray) {
@@ -276,8 +276,8 @@ func renderReActTurn(w *writer, msgs []Message, i int) (int, error) {
 	return used, nil
 }
 
-// ReActStats is the context_compression.stats object of a seed-000
-// trajectory. Sizes are in the seed's unit (characters).
+// ReActStats is the context_compression.stats object of a ReAct
+// trajectory. Sizes are in the design's unit (characters).
 type ReActStats struct {
 	TotalSize            int     `json:"total_size"`
 	ModelLimit           int     `json:"model_limit"`
@@ -287,15 +287,15 @@ type ReActStats struct {
 	NeedsCompression     bool    `json:"needs_compression"`
 }
 
-// HasStatsPlace reports whether a conversation can carry seed 000's
-// context_compression stats: a ReAct trajectory object can, a bare array
-// of turns (seed 000's List[Dict]) cannot.
+// HasStatsPlace reports whether a conversation can carry the ReAct two-layer
+// design's context_compression stats: a ReAct trajectory object can, a bare array
+// of turns (the design's List[Dict]) cannot.
 func HasStatsPlace(c Conversation) bool {
 	return c.Format == FormatReAct && !hasShape(c.Shape, shapeArray)
 }
 
 // SetReActStats writes context_compression {enabled: true, stats} into a
-// ReAct conversation, as the seed's compressing agent does. Other fields of
+// ReAct conversation, as the design's compressing agent does. Other fields of
 // context_compression and of stats are kept. c.Extra is replaced by a copy,
 // so a conversation sharing the map is not changed.
 func SetReActStats(c *Conversation, stats ReActStats) error {

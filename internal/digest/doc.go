@@ -4,16 +4,17 @@
 // by content hash and replayed.
 //
 // Sizes are Unicode code points (runes; an invalid UTF-8 byte counts as one)
-// unless a counting function is passed, as PostProcess accepts. Seed 000
-// measures in characters, and code points keep that unit independent of the
-// byte encoding.
+// unless a counting function is passed, as PostProcess accepts. The ReAct
+// two-layer design measures in characters, and code points keep that unit
+// independent of the byte encoding.
 //
 // The pieces:
 //   - Chunk splits a text losslessly into bounded chunks for map-reduce.
 //   - Extractive picks the most informative lines of a text, the offline
-//     summarizer and the fallback when the LLM fails; Truncate (seed 000's
+//     summarizer and the fallback when the LLM fails; Truncate (react-two-layer's
 //     first-n-characters fallback) and Head (previews) stay selectable.
 //   - Identifiers and Retain feed the drift check: which paths, URLs, ids,
 //     numbers, commands and error names of a source survive in a summary.
-//   - PostProcess applies seed 003's selective tool post-processing table.
+//   - PostProcess applies the selective tool post-processing table
+//     (preset auto-summarize).
 package digest

@@ -7,7 +7,7 @@ import (
 	"unicode"
 )
 
-// Seed 004's drift checks of a session summary against the transcript it
+// The three-tier drift checks of a session summary against the transcript it
 // summarizes, besides identifier retention. Offline and deterministic:
 // word and pattern heuristics, each with its score, its verdict and what
 // the summary misses (which a repair pass is then asked to restore).
@@ -121,7 +121,7 @@ var (
 	failCount = regexp.MustCompile(`(?i)\b[1-9]\d* (failed|errors?)\b`)
 )
 
-// SessionDriftChecks runs seed 004's checks of a session summary against
+// SessionDriftChecks runs the three-tier drift checks of a session summary against
 // its transcript: intent alignment, trajectory, premature completion and
 // clarification. A transcript without the thing a check looks at (the
 // first request kept verbatim outside the summary, no question asked)

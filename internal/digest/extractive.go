@@ -9,8 +9,8 @@ import (
 	"unicode/utf8"
 )
 
-// Truncate returns the first n code points of text (seed 000's "keep the
-// first 1,000 characters" fallback). n ≤ 0 gives "".
+// Truncate returns the first n code points of text (the react-two-layer "keep
+// the first 1,000 characters" fallback). n ≤ 0 gives "".
 func Truncate(text string, n int) string {
 	if n <= 0 {
 		return ""
@@ -20,7 +20,7 @@ func Truncate(text string, n int) string {
 }
 
 // Head returns the first n lines of text, without the line break that ends
-// the last of them (seed 004's preview). n ≤ 0 gives "".
+// the last of them (the tier-1 offload preview). n ≤ 0 gives "".
 func Head(text string, n int) string {
 	if n <= 0 {
 		return ""

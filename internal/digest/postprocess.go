@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 )
 
-// PostProcess kinds: which rule of seed 003's table applied.
+// PostProcess kinds: which rule of the post-processing table applied.
 const (
 	PostSearch         = "search"          // web search results → title, URL, snippet
 	PostFile           = "file"            // long file read → summary and line ranges
@@ -26,26 +26,26 @@ const (
 	PostUnchanged      = "unchanged"       // no rule applied, or it would not shrink the text
 )
 
-// PostRules are the thresholds of seed 003's selective tool
-// post-processing. Sizes are in the unit of the counting function passed to
+// PostRules are the thresholds of the selective tool post-processing
+// table (preset auto-summarize). Sizes are in the unit of the counting function passed to
 // PostProcess; zero values are taken literally (DefaultPostRules has the
-// seed's numbers).
+// design's numbers).
 type PostRules struct {
-	// SmallTokens: results smaller than this are kept as-is (seed: 200).
+	// SmallTokens: results smaller than this are kept as-is (design: 200).
 	SmallTokens int
-	// JSONTokens: JSON or YAML smaller than this is kept as-is (seed: 500).
+	// JSONTokens: JSON or YAML smaller than this is kept as-is (design: 500).
 	JSONTokens int
-	// FileLines: file reads with more lines are summarized (seed: 500).
+	// FileLines: file reads with more lines are summarized (design: 500).
 	FileLines int
-	// DBRows: query results with more rows are sampled (seed: 100).
+	// DBRows: query results with more rows are sampled (design: 100).
 	DBRows int
 	// SampleRows is how many rows a sampled table keeps.
 	SampleRows int
-	// Debug keeps everything (seed 003: context.verbosity=debug).
+	// Debug keeps everything (the design's context.verbosity=debug).
 	Debug bool
 }
 
-// DefaultPostRules returns seed 003's thresholds, with 10 sample rows.
+// DefaultPostRules returns the post-processing table's thresholds, with 10 sample rows.
 func DefaultPostRules() PostRules {
 	return PostRules{SmallTokens: 200, JSONTokens: 500, FileLines: 500, DBRows: 100, SampleRows: 10}
 }
@@ -63,7 +63,7 @@ const (
 	maxReduceDepth  = 4
 )
 
-// PostProcess reduces one tool result by seed 003's table. It classifies by
+// PostProcess reduces one tool result by the post-processing table. It classifies by
 // tool name and by content:
 //   - preserved as-is, in this order: everything when r.Debug; errors
 //     (isError, a traceback or error line at the start or end, or a JSON
@@ -185,8 +185,9 @@ var (
 // error or traceback line, and the first and last 50 for a traceback. Only
 // the ends are read: a long file that merely contains "raise ValueError"
 // in its middle is not an error.
-// LooksLikeError reports a result that reports a failure (seed 003's
-// "errors always kept" rule): an error or traceback line near its ends.
+// LooksLikeError reports a result that reports a failure (the
+// post-processing table's "errors always kept" rule): an error or traceback
+// line near its ends.
 func LooksLikeError(text string) bool { return looksLikeError(text) }
 
 func looksLikeError(text string) bool {

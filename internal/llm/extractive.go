@@ -60,7 +60,7 @@ func (Extractive) Summarize(ctx context.Context, req Request) (Response, error) 
 	case PromptJudge:
 		text = HeuristicVerdict(req.Text, req.Context)
 	case PromptChunk, PromptMerge, PromptResult:
-		// Seed 000's map-reduce over tool output: no conversation here,
+		// The react-two-layer map-reduce over tool output: no conversation here,
 		// even when the output happens to hold "user:" lines.
 		text = digest.Extractive(req.Text, target)
 	default:
@@ -78,8 +78,8 @@ func (Extractive) Summarize(ctx context.Context, req Request) (Response, error) 
 	}, nil
 }
 
-// extractiveTarget is the character budget: the request's, or seed 000's
-// 10% when a brief summary comes without one.
+// extractiveTarget is the character budget: the request's, or the ReAct
+// two-layer design's 10% when a brief summary comes without one.
 func extractiveTarget(req Request) int {
 	switch {
 	case req.TargetChars > 0:
@@ -162,14 +162,14 @@ func paths(line string) []string {
 	return out
 }
 
-// HistorySections are the headings of the history prompt (seed 002), in
+// HistorySections are the headings of the history prompt (offload-compact), in
 // order.
 var HistorySections = []string{
 	"Technical Context", "Project Overview", "Code Changes", "Debugging & Issues",
 	"Current Status", "Pending Tasks", "User Preferences", "Key Decisions",
 }
 
-// SessionSections are the headings of the session prompt (seed 004), in
+// SessionSections are the headings of the session prompt (three-tier tier 3), in
 // order.
 var SessionSections = []string{
 	"Session Intent", "Artifacts Created", "Key Decisions", "Current Progress",

@@ -9,7 +9,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/digest"
 )
 
-// PromptJudge asks the model for seed 004's drift verdict of a summary
+// PromptJudge asks the model for the three-tier drift verdict of a summary
 // (Context) against its transcript (Text), as JSON in JudgeSchema.
 const PromptJudge = "judge"
 

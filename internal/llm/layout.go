@@ -76,7 +76,7 @@ func (p *part) line(i int, table bool) string {
 type section struct {
 	heading string
 	parts   []int
-	table   bool   // write the files as seed 004's artifact table
+	table   bool   // write the files as the three-tier session summary's artifact table
 	fixed   string // a body written as is (the recovery references)
 }
 

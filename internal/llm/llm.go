@@ -28,7 +28,7 @@ type Request struct {
 	// TargetTokens is the wanted summary length in tokens.
 	TargetTokens int
 	// TargetChars is the wanted length in characters, used when
-	// TargetTokens is 0 (seed 000 measures in characters).
+	// TargetTokens is 0 (react-two-layer measures in characters).
 	TargetChars int
 	// Missing lists the items a previous summary omitted (repair only).
 	Missing []string
@@ -106,7 +106,7 @@ type Config struct {
 	// Timeout bounds one HTTP call (default 2 minutes).
 	Timeout time.Duration
 	// MaxTokensFactor multiplies the target to get max_tokens (default 1.2,
-	// seed 002's 20% margin).
+	// offload-compact's 20% margin).
 	MaxTokensFactor float64
 }
 

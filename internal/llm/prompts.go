@@ -12,20 +12,20 @@ import (
 
 // The prompt names. Each names a file prompts/<name>.md.
 const (
-	// PromptChunk summarizes one chunk of a large tool result (seed 000,
+	// PromptChunk summarizes one chunk of a large tool result (react-two-layer,
 	// layer 1).
 	PromptChunk = "chunk"
 	// PromptMerge is the second-level pass over combined chunk summaries
-	// (seed 000, layer 1).
+	// (react-two-layer, layer 1).
 	PromptMerge = "merge"
 	// PromptResult compresses one tool result with the turn's thought and
-	// action as context (seed 000, layer 2).
+	// action as context (react-two-layer, layer 2).
 	PromptResult = "result"
-	// PromptHistory is seed 002's 8-section history summary.
+	// PromptHistory is the offload-compact 8-section history summary.
 	PromptHistory = "history"
-	// PromptBrief is seed 003's short conversation summary.
+	// PromptBrief is the auto-summarize short conversation summary.
 	PromptBrief = "brief"
-	// PromptSession is seed 004's structured session summary.
+	// PromptSession is the three-tier structured session summary (tier 3).
 	PromptSession = "session"
 	// PromptRepair is the drift repair pass naming what a summary omitted.
 	PromptRepair = "repair"

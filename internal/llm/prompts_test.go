@@ -53,7 +53,8 @@ func fullRequest(name string) Request {
 
 func TestEveryTemplateRenders(t *testing.T) {
 	t.Parallel()
-	// What each rendered prompt must contain, from the seeds.
+	// What each rendered prompt must contain, from the source designs
+	// (docs/designs.md).
 	want := map[string][]string{
 		PromptChunk:  {"approximately 32000 characters", "about 8000 tokens", "THOUGHT-MARK", "error"},
 		PromptMerge:  {"approximately 32000 characters", "chunk summaries"},

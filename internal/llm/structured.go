@@ -22,7 +22,7 @@ import (
 // never reworded), and the same transcript always gives the same summary.
 
 // StructuredSections are the headings of the structured summary written
-// for the brief prompt (seed 003) and any other conversation prompt
+// for the brief prompt (auto-summarize) and any other conversation prompt
 // without a shape of its own, in order.
 var StructuredSections = []string{
 	"Task and Intent", "Constraints", "Files Touched", "Commands and Outcomes",

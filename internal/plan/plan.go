@@ -23,8 +23,8 @@ type Budget struct {
 	Counter tokens.Counter
 	// Limit is the context limit in the counter's unit.
 	Limit int
-	// Overhead is added to every measure (seed 000's system prompt and
-	// instructions, which are not in the trajectory).
+	// Overhead is added to every measure (the ReAct two-layer design's system
+	// prompt and instructions, which are not in the trajectory).
 	Overhead int
 	// Encoding is the unit the counts are made in before the margin:
 	// "o200k_base", "cl100k_base" or "chars".
@@ -38,7 +38,7 @@ type Budget struct {
 }
 
 // NewBudget picks the counter and the limit for a preset and a model: the
-// preset's encoding (seed 000 counts characters) or the model's, scaled by
+// preset's encoding (react-two-layer counts characters) or the model's, scaled by
 // the model's safety factor from limits; the caller's limit, else the
 // preset's, else the model's known limit from limits. Counts are
 // remembered in the process-wide cache (tokens.Shared).
@@ -132,7 +132,7 @@ func Protection(p policy.Preset) compress.Protection {
 
 // HistoryProtection is the protection of a history summary: the preset's,
 // with the recent tail no longer than the summary's own kept tail, so that
-// a summary keeps exactly History.KeepLast messages after it (seed 002's
+// a summary keeps exactly History.KeepLast messages after it (offload-compact's
 // SYNAPSE_COMPACT_PRESERVE_COUNT) whatever the preset protects from the
 // cheaper passes.
 func HistoryProtection(p policy.Preset) compress.Protection {
@@ -165,7 +165,7 @@ type Input struct {
 	Conv   conversation.Conversation
 	Preset policy.Preset
 	Budget Budget
-	// Watermark is the session's persisted watermark (seed 001).
+	// Watermark is the session's persisted watermark (the watermark prune).
 	Watermark string
 	// Checkpoint is set for a checkpoint event: the watermark pass runs at
 	// once, first, whatever the preset (its checkpoint tools are set in
@@ -311,7 +311,7 @@ func Deterministic(in Input) (Result, error) {
 			SmallTokens: p.PostProcess.SmallTokens, JSONTokens: p.PostProcess.JSONTokens,
 			FileLines: p.PostProcess.FileLines, DBRows: p.PostProcess.DBRows, SampleRows: p.PostProcess.SampleRows,
 		}
-		// Every result, the newest included: seed 003 post-processes a
+		// Every result, the newest included: the auto-summarize design post-processes a
 		// result as it arrives. Only results change (errors, small ones
 		// and JSON stay as they are by the table), so the recent turns
 		// keep their structure and the user's words.
@@ -328,7 +328,7 @@ func Deterministic(in Input) (Result, error) {
 		// Every result above the threshold, wherever it is: protection
 		// keeps the structure of the recent turns (their messages, calls
 		// and pairing, the user's words), not an oversized result that
-		// just arrived (seed 004 offloads such a result "immediately").
+		// just arrived (the three-tier tier 1 offloads such a result "immediately").
 		// The reference stays in the result's block, paired with its call.
 		cands := compress.PlanOffloadWith(conv, b.Counter, compress.OffloadOptions{
 			MinTokens:    p.Offload.MinTokens,
@@ -351,7 +351,7 @@ func Deterministic(in Input) (Result, error) {
 
 	if p.Truncate.Enabled && !stop() && b.Usage(res.SizeAfter) >= p.Truncate.TriggerUsage {
 		if conv.Format == conversation.FormatReAct {
-			// Seed 000 never touches an action.
+			// The ReAct two-layer design never touches an action.
 			record("truncate-inputs", conv, 0, "skipped: a ReAct trajectory keeps its actions")
 		} else {
 			out, st, err := compress.TruncateInputs(conv, b.Counter, compress.TruncateOptions{
@@ -377,7 +377,7 @@ func Deterministic(in Input) (Result, error) {
 	return res, nil
 }
 
-// GlobalTargets is seed 000's layer 2: when usage passes the trigger,
+// GlobalTargets is layer 2 of the ReAct two-layer design: when usage passes the trigger,
 // every result above the minimum size, except those already compressed
 // (exclude, as message/block pairs), with its turn as context.
 func GlobalTargets(conv conversation.Conversation, p policy.Preset, b Budget, exclude map[[2]int]bool) ([]compress.ResultLoc, float64) {
@@ -407,9 +407,9 @@ type HistoryDecision struct {
 	Note string
 }
 
-// History decides history compaction: the preset's trigger usage, seed
-// 002's rule that compaction runs only when the cheaper passes freed less
-// than MaxFreedTokens, or force (a manual compact, seed 002's /compact).
+// History decides history compaction: the preset's trigger usage,
+// offload-compact's rule that compaction runs only when the cheaper passes freed less
+// than MaxFreedTokens, or force (a manual compact, offload-compact's /compact).
 func History(conv conversation.Conversation, p policy.Preset, b Budget, freed int, force bool) HistoryDecision {
 	h := p.History
 	if !h.Enabled {

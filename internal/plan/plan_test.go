@@ -183,7 +183,7 @@ func TestInspectReportsEveryPreset(t *testing.T) {
 	}
 }
 
-// TestPreserveCountBelowProtection: seed 002's preserve count below the
+// TestPreserveCountBelowProtection: offload-compact's preserve count below the
 // preset's protected tail keeps exactly that many messages after the
 // summary.
 func TestPreserveCountBelowProtection(t *testing.T) {

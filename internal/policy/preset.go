@@ -1,5 +1,5 @@
 // Package policy holds the compaction presets, one per source design
-// ("seed"), as plain data with each seed's numbers, and the user
+// (docs/designs.md), as plain data with each design's numbers, and the user
 // configuration that overrides them. Behaviour lives in internal/compress
 // and internal/plan; this package only says which passes run and with which
 // numbers.
@@ -22,22 +22,23 @@ const (
 	Adaptive       = "adaptive"
 )
 
-// Preset is one complete compaction policy. Numbers that a seed leaves open
-// are ours and are marked so in the README.
+// Preset is one complete compaction policy. Numbers that its source design
+// leaves open are ours and are marked so in the README and docs/designs.md.
 type Preset struct {
 	Name        string `json:"name"`
 	Seed        string `json:"seed"`
 	Description string `json:"description"`
 
-	// Encoding is the unit of every size in this preset: "chars" (seed 000
-	// measures characters) or a token encoding; "" means the encoding that
+	// Encoding is the unit of every size in this preset: "chars" (the ReAct
+	// two-layer design measures characters) or a token encoding; "" means the encoding that
 	// fits the conversation's model.
 	Encoding string `json:"encoding"`
 	// ContextLimit is used when the caller gives none, in Encoding units;
 	// 0 means the model's known limit.
 	ContextLimit int `json:"context_limit"`
-	// FixedOverhead is added to the measured conversation: seed 000 counts
-	// a ~5K system prompt and ~3K of instructions outside the trajectory.
+	// FixedOverhead is added to the measured conversation: the ReAct
+	// two-layer design counts a ~5K system prompt and ~3K of instructions
+	// outside the trajectory.
 	FixedOverhead int `json:"fixed_overhead"`
 	// TargetUsage is where the adaptive preset stops: once usage is at or
 	// below it, no further (costlier) pass runs. It is also where a
@@ -51,10 +52,10 @@ type Preset struct {
 	// keeps the largest recent tail (at least History.KeepLast messages)
 	// that leaves the output under TargetUsage.
 	StopAtTarget bool `json:"stop_at_target"`
-	// Debug disables every pass (seed 003: context.verbosity=debug).
+	// Debug disables every pass (the auto-summarize design's context.verbosity=debug).
 	Debug bool `json:"debug"`
 	// SummarizerModel overrides the worker's summarizer model for this
-	// preset (seed 002: SYNAPSE_COMPACT_MODEL); "" keeps the worker's.
+	// preset (offload-compact's SYNAPSE_COMPACT_MODEL); "" keeps the worker's.
 	SummarizerModel string `json:"summarizer_model"`
 
 	Protection    Protection    `json:"protection"`
@@ -69,7 +70,8 @@ type Preset struct {
 	Budget        BudgetRule    `json:"budget"`
 }
 
-// Protection says what no strategy may touch (seed 003).
+// Protection says what no strategy may touch (the auto-summarize design's
+// "never summarize" rules).
 type Protection struct {
 	System     bool     `json:"system"`
 	FirstUser  bool     `json:"first_user"`
@@ -77,7 +79,8 @@ type Protection struct {
 	PinMarkers []string `json:"pin_markers"`
 }
 
-// LargeResult is seed 000's layer 1: map-reduce of one huge tool result.
+// LargeResult is layer 1 of the ReAct two-layer design (preset
+// react-two-layer): map-reduce of one huge tool result.
 type LargeResult struct {
 	Enabled        bool    `json:"enabled"`
 	ThresholdChars int     `json:"threshold_chars"`
@@ -87,15 +90,16 @@ type LargeResult struct {
 	// chunk summaries.
 	SecondPassAboveChars int `json:"second_pass_above_chars"`
 	// Fallback when the LLM keeps failing: "extractive" (ours) or
-	// "truncate" (the seed's first TruncateChars characters).
+	// "truncate" (the design's first TruncateChars characters).
 	Fallback      string `json:"fallback"`
 	TruncateChars int    `json:"truncate_chars"`
 	// Parallelism bounds the chunk summaries in flight for one result.
 	Parallelism int `json:"parallelism"`
 }
 
-// GlobalResults is seed 000's layer 2: every large result compressed with
-// its thought/action as context once the context passes TriggerUsage.
+// GlobalResults is layer 2 of the ReAct two-layer design: every large
+// result compressed with its thought/action as context once the context
+// passes TriggerUsage.
 type GlobalResults struct {
 	Enabled      bool    `json:"enabled"`
 	TriggerUsage float64 `json:"trigger_usage"`
@@ -104,17 +108,18 @@ type GlobalResults struct {
 	Parallelism  int     `json:"parallelism"`
 }
 
-// WatermarkRule is seed 001's checkpoint-tool watermark pruning.
+// WatermarkRule is the watermark prune (preset watermark): pruning at the
+// watermark a checkpoint tool call sets.
 type WatermarkRule struct {
 	Enabled         bool     `json:"enabled"`
 	CheckpointTools []string `json:"checkpoint_tools"`
 	// KeepBefore keeps this many messages before the watermark untouched
-	// (the seed's "keep N messages before watermark" future item).
+	// (the watermark design's "keep N messages before watermark" future item).
 	KeepBefore int `json:"keep_before"`
 }
 
-// Offload moves large tool results to S3 and leaves a reference (seeds 002
-// and 004 tier 1).
+// Offload moves large tool results to S3 and leaves a reference (the
+// offload-compact offload and the three-tier tier-1 offload).
 type Offload struct {
 	Enabled      bool    `json:"enabled"`
 	MinTokens    int     `json:"min_tokens"`
@@ -123,8 +128,8 @@ type Offload struct {
 	PreviewLines int     `json:"preview_lines"`
 }
 
-// Truncate shortens old, already persisted write/edit tool inputs (seed 004
-// tier 2).
+// Truncate shortens old, already persisted write/edit tool inputs (the
+// three-tier tier-2 input truncation).
 type Truncate struct {
 	Enabled      bool     `json:"enabled"`
 	TriggerUsage float64  `json:"trigger_usage"`
@@ -132,7 +137,8 @@ type Truncate struct {
 	Tools        []string `json:"tools"`
 }
 
-// PostProcess is seed 003's selective tool post-processing table.
+// PostProcess is the selective tool post-processing table (preset
+// auto-summarize).
 type PostProcess struct {
 	Enabled     bool `json:"enabled"`
 	SmallTokens int  `json:"small_tokens"`
@@ -142,34 +148,35 @@ type PostProcess struct {
 	SampleRows  int  `json:"sample_rows"`
 }
 
-// History is LLM compaction of everything but the last messages (seeds
-// 002, 003, 004 tier 3).
+// History is LLM compaction of everything but the last messages (the
+// offload-compact compressed-history summary, the auto-summarize brief
+// summary, the three-tier tier-3 session summary).
 type History struct {
 	Enabled bool `json:"enabled"`
 	// TriggerUsage starts compaction once usage reaches it (after the
 	// cheaper passes).
 	TriggerUsage float64 `json:"trigger_usage"`
 	// MaxFreedTokens: compaction runs only when the cheaper passes freed
-	// fewer tokens than this (seed 002: 15,000); 0 disables the rule.
+	// fewer tokens than this (offload-compact: 15,000); 0 disables the rule.
 	MaxFreedTokens int `json:"max_freed_tokens"`
 	KeepLast       int `json:"keep_last"`
-	// Prompt is the prompt file: "history" (002), "brief" (003),
-	// "session" (004).
+	// Prompt is the prompt file: "history" (offload-compact),
+	// "brief" (auto-summarize), "session" (three-tier).
 	Prompt string `json:"prompt"`
 	// Style is how the summary is inserted, see compress.SummaryStyle.
 	Style        string `json:"style"`
 	TargetTokens int    `json:"target_tokens"`
-	// Attempts is the LLM attempts before giving up (seed 002: 3).
+	// Attempts is the LLM attempts before giving up (offload-compact: 3).
 	Attempts int `json:"attempts"`
 	// RestoreOffloads puts offloaded content back before summarizing, and
-	// DeleteOffloads removes it after a successful compaction (seed 002).
+	// DeleteOffloads removes it after a successful compaction (offload-compact).
 	RestoreOffloads bool `json:"restore_offloads"`
 	// OnFailure is what happens when the summary cannot be made:
-	// "unchanged" leaves the history as it was (seed 002's success false),
+	// "unchanged" leaves the history as it was (offload-compact's success false),
 	// "extractive" uses the offline extractive summary instead.
 	OnFailure      string `json:"on_failure"`
 	DeleteOffloads bool   `json:"delete_offloads"`
-	// CriticalUsage recommends a fresh session (seed 004: 85%).
+	// CriticalUsage recommends a fresh session (three-tier: 85%).
 	CriticalUsage float64 `json:"critical_usage"`
 }
 
@@ -217,7 +224,7 @@ var writeTools = []string{"write_file", "edit_file", "create_file", "str_replace
 var pinMarkers = []string{"[pinned]", "<constraints>", "IMPORTANT:", "CONSTRAINT:"}
 
 // DefaultPinMarkers returns the markers that pin a user message (ours;
-// seed 003 names pinned constraints without a syntax).
+// the auto-summarize design names pinned constraints without a syntax).
 func DefaultPinMarkers() []string {
 	return append([]string(nil), pinMarkers...)
 }
@@ -240,7 +247,8 @@ func basePreset() Preset {
 	}
 }
 
-// Builtin returns the named built-in preset with its seed's numbers.
+// Builtin returns the named built-in preset with its source design's numbers
+// (docs/designs.md).
 func Builtin(name string) (Preset, error) {
 	p := basePreset()
 	p.Name = name
@@ -256,14 +264,14 @@ func Builtin(name string) (Preset, error) {
 		p.Budget.OffloadMinTokens = 4000
 		p.LargeResult.Enabled = true
 		p.GlobalResults.Enabled = true
-		// Seed 000 reports usage but never drops a turn; its summaries are
+		// The ReAct two-layer design reports usage but never drops a turn; its summaries are
 		// per result, so the drift bar applies per result.
 		p.History.Enabled = false
 	case Watermark:
 		p.Seed = "001"
 		p.Description = "Watermark: drop tool_use/tool_result blocks before the latest checkpoint tool call, keep text"
 		p.Watermark.Enabled = true
-		// The seed prunes tool blocks only; the task and pinned
+		// The watermark design prunes tool blocks only; the task and pinned
 		// constraints are protected for the budget ladder's summary
 		// (ours: the user's words survive every preset).
 		p.Protection = Protection{System: true, FirstUser: true, PinMarkers: pinMarkers}
@@ -275,7 +283,7 @@ func Builtin(name string) (Preset, error) {
 		p.Offload.MinTokens = 5000
 		p.Offload.TriggerUsage = 0.70
 		// The task and pinned constraints stay beside the 8-section
-		// summary (ours: the seed summarizes them with the rest, and
+		// summary (ours: the design summarizes them with the rest, and
 		// agents then lose the task statement).
 		p.Protection = Protection{System: true, FirstUser: true, LastN: 5, PinMarkers: pinMarkers}
 		p.History = History{Enabled: true, TriggerUsage: 0.70, MaxFreedTokens: 15000, KeepLast: 5,

@@ -16,7 +16,7 @@ type PassStat struct {
 
 // RunStats is what a run's commit records in runs.stats, and the one type
 // every reader of it uses (status report, finished-run answer, replay,
-// web UI). Sizes are in Unit ("tokens", or seed 000's "chars").
+// web UI). Sizes are in Unit ("tokens", or react-two-layer's "chars").
 type RunStats struct {
 	// Format is the conversation's wire format (openai, anthropic, react).
 	Format         string     `json:"format,omitempty"`
@@ -34,7 +34,7 @@ type RunStats struct {
 	OverLimitReason string `json:"over_limit_reason,omitempty"`
 	PreservedCount  int    `json:"preserved_count"`
 	DeletedOffloads int    `json:"deleted_offloads"`
-	// ContextCompression is seed 000's {"enabled", "stats"} block of a
+	// ContextCompression is the ReAct two-layer design's {"enabled", "stats"} block of a
 	// ReAct run, as rendered into its output.
 	ContextCompression json.RawMessage `json:"context_compression,omitempty"`
 	// HandoffKey and HandoffSHA256 name the fresh session's conversation
