@@ -195,7 +195,7 @@ func (a *Activities) text(ctx context.Context, tenant, key string) (string, erro
 
 // putText stores a text content-addressed under kind.
 func (a *Activities) putText(ctx context.Context, tenant, kind, text string) (string, error) {
-	ref, err := a.Blob.PutContent(ctx, tenant, kind, []byte(text))
+	ref, err := a.Blob.PutContentString(ctx, tenant, kind, text)
 	if err != nil {
 		return "", blobErr(err)
 	}

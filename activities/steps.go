@@ -54,7 +54,7 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (res PlanResult, er
 	usage := b.Usage(size)
 	res = PlanResult{
 		Format: string(conv.Format), Messages: len(conv.Messages), Encoding: b.Counter.Name(),
-		ContextLimit: b.Limit, TokensBefore: size, CharsBefore: utf8.RuneCount(data),
+		ContextLimit: b.Limit, TokensBefore: size, CharsBefore: runeCount(data),
 		UsageBefore: usage, LevelBefore: string(compress.LevelFor(usage)), Preset: p,
 	}
 	switch {
@@ -227,12 +227,12 @@ func (a *Activities) storeOffloads(ctx context.Context, run contract.Run, offloa
 		// The row first, then the object: a release of the same object by
 		// another session either sees this row, or has deleted the object
 		// before it is written again here (see store.ReleaseOffloads).
-		sha := blob.SHA256Hex([]byte(o.Text))
+		sha := blob.SHA256HexString(o.Text)
 		if err := a.Store.AddOffload(ctx, store.Offload{Tenant: run.Tenant, Session: run.Session, RunID: run.ID,
 			Key: o.Key, ToolID: o.ToolID, ToolName: o.ToolName, Tokens: o.Tokens, SHA256: sha}); err != nil {
 			return storeErr(fmt.Errorf("record offload %s: %w", o.ToolID, err))
 		}
-		ref, err := a.Blob.PutContent(ctx, run.Tenant, blob.KindOffload, []byte(o.Text))
+		ref, err := a.Blob.PutContentString(ctx, run.Tenant, blob.KindOffload, o.Text)
 		if err != nil {
 			return blobErr(fmt.Errorf("offload %s: %w", o.ToolID, err))
 		}
@@ -247,7 +247,7 @@ func (a *Activities) storeOffloads(ctx context.Context, run contract.Run, offloa
 // offloadKey is the content-addressed key of an offloaded text.
 func offloadKey(tenant string) func(text string) string {
 	return func(text string) string {
-		return blob.ContentKey(tenant, blob.KindOffload, blob.SHA256Hex([]byte(text)))
+		return blob.ContentKey(tenant, blob.KindOffload, blob.SHA256HexString(text))
 	}
 }
 
@@ -1100,7 +1100,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 		steps = append(steps, rec.row(nil))
 	}
 	committed, err := a.Store.CommitRun(ctx, run.ID, store.RunResult{
-		TokensAfter: int64(after), CharsAfter: int64(utf8.RuneCount(data)), Ratio: ratio,
+		TokensAfter: int64(after), CharsAfter: int64(runeCount(data)), Ratio: ratio,
 		OutputKey: ref.Key, OutputSHA256: ref.SHA256, Model: model, PromptVersion: in.PromptVersion,
 		Level: string(level), Stats: mustJSON(stats), OverLimit: over, Reason: reason, Steps: steps,
 	})
@@ -1262,6 +1262,22 @@ func (a *Activities) FailRun(ctx context.Context, in FailInput) error {
 		a.Metrics.Run(string(store.RunFailed), preset, "", "", 0, 0)
 	}
 	return nil
+}
+
+// runeCount is utf8.RuneCount without a copy of p: Go's counts a text
+// that is not all ASCII through a string conversion of the rest, a copy
+// of megabytes for a conversation.
+func runeCount(p []byte) int {
+	n := 0
+	for len(p) > 0 {
+		size := 1
+		if p[0] >= utf8.RuneSelf {
+			_, size = utf8.DecodeRune(p)
+		}
+		p = p[size:]
+		n++
+	}
+	return n
 }
 
 func roundTo(v float64, digits int) float64 {

@@ -168,6 +168,13 @@ func TestHeapOwner(t *testing.T) {
 		{[]string{"main.(*callLog).add", "main.(*timedSummarizer).Summarize"}, catHarness},
 		{[]string{"github.com/ctxcompact/orchestrator/internal/conversation.Conversation.Clone",
 			"github.com/ctxcompact/orchestrator/activities.(*convCache).get"}, "worker"},
+		{[]string{"github.com/ctxcompact/orchestrator/internal/conversation.splitObject", "github.com/ctxcompact/orchestrator/internal/conversation.ParseAny",
+			"github.com/ctxcompact/orchestrator/internal/gateway.(*Gateway).Submit", "main.(*scenario).compact"}, ownerAPI},
+		{[]string{"bytes.growSlice", "encoding/json.(*Decoder).refill", "github.com/ctxcompact/orchestrator/internal/httpapi.decode",
+			"net/http.(*conn).serve"}, ownerAPI},
+		{[]string{"bytes.Clone", "github.com/ctxcompact/orchestrator/internal/blob.(*cache).add",
+			"github.com/ctxcompact/orchestrator/internal/blob.(*Store).PutContentVerified", "github.com/ctxcompact/orchestrator/internal/gateway.(*Gateway).Submit"}, ownerCaches},
+		{[]string{"bytes.NewReader", "main.apiRequest", "main.benchAPI.func1"}, catHarness},
 	}
 	for _, tc := range tests {
 		require.Equal(t, tc.want, heapOwner(tc.stack), "%v", tc.stack)
@@ -397,4 +404,30 @@ func TestProbeJudge(t *testing.T) {
 	none, err := newProbeJudge(config.Defaults())
 	require.NoError(t, err)
 	require.Nil(t, none, "offline: no judge")
+}
+
+// peakSink keeps the tracked allocation alive.
+var peakSink []byte
+
+//go:noinline
+func allocateForPeak() { peakSink = make([]byte, 48<<20) }
+
+// TestPeakTrackerSplitsTheLargestCollection: a live allocation made while
+// the tracker runs shows in the split of a collection (the worker's, as
+// code of no other owner), and in the peaks.
+func TestPeakTrackerSplitsTheLargestCollection(t *testing.T) {
+	// Not parallel: it collects garbage and reads the process's profile.
+	tr := startPeakTracker(10 * time.Millisecond)
+	allocateForPeak()
+	// Collections far enough apart for the tracker to see each one end.
+	for range 4 {
+		runtime.GC()
+		time.Sleep(150 * time.Millisecond)
+	}
+	p := tr.peak()
+	peakSink = nil
+	require.Positive(t, p.profiled)
+	require.GreaterOrEqual(t, p.worker.worker, float64(40<<20), "the 48 MB allocated are the worker's live heap")
+	require.GreaterOrEqual(t, p.live, uint64(48<<20))
+	require.GreaterOrEqual(t, p.inuse, uint64(48<<20))
 }

@@ -114,10 +114,16 @@ func shares(p *profile, valueType string) (map[string]float64, error) {
 // grow.
 const ownerCaches = "caches"
 
+// ownerAPI owns what the gateway allocates for a submission (parsing,
+// hashing and storing the conversation, starting the run): in a
+// deployment that is the API process's memory (starter serve), not the
+// worker's.
+const ownerAPI = "api"
+
 // heapOwner says whose an allocation is: the Temporal server's when any
 // of its frames made it, the bench's own (the fake LLM, the input
 // conversations, the profiles, the Postgres proxy), the worker's bounded
-// caches, or else the worker's.
+// caches, the gateway's, or else the worker's.
 func heapOwner(stack []string) string {
 	for _, f := range stack {
 		switch {
@@ -133,10 +139,13 @@ func heapOwner(stack []string) string {
 			strings.Contains(f, "/activities.(*Activities).identifiers"), strings.HasPrefix(f, "github.com/hashicorp/golang-lru/"):
 			return ownerCaches
 		case strings.Contains(f, "/internal/llm/llmtest."), strings.HasPrefix(f, "main.renderChat"),
-			strings.HasPrefix(f, "main.withTail"), strings.HasPrefix(f, "main.liveHeap"), strings.HasPrefix(f, "main.(*memSampler)"),
+			strings.HasPrefix(f, "main.withTail"), strings.HasPrefix(f, "main.liveHeap"),
 			strings.HasPrefix(f, "main.countFrontend"), strings.HasPrefix(f, "main.(*pgProxy)"),
-			strings.HasPrefix(f, "main.(*callLog)"), strings.HasPrefix(f, "main.(*tally)"):
+			strings.HasPrefix(f, "main.(*callLog)"), strings.HasPrefix(f, "main.(*tally)"),
+			strings.HasPrefix(f, "main.(*peakTracker)"), strings.HasPrefix(f, "main.splitHeap"), strings.HasPrefix(f, "main.apiRequest"):
 			return catHarness
+		case strings.Contains(f, "/internal/gateway."), strings.Contains(f, "/internal/httpapi."):
+			return ownerAPI
 		}
 	}
 	return "worker"
@@ -149,16 +158,27 @@ type heapSplit struct {
 	server float64
 	bench  float64 // the fake LLM and the rest of the bench's own data
 	caches float64 // the worker's bounded caches
-	// sites are the worker's live bytes by allocation site.
-	sites map[string]float64
+	// api is what the gateway and the HTTP API hold for the submissions
+	// under way: the API process's memory in a deployment.
+	api float64
+	// sites are the worker's and the API's live bytes by allocation site,
+	// apiSites the API's alone.
+	sites, apiSites map[string]float64
 }
 
+// product is the live heap of the product's own code: the worker's and
+// the API's.
+func (h heapSplit) product() float64 { return h.worker + h.api }
+
 // topSites lists the n largest allocation sites of the worker's heap.
-func (h heapSplit) topSites(n int) string {
-	keys := sortedCats(h.sites)
+func (h heapSplit) topSites(n int) string { return topOf(h.sites, n) }
+
+// topOf lists the n largest of sites.
+func topOf(sites map[string]float64, n int) string {
+	keys := sortedCats(sites)
 	var parts []string
 	for _, k := range keys[:min(n, len(keys))] {
-		parts = append(parts, fmt.Sprintf("%.1f MB at %s", h.sites[k]/(1<<20), k))
+		parts = append(parts, fmt.Sprintf("%.1f MB at %s", sites[k]/(1<<20), k))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -211,6 +231,13 @@ func liveHeap() (heapSplit, error) {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
+	return splitHeap(ms.HeapInuse)
+}
+
+// splitHeap splits the heap profile, which is the live heap as of a
+// recent collection (see peakTracker), by owner; inuse is recorded with
+// it.
+func splitHeap(inuse uint64) (heapSplit, error) {
 	var buf bytes.Buffer
 	if err := pprof.Lookup("heap").WriteTo(&buf, 0); err != nil {
 		return heapSplit{}, fmt.Errorf("heap profile: %w", err)
@@ -223,7 +250,7 @@ func liveHeap() (heapSplit, error) {
 	if vi < 0 {
 		return heapSplit{}, fmt.Errorf("heap profile has no inuse_space (has %v)", p.sampleTypes)
 	}
-	h := heapSplit{inuse: ms.HeapInuse, sites: map[string]float64{}}
+	h := heapSplit{inuse: inuse, sites: map[string]float64{}, apiSites: map[string]float64{}}
 	for _, s := range p.samples {
 		v := float64(s.values[vi])
 		switch heapOwner(s.stack) {
@@ -233,6 +260,10 @@ func liveHeap() (heapSplit, error) {
 			h.bench += v
 		case ownerCaches:
 			h.caches += v
+		case ownerAPI:
+			h.api += v
+			h.apiSites[allocSite(s.stack)] += v
+			h.sites[allocSite(s.stack)] += v
 		default:
 			h.worker += v
 			h.sites[allocSite(s.stack)] += v
@@ -241,43 +272,18 @@ func liveHeap() (heapSplit, error) {
 	return h, nil
 }
 
-// memSampler tracks the peak HeapInuse while it runs.
-type memSampler struct {
-	stop chan struct{}
-	done chan uint64
-}
-
-func startMemSampler(every time.Duration) *memSampler {
-	m := &memSampler{stop: make(chan struct{}), done: make(chan uint64, 1)}
-	go func() {
-		var peak uint64
-		var ms runtime.MemStats
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			runtime.ReadMemStats(&ms)
-			peak = max(peak, ms.HeapInuse)
-			select {
-			case <-m.stop:
-				m.done <- peak
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return m
-}
-
-func (m *memSampler) peak() uint64 {
-	close(m.stop)
-	return <-m.done
-}
+// gcHeadroom is how far a Go process's heap grows over the live heap its
+// last collection found before it collects again: 1 + GOGC/100, with
+// GOGC's default of 100, which the deployment keeps.
+const gcHeadroom = 2.0
 
 // loadResult is one conversation size under load.
 type loadResult struct {
 	size  int
 	runs  loopResult
 	peak  uint64    // process HeapInuse peak above the quiet heap before
+	heap  heapPeak  // the size's peaks: HeapInuse, live heap, by owner
+	quiet heapSplit // live heap before the size's runs
 	after heapSplit // live heap once the size's runs have all finished
 }
 
@@ -330,8 +336,8 @@ func benchLoad(ctx context.Context, st *stack, o options, rep *report) error {
 	var repeat heapSplit
 	quiet := baseline
 	for k, size := range o.loadSizes {
-		r := loadResult{size: size}
-		sampler := startMemSampler(50 * time.Millisecond)
+		r := loadResult{size: size, quiet: quiet}
+		tracker := startPeakTracker(50 * time.Millisecond)
 		var cpu *cpuRecorder
 		if size == profiledSize {
 			if cpu, err = startCPU(ctx, st); err != nil {
@@ -347,12 +353,21 @@ func benchLoad(ctx context.Context, st *stack, o options, rep *report) error {
 			shares.runs = r.runs.total
 			rep.cpu = shares
 		}
-		peak := sampler.peak()
+		r.heap = tracker.peak()
 		if r.runs.failed > 0 {
 			return fmt.Errorf("%s: %d runs failed: %w", humanBytes(size), r.runs.failed, r.runs.firstErr)
 		}
-		if peak > quiet.inuse {
-			r.peak = peak - quiet.inuse
+		if r.heap.inuse > quiet.inuse {
+			r.peak = r.heap.inuse - quiet.inuse
+		}
+		if verbose {
+			w, g := r.heap.worker, r.heap.api
+			fmt.Fprintf(os.Stderr, "bench:   %s: peak HeapInuse +%.0f MB, peak live %.0f MB (quiet %.0f MB), %d collections split; "+
+				"worker at its peak %.1f MB (quiet %.1f MB; caches %.1f MB, server %.1f MB, bench %.1f MB, api %.1f MB); largest: %s\n",
+				humanBytes(size), float64(r.peak)/(1<<20), float64(r.heap.live)/(1<<20), float64(quiet.inuse)/(1<<20), r.heap.profiled,
+				w.worker/(1<<20), quiet.worker/(1<<20), w.caches/(1<<20), w.server/(1<<20), w.bench/(1<<20), w.api/(1<<20), w.topSites(12))
+			fmt.Fprintf(os.Stderr, "bench:   %s: api at its peak %.1f MB (quiet %.1f MB); largest: %s\n",
+				humanBytes(size), g.api/(1<<20), quiet.api/(1<<20), topOf(g.apiSites, 8))
 		}
 		if r.after, err = liveHeap(); err != nil {
 			return err
@@ -377,6 +392,14 @@ func benchLoad(ctx context.Context, st *stack, o options, rep *report) error {
 		}
 	}
 
+	// The API's side of the largest size, with the worker's caches and
+	// pools as the runs left them.
+	last := results[len(results)-1]
+	api, err := benchAPI(ctx, st, sc, o, convs[len(convs)-1], limits[len(limits)-1])
+	if err != nil {
+		return fmt.Errorf("API, %s: %w", humanBytes(last.size), err)
+	}
+
 	base := results[0]
 	for _, r := range results {
 		lat50 := percentile(r.runs.latencies, 50)
@@ -392,38 +415,72 @@ func benchLoad(ctx context.Context, st *stack, o options, rep *report) error {
 		rep.add(rw)
 	}
 
+	// Peak heap per concurrent run (and request) of the largest size.
+	// Their live heap at the collection where it was largest, above its
+	// level before, is what each owner held at once; a process of its own
+	// lets its heap grow to gcHeadroom times the live heap before it
+	// collects, so that is its peak heap.
+	perRun := max(last.heap.worker.worker-last.quiet.worker, 0) / float64(o.loadSessions)
+	runX := gcHeadroom * perRun / float64(last.size)
+	rep.add(row{id: "4", name: fmt.Sprintf("Worker peak heap per concurrent run, %s conversations, %d sessions", humanBytes(last.size), o.loadSessions),
+		value: fmt.Sprintf("%.0f MB per run: live heap %.1f MB above its quiet level at its largest collection, over %d runs (its bounded caches %.0f MB besides)",
+			gcHeadroom*perRun/(1<<20), max(last.heap.worker.worker-last.quiet.worker, 0)/(1<<20), o.loadSessions, last.heap.worker.caches/(1<<20)),
+		compared: fmt.Sprintf("the run's input, %s", humanBytes(last.size)),
+		ratio:    fmt.Sprintf("%.1f× the input (live %.1f×, ×%.0f for the collector's headroom)", runX, perRun/float64(last.size), gcHeadroom),
+		target:   "≤ 10× the input per concurrent run", met: metIf(last.heap.profiled > 0 && runX <= 10)})
+	perReq := api.perRequest(o.loadSessions)
+	reqX := gcHeadroom * perReq / float64(api.size)
+	rep.add(row{id: "4", name: fmt.Sprintf("API peak heap per concurrent request, %s conversations, %d callers", humanBytes(api.size), o.loadSessions),
+		value: fmt.Sprintf("%.0f MB per request: live heap %.1f MB above its quiet level at its largest collection, over %d requests (%d submitted in %s)",
+			gcHeadroom*perReq/(1<<20), perReq*float64(o.loadSessions)/(1<<20), o.loadSessions, api.requests.total, o.apiWindow),
+		compared: fmt.Sprintf("the request's conversation, %s", humanBytes(api.size)),
+		ratio:    fmt.Sprintf("%.1f× the input (live %.1f×, ×%.0f for the collector's headroom)", reqX, perReq/float64(api.size), gcHeadroom),
+		target:   "≤ 10× the input per concurrent request", met: metIf(api.heap.profiled > 0 && reqX <= 10)})
+
 	first := results[0]
 	processed := float64(again.total) * float64(first.size)
-	growth := repeat.worker - first.after.worker
+	growth := repeat.product() - first.after.product()
 	// The heap profile's sampling leaves about 1 MB of noise.
 	allowed := max(0.02*processed, 1<<20)
 	rep.add(row{id: "4", name: fmt.Sprintf("Worker live heap after GC, quiet after two %s batches", humanBytes(first.size)),
 		value: fmt.Sprintf("%.1f MB after the first (%d runs), %.1f MB after the second; bounded caches %.1f MB → %.1f MB (blob cache at most %d MB, parsed conversations at most 32 MB of their JSON)",
-			first.after.worker/(1<<20), first.runs.total, repeat.worker/(1<<20), first.after.caches/(1<<20), repeat.caches/(1<<20), st.cfg.BlobCacheMB),
+			first.after.product()/(1<<20), first.runs.total, repeat.product()/(1<<20), first.after.caches/(1<<20), repeat.caches/(1<<20), st.cfg.BlobCacheMB),
 		compared: fmt.Sprintf("%d runs in the second batch (%.0f MB of conversations)", again.total, processed/(1<<20)),
 		ratio: fmt.Sprintf("%+.2f MB: %+.2f%% of what it processed (%+.1f KB/run)", growth/(1<<20), 100*growth/processed,
 			growth/float64(max(again.total, 1))/1024),
 		target: "not growing with finished runs (< 2% of what was processed, at least 1 MB)", met: metIf(growth < allowed)})
 
-	last := results[len(results)-1]
-	seq := []string{fmt.Sprintf("%.1f MB after %s (%d runs)", first.after.worker/(1<<20), humanBytes(first.size), first.runs.total),
-		fmt.Sprintf("%.1f MB after %s again (%d runs)", repeat.worker/(1<<20), humanBytes(first.size), again.total)}
+	seq := []string{fmt.Sprintf("%.1f MB after %s (%d runs)", first.after.product()/(1<<20), humanBytes(first.size), first.runs.total),
+		fmt.Sprintf("%.1f MB after %s again (%d runs)", repeat.product()/(1<<20), humanBytes(first.size), again.total)}
 	for _, r := range results[1:] {
-		seq = append(seq, fmt.Sprintf("%.1f MB after %s (%d runs)", r.after.worker/(1<<20), humanBytes(r.size), r.runs.total))
+		seq = append(seq, fmt.Sprintf("%.1f MB after %s (%d runs)", r.after.product()/(1<<20), humanBytes(r.size), r.runs.total))
 	}
 	rep.note("4. Load: %d sessions each submit their next run as soon as the previous one returns; per size a %s warm-up, then a %s "+
 		"window (a run counts by the share of its time inside the window, so runs longer than the window still give a steady rate; "+
 		"latencies are those of the runs overlapping the window); preset %s, the context limit at the conversation's own size, an "+
 		"instant summarizer. Conversations are real SWE-bench runs laid end to end (tool call ids renamed on repeats) and cut after a "+
 		"whole turn; each run appends its own user message. The worker shares the bench's process with the Temporal server and the "+
-		"fake LLM: peak heap is the process's HeapInuse (sampled every 50 ms) above the quiet level before the size; the live heap "+
+		"fake LLM: peak heap is the process's HeapInuse (sampled every 50 ms) above the quiet level before the size, everyone's "+
+		"and the garbage not yet collected; the live heap "+
 		"after the runs is split by allocation site with a heap profile (after two GCs) and counts the worker, the gateway and the "+
 		"clients, not the Temporal server (%.0f MB at the end) nor the fake LLM (the heap profile samples every 128 KB, which leaves "+
 		"about 1 MB of noise), and not the worker's bounded caches, which fill up to their bound (BLOB_CACHE_MB of content-addressed "+
 		"objects, 64Ki token counts, 64 drift-check identifier lists, parsed working conversations of up to 32 MB of JSON) and are given apart. Worker live heap: baseline %.1f MB after one warm-up run per session, then %s. Sites that grew "+
-		"between the two %s batches: %s. Sites that grew from the second %s batch to the end of the %s runs: %s.",
-		o.loadSessions, o.warmup, o.loadWindow, pipelinePreset, last.after.server/(1<<20), baseline.worker/(1<<20), strings.Join(seq, " → "),
-		humanBytes(first.size), grownSites(first.after, repeat, 3), humanBytes(first.size), humanBytes(last.size), grownSites(repeat, last.after, 3))
+		"between the two %s batches: %s. Sites that grew from the second %s batch to the end of the %s runs: %s. "+
+		"Peak heap per concurrent run: while the %s runs, every collection whose live heap is within 10%% of the largest so far is split "+
+		"by owner with the heap profile (which the runtime publishes one collection late, so the split is taken after the next one; %d "+
+		"collections split); the worker's live heap at the collection where it was largest, above its quiet level before the size and "+
+		"divided by the sessions, is what one run held at once, and a worker process of its own (GOGC=100, the default the deployment "+
+		"keeps) lets its heap grow to twice its live heap before it collects, so twice that is its peak heap per run; the worker's caches, "+
+		"full before the size, are apart. The API's: then the sessions post the %s conversation as events through the HTTP API's "+
+		"handler (internal/httpapi, as `starter serve` runs it, MAX_REQUEST_BYTES %d MB) for %s, each its next as soon as the last one "+
+		"is answered, to a task queue no worker polls, so that only the submissions are measured (reading and decoding the body, "+
+		"validating and parsing the conversation, hashing its canonical form, storing it, recording and starting the run); its "+
+		"live heap (what internal/httpapi and internal/gateway allocated; the client's copy of each body is the bench's) is split and "+
+		"counted the same way (%d collections split).",
+		o.loadSessions, o.warmup, o.loadWindow, pipelinePreset, last.after.server/(1<<20), baseline.product()/(1<<20), strings.Join(seq, " → "),
+		humanBytes(first.size), grownSites(first.after, repeat, 3), humanBytes(first.size), humanBytes(last.size), grownSites(repeat, last.after, 3),
+		humanBytes(last.size), last.heap.profiled, humanBytes(api.size), st.cfg.MaxRequestBytes>>20, o.apiWindow, api.heap.profiled)
 	return nil
 }
 

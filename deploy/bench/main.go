@@ -48,6 +48,9 @@ type options struct {
 	// repeatWindow is the second batch of the smallest size that the
 	// worker's heap is compared after.
 	repeatWindow time.Duration
+	// apiWindow is how long the sessions post the largest size through
+	// the HTTP API, for the API's heap.
+	apiWindow    time.Duration
 	faultRuns    int
 	engineTime   time.Duration
 	qualityConvs int
@@ -63,7 +66,7 @@ func newOptions(quick bool, dataDir string) options {
 		quick: quick, dataDir: dataDir,
 		ceilingWorkers: 8, ceilingWindow: 15 * time.Second, warmup: 5 * time.Second,
 		criticalRuns: 24, mapReduceReps: 2,
-		loadSessions: 4, loadWindow: 30 * time.Second, loadSizes: []int{100 << 10, 1 << 20, 5 << 20}, repeatWindow: 10 * time.Second,
+		loadSessions: 4, loadWindow: 30 * time.Second, loadSizes: []int{100 << 10, 1 << 20, 5 << 20}, repeatWindow: 10 * time.Second, apiWindow: 10 * time.Second,
 		faultRuns: 20, engineTime: 2 * time.Second, qualityConvs: 3, probeConvs: len(probeFiles),
 		llmLatency: 500 * time.Millisecond, faultRate: 0.3,
 	}
@@ -75,6 +78,7 @@ func newOptions(quick bool, dataDir string) options {
 		o.loadSessions = 2
 		o.loadWindow = 6 * time.Second
 		o.repeatWindow = 4 * time.Second
+		o.apiWindow = 3 * time.Second
 		o.faultRuns = 6
 		o.engineTime = 500 * time.Millisecond
 		o.qualityConvs = 1

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
@@ -284,6 +285,20 @@ func (s *Store) PutContent(ctx context.Context, tenant, kind string, data []byte
 		s.cache.add(ref.Key, data, epoch)
 	}
 	return ref, nil
+}
+
+// PutContentString is PutContent for a text, without a copy of it: a
+// text of megabytes (a transcript, a tool result) would otherwise be
+// copied once to become bytes, before the cache makes its own copy.
+// PutContent only reads data (to hash it, to upload it, to copy it into
+// the cache), so the text's bytes serve as they are.
+func (s *Store) PutContentString(ctx context.Context, tenant, kind, text string) (Ref, error) {
+	return s.PutContent(ctx, tenant, kind, unsafe.Slice(unsafe.StringData(text), len(text)))
+}
+
+// SHA256HexString is SHA256Hex of a text, without a copy of it.
+func SHA256HexString(text string) string {
+	return SHA256Hex(unsafe.Slice(unsafe.StringData(text), len(text)))
 }
 
 // PutContentVerified is PutContent for an object that must be proven

@@ -430,3 +430,26 @@ func TestGetString(t *testing.T) {
 	_, err = store.GetString(ctx, "tenants/acme/summary/ab/"+strings.Repeat("0", 64))
 	require.ErrorIs(t, err, blob.ErrNotFound)
 }
+
+// TestPutContentString: a text stored without a copy is the object its
+// bytes make (same key, same SHA-256, same bytes in S3 and in the cache),
+// and storing it leaves the text as it was.
+func TestPutContentString(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := blobtest.New(t, func(c *blob.Config) { c.CacheBytes = 8 << 20 })
+	text := strings.Repeat("a transcript naming src/é.go\n", 20000) // above headAboveBytes
+	want := strings.Clone(text)
+	ref, err := store.PutContentString(ctx, "acme", "transcript", text)
+	require.NoError(t, err)
+	require.Equal(t, blob.ContentKey("acme", "transcript", blob.SHA256Hex([]byte(want))), ref.Key)
+	require.Equal(t, blob.SHA256Hex([]byte(want)), blob.SHA256HexString(text))
+	require.Equal(t, int64(len(want)), ref.Size)
+	require.Equal(t, want, text)
+	fromS3, err := store.GetVerifiedFromS3(ctx, ref.Key, ref.SHA256)
+	require.NoError(t, err)
+	require.Equal(t, want, string(fromS3))
+	cached, err := store.GetString(ctx, ref.Key)
+	require.NoError(t, err)
+	require.Equal(t, want, cached)
+}

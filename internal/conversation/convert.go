@@ -1,6 +1,7 @@
 package conversation
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -86,7 +87,26 @@ func parse(data []byte, f Format, pre decoded) (Conversation, error) {
 	if err != nil {
 		return Conversation{}, fmt.Errorf("parse %s conversation: %w", f, err)
 	}
+	c.ownExtra()
 	return c, nil
+}
+
+// ownExtra gives every Extra value of a conversation just parsed its own
+// bytes: the parsers leave them sharing the document's (see splitObject),
+// which the conversation must not keep alive nor see change.
+func (c *Conversation) ownExtra() {
+	own := func(m map[string]json.RawMessage) {
+		for k, v := range m {
+			m[k] = bytes.Clone(v)
+		}
+	}
+	own(c.Extra)
+	for i := range c.Messages {
+		own(c.Messages[i].Extra)
+		for j := range c.Messages[i].Blocks {
+			own(c.Messages[i].Blocks[j].Extra)
+		}
+	}
 }
 
 // Render encodes the conversation in c.Format. Known fields come first in a

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"sort"
+	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -97,7 +98,10 @@ func unquote(s []byte) (string, bool) {
 		return "", false
 	}
 	s = s[1 : len(s)-1]
-	var b []byte // the decoded text, once there is an escape
+	// The decoded text, once there is an escape, in a buffer of the
+	// literal's length (a decoded text is never longer) that becomes the
+	// string without another copy.
+	var b strings.Builder
 	for i := 0; ; {
 		// A run of characters that stand for themselves.
 		j := i
@@ -107,15 +111,15 @@ func unquote(s []byte) (string, bool) {
 		if !utf8.Valid(s[i:j]) {
 			return "", false
 		}
-		if j == len(s) && b == nil {
+		if j == len(s) && b.Cap() == 0 {
 			return string(s), true
 		}
-		if b == nil {
-			b = make([]byte, 0, len(s))
+		if b.Cap() == 0 {
+			b.Grow(len(s))
 		}
-		b = append(b, s[i:j]...)
+		b.Write(s[i:j])
 		if j == len(s) {
-			return string(b), true
+			return b.String(), true
 		}
 		// An escape; a quote or a control character is invalid here.
 		if s[j] != '\\' || j+1 == len(s) {
@@ -124,17 +128,17 @@ func unquote(s []byte) (string, bool) {
 		i = j + 2
 		switch c := s[j+1]; c {
 		case '"', '\\', '/':
-			b = append(b, c)
+			b.WriteByte(c)
 		case 'b':
-			b = append(b, '\b')
+			b.WriteByte('\b')
 		case 'f':
-			b = append(b, '\f')
+			b.WriteByte('\f')
 		case 'n':
-			b = append(b, '\n')
+			b.WriteByte('\n')
 		case 'r':
-			b = append(b, '\r')
+			b.WriteByte('\r')
 		case 't':
-			b = append(b, '\t')
+			b.WriteByte('\t')
 		case 'u':
 			r := hex4(s[j:])
 			if r < 0 {
@@ -151,7 +155,7 @@ func unquote(s []byte) (string, bool) {
 					r = unicode.ReplacementChar
 				}
 			}
-			b = utf8.AppendRune(b, r)
+			b.WriteRune(r)
 		default:
 			return "", false
 		}
@@ -189,9 +193,16 @@ func hex4(s []byte) rune {
 // that, the split functions find the parts of a value with a plain byte
 // loop. They give what json.Unmarshal into map[string]json.RawMessage or
 // []json.RawMessage gives (keys decoded, the last of repeated keys
-// winning, values copied verbatim), but raw must be part of a valid JSON
+// winning, values verbatim), but raw must be part of a valid JSON
 // document: for other values (Extra filled by code) use decodeObject and
 // decodeArray.
+//
+// The values share raw's bytes instead of copying them: most of them are
+// strings that are decoded at once and dropped, and copies would hold the
+// document a second time while it is parsed (megabytes). Their capacity
+// ends where they do, so an append cannot write into the document; parse
+// copies what the conversation keeps (Extra) before it returns, so a
+// parsed conversation never holds the document's bytes.
 
 // splitObject is decodeObject for a value of a valid document.
 func splitObject(raw []byte) (map[string]json.RawMessage, bool) {
@@ -209,7 +220,7 @@ func splitObject(raw []byte) (map[string]json.RawMessage, bool) {
 		key, _ := decodeString(raw[i:end])
 		i = skipSpace(raw, skipSpace(raw, end)+1) // past :
 		end = valueEnd(raw, i)
-		m[key] = bytes.Clone(raw[i:end])
+		m[key] = raw[i:end:end]
 		i = skipSpace(raw, end)
 		if raw[i] == ',' {
 			i++
@@ -225,7 +236,7 @@ func splitArray(raw []byte) ([]json.RawMessage, bool) {
 	elems := elements(raw)
 	a := make([]json.RawMessage, len(elems))
 	for k, e := range elems {
-		a[k] = bytes.Clone(e)
+		a[k] = e[:len(e):len(e)]
 	}
 	return a, true
 }

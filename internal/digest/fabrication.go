@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // CheckFabrication names the fabrication check in drift verdicts.
@@ -76,12 +77,53 @@ func ownKey(v string) bool {
 	return len(v) == 64 && hex == 64
 }
 
+// sourceEscapes are the JSON escapes of tool inputs that foldSource
+// undoes.
+var sourceEscapes = strings.NewReplacer(`\"`, `"`, `\n`, "\n", `\t`, "\t", `\\`, `\`)
+
 // foldSource is the source as fold sees it, with JSON escapes of tool
 // inputs undone, so that a command quoted from a call's arguments is
-// found.
+// found: fold(sourceEscapes.Replace(s)), in one pass and one copy. A
+// drift check's source is a whole transcript (megabytes), and the steps
+// one after another held several copies of it and a string header for
+// every word, about ten times the source at once.
 func foldSource(s string) string {
-	s = strings.NewReplacer(`\"`, `"`, `\n`, "\n", `\t`, "\t", `\\`, `\`).Replace(s)
-	return fold(s)
+	if !utf8.ValidString(s) {
+		// strings.ToLower writes U+FFFD for an invalid byte of a
+		// non-ASCII text: the steps one after another decide.
+		return fold(sourceEscapes.Replace(s))
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	space := false // a run of white space waits for the next word
+	for i := 0; i < len(s); {
+		r, size := rune(s[i]), 1
+		switch {
+		case r == '\\' && i+1 < len(s):
+			// The replacer's pairs, left to right without overlap.
+			switch s[i+1] {
+			case '"', '\\':
+				r, size = rune(s[i+1]), 2
+			case 'n':
+				r, size = '\n', 2
+			case 't':
+				r, size = '\t', 2
+			}
+		case r >= utf8.RuneSelf:
+			r, size = utf8.DecodeRuneInString(s[i:])
+		}
+		i += size
+		if unicode.IsSpace(r) {
+			space = space || b.Len() > 0
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
 }
 
 // fold lowercases and collapses white space, so that a re-wrapped or

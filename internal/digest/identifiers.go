@@ -95,20 +95,18 @@ type extractor struct {
 	hint func(line string) bool
 }
 
-// splitLines returns the [start, end) byte spans of the lines of text,
-// without their line breaks.
-func splitLines(text string) [][2]int {
-	var spans [][2]int
+// eachLine calls fn with the [start, end) byte span of each line of text,
+// without its line break (a text ending in one ends with an empty line).
+func eachLine(text string, fn func(start, end int)) {
 	for off := 0; off <= len(text); {
 		i := strings.IndexByte(text[off:], '\n')
 		if i < 0 {
-			spans = append(spans, [2]int{off, len(text)})
-			break
+			fn(off, len(text))
+			return
 		}
-		spans = append(spans, [2]int{off, off + i})
+		fn(off, off+i)
 		off += i + 1
 	}
-	return spans
 }
 
 // maxWindow bounds the text one regexp call sees. Inputs up to 256 Kbit
@@ -120,16 +118,17 @@ const maxWindow = 1024
 // scanSpans returns the lines of text, with lines longer than maxWindow
 // cut into windows at places no identifier spans.
 func scanSpans(text string) [][2]int {
-	var spans [][2]int
-	for _, ln := range splitLines(text) {
-		s, e := ln[0], ln[1]
+	// One span a line, and a few more for long lines: sized once, as a
+	// transcript of megabytes has a hundred thousand lines.
+	spans := make([][2]int, 0, strings.Count(text, "\n")+1+len(text)/maxWindow)
+	eachLine(text, func(s, e int) {
 		for e-s > maxWindow {
 			cut := windowCut(text, s, s+maxWindow)
 			spans = append(spans, [2]int{s, cut})
 			s = cut
 		}
 		spans = append(spans, [2]int{s, e})
-	}
+	})
 	return spans
 }
 
@@ -346,7 +345,7 @@ func findIdentifiers(text string) []idMatch {
 	if text == "" {
 		return nil
 	}
-	claimed := make([]bool, len(text))
+	claimed := newBitset(len(text))
 	lines := scanSpans(text)
 	var out []idMatch
 	for _, ex := range extractors {
@@ -365,7 +364,7 @@ func findIdentifiers(text string) []idMatch {
 					continue
 				}
 				for i := s; i < e; i++ {
-					claimed[i] = true
+					claimed.set(i)
 				}
 				out = append(out, idMatch{start: s, end: e, id: Identifier{Kind: ex.kind, Value: text[s:e]}})
 			}
@@ -397,14 +396,22 @@ func (ex extractor) locate(line string) [][2]int {
 	return spans
 }
 
-func overlaps(claimed []bool, s, e int) bool {
+func overlaps(claimed bitset, s, e int) bool {
 	for i := s; i < e; i++ {
-		if claimed[i] {
+		if claimed.has(i) {
 			return true
 		}
 	}
 	return false
 }
+
+// bitset marks the bytes of a text that an identifier claimed: a bit a
+// byte, where a bool a byte held the text's size again.
+type bitset []uint64
+
+func newBitset(n int) bitset    { return make(bitset, (n+63)/64) }
+func (b bitset) set(i int)      { b[i/64] |= 1 << (i % 64) }
+func (b bitset) has(i int) bool { return b[i/64]&(1<<(i%64)) != 0 }
 
 func acceptAll(_ string, s, e int) (int, int, bool) { return s, e, true }
 

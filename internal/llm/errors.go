@@ -140,13 +140,18 @@ func withCapture(ctx context.Context, c *responseCapture) context.Context {
 }
 
 // captureTransport stashes each response's headers in the responseCapture
-// found in the request's context.
+// found in the request's context, and sends the request's text in place
+// of its placeholder (see withStreamedText).
 type captureTransport struct {
 	base http.RoundTripper
 }
 
 // RoundTrip implements http.RoundTripper.
 func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req, err := withText(req)
+	if err != nil {
+		return nil, err
+	}
 	resp, err := t.base.RoundTrip(req)
 	if resp != nil {
 		if c, ok := req.Context().Value(captureKey{}).(*responseCapture); ok {

@@ -67,7 +67,7 @@ func NewOpenAI(cfg Config) (*OpenAI, error) {
 }
 
 // MaxTokens is the completion budget for a request: the target times the
-// factor (seed 002: target × 1.2), from TargetChars/4 when no token target
+// factor (offload-compact: target × 1.2), from TargetChars/4 when no token target
 // is set, 0 (no limit) when neither is.
 func MaxTokens(req Request, factor float64) int {
 	target := req.TargetTokens
@@ -112,11 +112,16 @@ func (o *OpenAI) Summarize(ctx context.Context, req Request) (Response, error) {
 	if model == "" {
 		model = o.cfg.Model
 	}
+	// The text goes into the body as it is sent (see withStreamedText).
+	ctx, text, err := withStreamedText(ctx, req.Text)
+	if err != nil {
+		return Response{}, err
+	}
 	creq := openai.ChatCompletionRequest{
 		Model: model,
 		Messages: []openai.ChatCompletionMessage{
 			{Role: openai.ChatMessageRoleSystem, Content: system},
-			{Role: openai.ChatMessageRoleUser, Content: req.Text},
+			{Role: openai.ChatMessageRoleUser, Content: text},
 		},
 	}
 	if req.Prompt == PromptJudge {

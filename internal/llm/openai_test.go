@@ -1,9 +1,16 @@
 package llm_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"math"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -314,4 +321,82 @@ func TestNewPicksOfflineWithoutBaseURL(t *testing.T) {
 
 	_, err = llm.New(llm.Config{BaseURL: s.URL()})
 	require.ErrorContains(t, err, "Model is empty")
+}
+
+// TestTextIsSentAsGoOpenAIWouldEncodeIt: the user text reaches the
+// provider whole, encoded in the body exactly as json.Marshal encodes it,
+// with a Content-Length that is the body's, and no trace of the
+// placeholder that stood for it.
+func TestTextIsSentAsGoOpenAIWouldEncodeIt(t *testing.T) {
+	t.Parallel()
+	var sb strings.Builder
+	for i := 0; sb.Len() < 300<<10; i++ {
+		fmt.Fprintf(&sb, "line %d of <output> & \"quotes\" \\ tabs\t, é日本😀 \u2028 and /var/log/%d.log\n", i, i)
+	}
+	text := sb.String()
+	var mu sync.Mutex
+	var bodies [][]byte
+	var lengths []int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies, lengths = append(bodies, body), append(lengths, r.ContentLength)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	}))
+	defer srv.Close()
+	c, err := llm.NewOpenAI(llm.Config{BaseURL: srv.URL, APIKey: "sk-test", Model: "gpt-4o-mini"})
+	require.NoError(t, err)
+	_, err = c.Summarize(context.Background(), llm.Request{Prompt: llm.PromptHistory, Text: text, TargetTokens: 500})
+	require.NoError(t, err)
+	require.Len(t, bodies, 1)
+	require.Equal(t, int64(len(bodies[0])), lengths[0])
+	require.NotContains(t, string(bodies[0]), "ctxcompact-text-")
+	encoded, err := json.Marshal(text)
+	require.NoError(t, err)
+	require.Equal(t, 1, bytes.Count(bodies[0], encoded), "the text, as json.Marshal encodes it")
+	var req struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		} `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(bodies[0], &req))
+	require.Len(t, req.Messages, 2)
+	require.Equal(t, "user", req.Messages[1].Role)
+	require.Equal(t, text, req.Messages[1].Content)
+}
+
+// TestSummarizeSendsTheTextWithoutCopies: a call with a text of 5 MB
+// allocates a fraction of the text (the request without it, the answer:
+// 0.05×), where go-openai's encoding of the whole request allocated 2.8×
+// here (9.5× for a real transcript, which has more to escape) and held up
+// to four copies of it at once.
+func TestSummarizeSendsTheTextWithoutCopies(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	}))
+	defer srv.Close()
+	c, err := llm.NewOpenAI(llm.Config{BaseURL: srv.URL, APIKey: "sk-test", Model: "gpt-4o-mini"})
+	require.NoError(t, err)
+	var sb strings.Builder
+	for i := 0; sb.Len() < 5<<20; i++ {
+		fmt.Fprintf(&sb, "[tool result]\n<returncode>0</returncode>\n<output>./django/db/models/fields/%d.py: \"ok\"</output>\n\n", i)
+	}
+	text := sb.String()
+	req := llm.Request{Prompt: llm.PromptHistory, Text: text, TargetTokens: 4000}
+	_, err = c.Summarize(context.Background(), req) // warm: connections, pools
+	require.NoError(t, err)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, err = c.Summarize(context.Background(), req)
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("a call with %d bytes of text allocated %.2f MB", len(text), float64(alloc)/(1<<20))
+	require.Less(t, alloc, uint64(len(text))/2, "a call with %d bytes of text allocated %d", len(text), alloc)
 }

@@ -13,8 +13,38 @@ import (
 
 // Transcript renders the messages before split that are not protected as
 // the plain text the summarizer reads, one "[role]" header per message.
+//
+// It is written once into a buffer of its final size: a transcript is
+// most of a conversation (megabytes), and a buffer grown as it goes would
+// allocate about five times that, and hold two copies at once while it
+// grows.
 func Transcript(c conversation.Conversation, split int, protected []bool) string {
 	var sb strings.Builder
+	sb.Grow(transcriptSize(c, split, protected))
+	eachTranscriptBlock(c, split, protected, func(head1, head2, head3, body string) {
+		sb.WriteString(head1)
+		sb.WriteString(head2)
+		sb.WriteString(head3)
+		sb.WriteString(body)
+		sb.WriteString("\n\n")
+	})
+	return sb.String()
+}
+
+// transcriptSize is the length of Transcript's text.
+func transcriptSize(c conversation.Conversation, split int, protected []bool) int {
+	n := 0
+	eachTranscriptBlock(c, split, protected, func(head1, head2, head3, body string) {
+		n += len(head1) + len(head2) + len(head3) + len(body) + 2
+	})
+	return n
+}
+
+// eachTranscriptBlock calls fn with the parts of each block of
+// Transcript's text: a header in three parts ("[role]\n", "[assistant
+// tool call name]\n" or "[tool tool result name]\n"), then the text; a
+// blank line follows each.
+func eachTranscriptBlock(c conversation.Conversation, split int, protected []bool, fn func(head1, head2, head3, body string)) {
 	for i := 0; i < split && i < len(c.Messages); i++ {
 		if i < len(protected) && protected[i] {
 			continue
@@ -23,19 +53,18 @@ func Transcript(c conversation.Conversation, split int, protected []bool) string
 		for _, blk := range m.Blocks {
 			switch blk.Kind {
 			case conversation.KindText, conversation.KindThinking:
-				fmt.Fprintf(&sb, "[%s]\n%s\n\n", m.Role, blk.Text)
+				fn("[", string(m.Role), "]\n", blk.Text)
 			case conversation.KindToolUse:
-				fmt.Fprintf(&sb, "[assistant tool call %s]\n%s\n\n", blk.ToolName, blk.Input)
+				fn("[assistant tool call ", blk.ToolName, "]\n", blk.Input)
 			case conversation.KindToolResult:
-				label := "tool result"
+				label := "[tool tool result "
 				if blk.IsError {
-					label = "tool error"
+					label = "[tool tool error "
 				}
-				fmt.Fprintf(&sb, "[tool %s %s]\n%s\n\n", label, blk.ToolName, blk.Text)
+				fn(label, blk.ToolName, "]\n", blk.Text)
 			}
 		}
 	}
-	return sb.String()
 }
 
 // handoffTail is the last turn of a session where the user spoke only

@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -110,4 +112,55 @@ func TestHandoffOfACompactedConversation(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.NoError(t, conversation.CheckPairing(out))
+}
+
+// TestTranscriptIsWrittenOnce: the transcript is the one every header
+// and text make, one after another, and is written into a buffer of its
+// size: about one copy of what it holds is allocated, where a buffer
+// grown as it went allocated about five.
+func TestTranscriptIsWrittenOnce(t *testing.T) {
+	conv := sample(t)
+	// A result of an error, and a header of every kind.
+	for i, m := range conv.Messages {
+		if m.Role == conversation.RoleTool {
+			conv.Messages[i].Blocks[0].IsError = true
+			break
+		}
+	}
+	protected := make([]bool, len(conv.Messages))
+	protected[0] = true
+	var want strings.Builder
+	for i, m := range conv.Messages[:len(conv.Messages)-2] {
+		if protected[i] {
+			continue
+		}
+		for _, blk := range m.Blocks {
+			switch blk.Kind {
+			case conversation.KindText, conversation.KindThinking:
+				fmt.Fprintf(&want, "[%s]\n%s\n\n", m.Role, blk.Text)
+			case conversation.KindToolUse:
+				fmt.Fprintf(&want, "[assistant tool call %s]\n%s\n\n", blk.ToolName, blk.Input)
+			case conversation.KindToolResult:
+				label := "tool result"
+				if blk.IsError {
+					label = "tool error"
+				}
+				fmt.Fprintf(&want, "[tool %s %s]\n%s\n\n", label, blk.ToolName, blk.Text)
+			}
+		}
+	}
+	require.Equal(t, want.String(), Transcript(conv, len(conv.Messages)-2, protected))
+	require.Contains(t, want.String(), "[tool tool error ")
+
+	// Ten copies of the conversation, as one transcript of megabytes.
+	big := conv
+	for range 10 {
+		big.Messages = append(big.Messages, conv.Messages...)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	text := Transcript(big, len(big.Messages), nil)
+	runtime.ReadMemStats(&after)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(len(text))*3/2,
+		"a transcript of %d bytes allocated %d", len(text), after.TotalAlloc-before.TotalAlloc)
 }
