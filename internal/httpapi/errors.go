@@ -198,11 +198,6 @@ func decode(r *http.Request, dst any) error {
 	err := dec.Decode(dst)
 	if err == nil {
 		if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
-			var refused *ratelimit.Refusal
-			if errors.As(err, &refused) {
-				return &apiError{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: refused.Reason,
-					RetryAfter: refused.RetryAfterSeconds()}
-			}
 			var tooLarge *http.MaxBytesError
 			if errors.As(terr, &tooLarge) {
 				return terr
@@ -210,11 +205,6 @@ func decode(r *http.Request, dst any) error {
 			return badRequest("", "request body holds more than one JSON value")
 		}
 		return nil
-	}
-	var refused *ratelimit.Refusal
-	if errors.As(err, &refused) {
-		return &apiError{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: refused.Reason,
-			RetryAfter: refused.RetryAfterSeconds()}
 	}
 	var tooLarge *http.MaxBytesError
 	var syntax *json.SyntaxError
