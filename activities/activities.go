@@ -64,8 +64,8 @@ func (c *countCache) get() *tokens.CountCache {
 }
 
 // preset is a run's resolved preset: the copy the workflow hands on from
-// the plan step (contract.Run.Resolved), or, for the plan step itself and
-// runs started before, the built-in numbers under the run's overrides,
+// the plan step (contract.Run.Resolved), or, for the plan step itself, the
+// built-in numbers under the run's overrides,
 // which the gateway made effective (deployment's under the caller's) when
 // it started the run.
 func (a *Activities) preset(run contract.Run) (policy.Preset, error) {
@@ -265,9 +265,8 @@ func (x *attempt) row(stepErr error) store.Step {
 // ends with rec.end, so the retry decision for an error nobody classified
 // is made here, once. The attempt number comes from Temporal, so a retried
 // write of the same attempt adds nothing; a new attempt adds its own row.
-// When the run batches its step records (Run.BatchSteps) and the step
-// succeeded, the record goes back to the workflow in out instead, which
-// writes it with the run's end.
+// A step that succeeded hands its record back to the workflow in out
+// instead, which writes it with the run's end (one round trip for all).
 func (x *attempt) end(err *error, out *Recorded) {
 	x.stop()
 	stepErr := classify(*err)
@@ -277,7 +276,7 @@ func (x *attempt) end(err *error, out *Recorded) {
 	switch {
 	case stepErr == nil && x.written:
 		return
-	case stepErr == nil && x.run.BatchSteps && out != nil:
+	case stepErr == nil && out != nil:
 		out.StepRecord = &st
 		return
 	}

@@ -143,7 +143,7 @@ func TestLargeRunStepsAllocateWithinBounds(t *testing.T) {
 	b, err := plan.NewBudget(preset, "gpt-4o", 0, tokens.DefaultLimits())
 	require.NoError(t, err)
 	run := contract.Run{ID: "run-large", Tenant: "acme", Session: "s1", EventID: "ev-1", Trigger: "threshold",
-		Preset: policy.AutoSummarize, Model: "gpt-4o", ContextLimit: b.Measure(conv), BatchSteps: true}
+		Preset: policy.AutoSummarize, Model: "gpt-4o", ContextLimit: b.Measure(conv)}
 	conv = conversation.Conversation{}
 	sub, err := st.SubmitRun(ctx, store.Run{ID: run.ID, Tenant: "acme", Session: "s1", EventID: "ev-1",
 		Trigger: "threshold", Preset: run.Preset, InputKey: ref.Key, InputSHA256: ref.SHA256}, "body", nil)
@@ -160,7 +160,7 @@ func TestLargeRunStepsAllocateWithinBounds(t *testing.T) {
 	}
 	var pr PlanResult
 	step("plan", 10, func() {
-		pr, err = a.Plan(ctx, PlanInput{Run: run, InputKey: ref.Key, InputSHA256: ref.SHA256, Archive: true})
+		pr, err = a.Plan(ctx, PlanInput{Run: run, InputKey: ref.Key, InputSHA256: ref.SHA256})
 		require.NoError(t, err)
 	})
 	run.Resolved = &pr.Preset

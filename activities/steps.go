@@ -67,15 +67,14 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (res PlanResult, er
 		Preset: p.Name, Model: a.modelFor(p.SummarizerModel), Level: res.LevelBefore, InputKey: in.InputKey,
 		TokensBefore: int64(size), CharsBefore: int64(res.CharsBefore),
 	}}
-	if in.Archive {
-		archive, err := a.archiveInput(ctx, run.Tenant, in.InputKey, in.InputSHA256, data)
-		if err != nil {
-			return res, err
-		}
-		res.Archive = &archive
-		start.ArchiveKey, start.ArchiveSHA256 = archive.Key, archive.SHA256
-		rec.outputSize = archive.Size
+	// The original is archived here, one read of the input for both.
+	archive, err := a.archiveInput(ctx, run.Tenant, in.InputKey, in.InputSHA256, data)
+	if err != nil {
+		return res, err
 	}
+	res.Archive = &archive
+	start.ArchiveKey, start.ArchiveSHA256 = archive.Key, archive.SHA256
+	rec.outputSize = archive.Size
 	if err := a.Store.StartRun(ctx, storeRun(run, in.InputKey), start); err != nil {
 		return res, storeErr(fmt.Errorf("start run: %w", err))
 	}
@@ -1092,13 +1091,10 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	if model == "" {
 		model = a.modelFor(p.SummarizerModel)
 	}
-	steps := in.Steps
-	if run.BatchSteps {
-		// This step's own record goes with the commit too; rec.end then
-		// writes only a failure.
-		rec.outputSize = int64(len(data))
-		steps = append(steps, rec.row(nil))
-	}
+	// This step's own record goes with the commit too; rec.end then
+	// writes only a failure.
+	rec.outputSize = int64(len(data))
+	steps := append(in.Steps, rec.row(nil))
 	committed, err := a.Store.CommitRun(ctx, run.ID, store.RunResult{
 		TokensAfter: int64(after), CharsAfter: int64(runeCount(data)), Ratio: ratio,
 		OutputKey: ref.Key, OutputSHA256: ref.SHA256, Model: model, PromptVersion: in.PromptVersion,
@@ -1107,7 +1103,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	if err != nil {
 		return res, storeErr(fmt.Errorf("commit run: %w", err))
 	}
-	rec.written = run.BatchSteps
+	rec.written = true
 	if committed {
 		outcome := string(store.RunSucceeded)
 		if over {
@@ -1243,14 +1239,7 @@ func (a *Activities) handoff(ctx context.Context, run contract.Run, conv convers
 
 // FailRun marks a run failed; a run already final stays as it is.
 func (a *Activities) FailRun(ctx context.Context, in FailInput) error {
-	f := store.Failure{Class: in.Class, Message: in.Message}
-	if f.Class == "" {
-		// An older workflow sent its whole error: callers see the
-		// public part, the log keeps the rest.
-		logger(ctx).Warn("run failed", "run", in.RunID, "error", in.Message)
-		f.Class, f.Message = store.ErrorInternal, "internal error; the operator's logs have the detail"
-	}
-	failed, err := a.Store.FailRun(ctx, in.RunID, f, in.Steps...)
+	failed, err := a.Store.FailRun(ctx, in.RunID, store.Failure{Class: in.Class, Message: in.Message}, in.Steps...)
 	if err != nil {
 		return storeErr(fmt.Errorf("fail run: %w", err))
 	}

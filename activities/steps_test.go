@@ -38,14 +38,14 @@ type stepEnv struct {
 	s3    *blobtest.RequestCounter
 }
 
-func newStepEnv(t *testing.T, batch bool) *stepEnv {
+func newStepEnv(t *testing.T) *stepEnv {
 	t.Helper()
-	return newStepEnvInput(t, batch, blob.KindInput)
+	return newStepEnvInput(t, blob.KindInput)
 }
 
 // newStepEnvInput is newStepEnv with the input stored under kind: the
 // gateway stores it as an archive, runs submitted before it did as input.
-func newStepEnvInput(t *testing.T, batch bool, kind string) *stepEnv {
+func newStepEnvInput(t *testing.T, kind string) *stepEnv {
 	t.Helper()
 	data, err := os.ReadFile("../testdata/conversations/django__django-11742.json")
 	require.NoError(t, err, "the test conversation must be in testdata")
@@ -65,7 +65,7 @@ func newStepEnvInput(t *testing.T, batch bool, kind string) *stepEnv {
 	}
 	require.NoError(t, err)
 	e.run = contract.Run{ID: "run-" + t.Name(), Tenant: "acme", Session: "s1", EventID: "ev-1", Trigger: "manual",
-		Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 4000, BatchSteps: batch}
+		Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 4000}
 	sub, err := e.store.SubmitRun(ctx, store.Run{ID: e.run.ID, Tenant: "acme", Session: "s1", EventID: "ev-1",
 		Trigger: "manual", Preset: "offload-compact", InputKey: e.input.Key, InputSHA256: e.input.SHA256}, "body", nil)
 	require.NoError(t, err)
@@ -75,7 +75,7 @@ func newStepEnvInput(t *testing.T, batch bool, kind string) *stepEnv {
 
 func (e *stepEnv) plan() activities.PlanResult {
 	e.t.Helper()
-	val, err := e.env.ExecuteActivity("Plan", activities.PlanInput{Run: e.run, InputKey: e.input.Key, InputSHA256: e.input.SHA256, Archive: true})
+	val, err := e.env.ExecuteActivity("Plan", activities.PlanInput{Run: e.run, InputKey: e.input.Key, InputSHA256: e.input.SHA256})
 	require.NoError(e.t, err)
 	var res activities.PlanResult
 	require.NoError(e.t, val.Get(&res))
@@ -105,10 +105,10 @@ func (e *stepEnv) steps() []string {
 
 // TestPlanArchivesAndStartsTheRun: the plan step archives the original
 // (restorable byte for byte), marks the run running with its figures and
-// archive, and under BatchSteps returns its record instead of writing it.
+// archive, and returns its record instead of writing it.
 func TestPlanArchivesAndStartsTheRun(t *testing.T) {
 	t.Parallel()
-	e := newStepEnv(t, true)
+	e := newStepEnv(t)
 	res := e.plan()
 	require.NotNil(t, res.Archive)
 	archived, err := e.blob.GetVerified(t.Context(), res.Archive.Key, res.Archive.SHA256)
@@ -143,7 +143,7 @@ func TestPlanArchive(t *testing.T) {
 	} {
 		t.Run(tt.kind, func(t *testing.T) {
 			t.Parallel()
-			e := newStepEnvInput(t, true, tt.kind)
+			e := newStepEnvInput(t, tt.kind)
 			before := e.s3.Count(http.MethodPut)
 			res := e.plan()
 			require.Equal(t, tt.samePuts, e.s3.Count(http.MethodPut)-before, "S3 PUTs of the plan step")
@@ -166,22 +166,12 @@ func TestPlanArchive(t *testing.T) {
 	}
 }
 
-// TestPlanWritesItsRecordWithoutBatching: a run started before batching
-// writes each step's record at once and returns none.
-func TestPlanWritesItsRecordWithoutBatching(t *testing.T) {
-	t.Parallel()
-	e := newStepEnv(t, false)
-	res := e.plan()
-	require.Nil(t, res.StepRecord)
-	require.Equal(t, []string{"plan"}, e.steps())
-}
-
 // TestCommitWritesTheGatheredRecords: commit writes the run's gathered
 // records and its own with the run's final state; a retried commit adds
 // only its own new attempt.
 func TestCommitWritesTheGatheredRecords(t *testing.T) {
 	t.Parallel()
-	e := newStepEnv(t, true)
+	e := newStepEnv(t)
 	plan := e.plan()
 	in := activities.CommitInput{Run: e.run, WorkKey: e.input.Key, ArchiveKey: plan.Archive.Key,
 		TokensBefore: plan.TokensBefore, Steps: []store.Step{*plan.StepRecord}}
@@ -209,7 +199,7 @@ func TestCommitWritesTheGatheredRecords(t *testing.T) {
 // succeeded before it in the audit trail.
 func TestFailRunWritesTheGatheredRecords(t *testing.T) {
 	t.Parallel()
-	e := newStepEnv(t, true)
+	e := newStepEnv(t)
 	plan := e.plan()
 	_, err := e.env.ExecuteActivity("FailRun", activities.FailInput{RunID: e.run.ID, Class: store.ErrorSummarizer,
 		Message: "history: the summarizer failed", Steps: []store.Step{*plan.StepRecord}})
@@ -220,21 +210,6 @@ func TestFailRunWritesTheGatheredRecords(t *testing.T) {
 	require.Equal(t, "history: the summarizer failed", run.Error)
 	require.Equal(t, store.ErrorSummarizer, run.ErrorClass)
 	require.Equal(t, []string{"plan"}, e.steps())
-}
-
-// TestFailRunFromAnOlderWorkflow: an older workflow sends its whole error
-// without a class; the caller sees the internal class's message only.
-func TestFailRunFromAnOlderWorkflow(t *testing.T) {
-	t.Parallel()
-	e := newStepEnv(t, true)
-	_, err := e.env.ExecuteActivity("FailRun", activities.FailInput{RunID: e.run.ID,
-		Message: "commit: activity error (type: Commit, identity: 1@host): commit run: ERROR: boom (SQLSTATE 22021)"})
-	require.NoError(t, err)
-	run, err := e.store.GetRun(t.Context(), e.run.ID)
-	require.NoError(t, err)
-	require.Equal(t, store.ErrorInternal, run.ErrorClass)
-	require.NotContains(t, run.Error, "SQLSTATE")
-	require.NotContains(t, run.Error, "identity")
 }
 
 // TestDeterministicKeepsAnUnchangedConversation: passes that change
@@ -254,7 +229,7 @@ func TestDeterministicKeepsAnUnchangedConversation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			e := newStepEnv(t, true)
+			e := newStepEnv(t)
 			e.run.Preset, e.run.ContextLimit = tt.preset, tt.limit
 			res := e.deterministic()
 			require.NotNil(t, res.StepRecord)
@@ -293,7 +268,7 @@ func TestStepsUseTheResolvedPreset(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			e := newStepEnv(t, true)
+			e := newStepEnv(t)
 			e.run.Preset, e.run.Resolved = tt.preset, tt.resolved
 			res := e.deterministic()
 			require.Equal(t, tt.changed, res.WorkKey != e.input.Key)
@@ -319,7 +294,7 @@ func TestDriftCheckWritesMissingItemsOnlyWhenItFails(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			e := newStepEnv(t, true)
+			e := newStepEnv(t)
 			ctx := t.Context()
 			src, err := e.blob.PutContent(ctx, "acme", "text", []byte(source))
 			require.NoError(t, err)
@@ -364,7 +339,7 @@ func TestCommitOutputsTheSavedWorkAsIs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			e := newStepEnv(t, true)
+			e := newStepEnv(t)
 			plan := e.plan()
 			conv, err := conversation.ParseAny(e.data)
 			require.NoError(t, err)

@@ -145,7 +145,7 @@ func (a *Activities) heartbeat(ctx context.Context) func() {
 }
 
 // summarizerModel is the summarizer model the run's preset asks for ("":
-// the worker's): as the workflow gave it, or resolved for older runs.
+// the worker's): as the workflow gave it, or resolved from the run.
 func (a *Activities) summarizerModel(in SummarizeInput) (string, error) {
 	if in.SummarizerModel != nil {
 		return *in.SummarizerModel, nil

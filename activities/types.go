@@ -12,7 +12,7 @@ import (
 // text. Texts travel as S3 keys.
 
 // Recorded is embedded in every step's result: the record of the step's
-// successful attempt when the run batches them (Run.BatchSteps).
+// successful attempt, which the workflow writes with the run's end.
 type Recorded struct {
 	StepRecord *store.Step `json:"step_record,omitempty"`
 }
@@ -30,9 +30,6 @@ type PlanInput struct {
 	Run         contract.Run `json:"run"`
 	InputKey    string       `json:"input_key"`
 	InputSHA256 string       `json:"input_sha256"`
-	// Archive makes the plan step archive the original too (one read of
-	// the input instead of two); the result's Archive says where.
-	Archive bool `json:"archive,omitempty"`
 }
 
 // PlanResult is what the plan step learned about the input.
@@ -176,7 +173,7 @@ type SummarizeInput struct {
 	// SummarizerModel is the resolved preset's summarizer model ("" keeps
 	// the worker's), set by the workflow in place of Run.Resolved, which
 	// it leaves out of this regular activity's recorded input. Nil for
-	// runs started before it existed: the step resolves the preset.
+	// a caller that sets neither: the step resolves the preset.
 	SummarizerModel *string `json:"summarizer_model,omitempty"`
 }
 
@@ -362,8 +359,8 @@ type CommitInput struct {
 	// finished run's answer is read from Postgres alone.
 	LevelBefore string `json:"level_before,omitempty"`
 	Drift       string `json:"drift,omitempty"`
-	// Steps are the run's step records gathered by the workflow
-	// (Run.BatchSteps), written with the commit.
+	// Steps are the run's step records gathered by the workflow, written
+	// with the commit.
 	Steps     []store.Step `json:"steps,omitempty"`
 	Watermark string       `json:"watermark,omitempty"`
 	// DeleteOffloads removes offloads restored into the summary (seed 002),
@@ -432,11 +429,11 @@ type CommitResult struct {
 // FailInput marks a run failed.
 type FailInput struct {
 	RunID string `json:"run_id"`
-	// Class and Message are what the run shows its caller (see Describe);
-	// Message alone is an older workflow's whole error, described here.
+	// Class and Message are what the run shows its caller (see
+	// Describe).
 	Class   store.ErrorClass `json:"class,omitempty"`
 	Message string           `json:"message"`
-	// Steps are the run's step records gathered by the workflow
-	// (Run.BatchSteps), written with the failure.
+	// Steps are the run's step records gathered by the workflow, written
+	// with the failure.
 	Steps []store.Step `json:"steps,omitempty"`
 }

@@ -17,20 +17,20 @@ func TestCompactionInputWireFormat(t *testing.T) {
 	t.Parallel()
 	in := CompactionInput{
 		Run: Run{ID: "r1", Tenant: "acme", Session: "s1", EventID: "e1", Trigger: "threshold", Preset: "watermark",
-			Overrides: json.RawMessage(`{"history":{"keep_last":3}}`), Model: "gpt-4o", ContextLimit: 1000, ReplayOf: "r0", BatchSteps: true},
-		InputKey: "tenants/acme/input/ab/abc", InputSHA256: "abc", LocalSteps: true, LLMTaskQueue: "q-llm",
-		BudgetCheck: true, Visibility: true, Judge: true, ArchiveInPlan: true,
+			Overrides: json.RawMessage(`{"history":{"keep_last":3}}`), Model: "gpt-4o", ContextLimit: 1000, ReplayOf: "r0"},
+		InputKey: "tenants/acme/input/ab/abc", InputSHA256: "abc", LLMTaskQueue: "q-llm",
+		Visibility: true, Judge: true,
 	}
 	const golden = `{"run":{"id":"r1","tenant":"acme","session":"s1","event_id":"e1","trigger":"threshold","preset":"watermark",` +
-		`"overrides":{"history":{"keep_last":3}},"model":"gpt-4o","context_limit":1000,"replay_of":"r0","batch_steps":true},` +
-		`"input_key":"tenants/acme/input/ab/abc","input_sha256":"abc","local_steps":true,"llm_task_queue":"q-llm",` +
-		`"budget_check":true,"visibility":true,"judge":true,"archive_in_plan":true}`
+		`"overrides":{"history":{"keep_last":3}},"model":"gpt-4o","context_limit":1000,"replay_of":"r0"},` +
+		`"input_key":"tenants/acme/input/ab/abc","input_sha256":"abc","llm_task_queue":"q-llm",` +
+		`"visibility":true,"judge":true}`
 	data, err := json.Marshal(in)
 	require.NoError(t, err)
 	require.JSONEq(t, golden, string(data))
 
-	// An input recorded before most flags existed still decodes, with
-	// every later flag off.
+	// An input with only the required fields decodes, with every option
+	// off.
 	var old CompactionInput
 	require.NoError(t, json.Unmarshal([]byte(`{"run":{"id":"r1","tenant":"acme","session":"s1","event_id":"e1","trigger":"manual",`+
 		`"preset":"watermark","model":"gpt-4o","context_limit":0},"input_key":"k","input_sha256":"abc"}`), &old))

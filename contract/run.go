@@ -29,20 +29,13 @@ type Run struct {
 	Model        string `json:"model"`
 	ContextLimit int    `json:"context_limit"`
 	ReplayOf     string `json:"replay_of,omitempty"`
-	// BatchSteps: a step that succeeds returns its record
-	// (activities.Recorded) instead of writing it, and the workflow writes
-	// them all with the run's final state, one round trip instead of one
-	// per step. Failed attempts are written at once. The gateway sets it
-	// on every new run; runs started before replay writing each record.
-	BatchSteps bool `json:"batch_steps,omitempty"`
 	// Resolved is the run's preset as the plan step resolved it (name,
 	// then Overrides) and recorded it in the history: the workflow hands
 	// it to every later S3/Postgres step so that no step resolves it
 	// again, and a preset file or built-in default that changes while a
 	// run is live cannot change its later steps. Those steps are local
 	// activities, whose inputs stay out of the history; the summarizer
-	// calls get SummarizerModel instead. Nil for the plan step, for runs
-	// started before it existed and for runs without local steps (whose
-	// step inputs are in the history): those resolve Preset and Overrides.
+	// calls get SummarizerModel instead. Nil for the plan step, which
+	// resolves Preset and Overrides.
 	Resolved *policy.Preset `json:"resolved,omitempty"`
 }

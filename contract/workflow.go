@@ -55,18 +55,10 @@ type CompactionInput struct {
 	Run         Run    `json:"run"`
 	InputKey    string `json:"input_key"`
 	InputSHA256 string `json:"input_sha256"`
-	// LocalSteps runs the S3/Postgres steps as local activities; the
-	// gateway sets it on every new run. Runs started before it existed
-	// replay with regular activities (see withStepMode).
-	LocalSteps bool `json:"local_steps,omitempty"`
 	// LLMTaskQueue is the task queue of the run's summarizer calls, whose
 	// worker holds the queue-wide rate limit; empty is the workflow's own
 	// queue.
 	LLMTaskQueue string `json:"llm_task_queue,omitempty"`
-	// BudgetCheck closes the run with the budget ladder (see budgetLadder);
-	// the gateway sets it on every new run, and runs started before it
-	// existed replay without it.
-	BudgetCheck bool `json:"budget_check,omitempty"`
 	// Visibility sets the run's search attributes and memo (see
 	// visibility.go); the gateway sets it when the namespace has them.
 	Visibility bool `json:"visibility,omitempty"`
@@ -74,10 +66,6 @@ type CompactionInput struct {
 	// history summary (an LLM judge); the gateway sets it when an LLM is
 	// configured. Without it, the deterministic checks decide.
 	Judge bool `json:"judge,omitempty"`
-	// ArchiveInPlan has the plan step archive the original (one read of
-	// the input, one step fewer); the gateway sets it on every new run,
-	// and runs started before it existed replay with their archive step.
-	ArchiveInPlan bool `json:"archive_in_plan,omitempty"`
 }
 
 // CompactionResult is the outcome of a run: keys and figures, no text.

@@ -23,46 +23,41 @@ func TestBudgetLadder(t *testing.T) {
 		return activities.FitResult{WorkKey: key, Tokens: 1000, Pass: activities.PassStat{Name: "budget/y", Applied: true, Count: 1}}
 	}
 	tests := []struct {
-		name        string
-		preset      string
-		budgetCheck bool
-		detTokens   int
-		fit         map[string]activities.FitResult
-		wantSteps   []string
-		wantWork    string
-		wantLadder  bool
+		name       string
+		preset     string
+		detTokens  int
+		fit        map[string]activities.FitResult
+		wantSteps  []string
+		wantWork   string
+		wantLadder bool
 	}{
-		{name: "under the goal: no ladder", preset: "three-tier", budgetCheck: true, detTokens: 50000,
+		{name: "under the goal: no ladder", preset: "three-tier", detTokens: 50000,
 			wantSteps: nil, wantWork: "work/det"},
-		{name: "a run started before the budget check: no ladder", preset: "three-tier", budgetCheck: false, detTokens: 500000,
-			wantSteps: nil, wantWork: "work/det"},
-		{name: "offload is enough", preset: "three-tier", budgetCheck: true, detTokens: 500000,
+		{name: "offload is enough", preset: "three-tier", detTokens: 500000,
 			fit:       map[string]activities.FitResult{"offload": under("work/fit-offload")},
 			wantSteps: []string{"FitBudget/offload"}, wantWork: "work/fit-offload", wantLadder: true},
-		{name: "offload, history with a smaller tail, truncate", preset: "three-tier", budgetCheck: true, detTokens: 500000,
+		{name: "offload, history with a smaller tail, truncate", preset: "three-tier", detTokens: 500000,
 			fit: map[string]activities.FitResult{"offload": over("work/fit-offload", true),
 				"truncate": under("work/fit-truncate")},
 			wantSteps: []string{"FitBudget/offload", "PrepareHistory", "ApplyHistory", "FitBudget/truncate"},
 			wantWork:  "work/fit-truncate", wantLadder: true},
-		{name: "a ReAct trajectory never drops a turn", preset: "react-two-layer", budgetCheck: true, detTokens: 500000,
+		{name: "a ReAct trajectory never drops a turn", preset: "react-two-layer", detTokens: 500000,
 			fit: map[string]activities.FitResult{"offload": over("work/fit-offload", false),
 				"truncate": under("work/fit-truncate")},
 			wantSteps: []string{"FitBudget/offload", "FitBudget/truncate"},
 			wantWork:  "work/fit-truncate", wantLadder: true},
-		{name: "opted out by an explicit setting", preset: "watermark", budgetCheck: true, detTokens: 500000,
+		{name: "opted out by an explicit setting", preset: "watermark", detTokens: 500000,
 			wantSteps: nil, wantWork: "work/det"},
-		{name: "fits its goal but would end RED: relieve by offloading", preset: "auto-summarize", budgetCheck: true, detTokens: 100000,
+		{name: "fits its goal but would end RED: relieve by offloading", preset: "auto-summarize", detTokens: 100000,
 			fit:       map[string]activities.FitResult{"relieve": under("work/fit-relieve")},
 			wantSteps: []string{"FitBudget/relieve"}, wantWork: "work/fit-relieve"},
-		{name: "the ladder ends CRITICAL: relieve after it", preset: "react-two-layer", budgetCheck: true, detTokens: 500000,
+		{name: "the ladder ends CRITICAL: relieve after it", preset: "react-two-layer", detTokens: 500000,
 			fit: map[string]activities.FitResult{"offload": over("work/fit-offload", false),
 				"truncate": {WorkKey: "work/fit-truncate", Tokens: 112000, Pass: activities.PassStat{Name: "budget/truncate", Applied: true}},
 				"relieve":  under("work/fit-relieve")},
 			wantSteps: []string{"FitBudget/offload", "FitBudget/truncate", "FitBudget/relieve"},
 			wantWork:  "work/fit-relieve", wantLadder: true},
-		{name: "a run started before the budget check is not relieved", preset: "auto-summarize", budgetCheck: false, detTokens: 100000,
-			wantSteps: nil, wantWork: "work/det"},
-		{name: "still over after truncation: the small results go last", preset: "react-two-layer", budgetCheck: true, detTokens: 500000,
+		{name: "still over after truncation: the small results go last", preset: "react-two-layer", detTokens: 500000,
 			fit: map[string]activities.FitResult{"offload": over("work/fit-offload", false), "truncate": over("work/fit-truncate", false),
 				"offload-small": under("work/fit-small")},
 			wantSteps: []string{"FitBudget/offload", "FitBudget/truncate", "FitBudget/offload-small"},
@@ -78,7 +73,7 @@ func TestBudgetLadder(t *testing.T) {
 			if tt.name == "opted out by an explicit setting" {
 				run = testRun(tt.preset, `{"budget":{"enabled":false}}`)
 			}
-			res, err := runCompactionInput(t, f, contract.CompactionInput{Run: run, InputKey: "t1/input/abc", InputSHA256: "abc", BudgetCheck: tt.budgetCheck})
+			res, err := runCompactionInput(t, f, contract.CompactionInput{Run: run, InputKey: "t1/input/abc", InputSHA256: "abc"})
 			require.NoError(t, err)
 
 			var ladder []string
@@ -176,7 +171,7 @@ func TestHandoffSummary(t *testing.T) {
 			if tt.trigger != "" {
 				run.Trigger = tt.trigger
 			}
-			_, err := runCompactionInput(t, f, contract.CompactionInput{Run: run, InputKey: "t1/input/abc", InputSHA256: "abc", BudgetCheck: true})
+			_, err := runCompactionInput(t, f, contract.CompactionInput{Run: run, InputKey: "t1/input/abc", InputSHA256: "abc"})
 			require.NoError(t, err)
 			commit := inputsOf[activities.CommitInput](f)[0]
 			prep := inputsOf[activities.HandoffInput](f)

@@ -59,7 +59,7 @@ func llmOptions(attempts int) workflow.ActivityOptions {
 // Compaction runs one compaction: plan → archive → deterministic passes →
 // LLM passes → drift check → commit. A failure marks the run failed.
 func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.CompactionResult, error) {
-	ctx = withStepMode(workflow.WithActivityOptions(ctx, stepOptions()), in.LocalSteps)
+	ctx = workflow.WithActivityOptions(ctx, stepOptions())
 	ctx = workflow.WithValue(ctx, llmQueueKey{}, in.LLMTaskQueue)
 	ctx = workflow.WithValue(ctx, judgeKey{}, in.Judge)
 	ctx, steps := withStepLog(ctx)
@@ -96,30 +96,23 @@ func compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Com
 	res := contract.CompactionResult{RunID: run.ID}
 
 	var plan activities.PlanResult
-	planIn := activities.PlanInput{Run: run, InputKey: in.InputKey, InputSHA256: in.InputSHA256, Archive: in.ArchiveInPlan}
+	planIn := activities.PlanInput{Run: run, InputKey: in.InputKey, InputSHA256: in.InputSHA256}
 	if err := runStep(ctx, a.Plan, planIn).Get(ctx, &plan); err != nil {
 		return res, fmt.Errorf("plan: %w", err)
 	}
 	preset := plan.Preset
-	if in.LocalSteps {
-		// Every later step gets the recorded copy instead of resolving
-		// it. Only local steps: a regular activity's input is recorded in
-		// the history, and runs started without local steps (before a
-		// rolling upgrade) keep resolving.
-		run.Resolved = &preset
-	}
+	// Every later step gets the recorded copy instead of resolving it
+	// again. The steps are local activities, whose inputs stay out of the
+	// history.
+	run.Resolved = &preset
 	res.Format, res.TokensBefore, res.LevelBefore = plan.Format, plan.TokensBefore, plan.LevelBefore
 
-	// The original is archived, and its checksum verified, before anything
-	// is replaced: by the plan step, or by a step of its own (runs started
-	// before the plan step did it, or a plan answered by an older worker
-	// that ignores PlanInput.Archive).
-	var archive activities.ArchiveResult
-	if plan.Archive != nil {
-		archive = *plan.Archive
-	} else if err := runStep(ctx, a.Archive, activities.ArchiveInput{Run: run, InputKey: in.InputKey, InputSHA256: in.InputSHA256}).Get(ctx, &archive); err != nil {
-		return res, fmt.Errorf("archive original: %w", err)
+	// The plan step archived the original, and verified its checksum,
+	// before anything is replaced.
+	if plan.Archive == nil {
+		return res, temporal.NewNonRetryableApplicationError("plan: no archive of the original", ErrConfig, nil)
 	}
+	archive := *plan.Archive
 	res.ArchiveKey = archive.Key
 
 	commit := activities.CommitInput{Run: run, WorkKey: in.InputKey, ArchiveKey: archive.Key}
@@ -127,7 +120,7 @@ func compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Com
 	// Without a history summary of its own to reuse, its handoff's
 	// summary (of the input) is made beside the passes, not after them.
 	var early workflow.Future
-	if plan.LevelBefore == string(compress.LevelCritical) && !preset.History.Enabled && handsOff(ctx, plan) {
+	if plan.LevelBefore == string(compress.LevelCritical) && !preset.History.Enabled && handsOff(plan) {
 		early = startHandoffSummary(ctx, run, preset, archive, in.InputKey)
 	}
 	if !plan.Skip {
@@ -138,15 +131,14 @@ func compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Com
 		// ladder runs only above its goal.
 		budget := planpkg.Budget{Limit: plan.ContextLimit}
 		goal := planpkg.LadderGoal(preset, budget)
-		if in.BudgetCheck && preset.Budget.Enabled && res.TokensAfter > goal {
+		if preset.Budget.Enabled && res.TokensAfter > goal {
 			if err := budgetLadder(ctx, run, preset, plan, archive, &commit, &res); err != nil {
 				return res, err
 			}
 		}
 		// A run that fits but would end RED or above offloads what it
 		// still can without touching the recent turns' structure.
-		if in.BudgetCheck && planpkg.NeedsRelief(preset, budget, res.TokensAfter) &&
-			workflow.GetVersion(ctx, "relieve-red", workflow.DefaultVersion, 1) == 1 {
+		if planpkg.NeedsRelief(preset, budget, res.TokensAfter) {
 			var fit activities.FitResult
 			err := runStep(ctx, a.FitBudget, activities.FitInput{Run: run, WorkKey: commit.WorkKey, Stage: activities.FitRelieve, ArchiveKey: archive.Key}).Get(ctx, &fit)
 			if err != nil {
@@ -226,18 +218,14 @@ func budgetLadder(ctx workflow.Context, run contract.Run, preset policy.Preset, 
 	}
 	// Still over: the small results left (a ReAct trajectory never drops
 	// a turn), each for a reference.
-	if workflow.GetVersion(ctx, "ladder-offload-small", workflow.DefaultVersion, 1) == 1 {
-		_, err = step(activities.FitOffloadSmall)
-	}
+	_, err = step(activities.FitOffloadSmall)
 	return err
 }
 
 // handsOff reports whether a run's conversation can have a handoff made
-// by the summarizer: not a ReAct trajectory (no handoff), and not a run
-// started before the handoff had its own summary steps.
-func handsOff(ctx workflow.Context, pr activities.PlanResult) bool {
-	return pr.Format != "react" && pr.ContextLimit > 0 &&
-		workflow.GetVersion(ctx, "handoff-summary", workflow.DefaultVersion, 1) == 1
+// by the summarizer: not a ReAct trajectory (no handoff).
+func handsOff(pr activities.PlanResult) bool {
+	return pr.Format != "react" && pr.ContextLimit > 0
 }
 
 // handoffMade is a handoff's summary and the pass that records it.
@@ -268,7 +256,7 @@ func handoffSummary(ctx workflow.Context, run contract.Run, preset policy.Preset
 				Note: "the run's history summary"})
 			return nil
 		}
-		if !handsOff(ctx, pr) {
+		if !handsOff(pr) {
 			return nil
 		}
 		early = startHandoffSummary(ctx, run, preset, archive, commit.WorkKey)
@@ -620,7 +608,7 @@ func driftGate(ctx workflow.Context, run contract.Run, preset policy.Preset, ste
 		}
 	}
 	verdict := "patched"
-	if deterministic != nil && workflow.GetVersion(ctx, "drift-deterministic-fallback", workflow.DefaultVersion, 1) == 1 {
+	if deterministic != nil {
 		var fb activities.SummarizeResult
 		if err := runStep(ctx, a.Fallback, *deterministic).Get(ctx, &fb); err != nil {
 			return "", "", fmt.Errorf("deterministic summary: %w", err)

@@ -29,17 +29,17 @@ func TestCompactionStepOrder(t *testing.T) {
 	}{{
 		name:   "history preset: plan, archive, deterministic, summary, drift, apply, commit",
 		preset: "offload-compact",
-		want:   []string{"Plan", "Archive", "Deterministic", "PrepareHistory", "Summarize", "CheckDrift", "ApplyHistory", "Commit"},
+		want:   []string{"Plan", "Deterministic", "PrepareHistory", "Summarize", "CheckDrift", "ApplyHistory", "Commit"},
 	}, {
 		name:   "history skipped by the plan",
 		preset: "auto-summarize",
 		setup:  func(f *fakes) { f.history = activities.HistoryPlan{Skip: true, Reason: "under trigger"} },
-		want:   []string{"Plan", "Archive", "Deterministic", "PrepareHistory", "Commit"},
+		want:   []string{"Plan", "Deterministic", "PrepareHistory", "Commit"},
 	}, {
 		name:   "deterministic reaches the target: no LLM pass",
 		preset: "adaptive",
 		setup:  func(f *fakes) { f.det.Done = true },
-		want:   []string{"Plan", "Archive", "Deterministic", "Commit"},
+		want:   []string{"Plan", "Deterministic", "Commit"},
 	}, {
 		name:   "done skips map-reduce of a large result too",
 		preset: "react-two-layer",
@@ -47,23 +47,23 @@ func TestCompactionStepOrder(t *testing.T) {
 			largeRun(f, 3)
 			f.det.Done = true
 		},
-		want: []string{"Plan", "Archive", "Deterministic", "Commit"},
+		want: []string{"Plan", "Deterministic", "Commit"},
 	}, {
 		name:   "plan says skip: the input is committed unchanged",
 		preset: "adaptive",
 		setup: func(f *fakes) {
 			f.plan = activities.PlanResult{Format: "openai", Skip: true, Reason: "debug verbosity"}
 		},
-		want: []string{"Plan", "Archive", "Commit"},
+		want: []string{"Plan", "Commit"},
 	}, {
 		name:   "watermark has no LLM pass",
 		preset: "watermark",
-		want:   []string{"Plan", "Archive", "Deterministic", "Commit"},
+		want:   []string{"Plan", "Deterministic", "Commit"},
 	}, {
 		name:   "react two layer: map-reduce, drift, apply, then layer 2",
 		preset: "react-two-layer",
 		setup:  func(f *fakes) { largeRun(f, 2) },
-		want:   []string{"Plan", "Archive", "Deterministic", "Chunk", "Summarize", "Summarize", "Merge", "CheckDrift", "ApplyResults", "PlanGlobal", "Commit"},
+		want:   []string{"Plan", "Deterministic", "Chunk", "Summarize", "Summarize", "Merge", "CheckDrift", "ApplyResults", "PlanGlobal", "Commit"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,34 +84,22 @@ func TestCompactionStepOrder(t *testing.T) {
 	}
 }
 
-// TestArchiveInPlan: a run whose input asks the plan step to archive has
-// no archive step of its own, and every later step gets the plan's
-// archive; an older worker's plan that ignores the flag (no archive in its
-// result) falls back to the archive step.
+// TestArchiveInPlan: the plan step archives the original, there is no
+// archive step of its own, and every later step gets the plan's archive.
 func TestArchiveInPlan(t *testing.T) {
 	t.Parallel()
-	in := contract.CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/input/abc", InputSHA256: "abc", ArchiveInPlan: true}
+	in := contract.CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/input/abc", InputSHA256: "abc"}
 	f := &fakes{}
 	res, err := runCompactionInput(t, f, in)
 	require.NoError(t, err)
 	require.Equal(t, []string{"Plan", "Deterministic", "PrepareHistory", "Summarize", "CheckDrift", "ApplyHistory", "Commit"}, f.names())
-	require.True(t, inputsOf[activities.PlanInput](f)[0].Archive)
 	require.Equal(t, "archive/abc", res.ArchiveKey)
 	require.Equal(t, "archive/abc", inputsOf[activities.CommitInput](f)[0].ArchiveKey)
-
-	in.ArchiveInPlan = false
-	f = &fakes{}
-	res, err = runCompactionInput(t, f, in)
-	require.NoError(t, err)
-	require.Equal(t, []string{"Plan", "Archive"}, f.names()[:2])
-	require.False(t, inputsOf[activities.PlanInput](f)[0].Archive)
-	require.Equal(t, "archive/abc", res.ArchiveKey)
 }
 
 // TestBatchedStepRecords: the records that successful steps return reach
 // the commit, in the order the steps ended and once each; when the run
-// fails, they reach the failure instead. Runs without BatchSteps carry
-// none.
+// fails, they reach the failure instead.
 func TestBatchedStepRecords(t *testing.T) {
 	t.Parallel()
 	names := func(steps []store.Step) []string {
@@ -121,9 +109,7 @@ func TestBatchedStepRecords(t *testing.T) {
 		}
 		return out
 	}
-	run := testRun("offload-compact", "")
-	run.BatchSteps = true
-	in := contract.CompactionInput{Run: run, InputKey: "t1/input/abc", InputSHA256: "abc", ArchiveInPlan: true}
+	in := contract.CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/input/abc", InputSHA256: "abc"}
 
 	f := &fakes{}
 	_, err := runCompactionInput(t, f, in)
@@ -139,12 +125,6 @@ func TestBatchedStepRecords(t *testing.T) {
 	fails := inputsOf[activities.FailInput](f)
 	require.Len(t, fails, 1)
 	require.Equal(t, []string{"plan", "deterministic", "history/summarize"}, names(fails[0].Steps))
-
-	in.Run.BatchSteps = false
-	f = &fakes{}
-	_, err = runCompactionInput(t, f, in)
-	require.NoError(t, err)
-	require.Empty(t, inputsOf[activities.CommitInput](f)[0].Steps)
 }
 
 func TestCompactionHistoryPassFeedsCommit(t *testing.T) {
@@ -641,7 +621,7 @@ func TestFailureMarksRunFailed(t *testing.T) {
 				`commit run: ERROR: invalid byte sequence for encoding "UTF8": 0x00 (SQLSTATE 22021)`, activities.ErrDependency, nil)
 		},
 		errType: activities.ErrDependency,
-		want:    []string{"Plan", "Archive", "Deterministic", "Commit", "FailRun"},
+		want:    []string{"Plan", "Deterministic", "Commit", "FailRun"},
 		class:   store.ErrorDependency,
 		message: "commit: Postgres or S3 failed",
 	}}
@@ -672,21 +652,18 @@ func TestFailureMarksRunFailed(t *testing.T) {
 
 func TestStepsRunLocallyAndSummariesOnTheLLMQueue(t *testing.T) {
 	t.Parallel()
-	steps := []string{"Plan", "Archive", "Deterministic", "PrepareHistory", "CheckDrift", "ApplyHistory", "Commit"}
+	steps := []string{"Plan", "Deterministic", "PrepareHistory", "CheckDrift", "ApplyHistory", "Commit"}
 	tests := []struct {
 		name       string
-		localSteps bool
 		llmQueue   string
 		wantQueue  string
 		wantLocal  []string
 		wantRemote []string
 	}{
-		{name: "LLM task queue set", localSteps: true, llmQueue: "llm-q", wantQueue: "llm-q",
+		{name: "LLM task queue set", llmQueue: "llm-q", wantQueue: "llm-q",
 			wantLocal: steps, wantRemote: []string{"Summarize"}},
-		{name: "no LLM task queue: the workflow's own", localSteps: true, wantQueue: "default-test-taskqueue",
+		{name: "no LLM task queue: the workflow's own", wantQueue: "default-test-taskqueue",
 			wantLocal: steps, wantRemote: []string{"Summarize"}},
-		{name: "a run started before local steps: every step an activity", wantQueue: "default-test-taskqueue",
-			wantRemote: []string{"Plan", "Archive", "Deterministic", "PrepareHistory", "Summarize", "CheckDrift", "ApplyHistory", "Commit"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -709,7 +686,7 @@ func TestStepsRunLocallyAndSummariesOnTheLLMQueue(t *testing.T) {
 				queues[info.TaskQueue] = true
 			})
 			env.ExecuteWorkflow(Compaction, contract.CompactionInput{Run: testRun("offload-compact", ""), InputKey: "k", InputSHA256: "abc",
-				LocalSteps: tt.localSteps, LLMTaskQueue: tt.llmQueue})
+				LLMTaskQueue: tt.llmQueue})
 			require.True(t, env.IsWorkflowCompleted())
 			require.NoError(t, env.GetWorkflowError())
 			require.Equal(t, tt.wantLocal, local, "local activities")
@@ -730,28 +707,28 @@ func TestStepsGetThePlansPreset(t *testing.T) {
 		p.SummarizerModel = "model-of-the-plan"
 		p.History.TargetTokens = 1234
 	}
-	in := contract.CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/input/abc", InputSHA256: "abc", LocalSteps: true}
+	in := contract.CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/input/abc", InputSHA256: "abc"}
 	_, err := runCompactionInput(t, f, in)
 	require.NoError(t, err)
 
-	plan := inputsOf[activities.PlanInput](f)
+	plan := rawInputsOf[activities.PlanInput](f)
 	require.Len(t, plan, 1)
 	require.Nil(t, plan[0].Run.Resolved, "the plan step resolves the preset itself")
 
 	var later []contract.Run
-	for _, in := range inputsOf[activities.DeterministicInput](f) {
+	for _, in := range rawInputsOf[activities.DeterministicInput](f) {
 		later = append(later, in.Run)
 	}
-	for _, in := range inputsOf[activities.HistoryInput](f) {
+	for _, in := range rawInputsOf[activities.HistoryInput](f) {
 		later = append(later, in.Run)
 	}
-	for _, in := range inputsOf[activities.DriftInput](f) {
+	for _, in := range rawInputsOf[activities.DriftInput](f) {
 		later = append(later, in.Run)
 	}
-	for _, in := range inputsOf[activities.ApplyHistoryInput](f) {
+	for _, in := range rawInputsOf[activities.ApplyHistoryInput](f) {
 		later = append(later, in.Run)
 	}
-	for _, in := range inputsOf[activities.CommitInput](f) {
+	for _, in := range rawInputsOf[activities.CommitInput](f) {
 		later = append(later, in.Run)
 	}
 	require.Len(t, later, 5)
@@ -761,24 +738,10 @@ func TestStepsGetThePlansPreset(t *testing.T) {
 		require.Equal(t, 1234, run.Resolved.History.TargetTokens)
 	}
 
-	sums := inputsOf[activities.SummarizeInput](f)
+	sums := rawInputsOf[activities.SummarizeInput](f)
 	require.Len(t, sums, 1)
 	require.Nil(t, sums[0].Run.Resolved, "a summarizer call's recorded input leaves the preset out")
 	require.NotNil(t, sums[0].SummarizerModel)
 	require.Equal(t, "model-of-the-plan", *sums[0].SummarizerModel)
 	require.Equal(t, 1234, sums[0].TargetTokens, "the workflow decides from the plan's copy too")
-
-	// A run started without local steps (its steps' inputs are recorded
-	// in the history) keeps resolving in every step.
-	f = &fakes{}
-	in.LocalSteps = false
-	_, err = runCompactionInput(t, f, in)
-	require.NoError(t, err)
-	for _, c := range inputsOf[activities.CommitInput](f) {
-		require.Nil(t, c.Run.Resolved)
-	}
-	for _, s := range inputsOf[activities.SummarizeInput](f) {
-		require.Nil(t, s.Run.Resolved)
-		require.Nil(t, s.SummarizerModel, "the step resolves the preset itself")
-	}
 }

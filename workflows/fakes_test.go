@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -80,7 +81,20 @@ func (f *fakes) names() []string {
 
 // inputsOf returns the inputs of every call whose input has type T, in
 // call order.
+//
+// The copy of the resolved preset every step gets (Run.Resolved) and the
+// summarizer model taken from it are left out, so that expectations name
+// what each test is about; rawInputsOf keeps them.
 func inputsOf[T any](f *fakes) []T {
+	out := rawInputsOf[T](f)
+	for i := range out {
+		out[i] = withoutPreset(out[i])
+	}
+	return out
+}
+
+// rawInputsOf lists the inputs of type T as the steps received them.
+func rawInputsOf[T any](f *fakes) []T {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []T
@@ -90,6 +104,22 @@ func inputsOf[T any](f *fakes) []T {
 		}
 	}
 	return out
+}
+
+// withoutPreset clears the Run.Resolved field and a SummarizeInput's
+// SummarizerModel of a step input, whatever its type.
+func withoutPreset[T any](in T) T {
+	v := reflect.ValueOf(&in).Elem()
+	if v.Kind() != reflect.Struct {
+		return in
+	}
+	if run := v.FieldByName("Run"); run.IsValid() && run.Type() == reflect.TypeOf(contract.Run{}) {
+		run.FieldByName("Resolved").Set(reflect.Zero(run.FieldByName("Resolved").Type()))
+	}
+	if m := v.FieldByName("SummarizerModel"); m.IsValid() && m.Kind() == reflect.Pointer {
+		m.Set(reflect.Zero(m.Type()))
+	}
+	return in
 }
 
 // summarizeSteps maps each Summarize step to its input (the last attempt).
@@ -114,7 +144,9 @@ func (f *fakes) install(env *testsuite.TestWorkflowEnvironment) {
 			}
 			p := f.plan
 			if p.Format == "" {
-				p.Format, p.TokensBefore, p.LevelBefore = "openai", 100000, "critical"
+				// Over its limit at the start; the deterministic fake
+				// (90,000 tokens) brings it under the ladder's goal.
+				p.Format, p.TokensBefore, p.LevelBefore, p.ContextLimit = "openai", 100000, "critical", 128000
 			}
 			// The plan step resolves the run's preset once; the workflow
 			// decides from that recorded copy.
@@ -126,9 +158,7 @@ func (f *fakes) install(env *testsuite.TestWorkflowEnvironment) {
 				f.editPreset(&preset)
 			}
 			p.Preset = preset
-			if in.Archive {
-				p.Archive = &activities.ArchiveResult{Key: "archive/" + in.InputSHA256, SHA256: in.InputSHA256, Size: 10}
-			}
+			p.Archive = &activities.ArchiveResult{Key: "archive/" + in.InputSHA256, SHA256: in.InputSHA256, Size: 10}
 			p.StepRecord = stepOf(in.Run, "plan")
 			return p, nil
 		})
@@ -261,9 +291,6 @@ func quietLogger() log.Logger {
 // stepOf is the record a step of a run that batches its records
 // returns (nil for other runs); the execution id is the step's name.
 func stepOf(run contract.Run, name string) *store.Step {
-	if !run.BatchSteps {
-		return nil
-	}
 	return &store.Step{RunID: run.ID, Name: name, Attempt: 1, Kind: "fake", Execution: name}
 }
 

@@ -15,10 +15,10 @@ import (
 // The histories in testdata/histories were recorded from real runs on the
 // e2e stack (e2e.TestRecordHistories, RECORD_HISTORIES=1). Replaying them
 // fails when a change to workflow code would break runs in flight: such a
-// change needs workflow.GetVersion, or, when no old run can exist, fresh
-// recordings. The before-local-steps-* files were recorded before the
-// local-steps change (S3/Postgres steps as regular activities) and keep
-// proving that runs started then still replay.
+// change needs workflow.GetVersion and a recording of its own (see the
+// README's "Changing a workflow"). The files here are the v1 baseline:
+// every history recorded after the input flags and the branches for
+// older runs were removed.
 func recordedHistories(t *testing.T) []string {
 	t.Helper()
 	files, err := filepath.Glob("testdata/histories/*.json")

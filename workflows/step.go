@@ -10,15 +10,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
-type stepModeKey struct{}
-
-// withStepMode keeps a run's step mode in the context, so every step of
-// the run executes the same way. The mode is part of the run's input
-// (CompactionInput.LocalSteps, set by the gateway) rather than a
-// workflow.GetVersion marker: the input is in the history, so replay is
-// deterministic either way, runs started before the change (no field)
-// replay with regular activities, and it costs no TemporalChangeVersion
-// search-attribute upsert, which is a visibility write per run.
+// runStep executes one S3/Postgres step as a local activity.
 //
 // Why local activities: a regular activity costs a round trip through the
 // Temporal server on each side (schedule, dispatch, complete, a new
@@ -28,28 +20,18 @@ type stepModeKey struct{}
 // workflow task. It still retries under the same policy, and if the
 // worker dies, the steps since the last completed workflow task run again
 // on another worker; every step is idempotent (content-addressed writes,
-// step rows keyed by attempt), so that is safe. The summarizer calls stay
-// regular activities: they are long, need heartbeats and are bounded per
-// task queue.
-func withStepMode(ctx workflow.Context, local bool) workflow.Context {
-	return workflow.WithValue(ctx, stepModeKey{}, local)
-}
-
-// runStep executes one S3/Postgres step: a local activity for runs whose
-// input asks for local steps, a regular activity (under the context's
-// activity options) for older ones.
+// step rows keyed by attempt and execution), so that is safe. The
+// summarizer calls stay regular activities: they are long, need
+// heartbeats and are bounded per task queue.
 func runStep(ctx workflow.Context, activity, in any) workflow.Future {
-	if local, _ := ctx.Value(stepModeKey{}).(bool); local {
-		return recording(ctx, workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, localStepOptions()), activity, in))
-	}
-	return recording(ctx, workflow.ExecuteActivity(ctx, activity, in))
+	return recording(ctx, workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, localStepOptions()), activity, in))
 }
 
 type stepLogKey struct{}
 
-// stepLog gathers the step records that successful steps return when the
-// run batches them (contract.Run.BatchSteps); commit or the failure
-// writes them in one round trip. It is only appended to and read in
+// stepLog gathers the step records that successful steps return instead
+// of writing them; commit or the failure writes them all in one round
+// trip. It is only appended to and read in
 // order, never ranged as a map, so replay sees the same list.
 type stepLog struct {
 	steps []store.Step
@@ -57,8 +39,7 @@ type stepLog struct {
 }
 
 // withStepLog gives the run's context a step log and answers
-// ProgressQuery from it (a query handler adds nothing to the history, so
-// older histories replay).
+// ProgressQuery from it.
 func withStepLog(ctx workflow.Context) (workflow.Context, *stepLog) {
 	log := &stepLog{seen: map[string]bool{}}
 	if err := workflow.SetQueryHandler(ctx, contract.ProgressQuery, func() (contract.Progress, error) {
@@ -140,9 +121,10 @@ func stepRetry() *temporal.RetryPolicy {
 	}
 }
 
-// stepOptions are the regular-activity options of the S3/Postgres steps
-// (runs started without LocalSteps). They heartbeat, so that a worker
-// that dies mid-step is noticed in seconds, not at the 2-minute timeout.
+// stepOptions are the workflow's default activity options, for a regular
+// activity that no step sets its own for. They heartbeat, so that a
+// worker that dies mid-step is noticed in seconds, not at the 2-minute
+// timeout.
 func stepOptions() workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout:    2 * time.Minute,

@@ -224,10 +224,9 @@ func (g *Gateway) inputOf(r store.Run) contract.CompactionInput {
 		Run: contract.Run{
 			ID: r.ID, Tenant: r.Tenant, Session: r.Session, EventID: r.EventID, Trigger: r.Trigger,
 			Preset: r.Preset, Overrides: r.Overrides, Model: r.AgentModel, ContextLimit: r.ContextLimit, ReplayOf: r.ReplayOf,
-			BatchSteps: true,
 		},
-		InputKey: r.InputKey, InputSHA256: r.InputSHA256, LocalSteps: true, BudgetCheck: true, LLMTaskQueue: g.LLMTaskQueue,
-		Visibility: g.SearchAttributes, Judge: g.Judge, ArchiveInPlan: true,
+		InputKey: r.InputKey, InputSHA256: r.InputSHA256, LLMTaskQueue: g.LLMTaskQueue,
+		Visibility: g.SearchAttributes, Judge: g.Judge,
 	}
 }
 
