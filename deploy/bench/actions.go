@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+)
+
+// historyCost is what a workflow's event history says it cost: its events,
+// and the billable actions Temporal Cloud's mapping gives them (an
+// estimate from the history, as the Cloud's own history view makes it).
+type historyCost struct {
+	events  int
+	actions int
+}
+
+// costOf counts a history's events and estimates its billable actions
+// after Temporal Cloud's published mapping: a workflow started, each
+// activity scheduled (and each retry, counted by attempt), each timer
+// started, each signal received, each child workflow started, each
+// search-attribute upsert, and the local activities of one workflow task
+// as one action (their markers share the task's completion).
+func costOf(h *historypb.History) historyCost {
+	c := historyCost{events: len(h.GetEvents())}
+	markerTask := int64(-1) // the workflow task completion whose markers were counted
+	lastCompleted := int64(0)
+	for _, e := range h.GetEvents() {
+		switch e.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED,
+			enumspb.EVENT_TYPE_TIMER_STARTED,
+			enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
+			enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED,
+			enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
+			c.actions++
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+			// One action per attempt: the started event of a retried
+			// activity carries the attempt it was.
+			c.actions += max(1, int(e.GetActivityTaskStartedEventAttributes().GetAttempt()))
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+			lastCompleted = e.GetEventId()
+		case enumspb.EVENT_TYPE_MARKER_RECORDED:
+			if e.GetMarkerRecordedEventAttributes().GetMarkerName() == "LocalActivity" && markerTask != lastCompleted {
+				markerTask = lastCompleted
+				c.actions++
+			}
+		}
+	}
+	return c
+}
+
+// workflowCost reads the history of workflow id and returns its cost.
+func workflowCost(ctx context.Context, c client.Client, id string) (historyCost, error) {
+	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	h := &historypb.History{}
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			return historyCost{}, fmt.Errorf("history of %s: %w", id, err)
+		}
+		h.Events = append(h.Events, e)
+	}
+	return costOf(h), nil
+}
