@@ -112,7 +112,7 @@ type Result struct {
 	OutputSHA256    string          `json:"output_sha256,omitempty"`
 	Passes          []PassStat      `json:"passes"`
 	Conversation    json.RawMessage `json:"conversation,omitempty"`
-	// Recommendation is seed 004's action for the level after; Handoff the
+	// Recommendation is the three-tier action for the level after; Handoff the
 	// fresh-session conversation, when the run ended CRITICAL (or over its
 	// limit) or on a checkpoint event.
 	Recommendation string          `json:"recommendation,omitempty"`

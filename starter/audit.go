@@ -537,7 +537,7 @@ func newStatus() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status --session S",
-		Short: "Seed 004's context status report of a session",
+		Short: "The context status report of a session (levels and recommendation of the three-tier design)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if session == "" {
@@ -565,7 +565,7 @@ func newStatus() *cobra.Command {
 	return cmd
 }
 
-// printStatus prints the report in seed 004's layout.
+// printStatus prints the report in the three-tier design's layout.
 func printStatus(w io.Writer, st audit.SessionStatus) {
 	fmt.Fprintf(w, "## Context Status Report: %s/%s\n", st.Tenant, st.Session)
 	fmt.Fprintf(w, "**Timestamp:** %s\n", st.Time.Format(time.RFC3339))

@@ -22,7 +22,7 @@ type inspectRequest struct {
 	Conversation json.RawMessage `json:"conversation"`
 }
 
-// inspectResponse is seed 004's status report of the conversation sent:
+// inspectResponse is the three-tier design's status report of the conversation sent:
 // its size against the limit, its level, the recommendation, and what the
 // preset's deterministic passes and the budget ladder would reach.
 type inspectResponse struct {

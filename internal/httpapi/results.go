@@ -33,7 +33,7 @@ const DefaultResultsSession = "results"
 // wait_seconds: the endpoint is meant to be synchronous.
 const defaultSummarizeWait = 2 * time.Minute
 
-// compressRequest is the body of POST /v1/results:compress: seed 000's
+// compressRequest is the body of POST /v1/results:compress: the ReAct two-layer design's
 // layer 1 as a service, for one large tool result.
 type compressRequest struct {
 	Text     string `json:"text"`
@@ -105,7 +105,7 @@ func (a *api) postCompress(w http.ResponseWriter, r *http.Request, tenant string
 }
 
 // offload stores the text under the tenant's offload prefix and answers
-// with seed 004's reference block, which the caller puts in place of the
+// with the three-tier reference block, which the caller puts in place of the
 // result.
 func (a *api) offload(w http.ResponseWriter, r *http.Request, tenant string, req compressRequest) error {
 	counter, err := tokens.New(tokens.EncodingForModel(req.Model))

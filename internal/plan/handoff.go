@@ -87,11 +87,11 @@ type HandoffRefs struct {
 	// Summarize writes the summary of the handed-off middle of the
 	// session from its transcript, within about targetChars; nil is
 	// digest.Extractive. The worker passes the structured offline
-	// summary (llm.Extractive, seed 004's session sections).
+	// summary (llm.Extractive, the three-tier session sections).
 	Summarize func(transcript string, targetChars int) string
 }
 
-// Handoff builds seed 004's fresh-session conversation from conv: the
+// Handoff builds the three-tier fresh-session conversation from conv: the
 // system prompt, the original intent and pinned constraints verbatim, a
 // "## Session Handoff" summary of everything between them and the last
 // turn with the recovery references, and the last turn (from the last

@@ -196,7 +196,7 @@ func lockOffloadKeys(ctx context.Context, tx pgx.Tx, tenant string, keys []strin
 	return nil
 }
 
-// Watermark is a checkpoint of a session (seed 001): every tool_use and
+// Watermark is a checkpoint of a session (the watermark design): every tool_use and
 // tool_result block before the tool_use with id ToolUseID is pruned.
 type Watermark struct {
 	Tenant    string

@@ -19,7 +19,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
-// band is one of seed 004's status levels as a range of context usage, in
+// band is one of the three-tier status levels as a range of context usage, in
 // percent of the limit. The bounds are compress.LevelFor's (a test keeps
 // the two in step).
 type band struct {
