@@ -38,38 +38,57 @@ func (g *Gateway) Reconcile(ctx context.Context, olderThan time.Duration) (Recon
 	out := Reconciled{Failed: map[string]string{}}
 	before := time.Now().Add(-olderThan)
 	for _, status := range []store.RunStatus{store.RunPending, store.RunRunning} {
-		runs, err := g.Store.ListRuns(ctx, store.RunFilter{Status: status, To: before, Limit: store.MaxListLimit})
-		if err != nil {
-			return out, fmt.Errorf("list %s runs: %w", status, err)
-		}
-		for _, r := range runs {
-			out.Checked++
-			why, err := g.orphaned(ctx, r)
+		// Page through them all: a backlog of more live runs than one
+		// page must not hide the orphans behind it.
+		after := ""
+		for {
+			runs, err := g.Store.ListRuns(ctx, store.RunFilter{Status: status, To: before, Limit: store.MaxListLimit, AfterID: after})
 			if err != nil {
-				return out, fmt.Errorf("reconcile run %s: %w", r.ID, err)
+				return out, fmt.Errorf("list %s runs: %w", status, err)
 			}
-			if why == "" {
-				continue
-			}
-			if r.Status == store.RunPending && r.InputKey != "" && r.InputSHA256 != "" && strings.Contains(why, "never started") {
-				// Claimed while Temporal was down: its row holds all it
-				// needs, so it runs now rather than fail.
-				if err := g.start(ctx, g.inputOf(r)); err != nil {
-					return out, fmt.Errorf("reconcile run %s: %w", r.ID, err)
+			for _, r := range runs {
+				if err := g.reconcileRun(ctx, r, &out); err != nil {
+					return out, err
 				}
-				out.Started = append(out.Started, r.ID)
-				continue
 			}
-			marked, err := g.Store.FailRun(ctx, r.ID, store.Failure{Class: store.ErrorInterrupted, Message: why})
-			if err != nil {
-				return out, fmt.Errorf("reconcile run %s: %w", r.ID, err)
+			if len(runs) < store.MaxListLimit {
+				break
 			}
-			if marked {
-				out.Failed[r.ID] = why
-			}
+			after = runs[len(runs)-1].ID
 		}
 	}
 	return out, nil
+}
+
+// reconcileRun looks at one live run r: it starts it when it was claimed
+// while Temporal was down, marks it failed when no workflow will finish
+// it, and records either in out.
+func (g *Gateway) reconcileRun(ctx context.Context, r store.Run, out *Reconciled) error {
+	out.Checked++
+	why, err := g.orphaned(ctx, r)
+	if err != nil {
+		return fmt.Errorf("reconcile run %s: %w", r.ID, err)
+	}
+	if why == "" {
+		return nil
+	}
+	if r.Status == store.RunPending && r.InputKey != "" && r.InputSHA256 != "" && strings.Contains(why, "never started") {
+		// Claimed while Temporal was down: its row holds all it
+		// needs, so it runs now rather than fail.
+		if err := g.start(ctx, g.inputOf(r)); err != nil {
+			return fmt.Errorf("reconcile run %s: %w", r.ID, err)
+		}
+		out.Started = append(out.Started, r.ID)
+		return nil
+	}
+	marked, err := g.Store.FailRun(ctx, r.ID, store.Failure{Class: store.ErrorInterrupted, Message: why})
+	if err != nil {
+		return fmt.Errorf("reconcile run %s: %w", r.ID, err)
+	}
+	if marked {
+		out.Failed[r.ID] = why
+	}
+	return nil
 }
 
 // orphaned says why no workflow will finish run r, or "" when one may.
