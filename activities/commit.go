@@ -1,0 +1,259 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ctxcompact/orchestrator/contract"
+	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/compress"
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/plan"
+	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+// Commit writes the compacted conversation in the caller's format, marks
+// the run succeeded (at most once), persists the watermark, and only then
+// deletes the offloads the summary restored.
+func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResult, err error) {
+	rec := a.begin(ctx, in.Run, "commit", "commit")
+	defer rec.end(&err, nil)
+
+	run := in.Run
+	conv, _, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
+	if err != nil {
+		return res, err
+	}
+	p, b, err := a.budget(run)
+	if err != nil {
+		return res, err
+	}
+	tokensBefore, err := a.tokensBefore(ctx, run, in.TokensBefore)
+	if err != nil {
+		return res, err
+	}
+	after := b.Measure(conv)
+	// changed: by commit itself, since the work was saved.
+	reactStats, changed, err := setReActStats(&conv, p, b, after)
+	if err != nil {
+		return res, err
+	}
+	data, err := a.outputBytes(ctx, run.Tenant, in.WorkKey, conv, changed)
+	if err != nil {
+		return res, err
+	}
+	ref, err := a.Blob.PutContent(ctx, run.Tenant, blob.KindOutput, data)
+	if err != nil {
+		return res, blobErr(fmt.Errorf("write output: %w", err))
+	}
+	o := commitOutcome(ctx, in, conv, p, b, after, tokensBefore, reactStats)
+	if res, err = a.commitHandoff(ctx, in, conv, p, b, &o); err != nil {
+		return res, err
+	}
+	if res.Committed, err = a.commitRun(ctx, rec, in, p, b, conv, o, ref, data); err != nil {
+		return res, err
+	}
+	if in.Watermark != "" {
+		if err := a.Store.SetWatermark(ctx, run.Tenant, run.Session, in.Watermark, run.ID); err != nil {
+			return res, storeErr(fmt.Errorf("persist watermark: %w", err))
+		}
+	}
+	deleted, err := a.releaseOffloads(ctx, run, in.DeleteOffloads)
+	if err != nil {
+		return res, err
+	}
+	rec.outputSize = int64(len(data))
+	return CommitResult{OutputKey: ref.Key, OutputSHA256: ref.SHA256, TokensBefore: int(tokensBefore),
+		TokensAfter: after, Ratio: o.ratio, LevelAfter: string(o.level), Committed: res.Committed, Deleted: deleted,
+		OverLimit: o.over, Reason: o.reason, Limit: b.Limit, Recommendation: compress.Recommendation(o.level), LevelReason: o.stats.LevelReason,
+		HandoffKey: res.HandoffKey, HandoffSHA256: res.HandoffSHA256}, nil
+}
+
+// tokensBefore is the run's size before compaction: as the workflow
+// passed it from the plan, else as the run's row recorded it (a run
+// started before the workflow passed the plan's figure).
+func (a *Activities) tokensBefore(ctx context.Context, run contract.Run, passed int) (int64, error) {
+	if passed != 0 {
+		return int64(passed), nil
+	}
+	stored, err := a.Store.GetRun(ctx, run.ID)
+	if err != nil {
+		return 0, storeErr(fmt.Errorf("read run: %w", err))
+	}
+	return stored.TokensBefore, nil
+}
+
+// setReActStats gives a ReAct trajectory its compression stats. A bare
+// list of turns has no place for them: they go to the run's stats (and
+// the response) only, and the output stays a list; changed reports
+// whether conv itself got them. A conversation of another format has none.
+func setReActStats(conv *conversation.Conversation, p policy.Preset, b plan.Budget, after int) (*conversation.ReActStats, bool, error) {
+	if conv.Format != conversation.FormatReAct {
+		return nil, false, nil
+	}
+	usage := b.Usage(after)
+	threshold := int(float64(b.Limit) * p.GlobalResults.TriggerUsage)
+	stats := &conversation.ReActStats{
+		TotalSize: after, ModelLimit: b.Limit, UsagePercent: roundTo(usage*100, 1),
+		TurnsCount: len(conv.Messages) / 2, CompressionThreshold: threshold, NeedsCompression: after > threshold,
+	}
+	if !conversation.HasStatsPlace(*conv) {
+		return stats, false, nil
+	}
+	if err := conversation.SetReActStats(conv, *stats); err != nil {
+		return nil, false, fmt.Errorf("write compression stats: %w", err)
+	}
+	return stats, true, nil
+}
+
+// outcome is what a commit decided about its run: the figures of its
+// result and the stats recorded on it.
+type outcome struct {
+	after        int
+	usage        float64
+	level        compress.Level
+	ratio        float64
+	over         bool
+	reason       string
+	tokensBefore int64
+	stats        store.RunStats
+}
+
+// commitOutcome works out the run's outcome from its compacted size.
+func commitOutcome(ctx context.Context, in CommitInput, conv conversation.Conversation, p policy.Preset, b plan.Budget,
+	after int, tokensBefore int64, reactStats *conversation.ReActStats) outcome {
+	usage := b.Usage(after)
+	o := outcome{after: after, usage: usage, level: compress.LevelFor(usage), over: b.Over(after), tokensBefore: tokensBefore}
+	if tokensBefore > 0 {
+		o.ratio = float64(after) / float64(tokensBefore)
+	}
+	if o.over {
+		o.reason = plan.OverLimitReason(conv, p, b, in.Ladder, in.HistoryFailed)
+		logger(ctx).Warn("run ends over its limit", "run", in.Run.ID, "size", after, "limit", b.Limit)
+	}
+	o.stats = store.RunStats{
+		Passes: in.Passes, UsageAfter: usage, AgentModel: in.Run.Model, ContextLimit: b.Limit,
+		Encoding: b.Counter.Name(), Unit: unitOf(b), HistoryFailed: in.HistoryFailed,
+		Recommendation: compress.Recommendation(o.level), ArchiveKey: in.ArchiveKey,
+		OverLimit: o.over, OverLimitReason: o.reason, PreservedCount: in.Preserved, DeletedOffloads: len(in.DeleteOffloads),
+		LevelBefore: in.LevelBefore, Drift: in.Drift, Format: string(conv.Format), LevelReason: plan.LevelReason(conv, p, b),
+	}
+	if reactStats != nil {
+		o.stats.ContextCompression = mustJSON(map[string]any{"enabled": true, "stats": reactStats})
+	}
+	return o
+}
+
+// commitHandoff makes the fresh session of a run that needs one, names it
+// on the outcome's stats and returns it in res. A session that reached
+// CRITICAL gets its fresh start even when this run brought it lower: it
+// will be back there soon.
+func (a *Activities) commitHandoff(ctx context.Context, in CommitInput, conv conversation.Conversation, p policy.Preset, b plan.Budget, o *outcome) (res CommitResult, err error) {
+	startedCritical := in.LevelBefore == string(compress.LevelCritical)
+	if o.level != compress.LevelCritical && !startedCritical && !o.over && in.Run.Trigger != "checkpoint" {
+		return res, nil
+	}
+	// Seed 004's "Checkpoint + fresh session", made: the fresh
+	// session's conversation, stored and named on the run.
+	ref, err := a.handoff(ctx, in.Run, conv, p, b, plan.HandoffRefs{Level: string(o.level), Usage: o.usage, ArchiveKey: in.ArchiveKey}, in.HandoffSummaryKey)
+	var app *temporal.ApplicationError
+	switch {
+	case err != nil && errors.As(err, &app) && !app.NonRetryable():
+		return res, err // S3 or Postgres is down: the commit retries
+	case err != nil:
+		// The handoff is an extra: a conversation it cannot be made
+		// from does not fail the run.
+		logger(ctx).Warn("no handoff", "run", in.Run.ID, "error", err)
+	case ref.Key != "":
+		o.stats.HandoffKey, o.stats.HandoffSHA256 = ref.Key, ref.SHA256
+		res.HandoffKey, res.HandoffSHA256 = ref.Key, ref.SHA256
+	}
+	return res, nil
+}
+
+// commitRun marks the run final with its outcome and the records of its
+// steps, this one's included (rec.end then writes only a failure), and
+// reports whether this call did: a retried commit finds the run already
+// final, and nothing changes.
+func (a *Activities) commitRun(ctx context.Context, rec *attempt, in CommitInput, p policy.Preset, b plan.Budget,
+	conv conversation.Conversation, o outcome, ref blob.Ref, data []byte) (bool, error) {
+	run := in.Run
+	model := in.Model
+	if model == "" {
+		model = a.modelFor(p.SummarizerModel)
+	}
+	rec.outputSize = int64(len(data))
+	steps := append(in.Steps, rec.row(nil))
+	after := o.after
+	committed, err := a.Store.CommitRun(ctx, run.ID, store.RunResult{
+		TokensAfter: int64(after), CharsAfter: int64(runeCount(data)), Ratio: o.ratio,
+		OutputKey: ref.Key, OutputSHA256: ref.SHA256, Model: model, PromptVersion: in.PromptVersion,
+		Level: string(o.level), Stats: mustJSON(o.stats), OverLimit: o.over, Reason: o.reason, Steps: steps,
+	})
+	if err != nil {
+		return false, storeErr(fmt.Errorf("commit run: %w", err))
+	}
+	rec.written = true
+	if committed {
+		status := string(store.RunSucceeded)
+		if o.over {
+			status = string(store.RunOverLimit)
+		}
+		a.Metrics.Run(status, p.Name, string(conv.Format), unitOf(b), int(o.tokensBefore), after)
+		return true, nil
+	}
+	current, err := a.Store.GetRun(ctx, run.ID)
+	if err != nil {
+		return false, storeErr(fmt.Errorf("read run: %w", err))
+	}
+	if current.Status != store.RunSucceeded && current.Status != store.RunOverLimit {
+		return false, badInput(fmt.Errorf("run %s is already %s", run.ID, current.Status))
+	}
+	return false, nil
+}
+
+// outputBytes is the run's output: the saved working copy's own bytes
+// when the last step saved it (a "work" object is the rendering of the
+// conversation commit loaded) and commit changed nothing, so that the
+// output is not rendered a second time; else the conversation rendered,
+// which also gives the caller's input back in canonical form when no
+// pass changed it.
+func (a *Activities) outputBytes(ctx context.Context, tenant, workKey string, conv conversation.Conversation, changed bool) ([]byte, error) {
+	if _, kind, sha, err := blob.ParseContentKey(workKey); err == nil && kind == blob.KindWork && !changed {
+		return a.getVerified(ctx, tenant, workKey, sha)
+	}
+	data, err := conversation.Render(conv)
+	if err != nil {
+		return nil, fmt.Errorf("render output: %w", err)
+	}
+	return data, nil
+}
+
+// runeCount is utf8.RuneCount without a copy of p: Go's counts a text
+// that is not all ASCII through a string conversion of the rest, a copy
+// of megabytes for a conversation.
+func runeCount(p []byte) int {
+	n := 0
+	for len(p) > 0 {
+		size := 1
+		if p[0] >= utf8.RuneSelf {
+			_, size = utf8.DecodeRune(p)
+		}
+		p = p[size:]
+		n++
+	}
+	return n
+}
+
+func roundTo(v float64, digits int) float64 {
+	f := 1.0
+	for i := 0; i < digits; i++ {
+		f *= 10
+	}
+	return float64(int64(v*f+0.5)) / f
+}

@@ -1,0 +1,219 @@
+package activities_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+// The steps that work on a whole conversation, on the in-memory stores.
+
+// TestUnitPlan: the plan step starts the run with its figures and archive
+// and hands its record back; an input stored as an archive is the archive
+// (no write), any other input is copied to one.
+func TestUnitPlan(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		kind string
+		puts int
+	}{
+		{kind: blob.KindArchive, puts: 0},
+		{kind: blob.KindInput, puts: 1},
+	} {
+		t.Run(tt.kind, func(t *testing.T) {
+			t.Parallel()
+			u := newUnit(t)
+			in, data := u.conversation(tt.kind)
+			before := u.blob.putCount()
+			res, err := u.a.Plan(t.Context(), activities.PlanInput{Run: u.run, InputKey: in.Key, InputSHA256: in.SHA256})
+			require.NoError(t, err)
+			require.Equal(t, tt.puts, u.blob.putCount()-before)
+			require.NotNil(t, res.Archive)
+			require.Equal(t, in.SHA256, res.Archive.SHA256)
+			require.Equal(t, string(data), u.get(res.Archive.Key))
+			require.Positive(t, res.TokensBefore)
+			require.False(t, res.Skip)
+			require.NotNil(t, res.StepRecord)
+			require.Equal(t, "plan", res.StepRecord.Name)
+			require.Empty(t, u.store.stepNames(), "the record goes back to the workflow")
+
+			run, err := u.store.GetRun(t.Context(), u.run.ID)
+			require.NoError(t, err)
+			require.Equal(t, store.RunRunning, run.Status)
+			require.Equal(t, res.Archive.Key, run.ArchiveKey)
+			require.Equal(t, int64(res.TokensBefore), run.TokensBefore)
+		})
+	}
+}
+
+// TestUnitPlanRefusesADamagedInput: an input whose bytes are not its
+// SHA-256 fails the step, and the failure is recorded.
+func TestUnitPlanRefusesADamagedInput(t *testing.T) {
+	t.Parallel()
+	u := newUnit(t)
+	in, _ := u.conversation(blob.KindInput)
+	_, err := u.a.Plan(t.Context(), activities.PlanInput{Run: u.run, InputKey: in.Key, InputSHA256: blob.SHA256Hex(nil)})
+	require.Error(t, err)
+	require.Equal(t, []string{"plan"}, u.store.stepNames(), "a failed step writes its own record")
+}
+
+// TestUnitArchive: the archive step copies the input to its archive key
+// and records it on the run.
+func TestUnitArchive(t *testing.T) {
+	t.Parallel()
+	u := newUnit(t)
+	in, data := u.conversation(blob.KindInput)
+	res, err := u.a.Archive(t.Context(), activities.ArchiveInput{Run: u.run, InputKey: in.Key, InputSHA256: in.SHA256})
+	require.NoError(t, err)
+	_, kind, sha, err := blob.ParseContentKey(res.Key)
+	require.NoError(t, err)
+	require.Equal(t, blob.KindArchive, kind)
+	require.Equal(t, in.SHA256, sha)
+	require.Equal(t, int64(len(data)), res.Size)
+	require.Equal(t, string(data), u.get(res.Key))
+	run, err := u.store.GetRun(t.Context(), u.run.ID)
+	require.NoError(t, err)
+	require.Equal(t, res.Key, run.ArchiveKey)
+}
+
+// TestUnitDeterministic: passes that change nothing hand on the input's
+// key; passes that do store a smaller working copy and leave the input.
+func TestUnitDeterministic(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		preset  string
+		limit   int
+		changed bool
+	}{
+		{name: "watermark under the limit", preset: "watermark", limit: 200000},
+		{name: "three-tier far over the limit", preset: "three-tier", limit: 4000, changed: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			u := newUnit(t)
+			u.run.Preset, u.run.ContextLimit = tt.preset, tt.limit
+			in, data := u.conversation(blob.KindInput)
+			res, err := u.a.Deterministic(t.Context(), activities.DeterministicInput{Run: u.run, WorkKey: in.Key})
+			require.NoError(t, err)
+			require.NotNil(t, res.StepRecord)
+			require.NotEmpty(t, res.Passes)
+			if !tt.changed {
+				require.Equal(t, in.Key, res.WorkKey)
+				return
+			}
+			require.NotEqual(t, in.Key, res.WorkKey)
+			require.Less(t, len(u.get(res.WorkKey)), len(data))
+			require.Equal(t, string(data), u.get(in.Key), "the input is never changed")
+		})
+	}
+}
+
+// TestUnitFitBudget: a ladder stage saves the conversation only when it
+// changed it, and records and stores what it offloads; an unknown stage
+// is a configuration error, not retried.
+func TestUnitFitBudget(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		stage    string
+		applied  bool
+		offloads int
+	}{
+		{stage: activities.FitOffload, applied: true, offloads: 1},
+		{stage: activities.FitTruncate, applied: true},
+		{stage: activities.FitRelieve, applied: true, offloads: 1},
+		{stage: activities.FitOffloadSmall},
+	} {
+		t.Run(tt.stage, func(t *testing.T) {
+			t.Parallel()
+			u := newUnit(t)
+			u.run.ContextLimit = 8000
+			in, _ := u.conversation(blob.KindInput)
+			res, err := u.a.FitBudget(t.Context(), activities.FitInput{Run: u.run, WorkKey: in.Key, Stage: tt.stage})
+			require.NoError(t, err)
+			require.Equal(t, tt.applied, res.Pass.Applied)
+			require.Equal(t, tt.applied, res.WorkKey != in.Key, "a new work key exactly when the stage applied")
+			require.True(t, u.blob.has(res.WorkKey))
+			require.True(t, res.AboveGoal, "8,000 tokens are out of reach of one stage")
+			require.True(t, res.HistoryAllowed)
+			offs, err := u.store.ListOffloads(t.Context(), "acme", "s1", false)
+			require.NoError(t, err)
+			require.Len(t, offs, tt.offloads)
+			for _, o := range offs {
+				require.True(t, u.blob.has(o.Key), "an offload is stored under the key it was recorded with")
+			}
+		})
+	}
+	t.Run("unknown stage", func(t *testing.T) {
+		t.Parallel()
+		u := newUnit(t)
+		u.run.ContextLimit = 8000
+		in, _ := u.conversation(blob.KindInput)
+		_, err := u.a.FitBudget(t.Context(), activities.FitInput{Run: u.run, WorkKey: in.Key, Stage: "no-such-stage"})
+		var app *temporal.ApplicationError
+		require.ErrorAs(t, err, &app)
+		require.True(t, app.NonRetryable())
+	})
+}
+
+// TestUnitPlanGlobal: over its trigger, layer 2 lists tool results to
+// rewrite, each stored for the summarizer; excluded ones are left out.
+func TestUnitPlanGlobal(t *testing.T) {
+	t.Parallel()
+	u := newUnit(t)
+	u.run.Preset = policy.ReactTwoLayer
+	in, _ := u.conversation(blob.KindInput)
+	res, err := u.a.PlanGlobal(t.Context(), activities.GlobalInput{Run: u.run, WorkKey: in.Key})
+	require.NoError(t, err)
+	require.Positive(t, res.Usage)
+	require.NotEmpty(t, res.Targets)
+	for _, tg := range res.Targets {
+		require.NotEmpty(t, u.get(tg.TextKey))
+	}
+	first := res.Targets[0]
+	again, err := u.a.PlanGlobal(t.Context(), activities.GlobalInput{Run: u.run, WorkKey: in.Key,
+		Exclude: []activities.Replacement{{Msg: first.Msg, Block: first.Block}}})
+	require.NoError(t, err)
+	require.Len(t, again.Targets, len(res.Targets)-1)
+	for _, tg := range again.Targets {
+		require.False(t, tg.Msg == first.Msg && tg.Block == first.Block, "an excluded result is not listed again")
+	}
+}
+
+// TestUnitApplyResults: a rewritten result replaces the original in a
+// new working copy; a position out of range is refused.
+func TestUnitApplyResults(t *testing.T) {
+	t.Parallel()
+	u := newUnit(t)
+	in, _ := u.conversation(blob.KindInput)
+	conv, err := conversation.ParseAny([]byte(u.get(in.Key)))
+	require.NoError(t, err)
+	msg, block := -1, -1
+	for i, m := range conv.Messages {
+		for j, b := range m.Blocks {
+			if b.Kind == conversation.KindToolResult && msg < 0 {
+				msg, block = i, j
+			}
+		}
+	}
+	require.GreaterOrEqual(t, msg, 0, "the test conversation has a tool result")
+	text := u.put("summary", "REWRITTEN RESULT")
+	res, err := u.a.ApplyResults(t.Context(), activities.ApplyResultsInput{Run: u.run, Step: "large/0/apply",
+		WorkKey: in.Key, Replacements: []activities.Replacement{{Msg: msg, Block: block, TextKey: text}}})
+	require.NoError(t, err)
+	require.NotEqual(t, in.Key, res.WorkKey)
+	out, err := conversation.ParseAny([]byte(u.get(res.WorkKey)))
+	require.NoError(t, err)
+	require.Contains(t, out.Messages[msg].Blocks[block].Text, "REWRITTEN RESULT")
+
+	_, err = u.a.ApplyResults(t.Context(), activities.ApplyResultsInput{Run: u.run, Step: "large/1/apply",
+		WorkKey: in.Key, Replacements: []activities.Replacement{{Msg: len(conv.Messages), TextKey: text}}})
+	require.ErrorContains(t, err, "out of range")
+}

@@ -1,0 +1,219 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ctxcompact/orchestrator/internal/digest"
+	"github.com/ctxcompact/orchestrator/internal/llm"
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+// CheckDrift measures a summary against its source: the share of the
+// source's identifiers (paths, URLs, ids, numbers, commands, error codes)
+// it keeps, over the most recent MaxIdentifiers of them. The missing items
+// go to S3 and Postgres, never into workflow history.
+func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftResult, err error) {
+	rec := a.begin(ctx, in.Run, in.Step, "drift")
+	defer rec.end(&err, &res.Recorded)
+
+	p, err := a.preset(in.Run)
+	if err != nil {
+		return res, err
+	}
+	ids, err := a.identifiers(ctx, in.Run.Tenant, in.SourceKey)
+	if err != nil {
+		return res, err
+	}
+	summary, err := a.text(ctx, in.Run.Tenant, in.SummaryKey)
+	if err != nil {
+		return res, err
+	}
+	score, missing := retention(ids, summary, p.Drift.MaxIdentifiers)
+	idPassed := score >= p.Drift.MinRetention
+	res = DriftResult{Score: score, Passed: idPassed}
+	source, err := a.text(ctx, in.Run.Tenant, in.SourceKey)
+	if err != nil {
+		return res, err
+	}
+	checks, missing := a.driftChecks(ctx, in, source, summary, &res, missing)
+	fab := checks[len(checks)-1]
+	// Only a failed check hands its missing items on (to the repair pass
+	// and the patch); a passed one keeps them in its verdict rows alone,
+	// without an S3 write.
+	if len(missing) > 0 && !res.Passed {
+		data, _ := json.Marshal(missing)
+		if res.MissingKey, err = a.putText(ctx, in.Run.Tenant, "drift", string(data)); err != nil {
+			return res, err
+		}
+	}
+	verdict := identifierVerdict(p.Drift.MinRetention, score, idPassed, fab.Passed, res.Passed, len(missing), len(fab.Missing))
+	ident := store.Drift{RunID: in.Run.ID, Step: in.Step, Pass: in.Pass, Score: score,
+		Passed: res.Passed, Missing: missing, Verdict: verdict}
+	if err := a.recordDrift(ctx, in, ident, idPassed, checks); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// driftChecks are the checks of a summary beyond its identifiers', their
+// verdicts folded into res: seed 004's session checks for a history
+// summary, then for every summary the fabrication check, which comes last.
+// missing is returned with what the session checks miss added.
+func (a *Activities) driftChecks(ctx context.Context, in DriftInput, source, summary string, res *DriftResult, missing []string) ([]digest.DriftCheck, []string) {
+	var checks []digest.DriftCheck
+	if isHistoryStep(in.Step) {
+		// Seed 004's checks of a session summary: intent, trajectory,
+		// premature completion, clarification. Each is stored; a failed
+		// one fails the check, and what it misses goes to the repair
+		// pass (DRIFT_DETECTED realignment) with the identifiers.
+		checks = a.sessionChecks(ctx, in, source, summary)
+		for _, c := range checks {
+			res.Passed = res.Passed && c.Passed
+			res.Score = min(res.Score, c.Score)
+			missing = append(missing, c.Missing...)
+		}
+	}
+	// Every summary, whoever judged the rest: nothing in it may be
+	// invented. What it invented is stored in its verdict, not handed to
+	// the repair pass or the patch as something to add.
+	fab := digest.FabricationCheck(source, summary)
+	checks = append(checks, fab)
+	res.Passed = res.Passed && fab.Passed
+	res.Score = min(res.Score, fab.Score)
+	res.Fabricated = len(fab.Missing)
+	res.MissingCount = len(missing)
+	return checks, missing
+}
+
+// identifierVerdict is the verdict row's text of a drift check: why it
+// failed, led by the identifiers' share.
+func identifierVerdict(minRetention, score float64, idPassed, fabPassed, passed bool, missing, fabricated int) string {
+	switch {
+	case !idPassed:
+		return fmt.Sprintf("below %.2f: %d identifiers missing", minRetention, missing)
+	case fabPassed && !passed:
+		return fmt.Sprintf("identifiers kept (%.2f); a session check failed: %d items missing", score, missing)
+	case !passed:
+		return fmt.Sprintf("identifiers kept (%.2f); %d invented items (quotes, paths, ids not in the source)", score, fabricated)
+	}
+	return "passed"
+}
+
+// recordDrift records the identifier verdict and each other check's in
+// one round trip, and counts them in the metrics.
+func (a *Activities) recordDrift(ctx context.Context, in DriftInput, ident store.Drift, idPassed bool, checks []digest.DriftCheck) error {
+	verdicts := []store.Drift{ident}
+	a.Metrics.Drift("identifiers", idPassed)
+	for _, c := range checks {
+		a.Metrics.Drift(c.Name, c.Passed)
+		verdict := "passed: " + c.Note
+		if !c.Passed {
+			verdict = "DRIFT_DETECTED: " + c.Note
+		}
+		verdicts = append(verdicts, store.Drift{RunID: in.Run.ID, Step: in.Step + "/" + c.Name, Pass: in.Pass,
+			Score: c.Score, Passed: c.Passed, Missing: c.Missing, Verdict: verdict})
+	}
+	if err := a.Store.RecordDrift(ctx, verdicts...); err != nil {
+		return storeErr(fmt.Errorf("record drift: %w", err))
+	}
+	return nil
+}
+
+// sessionChecks are seed 004's checks of a history summary: the LLM
+// judge's verdict when the workflow got one, else (or when it is not in
+// the schema) the deterministic heuristics. The note says which decided.
+func (a *Activities) sessionChecks(ctx context.Context, in DriftInput, source, summary string) []digest.DriftCheck {
+	fallback := ""
+	if in.JudgeKey != "" {
+		text, err := a.text(ctx, in.Run.Tenant, in.JudgeKey)
+		if err == nil {
+			verdict, perr := llm.ParseJudgeVerdict(text)
+			if perr == nil {
+				checks := make([]digest.DriftCheck, 0, len(verdict))
+				for _, v := range verdict {
+					score := 0.0
+					if v.Passed {
+						score = 1
+					}
+					checks = append(checks, digest.DriftCheck{Name: v.Name, Passed: v.Passed, Score: score,
+						Missing: v.Missing, Note: "LLM judge: " + llm.Scrub(v.Note)})
+				}
+				return checks
+			}
+			err = perr
+		}
+		fallback = "LLM judge unusable (" + llm.Scrub(err.Error()) + "); heuristics: "
+	}
+	checks := digest.SessionDriftChecks(source, summary)
+	for i := range checks {
+		checks[i].Note = fallback + checks[i].Note
+	}
+	return checks
+}
+
+// isHistoryStep reports whether a drift check is of a history summary
+// (a session summary), not of one tool result.
+func isHistoryStep(step string) bool {
+	return strings.HasPrefix(step, "history/") || strings.HasPrefix(step, "budget/history/") || strings.HasPrefix(step, "handoff/")
+}
+
+// Retention scores a summary against the last maxIDs identifiers of its
+// source and lists the missing ones, most recent last.
+func Retention(source, summary string, maxIDs int) (float64, []string) {
+	return retention(digest.Identifiers(source), summary, maxIDs)
+}
+
+func retention(ids []digest.Identifier, summary string, maxIDs int) (float64, []string) {
+	if maxIDs > 0 && len(ids) > maxIDs {
+		ids = ids[len(ids)-maxIDs:]
+	}
+	if len(ids) == 0 {
+		return 1, nil
+	}
+	var missing []string
+	for _, id := range digest.Missing(ids, summary) {
+		missing = append(missing, id.Value)
+	}
+	return float64(len(ids)-len(missing)) / float64(len(ids)), missing
+}
+
+// Patch appends the items still missing after repair to a summary, so that
+// no identifier the drift check found is lost.
+func (a *Activities) Patch(ctx context.Context, in PatchInput) (res SummarizeResult, err error) {
+	rec := a.begin(ctx, in.Run, in.Step, "patch")
+	defer rec.end(&err, &res.Recorded)
+
+	summary, err := a.text(ctx, in.Run.Tenant, in.SummaryKey)
+	if err != nil {
+		return res, err
+	}
+	raw, err := a.text(ctx, in.Run.Tenant, in.MissingKey)
+	if err != nil {
+		return res, err
+	}
+	var missing []string
+	if raw != "" {
+		if err := json.Unmarshal([]byte(raw), &missing); err != nil {
+			return res, fmt.Errorf("read missing items: %w", err)
+		}
+	}
+	var sb strings.Builder
+	sb.WriteString(strings.TrimRight(summary, "\n"))
+	if len(missing) > 0 {
+		sb.WriteString("\n\nIdentifiers kept by the drift check:\n")
+		for _, m := range missing {
+			sb.WriteString("- " + m + "\n")
+		}
+	}
+	out := sb.String()
+	key, err := a.putText(ctx, in.Run.Tenant, "summary", out)
+	if err != nil {
+		return res, err
+	}
+	rec.outputSize = int64(len(out))
+	return SummarizeResult{Key: key, Chars: utf8.RuneCountInString(out), Fallback: "patch"}, nil
+}

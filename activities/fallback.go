@@ -1,0 +1,74 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/ctxcompact/orchestrator/internal/digest"
+	"github.com/ctxcompact/orchestrator/internal/llm"
+)
+
+// Fallback makes a summary without an LLM: the extractive summarizer, or
+// seed 000's first N characters.
+func (a *Activities) Fallback(ctx context.Context, in FallbackInput) (res SummarizeResult, err error) {
+	rec := a.begin(ctx, in.Run, in.Step, "fallback")
+	defer rec.end(&err, &res.Recorded)
+	rec.model = in.Mode
+
+	text, err := a.text(ctx, in.Run.Tenant, in.SourceKey)
+	if err != nil {
+		return res, err
+	}
+	var out string
+	switch in.Mode {
+	case "truncate":
+		p, err := a.preset(in.Run)
+		if err != nil {
+			return res, err
+		}
+		out = digest.Truncate(text, p.LargeResult.TruncateChars)
+	case "extractive":
+		out, err = structuredFallback(ctx, in, text)
+		if err != nil {
+			return res, err
+		}
+	default:
+		return res, config(fmt.Errorf("unknown fallback mode %q", in.Mode))
+	}
+	key, err := a.putText(ctx, in.Run.Tenant, "summary", out)
+	if err != nil {
+		return res, err
+	}
+	rec.inputSize, rec.outputSize = int64(len(text)), int64(len(out))
+	return SummarizeResult{Key: key, Chars: utf8.RuneCountInString(out), Model: in.Mode, Fallback: in.Mode}, nil
+}
+
+// StructuredPrompt reports a prompt whose summary has fixed sections
+// (history, session, brief): its fallback fills the same sections.
+func StructuredPrompt(prompt string) bool {
+	switch prompt {
+	case llm.PromptHistory, llm.PromptSession, llm.PromptBrief:
+		return true
+	}
+	return false
+}
+
+// structuredFallback is the extractive summary of text: in the sections
+// of a structured prompt (history, session, brief) when the input names
+// one, the selected lines of digest.Extractive otherwise (a tool result).
+func structuredFallback(ctx context.Context, in FallbackInput, text string) (string, error) {
+	if !StructuredPrompt(in.Prompt) {
+		return digest.Extractive(text, max(in.TargetChars, 200)), nil
+	}
+	if strings.TrimSpace(text) == "" {
+		return digest.Extractive(text, max(in.TargetChars, 200)), nil
+	}
+	resp, err := llm.Extractive{}.Summarize(ctx, llm.Request{Prompt: in.Prompt, Text: text,
+		TargetChars: max(in.TargetChars, 200), ArchiveRef: in.ArchiveKey})
+	if err != nil {
+		return "", badInput(fmt.Errorf("extractive %s summary: %w", in.Prompt, err))
+	}
+	return resp.Text, nil
+}

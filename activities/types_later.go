@@ -1,0 +1,202 @@
+package activities
+
+import (
+	"github.com/ctxcompact/orchestrator/contract"
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+// The inputs and results of the later steps: layer 2, history, drift,
+// commit, handoff and fail. Like those of types.go, they carry S3 keys and
+// small figures, never conversation text.
+
+// GlobalInput plans seed 000's layer 2 over the working conversation.
+type GlobalInput struct {
+	Run     contract.Run `json:"run"`
+	WorkKey string       `json:"work_key"`
+	// Exclude lists results already compressed by layer 1, which are not
+	// compressed again.
+	Exclude []Replacement `json:"exclude,omitempty"`
+}
+
+// GlobalResult lists the results to compress; empty when usage is under
+// the trigger.
+type GlobalResult struct {
+	Recorded
+	Targets []Target `json:"targets,omitempty"`
+	Usage   float64  `json:"usage"`
+}
+
+// HistoryInput prepares history compaction.
+type HistoryInput struct {
+	Run         contract.Run `json:"run"`
+	WorkKey     string       `json:"work_key"`
+	TokensFreed int          `json:"tokens_freed"`
+	// Ladder runs the budget ladder's history step: forced, with the
+	// ladder's smaller tail (plan.LadderHistoryPreset).
+	Ladder bool `json:"ladder,omitempty"`
+	// Step names the step in the run's records ("history/prepare" when
+	// empty).
+	Step string `json:"step,omitempty"`
+}
+
+// HistoryPlan says whether and how to compact the history.
+type HistoryPlan struct {
+	Recorded
+	Skip   bool   `json:"skip"`
+	Reason string `json:"reason,omitempty"`
+	Split  int    `json:"split"`
+	// TranscriptKey holds the text of the messages to summarize, with
+	// offloaded content restored.
+	TranscriptKey string `json:"transcript_key,omitempty"`
+	Summarized    int    `json:"summarized"`
+	// Tokens is the size of the working conversation before compaction.
+	Tokens      int      `json:"tokens"`
+	Restored    []string `json:"restored,omitempty"`
+	Unavailable int      `json:"unavailable,omitempty"`
+	// Kept is how many messages follow the summary (seed 002's
+	// preserved_count).
+	Kept int `json:"kept,omitempty"`
+	// Note says how the kept tail was chosen (plan.HistoryTail): figures
+	// only, never conversation text.
+	Note string `json:"note,omitempty"`
+}
+
+// DriftInput measures a summary against its source.
+type DriftInput struct {
+	Run        contract.Run `json:"run"`
+	Step       string       `json:"step"`
+	Pass       int          `json:"pass"`
+	SourceKey  string       `json:"source_key"`
+	SummaryKey string       `json:"summary_key"`
+	// JudgeKey holds an LLM judge's verdict (llm.JudgeSchema) of a
+	// history summary; empty: the deterministic checks decide.
+	JudgeKey string `json:"judge_key,omitempty"`
+}
+
+// DriftResult is the verdict. The missing items stay in S3 and Postgres:
+// they are conversation text.
+type DriftResult struct {
+	Recorded
+	Score        float64 `json:"score"`
+	Passed       bool    `json:"passed"`
+	MissingCount int     `json:"missing_count"`
+	MissingKey   string  `json:"missing_key,omitempty"`
+	// Fabricated counts the quotes, paths, URLs and ids of the summary
+	// that its source does not hold (digest.FabricationCheck).
+	Fabricated int `json:"fabricated,omitempty"`
+}
+
+// PatchInput appends the still-missing items to a summary: the last,
+// deterministic resort of the drift check.
+type PatchInput struct {
+	Run        contract.Run `json:"run"`
+	Step       string       `json:"step"`
+	SummaryKey string       `json:"summary_key"`
+	MissingKey string       `json:"missing_key"`
+}
+
+// ApplyHistoryInput replaces the summarized messages with the summary.
+type ApplyHistoryInput struct {
+	Run        contract.Run `json:"run"`
+	Step       string       `json:"step"`
+	WorkKey    string       `json:"work_key"`
+	Split      int          `json:"split"`
+	SummaryKey string       `json:"summary_key"`
+	// ArchiveKey is named in seed 004's recovery references.
+	ArchiveKey string `json:"archive_key,omitempty"`
+	// Ladder applies the budget ladder's history step (see HistoryInput).
+	Ladder bool `json:"ladder,omitempty"`
+}
+
+// CommitInput finishes a run.
+type CommitInput struct {
+	Run        contract.Run `json:"run"`
+	WorkKey    string       `json:"work_key"`
+	ArchiveKey string       `json:"archive_key"`
+	// TokensBefore is the plan's measure of the input (0 in runs started
+	// before it was passed: commit reads it from the run row).
+	TokensBefore int `json:"tokens_before,omitempty"`
+	// LevelBefore is the plan's level of the input and Drift the run's
+	// drift verdict (passed, repaired, patched; empty without a checked
+	// summary): commit records both in the run's stats, so that the
+	// finished run's answer is read from Postgres alone.
+	LevelBefore string `json:"level_before,omitempty"`
+	Drift       string `json:"drift,omitempty"`
+	// Steps are the run's step records gathered by the workflow, written
+	// with the commit.
+	Steps     []store.Step `json:"steps,omitempty"`
+	Watermark string       `json:"watermark,omitempty"`
+	// DeleteOffloads removes offloads restored into the summary (seed 002),
+	// only after the commit.
+	DeleteOffloads []string   `json:"delete_offloads,omitempty"`
+	Passes         []PassStat `json:"passes,omitempty"`
+	Model          string     `json:"model,omitempty"`
+	PromptVersion  string     `json:"prompt_version,omitempty"`
+	// HistoryFailed marks seed 002's "success false": the summary failed
+	// and the history was left as it was.
+	HistoryFailed bool `json:"history_failed,omitempty"`
+	// Ladder is set when the budget ladder ran (runs started with the
+	// budget check); it only shapes the over-limit reason.
+	Ladder bool `json:"ladder,omitempty"`
+	// Unit is "chars" or "tokens": the unit of every size of the run.
+	Unit string `json:"unit,omitempty"`
+	// Preserved is how many messages the last history summary kept after
+	// it (seed 002's preserved_count); 0 when no summary was made.
+	Preserved int `json:"preserved,omitempty"`
+	// HandoffSummaryKey holds the handoff's summary, made by the
+	// summarizer and drift-checked (PrepareHandoff); empty: commit makes
+	// the structured offline one when it makes a handoff.
+	HandoffSummaryKey string `json:"handoff_summary_key,omitempty"`
+}
+
+// HandoffInput prepares the summary of a CRITICAL handoff.
+type HandoffInput struct {
+	Run     contract.Run `json:"run"`
+	WorkKey string       `json:"work_key"`
+}
+
+// HandoffPrep is the transcript a handoff summarizes (plan.HandoffTranscript).
+type HandoffPrep struct {
+	Recorded
+	// Skip is set when there is nothing to hand off.
+	Skip          bool   `json:"skip,omitempty"`
+	TranscriptKey string `json:"transcript_key,omitempty"`
+}
+
+// CommitResult is the run's outcome.
+type CommitResult struct {
+	Recorded
+	OutputKey    string  `json:"output_key"`
+	OutputSHA256 string  `json:"output_sha256"`
+	TokensBefore int     `json:"tokens_before"`
+	TokensAfter  int     `json:"tokens_after"`
+	Ratio        float64 `json:"ratio"`
+	LevelAfter   string  `json:"level_after"`
+	Committed    bool    `json:"committed"`
+	Deleted      int     `json:"deleted_offloads"`
+	// OverLimit is set when the output is still over the model's limit:
+	// the run ends over_limit, never succeeded, with the reason.
+	OverLimit bool   `json:"over_limit,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
+	// Recommendation is seed 004's action for the level after.
+	Recommendation string `json:"recommendation,omitempty"`
+	// LevelReason says why a run ends RED or above (plan.LevelReason).
+	LevelReason string `json:"level_reason,omitempty"`
+	// HandoffKey holds seed 004's fresh-session conversation, made when a
+	// run ends CRITICAL (or over its limit) or on a checkpoint event.
+	HandoffKey    string `json:"handoff_key,omitempty"`
+	HandoffSHA256 string `json:"handoff_sha256,omitempty"`
+}
+
+// FailInput marks a run failed.
+type FailInput struct {
+	RunID string `json:"run_id"`
+	// Class and Message are what the run shows its caller (see
+	// Describe).
+	Class   store.ErrorClass `json:"class,omitempty"`
+	Message string           `json:"message"`
+	// Steps are the run's step records gathered by the workflow, written
+	// with the failure.
+	Steps []store.Step `json:"steps,omitempty"`
+}
