@@ -41,10 +41,30 @@ func (s *Store) SubmitRun(ctx context.Context, r Run, bodySHA256 string, restore
 	}
 	sub := Submission{RunID: r.ID}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := ensureInput(ctx, tx, r.InputKey, restore); err != nil {
-			return err
+		// The original's lock and discard check and the claim go in one
+		// round trip; a discarded original is written again before the
+		// transaction commits, under the lock the first statement took.
+		b := &pgx.Batch{}
+		discarded := false
+		if r.InputKey != "" {
+			b.Queue(inputLockSharedSQL+`, coalesce((select discarded from input_discards where key = $1), false)`,
+				r.InputKey).QueryRow(func(row pgx.Row) error { return row.Scan(nil, &discarded) })
 		}
-		existing, err := claim(ctx, tx, r.Tenant, r.Session, r.EventID, bodySHA256, r.ID)
+		var inserted string
+		var insertErr error
+		b.Queue(claimSQL, r.Tenant, r.EventID, r.Session, bodySHA256, r.ID).QueryRow(func(row pgx.Row) error {
+			insertErr = row.Scan(&inserted)
+			return nil
+		})
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("lock original and claim: %w", err)
+		}
+		if discarded {
+			if err := restoreInput(ctx, tx, r.InputKey, restore); err != nil {
+				return err
+			}
+		}
+		existing, err := claimed(ctx, tx, insertErr, r.Tenant, r.Session, r.EventID, bodySHA256)
 		if err != nil {
 			return err
 		}
@@ -72,23 +92,10 @@ const (
 	inputLockSQL       = `select pg_advisory_xact_lock(hashtextextended($1, 7))`
 )
 
-// ensureInput makes sure, in a claim's transaction, that the original key
-// it names exists: when a failed submit discarded that key, restore
-// writes it again before the claim commits. The shared lock keeps any
-// discard of the key out until then.
-func ensureInput(ctx context.Context, tx pgx.Tx, key string, restore func(context.Context) error) error {
-	if key == "" {
-		return nil
-	}
-	var discarded bool
-	err := tx.QueryRow(ctx, inputLockSharedSQL+`, coalesce((select discarded from input_discards where key = $1), false)`,
-		key).Scan(nil, &discarded)
-	if err != nil {
-		return fmt.Errorf("lock original %s: %w", key, err)
-	}
-	if !discarded {
-		return nil
-	}
+// restoreInput writes again, in a claim's transaction, the original key a
+// failed submit discarded, before the claim commits. The shared lock the
+// claim took keeps any new discard of the key out until then.
+func restoreInput(ctx context.Context, tx pgx.Tx, key string, restore func(context.Context) error) error {
 	if restore == nil {
 		return fmt.Errorf("original %s was discarded and cannot be written again here", key)
 	}
@@ -153,13 +160,11 @@ const claimSQL = `
 	on conflict (tenant_id, event_id) do nothing
 	returning run_id`
 
-// claim claims an event in tx. It returns "" when this claim is the first,
-// the first claim's run id for a repeat of the same session and body, and
-// a *claimConflictError for the same event id with another session or
-// body.
-func claim(ctx context.Context, tx pgx.Tx, tenant, session, eventID, bodySHA256, runID string) (string, error) {
-	var inserted string
-	err := tx.QueryRow(ctx, claimSQL, tenant, eventID, session, bodySHA256, runID).Scan(&inserted)
+// claimed reads the outcome of claimSQL in tx (err is its scan's error).
+// It returns "" when this claim is the first, the first claim's run id
+// for a repeat of the same session and body, and a *claimConflictError
+// for the same event id with another session or body.
+func claimed(ctx context.Context, tx pgx.Tx, err error, tenant, session, eventID, bodySHA256 string) (string, error) {
 	if err == nil {
 		return "", nil
 	}
