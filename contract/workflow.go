@@ -1,9 +1,5 @@
 package contract
 
-import (
-	"github.com/ctxcompact/orchestrator/internal/store"
-)
-
 // The workflows' registered names.
 const (
 	// SessionWorkflow serializes the runs of one session.
@@ -70,17 +66,17 @@ type CompactionInput struct {
 
 // CompactionResult is the outcome of a run: keys and figures, no text.
 type CompactionResult struct {
-	RunID        string           `json:"run_id"`
-	OutputKey    string           `json:"output_key"`
-	OutputSHA256 string           `json:"output_sha256"`
-	ArchiveKey   string           `json:"archive_key"`
-	Format       string           `json:"format"`
-	TokensBefore int              `json:"tokens_before"`
-	TokensAfter  int              `json:"tokens_after"`
-	Ratio        float64          `json:"ratio"`
-	LevelBefore  string           `json:"level_before"`
-	LevelAfter   string           `json:"level_after"`
-	Passes       []store.PassStat `json:"passes"`
+	RunID        string     `json:"run_id"`
+	OutputKey    string     `json:"output_key"`
+	OutputSHA256 string     `json:"output_sha256"`
+	ArchiveKey   string     `json:"archive_key"`
+	Format       string     `json:"format"`
+	TokensBefore int        `json:"tokens_before"`
+	TokensAfter  int        `json:"tokens_after"`
+	Ratio        float64    `json:"ratio"`
+	LevelBefore  string     `json:"level_before"`
+	LevelAfter   string     `json:"level_after"`
+	Passes       []PassStat `json:"passes"`
 	// Drift is the verdict of the last drift check: "", "passed",
 	// "repaired" or "patched".
 	Drift string `json:"drift,omitempty"`

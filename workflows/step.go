@@ -7,7 +7,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ctxcompact/orchestrator/contract"
-	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
 // runStep executes one S3/Postgres step as a local activity.
@@ -34,7 +33,7 @@ type stepLogKey struct{}
 // trip. It is only appended to and read in
 // order, never ranged as a map, so replay sees the same list.
 type stepLog struct {
-	steps []store.Step
+	steps []contract.Step
 	seen  map[string]bool // by execution id: a result read twice counts once
 }
 
@@ -54,7 +53,7 @@ func withStepLog(ctx workflow.Context) (workflow.Context, *stepLog) {
 	return workflow.WithValue(ctx, stepLogKey{}, log), log
 }
 
-func (l *stepLog) add(st *store.Step) {
+func (l *stepLog) add(st *contract.Step) {
 	if l == nil || st == nil || l.seen[st.Execution] {
 		return
 	}
@@ -63,17 +62,17 @@ func (l *stepLog) add(st *store.Step) {
 }
 
 // all returns a copy of the gathered records.
-func (l *stepLog) all() []store.Step {
+func (l *stepLog) all() []contract.Step {
 	if l == nil || len(l.steps) == 0 {
 		return nil
 	}
-	return append([]store.Step(nil), l.steps...)
+	return append([]contract.Step(nil), l.steps...)
 }
 
 // recordCarrier is a step result that may carry its step record
 // (activities.Recorded, embedded).
 type recordCarrier interface {
-	TakeStepRecord() *store.Step
+	TakeStepRecord() *contract.Step
 }
 
 // recordingFuture is a step's future that hands the step record in its

@@ -3,16 +3,11 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/ctxcompact/orchestrator/contract"
 )
 
-// PassStat reports one pass of a run: what it did and the tokens it saved.
-type PassStat struct {
-	Name        string `json:"name"`
-	Applied     bool   `json:"applied"`
-	Count       int    `json:"count"`
-	TokensSaved int    `json:"tokens_saved"`
-	Note        string `json:"note,omitempty"`
-}
+// PassStat reports one pass of a run (contract.PassStat).
+type PassStat = contract.PassStat
 
 // RunStats is what a run's commit records in runs.stats, and the one type
 // every reader of it uses (status report, finished-run answer, replay,

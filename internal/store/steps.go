@@ -3,35 +3,16 @@ package store
 import (
 	"context"
 	"fmt"
+	"github.com/ctxcompact/orchestrator/contract"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// Step is one attempt of one pipeline step of a run (plan, archive, one
-// chunk summary, merge, drift check, commit, ...). It crosses Temporal in
-// the results of steps that succeed (see activities.Recorded), hence the
-// JSON tags; it holds figures and names, never conversation text.
-type Step struct {
-	RunID            string        `json:"run_id"`
-	Name             string        `json:"name"`    // unique within the run, e.g. "summarize-chunk-3"
-	Attempt          int           `json:"attempt"` // the activity attempt, from Temporal
-	Kind             string        `json:"kind"`    // e.g. "plan", "llm", "archive"
-	InputSize        int64         `json:"input_size,omitempty"`
-	OutputSize       int64         `json:"output_size,omitempty"`
-	PromptTokens     int           `json:"prompt_tokens,omitempty"`
-	CompletionTokens int           `json:"completion_tokens,omitempty"`
-	Model            string        `json:"model,omitempty"`
-	PromptVersion    string        `json:"prompt_version,omitempty"`
-	Duration         time.Duration `json:"duration"`
-	Error            string        `json:"error,omitempty"`
-	At               time.Time     `json:"at"` // when the attempt ended; zero means now
-	// Execution identifies one execution of the step, drawn once when
-	// it ends: a write retried by that execution adds nothing, a step
-	// executed again after its worker died (same attempt) adds its row.
-	Execution string `json:"execution"`
-}
+// Step is one attempt of one pipeline step of a run, as the workflow
+// carries it (contract.Step); the store keeps it as a run_steps row.
+type Step = contract.Step
 
 // RecordStep appends step records, all in one round trip and one
 // implicit transaction. A record with the same run, name, attempt and
