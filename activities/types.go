@@ -88,7 +88,7 @@ type Target struct {
 }
 
 // PassStat reports one pass.
-type PassStat = store.PassStat
+type PassStat = contract.PassStat
 
 // DeterministicResult is the working conversation after the cheap passes
 // and the large results that need map-reduce.
