@@ -98,7 +98,7 @@ func (a *Activities) historyBudget(run contract.Run, ladder bool) (policy.Preset
 	return plan.LadderHistoryPreset(p, b), b, nil
 }
 
-// unitOf names the unit of a budget's sizes: "chars" for seed 000's
+// unitOf names the unit of a budget's sizes: "chars" for the ReAct two-layer design's
 // character counts, else "tokens".
 func unitOf(b plan.Budget) string {
 	if b.Counter.Name() == tokens.Chars {

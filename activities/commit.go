@@ -158,7 +158,7 @@ func (a *Activities) commitHandoff(ctx context.Context, in CommitInput, conv con
 	if o.level != compress.LevelCritical && !startedCritical && !o.over && in.Run.Trigger != "checkpoint" {
 		return res, nil
 	}
-	// Seed 004's "Checkpoint + fresh session", made: the fresh
+	// The three-tier design's "Checkpoint + fresh session", made: the fresh
 	// session's conversation, stored and named on the run.
 	ref, err := a.handoff(ctx, in.Run, conv, p, b, plan.HandoffRefs{Level: string(o.level), Usage: o.usage, ArchiveKey: in.ArchiveKey}, in.HandoffSummaryKey)
 	var app *temporal.ApplicationError

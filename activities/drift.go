@@ -60,13 +60,13 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 }
 
 // driftChecks are the checks of a summary beyond its identifiers', their
-// verdicts folded into res: seed 004's session checks for a history
+// verdicts folded into res: the three-tier design's session checks for a history
 // summary, then for every summary the fabrication check, which comes last.
 // missing is returned with what the session checks miss added.
 func (a *Activities) driftChecks(ctx context.Context, in DriftInput, source, summary string, res *DriftResult, missing []string) ([]digest.DriftCheck, []string) {
 	var checks []digest.DriftCheck
 	if isHistoryStep(in.Step) {
-		// Seed 004's checks of a session summary: intent, trajectory,
+		// The three-tier design's checks of a session summary: intent, trajectory,
 		// premature completion, clarification. Each is stored; a failed
 		// one fails the check, and what it misses goes to the repair
 		// pass (DRIFT_DETECTED realignment) with the identifiers.
@@ -123,7 +123,7 @@ func (a *Activities) recordDrift(ctx context.Context, in DriftInput, ident store
 	return nil
 }
 
-// sessionChecks are seed 004's checks of a history summary: the LLM
+// sessionChecks are the three-tier design's checks of a history summary: the LLM
 // judge's verdict when the workflow got one, else (or when it is not in
 // the schema) the deterministic heuristics. The note says which decided.
 func (a *Activities) sessionChecks(ctx context.Context, in DriftInput, source, summary string) []digest.DriftCheck {

@@ -11,7 +11,7 @@ import (
 )
 
 // Fallback makes a summary without an LLM: the extractive summarizer, or
-// seed 000's first N characters.
+// the ReAct two-layer design's first N characters.
 func (a *Activities) Fallback(ctx context.Context, in FallbackInput) (res SummarizeResult, err error) {
 	rec := a.begin(ctx, in.Run, in.Step, "fallback")
 	defer rec.end(&err, &res.Recorded)

@@ -14,7 +14,7 @@ import (
 )
 
 // PrepareHistory decides history compaction and writes the transcript of
-// the messages to summarize, with offloaded results restored (seed 002;
+// the messages to summarize, with offloaded results restored (offload-compact;
 // unreadable ones read "[Content unavailable: KEY]").
 func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res HistoryPlan, err error) {
 	step := in.Step
@@ -57,11 +57,11 @@ func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res H
 }
 
 // restoreOffloads is the summarized range of conv with its offloaded
-// results restored (seed 002), the offloads no kept message refers to
+// results restored (offload-compact), the offloads no kept message refers to
 // any longer (for commit to release) and how many were unavailable.
 func (a *Activities) restoreOffloads(ctx context.Context, run contract.Run, conv conversation.Conversation, d plan.HistoryDecision) (conversation.Conversation, []string, int, error) {
 	// Only the summarized range is restored: kept messages keep their
-	// references (seed 002).
+	// references (offload-compact).
 	keep := make([]bool, len(conv.Messages))
 	for i := range keep {
 		keep[i] = d.Protected[i] || i >= d.Split
@@ -148,7 +148,7 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 	return WorkResult{WorkKey: key, Tokens: after, Usage: b.Usage(after)}, nil
 }
 
-// sessionSummary frames a summary as seed 004's session summary and makes
+// sessionSummary frames a summary as the three-tier design's session summary and makes
 // sure its recovery references name the archive and the offloads, whatever
 // the summarizer wrote: they are how an operator gets the original back.
 func sessionSummary(run contract.Run, summary, archiveKey string) string {

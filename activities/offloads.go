@@ -39,7 +39,7 @@ func (a *Activities) releaseOffloads(ctx context.Context, run contract.Run, rele
 	case blob.IsRetryable(err):
 		return 0, blobErr(fmt.Errorf("release offloads: %w", err))
 	default:
-		// Seed 002: a failed delete does not undo the compaction; the
+		// Offload-compact: a failed delete does not undo the compaction; the
 		// offloads stay live and recorded.
 		logger(ctx).Warn("release offloads", "run", run.ID, "count", len(keys), "error", err)
 	}

@@ -29,7 +29,7 @@ func (a *Activities) target(ctx context.Context, tenant string, conv conversatio
 	return t, nil
 }
 
-// Chunk splits a large result into bounded chunks (seed 000: 50K chars),
+// Chunk splits a large result into bounded chunks (the ReAct two-layer design: 50K chars),
 // each stored on its own.
 func (a *Activities) Chunk(ctx context.Context, in ChunkInput) (res ChunkResult, err error) {
 	rec := a.begin(ctx, in.Run, in.Step, "chunk")
@@ -146,7 +146,7 @@ func (a *Activities) ApplyResults(ctx context.Context, in ApplyResultsInput) (re
 	return WorkResult{WorkKey: key, Tokens: size, Usage: b.Usage(size)}, nil
 }
 
-// PlanGlobal lists seed 000's layer 2 targets once usage passes its
+// PlanGlobal lists the ReAct two-layer design's layer 2 targets once usage passes its
 // trigger.
 func (a *Activities) PlanGlobal(ctx context.Context, in GlobalInput) (res GlobalResult, err error) {
 	rec := a.begin(ctx, in.Run, "plan-global", "plan-global")

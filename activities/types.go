@@ -199,7 +199,7 @@ type FallbackInput struct {
 	Step        string       `json:"step"`
 	SourceKey   string       `json:"source_key"`
 	TargetChars int          `json:"target_chars"`
-	// Mode is "extractive" or "truncate" (seed 000's first N chars).
+	// Mode is "extractive" or "truncate" (the ReAct two-layer design's first N chars).
 	Mode string `json:"mode"`
 	// Prompt is the summary's prompt when it is a structured one
 	// (history, session, brief): the extractive fallback then fills the

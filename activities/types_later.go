@@ -9,7 +9,7 @@ import (
 // commit, handoff and fail. Like those of types.go, they carry S3 keys and
 // small figures, never conversation text.
 
-// GlobalInput plans seed 000's layer 2 over the working conversation.
+// GlobalInput plans the ReAct two-layer design's layer 2 over the working conversation.
 type GlobalInput struct {
 	Run     contract.Run `json:"run"`
 	WorkKey string       `json:"work_key"`
@@ -53,7 +53,7 @@ type HistoryPlan struct {
 	Tokens      int      `json:"tokens"`
 	Restored    []string `json:"restored,omitempty"`
 	Unavailable int      `json:"unavailable,omitempty"`
-	// Kept is how many messages follow the summary (seed 002's
+	// Kept is how many messages follow the summary (offload-compact's
 	// preserved_count).
 	Kept int `json:"kept,omitempty"`
 	// Note says how the kept tail was chosen (plan.HistoryTail): figures
@@ -102,7 +102,7 @@ type ApplyHistoryInput struct {
 	WorkKey    string       `json:"work_key"`
 	Split      int          `json:"split"`
 	SummaryKey string       `json:"summary_key"`
-	// ArchiveKey is named in seed 004's recovery references.
+	// ArchiveKey is named in the three-tier design's recovery references.
 	ArchiveKey string `json:"archive_key,omitempty"`
 	// Ladder applies the budget ladder's history step (see HistoryInput).
 	Ladder bool `json:"ladder,omitempty"`
@@ -126,13 +126,13 @@ type CommitInput struct {
 	// with the commit.
 	Steps     []store.Step `json:"steps,omitempty"`
 	Watermark string       `json:"watermark,omitempty"`
-	// DeleteOffloads removes offloads restored into the summary (seed 002),
+	// DeleteOffloads removes offloads restored into the summary (offload-compact),
 	// only after the commit.
 	DeleteOffloads []string   `json:"delete_offloads,omitempty"`
 	Passes         []PassStat `json:"passes,omitempty"`
 	Model          string     `json:"model,omitempty"`
 	PromptVersion  string     `json:"prompt_version,omitempty"`
-	// HistoryFailed marks seed 002's "success false": the summary failed
+	// HistoryFailed marks offload-compact's "success false": the summary failed
 	// and the history was left as it was.
 	HistoryFailed bool `json:"history_failed,omitempty"`
 	// Ladder is set when the budget ladder ran (runs started with the
@@ -141,7 +141,7 @@ type CommitInput struct {
 	// Unit is "chars" or "tokens": the unit of every size of the run.
 	Unit string `json:"unit,omitempty"`
 	// Preserved is how many messages the last history summary kept after
-	// it (seed 002's preserved_count); 0 when no summary was made.
+	// it (offload-compact's preserved_count); 0 when no summary was made.
 	Preserved int `json:"preserved,omitempty"`
 	// HandoffSummaryKey holds the handoff's summary, made by the
 	// summarizer and drift-checked (PrepareHandoff); empty: commit makes
@@ -179,11 +179,11 @@ type CommitResult struct {
 	OverLimit bool   `json:"over_limit,omitempty"`
 	Reason    string `json:"reason,omitempty"`
 	Limit     int    `json:"limit,omitempty"`
-	// Recommendation is seed 004's action for the level after.
+	// Recommendation is the three-tier design's action for the level after.
 	Recommendation string `json:"recommendation,omitempty"`
 	// LevelReason says why a run ends RED or above (plan.LevelReason).
 	LevelReason string `json:"level_reason,omitempty"`
-	// HandoffKey holds seed 004's fresh-session conversation, made when a
+	// HandoffKey holds the three-tier design's fresh-session conversation, made when a
 	// run ends CRITICAL (or over its limit) or on a checkpoint event.
 	HandoffKey    string `json:"handoff_key,omitempty"`
 	HandoffSHA256 string `json:"handoff_sha256,omitempty"`

@@ -32,7 +32,7 @@ type Config struct {
 	LLM   *openai.Client
 	Model string
 	// ContextLimit is the model's context in tokens; Threshold the share
-	// of it at which the agent asks for a compaction (seed 003: 0.5).
+	// of it at which the agent asks for a compaction (auto-summarize: 0.5).
 	ContextLimit int
 	Threshold    float64
 	// MaxTurns bounds the loop.

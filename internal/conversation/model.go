@@ -1,7 +1,7 @@
 // Package conversation holds the canonical message model shared by every
 // strategy, and the adapters that parse and render the wire formats agent
 // platforms send (OpenAI Chat Completions, Anthropic Messages, the ReAct
-// trajectory of seed 000) without losing a field.
+// trajectory of the ReAct two-layer design) without losing a field.
 package conversation
 
 import (

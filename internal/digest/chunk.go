@@ -20,7 +20,7 @@ var ErrBadSize = errors.New("size limit must be positive")
 //
 // A boundary is only taken if it leaves the chunk at least half full, so a
 // text yields at most about twice the minimal number of chunks: each chunk
-// costs one LLM call in seed 000's map-reduce.
+// costs one LLM call in the ReAct two-layer design's map-reduce.
 //
 // An empty text gives no chunks. maxChars ≤ 0 is an error.
 func Chunk(text string, maxChars int) ([]string, error) {

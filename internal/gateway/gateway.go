@@ -114,7 +114,7 @@ type Gateway struct {
 	// memo; the namespace must have them registered (see
 	// contract.SearchAttributes).
 	SearchAttributes bool
-	// Judge asks the summarizer to judge history summaries (seed 004's
+	// Judge asks the summarizer to judge history summaries (the three-tier design's
 	// drift checks); set when an LLM is configured.
 	Judge bool
 	// Logger receives what the caller is not told (a failed cleanup);
@@ -334,7 +334,7 @@ func (g *Gateway) validate(ev *Event) error {
 }
 
 // MaxContextLimit bounds a caller's context_limit: far above any model's
-// window (in tokens, or seed 000's characters), and within what a run's
+// window (in tokens, or the ReAct two-layer design's characters), and within what a run's
 // row holds.
 const MaxContextLimit = 100_000_000
 

@@ -22,7 +22,7 @@ type Report struct {
 	Passes     []Pass  `json:"passes"`
 	SizeAfter  int     `json:"size_after_deterministic"`
 	UsageAfter float64 `json:"usage_after_deterministic"`
-	// LargeResults is how many results would be map-reduced (seed 000
+	// LargeResults is how many results would be map-reduced (the ReAct two-layer design
 	// layer 1), GlobalResults how many compressed by layer 2.
 	LargeResults  int `json:"large_results"`
 	GlobalResults int `json:"global_results"`

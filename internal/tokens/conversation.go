@@ -33,7 +33,7 @@ const (
 // framed in a way OpenAI does not document, tool definitions in the request
 // are not part of a conversation, and models other than OpenAI's tokenize
 // differently (see EncodingForModel). With the "chars" counter nothing is
-// added: seed 000 sizes the text alone, as Python's len() does.
+// added: the ReAct two-layer design sizes the text alone, as Python's len() does.
 func Message(c Counter, m conversation.Message) int {
 	n := 0
 	for _, b := range m.Blocks {

@@ -1,5 +1,5 @@
 // Package tokens counts tokens offline (o200k_base, cl100k_base) or
-// characters (seed 000 measures in characters).
+// characters (the ReAct two-layer design measures in characters).
 package tokens
 
 // Counter counts the size of a text in one unit (tokens of an encoding, or

@@ -17,7 +17,7 @@ const (
 	// text-embedding-3.
 	Cl100kBase = "cl100k_base"
 	// Chars counts Unicode code points, as Python's len() does on a str;
-	// seed 000 sizes everything in characters.
+	// the ReAct two-layer design sizes everything in characters.
 	Chars = "chars"
 )
 

@@ -122,7 +122,7 @@ func ParseFactors(s string) (Factors, error) {
 // "o200k_base×1.25 (claude)", with "default" for a factor no prefix chose,
 // so that every text naming the counter names the margin too. c itself is
 // returned when the factor is 1 (exact counts) or c counts characters
-// (seed 000's unit, exact by definition). A factor outside MinFactor to
+// (the ReAct two-layer design's unit, exact by definition). A factor outside MinFactor to
 // MaxFactor is an error.
 //
 // Scale a cached counter, not the other way round: the cache then holds
