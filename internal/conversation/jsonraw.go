@@ -3,6 +3,7 @@ package conversation
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/ctxcompact/orchestrator/internal/jsonscan"
 	"sort"
 	"strings"
 	"unicode"
@@ -210,18 +211,18 @@ func splitObject(raw []byte) (map[string]json.RawMessage, bool) {
 		return nil, false
 	}
 	m := map[string]json.RawMessage{}
-	i := skipSpace(raw, 0) + 1 // past {
+	i := jsonscan.SkipSpace(raw, 0) + 1 // past {
 	for {
-		i = skipSpace(raw, i)
+		i = jsonscan.SkipSpace(raw, i)
 		if raw[i] == '}' {
 			return m, true
 		}
-		end := stringEnd(raw, i)
+		end := jsonscan.StringEnd(raw, i)
 		key, _ := decodeString(raw[i:end])
-		i = skipSpace(raw, skipSpace(raw, end)+1) // past :
-		end = valueEnd(raw, i)
+		i = jsonscan.SkipSpace(raw, jsonscan.SkipSpace(raw, end)+1) // past :
+		end = jsonscan.ValueEnd(raw, i)
 		m[key] = raw[i:end:end]
-		i = skipSpace(raw, end)
+		i = jsonscan.SkipSpace(raw, end)
 		if raw[i] == ',' {
 			i++
 		}
@@ -262,81 +263,17 @@ func splitObjects(raw []byte) (objs []map[string]json.RawMessage, bad int, kind 
 // raw's bytes.
 func elements(raw []byte) [][]byte {
 	var elems [][]byte
-	i := skipSpace(raw, 0) + 1 // past [
+	i := jsonscan.SkipSpace(raw, 0) + 1 // past [
 	for {
-		i = skipSpace(raw, i)
+		i = jsonscan.SkipSpace(raw, i)
 		if raw[i] == ']' {
 			return elems
 		}
-		end := valueEnd(raw, i)
+		end := jsonscan.ValueEnd(raw, i)
 		elems = append(elems, raw[i:end])
-		i = skipSpace(raw, end)
+		i = jsonscan.SkipSpace(raw, end)
 		if raw[i] == ',' {
 			i++
-		}
-	}
-}
-
-// skipSpace returns the index of the first byte from i on that is not
-// JSON whitespace.
-func skipSpace(raw []byte, i int) int {
-	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// valueEnd returns the index just past the value that starts at raw[i].
-func valueEnd(raw []byte, i int) int {
-	switch raw[i] {
-	case '"':
-		return stringEnd(raw, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(raw); j++ {
-			switch raw[j] {
-			case '"':
-				j = stringEnd(raw, j) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return len(raw)
-	}
-	// A number, true, false or null.
-	j := i
-	for j < len(raw) {
-		switch raw[j] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return j
-		}
-		j++
-	}
-	return j
-}
-
-// stringEnd returns the index just past the string that starts at raw[i].
-func stringEnd(raw []byte, i int) int {
-	j := i + 1
-	for {
-		q := bytes.IndexByte(raw[j:], '"')
-		if q < 0 {
-			return len(raw)
-		}
-		j += q
-		// The quote is escaped when an odd number of backslashes precede it.
-		n := 0
-		for k := j - 1; raw[k] == '\\'; k-- {
-			n++
-		}
-		j++
-		if n%2 == 0 {
-			return j
 		}
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"github.com/ctxcompact/orchestrator/internal/jsonscan"
 	"slices"
-	"strings"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -40,7 +40,7 @@ func canonicalSum(data []byte) ([sha256.Size]byte, error) {
 	h := sha256.New()
 	w := bufio.NewWriterSize(h, 32<<10)
 	c := canonicalWriter{data: data, w: w}
-	if i := skipWS(data, 0); i < len(data) {
+	if i := jsonscan.SkipSpace(data, 0); i < len(data) {
 		c.value(i)
 	}
 	if err := w.Flush(); err != nil {
@@ -79,16 +79,16 @@ func (c *canonicalWriter) value(i int) int {
 	switch d[i] {
 	case '{':
 		base := len(c.members)
-		i = skipWS(d, i+1)
+		i = jsonscan.SkipSpace(d, i+1)
 		for d[i] != '}' {
-			kEnd := stringEnd(d, i)
+			kEnd := jsonscan.StringEnd(d, i)
 			lit := d[i+1 : kEnd-1]
-			vStart := skipWS(d, skipWS(d, kEnd)+1) // past :
-			vEnd := valueEnd(d, vStart)
+			vStart := jsonscan.SkipSpace(d, jsonscan.SkipSpace(d, kEnd)+1) // past :
+			vEnd := jsonscan.ValueEnd(d, vStart)
 			c.members = append(c.members, member{lit: lit, key: decodeLiteral(lit), start: vStart, end: vEnd})
-			i = skipWS(d, vEnd)
+			i = jsonscan.SkipSpace(d, vEnd)
 			if d[i] == ',' {
-				i = skipWS(d, i+1)
+				i = jsonscan.SkipSpace(d, i+1)
 			}
 		}
 		// The last of repeated keys wins, as in a decoded map; the
@@ -117,26 +117,26 @@ func (c *canonicalWriter) value(i int) int {
 		return i + 1
 	case '[':
 		c.w.WriteByte('[')
-		i = skipWS(d, i+1)
+		i = jsonscan.SkipSpace(d, i+1)
 		for first := true; d[i] != ']'; first = false {
 			if !first {
 				c.w.WriteByte(',')
 			}
-			i = skipWS(d, c.value(i))
+			i = jsonscan.SkipSpace(d, c.value(i))
 			if d[i] == ',' {
-				i = skipWS(d, i+1)
+				i = jsonscan.SkipSpace(d, i+1)
 			}
 		}
 		c.w.WriteByte(']')
 		return i + 1
 	case '"':
-		end := stringEnd(d, i)
+		end := jsonscan.StringEnd(d, i)
 		c.str(d[i+1 : end-1])
 		return end
 	default:
 		// A number (kept as written, as json.Number), true, false or
 		// null.
-		end := valueEnd(d, i)
+		end := jsonscan.ValueEnd(d, i)
 		c.w.Write(d[i:end])
 		return end
 	}
@@ -302,59 +302,6 @@ type runeBytes struct{ b []byte }
 
 func (o *runeBytes) put(r rune) { o.b = utf8.AppendRune(o.b, r) }
 
-// skipWS returns the index of the first byte from i on that is not JSON
-// white space.
-func skipWS(d []byte, i int) int {
-	for i < len(d) && (d[i] == ' ' || d[i] == '\t' || d[i] == '\n' || d[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// stringEnd returns the index after the string literal starting at i.
-func stringEnd(d []byte, i int) int {
-	for j := i + 1; j < len(d); j++ {
-		switch d[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return len(d)
-}
-
-// valueEnd returns the index after the value starting at i of a valid
-// document.
-func valueEnd(d []byte, i int) int {
-	switch d[i] {
-	case '"':
-		return stringEnd(d, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(d); j++ {
-			switch d[j] {
-			case '"':
-				j = stringEnd(d, j) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return len(d)
-	default:
-		j := i
-		for j < len(d) && !strings.ContainsRune(" \t\n\r,]}", rune(d[j])) {
-			j++
-		}
-		return j
-	}
-}
-
 // nestedDeeper reports whether a valid document nests objects and arrays
 // more than max deep.
 func nestedDeeper(d []byte, max int) bool {
@@ -362,7 +309,7 @@ func nestedDeeper(d []byte, max int) bool {
 	for j := 0; j < len(d); j++ {
 		switch d[j] {
 		case '"':
-			j = stringEnd(d, j) - 1
+			j = jsonscan.StringEnd(d, j) - 1
 		case '{', '[':
 			if depth++; depth > max {
 				return true
