@@ -1,72 +1,15 @@
 package gateway
 
 import (
-	"encoding/json"
-	"fmt"
-	"os"
 	"testing"
 
-	"github.com/stretchr/testify/require"
+	"github.com/ctxcompact/orchestrator/internal/conversation/convtest"
 )
 
-// bigConversation is an OpenAI conversation of at least target bytes: the
-// real SWE-agent run of testdata laid end to end (its turns repeated,
-// tool call ids renamed on each repeat), cut after a complete turn.
+// bigConversation is convtest.Big, the real run laid end to end.
 func bigConversation(t testing.TB, target int) []byte {
 	t.Helper()
-	data, err := os.ReadFile("../../testdata/conversations/django__django-11742.json")
-	require.NoError(t, err)
-	var doc struct {
-		Model    string            `json:"model"`
-		Messages []json.RawMessage `json:"messages"`
-	}
-	require.NoError(t, json.Unmarshal(data, &doc))
-	// The run ends with a call left unanswered: keep its complete turns.
-	clean, pending := 0, map[string]bool{}
-	for i, raw := range doc.Messages {
-		var m struct {
-			ToolCallID string `json:"tool_call_id"`
-			ToolCalls  []struct {
-				ID string `json:"id"`
-			} `json:"tool_calls"`
-		}
-		require.NoError(t, json.Unmarshal(raw, &m))
-		for _, c := range m.ToolCalls {
-			pending[c.ID] = true
-		}
-		delete(pending, m.ToolCallID)
-		if len(pending) == 0 {
-			clean = i + 1
-		}
-	}
-	out := []json.RawMessage{doc.Messages[0]}
-	size := len(doc.Messages[0])
-	for round := 0; size < target; round++ {
-		for _, raw := range doc.Messages[1:clean] {
-			var m map[string]any
-			require.NoError(t, json.Unmarshal(raw, &m))
-			prefix := fmt.Sprintf("r%d_", round)
-			if id, ok := m["tool_call_id"].(string); ok {
-				m["tool_call_id"] = prefix + id
-			}
-			if calls, ok := m["tool_calls"].([]any); ok {
-				for _, c := range calls {
-					if cm, ok := c.(map[string]any); ok {
-						if id, ok := cm["id"].(string); ok {
-							cm["id"] = prefix + id
-						}
-					}
-				}
-			}
-			raw, err := json.Marshal(m)
-			require.NoError(t, err)
-			out = append(out, raw)
-			size += len(raw)
-		}
-	}
-	body, err := json.Marshal(map[string]any{"model": doc.Model, "messages": out})
-	require.NoError(t, err)
-	return body
+	return convtest.Big(t, target)
 }
 
 // BigConversation is bigConversation for the external tests.
