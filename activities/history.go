@@ -10,6 +10,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/plan"
+	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/recoverid"
 )
 
@@ -24,11 +25,7 @@ func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res H
 	rec := a.begin(ctx, in.Run, step, "prepare-history")
 	defer rec.end(&err, &res.Recorded)
 
-	conv, _, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
-	if err != nil {
-		return res, err
-	}
-	p, b, err := a.historyBudget(in.Run, in.Ladder)
+	conv, p, b, err := a.historyWork(ctx, in.Run, in.WorkKey, in.Ladder)
 	if err != nil {
 		return res, err
 	}
@@ -103,11 +100,7 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 	rec := a.begin(ctx, in.Run, in.Step, "apply-history")
 	defer rec.end(&err, &res.Recorded)
 
-	conv, _, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
-	if err != nil {
-		return res, err
-	}
-	p, b, err := a.historyBudget(in.Run, in.Ladder)
+	conv, p, b, err := a.historyWork(ctx, in.Run, in.WorkKey, in.Ladder)
 	if err != nil {
 		return res, err
 	}
@@ -161,4 +154,19 @@ func sessionSummary(run contract.Run, summary, archiveKey string) string {
 			"\n\n### Recovery References\n- Full conversation: %s\n- Offloaded content: %s%s/\n", archiveKey, prefix, blob.KindOffload)
 	}
 	return summary
+}
+
+// historyWork is the history steps' prologue: the working conversation at
+// key, and the preset and budget the summary runs with (the ladder's when
+// ladder is set).
+func (a *Activities) historyWork(ctx context.Context, run contract.Run, key string, ladder bool) (conversation.Conversation, policy.Preset, plan.Budget, error) {
+	conv, _, err := a.load(ctx, run.Tenant, key)
+	if err != nil {
+		return conversation.Conversation{}, policy.Preset{}, plan.Budget{}, err
+	}
+	p, b, err := a.historyBudget(run, ladder)
+	if err != nil {
+		return conversation.Conversation{}, policy.Preset{}, plan.Budget{}, err
+	}
+	return conv, p, b, nil
 }
