@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/conversation/convtest"
 	"github.com/ctxcompact/orchestrator/internal/llm"
+	"github.com/ctxcompact/orchestrator/internal/memtest"
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
@@ -31,16 +31,6 @@ func bigConversation(t testing.TB, target int) []byte {
 	last, err := json.Marshal(map[string]string{"role": "user", "content": "Please continue."})
 	require.NoError(t, err)
 	return convtest.Big(t, target, last)
-}
-
-// allocated is what fn allocated, in bytes.
-func allocated(fn func()) uint64 {
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
 }
 
 // TestLargeRunStepsAllocateWithinBounds runs the steps of a history
@@ -97,7 +87,7 @@ func TestLargeRunStepsAllocateWithinBounds(t *testing.T) {
 	var total float64
 	step := func(name string, bound float64, fn func()) {
 		t.Helper()
-		x := float64(allocated(fn)) / in
+		x := float64(memtest.Allocated(fn)) / in
 		total += x
 		t.Logf("%-16s allocated %4.1f× the input (bound %.0f×)", name, x, bound)
 		require.LessOrEqual(t, x, bound, "%s allocated %.1f× its %d-byte input", name, x, len(data))

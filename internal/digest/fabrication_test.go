@@ -3,11 +3,12 @@ package digest
 import (
 	"fmt"
 	"math/rand"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/memtest"
 )
 
 // TestFabricationCheck: an extractive summary of a real result invents
@@ -92,11 +93,8 @@ func TestFoldSourceHoldsOneCopy(t *testing.T) {
 		fmt.Fprintf(&sb, "[tool result]\n  File \"Django/DB/%d.py\", line %d\\n\\tin Test_Case\n\n", i, i%300)
 	}
 	src := sb.String()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	folded := foldSource(src)
-	runtime.ReadMemStats(&after)
+	var folded string
+	alloc := memtest.Allocated(func() { folded = foldSource(src) })
 	require.Equal(t, fold(sourceEscapes.Replace(src)), folded)
-	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(len(src))*3/2,
-		"folding %d bytes allocated %d", len(src), after.TotalAlloc-before.TotalAlloc)
+	require.Less(t, alloc, uint64(len(src))*3/2, "folding %d bytes allocated %d", len(src), alloc)
 }

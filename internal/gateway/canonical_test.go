@@ -7,11 +7,12 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/memtest"
 )
 
 // oldSum is what requestHash hashed before canonicalSum: the canonical
@@ -153,14 +154,10 @@ func TestCanonicalSumAllocatesLittle(t *testing.T) {
 	data := bigConversation(t, 5<<20)
 	want, err := oldSum(t, data)
 	require.NoError(t, err)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	got, err := canonicalSum(data)
-	runtime.ReadMemStats(&after)
+	var got [sha256.Size]byte
+	alloc := memtest.Allocated(func() { got, err = canonicalSum(data) })
 	require.NoError(t, err)
 	require.Equal(t, want, got)
-	alloc := after.TotalAlloc - before.TotalAlloc
 	t.Logf("canonicalSum of %d bytes allocated %.1f MB", len(data), float64(alloc)/(1<<20))
 	require.Less(t, alloc, uint64(len(data))/10, "allocated %d for %d bytes", alloc, len(data))
 }

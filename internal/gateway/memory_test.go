@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"sync/atomic"
 	"testing"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/httpapi"
+	"github.com/ctxcompact/orchestrator/internal/memtest"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store/storetest"
 )
@@ -37,16 +37,6 @@ type signalOnly struct {
 func (s *signalOnly) SignalWithStartWorkflow(context.Context, string, string, any, client.StartWorkflowOptions, any, ...any) (client.WorkflowRun, error) {
 	s.signals.Add(1)
 	return nil, nil
-}
-
-// allocated is what fn allocated, in bytes.
-func allocated(fn func()) uint64 {
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	fn()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
 }
 
 // TestSubmissionAllocatesWithinBounds bounds what the API allocates for
@@ -79,7 +69,7 @@ func TestSubmissionAllocatesWithinBounds(t *testing.T) {
 		require.NoError(t, err)
 	}
 	submit() // warm: pools, connections
-	x := float64(allocated(submit)) / in
+	x := float64(memtest.Allocated(submit)) / in
 	t.Logf("gateway: a submission allocated %.1f× its conversation", x)
 	require.LessOrEqual(t, x, 6.0, "a submission allocated %.1f× its %d-byte conversation", x, len(conv))
 
@@ -105,7 +95,7 @@ func TestSubmissionAllocatesWithinBounds(t *testing.T) {
 	}
 	post()
 	// The request's own copy of the body is the client's, not the API's.
-	x = (float64(allocated(post)) - float64(len(body))) / in
+	x = (float64(memtest.Allocated(post)) - float64(len(body))) / in
 	t.Logf("HTTP API: a request allocated %.1f× its conversation", x)
 	require.LessOrEqual(t, x, 10.0, "a request allocated %.1f× its %d-byte conversation", x, len(conv))
 }

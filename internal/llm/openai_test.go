@@ -10,7 +10,6 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
+	"github.com/ctxcompact/orchestrator/internal/memtest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -390,13 +390,8 @@ func TestSummarizeSendsTheTextWithoutCopies(t *testing.T) {
 	req := llm.Request{Prompt: llm.PromptHistory, Text: text, TargetTokens: 4000}
 	_, err = c.Summarize(context.Background(), req) // warm: connections, pools
 	require.NoError(t, err)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	_, err = c.Summarize(context.Background(), req)
-	runtime.ReadMemStats(&after)
+	alloc := memtest.Allocated(func() { _, err = c.Summarize(context.Background(), req) })
 	require.NoError(t, err)
-	alloc := after.TotalAlloc - before.TotalAlloc
 	t.Logf("a call with %d bytes of text allocated %.2f MB", len(text), float64(alloc)/(1<<20))
 	require.Less(t, alloc, uint64(len(text))/2, "a call with %d bytes of text allocated %d", len(text), alloc)
 }

@@ -2,7 +2,6 @@ package plan
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/memtest"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
@@ -157,10 +157,7 @@ func TestTranscriptIsWrittenOnce(t *testing.T) {
 	for range 10 {
 		big.Messages = append(big.Messages, conv.Messages...)
 	}
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	text := Transcript(big, len(big.Messages), nil)
-	runtime.ReadMemStats(&after)
-	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(len(text))*3/2,
-		"a transcript of %d bytes allocated %d", len(text), after.TotalAlloc-before.TotalAlloc)
+	var text string
+	alloc := memtest.Allocated(func() { text = Transcript(big, len(big.Messages), nil) })
+	require.Less(t, alloc, uint64(len(text))*3/2, "a transcript of %d bytes allocated %d", len(text), alloc)
 }
