@@ -5,7 +5,7 @@ export GOTOOLCHAIN := local
 
 ## run: compact the sample conversation on the embedded stack (Temporal, Postgres, S3, offline summarizer)
 run:
-	go run ./deploy/dev
+	go run ./cmd/dev
 
 ## test: every test, on real Temporal (in-process), Postgres and an S3 server (installs chromium and versitygw first when missing: deploy/test-deps.sh); test artifacts (the web UI's screenshots) in artifacts/
 test:
@@ -24,9 +24,9 @@ build:
 	go build -o bin/worker ./worker
 	go build -o bin/starter ./starter
 
-## bench: the system benchmarks on the real stack, written to BENCHMARKS.md (`go run ./deploy/bench -quick`: a 2-minute check)
+## bench: the system benchmarks on the real stack, written to BENCHMARKS.md (`go run ./cmd/bench -quick`: a 2-minute check)
 bench:
-	go run ./deploy/bench -out BENCHMARKS.md -judge-out BENCHMARKS-judge.json
+	go run ./cmd/bench -out BENCHMARKS.md -judge-out BENCHMARKS-judge.json
 
 ## bench-go: the engine's Go micro-benchmarks
 bench-go:

@@ -33,7 +33,7 @@ import (
 // the API's and the surviving worker's /metrics reflect the runs.
 func TestProductionTopology(t *testing.T) {
 	t.Parallel()
-	devBin := buildCommand(t, "deploy/dev")
+	devBin := buildCommand(t, "cmd/dev")
 	workerBin := buildCommand(t, "worker")
 	starterBin := buildCommand(t, "starter")
 	llm := llmtest.New(llmtest.WithLatency(300 * time.Millisecond))

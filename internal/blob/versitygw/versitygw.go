@@ -1,6 +1,6 @@
 // Package versitygw starts and stops versitygw, a production S3 gateway,
 // as a local S3 server over a folder (its posix backend). The tests'
-// shared S3 server (blob/blobtest) and the bench (deploy/bench) both use
+// shared S3 server (blob/blobtest) and the bench (cmd/bench) both use
 // it; neither production binary does.
 package versitygw
 

@@ -24,7 +24,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/server/temporaltest"
 
-	"github.com/ctxcompact/orchestrator/deploy/devstack"
+	"github.com/ctxcompact/orchestrator/internal/devstack"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/blob/s3local"
 	"github.com/ctxcompact/orchestrator/internal/blob/versitygw"

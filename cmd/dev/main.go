@@ -23,7 +23,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ctxcompact/orchestrator/deploy/devstack"
+	"github.com/ctxcompact/orchestrator/internal/devstack"
 	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/compress"
