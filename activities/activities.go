@@ -59,20 +59,15 @@ func (c *countCache) get() *tokens.CountCache {
 	return c.cache
 }
 
-// preset is a run's resolved preset: the copy the workflow hands on from
-// the plan step (contract.Run.Resolved), or, for the plan step itself, the
-// built-in numbers under the run's overrides,
-// which the gateway made effective (deployment's under the caller's) when
-// it started the run.
+// preset is a run's resolved preset: the snapshot the gateway resolved
+// at submit (contract.Run.Resolved), which the workflow hands to every
+// step. No step resolves a preset again, so that a preset file or a
+// built-in default that changes while a run is live cannot change it.
 func (a *Activities) preset(run contract.Run) (policy.Preset, error) {
-	if run.Resolved != nil {
-		return *run.Resolved, nil
+	if run.Resolved == nil {
+		return policy.Preset{}, config(fmt.Errorf("run %s carries no resolved preset", run.ID))
 	}
-	p, err := policy.Resolve(run.Preset, run.Overrides)
-	if err != nil {
-		return policy.Preset{}, config(err)
-	}
-	return p, nil
+	return *run.Resolved, nil
 }
 
 // budget resolves the run's preset and budget together.

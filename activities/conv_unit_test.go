@@ -99,7 +99,7 @@ func TestUnitDeterministic(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			u := newUnit(t)
-			u.run.Preset, u.run.ContextLimit = tt.preset, tt.limit
+			u.run.Preset, u.run.ContextLimit, u.run.Resolved = tt.preset, tt.limit, resolve(t, tt.preset)
 			in, data := u.conversation(blob.KindInput)
 			res, err := u.a.Deterministic(t.Context(), activities.DeterministicInput{Run: u.run, WorkKey: in.Key})
 			require.NoError(t, err)
@@ -168,7 +168,7 @@ func TestUnitFitBudget(t *testing.T) {
 func TestUnitPlanGlobal(t *testing.T) {
 	t.Parallel()
 	u := newUnit(t)
-	u.run.Preset = policy.ReactTwoLayer
+	u.run.Preset, u.run.Resolved = policy.ReactTwoLayer, resolve(t, policy.ReactTwoLayer)
 	in, _ := u.conversation(blob.KindInput)
 	res, err := u.a.PlanGlobal(t.Context(), activities.GlobalInput{Run: u.run, WorkKey: in.Key})
 	require.NoError(t, err)

@@ -78,6 +78,9 @@ func TestLargeRunStepsAllocateWithinBounds(t *testing.T) {
 	require.NoError(t, err)
 	run := contract.Run{ID: "run-large", Tenant: "acme", Session: "s1", EventID: "ev-1", Trigger: "threshold",
 		Preset: policy.AutoSummarize, Model: "gpt-4o", ContextLimit: b.Measure(conv)}
+	resolved, err := policy.Resolve(run.Preset, nil)
+	require.NoError(t, err)
+	run.Resolved = &resolved
 	conv = conversation.Conversation{}
 	sub, err := st.SubmitRun(ctx, store.Run{ID: run.ID, Tenant: "acme", Session: "s1", EventID: "ev-1",
 		Trigger: "threshold", Preset: run.Preset, InputKey: ref.Key, InputSHA256: ref.SHA256}, "body", nil)
@@ -97,7 +100,6 @@ func TestLargeRunStepsAllocateWithinBounds(t *testing.T) {
 		pr, err = a.Plan(ctx, PlanInput{Run: run, InputKey: ref.Key, InputSHA256: ref.SHA256})
 		require.NoError(t, err)
 	})
-	run.Resolved = &pr.Preset
 	var dr DeterministicResult
 	step("deterministic", 12, func() {
 		dr, err = a.Deterministic(ctx, DeterministicInput{Run: run, WorkKey: ref.Key})

@@ -41,7 +41,7 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (res PlanResult, er
 	res = PlanResult{
 		Format: string(conv.Format), Messages: len(conv.Messages), Encoding: b.Counter.Name(),
 		ContextLimit: b.Limit, TokensBefore: size, CharsBefore: runeCount(data),
-		UsageBefore: usage, LevelBefore: string(compress.LevelFor(usage)), Preset: p,
+		UsageBefore: usage, LevelBefore: string(compress.LevelFor(usage)),
 	}
 	switch {
 	case p.Debug:

@@ -46,28 +46,38 @@ func TestDeterministicKeepsAnUnchangedConversation(t *testing.T) {
 	}
 }
 
-// TestStepsUseTheResolvedPreset: a step given the plan's resolved preset
-// (contract.Run.Resolved) works from it and resolves nothing; without it
-// (runs started before) the step resolves the run's preset by name.
+// TestStepsUseTheResolvedPreset: a step works from the run's snapshot of
+// its preset (contract.Run.Resolved, resolved by the gateway at submit),
+// never from the name; a run without a snapshot is a configuration error,
+// not a preset resolved again.
 func TestStepsUseTheResolvedPreset(t *testing.T) {
 	t.Parallel()
 	watermark, err := policy.Resolve("watermark", nil)
+	require.NoError(t, err)
+	threeTier, err := policy.Resolve("three-tier", nil)
 	require.NoError(t, err)
 	tests := []struct {
 		name     string
 		preset   string
 		resolved *policy.Preset
 		changed  bool
+		err      string
 	}{
-		{name: "no resolved copy: three-tier by name truncates", preset: "three-tier", changed: true},
-		{name: "the resolved watermark copy wins over the name", preset: "three-tier", resolved: &watermark},
+		{name: "the three-tier snapshot truncates", preset: "three-tier", resolved: &threeTier, changed: true},
+		{name: "the watermark snapshot wins over the name", preset: "three-tier", resolved: &watermark},
 		{name: "a name no longer known is not resolved again", preset: "retired-preset", resolved: &watermark},
+		{name: "no snapshot: refused", preset: "three-tier", err: "carries no resolved preset"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			e := newStepEnv(t)
 			e.run.Preset, e.run.Resolved = tt.preset, tt.resolved
+			if tt.err != "" {
+				_, err := e.env.ExecuteActivity("Deterministic", activities.DeterministicInput{Run: e.run, WorkKey: e.input.Key})
+				require.ErrorContains(t, err, tt.err)
+				return
+			}
 			res := e.deterministic()
 			require.Equal(t, tt.changed, res.WorkKey != e.input.Key)
 		})
@@ -98,7 +108,7 @@ func TestDriftCheckWritesMissingItemsOnlyWhenItFails(t *testing.T) {
 			require.NoError(t, err)
 			sum, err := e.blob.PutContent(ctx, "acme", "summary", []byte(tt.summary))
 			require.NoError(t, err)
-			val, err := e.env.ExecuteActivity("CheckDrift", activities.DriftInput{Run: e.run, Step: "large/0/drift/0",
+			val, err := e.env.ExecuteActivity("CheckDrift", activities.DriftInput{Run: e.resolved(), Step: "large/0/drift/0",
 				SourceKey: src.Key, SummaryKey: sum.Key})
 			require.NoError(t, err)
 			var res activities.DriftResult

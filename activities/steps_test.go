@@ -16,6 +16,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/llm"
+	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/store/storetest"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
@@ -72,9 +73,22 @@ func newStepEnvInput(t *testing.T, kind string) *stepEnv {
 	return e
 }
 
+// resolved is e.run with the snapshot of its preset the gateway would
+// have given it at submit (tests change e.run.Preset after newStepEnv).
+func (e *stepEnv) resolved() contract.Run {
+	e.t.Helper()
+	run := e.run
+	if run.Resolved == nil {
+		p, err := policy.Resolve(run.Preset, run.Overrides)
+		require.NoError(e.t, err)
+		run.Resolved = &p
+	}
+	return run
+}
+
 func (e *stepEnv) plan() activities.PlanResult {
 	e.t.Helper()
-	val, err := e.env.ExecuteActivity("Plan", activities.PlanInput{Run: e.run, InputKey: e.input.Key, InputSHA256: e.input.SHA256})
+	val, err := e.env.ExecuteActivity("Plan", activities.PlanInput{Run: e.resolved(), InputKey: e.input.Key, InputSHA256: e.input.SHA256})
 	require.NoError(e.t, err)
 	var res activities.PlanResult
 	require.NoError(e.t, val.Get(&res))
@@ -84,7 +98,7 @@ func (e *stepEnv) plan() activities.PlanResult {
 // deterministic runs the Deterministic step on the input for e.run.
 func (e *stepEnv) deterministic() activities.DeterministicResult {
 	e.t.Helper()
-	val, err := e.env.ExecuteActivity("Deterministic", activities.DeterministicInput{Run: e.run, WorkKey: e.input.Key})
+	val, err := e.env.ExecuteActivity("Deterministic", activities.DeterministicInput{Run: e.resolved(), WorkKey: e.input.Key})
 	require.NoError(e.t, err)
 	var res activities.DeterministicResult
 	require.NoError(e.t, val.Get(&res))
@@ -172,7 +186,7 @@ func TestCommitWritesTheGatheredRecords(t *testing.T) {
 	t.Parallel()
 	e := newStepEnv(t)
 	plan := e.plan()
-	in := activities.CommitInput{Run: e.run, WorkKey: e.input.Key, ArchiveKey: plan.Archive.Key,
+	in := activities.CommitInput{Run: e.resolved(), WorkKey: e.input.Key, ArchiveKey: plan.Archive.Key,
 		TokensBefore: plan.TokensBefore, Steps: []store.Step{*plan.StepRecord}}
 	val, err := e.env.ExecuteActivity("Commit", in)
 	require.NoError(t, err)
@@ -239,7 +253,7 @@ func TestCommitOutputsTheSavedWorkAsIs(t *testing.T) {
 			work, err := e.blob.PutContent(t.Context(), "acme", tt.kind, indented.Bytes())
 			require.NoError(t, err)
 
-			val, err := e.env.ExecuteActivity("Commit", activities.CommitInput{Run: e.run, WorkKey: work.Key,
+			val, err := e.env.ExecuteActivity("Commit", activities.CommitInput{Run: e.resolved(), WorkKey: work.Key,
 				ArchiveKey: plan.Archive.Key, TokensBefore: plan.TokensBefore, Steps: []store.Step{*plan.StepRecord}})
 			require.NoError(t, err)
 			var out activities.CommitResult

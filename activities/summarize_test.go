@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
+	"github.com/ctxcompact/orchestrator/internal/policy"
 )
 
 func newOpenAI(t *testing.T, srv *llmtest.Server) llm.Summarizer {
@@ -85,7 +85,7 @@ func TestLLMErrorClassification(t *testing.T) {
 }
 
 // TestSummarizerModelFromTheWorkflow: the model the workflow gives wins
-// (even "", the worker's); without one, an older run's preset decides.
+// (even "", the worker's); without one, the run's preset snapshot decides.
 func TestSummarizerModelFromTheWorkflow(t *testing.T) {
 	t.Parallel()
 	given := func(s string) *string { return &s }
@@ -96,8 +96,8 @@ func TestSummarizerModelFromTheWorkflow(t *testing.T) {
 	}{
 		{name: "given by the workflow", in: SummarizeInput{Run: contract.Run{Preset: "offload-compact"}, SummarizerModel: given("small-model")}, model: "small-model"},
 		{name: "the worker's, as given", in: SummarizeInput{Run: contract.Run{Preset: "no-such-preset"}, SummarizerModel: given("")}, model: ""},
-		{name: "an older run resolves its overrides", in: SummarizeInput{Run: contract.Run{Preset: "offload-compact",
-			Overrides: json.RawMessage(`{"summarizer_model":"from-overrides"}`)}}, model: "from-overrides"},
+		{name: "else the run's snapshot", in: SummarizeInput{Run: contract.Run{Preset: "offload-compact",
+			Resolved: &policy.Preset{Name: "offload-compact", SummarizerModel: "from-overrides"}}}, model: "from-overrides"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,5 +108,5 @@ func TestSummarizerModelFromTheWorkflow(t *testing.T) {
 		})
 	}
 	_, err := (&Activities{}).summarizerModel(SummarizeInput{Run: contract.Run{Preset: "no-such-preset"}})
-	require.Error(t, err, "an older run of an unknown preset has no model to use")
+	require.Error(t, err, "a run without a snapshot has no model to use")
 }

@@ -3,7 +3,6 @@ package activities
 import (
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/llm"
-	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -47,10 +46,6 @@ type PlanResult struct {
 	// empty conversation); the run still commits the input unchanged.
 	Skip   bool   `json:"skip"`
 	Reason string `json:"reason,omitempty"`
-	// Preset is the run's resolved preset. The workflow decides from this
-	// recorded copy, never by resolving it again, so that a change of a
-	// built-in default cannot make a running or replayed history diverge.
-	Preset policy.Preset `json:"preset"`
 	// Archive is the verified copy of the original, when the input asked
 	// the plan step to make it.
 	Archive *ArchiveResult `json:"archive,omitempty"`

@@ -10,6 +10,7 @@ import (
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/llm"
+	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
@@ -31,8 +32,18 @@ func newUnit(t *testing.T) *unit {
 		Limits: tokens.DefaultLimits(), LLMSlots: make(chan struct{}, 1)}
 	u.run = contract.Run{ID: "run-" + t.Name(), Tenant: "acme", Session: "s1", EventID: "ev-1", Trigger: "manual",
 		Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 4000}
+	u.run.Resolved = resolve(t, u.run.Preset)
 	u.store.runs[u.run.ID] = store.Run{ID: u.run.ID, Tenant: "acme", Session: "s1", Preset: u.run.Preset, Status: store.RunPending}
 	return u
+}
+
+// resolve is the built-in preset name as the gateway resolves it at
+// submit: the snapshot a run carries.
+func resolve(t *testing.T, name string) *policy.Preset {
+	t.Helper()
+	p, err := policy.Resolve(name, nil)
+	require.NoError(t, err)
+	return &p
 }
 
 // put stores text under kind for the run's tenant and returns its key.

@@ -178,7 +178,7 @@ func TestHandoffSummary(t *testing.T) {
 			if tt.prep == "" {
 				require.Empty(t, prep)
 			} else {
-				require.Equal(t, []activities.HandoffInput{{Run: run, WorkKey: tt.prep}}, prep)
+				require.Equal(t, []activities.HandoffInput{{Run: bare(run), WorkKey: tt.prep}}, prep)
 				sum := summarizeSteps(f)["handoff/summarize"]
 				require.Equal(t, "session", sum.Prompt)
 				require.Equal(t, "handoff-transcript", sum.SourceKey)

@@ -95,16 +95,17 @@ func compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Com
 	run := in.Run
 	res := contract.CompactionResult{RunID: run.ID}
 
+	// The gateway resolved the preset once, at submit: every step works
+	// with that snapshot and none resolves it again.
+	if run.Resolved == nil {
+		return res, temporal.NewNonRetryableApplicationError("the run carries no resolved preset", ErrConfig, nil)
+	}
+	preset := *run.Resolved
 	var plan activities.PlanResult
 	planIn := activities.PlanInput{Run: run, InputKey: in.InputKey, InputSHA256: in.InputSHA256}
 	if err := runStep(ctx, a.Plan, planIn).Get(ctx, &plan); err != nil {
 		return res, fmt.Errorf("plan: %w", err)
 	}
-	preset := plan.Preset
-	// Every later step gets the recorded copy instead of resolving it
-	// again. The steps are local activities, whose inputs stay out of the
-	// history.
-	run.Resolved = &preset
 	res.Format, res.TokensBefore, res.LevelBefore = plan.Format, plan.TokensBefore, plan.LevelBefore
 
 	// The plan step archived the original, and verified its checksum,

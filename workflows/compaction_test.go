@@ -138,7 +138,7 @@ func TestCompactionHistoryPassFeedsCommit(t *testing.T) {
 	sums := inputsOf[activities.SummarizeInput](f)
 	require.Len(t, sums, 1)
 	require.Equal(t, activities.SummarizeInput{
-		Run: testRun("offload-compact", ""), Step: "history/summarize", Prompt: "history", SourceKey: "transcript",
+		Run: bare(testRun("offload-compact", "")), Step: "history/summarize", Prompt: "history", SourceKey: "transcript",
 		ArchiveKey: "archive/abc", TargetTokens: 8000,
 	}, sums[0])
 	hist := inputsOf[activities.HistoryInput](f)
@@ -289,7 +289,7 @@ func TestMapReduceFallsBackWhenSummarizerFails(t *testing.T) {
 			fb := inputsOf[activities.FallbackInput](f)
 			require.Len(t, fb, 1)
 			require.Equal(t, activities.FallbackInput{
-				Run: testRun("react-two-layer", tt.overrides), Step: "large/0/summarize/1/fallback",
+				Run: bare(testRun("react-two-layer", tt.overrides)), Step: "large/0/summarize/1/fallback",
 				SourceKey: "chunk/1", TargetChars: int(float64(chunk1Chars) * 0.1), Mode: tt.mode,
 			}, fb[0])
 			merge := inputsOf[activities.MergeInput](f)[0]
@@ -480,7 +480,7 @@ func TestDriftGate(t *testing.T) {
 			require.Len(t, repairs, tt.repairs)
 			if tt.repairs > 0 {
 				require.Equal(t, activities.SummarizeInput{
-					Run: run, Step: "history/repair/1", Prompt: "repair", SourceKey: "transcript", ContextKey: first,
+					Run: bare(run), Step: "history/repair/1", Prompt: "repair", SourceKey: "transcript", ContextKey: first,
 					MissingKey: "missing/0", ArchiveKey: "archive/abc", TargetTokens: 8000,
 				}, repairs[0], "the repair names what is missing")
 			}
@@ -492,7 +492,7 @@ func TestDriftGate(t *testing.T) {
 			}
 			fallbacks := inputsOf[activities.FallbackInput](f)
 			if tt.replaced {
-				require.Equal(t, []activities.FallbackInput{{Run: run, Step: "history/summarize/deterministic", SourceKey: "transcript",
+				require.Equal(t, []activities.FallbackInput{{Run: bare(run), Step: "history/summarize/deterministic", SourceKey: "transcript",
 					TargetChars: 8000 * 4, Mode: "extractive", Prompt: "history", ArchiveKey: "archive/abc"}}, fallbacks)
 				require.Equal(t, deterministic, checks[len(checks)-1].SummaryKey, "the deterministic summary is checked")
 			} else {
@@ -506,7 +506,7 @@ func TestDriftGate(t *testing.T) {
 			}
 			require.Len(t, patches, 1)
 			want := *tt.patch
-			want.Run = run
+			want.Run = bare(run)
 			require.Equal(t, want, patches[0])
 		})
 	}
@@ -587,14 +587,13 @@ func TestHistorySummaryFailure(t *testing.T) {
 func TestFailureMarksRunFailed(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name      string
-		preset    string
-		overrides string
-		setup     func(f *fakes)
-		errType   string
-		want      []string
-		class     store.ErrorClass
-		message   string // the public message holds it
+		name    string
+		preset  string
+		setup   func(f *fakes)
+		errType string
+		want    []string
+		class   store.ErrorClass
+		message string // the public message holds it
 	}{{
 		name:   "bad input at plan",
 		preset: "adaptive",
@@ -606,13 +605,15 @@ func TestFailureMarksRunFailed(t *testing.T) {
 		class:   store.ErrorBadInput,
 		message: "plan: message 3: bad role",
 	}, {
-		name:      "bad preset override",
-		preset:    "adaptive",
-		overrides: `{"history":{"keep_last":-1}}`,
-		errType:   ErrConfig,
-		want:      []string{"Plan", "FailRun"},
-		class:     store.ErrorConfig,
-		message:   "plan: the deployment's configuration refused the run",
+		name:   "no preset snapshot",
+		preset: "adaptive",
+		setup: func(f *fakes) {
+			f.editRun = func(r *contract.Run) { r.Resolved = nil }
+		},
+		errType: ErrConfig,
+		want:    []string{"FailRun"},
+		class:   store.ErrorConfig,
+		message: "the deployment's configuration refused the run",
 	}, {
 		name:   "commit refused",
 		preset: "watermark",
@@ -632,7 +633,7 @@ func TestFailureMarksRunFailed(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(f)
 			}
-			_, err := runCompaction(t, f, testRun(tt.preset, tt.overrides))
+			_, err := runCompaction(t, f, testRun(tt.preset, ""))
 			require.Error(t, err)
 			require.Contains(t, appErrorTypes(err), tt.errType, "error %v", err)
 			require.Equal(t, tt.want, f.names())
@@ -696,11 +697,11 @@ func TestStepsRunLocallyAndSummariesOnTheLLMQueue(t *testing.T) {
 	}
 }
 
-// The plan step resolves the preset once; every later S3/Postgres step
-// gets that recorded copy, even where resolving again would now give
+// The gateway resolves the preset once, at submit: every S3/Postgres
+// step gets the run's snapshot, even where resolving again would now give
 // another answer, and the summarizer calls get only its model, so that
 // the preset stays out of their recorded inputs.
-func TestStepsGetThePlansPreset(t *testing.T) {
+func TestStepsGetTheRunsSnapshot(t *testing.T) {
 	t.Parallel()
 	f := &fakes{}
 	f.editPreset = func(p *policy.Preset) {
@@ -713,9 +714,9 @@ func TestStepsGetThePlansPreset(t *testing.T) {
 
 	plan := rawInputsOf[activities.PlanInput](f)
 	require.Len(t, plan, 1)
-	require.Nil(t, plan[0].Run.Resolved, "the plan step resolves the preset itself")
 
 	var later []contract.Run
+	later = append(later, plan[0].Run)
 	for _, in := range rawInputsOf[activities.DeterministicInput](f) {
 		later = append(later, in.Run)
 	}
@@ -731,7 +732,7 @@ func TestStepsGetThePlansPreset(t *testing.T) {
 	for _, in := range rawInputsOf[activities.CommitInput](f) {
 		later = append(later, in.Run)
 	}
-	require.Len(t, later, 5)
+	require.Len(t, later, 6)
 	for _, run := range later {
 		require.NotNil(t, run.Resolved)
 		require.Equal(t, "model-of-the-plan", run.Resolved.SummarizerModel)

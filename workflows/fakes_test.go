@@ -36,11 +36,13 @@ type call struct {
 type fakes struct {
 	plan    activities.PlanResult
 	planErr error
-	// editPreset, when set, changes the preset the fake plan step
-	// resolved, as a preset file changed since the run started would.
+	// editPreset, when set, changes the run's snapshot of its preset
+	// (as if the deployment's overrides had set it).
 	editPreset func(*policy.Preset)
-	det        activities.DeterministicResult
-	chunk      activities.ChunkResult
+	// editRun, when set, changes the run the workflow is started with.
+	editRun func(*contract.Run)
+	det     activities.DeterministicResult
+	chunk   activities.ChunkResult
 	// mergedChars is the size the merge step reports.
 	mergedChars int
 	global      activities.GlobalResult
@@ -148,16 +150,6 @@ func (f *fakes) install(env *testsuite.TestWorkflowEnvironment) {
 				// (90,000 tokens) brings it under the ladder's goal.
 				p.Format, p.TokensBefore, p.LevelBefore, p.ContextLimit = "openai", 100000, "critical", 128000
 			}
-			// The plan step resolves the run's preset once; the workflow
-			// decides from that recorded copy.
-			preset, err := policy.Resolve(in.Run.Preset, in.Run.Overrides)
-			if err != nil {
-				return activities.PlanResult{}, temporal.NewNonRetryableApplicationError(err.Error(), activities.ErrConfig, err)
-			}
-			if f.editPreset != nil {
-				f.editPreset(&preset)
-			}
-			p.Preset = preset
 			p.Archive = &activities.ArchiveResult{Key: "archive/" + in.InputSHA256, SHA256: in.InputSHA256, Size: 10}
 			p.StepRecord = stepOf(in.Run, "plan")
 			return p, nil
@@ -299,7 +291,19 @@ func testRun(preset, overrides string) contract.Run {
 	if overrides != "" {
 		r.Overrides = json.RawMessage(overrides)
 	}
+	// The gateway's snapshot, resolved once at submit.
+	resolved, err := policy.Resolve(r.Preset, r.Overrides)
+	if err != nil {
+		panic(fmt.Sprintf("test preset %s: %v", preset, err))
+	}
+	r.Resolved = &resolved
 	return r
+}
+
+// bare is run without its preset snapshot, as inputsOf lists step inputs.
+func bare(run contract.Run) contract.Run {
+	run.Resolved = nil
+	return run
 }
 
 // runCompaction runs the Compaction workflow against the fakes and
@@ -312,6 +316,14 @@ func runCompaction(t *testing.T, f *fakes, run contract.Run) (contract.Compactio
 // runCompactionInput is runCompaction with the whole input.
 func runCompactionInput(t *testing.T, f *fakes, in contract.CompactionInput) (contract.CompactionResult, error) {
 	t.Helper()
+	if f.editRun != nil {
+		f.editRun(&in.Run)
+	}
+	if f.editPreset != nil {
+		preset := *in.Run.Resolved
+		f.editPreset(&preset)
+		in.Run.Resolved = &preset
+	}
 	env := newTestEnv()
 	f.install(env)
 	env.ExecuteWorkflow(Compaction, in)

@@ -131,13 +131,11 @@ func RunID(tenant, session, eventID string) string {
 
 // Submit validates and stores an event and starts (or joins) its run.
 func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
-	if err := g.validate(&ev); err != nil {
+	set, err := g.validate(&ev)
+	if err != nil {
 		return Submitted{}, err
 	}
-	effective, err := policy.Merge(g.Overrides[ev.Preset], ev.Overrides)
-	if err != nil {
-		return Submitted{}, &InputError{Field: "overrides", Err: err}
-	}
+	effective := set.overrides
 	if err := g.checkBreaker(ctx, ev); err != nil {
 		return Submitted{}, err
 	}
@@ -157,11 +155,7 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	if err != nil {
 		return Submitted{}, err
 	}
-	resolved, err := policy.Resolve(ev.Preset, effective)
-	if err != nil {
-		return Submitted{}, &InputError{Field: "overrides", Err: err}
-	}
-	resolvedJSON, err := json.Marshal(resolved)
+	resolvedJSON, err := json.Marshal(set.preset)
 	if err != nil {
 		return Submitted{}, fmt.Errorf("encode resolved preset: %w", err)
 	}
@@ -172,12 +166,13 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	}
 	// The claim and the run row in one transaction: the row holds what
 	// the caller asked for from the moment the event is accepted.
-	sub, err := g.Store.SubmitRun(ctx, store.Run{
+	run := store.Run{
 		ID: runID, Tenant: ev.Tenant, Session: ev.Session, EventID: ev.EventID, Trigger: ev.Kind,
 		Preset: ev.Preset, InputKey: ref.Key, ReplayOf: ev.ReplayOf, Status: store.RunPending,
 		AgentModel: ev.Model, ContextLimit: ev.ContextLimit, Overrides: effective, InputSHA256: ref.SHA256,
 		ResolvedPreset: resolvedJSON,
-	}, hash, func(ctx context.Context) error {
+	}
+	sub, err := g.Store.SubmitRun(ctx, run, hash, func(ctx context.Context) error {
 		_, err := g.Blob.PutContentVerified(ctx, ev.Tenant, blob.KindArchive, data)
 		return err
 	})
@@ -193,11 +188,7 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 		}
 		return Submitted{}, ErrConflict
 	}
-	run := store.Run{
-		ID: sub.RunID, Tenant: ev.Tenant, Session: ev.Session, EventID: ev.EventID, Trigger: ev.Kind,
-		Preset: ev.Preset, Overrides: effective, AgentModel: ev.Model, ContextLimit: ev.ContextLimit, ReplayOf: ev.ReplayOf,
-		InputKey: ref.Key, InputSHA256: ref.SHA256,
-	}
+	run.ID = sub.RunID
 	if sub.Existing {
 		// A retry: the run is the first claim's, with the original it
 		// recorded (a re-encoded retry's own bytes were just discarded).
@@ -211,23 +202,37 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	// When Temporal cannot be reached the run stays pending, claimed with
 	// everything it needs: the caller's retry with the same event id
 	// starts it (an outage answers 503), and so does the reconciler.
-	if err := g.start(ctx, g.inputOf(run)); err != nil {
+	in, err := g.inputOf(run)
+	if err != nil {
+		return Submitted{}, err
+	}
+	if err := g.start(ctx, in); err != nil {
 		return Submitted{}, err
 	}
 	return out, nil
 }
 
 // inputOf is the workflow input of a claimed run, from what its row
-// recorded at submit.
-func (g *Gateway) inputOf(r store.Run) contract.CompactionInput {
+// recorded at submit: the preset resolved then is the run's snapshot,
+// which every step uses, so that a preset file or a built-in default that
+// changes while the run waits or runs cannot change it.
+func (g *Gateway) inputOf(r store.Run) (contract.CompactionInput, error) {
+	if len(r.ResolvedPreset) == 0 {
+		return contract.CompactionInput{}, fmt.Errorf("run %s has no resolved preset", r.ID)
+	}
+	var preset policy.Preset
+	if err := json.Unmarshal(r.ResolvedPreset, &preset); err != nil {
+		return contract.CompactionInput{}, fmt.Errorf("run %s: decode its resolved preset: %w", r.ID, err)
+	}
 	return contract.CompactionInput{
 		Run: contract.Run{
 			ID: r.ID, Tenant: r.Tenant, Session: r.Session, EventID: r.EventID, Trigger: r.Trigger,
 			Preset: r.Preset, Overrides: r.Overrides, Model: r.AgentModel, ContextLimit: r.ContextLimit, ReplayOf: r.ReplayOf,
+			Resolved: &preset,
 		},
 		InputKey: r.InputKey, InputSHA256: r.InputSHA256, LLMTaskQueue: g.LLMTaskQueue,
 		Visibility: g.SearchAttributes, Judge: g.Judge,
-	}
+	}, nil
 }
 
 // start hands a claimed run to its session's workflow, starting the
@@ -271,41 +276,43 @@ func (g *Gateway) checkOverrides(ev Event) error {
 	return policy.CheckCallerOverrides(ev.Overrides, g.Caps)
 }
 
-func (g *Gateway) validate(ev *Event) error {
+// validate checks an event, naming the field of the first problem, and
+// resolves its preset.
+func (g *Gateway) validate(ev *Event) (settings, error) {
 	if err := blob.ValidateTenant(ev.Tenant); err != nil {
-		return &InputError{Field: "tenant", Err: err}
+		return settings{}, &InputError{Field: "tenant", Err: err}
 	}
 	if err := ident.Session(ev.Session); err != nil {
-		return &InputError{Field: "session", Err: err.(*ident.Error).Unnamed()}
+		return settings{}, &InputError{Field: "session", Err: err.(*ident.Error).Unnamed()}
 	}
 	if err := ident.EventID(ev.EventID); err != nil {
-		return &InputError{Field: "event_id", Err: err.(*ident.Error).Unnamed()}
+		return settings{}, &InputError{Field: "event_id", Err: err.(*ident.Error).Unnamed()}
 	}
 	switch ev.Kind {
 	case "":
 		ev.Kind = KindThreshold
 	case KindThreshold, KindCheckpoint, KindManual:
 	default:
-		return &InputError{Field: "kind", Err: fmt.Errorf("%q is not one of threshold, checkpoint, manual", ev.Kind)}
+		return settings{}, &InputError{Field: "kind", Err: fmt.Errorf("%q is not one of threshold, checkpoint, manual", ev.Kind)}
 	}
 	if ev.ContextLimit < 0 {
-		return &InputError{Field: "context_limit", Err: errors.New("must not be negative")}
+		return settings{}, &InputError{Field: "context_limit", Err: errors.New("must not be negative")}
 	}
 	if ev.ContextLimit > MaxContextLimit {
-		return &InputError{Field: "context_limit", Err: fmt.Errorf("%d is above %d", ev.ContextLimit, MaxContextLimit)}
+		return settings{}, &InputError{Field: "context_limit", Err: fmt.Errorf("%d is above %d", ev.ContextLimit, MaxContextLimit)}
 	}
 	if ev.Model != "" {
 		// The model names a counter and a window, lands in the run's row
 		// and in operators' terminals: plain text, bounded.
 		if err := ident.Check("model", ev.Model); err != nil {
-			return &InputError{Field: "model", Err: err.(*ident.Error).Unnamed()}
+			return settings{}, &InputError{Field: "model", Err: err.(*ident.Error).Unnamed()}
 		}
 	}
 	if ev.Preset == "" {
 		ev.Preset = g.DefaultPreset
 	}
 	if _, err := policy.Builtin(ev.Preset); err != nil {
-		return &InputError{Field: "preset", Err: err}
+		return settings{}, &InputError{Field: "preset", Err: err}
 	}
 	// The caller's overrides within the operator's caps, each problem
 	// named by its field; the deployment's own overrides are not capped.
@@ -316,21 +323,30 @@ func (g *Gateway) validate(ev *Event) error {
 			if oe.Field != "overrides" {
 				field += "." + oe.Field
 			}
-			return &InputError{Field: field, Err: errors.New(oe.Reason)}
+			return settings{}, &InputError{Field: field, Err: errors.New(oe.Reason)}
 		}
-		return &InputError{Field: "overrides", Err: err}
+		return settings{}, &InputError{Field: "overrides", Err: err}
 	}
 	merged, err := policy.Merge(g.Overrides[ev.Preset], ev.Overrides)
 	if err != nil {
-		return &InputError{Field: "overrides", Err: err}
+		return settings{}, &InputError{Field: "overrides", Err: err}
 	}
-	if _, err := policy.Resolve(ev.Preset, merged); err != nil {
-		return &InputError{Field: "overrides", Err: err}
+	preset, err := policy.Resolve(ev.Preset, merged)
+	if err != nil {
+		return settings{}, &InputError{Field: "overrides", Err: err}
 	}
 	if (len(ev.Conversation) == 0) == (ev.ConversationKey == "") {
-		return &InputError{Field: "conversation", Err: errors.New("give exactly one of conversation and conversation_key")}
+		return settings{}, &InputError{Field: "conversation", Err: errors.New("give exactly one of conversation and conversation_key")}
 	}
-	return nil
+	return settings{overrides: merged, preset: preset}, nil
+}
+
+// settings are an event's effective overrides (the deployment's under
+// the caller's) and the preset they resolve to: resolved here, once per
+// run, and carried by the run as its snapshot (contract.Run.Resolved).
+type settings struct {
+	overrides json.RawMessage
+	preset    policy.Preset
 }
 
 // MaxContextLimit bounds a caller's context_limit: far above any model's

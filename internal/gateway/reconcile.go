@@ -75,11 +75,15 @@ func (g *Gateway) reconcileRun(ctx context.Context, r store.Run, out *Reconciled
 	if r.Status == store.RunPending && r.InputKey != "" && r.InputSHA256 != "" && strings.Contains(why, "never started") {
 		// Claimed while Temporal was down: its row holds all it
 		// needs, so it runs now rather than fail.
-		if err := g.start(ctx, g.inputOf(r)); err != nil {
-			return fmt.Errorf("reconcile run %s: %w", r.ID, err)
+		in, ierr := g.inputOf(r)
+		if ierr == nil {
+			if err := g.start(ctx, in); err != nil {
+				return fmt.Errorf("reconcile run %s: %w", r.ID, err)
+			}
+			out.Started = append(out.Started, r.ID)
+			return nil
 		}
-		out.Started = append(out.Started, r.ID)
-		return nil
+		why = "it cannot be started: " + ierr.Error()
 	}
 	marked, err := g.Store.FailRun(ctx, r.ID, store.Failure{Class: store.ErrorInterrupted, Message: why})
 	if err != nil {

@@ -28,6 +28,10 @@ func liveRun(t *testing.T, g *Gateway, id string, status store.RunStatus, withIn
 	if withInput {
 		sha := blob.SHA256Hex([]byte(id))
 		r.InputKey, r.InputSHA256 = blob.ContentKey("acme", blob.KindArchive, sha), sha
+		preset, err := policy.Resolve(r.Preset, r.Overrides)
+		require.NoError(t, err)
+		r.ResolvedPreset, err = json.Marshal(preset)
+		require.NoError(t, err)
 	}
 	stored, created, err := g.Store.CreateRun(context.Background(), r)
 	require.NoError(t, err)
@@ -100,7 +104,9 @@ func TestReconcileStartsPendingRunWithInput(t *testing.T) {
 	require.Equal(t, map[string]string{"run-without-input": why}, out.Failed)
 
 	require.Len(t, signalled, 1)
-	require.Equal(t, g.inputOf(withInput), signalled[0])
+	want, err := g.inputOf(withInput)
+	require.NoError(t, err)
+	require.Equal(t, want, signalled[0])
 	require.Equal(t, withInput.InputKey, signalled[0].InputKey)
 	require.Equal(t, withInput.InputSHA256, signalled[0].InputSHA256)
 	require.Equal(t, "llm", signalled[0].LLMTaskQueue)

@@ -132,24 +132,38 @@ func TestInputOfMapsEveryField(t *testing.T) {
 		// What the run learns later is not its input.
 		Model: "summarizer-1", Status: store.RunRunning, ArchiveKey: "tenants/acme/archive/cd/cdef", Level: "L2",
 	}
+	preset, err := policy.Resolve(policy.ThreeTier, r.Overrides)
+	require.NoError(t, err)
+	r.ResolvedPreset, err = json.Marshal(preset)
+	require.NoError(t, err)
 	g := &Gateway{LLMTaskQueue: "llm", SearchAttributes: true, Judge: true, TaskQueue: "steps"}
-	in := g.inputOf(r)
+	in, err := g.inputOf(r)
+	require.NoError(t, err)
 	require.Equal(t, contract.CompactionInput{
 		Run: contract.Run{
 			ID: "run-1", Tenant: "acme", Session: "s1", EventID: "e1", Trigger: KindCheckpoint, Preset: policy.ThreeTier,
 			Overrides: json.RawMessage(`{"history":{"attempts":2}}`), Model: "gpt-4o", ContextLimit: 64000, ReplayOf: "run-0",
+			Resolved: &preset,
 		},
 		InputKey: "tenants/acme/archive/ab/abcd", InputSHA256: "abcd", LLMTaskQueue: "llm", Visibility: true, Judge: true,
 	}, in)
-	requireAllSet(t, reflect.ValueOf(in.Run), "Resolved")
+	requireAllSet(t, reflect.ValueOf(in.Run))
+	require.Equal(t, 2, in.Run.Resolved.History.Attempts, "the snapshot is the row's resolved preset")
 	requireAllSet(t, reflect.ValueOf(in))
 
 	// The gateway's settings off: so are the input's.
-	in = (&Gateway{}).inputOf(r)
+	in, err = (&Gateway{}).inputOf(r)
+	require.NoError(t, err)
 	require.Empty(t, in.LLMTaskQueue)
 	require.False(t, in.Visibility)
 	require.False(t, in.Judge)
 	require.Equal(t, "gpt-4o", in.Run.Model, "the agent's model, not the summarizer's")
+
+	// A row without its snapshot is not started with a preset resolved
+	// now.
+	r.ResolvedPreset = nil
+	_, err = g.inputOf(r)
+	require.ErrorContains(t, err, "no resolved preset")
 }
 
 // requireAllSet fails for each field of struct v that is zero, but those

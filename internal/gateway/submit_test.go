@@ -102,7 +102,8 @@ func TestSubmitWhileTemporalIsDown(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Submitted{RunID: runID, Existing: true, InputKey: key}, sub)
 	require.Len(t, signalled, 2)
-	want := g.inputOf(run)
+	want, err := g.inputOf(run)
+	require.NoError(t, err)
 	got := signalled[1]
 	require.JSONEq(t, string(want.Run.Overrides), string(got.Run.Overrides))
 	want.Run.Overrides, got.Run.Overrides = nil, nil

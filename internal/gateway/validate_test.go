@@ -180,9 +180,11 @@ func TestValidateDefaults(t *testing.T) {
 	t.Parallel()
 	g := &Gateway{DefaultPreset: policy.Watermark}
 	ev := Event{Tenant: "acme", Session: "s1", EventID: "e1", Conversation: []byte(`{}`)}
-	require.NoError(t, g.validate(&ev))
+	set, err := g.validate(&ev)
+	require.NoError(t, err)
 	require.Equal(t, KindThreshold, ev.Kind)
 	require.Equal(t, policy.Watermark, ev.Preset)
+	require.Equal(t, policy.Watermark, set.preset.Name, "the default preset is resolved")
 
 	for _, edit := range []func(*Event){
 		func(e *Event) { e.Model = strings.Repeat("m", 200) },
@@ -196,7 +198,8 @@ func TestValidateDefaults(t *testing.T) {
 	} {
 		ev := Event{Tenant: "acme", Session: "s1", EventID: "e1", Conversation: []byte(`{}`)}
 		edit(&ev)
-		require.NoError(t, g.validate(&ev), "%+v", ev)
+		_, err := g.validate(&ev)
+		require.NoError(t, err, "%+v", ev)
 	}
 
 	// A replay's recorded overrides were capped when first submitted;
@@ -204,8 +207,11 @@ func TestValidateDefaults(t *testing.T) {
 	ev = Event{Tenant: "acme", Session: "s1", EventID: "e1", Conversation: []byte(`{}`),
 		Overrides: json.RawMessage(`{"history":{"attempts":9}}`)}
 	var ie *InputError
-	require.ErrorAs(t, g.validate(&ev), &ie)
+	_, err = g.validate(&ev)
+	require.ErrorAs(t, err, &ie)
 	require.Equal(t, "overrides.history.attempts", ie.Field)
 	ev.recordedOverrides = true
-	require.NoError(t, g.validate(&ev))
+	set, err = g.validate(&ev)
+	require.NoError(t, err)
+	require.Equal(t, 9, set.preset.History.Attempts, "the recorded overrides are resolved into the snapshot")
 }

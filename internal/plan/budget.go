@@ -54,9 +54,9 @@ func LadderGoal(p policy.Preset, b Budget) int {
 func LadderHistoryPreset(p policy.Preset, b Budget) policy.Preset {
 	out := p
 	if !out.History.Enabled {
-		base, err := policy.Builtin(policy.Adaptive)
-		if err == nil {
-			out.History = base.History
+		// policy.Resolve recorded the summary settings to use.
+		if p.Budget.History != nil {
+			out.History = *p.Budget.History
 		}
 		out.History.Enabled = true
 	}

@@ -213,6 +213,11 @@ type BudgetRule struct {
 	KeepLast int `json:"keep_last"`
 	// TargetTokens bounds the ladder's history summary.
 	TargetTokens int `json:"target_tokens"`
+	// History is the summary the ladder makes for a preset without a
+	// history rule of its own: Resolve copies the adaptive preset's, so
+	// that the resolved preset is all a run needs and no step looks a
+	// built-in up again.
+	History *History `json:"history,omitempty"`
 }
 
 var checkpointTools = []string{"deactivate_augments", "compress_to_checkpoint",
@@ -343,15 +348,23 @@ func Resolve(name string, overrides json.RawMessage) (Preset, error) {
 	if err != nil {
 		return Preset{}, err
 	}
-	if len(bytes.TrimSpace(overrides)) == 0 || string(bytes.TrimSpace(overrides)) == "null" {
-		return p, p.Validate()
+	if len(bytes.TrimSpace(overrides)) != 0 && string(bytes.TrimSpace(overrides)) != "null" {
+		dec := json.NewDecoder(bytes.NewReader(overrides))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&p); err != nil {
+			return Preset{}, fmt.Errorf("preset %s overrides: %w", name, err)
+		}
+		p.Name = name
 	}
-	dec := json.NewDecoder(bytes.NewReader(overrides))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
-		return Preset{}, fmt.Errorf("preset %s overrides: %w", name, err)
+	p.Budget.History = nil
+	if !p.History.Enabled {
+		base, err := Builtin(Adaptive)
+		if err != nil {
+			return Preset{}, err
+		}
+		h := base.History
+		p.Budget.History = &h
 	}
-	p.Name = name
 	return p, p.Validate()
 }
 
