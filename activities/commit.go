@@ -52,7 +52,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 		return res, blobErr(fmt.Errorf("write output: %w", err))
 	}
 	o := commitOutcome(ctx, in, conv, p, b, after, tokensBefore, reactStats)
-	if res, err = a.commitHandoff(ctx, in, conv, p, b, &o); err != nil {
+	if err := a.commitHandoff(ctx, in, conv, p, b, &o); err != nil {
 		return res, err
 	}
 	if res.Committed, err = a.commitRun(ctx, rec, in, p, b, conv, o, ref, data); err != nil {
@@ -67,11 +67,29 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	if err != nil {
 		return res, err
 	}
+	if deleted != len(in.DeleteOffloads) {
+		logger(ctx).Info("offloads already released", "run", run.ID, "asked", len(in.DeleteOffloads), "deleted", deleted)
+	}
 	rec.outputSize = int64(len(data))
-	return CommitResult{OutputKey: ref.Key, OutputSHA256: ref.SHA256, TokensBefore: int(tokensBefore),
-		TokensAfter: after, Ratio: o.ratio, LevelAfter: string(o.level), Committed: res.Committed, Deleted: deleted,
-		OverLimit: o.over, Reason: o.reason, Limit: b.Limit, Recommendation: compress.Recommendation(o.level), LevelReason: o.stats.LevelReason,
-		HandoffKey: res.HandoffKey, HandoffSHA256: res.HandoffSHA256}, nil
+	if !res.Committed {
+		// A retry of a commit that landed: the run's answer is its row's.
+		row, err := a.Store.GetRun(ctx, run.ID)
+		if err != nil {
+			return res, storeErr(fmt.Errorf("read run: %w", err))
+		}
+		if res.Outcome, err = row.Outcome(); err != nil {
+			return res, storeErr(err)
+		}
+		return res, nil
+	}
+	status := store.RunSucceeded
+	if o.over {
+		status = store.RunOverLimit
+	}
+	res.Outcome = store.OutcomeOf(store.Run{ID: run.ID, Status: status, Error: o.reason,
+		TokensBefore: tokensBefore, TokensAfter: int64(after), Ratio: o.ratio, Level: string(o.level),
+		ArchiveKey: in.ArchiveKey, OutputKey: ref.Key, OutputSHA256: ref.SHA256}, o.stats)
+	return res, nil
 }
 
 // tokensBefore is the run's size before compaction: as the workflow
@@ -149,14 +167,14 @@ func commitOutcome(ctx context.Context, in CommitInput, conv conversation.Conver
 	return o
 }
 
-// commitHandoff makes the fresh session of a run that needs one, names it
-// on the outcome's stats and returns it in res. A session that reached
+// commitHandoff makes the fresh session of a run that needs one and
+// names it on the outcome's stats. A session that reached
 // CRITICAL gets its fresh start even when this run brought it lower: it
 // will be back there soon.
-func (a *Activities) commitHandoff(ctx context.Context, in CommitInput, conv conversation.Conversation, p policy.Preset, b plan.Budget, o *outcome) (res CommitResult, err error) {
+func (a *Activities) commitHandoff(ctx context.Context, in CommitInput, conv conversation.Conversation, p policy.Preset, b plan.Budget, o *outcome) error {
 	startedCritical := in.LevelBefore == string(compress.LevelCritical)
 	if o.level != compress.LevelCritical && !startedCritical && !o.over && in.Run.Trigger != "checkpoint" {
-		return res, nil
+		return nil
 	}
 	// The three-tier design's "Checkpoint + fresh session", made: the fresh
 	// session's conversation, stored and named on the run.
@@ -164,16 +182,15 @@ func (a *Activities) commitHandoff(ctx context.Context, in CommitInput, conv con
 	var app *temporal.ApplicationError
 	switch {
 	case err != nil && errors.As(err, &app) && !app.NonRetryable():
-		return res, err // S3 or Postgres is down: the commit retries
+		return err // S3 or Postgres is down: the commit retries
 	case err != nil:
 		// The handoff is an extra: a conversation it cannot be made
 		// from does not fail the run.
 		logger(ctx).Warn("no handoff", "run", in.Run.ID, "error", err)
 	case ref.Key != "":
 		o.stats.HandoffKey, o.stats.HandoffSHA256 = ref.Key, ref.SHA256
-		res.HandoffKey, res.HandoffSHA256 = ref.Key, ref.SHA256
 	}
-	return res, nil
+	return nil
 }
 
 // commitRun marks the run final with its outcome and the records of its
@@ -193,7 +210,7 @@ func (a *Activities) commitRun(ctx context.Context, rec *attempt, in CommitInput
 	committed, err := a.Store.CommitRun(ctx, run.ID, store.RunResult{
 		TokensAfter: int64(after), CharsAfter: int64(runeCount(data)), Ratio: o.ratio,
 		OutputKey: ref.Key, OutputSHA256: ref.SHA256, Model: model, PromptVersion: in.PromptVersion,
-		Level: string(o.level), Stats: mustJSON(o.stats), OverLimit: o.over, Reason: o.reason, Steps: steps,
+		Level: string(o.level), Stats: mustJSON(o.stats), OverLimit: o.over, OverLimitReason: o.reason, Steps: steps,
 	})
 	if err != nil {
 		return false, storeErr(fmt.Errorf("commit run: %w", err))

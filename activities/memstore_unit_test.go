@@ -83,10 +83,10 @@ func (m *memStore) CommitRun(_ context.Context, id string, res store.RunResult) 
 	}
 	r.Status = store.RunSucceeded
 	if res.OverLimit {
-		r.Status, r.Error = store.RunOverLimit, res.Reason
+		r.Status, r.Error = store.RunOverLimit, res.OverLimitReason
 	}
 	r.TokensAfter, r.Ratio, r.OutputKey, r.OutputSHA256 = res.TokensAfter, res.Ratio, res.OutputKey, res.OutputSHA256
-	r.Stats = res.Stats
+	r.Stats, r.Level = res.Stats, res.Level
 	m.runs[id], m.results[id] = r, res
 	return true, nil
 }

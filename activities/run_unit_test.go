@@ -117,20 +117,24 @@ func TestUnitCommit(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.Committed)
 	require.Nil(t, res.StepRecord, "commit writes its own record")
-	require.True(t, res.OverLimit, "4,000 tokens are not reachable by commit alone")
-	require.Equal(t, plan.TokensBefore, res.TokensBefore)
-	require.Equal(t, 1, res.Deleted)
+	require.True(t, res.Outcome.OverLimit, "4,000 tokens are not reachable by commit alone")
+	require.Equal(t, "over_limit", res.Outcome.Status)
+	require.NotEmpty(t, res.Outcome.OverLimitReason)
+	require.Equal(t, plan.TokensBefore, res.Outcome.TokensBefore)
 	require.False(t, u.blob.has(offload), "the released offload is deleted")
 	require.True(t, u.blob.has(foreign.Key), "another tenant's key is never released")
-	_, err = conversation.ParseAny([]byte(u.get(res.OutputKey)))
+	_, err = conversation.ParseAny([]byte(u.get(res.Outcome.OutputKey)))
 	require.NoError(t, err)
-	if res.HandoffKey != "" {
-		require.True(t, u.blob.has(res.HandoffKey))
+	if res.Outcome.HandoffKey != "" {
+		require.True(t, u.blob.has(res.Outcome.HandoffKey))
 	}
 	run, err := u.store.GetRun(ctx, u.run.ID)
 	require.NoError(t, err)
 	require.Equal(t, store.RunOverLimit, run.Status)
-	require.Equal(t, res.OutputKey, run.OutputKey)
+	// The workflow's result is the run's answer as every reader gets it.
+	stored, err := run.Outcome()
+	require.NoError(t, err)
+	require.Equal(t, stored, res.Outcome)
 	require.Equal(t, []string{"plan", "commit"}, u.store.stepNames())
 	watermark, err := u.store.GetWatermark(ctx, "acme", "s1")
 	require.NoError(t, err)
@@ -140,7 +144,7 @@ func TestUnitCommit(t *testing.T) {
 	again, err := u.a.Commit(ctx, commit)
 	require.NoError(t, err)
 	require.False(t, again.Committed, "a retried commit changes nothing")
-	require.Equal(t, res.OutputKey, again.OutputKey)
+	require.Equal(t, res.Outcome, again.Outcome)
 	require.Equal(t, []string{"plan", "commit", "commit"}, u.store.stepNames())
 }
 

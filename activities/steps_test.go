@@ -258,7 +258,7 @@ func TestCommitOutputsTheSavedWorkAsIs(t *testing.T) {
 			require.NoError(t, err)
 			var out activities.CommitResult
 			require.NoError(t, val.Get(&out))
-			output, err := e.blob.GetVerified(t.Context(), out.OutputKey, out.OutputSHA256)
+			output, err := e.blob.GetVerified(t.Context(), out.Outcome.OutputKey, out.Outcome.OutputSHA256)
 			require.NoError(t, err)
 			if tt.asIs {
 				require.Equal(t, indented.Bytes(), output)

@@ -166,27 +166,12 @@ type HandoffPrep struct {
 // CommitResult is the run's outcome.
 type CommitResult struct {
 	Recorded
-	OutputKey    string  `json:"output_key"`
-	OutputSHA256 string  `json:"output_sha256"`
-	TokensBefore int     `json:"tokens_before"`
-	TokensAfter  int     `json:"tokens_after"`
-	Ratio        float64 `json:"ratio"`
-	LevelAfter   string  `json:"level_after"`
-	Committed    bool    `json:"committed"`
-	Deleted      int     `json:"deleted_offloads"`
-	// OverLimit is set when the output is still over the model's limit:
-	// the run ends over_limit, never succeeded, with the reason.
-	OverLimit bool   `json:"over_limit,omitempty"`
-	Reason    string `json:"reason,omitempty"`
-	Limit     int    `json:"limit,omitempty"`
-	// Recommendation is the three-tier design's action for the level after.
-	Recommendation string `json:"recommendation,omitempty"`
-	// LevelReason says why a run ends RED or above (plan.LevelReason).
-	LevelReason string `json:"level_reason,omitempty"`
-	// HandoffKey holds the three-tier design's fresh-session conversation, made when a
-	// run ends CRITICAL (or over its limit) or on a checkpoint event.
-	HandoffKey    string `json:"handoff_key,omitempty"`
-	HandoffSHA256 string `json:"handoff_sha256,omitempty"`
+	// Committed is set when this call marked the run final (a retried
+	// commit finds it final already).
+	Committed bool `json:"committed"`
+	// Outcome is the run's outcome as its row now reads (store.OutcomeOf):
+	// the workflow's result.
+	Outcome contract.Outcome `json:"outcome"`
 }
 
 // FailInput marks a run failed.

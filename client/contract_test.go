@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxcompact/orchestrator/contract"
-	"github.com/ctxcompact/orchestrator/internal/audit"
 )
 
 // jsonKinds maps the JSON names of t's fields (embedded structs
@@ -42,7 +41,7 @@ func TestClientTypesMatchTheServers(t *testing.T) {
 		server, client reflect.Type
 	}{
 		{"pass figures", reflect.TypeOf(contract.PassStat{}), reflect.TypeOf(PassStat{})},
-		{"a finished run's outcome", reflect.TypeOf(audit.Outcome{}), reflect.TypeOf(Result{})},
+		{"a finished run's outcome", reflect.TypeOf(contract.Outcome{}), reflect.TypeOf(Result{})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -419,7 +419,7 @@ func TestReplayFailedRunFromArchive(t *testing.T) {
 
 	// The replay runs the watermark preset, which needs no LLM; the agent
 	// model and context limit come from the original request.
-	replay := func(requestID string) (gateway.Submitted, contract.CompactionResult) {
+	replay := func(requestID string) (gateway.Submitted, contract.Outcome) {
 		t.Helper()
 		s, err := e.gw.Replay(ctx, e.tenant, sub.RunID, gateway.ReplayRequest{RequestID: requestID, Preset: "watermark"})
 		require.NoError(t, err)
@@ -622,7 +622,7 @@ func TestAuditCLI(t *testing.T) {
 	out, _ = run(true, "replay", sub.RunID, tenant, "--request-id=cli-1", "--preset=watermark", "--wait=2m", "--json")
 	// The CLI prints the run's outcome as the HTTP API answers it, read
 	// from the run's row.
-	var res audit.Outcome
+	var res contract.Outcome
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
 	replayed := mustRun(t, e, res.RunID)
 	require.Equal(t, sub.RunID, replayed.ReplayOf)

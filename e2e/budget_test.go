@@ -60,11 +60,11 @@ func TestNewestOversizedResultEndsUnderLimit(t *testing.T) {
 					session := strings.NewReplacer("/", "-", " ", "-").Replace(format + "-" + shape + "-" + preset)
 					sub, res := e.compact(gateway.Event{Session: session, Preset: preset, Model: "gpt-4o", ContextLimit: 128000, Conversation: input})
 					out := checkRun(t, e, input, sub, res)
-					require.False(t, res.OverLimit, "reason: %s", res.Reason)
+					require.False(t, res.OverLimit, "reason: %s", res.OverLimitReason)
 					require.Greater(t, res.TokensBefore, 128000, "the input overflows")
 					require.LessOrEqual(t, res.TokensAfter, 128000, "passes: %+v", res.Passes)
 					require.Equal(t, "tokens", res.Unit)
-					require.Equal(t, 128000, res.Limit)
+					require.Equal(t, 128000, res.ContextLimit)
 
 					// The newest results are references now, each still
 					// answering its call.
@@ -107,12 +107,12 @@ func TestUncuttableUserMessageEndsOverLimit(t *testing.T) {
 			t.Parallel()
 			sub, res := e.compact(gateway.Event{Session: "big-user-" + preset, Preset: preset, Model: "gpt-4o", ContextLimit: 128000, Conversation: input})
 			require.True(t, res.OverLimit)
-			require.Contains(t, res.Reason, "user text")
-			require.Contains(t, res.Reason, "no step may cut")
+			require.Contains(t, res.OverLimitReason, "user text")
+			require.Contains(t, res.OverLimitReason, "no step may cut")
 			run, err := e.store.GetRun(context.Background(), sub.RunID)
 			require.NoError(t, err)
 			require.Equal(t, store.RunOverLimit, run.Status)
-			require.Equal(t, res.Reason, run.Error)
+			require.Equal(t, res.OverLimitReason, run.Error)
 			var stats map[string]any
 			require.NoError(t, json.Unmarshal(run.Stats, &stats))
 			require.Equal(t, true, stats["over_limit"])

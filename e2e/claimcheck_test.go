@@ -367,7 +367,7 @@ func TestRecordHistories(t *testing.T) {
 		require.NoError(t, err)
 		sub, res := e.compact(gateway.Event{Preset: "watermark", Model: "gpt-4o", ContextLimit: 30000, Conversation: input})
 		checkRun(t, e, input, sub, res)
-		require.False(t, res.OverLimit, res.Reason)
+		require.False(t, res.OverLimit, res.OverLimitReason)
 		var names []string
 		for _, p := range res.Passes {
 			names = append(names, p.Name)
@@ -458,7 +458,7 @@ func TestRecordHistories(t *testing.T) {
 			small = small || (p.Name == "budget/offload-small" && p.Applied)
 		}
 		require.True(t, small, "passes: %v", res.Passes)
-		require.False(t, res.OverLimit, res.Reason)
+		require.False(t, res.OverLimit, res.OverLimitReason)
 		record(t, "compaction-ladder-offload-small", fetchHistory(t, e.client, sub.RunID), input, snippets(t, messageTexts(t, input), 20), sub.InputKey)
 	})
 	t.Run("watermark", func(t *testing.T) {

@@ -175,7 +175,7 @@ func (e *env) startWorker() {
 }
 
 // compact submits a conversation and waits for its run.
-func (e *env) compact(ev gateway.Event) (gateway.Submitted, contract.CompactionResult) {
+func (e *env) compact(ev gateway.Event) (gateway.Submitted, contract.Outcome) {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -196,7 +196,7 @@ func (e *env) compact(ev gateway.Event) (gateway.Submitted, contract.CompactionR
 }
 
 // output reads and parses a run's compacted conversation.
-func (e *env) output(res contract.CompactionResult) (conversation.Conversation, []byte) {
+func (e *env) output(res contract.Outcome) (conversation.Conversation, []byte) {
 	e.t.Helper()
 	data, err := e.blob.GetVerified(context.Background(), res.OutputKey, res.OutputSHA256)
 	require.NoError(e.t, err)

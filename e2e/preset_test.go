@@ -21,7 +21,7 @@ import (
 // committed once, the original is restorable byte for byte from the
 // archive, the output keeps tool calls paired, and no step attempt was
 // recorded twice.
-func checkRun(t *testing.T, e *env, input []byte, sub gateway.Submitted, res contract.CompactionResult) conversation.Conversation {
+func checkRun(t *testing.T, e *env, input []byte, sub gateway.Submitted, res contract.Outcome) conversation.Conversation {
 	t.Helper()
 	ctx := context.Background()
 	run, err := e.store.GetRun(ctx, sub.RunID)

@@ -102,7 +102,7 @@ func TestProbesOnRealData(t *testing.T) {
 				out, _ := e.output(res)
 				require.NoError(t, conversation.CheckPairing(out))
 				if res.OverLimit {
-					require.NotEmpty(t, res.Reason, "an over-limit run says why")
+					require.NotEmpty(t, res.OverLimitReason, "an over-limit run says why")
 				}
 				if lvl := res.LevelAfter; lvl == "RED" || lvl == "CRITICAL" {
 					require.NotEmpty(t, res.LevelReason, "a run that ends %s says why", lvl)

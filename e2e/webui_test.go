@@ -159,7 +159,7 @@ func TestWebUI(t *testing.T) {
 	// under another preset, and one of another tenant.
 	type done struct {
 		id  string
-		res contract.CompactionResult
+		res contract.Outcome
 	}
 	var alpha []done
 	for i, limit := range []int{40000, 60000} {

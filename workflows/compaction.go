@@ -58,7 +58,7 @@ func llmOptions(attempts int) workflow.ActivityOptions {
 
 // Compaction runs one compaction: plan → archive → deterministic passes →
 // LLM passes → drift check → commit. A failure marks the run failed.
-func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.CompactionResult, error) {
+func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Outcome, error) {
 	ctx = workflow.WithActivityOptions(ctx, stepOptions())
 	ctx = workflow.WithValue(ctx, llmQueueKey{}, in.LLMTaskQueue)
 	ctx = workflow.WithValue(ctx, judgeKey{}, in.Judge)
@@ -79,7 +79,7 @@ func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Com
 			workflow.GetLogger(ctx).Error("record run failure", "run", in.Run.ID, "error", ferr)
 		}
 		recordOutcome(fctx, in, "failed", res)
-		return contract.CompactionResult{RunID: in.Run.ID}, err
+		return contract.Outcome{RunID: in.Run.ID}, err
 	}
 	outcome := "succeeded"
 	if res.OverLimit {
@@ -89,11 +89,11 @@ func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Com
 	return res, nil
 }
 
-func compaction(ctx workflow.Context, in contract.CompactionInput) (contract.CompactionResult, error) {
+func compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Outcome, error) {
 	var a *activities.Activities
 	logger := workflow.GetLogger(ctx)
 	run := in.Run
-	res := contract.CompactionResult{RunID: run.ID}
+	res := contract.Outcome{RunID: run.ID}
 
 	// The gateway resolved the preset once, at submit: every step works
 	// with that snapshot and none resolves it again.
@@ -161,19 +161,9 @@ func compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Com
 	if err := runStep(ctx, a.Commit, commit).Get(ctx, &out); err != nil {
 		return res, fmt.Errorf("commit: %w", err)
 	}
-	res.OutputKey, res.OutputSHA256 = out.OutputKey, out.OutputSHA256
-	res.TokensAfter, res.Ratio, res.LevelAfter = out.TokensAfter, out.Ratio, out.LevelAfter
-	res.Passes = commit.Passes
-	res.HistoryFailed = commit.HistoryFailed
-	res.OverLimit, res.Reason, res.Limit = out.OverLimit, out.Reason, out.Limit
-	res.Preserved, res.DeletedOffloads = commit.Preserved, out.Deleted
-	res.Recommendation, res.HandoffKey, res.HandoffSHA256 = out.Recommendation, out.HandoffKey, out.HandoffSHA256
-	res.LevelReason = out.LevelReason
-	res.Unit = "tokens"
-	if plan.Encoding == "chars" {
-		res.Unit = "chars"
-	}
-	return res, nil
+	// The commit step's outcome is the run's row as it now reads: the
+	// workflow's result and every later answer are the same.
+	return out.Outcome, nil
 }
 
 // budgetLadder closes a run whose output is still over the ladder's goal
@@ -185,7 +175,7 @@ func compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Com
 // and tail, naming the archive → offload the small results left. Whatever is still over the limit after that, commit says
 // so: the run ends over_limit with the reason.
 func budgetLadder(ctx workflow.Context, run contract.Run, preset policy.Preset, pr activities.PlanResult,
-	archive activities.ArchiveResult, commit *activities.CommitInput, res *contract.CompactionResult) error {
+	archive activities.ArchiveResult, commit *activities.CommitInput, res *contract.Outcome) error {
 	var a *activities.Activities
 	commit.Ladder = true
 	step := func(stage string) (activities.FitResult, error) {
@@ -242,7 +232,7 @@ type handoffMade struct {
 // handoff around it; when the summarizer fails, commit makes the
 // structured offline summary itself.
 func handoffSummary(ctx workflow.Context, run contract.Run, preset policy.Preset, pr activities.PlanResult,
-	archive activities.ArchiveResult, commit *activities.CommitInput, res *contract.CompactionResult, early workflow.Future) error {
+	archive activities.ArchiveResult, commit *activities.CommitInput, res *contract.Outcome, early workflow.Future) error {
 	if early == nil {
 		after := compress.LevelFor(float64(res.TokensAfter) / float64(max(pr.ContextLimit, 1)))
 		made := pr.LevelBefore == string(compress.LevelCritical) || after == compress.LevelCritical ||
@@ -327,7 +317,7 @@ func makeHandoffSummary(ctx workflow.Context, run contract.Run, preset policy.Pr
 // runPasses runs the deterministic and LLM passes, updating commit with
 // the final working key and what was done.
 func runPasses(ctx workflow.Context, run contract.Run, preset policy.Preset, plan activities.PlanResult,
-	archive activities.ArchiveResult, commit *activities.CommitInput, res *contract.CompactionResult) error {
+	archive activities.ArchiveResult, commit *activities.CommitInput, res *contract.Outcome) error {
 	var a *activities.Activities
 
 	var det activities.DeterministicResult
@@ -431,7 +421,7 @@ func mapReduce(ctx workflow.Context, run contract.Run, preset policy.Preset, ste
 // globalPass is layer 2 of the ReAct two-layer design: once usage passes
 // the trigger, every result above the minimum size is compressed with its
 // thought and action as context; a failed turn keeps its original result.
-func globalPass(ctx workflow.Context, run contract.Run, preset policy.Preset, exclude []activities.Replacement, commit *activities.CommitInput, res *contract.CompactionResult) error {
+func globalPass(ctx workflow.Context, run contract.Run, preset policy.Preset, exclude []activities.Replacement, commit *activities.CommitInput, res *contract.Outcome) error {
 	var a *activities.Activities
 	var g activities.GlobalResult
 	if err := runStep(ctx, a.PlanGlobal, activities.GlobalInput{Run: run, WorkKey: commit.WorkKey, Exclude: exclude}).Get(ctx, &g); err != nil {
@@ -482,7 +472,7 @@ func globalPass(ctx workflow.Context, run contract.Run, preset policy.Preset, ex
 // ladder's preset (plan.LadderHistoryPreset), its steps named "budget/…".
 // Without it, its steps keep the names recorded histories hold.
 func historyPass(ctx workflow.Context, run contract.Run, preset policy.Preset, archive activities.ArchiveResult,
-	freed int, commit *activities.CommitInput, res *contract.CompactionResult, ladder bool) error {
+	freed int, commit *activities.CommitInput, res *contract.Outcome, ladder bool) error {
 	var a *activities.Activities
 	name, prepareStep := "history", ""
 	if ladder {

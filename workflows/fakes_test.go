@@ -257,7 +257,10 @@ func (f *fakes) install(env *testsuite.TestWorkflowEnvironment) {
 			if f.commitErr != nil {
 				return activities.CommitResult{}, f.commitErr
 			}
-			return activities.CommitResult{OutputKey: "out/" + in.WorkKey, OutputSHA256: "sha", TokensAfter: 1000, Ratio: 0.01, LevelAfter: "normal", Committed: true}, nil
+			return activities.CommitResult{Committed: true, Outcome: contract.Outcome{RunID: in.Run.ID, Status: "succeeded",
+				OutputKey: "out/" + in.WorkKey, OutputSHA256: "sha", TokensBefore: in.TokensBefore, TokensAfter: 1000, Ratio: 0.01,
+				LevelBefore: in.LevelBefore, LevelAfter: "normal", Drift: in.Drift, Passes: in.Passes, HistoryFailed: in.HistoryFailed,
+				PreservedCount: in.Preserved, ArchiveKey: in.ArchiveKey}}, nil
 		})
 	env.OnActivity(a.FailRun, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.FailInput) error {
@@ -308,13 +311,13 @@ func bare(run contract.Run) contract.Run {
 
 // runCompaction runs the Compaction workflow against the fakes and
 // returns its result and error.
-func runCompaction(t *testing.T, f *fakes, run contract.Run) (contract.CompactionResult, error) {
+func runCompaction(t *testing.T, f *fakes, run contract.Run) (contract.Outcome, error) {
 	t.Helper()
 	return runCompactionInput(t, f, contract.CompactionInput{Run: run, InputKey: "t1/input/abc", InputSHA256: "abc"})
 }
 
 // runCompactionInput is runCompaction with the whole input.
-func runCompactionInput(t *testing.T, f *fakes, in contract.CompactionInput) (contract.CompactionResult, error) {
+func runCompactionInput(t *testing.T, f *fakes, in contract.CompactionInput) (contract.Outcome, error) {
 	t.Helper()
 	if f.editRun != nil {
 		f.editRun(&in.Run)
@@ -328,7 +331,7 @@ func runCompactionInput(t *testing.T, f *fakes, in contract.CompactionInput) (co
 	f.install(env)
 	env.ExecuteWorkflow(Compaction, in)
 	require.True(t, env.IsWorkflowCompleted())
-	var res contract.CompactionResult
+	var res contract.Outcome
 	err := env.GetWorkflowError()
 	if err == nil {
 		require.NoError(t, env.GetWorkflowResult(&res))

@@ -44,12 +44,12 @@ func TestReplayRecordedHistories(t *testing.T) {
 // Compaction that skips the plan step does not replay a recorded run.
 func TestReplayDetectsChangedWorkflow(t *testing.T) {
 	t.Parallel()
-	changed := func(ctx workflow.Context, in contract.CompactionInput) (contract.CompactionResult, error) {
+	changed := func(ctx workflow.Context, in contract.CompactionInput) (contract.Outcome, error) {
 		var a *activities.Activities
 		ctx = workflow.WithActivityOptions(ctx, stepOptions())
 		var archive activities.ArchiveResult
 		err := workflow.ExecuteActivity(ctx, a.Archive, activities.ArchiveInput{Run: in.Run, InputKey: in.InputKey, InputSHA256: in.InputSHA256}).Get(ctx, &archive)
-		return contract.CompactionResult{RunID: in.Run.ID, ArchiveKey: archive.Key}, err
+		return contract.Outcome{RunID: in.Run.ID, ArchiveKey: archive.Key}, err
 	}
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(changed, workflow.RegisterOptions{Name: "Compaction"})

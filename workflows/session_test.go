@@ -48,11 +48,11 @@ type sessionHarness struct {
 func newSessionHarness(childTime time.Duration, fail map[string]error) *sessionHarness {
 	h := &sessionHarness{env: newTestEnv(), childTime: childTime, fail: fail}
 	h.env.OnWorkflow(Compaction, mock.Anything, mock.Anything).After(childTime).Return(
-		func(ctx workflow.Context, in contract.CompactionInput) (contract.CompactionResult, error) {
+		func(ctx workflow.Context, in contract.CompactionInput) (contract.Outcome, error) {
 			if err := h.fail[in.Run.EventID]; err != nil {
-				return contract.CompactionResult{}, err
+				return contract.Outcome{}, err
 			}
-			return contract.CompactionResult{RunID: in.Run.ID}, nil
+			return contract.Outcome{RunID: in.Run.ID}, nil
 		})
 	h.env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, args converter.EncodedValues) {
 		var in contract.CompactionInput

@@ -15,7 +15,7 @@ func runSearchAttributes(in contract.CompactionInput) temporal.SearchAttributes 
 
 // recordOutcome sets the run's outcome attribute and a memo of its figures
 // (no conversation text), for runs that asked for visibility.
-func recordOutcome(ctx workflow.Context, in contract.CompactionInput, outcome string, res contract.CompactionResult) {
+func recordOutcome(ctx workflow.Context, in contract.CompactionInput, outcome string, res contract.Outcome) {
 	if !in.Visibility {
 		return
 	}

@@ -103,7 +103,7 @@ type outcome struct {
 	runID   string
 	start   time.Time
 	end     time.Time
-	res     contract.CompactionResult
+	res     contract.Outcome
 	err     error
 	latency time.Duration
 }

@@ -512,8 +512,8 @@ func (g *Gateway) Progress(ctx context.Context, runID string) (contract.Progress
 // Wait waits for a run to finish and returns its result. A run still
 // queued behind another run of its session has no workflow yet; Wait polls
 // until it starts.
-func (g *Gateway) Wait(ctx context.Context, runID string) (contract.CompactionResult, error) {
-	var res contract.CompactionResult
+func (g *Gateway) Wait(ctx context.Context, runID string) (contract.Outcome, error) {
+	var res contract.Outcome
 	// The child workflow usually starts within a workflow task of the
 	// signal, so the first polls are quick; a run queued behind a long one
 	// is polled less often.

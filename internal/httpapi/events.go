@@ -8,8 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/ctxcompact/orchestrator/internal/audit"
-	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
@@ -59,7 +58,7 @@ type accepted struct {
 // (the same type `starter compact` prints), and the compacted
 // conversation in the caller's own format.
 type runResponse struct {
-	audit.Outcome
+	contract.Outcome
 	Existing bool `json:"existing"`
 	// Handoff is the fresh-session conversation made when the run ended
 	// CRITICAL (or over its limit) or on a checkpoint event.
@@ -201,8 +200,8 @@ func (a *api) fromStore(ctx context.Context, run store.Run) (runResponse, error)
 	if !run.Status.Committed() {
 		return out, nil
 	}
-	if st, err := run.ParseStats(); err == nil && st.HandoffKey != "" {
-		if out.Handoff, err = a.output(ctx, run.Tenant, st.HandoffKey, st.HandoffSHA256); err != nil {
+	if o.HandoffKey != "" {
+		if out.Handoff, err = a.output(ctx, run.Tenant, o.HandoffKey, o.HandoffSHA256); err != nil {
 			return runResponse{}, err
 		}
 	}
@@ -211,12 +210,6 @@ func (a *api) fromStore(ctx context.Context, run store.Run) (runResponse, error)
 		return runResponse{}, err
 	}
 	out.Conversation = data
-	if out.Format == "" {
-		// A run committed before its stats held the format.
-		if f, err := conversation.Detect(data); err == nil {
-			out.Format = string(f)
-		}
-	}
 	return out, nil
 }
 

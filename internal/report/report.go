@@ -6,7 +6,7 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/ctxcompact/orchestrator/internal/audit"
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/plan"
 )
 
@@ -45,7 +45,7 @@ func Inspect(w io.Writer, reports []plan.Report) {
 }
 
 // Run prints a run's outcome: figures, levels, drift, keys and passes.
-func Run(w io.Writer, r audit.Outcome) {
+func Run(w io.Writer, r contract.Outcome) {
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\t%s\n", r.RunID)
 	fmt.Fprintf(tw, "status\t%s\n", r.Status)

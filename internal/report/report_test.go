@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctxcompact/orchestrator/internal/audit"
+	"github.com/ctxcompact/orchestrator/contract"
 )
 
 // TestRunNamesCounterAndLevelReason: a committed run's report names the
@@ -14,7 +14,7 @@ import (
 // a run under RED has no level line.
 func TestRunNamesCounterAndLevelReason(t *testing.T) {
 	t.Parallel()
-	red := audit.Outcome{RunID: "r1", Status: "succeeded", OutputKey: "k", Unit: "tokens", LevelAfter: "RED",
+	red := contract.Outcome{RunID: "r1", Status: "succeeded", OutputKey: "k", Unit: "tokens", LevelAfter: "RED",
 		Counter: "o200k_base×1.25 (claude)", LevelReason: "80% of limit 40000 (o200k_base×1.25 (claude)) after every step: a ReAct trajectory never drops a turn"}
 	var sb strings.Builder
 	Run(&sb, red)

@@ -146,10 +146,10 @@ type RunResult struct {
 	PromptVersion string
 	Level         string
 	Stats         json.RawMessage
-	// OverLimit ends the run over_limit instead of succeeded, with Reason
-	// in the run's error.
-	OverLimit bool
-	Reason    string
+	// OverLimit ends the run over_limit instead of succeeded, with
+	// OverLimitReason in the run's error.
+	OverLimit       bool
+	OverLimitReason string
 	// Steps are step records written in the same round trip as the
 	// commit (the run's successful steps, gathered by the workflow).
 	Steps []Step
@@ -413,11 +413,11 @@ func (s *Store) CommitRun(ctx context.Context, id string, res RunResult) (bool, 
 	op := "commit run " + id
 	status := RunSucceeded
 	if res.OverLimit {
-		if strings.TrimSpace(res.Reason) == "" {
+		if strings.TrimSpace(res.OverLimitReason) == "" {
 			return false, fmt.Errorf("%s: over limit without a reason", op)
 		}
 		status = RunOverLimit
-	} else if res.Reason != "" {
+	} else if res.OverLimitReason != "" {
 		return false, fmt.Errorf("%s: a reason is only for a run over its limit", op)
 	}
 	stats, err := jsonArg(op, res.Stats)
@@ -436,7 +436,7 @@ func (s *Store) CommitRun(ctx context.Context, id string, res RunResult) (bool, 
 			finished_at = now(), updated_at = now()
 		where id = $1 and status in ('pending', 'running')`,
 		id, res.TokensAfter, res.CharsAfter, res.Ratio, res.OutputKey, res.OutputSHA256,
-		res.Model, res.PromptVersion, res.Level, stats, string(status), res.Reason)
+		res.Model, res.PromptVersion, res.Level, stats, string(status), res.OverLimitReason)
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
 	}

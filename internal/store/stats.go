@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+
 	"github.com/ctxcompact/orchestrator/contract"
 )
 
@@ -59,4 +60,43 @@ func (r Run) ParseStats() (RunStats, error) {
 		return RunStats{}, fmt.Errorf("stats of run %s: %w", r.ID, err)
 	}
 	return st, nil
+}
+
+// Outcome is run r's outcome, read from its row and stats. A run that did
+// not commit (failed, skipped or still live) has its status and error
+// only.
+func (r Run) Outcome() (contract.Outcome, error) {
+	st, err := r.ParseStats()
+	if err != nil {
+		return contract.Outcome{}, err
+	}
+	return OutcomeOf(r, st), nil
+}
+
+// OutcomeOf maps a run's row r and its stats st to its outcome: the one
+// mapping, used by every reader and by the commit step for the outcome it
+// returns, so that the workflow's result and every later answer agree.
+func OutcomeOf(r Run, st RunStats) contract.Outcome {
+	out := contract.Outcome{RunID: r.ID, Status: string(r.Status), Error: r.Error, ErrorClass: string(r.ErrorClass),
+		Passes: []PassStat{}}
+	if !r.Status.Committed() {
+		return out
+	}
+	out.TokensBefore, out.TokensAfter, out.Ratio = int(r.TokensBefore), int(r.TokensAfter), r.Ratio
+	out.LevelAfter, out.ArchiveKey, out.OutputKey, out.OutputSHA256 = r.Level, r.ArchiveKey, r.OutputKey, r.OutputSHA256
+	if out.ArchiveKey == "" {
+		out.ArchiveKey = st.ArchiveKey
+	}
+	if st.Passes != nil {
+		out.Passes = st.Passes
+	}
+	out.Format, out.LevelBefore, out.Drift = st.Format, st.LevelBefore, st.Drift
+	out.HistoryFailed, out.OverLimit, out.OverLimitReason = st.HistoryFailed, st.OverLimit, st.OverLimitReason
+	out.Unit, out.ContextLimit, out.Counter, out.LevelReason = st.Unit, st.ContextLimit, st.Encoding, st.LevelReason
+	out.PreservedCount, out.DeletedOffloads = st.PreservedCount, st.DeletedOffloads
+	out.Recommendation, out.ContextCompression = st.Recommendation, st.ContextCompression
+	out.HandoffKey, out.HandoffSHA256 = st.HandoffKey, st.HandoffSHA256
+	out.FreedTokens = max(out.TokensBefore-out.TokensAfter, 0)
+	out.Success = r.Status == RunSucceeded && !out.HistoryFailed
+	return out
 }

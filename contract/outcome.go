@@ -1,0 +1,67 @@
+package contract
+
+import "encoding/json"
+
+// Outcome is a run's result, the one type every reader gets: the
+// Compaction workflow's result, the commit step's, the HTTP answer of a
+// finished run (which adds the conversation), `starter compact` and
+// `starter replay`, the audit and the Go client (which keeps a standalone
+// copy, checked field by field against this one). The store maps it to
+// the run's row and stats (store.OutcomeOf). Keys and figures only, never
+// conversation text.
+type Outcome struct {
+	RunID  string `json:"run_id"`
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+	// ErrorClass says what kind of failure a failed run had
+	// (store.ErrorClass); Error is then a message safe to show.
+	ErrorClass   string  `json:"error_class,omitempty"`
+	Format       string  `json:"format,omitempty"`
+	TokensBefore int     `json:"tokens_before"`
+	TokensAfter  int     `json:"tokens_after"`
+	Ratio        float64 `json:"ratio"`
+	LevelBefore  string  `json:"level_before,omitempty"`
+	LevelAfter   string  `json:"level_after,omitempty"`
+	// Drift is the verdict of the run's last drift check: "", "passed",
+	// "repaired" or "patched".
+	Drift string `json:"drift,omitempty"`
+	// HistoryFailed is offload-compact's "success: false": the summary
+	// could not be made and the history was left unchanged.
+	HistoryFailed bool `json:"history_failed"`
+	// Success is offload-compact's success: the run committed under its
+	// limit and the history summary, if one was wanted, was made.
+	Success bool `json:"success"`
+	// OverLimit is set when the output is still over the model's limit
+	// (status over_limit); OverLimitReason says why.
+	OverLimit       bool   `json:"over_limit"`
+	OverLimitReason string `json:"over_limit_reason,omitempty"`
+	// LevelReason says why the run ended RED or above when no step that
+	// keeps the recent turns' structure could bring it lower.
+	LevelReason string `json:"level_reason,omitempty"`
+	// Unit is the unit of the sizes: "tokens", or "chars" (react-two-layer).
+	Unit         string `json:"unit,omitempty"`
+	ContextLimit int    `json:"context_limit,omitempty"`
+	// Counter is what measured the sizes: the encoding, with the model
+	// family's safety margin when it is not the model's own tokenizer
+	// (e.g. "o200k_base×1.25 (claude)"), or "chars".
+	Counter string `json:"counter,omitempty"`
+	// FreedTokens, PreservedCount and DeletedOffloads are offload-compact's
+	// CompactResult figures.
+	FreedTokens     int `json:"freed_tokens"`
+	PreservedCount  int `json:"preserved_count"`
+	DeletedOffloads int `json:"deleted_offloads"`
+	// ContextCompression is the ReAct two-layer design's stats for a ReAct
+	// trajectory; a bare list of turns has no place for them in the
+	// conversation.
+	ContextCompression json.RawMessage `json:"context_compression,omitempty"`
+	// Recommendation is the three-tier design's action for the level after.
+	Recommendation string `json:"recommendation,omitempty"`
+	ArchiveKey     string `json:"archive_key,omitempty"`
+	OutputKey      string `json:"output_key,omitempty"`
+	OutputSHA256   string `json:"output_sha256,omitempty"`
+	// HandoffKey names the fresh session's conversation, made when a run
+	// ends CRITICAL (or over its limit) or on a checkpoint event.
+	HandoffKey    string     `json:"handoff_key,omitempty"`
+	HandoffSHA256 string     `json:"handoff_sha256,omitempty"`
+	Passes        []PassStat `json:"passes"`
+}
