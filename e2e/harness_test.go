@@ -24,12 +24,12 @@ import (
 
 	"github.com/ctxcompact/orchestrator/activities"
 	"github.com/ctxcompact/orchestrator/contract"
-	"github.com/ctxcompact/orchestrator/internal/devstack"
 	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
 	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/devstack"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"

@@ -24,11 +24,11 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/server/temporaltest"
 
-	"github.com/ctxcompact/orchestrator/internal/devstack"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/blob/s3local"
 	"github.com/ctxcompact/orchestrator/internal/blob/versitygw"
 	"github.com/ctxcompact/orchestrator/internal/config"
+	"github.com/ctxcompact/orchestrator/internal/devstack"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 

@@ -23,12 +23,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ctxcompact/orchestrator/internal/devstack"
 	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/devstack"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/report"
 	"github.com/ctxcompact/orchestrator/internal/server"
