@@ -27,3 +27,15 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
 fi
 
 bash deploy/install-versitygw.sh
+
+# The clients nobody here wrote that the e2e tests drive (the MCP
+# TypeScript SDK, the Standard Webhooks library, the TypeScript compiler
+# for clients/typescript), pinned by e2e/node/package-lock.json.
+if ! command -v npm >/dev/null 2>&1; then
+	echo "test-deps: npm is missing; run: apt-get install -y nodejs npm" >&2
+	exit 1
+fi
+if [ ! -d e2e/node/node_modules ] || [ e2e/node/package-lock.json -nt e2e/node/node_modules/.package-lock.json ]; then
+	echo "test-deps: npm ci in e2e/node"
+	npm ci --prefix e2e/node --no-audit --no-fund --loglevel=error
+fi

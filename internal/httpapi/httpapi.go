@@ -71,6 +71,19 @@ type Deps struct {
 	// Logger receives one line per request and the cause of every 500.
 	// Request bodies, API keys and conversation text are never logged.
 	Logger *slog.Logger
+	// MCP, when set, is served at /mcp (the MCP streamable HTTP
+	// transport) behind the API's bearer authentication and the tenant's
+	// limits; it reads the caller's tenant with TenantOf.
+	MCP http.Handler
+}
+
+type tenantKey struct{}
+
+// TenantOf is the authenticated tenant of a request served through the
+// API (for the MCP handler): "" when the request was not authenticated.
+func TenantOf(ctx context.Context) string {
+	t, _ := ctx.Value(tenantKey{}).(string)
+	return t
 }
 
 // handlerFunc is a route's handler: it writes the answer, or returns an
@@ -133,6 +146,12 @@ func New(deps Deps) http.Handler {
 			panic(fmt.Sprintf("httpapi: web UI: %v", err)) // its embedded templates are broken: a build defect
 		}
 		a.mux.Handle(webui.Prefix, ui)
+	}
+	if deps.MCP != nil {
+		a.mux.Handle("/mcp", a.wrap(route{Path: "/mcp", Auth: true, Handle: func(w http.ResponseWriter, r *http.Request, tenant string) error {
+			deps.MCP.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
+			return nil
+		}}))
 	}
 	return a
 }
