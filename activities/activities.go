@@ -20,6 +20,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
+	"github.com/ctxcompact/orchestrator/internal/webhook"
 )
 
 // Activities holds the dependencies of every activity. Register a pointer
@@ -39,6 +40,10 @@ type Activities struct {
 	// Metrics receive the steps, runs, summarizer calls, drift verdicts
 	// and offloads (nil: none).
 	Metrics *metrics.Metrics
+	// Hooks and Sender deliver completion webhooks (nil: no run tells
+	// its final state).
+	Hooks  WebhookStore
+	Sender *webhook.Sender
 
 	// ids caches drift-check sources' identifiers (per worker process).
 	ids idCache

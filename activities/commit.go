@@ -80,7 +80,11 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 		if res.Outcome, err = row.Outcome(); err != nil {
 			return res, storeErr(err)
 		}
-		return res, nil
+		res.Notify, err = a.notify(ctx, run.Tenant)
+		return res, err
+	}
+	if res.Notify, err = a.notify(ctx, run.Tenant); err != nil {
+		return res, err
 	}
 	status := store.RunSucceeded
 	if o.over {

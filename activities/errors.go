@@ -36,6 +36,9 @@ const (
 	// code did not foresee. Retrying cannot fix it, so the run fails at
 	// once instead of retrying for an hour.
 	ErrInternal = "internal"
+	// ErrWebhookRejected: a webhook endpoint did not accept a delivery
+	// (no answer, or not a 2xx); retried with backoff for up to a day.
+	ErrWebhookRejected = "webhook_rejected"
 )
 
 func badInput(err error) error {

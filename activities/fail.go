@@ -8,17 +8,18 @@ import (
 )
 
 // FailRun marks a run failed; a run already final stays as it is.
-func (a *Activities) FailRun(ctx context.Context, in FailInput) error {
+func (a *Activities) FailRun(ctx context.Context, in FailInput) (FailResult, error) {
 	failed, err := a.Store.FailRun(ctx, in.RunID, store.Failure{Class: in.Class, Message: in.Message}, in.Steps...)
 	if err != nil {
-		return storeErr(fmt.Errorf("fail run: %w", err))
+		return FailResult{}, storeErr(fmt.Errorf("fail run: %w", err))
+	}
+	r, err := a.Store.GetRun(ctx, in.RunID)
+	if err != nil {
+		return FailResult{}, storeErr(fmt.Errorf("read run: %w", err))
 	}
 	if failed {
-		preset := ""
-		if r, err := a.Store.GetRun(ctx, in.RunID); err == nil {
-			preset = r.Preset
-		}
-		a.Metrics.Run(string(store.RunFailed), preset, "", "", 0, 0)
+		a.Metrics.Run(string(store.RunFailed), r.Preset, "", "", 0, 0)
 	}
-	return nil
+	notify, err := a.notify(ctx, r.Tenant)
+	return FailResult{Notify: notify}, err
 }

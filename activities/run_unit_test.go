@@ -153,8 +153,9 @@ func TestUnitCommitAfterFailure(t *testing.T) {
 	t.Parallel()
 	u := newUnit(t)
 	in, plan := u.planned()
-	require.NoError(t, u.a.FailRun(t.Context(), activities.FailInput{RunID: u.run.ID, Class: store.ErrorSummarizer, Message: "boom"}))
-	_, err := u.a.Commit(t.Context(), activities.CommitInput{Run: u.run, WorkKey: in.Key, ArchiveKey: plan.Archive.Key,
+	_, err := u.a.FailRun(t.Context(), activities.FailInput{RunID: u.run.ID, Class: store.ErrorSummarizer, Message: "boom"})
+	require.NoError(t, err)
+	_, err = u.a.Commit(t.Context(), activities.CommitInput{Run: u.run, WorkKey: in.Key, ArchiveKey: plan.Archive.Key,
 		TokensBefore: plan.TokensBefore})
 	require.ErrorContains(t, err, "is already failed")
 	require.True(t, slices.ContainsFunc(u.store.steps, func(st store.Step) bool {
@@ -170,7 +171,8 @@ func TestUnitFailRun(t *testing.T) {
 	_, plan := u.planned()
 	fail := activities.FailInput{RunID: u.run.ID, Class: store.ErrorSummarizer, Message: "history: the summarizer failed",
 		Steps: []store.Step{*plan.StepRecord}}
-	require.NoError(t, u.a.FailRun(t.Context(), fail))
+	_, err := u.a.FailRun(t.Context(), fail)
+	require.NoError(t, err)
 	run, err := u.store.GetRun(t.Context(), u.run.ID)
 	require.NoError(t, err)
 	require.Equal(t, store.RunFailed, run.Status)
@@ -178,7 +180,8 @@ func TestUnitFailRun(t *testing.T) {
 	require.Equal(t, []string{"plan"}, u.store.stepNames())
 
 	fail.Message, fail.Steps = "a later failure", nil
-	require.NoError(t, u.a.FailRun(t.Context(), fail))
+	_, err = u.a.FailRun(t.Context(), fail)
+	require.NoError(t, err)
 	run, err = u.store.GetRun(t.Context(), u.run.ID)
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(run.Error, "history:"), "the first failure stands")

@@ -172,6 +172,15 @@ type CommitResult struct {
 	// Outcome is the run's outcome as its row now reads (store.OutcomeOf):
 	// the workflow's result.
 	Outcome contract.Outcome `json:"outcome"`
+	// Notify is set when the run's tenant has webhook endpoints: the
+	// workflow then starts the delivery of its final state.
+	Notify bool `json:"notify,omitempty"`
+}
+
+// FailResult is what marking a run failed learned.
+type FailResult struct {
+	// Notify: see CommitResult.Notify.
+	Notify bool `json:"notify,omitempty"`
 }
 
 // FailInput marks a run failed.

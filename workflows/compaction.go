@@ -63,7 +63,8 @@ func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Out
 	ctx = workflow.WithValue(ctx, llmQueueKey{}, in.LLMTaskQueue)
 	ctx = workflow.WithValue(ctx, judgeKey{}, in.Judge)
 	ctx, steps := withStepLog(ctx)
-	res, err := compaction(ctx, in)
+	var notify bool
+	res, err := compaction(ctx, in, &notify)
 	if err != nil {
 		var a *activities.Activities
 		// A disconnected context still records the failure when the run
@@ -74,11 +75,15 @@ func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Out
 		class, msg := activities.Describe(err)
 		workflow.GetLogger(ctx).Warn("run failed", "run", in.Run.ID, "class", string(class), "error", err)
 		fail := activities.FailInput{RunID: in.Run.ID, Class: class, Message: msg, Steps: steps.all()}
-		ferr := runStep(fctx, a.FailRun, fail).Get(fctx, nil)
+		var failed activities.FailResult
+		ferr := runStep(fctx, a.FailRun, fail).Get(fctx, &failed)
 		if ferr != nil {
 			workflow.GetLogger(ctx).Error("record run failure", "run", in.Run.ID, "error", ferr)
 		}
 		recordOutcome(fctx, in, "failed", res)
+		if failed.Notify {
+			startDelivery(fctx, in.Run)
+		}
 		return contract.Outcome{RunID: in.Run.ID}, err
 	}
 	outcome := "succeeded"
@@ -86,10 +91,15 @@ func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Out
 		outcome = "over_limit"
 	}
 	recordOutcome(ctx, in, outcome, res)
+	if notify {
+		startDelivery(ctx, in.Run)
+	}
 	return res, nil
 }
 
-func compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Outcome, error) {
+// compaction runs the steps; it sets *notify when the run's tenant wants
+// its final state told (webhooks).
+func compaction(ctx workflow.Context, in contract.CompactionInput, notify *bool) (contract.Outcome, error) {
 	var a *activities.Activities
 	logger := workflow.GetLogger(ctx)
 	run := in.Run
@@ -163,6 +173,7 @@ func compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Out
 	}
 	// The commit step's outcome is the run's row as it now reads: the
 	// workflow's result and every later answer are the same.
+	*notify = out.Notify
 	return out.Outcome, nil
 }
 

@@ -263,9 +263,9 @@ func (f *fakes) install(env *testsuite.TestWorkflowEnvironment) {
 				PreservedCount: in.Preserved, ArchiveKey: in.ArchiveKey}}, nil
 		})
 	env.OnActivity(a.FailRun, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FailInput) error {
+		func(_ context.Context, in activities.FailInput) (activities.FailResult, error) {
 			f.record("FailRun", in)
-			return nil
+			return activities.FailResult{}, nil
 		})
 }
 

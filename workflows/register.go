@@ -14,6 +14,7 @@ func Register(r worker.Registry, a *activities.Activities) {
 	// Under the contract's names, which the gateway starts them by.
 	r.RegisterWorkflowWithOptions(Compaction, workflow.RegisterOptions{Name: contract.CompactionWorkflow})
 	r.RegisterWorkflowWithOptions(Session, workflow.RegisterOptions{Name: contract.SessionWorkflow})
+	r.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: contract.DeliveryWorkflow})
 	r.RegisterActivity(a)
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/metrics"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
+	"github.com/ctxcompact/orchestrator/internal/webhook"
 	"github.com/ctxcompact/orchestrator/workflows"
 )
 
@@ -92,6 +93,8 @@ func (d *Deps) Activities() *activities.Activities {
 		SummarizerModel: d.Config.SummarizerModel,
 		LLMSlots:        make(chan struct{}, max(d.Config.LLMParallelism, 1)),
 		Metrics:         d.Metrics,
+		Hooks:           d.Store,
+		Sender:          webhook.NewSender(webhook.Policy{AllowHosts: d.Config.WebhookAllowHosts}),
 	}
 }
 
@@ -166,7 +169,8 @@ func (d *Deps) Gateway(c client.Client) *gateway.Gateway {
 		DefaultPreset: d.Config.DefaultPreset, Overrides: d.Config.PresetOverrides, Caps: d.Config.OverrideCaps,
 		Breaker: store.BreakerRule{Runs: d.Config.BreakerRuns, Window: d.Config.BreakerWindow,
 			MinFreed: d.Config.BreakerMinFreed, MinInterval: d.Config.MinEventInterval},
-		SearchAttributes: d.Config.SearchAttributes, Judge: d.Config.OpenAIBaseURL != "", Logger: Logger(d.Config)}
+		SearchAttributes: d.Config.SearchAttributes, Judge: d.Config.OpenAIBaseURL != "", Logger: Logger(d.Config),
+		WebhookPolicy: webhook.Policy{AllowHosts: d.Config.WebhookAllowHosts}}
 }
 
 // Close releases the dependencies.

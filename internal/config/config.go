@@ -96,6 +96,10 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// UISessionTTL is how long a web UI sign-in lasts.
 	UISessionTTL time.Duration
+	// WebhookAllowHosts are the hosts webhook endpoints may reach over
+	// plain http and on internal addresses (WEBHOOK_ALLOW_HOSTS); every
+	// other endpoint must be https on a public address.
+	WebhookAllowHosts []string
 	// BreakerRuns, BreakerWindow, BreakerMinFreed and MinEventInterval are
 	// the loop breaker of a session's automatic events.
 	BreakerRuns      int
@@ -179,6 +183,7 @@ func load(getenv func(string) string) (Config, error) {
 		TenantConcurrent:      r.integer("TENANT_CONCURRENT", 32),
 		AuthFailuresPerMinute: r.integer("AUTH_FAILURES_PER_MINUTE", 20),
 		UISessionTTL:          r.duration("UI_SESSION_TTL", 12*time.Hour),
+		WebhookAllowHosts:     r.list("WEBHOOK_ALLOW_HOSTS"),
 		BreakerRuns:           r.integer("BREAKER_RUNS", 3),
 		BreakerWindow:         r.duration("BREAKER_WINDOW", time.Hour),
 		BreakerMinFreed:       r.number("BREAKER_MIN_FREED", 0.05),

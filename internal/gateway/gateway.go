@@ -24,6 +24,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/ident"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/webhook"
 )
 
 // Event kinds.
@@ -120,6 +121,8 @@ type Gateway struct {
 	// Logger receives what the caller is not told (a failed cleanup);
 	// nil discards.
 	Logger *slog.Logger
+	// WebhookPolicy decides which endpoint URLs may be registered.
+	WebhookPolicy webhook.Policy
 }
 
 // RunID derives a run's id from its tenant, session and event id, so that

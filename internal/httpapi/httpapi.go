@@ -188,6 +188,14 @@ func (a *api) routes() []route {
 		{Method: http.MethodPost, Path: "/v1/replays", Auth: true, Handle: a.postReplays, Request: replaysRequest{},
 			Responses: map[int]any{http.StatusAccepted: replaysResponse{}}},
 		{Method: http.MethodGet, Path: "/v1/export", Auth: true, Handle: a.getExport},
+		{Method: http.MethodPost, Path: "/v1/webhooks", Auth: true, Handle: a.postWebhook, Request: webhookRequest{},
+			Responses: map[int]any{http.StatusCreated: webhookEndpoint{}}},
+		{Method: http.MethodGet, Path: "/v1/webhooks", Auth: true, Handle: a.listWebhooks, Responses: ok(webhookList{})},
+		{Method: http.MethodPost, Path: "/v1/webhooks/{id}/rotate", Auth: true, Handle: a.rotateWebhook, Responses: ok(webhookEndpoint{})},
+		{Method: http.MethodDelete, Path: "/v1/webhooks/{id}", Auth: true, Handle: a.deleteWebhook},
+		{Method: http.MethodGet, Path: "/v1/runs/{run}/deliveries", Auth: true, Handle: a.listDeliveries, Responses: ok(deliveryList{})},
+		{Method: http.MethodPost, Path: "/v1/deliveries/{id}/redeliver", Auth: true, Handle: a.postRedeliver,
+			Responses: map[int]any{http.StatusAccepted: redelivered{}}},
 	}
 }
 

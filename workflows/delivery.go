@@ -1,0 +1,82 @@
+package workflows
+
+import (
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/contract"
+)
+
+// DeliveryWindow is how long a delivery is retried before it is marked
+// failed: a receiver that is down for less than a day misses nothing.
+const DeliveryWindow = 24 * time.Hour
+
+// deliveryRetry is the backoff between attempts: 2 s, 4 s, 8 s, ... then
+// hourly, within DeliveryWindow.
+var deliveryRetry = &temporal.RetryPolicy{
+	InitialInterval:        2 * time.Second,
+	BackoffCoefficient:     2,
+	MaximumInterval:        time.Hour,
+	NonRetryableErrorTypes: []string{activities.ErrBadInput, activities.ErrDependency, activities.ErrInternal},
+}
+
+// WebhookDelivery tells a run's final state to its tenant's endpoints,
+// each delivery retried with backoff for DeliveryWindow and delivered at
+// least once with a stable webhook-id; or sends one delivery again
+// (DeliveryInput.DeliveryID). Every attempt is logged in Postgres by the
+// step that makes it.
+func WebhookDelivery(ctx workflow.Context, in contract.DeliveryInput) error {
+	var a *activities.Activities
+	short := workflow.WithActivityOptions(ctx, stepOptions())
+	ids := []string{in.DeliveryID}
+	if in.DeliveryID == "" {
+		if err := workflow.ExecuteActivity(short, a.PrepareDeliveries, in).Get(short, &ids); err != nil {
+			return err
+		}
+	}
+	send := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:    45 * time.Second,
+		ScheduleToCloseTimeout: DeliveryWindow,
+		RetryPolicy:            deliveryRetry,
+	})
+	wg := workflow.NewWaitGroup(ctx)
+	for _, id := range ids {
+		wg.Add(1)
+		workflow.Go(ctx, func(gctx workflow.Context) {
+			defer wg.Done()
+			err := workflow.ExecuteActivity(send, a.DeliverWebhook, id).Get(gctx, nil)
+			if err == nil {
+				return
+			}
+			workflow.GetLogger(gctx).Warn("webhook delivery gave up", "delivery", id, "error", err)
+			fctx := workflow.WithActivityOptions(gctx, stepOptions())
+			if ferr := workflow.ExecuteActivity(fctx, a.FailDelivery, id, "not accepted within "+DeliveryWindow.String()).Get(fctx, nil); ferr != nil {
+				workflow.GetLogger(gctx).Error("record failed delivery", "delivery", id, "error", ferr)
+			}
+		})
+	}
+	wg.Wait(ctx)
+	return nil
+}
+
+// startDelivery starts run's WebhookDelivery as an abandoned child, so
+// that the run ends now and its session's next run does not wait for a
+// receiver. Starting it twice (a replayed failure path) is refused by
+// its id, which is harmless.
+func startDelivery(ctx workflow.Context, run contract.Run) {
+	if workflow.GetVersion(ctx, "webhooks", workflow.DefaultVersion, 1) != 1 {
+		return
+	}
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:        contract.DeliveryWorkflowID(run.ID),
+		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,
+	})
+	f := workflow.ExecuteChildWorkflow(cctx, contract.DeliveryWorkflow, contract.DeliveryInput{Tenant: run.Tenant, RunID: run.ID})
+	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Warn("start webhook delivery", "run", run.ID, "error", err)
+	}
+}
