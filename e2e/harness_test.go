@@ -155,6 +155,8 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	c.LLMParallelism, c.LLMRatePerSecond = 16, cfg.llmRate
 	c.PresetOverrides = cfg.overrides
 	c.OverrideCaps, c.BreakerRuns = policy.Caps{}, 0
+	// Webhook receivers run on loopback, as in the dev stack.
+	c.WebhookAllowHosts = []string{"127.0.0.1"}
 	e.deps = &app.Deps{Config: c, Store: e.store, Blob: e.blob, Summarizer: sum, Limits: tokens.DefaultLimits(), Metrics: cfg.metrics}
 	e.gw = e.deps.Gateway(e.client)
 	e.llmRate = cfg.llmRate
