@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/gateway"
 )
 
 // receiver is e2e/node/webhook-receiver.mjs: a webhook endpoint that
@@ -267,4 +269,57 @@ func TestWebhookDeliverySurvivesAWorkerRestart(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, accepted)
+}
+
+// TestWebhookCLI: `starter webhooks` registers (secret printed once,
+// plain http refused unless allowed), lists without secrets, rotates,
+// shows a run's delivery log and redelivers, deletes.
+func TestWebhookCLI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, offline())
+	bin := buildCommand(t, "starter")
+	vars := append(auditEnvVars(t, e), "WEBHOOK_ALLOW_HOSTS=127.0.0.1")
+	run := func(wantOK bool, args ...string) (string, string) {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"webhooks", "--tenant=" + e.tenant}, args...)...)
+		cmd.Env = vars
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		if wantOK {
+			require.NoError(t, err, "starter webhooks %v: %s", args, stderr.String())
+		} else {
+			require.Error(t, err, "starter webhooks %v should fail", args)
+		}
+		return stdout.String(), stderr.String()
+	}
+	r := startReceiver(t, "")
+	_, stderr := run(false, "add", "http://hooks.example.com/x")
+	require.Contains(t, stderr, "must be https")
+	secret, _ := run(true, "add", r.url, "--description=cli receiver")
+	secret = strings.TrimSpace(secret)
+	require.True(t, strings.HasPrefix(secret, "whsec_"))
+	r.setSecret(secret)
+	out, _ := run(true, "list")
+	require.Contains(t, out, r.url)
+	require.NotContains(t, out, secret, "list never shows a secret")
+	id := strings.Fields(strings.Split(out, "\n")[1])[0]
+
+	sub, _ := e.compact(gateway.Event{Model: "gpt-4o", Conversation: readData(t, "swe-agent-deepseek/django__django-11564.json")})
+	l := r.waitSeen(1)[0]
+	require.True(t, l.Verified, l.Error)
+	out, _ = run(true, "deliveries", sub.RunID)
+	require.Contains(t, out, l.ID)
+	require.Contains(t, out, "200")
+	out, _ = run(true, "redeliver", l.ID)
+	require.Contains(t, out, "redelivery of "+l.ID)
+	require.Equal(t, l.ID, r.waitSeen(2)[1].ID)
+
+	newSecret, _ := run(true, "rotate", id)
+	require.NotEqual(t, secret, strings.TrimSpace(newSecret))
+	run(true, "delete", id)
+	out, _ = run(true, "list")
+	require.NotContains(t, out, r.url)
+	_, stderr = run(false, "delete", id)
+	require.Contains(t, stderr, "not found")
 }

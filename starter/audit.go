@@ -28,10 +28,11 @@ import (
 )
 
 // auditCommands are the operator's and auditor's commands: history,
-// restore, diff, recovery search, export, status, replay and API keys.
+// restore, diff, recovery search, export, status, replay, API keys and
+// webhooks.
 func auditCommands() []*cobra.Command {
 	return []*cobra.Command{newRuns(), newShow(), newReplay(), newRestore(), newDiff(), newSearch(),
-		newExport(), newStatus(), newAPIKey(), newReconcile()}
+		newExport(), newStatus(), newAPIKey(), newReconcile(), newWebhooks()}
 }
 
 // openAudit opens Postgres and S3 from the environment.

@@ -85,6 +85,11 @@ func (s *Store) AddWebhook(ctx context.Context, tenant, url, description, secret
 		return Webhook{}, fmt.Errorf("add webhook: %w", err)
 	}
 	w := Webhook{ID: id, Tenant: tenant, URL: url, Description: description, Secret: secret}
+	// An operator may register an endpoint for a tenant with no run or
+	// key yet.
+	if _, err := s.pool.Exec(ctx, `insert into tenants (id) values ($1) on conflict do nothing`, tenant); err != nil {
+		return Webhook{}, fmt.Errorf("add webhook for tenant %s: %w", tenant, err)
+	}
 	err = s.pool.QueryRow(ctx, `
 		insert into webhook_endpoints (id, tenant_id, url, description, secret) values ($1, $2, $3, $4, $5)
 		returning created_at`, id, tenant, url, description, secret).Scan(&w.CreatedAt)
