@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -267,8 +268,10 @@ func (s *Store) DeliveryTarget(ctx context.Context, id string) (d Delivery, w We
 // delivered when the endpoint accepted it, else still pending with the
 // last code and error.
 func (s *Store) RecordAttempt(ctx context.Context, id string, a DeliveryAttempt, delivered bool) error {
+	a.Error = Storable(a.Error)
+	a.ResponsePrefix = Storable(a.ResponsePrefix)
 	if len(a.ResponsePrefix) > MaxResponsePrefix {
-		a.ResponsePrefix = a.ResponsePrefix[:MaxResponsePrefix]
+		a.ResponsePrefix = strings.ToValidUTF8(a.ResponsePrefix[:MaxResponsePrefix], "")
 	}
 	status := DeliveryPending
 	if delivered {

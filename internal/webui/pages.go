@@ -332,6 +332,8 @@ type runView struct {
 	Changes          []audit.Change
 	DiffNote         string
 	HasOriginal      bool
+	// Deliveries are the run's completion webhooks, with every attempt.
+	Deliveries []store.Delivery
 }
 
 func (u *UI) runPage(w http.ResponseWriter, r *http.Request, tenant string) error {
@@ -370,6 +372,9 @@ func (u *UI) runPage(w http.ResponseWriter, r *http.Request, tenant string) erro
 	v.Attempts = len(d.Steps)
 	for _, dr := range d.Drift {
 		v.Drift = append(v.Drift, driftRow{dr})
+	}
+	if v.Deliveries, err = u.deps.Store.ListDeliveries(r.Context(), tenant, id); err != nil {
+		return err
 	}
 	switch diff, err := u.deps.Audit.Diff(r.Context(), tenant, id); {
 	case errors.Is(err, audit.ErrNoArchive):

@@ -413,6 +413,23 @@ func TestRunPageShowsTheAudit(t *testing.T) {
 	} {
 		require.Contains(t, page.body, want)
 	}
+	require.Contains(t, page.body, `id="no-deliveries"`)
+
+	// The run's webhook deliveries, with each attempt and the answer's
+	// first bytes (escaped).
+	ctx := t.Context()
+	_, err := f.store.AddWebhook(ctx, tenantA, "https://hooks.example.com/x", "", "whsec_c2VjcmV0")
+	require.NoError(t, err)
+	ds, err := f.store.PrepareDeliveries(ctx, tenantA, "run-ok", "run.succeeded")
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+	require.NoError(t, f.store.RecordAttempt(ctx, ds[0].ID, store.DeliveryAttempt{Code: 500, Error: "endpoint answered 500", ResponsePrefix: "<b>down</b>"}, false))
+	require.NoError(t, f.store.RecordAttempt(ctx, ds[0].ID, store.DeliveryAttempt{Code: 200, ResponsePrefix: "ok"}, true))
+	page = f.get("/ui/runs/run-ok", c)
+	for _, want := range []string{`id="deliveries"`, ds[0].ID, "delivered", "endpoint answered 500", "&lt;b&gt;down&lt;/b&gt;"} {
+		require.Contains(t, page.body, want)
+	}
+
 	over := f.get("/ui/runs/run-over", c)
 	require.Contains(t, over.body, `id="over-limit">Over the limit: summarizer said no<`)
 	failed := f.get("/ui/runs/run-failed", c)
