@@ -97,6 +97,10 @@ func run() error {
 			return err
 		}
 	}
+	if os.Getenv("WEBHOOK_ALLOW_HOSTS") == "" {
+		// Webhook receivers on this machine, over plain http.
+		_ = os.Setenv("WEBHOOK_ALLOW_HOSTS", "127.0.0.1,localhost,::1")
+	}
 	cfg, err := config.Load()
 	if err != nil {
 		return err
@@ -148,7 +152,7 @@ func run() error {
 		fmt.Printf("ui http://%s/ui/ (sign in with that key)\n", *httpAddr)
 	}
 	fmt.Println("\nstack running; Ctrl-C stops. Settings for worker and starter (the ports stay the same for this -dir):")
-	for _, k := range []string{"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_SEARCH_ATTRIBUTES", "DATABASE_URL", "S3_ENDPOINT", "S3_BUCKET", "S3_ACCESS_KEY", "S3_SECRET_KEY", "S3_PATH_STYLE"} {
+	for _, k := range []string{"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_SEARCH_ATTRIBUTES", "DATABASE_URL", "S3_ENDPOINT", "S3_BUCKET", "S3_ACCESS_KEY", "S3_SECRET_KEY", "S3_PATH_STYLE", "WEBHOOK_ALLOW_HOSTS"} {
 		fmt.Printf("export %s=%q\n", k, os.Getenv(k))
 	}
 	<-ctx.Done()
