@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -472,6 +475,36 @@ func TestRecordHistories(t *testing.T) {
 			"Can you deactivate refactoring", "unloaded 3 augments", "Deactivated 3 augments", "Now help me with feature X"}
 		h := fetchHistory(t, e.client, sub.RunID)
 		record(t, "compaction-watermark", h, input, snips, sub.InputKey)
+	})
+	t.Run("webhook", func(t *testing.T) {
+		t.Parallel()
+		// A run of a tenant with an endpoint that answers 500 then 200:
+		// the run starts its delivery (an abandoned child) and the
+		// delivery retries once.
+		e := newEnv(t)
+		var calls atomic.Int32
+		hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			if calls.Add(1) == 1 {
+				w.WriteHeader(http.StatusInternalServerError)
+			}
+		}))
+		t.Cleanup(hook.Close)
+		_, err := e.gw.AddWebhook(context.Background(), e.tenant, hook.URL, "recorded")
+		require.NoError(t, err)
+		input := readData(t, "swe-agent-deepseek/django__django-11564.json")
+		sub, res := e.compact(gateway.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 60000, Conversation: input})
+		checkRun(t, e, input, sub, res)
+		require.Eventually(t, func() bool {
+			ds, err := e.store.ListDeliveries(context.Background(), e.tenant, sub.RunID)
+			return err == nil && len(ds) == 1 && ds[0].Status == "delivered"
+		}, time.Minute, 100*time.Millisecond)
+		snips := snippets(t, openAIContents(t, input), 20)
+		record(t, "compaction-webhook", fetchHistory(t, e.client, sub.RunID), input, snips, sub.InputKey)
+		require.Eventually(t, func() bool {
+			d, err := e.client.DescribeWorkflowExecution(context.Background(), contract.DeliveryWorkflowID(sub.RunID), "")
+			return err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+		}, time.Minute, 100*time.Millisecond)
+		record(t, "webhook-delivery", fetchHistory(t, e.client, contract.DeliveryWorkflowID(sub.RunID)), input, snips, sub.RunID)
 	})
 	t.Run("session-two-events", func(t *testing.T) {
 		t.Parallel()

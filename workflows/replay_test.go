@@ -35,6 +35,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflow(Compaction)
 			r.RegisterWorkflow(Session)
+			r.RegisterWorkflow(WebhookDelivery)
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(quietLogger(), file))
 		})
 	}
