@@ -16,7 +16,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/store/storetest"
+	"github.com/ctxcompact/orchestrator/internal/webhook"
 )
 
 // receiver is e2e/node/webhook-receiver.mjs: a webhook endpoint that
@@ -322,4 +326,66 @@ func TestWebhookCLI(t *testing.T) {
 	require.NotContains(t, out, r.url)
 	_, stderr = run(false, "delete", id)
 	require.Contains(t, stderr, "not found")
+}
+
+// TestWebhookDeliverySurvivesAServerKill: the deployment in processes
+// (the stack's Temporal server, a worker), a receiver that answers 500
+// three times; the Temporal server is SIGKILLed while the delivery is
+// being retried and started again on its files. The delivery goes on
+// where it was: delivered, with one webhook-id, accepted exactly once.
+func TestWebhookDeliverySurvivesAServerKill(t *testing.T) {
+	t.Parallel()
+	devBin := buildCommand(t, "cmd/dev")
+	workerBin := buildCommand(t, "worker")
+	starterBin := buildCommand(t, "starter")
+	dbURL := storetest.NewURL(t)
+	st := storetest.Open(t, dbURL)
+	stackDir := t.TempDir()
+	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "DATABASE_URL=" + dbURL}
+	stack := startWorkerProcess(t, devBin, "stack", base, "-dir", stackDir, "-worker=false")
+	settings := readSettings(t, stack)
+	s3 := blobtest.NewConfig(t)
+	env := append(append(append([]string{}, base...), settings...), "S3_ENDPOINT="+s3.Endpoint, "S3_BUCKET="+s3.Bucket,
+		"S3_ACCESS_KEY="+s3.AccessKey, "S3_SECRET_KEY="+s3.SecretKey, "S3_PATH_STYLE=true", "LOG_LEVEL=warn",
+		"TEMPORAL_TASK_QUEUE=webhook-kill", "WEBHOOK_ALLOW_HOSTS=127.0.0.1")
+	startWorkerProcess(t, workerBin, "worker", env)
+
+	r := startReceiver(t, "500,500,500")
+	secret, err := webhook.NewSecret()
+	require.NoError(t, err)
+	_, err = st.AddWebhook(t.Context(), "kill", r.url, "", secret)
+	require.NoError(t, err)
+	r.setSecret(secret)
+
+	input, err := filepath.Abs(filepath.Join(dataDir, "swe-agent-deepseek/django__django-11564.json"))
+	require.NoError(t, err)
+	out, err := runCommand(starterBin, env, "compact", input, "--tenant", "kill", "--json", "--wait", "2m")
+	require.NoError(t, err, out)
+	var res struct {
+		RunID  string `json:"run_id"`
+		Status string `json:"status"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	require.Equal(t, "succeeded", res.Status)
+
+	r.waitSeen(1)
+	stack.kill()
+	stack = startWorkerProcess(t, devBin, "stack-again", base, "-dir", stackDir, "-worker=false")
+	readSettings(t, stack)
+
+	var ds []store.Delivery
+	require.Eventually(t, func() bool {
+		ds, err = st.ListDeliveries(t.Context(), "kill", res.RunID)
+		return err == nil && len(ds) == 1 && ds[0].Status == store.DeliveryDelivered
+	}, 3*time.Minute, 250*time.Millisecond, "deliveries: %+v", ds)
+	accepted := 0
+	for _, l := range r.seen() {
+		require.True(t, l.Verified, l.Error)
+		require.Equal(t, ds[0].ID, l.ID, "one webhook-id across the restart")
+		if l.Answered == 200 {
+			accepted++
+		}
+	}
+	require.Equal(t, 1, accepted, "accepted exactly once")
+	require.GreaterOrEqual(t, ds[0].Attempts, 4)
 }
