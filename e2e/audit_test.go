@@ -26,7 +26,7 @@ import (
 )
 
 // auditHugeLog is a build log of about 40,000 tokens with marker in its
-// middle: one tool result large enough for seed 004's tier 1 offload.
+// middle: one tool result large enough for the three-tier design's tier 1 offload.
 func auditHugeLog(marker string) string {
 	line := "compiling package internal/store ok\n"
 	return strings.Repeat(line, 3000) + "FAILED: " + marker + " in internal/store/runs.go:42\n" + strings.Repeat(line, 3000)
@@ -181,7 +181,7 @@ func TestAuditHistoryRestoreDiffSearchExport(t *testing.T) {
 		require.Equal(t, 60000, view.Run.ContextLimit)
 		require.Len(t, view.Run.InputSHA256, 64)
 		require.Equal(t, "offload-compact", view.Run.ResolvedPreset.Name)
-		require.Equal(t, 5, view.Run.ResolvedPreset.History.KeepLast, "seed 002 keeps the last 5")
+		require.Equal(t, 5, view.Run.ResolvedPreset.History.KeepLast, "offload-compact keeps the last 5")
 		require.Len(t, view.Steps, len(d.Steps))
 		require.Len(t, view.Drift, len(d.Drift))
 	})

@@ -152,7 +152,7 @@ func TestUncuttableUserMessageEndsOverLimit(t *testing.T) {
 
 // TestReActCompactsUnderEveryPreset: a ReAct trajectory (object and bare
 // list of turns) compacts under every preset; the bare list stays a list
-// and its seed 000 stats go to the run's stats.
+// and its the ReAct two-layer design stats go to the run's stats.
 func TestReActCompactsUnderEveryPreset(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, offline())
@@ -174,7 +174,7 @@ func TestReActCompactsUnderEveryPreset(t *testing.T) {
 				_, data := e.output(res)
 				require.Equal(t, shape == "bare list", strings.HasPrefix(strings.TrimSpace(string(data)), "["), "the output keeps the input's shape")
 				if preset == policy.ReactTwoLayer {
-					require.Equal(t, "chars", res.Unit, "seed 000 counts characters and says so")
+					require.Equal(t, "chars", res.Unit, "the ReAct two-layer design counts characters and says so")
 					run, err := e.store.GetRun(context.Background(), sub.RunID)
 					require.NoError(t, err)
 					var stats struct {

@@ -338,7 +338,7 @@ func TestRecordHistories(t *testing.T) {
 	})
 	t.Run("history-failed", func(t *testing.T) {
 		t.Parallel()
-		// The summarizer refuses the key: seed 002 leaves the history as it
+		// The summarizer refuses the key: offload-compact leaves the history as it
 		// was, and the history records the activity failure.
 		e := newEnv(t, withLLM(llmtest.WithScript(llmtest.Fault401{})))
 		input := readData(t, "swe-agent-deepseek/django__django-11564.json")

@@ -102,7 +102,7 @@ func TestClientRecoversWhatWasOffloaded(t *testing.T) {
 	require.Equal(t, "format", ae.Field)
 }
 
-// TestHTTPInspectReportsTheConversationSent: seed 004's status report of
+// TestHTTPInspectReportsTheConversationSent: the three-tier design's status report of
 // the caller's current conversation, with nothing run or stored.
 func TestHTTPInspectReportsTheConversationSent(t *testing.T) {
 	t.Parallel()
@@ -137,7 +137,7 @@ func TestHTTPInspectReportsTheConversationSent(t *testing.T) {
 }
 
 // TestHandoffOnCheckpointAndAtCritical: a checkpoint event, and a run that
-// ends over its limit (CRITICAL), answer with seed 004's recommendation and
+// ends over its limit (CRITICAL), answer with the three-tier design's recommendation and
 // the fresh-session conversation; an ordinary run has no handoff.
 func TestHandoffOnCheckpointAndAtCritical(t *testing.T) {
 	t.Parallel()
@@ -209,7 +209,7 @@ func gatewayEvent(preset string, limit int, conv []byte) gateway.Event {
 }
 
 // TestLLMJudgeVerdictsAreStored: with an LLM configured, the judge's
-// structured verdict decides seed 004's checks of a history summary, and
+// structured verdict decides the three-tier design's checks of a history summary, and
 // each is stored as the judge's.
 func TestLLMJudgeVerdictsAreStored(t *testing.T) {
 	t.Parallel()

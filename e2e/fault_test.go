@@ -43,7 +43,7 @@ func newEnvOnStore(t *testing.T, st *store.Store, opts ...envOption) *env {
 	return e
 }
 
-// hugeReact is seed 000's ReAct trajectory with a huge tool result of n
+// hugeReact is the ReAct two-layer design's ReAct trajectory with a huge tool result of n
 // characters: one map-reduce of n/50,000 chunk summaries.
 func hugeReact(t *testing.T, base string, n int) []byte {
 	t.Helper()
@@ -143,7 +143,7 @@ func TestLLMFailingThirtyPercent(t *testing.T) {
 		session string
 		ev      gateway.Event
 	}{
-		// The thoughts and actions of 11910, which seed 000 never cuts, are
+		// The thoughts and actions of 11910, which the ReAct two-layer design never cuts, are
 		// about 260K characters alone: over the preset's 200K default, so
 		// these runs get a limit they can meet.
 		{"react-huge", gateway.Event{Preset: "react-two-layer", ContextLimit: 400000,

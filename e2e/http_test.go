@@ -100,7 +100,7 @@ type apiResult struct {
 	LevelBefore  string  `json:"level_before"`
 	LevelAfter   string  `json:"level_after"`
 	Drift        string  `json:"drift"`
-	// Seed 002's CompactResult figures and the honest outcome.
+	// offload-compact's CompactResult figures and the honest outcome.
 	Success         bool            `json:"success"`
 	HistoryFailed   bool            `json:"history_failed"`
 	OverLimit       bool            `json:"over_limit"`
@@ -410,7 +410,7 @@ func TestHTTPManualCompact(t *testing.T) {
 	require.Less(t, res.TokensAfter, res.TokensBefore)
 	out := parse(t, res.Conversation)
 	require.Equal(t, conversation.FormatOpenAI, out.Format)
-	require.True(t, strings.HasPrefix(textOf(out.Messages[2]), "[Compressed History]"), "seed 002's summary message, after the system prompt and the task")
+	require.True(t, strings.HasPrefix(textOf(out.Messages[2]), "[Compressed History]"), "offload-compact's summary message, after the system prompt and the task")
 	require.True(t, res.Success)
 	require.False(t, res.OverLimit)
 	require.Equal(t, "tokens", res.Unit)
@@ -655,10 +655,10 @@ func TestHTTPWaitEndsWithTheRunIDAndTheRunGoesOn(t *testing.T) {
 	require.Equal(t, "succeeded", d.Run.Status, d.Run.Error)
 }
 
-// TestHTTPSeed002FailureAndOverLimit: a summarizer that refuses makes seed
+// TestHTTPOffloadCompactFailureAndOverLimit: a summarizer that refuses makes seed
 // 002's success false (history unchanged); a user message larger than the
 // limit ends over_limit with the reason, in the answer and in the run.
-func TestHTTPSeed002FailureAndOverLimit(t *testing.T) {
+func TestHTTPOffloadCompactFailureAndOverLimit(t *testing.T) {
 	t.Parallel()
 	a := newAPIEnv(t, withLLM(llmtest.WithScript(llmtest.Fault401{})))
 	input := readData(t, "swe-agent-deepseek/django__django-11564.json")
@@ -667,7 +667,7 @@ func TestHTTPSeed002FailureAndOverLimit(t *testing.T) {
 	resp, _ := a.call("POST", "/v1/sessions/refused/compact", a.key, body, &res)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.True(t, res.HistoryFailed)
-	require.False(t, res.Success, "seed 002: success false when the summary failed")
+	require.False(t, res.Success, "offload-compact: success false when the summary failed")
 	require.Equal(t, "succeeded", res.Status, "the run itself committed under its limit")
 	require.Len(t, parse(t, res.Conversation).Messages, len(parse(t, input).Messages), "history unchanged")
 

@@ -106,7 +106,7 @@ func withHugeResult(t *testing.T, data []byte, at int, text string) []byte {
 
 func TestOffloadCompactKeepsLastFiveAndDeletesRestoredOffloads(t *testing.T) {
 	t.Parallel()
-	// Offline: the extractive summarizer renders seed 002's eight
+	// Offline: the extractive summarizer renders offload-compact's eight
 	// sections the way the prompt asks an LLM to.
 	e := newEnv(t, offline())
 	input := readData(t, "swe-agent-deepseek/django__django-11564.json")
@@ -116,13 +116,13 @@ func TestOffloadCompactKeepsLastFiveAndDeletesRestoredOffloads(t *testing.T) {
 	out := checkRun(t, e, input, sub, res)
 
 	require.Less(t, res.TokensAfter, res.TokensBefore)
-	// System prompt, the task, then seed 002's summary message, then the
+	// System prompt, the task, then offload-compact's summary message, then the
 	// last 5.
 	sameMessage(t, in.Messages[0], out.Messages[0])
 	sameMessage(t, in.Messages[1], out.Messages[1], "the task statement stays verbatim beside the summary")
 	summary := out.Messages[2]
 	require.Equal(t, conversation.RoleUser, summary.Role)
-	require.True(t, strings.HasPrefix(textOf(summary), "[Compressed History]\n\n"), "summary starts as seed 002's")
+	require.True(t, strings.HasPrefix(textOf(summary), "[Compressed History]\n\n"), "summary starts as offload-compact's")
 	for _, section := range []string{"Technical Context", "Project Overview", "Code Changes", "Debugging & Issues", "Current Status", "Pending Tasks", "User Preferences", "Key Decisions"} {
 		require.Contains(t, textOf(summary), section)
 	}
@@ -203,7 +203,7 @@ func TestThreeTierOffloadsHugeResultAndWritesSessionSummary(t *testing.T) {
 	require.True(t, session, "tier 3 wrote a session summary; passes: %+v", res.Passes)
 }
 
-// reactFromOpenAI builds a seed 000 ReAct trajectory from an OpenAI
+// reactFromOpenAI builds a ReAct trajectory (the ReAct two-layer design's format) from an OpenAI
 // conversation: one turn per tool call, with the assistant's text as the
 // thought.
 func reactFromOpenAI(t *testing.T, data []byte) []byte {
@@ -286,7 +286,7 @@ func TestReactTwoLayerMapReducesHugeResultInParallel(t *testing.T) {
 	require.EqualValues(t, 160000, stats.ContextCompression.Stats["compression_threshold"])
 }
 
-// anthropicWithCheckpoint is seed 001's execution-flow example, grown by
+// anthropicWithCheckpoint is the watermark design's execution-flow example, grown by
 // n exploration turns before the checkpoint.
 func anthropicWithCheckpoint(n int, after ...map[string]any) []byte {
 	var msgs []map[string]any
@@ -379,7 +379,7 @@ func TestDeploymentOverridesTravelWithTheRun(t *testing.T) {
 	require.True(t, strings.HasPrefix(textOf(out.Messages[len(out.Messages)-8]), "[Compressed History]"), "exactly 7 kept after the summary")
 }
 
-// TestReplayAfterLLMOutage is the operator's path for seed 002's "success
+// TestReplayAfterLLMOutage is the operator's path for offload-compact's "success
 // false": while the summarizer is down the run commits with its history
 // unchanged; once it is back, a replay from the archive compacts it.
 func TestReplayAfterLLMOutage(t *testing.T) {

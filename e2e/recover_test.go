@@ -37,7 +37,7 @@ func TestRecoverEveryCut(t *testing.T) {
 	// the budget ladder has to cut it.
 	withBig, err := convtest.AppendResults(base, convtest.MultiLine(90_000))
 	require.NoError(t, err)
-	// Seed 000: a huge result of a ReAct trajectory is map-reduced.
+	// The ReAct two-layer design: a huge result of a ReAct trajectory is map-reduced.
 	react, err := os.ReadFile("../internal/conversation/testdata/react_sample.json")
 	require.NoError(t, err)
 	react, err = convtest.AppendResults(react, hugeText(t)[:300_000])

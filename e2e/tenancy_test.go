@@ -15,7 +15,7 @@ import (
 
 // withPointers replaces the content of the first tool results of an OpenAI
 // conversation with references to keys, in both forms a reference takes:
-// seed 002's bare pointer line and seed 004's block.
+// offload-compact's bare pointer line and the three-tier design's block.
 func withPointers(t *testing.T, data []byte, keys []string) []byte {
 	t.Helper()
 	var doc map[string]any
@@ -101,7 +101,7 @@ func TestPointersToAnotherTenantAreText(t *testing.T) {
 	})
 }
 
-// TestSharedOffloadIsNotDeleted: seed 002's cleanup deletes an offloaded
+// TestSharedOffloadIsNotDeleted: offload-compact's cleanup deletes an offloaded
 // object only when nothing live refers to it: not while another session
 // of the tenant has it, nor while a kept message of the same conversation
 // still points at it.

@@ -142,7 +142,7 @@ func TestCompactionHistoryPassFeedsCommit(t *testing.T) {
 		ArchiveKey: "archive/abc", TargetTokens: 8000,
 	}, sums[0])
 	hist := inputsOf[activities.HistoryInput](f)
-	require.Equal(t, 100000-90000, hist[0].TokensFreed, "tokens freed by the cheap passes decide seed 002's rule")
+	require.Equal(t, 100000-90000, hist[0].TokensFreed, "tokens freed by the cheap passes decide offload-compact's rule")
 	require.Equal(t, "work/det", hist[0].WorkKey)
 
 	apply := inputsOf[activities.ApplyHistoryInput](f)

@@ -22,7 +22,7 @@ import (
 const agentModel = "gpt-4o"
 
 // pipelinePreset is the preset of the pipeline measurements (1, 2, 4, 5):
-// seed 003's summarize-at-50%, which always takes the whole path: plan,
+// The auto-summarize design's summarize-at-50%, which always takes the whole path: plan,
 // archive, deterministic passes, history summary, drift check, apply and
 // commit.
 const pipelinePreset = policy.AutoSummarize

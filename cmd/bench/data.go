@@ -257,7 +257,7 @@ func withHugeResult(conv []byte, at int, text string) ([]byte, error) {
 	return renderChat(doc)
 }
 
-// reactFromChat turns an OpenAI conversation into seed 000's ReAct
+// reactFromChat turns an OpenAI conversation into the ReAct two-layer design's ReAct
 // trajectory: one turn per tool call, the assistant's text as the thought.
 func reactFromChat(conv []byte, query string) ([]byte, error) {
 	var doc chatDoc

@@ -86,11 +86,11 @@ func benchMapReduce(ctx context.Context, st *stack, o options, rep *report) erro
 	ratio := seq.stage.Seconds() / par.stage.Seconds()
 	rep.add(row{id: "3", name: fmt.Sprintf("Map-reduce of a %d-character tool result (%d chunks, %s per call)", mapReduceChars, par.chunks, ms(o.llmLatency)),
 		value:    fmt.Sprintf("parallel: map-reduce %s, whole run %s", ms(par.stage), ms(par.e2e)),
-		compared: fmt.Sprintf("one after another (seed 000): map-reduce %s, whole run %s", ms(seq.stage), ms(seq.e2e)),
+		compared: fmt.Sprintf("one after another (the ReAct two-layer design): map-reduce %s, whole run %s", ms(seq.stage), ms(seq.e2e)),
 		ratio:    fmt.Sprintf("%.1f× faster (whole run %.1f×)", ratio, seq.e2e.Seconds()/par.e2e.Seconds()),
 		target:   "≥ 4×", met: metIf(ratio >= 4)})
 	rep.note("3. Map-reduce: the first %d characters of the 868K final output of psf__requests-1142 as one tool result inside %s, "+
-		"turned into a seed 000 ReAct trajectory, compacted with react-two-layer (parallelism 8) and with the override "+
+		"turned into a ReAct trajectory (the ReAct two-layer design's format), compacted with react-two-layer (parallelism 8) and with the override "+
 		"`{\"large_result\":{\"parallelism\":1}}`; median of %d run(s) each. \"Map-reduce\" is the wall time from the start of the chunk "+
 		"step to the end of the merge step as recorded in Postgres; the whole run also holds layer 2 and the drift check.",
 		mapReduceChars, shortName(mapReduceBase), o.mapReduceReps)

@@ -107,8 +107,8 @@ func benchQuality(ctx context.Context, st *stack, o options, rep *report) error 
 	}
 	rep.note("7. Quality: each preset on %s with the context limit at the conversation's own size, so the ratio after/before is "+
 		"also the usage reached; the target is the preset's target usage (%s; only adaptive stops once it reaches it, the "+
-		"other presets run their seed's passes whatever it is). react-two-layer gets each conversation as a seed 000 "+
-		"ReAct trajectory; watermark gets a checkpoint tool call (`mcp__nisaba__compress_to_checkpoint`) inserted after three quarters "+
+		"other presets run their design's passes whatever it is). react-two-layer gets each conversation as a ReAct trajectory "+
+		"(the ReAct two-layer design's format); watermark gets a checkpoint tool call (`mcp__nisaba__compress_to_checkpoint`) inserted after three quarters "+
 		"of the messages, since the sample runs have none. The summarizer is llmtest's deterministic extractive answer, so retention "+
 		"measures the pipeline (prompts, repair, patch) rather than a model. Retention is the drift check's share of the source's "+
 		"last identifiers (paths, ids, numbers, commands) kept by each summary, at its first check and at its last check (after repair); "+
@@ -190,7 +190,7 @@ func driftScores(ds []store.Drift) (first, final []float64) {
 	return first, final
 }
 
-// withCheckpoint inserts seed 001's checkpoint tool call and its result
+// withCheckpoint inserts the watermark design's checkpoint tool call and its result
 // after three quarters of the messages (before a non-tool message).
 func withCheckpoint(conv []byte) ([]byte, error) {
 	var doc chatDoc

@@ -8,9 +8,9 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 )
 
-// seed002History is the offload-compact design's "compressed history" example before
+// offloadCompactHistory is the offload-compact design's "compressed history" example before
 // compaction: a file read and an edit after some earlier turns.
-func seed002History() conversation.Conversation {
+func offloadCompactHistory() conversation.Conversation {
 	return conv(conversation.FormatOpenAI,
 		userMsg("Set up the project."),
 		asstMsg("Done setting up."),
@@ -48,9 +48,9 @@ func TestSplitPoint(t *testing.T) {
 		protected []bool
 		want      int
 	}{
-		{"seed 002 keeps the last 5", seed002History(), 5, nil, 3},
-		{"seed 002: 5 messages, nothing to do", conv(conversation.FormatOpenAI, seed002History().Messages[3:]...), 5, nil, 0},
-		{"seed 002: fewer than 5", conv(conversation.FormatOpenAI, seed002History().Messages[:2]...), 5, nil, 0},
+		{"offload-compact keeps the last 5", offloadCompactHistory(), 5, nil, 3},
+		{"offload-compact: 5 messages, nothing to do", conv(conversation.FormatOpenAI, offloadCompactHistory().Messages[3:]...), 5, nil, 0},
+		{"offload-compact: fewer than 5", conv(conversation.FormatOpenAI, offloadCompactHistory().Messages[:2]...), 5, nil, 0},
 		{"empty conversation", conv(conversation.FormatOpenAI), 3, nil, 0},
 		{"keep 0 summarizes everything after the system head", openai, 0, nil, 7},
 		{"the system head never moves", conv(conversation.FormatOpenAI, sysMsg("a"), sysMsg("b")), 0, nil, 2},
@@ -71,7 +71,7 @@ func TestSplitPoint(t *testing.T) {
 
 func TestCompactStyles(t *testing.T) {
 	t.Parallel()
-	c := seed002History()
+	c := offloadCompactHistory()
 	split := SplitPoint(c, 5, nil)
 	tests := []struct {
 		style SummaryStyle
@@ -88,7 +88,7 @@ func TestCompactStyles(t *testing.T) {
 			out, stats, err := Compact(c, split, "## Technical Context\n...", tt.style, nil)
 			require.NoError(t, err)
 			require.Equal(t, CompactStats{Summarized: 3, Preserved: 5}, stats)
-			require.Len(t, out.Messages, 6, "seed 002: [summary] + last 5")
+			require.Len(t, out.Messages, 6, "offload-compact: [summary] + last 5")
 			require.Equal(t, conversation.Message{Role: tt.role, Blocks: []conversation.Block{textBlock(tt.text)}}, out.Messages[0])
 			require.Equal(t, c.Messages[3:], out.Messages[1:])
 			require.NoError(t, checkPairing(out))
@@ -96,7 +96,7 @@ func TestCompactStyles(t *testing.T) {
 	}
 }
 
-func TestCompactSeed003Protection(t *testing.T) {
+func TestCompactAutoSummarizeProtection(t *testing.T) {
 	t.Parallel()
 	// The auto-summarize protection: system prompt and user constraints are
 	// never summarized;

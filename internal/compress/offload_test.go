@@ -102,9 +102,9 @@ func TestParseReference(t *testing.T) {
 		name, text, key string
 		ok              bool
 	}{
-		{"seed 002 bare pointer", "Tool result is at: offloaded/123.txt", "offloaded/123.txt", true},
+		{"offload-compact bare pointer", "Tool result is at: offloaded/123.txt", "offloaded/123.txt", true},
 		{"trailing newline", "Tool result is at: k1\n", "k1", true},
-		{"seed 004 block", Reference(OffloadRef{Key: "k2", Preview: "x"}), "k2", true},
+		{"the three-tier design block", Reference(OffloadRef{Key: "k2", Preview: "x"}), "k2", true},
 		{"a file that quotes the pointer is not a reference", "some code\nTool result is at: k3", "", false},
 		{"pointer not on the last line", "## Offloaded: x Result\nTool result is at: k4\nmore", "", false},
 		{"empty key", "Tool result is at: ", "", false},

@@ -41,7 +41,7 @@ func TestProtected(t *testing.T) {
 		{"last N", Protection{LastN: 2}, []int{9, 10}},
 		{"a protected result protects its call and the call's other results", Protection{LastN: 4}, []int{5, 6, 7, 8, 9, 10}},
 		{"last N larger than the conversation", Protection{LastN: 50}, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
-		{"seed 003 set", Protection{System: true, FirstUser: true, LastN: 3, PinMarkers: DefaultPinMarkers}, []int{0, 1, 4, 8, 9, 10}},
+		{"the auto-summarize design set", Protection{System: true, FirstUser: true, LastN: 3, PinMarkers: DefaultPinMarkers}, []int{0, 1, 4, 8, 9, 10}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

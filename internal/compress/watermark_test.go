@@ -10,8 +10,8 @@ import (
 
 const deactivate = "mcp__nisaba__deactivate_augments"
 
-// seed001Example is the watermark design's execution-flow example, message for message.
-func seed001Example() conversation.Conversation {
+// watermarkExample is the watermark design's execution-flow example, message for message.
+func watermarkExample() conversation.Conversation {
 	return conv(conversation.FormatAnthropic,
 		userMsg("Can you deactivate refactoring/* augments?"),
 		asstMsg("...", use("toolu_abc123xyz", deactivate, `{"patterns":["refactoring/*"]}`)),
@@ -21,9 +21,9 @@ func seed001Example() conversation.Conversation {
 	)
 }
 
-func TestSeed001ExecutionFlow(t *testing.T) {
+func TestWatermarkExecutionFlow(t *testing.T) {
 	t.Parallel()
-	c := seed001Example()
+	c := watermarkExample()
 
 	// Phase 1: checkpoint resolution from the empty watermark.
 	id, found := FindCheckpoint(c, []string{deactivate}, "")
@@ -87,7 +87,7 @@ func TestFindCheckpoint(t *testing.T) {
 
 	// MCP-qualified names in the conversation match bare names, but not a
 	// name that merely ends the same way without the mcp__ prefix.
-	mcp := seed001Example()
+	mcp := watermarkExample()
 	id, found := FindCheckpoint(mcp, []string{"deactivate_augments"}, "")
 	require.True(t, found)
 	require.Equal(t, "toolu_abc123xyz", id)
@@ -228,7 +228,7 @@ func TestPruneAtWatermarkKeepBeforeAndProtected(t *testing.T) {
 
 func TestPruneAtWatermarkRefusesReAct(t *testing.T) {
 	t.Parallel()
-	c := seed001Example()
+	c := watermarkExample()
 	c.Format = conversation.FormatReAct
 	_, _, err := PruneAtWatermark(c, "toolu_abc123xyz")
 	require.ErrorIs(t, err, ErrUnsupportedFormat)

@@ -140,9 +140,9 @@ func TestChunkJSONDepthLimit(t *testing.T) {
 	require.NotEqual(t, `{"a":{"b":{"c":{"d":1},`, got[0])
 }
 
-func TestChunkSeed000Sizes(t *testing.T) {
+func TestChunkReactTwoLayerSizes(t *testing.T) {
 	t.Parallel()
-	// Seed 000: a 150K result in 50K chunks gives 3 chunks.
+	// The ReAct two-layer design: a 150K result in 50K chunks gives 3 chunks.
 	para := strings.Repeat("word ", 199) + "end.\n\n"
 	text := strings.Repeat(para, 150_000/len(para)+1)
 	chunks, err := Chunk(text, 50_000)

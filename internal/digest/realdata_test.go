@@ -84,7 +84,7 @@ func TestRealDjangoExtractiveTenPercent(t *testing.T) {
 	}
 }
 
-func TestRealRequestsChunkSeed000(t *testing.T) {
+func TestRealRequestsChunkReactTwoLayer(t *testing.T) {
 	t.Parallel()
 	text := largestResult(t, "swe-agent-gemini/psf__requests-1142.json")
 	require.Equal(t, 868_167, utf8.RuneCountInString(text))

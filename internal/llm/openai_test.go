@@ -75,7 +75,7 @@ func TestMaxTokensOnTheWire(t *testing.T) {
 		factor float64
 		want   int
 	}{
-		{"seed 002 default", llm.Request{Prompt: llm.PromptHistory, TargetTokens: 8000}, 0, 9600},
+		{"offload-compact default", llm.Request{Prompt: llm.PromptHistory, TargetTokens: 8000}, 0, 9600},
 		{"explicit 1.2", llm.Request{Prompt: llm.PromptHistory, TargetTokens: 500}, 1.2, 600},
 		{"from chars", llm.Request{Prompt: llm.PromptChunk, TargetChars: 5000}, 0, 1500},
 		{"other factor", llm.Request{Prompt: llm.PromptChunk, TargetTokens: 1000}, 2, 2000},

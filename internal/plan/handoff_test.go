@@ -14,7 +14,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
-// TestHandoffKeepsIntentSummaryAndLastTurn: seed 004's fresh session is
+// TestHandoffKeepsIntentSummaryAndLastTurn: the three-tier design's fresh session is
 // the system prompt, the task verbatim, a handoff summary naming the
 // archive and the offloads, and the last turn, with tool pairing intact.
 func TestHandoffKeepsIntentSummaryAndLastTurn(t *testing.T) {

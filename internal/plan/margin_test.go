@@ -93,7 +93,7 @@ func TestBudgetFactorsFromLimits(t *testing.T) {
 	require.ErrorContains(t, err, "claude-3-opus")
 }
 
-// TestCharsBudgetHasNoMargin: seed 000 counts characters, which are exact
+// TestCharsBudgetHasNoMargin: the ReAct two-layer design counts characters, which are exact
 // whatever the model.
 func TestCharsBudgetHasNoMargin(t *testing.T) {
 	t.Parallel()

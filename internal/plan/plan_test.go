@@ -116,8 +116,8 @@ func TestHistoryDecision(t *testing.T) {
 	}{
 		{"under trigger", policy.AutoSummarize, 400000, 0, false, false, "under the 50% trigger"},
 		{"over trigger", policy.AutoSummarize, 40000, 0, false, true, ""},
-		{"offload freed enough (seed 002)", policy.OffloadCompact, 40000, 20000, false, false, "no compaction needed"},
-		{"offload freed too little (seed 002)", policy.OffloadCompact, 40000, 1000, false, true, ""},
+		{"offload freed enough (offload-compact)", policy.OffloadCompact, 40000, 20000, false, false, "no compaction needed"},
+		{"offload freed too little (offload-compact)", policy.OffloadCompact, 40000, 1000, false, true, ""},
 		{"manual compact ignores the trigger", policy.OffloadCompact, 400000, 0, true, true, ""},
 		{"watermark never summarizes", policy.Watermark, 1000, 0, false, false, "disabled"},
 	}
@@ -158,7 +158,7 @@ func TestBudget(t *testing.T) {
 	b, err := NewBudget(p, "gpt-4o", 0, tokens.DefaultLimits())
 	require.NoError(t, err)
 	require.Equal(t, "chars", b.Counter.Name())
-	require.Equal(t, 200000, b.Limit, "seed 000's default limit in characters")
+	require.Equal(t, 200000, b.Limit, "the ReAct two-layer design's default limit in characters")
 	require.Equal(t, 8000, b.Overhead, "system ≈5K + instructions ≈3K")
 
 	p = preset(t, policy.Adaptive, "")

@@ -80,7 +80,7 @@ func TestFitRelieve(t *testing.T) {
 	require.Equal(t, small, out)
 }
 
-// TestPostProcessReachesTheNewestResult: seed 003's table applies to the
+// TestPostProcessReachesTheNewestResult: the auto-summarize design's table applies to the
 // result that just arrived (a 2,000-line file read), not only to old ones.
 func TestPostProcessReachesTheNewestResult(t *testing.T) {
 	t.Parallel()

@@ -42,7 +42,7 @@ func TestHistoryTail(t *testing.T) {
 		{"adaptive fills up to its target", func(Budget) policy.Preset { return adaptive }, true, "largest tail"},
 		{"the ladder of watermark fills", func(b Budget) policy.Preset { return LadderHistoryPreset(watermark, b) }, true, "largest tail"},
 		{"the ladder of offload-compact fills", func(b Budget) policy.Preset { return LadderHistoryPreset(offload, b) }, true, "largest tail"},
-		{"seed 003 keeps its last 3", func(Budget) policy.Preset { return summarize }, false, "below half"},
+		{"the auto-summarize design keeps its last 3", func(Budget) policy.Preset { return summarize }, false, "below half"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

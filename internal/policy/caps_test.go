@@ -34,7 +34,7 @@ func TestCallerOverridesAreBounded(t *testing.T) {
 		{"budget opt-out refused", `{"budget":{"enabled":false}}`, "budget.enabled"},
 		{"long string", `{"history":{"prompt":"` + strings.Repeat("x", 300) + `"}}`, "history.prompt"},
 		{"too many markers", `{"protection":{"pin_markers":[` + strings.TrimSuffix(strings.Repeat(`"m",`, 40), ",") + `]}}`, "protection.pin_markers"},
-		{"debug stays allowed (seed 003)", `{"debug":true}`, ""},
+		{"debug stays allowed (the auto-summarize design)", `{"debug":true}`, ""},
 		{"keep_last", `{"history":{"keep_last":4}}`, ""},
 		{"too large", `{"protection":{"pin_markers":["` + strings.Repeat("y", 20000) + `"]}}`, "overrides"},
 	}

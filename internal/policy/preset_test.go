@@ -26,7 +26,7 @@ func TestBuiltinPresetsCarryTheSeedNumbers(t *testing.T) {
 			require.Equal(t, 1000, p.LargeResult.TruncateChars)
 			require.InDelta(t, 0.80, p.GlobalResults.TriggerUsage, 1e-9)
 			require.Equal(t, 5000, p.GlobalResults.MinChars)
-			require.False(t, p.History.Enabled, "seed 000 never drops a turn")
+			require.False(t, p.History.Enabled, "the ReAct two-layer design never drops a turn")
 		}},
 		{Watermark, func(t *testing.T, p Preset) {
 			require.True(t, p.Watermark.Enabled)
