@@ -30,11 +30,13 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/devstack"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/store/storetest"
 )
 
-// defaultDatabaseURL is the local test database, used when DATABASE_URL is
-// unset; the bench works in a schema of its own and drops it at the end.
-const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+// defaultDatabaseURL is the tests' database (storetest.DefaultURL), used
+// when DATABASE_URL is unset; the bench works in a schema of its own and
+// drops it at the end.
+const defaultDatabaseURL = storetest.DefaultURL
 
 // bucket is the one S3 bucket of a bench run.
 const bucket = "bench"

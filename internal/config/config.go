@@ -18,6 +18,11 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
+// DefaultDatabaseURL is DATABASE_URL when it is unset: the local server's
+// postgres database, as a developer machine has it. The dev stack falls
+// back to it when it cannot start a Postgres of its own.
+const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
 // Config is the whole configuration.
 type Config struct {
 	TemporalAddress   string
@@ -143,7 +148,7 @@ func load(getenv func(string) string) (Config, error) {
 		TemporalAddress:   r.str("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
 		TemporalNamespace: r.str("TEMPORAL_NAMESPACE", "default"),
 		TaskQueue:         r.str("TEMPORAL_TASK_QUEUE", "compaction"),
-		DatabaseURL:       r.str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
+		DatabaseURL:       r.str("DATABASE_URL", DefaultDatabaseURL),
 		S3Endpoint:        r.str("S3_ENDPOINT", ""),
 		S3Region:          r.str("S3_REGION", "us-east-1"),
 		S3Bucket:          r.str("S3_BUCKET", "compactor"),

@@ -18,13 +18,15 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ctxcompact/orchestrator/internal/config"
 )
 
 const (
 	// devDatabase is created in the cluster this package starts.
 	devDatabase = "compactor"
 	// fallbackURL is tried when no Postgres binaries are installed.
-	fallbackURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	fallbackURL = config.DefaultDatabaseURL
 	// fallbackDatabase is created on the fallback server, named apart from
 	// anything a developer may already keep there.
 	fallbackDatabase = "compactor_dev"
