@@ -42,7 +42,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newInspect(), newCompact(), newServe())
+	root.AddCommand(newInspect(), newCompact(), newServe(), newMCP())
 	root.AddCommand(auditCommands()...)
 	return root
 }

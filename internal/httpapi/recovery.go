@@ -8,13 +8,11 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/compress"
-	"github.com/ctxcompact/orchestrator/internal/conversation"
-	"github.com/ctxcompact/orchestrator/internal/recoverid"
 )
 
 // getOutput answers a finished run's compacted conversation, byte for
@@ -139,170 +137,53 @@ func (a *api) listOffloads(w http.ResponseWriter, r *http.Request, tenant string
 }
 
 // getOffload answers what a recover id names (the recover_context tool):
-//
-//   - an offload id (the SHA-256 of an offloaded tool result): the result
-//     byte for byte, only for an offload the store recorded for this
-//     tenant and session: from its object while it is live, from the
-//     original of the run that offloaded it once a summary released it;
-//   - an archive id (see package recoverid: "<sha>.m<i>-<j>", messages i
-//     to j of an archived original, or "<sha>.m<i>b<k>", one block): the
-//     messages as a transcript or the block's text verbatim, only when a
-//     run of this tenant and session recorded that archive.
-//
-// Anything else, malformed ids included, is a 404 like an unknown id.
-// ?lines=A-B answers lines A to B (1-based, inclusive) of the text; a
-// range that starts past the end is a 416 naming the text's line count,
-// which X-Total-Lines carries on every answer.
+// audit.Service.RecoverContext reads it, for this tenant and session only
+// (the MCP server's recover_context calls the same function). Anything
+// else, malformed ids included, is a 404 like an unknown id. ?lines=A-B
+// answers lines A to B (1-based, inclusive) of the text; a range that
+// starts past the end is a 416 naming the text's line count, which
+// X-Total-Lines carries on every answer.
 func (a *api) getOffload(w http.ResponseWriter, r *http.Request, tenant string) error {
-	id, session := r.PathValue("id"), r.PathValue("session")
-	var data []byte
-	var err error
-	if blob.ValidateSHA256(id) == nil {
-		data, err = a.offloaded(r.Context(), tenant, session, id)
-	} else {
-		rid, perr := recoverid.Parse(id)
-		if perr != nil {
-			return &apiError{Status: http.StatusNotFound, Code: CodeNotFound, Field: "id",
-				Message: "id: not found (an id is an offload's SHA-256, or an archive id such as <sha256>.m3-7 or <sha256>.m4b1)"}
-		}
-		data, err = a.archived(r.Context(), tenant, session, rid)
+	svc := a.deps.Audit
+	if svc == nil {
+		svc = &audit.Service{Store: a.deps.Store, Blob: a.deps.Blob}
+	}
+	rec, err := svc.RecoverContext(r.Context(), tenant, r.PathValue("session"), r.PathValue("id"), r.URL.Query().Get("lines"))
+	var re *audit.RecoverError
+	if errors.As(err, &re) {
+		return recoverError(w, re)
 	}
 	if err != nil {
 		return err
 	}
-	text := string(data)
-	total := countLines(text)
-	w.Header().Set("X-Total-Lines", strconv.Itoa(total))
-	if v := r.URL.Query().Get("lines"); v != "" {
-		from, to, ok := parseLines(v)
-		if !ok {
-			return badRequest("lines", "lines: %q is not a range such as 1-200", v)
-		}
-		if from > total {
-			return &apiError{Status: http.StatusRequestedRangeNotSatisfiable, Code: CodeRangeNotSatisfiable, Field: "lines",
-				Message: fmt.Sprintf("lines: %s starts past the end: the text has %d lines", v, total)}
-		}
-		to = min(to, total)
-		data = []byte(lineRange(text, from, to))
-		w.Header().Set("X-Lines", fmt.Sprintf("%d-%d", from, to))
+	w.Header().Set("X-Total-Lines", strconv.Itoa(rec.TotalLines))
+	if rec.From > 0 {
+		w.Header().Set("X-Lines", fmt.Sprintf("%d-%d", rec.From, rec.To))
 	}
-	writeBytes(w, "text/plain; charset=utf-8", data)
+	writeBytes(w, "text/plain; charset=utf-8", rec.Data)
 	return nil
 }
 
-// offloaded reads a live offload of the session, named by its id.
-func (a *api) offloaded(ctx context.Context, tenant, session, id string) ([]byte, error) {
-	key := blob.ContentKey(tenant, blob.KindOffload, id)
-	live, err := a.deps.Store.LiveOffloads(ctx, tenant, session, []string{key})
-	if err != nil {
-		return nil, err
+// recoverError is the HTTP answer of a recovery the caller got wrong.
+func recoverError(w http.ResponseWriter, re *audit.RecoverError) error {
+	switch re.Code {
+	case audit.RecoverBadLines:
+		w.Header().Set("X-Total-Lines", strconv.Itoa(re.TotalLines))
+		return badRequest(re.Field, "%s", re.Message)
+	case audit.RecoverPastEnd:
+		w.Header().Set("X-Total-Lines", strconv.Itoa(re.TotalLines))
+		return &apiError{Status: http.StatusRequestedRangeNotSatisfiable, Code: CodeRangeNotSatisfiable, Field: re.Field, Message: re.Message}
+	default:
+		return &apiError{Status: http.StatusNotFound, Code: CodeNotFound, Field: re.Field, Message: re.Message}
 	}
-	if !live[key] {
-		// An offload a summary released is read back from the original
-		// of the run that offloaded it, checked against its id.
-		if a.deps.Audit != nil {
-			data, ok, err := a.deps.Audit.ReleasedOffload(ctx, tenant, session, id)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				return data, nil
-			}
-		}
-		return nil, notFound("offload")
-	}
-	data, err := a.deps.Blob.GetVerified(ctx, key, id)
-	if err != nil {
-		return nil, fmt.Errorf("read offload: %w", err)
-	}
-	return data, nil
 }
 
-// archived reads what an archive id names. The id is never a key: its
-// digest is looked up among the archives the runs of this tenant and
-// session recorded, and the key the store holds is read, checked against
-// that digest.
-func (a *api) archived(ctx context.Context, tenant, session string, id recoverid.ID) ([]byte, error) {
-	key, ok, err := a.deps.Store.SessionArchive(ctx, tenant, session, id.Archive)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, notFound("archive")
-	}
-	owner, kind, sha, err := blob.ParseContentKey(key)
-	if err != nil || owner != tenant || kind != blob.KindArchive || sha != id.Archive {
-		return nil, notFound("archive")
-	}
-	raw, err := a.deps.Blob.GetVerified(ctx, key, sha)
-	if err != nil {
-		return nil, fmt.Errorf("read archive: %w", err)
-	}
-	conv, err := conversation.ParseAny(raw)
-	if err != nil {
-		return nil, fmt.Errorf("parse archive: %w", err)
-	}
-	text, err := recoverid.Text(conv, id)
-	if errors.Is(err, recoverid.ErrOutOfRange) {
-		return nil, &apiError{Status: http.StatusNotFound, Code: CodeNotFound, Field: "id",
-			Message: fmt.Sprintf("id: %s is not in the archived conversation (it has %d messages)", id, len(conv.Messages))}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return []byte(text), nil
-}
+// The line helpers live with the recovery logic, in package audit.
 
-// parseLines reads "A-B" (1-based, inclusive) or "A" (one line).
-func parseLines(v string) (int, int, bool) {
-	a, b, found := strings.Cut(v, "-")
-	from, err := strconv.Atoi(a)
-	if err != nil || from < 1 {
-		return 0, 0, false
-	}
-	to := from
-	if found {
-		if to, err = strconv.Atoi(b); err != nil || to < from {
-			return 0, 0, false
-		}
-	}
-	return from, to, true
-}
-
-// splitLines cuts text into its lines, each with its line break; a final
-// line break ends the last line rather than starting an empty one.
-func splitLines(text string) []string {
-	if text == "" {
-		return nil
-	}
-	lines := strings.SplitAfter(text, "\n")
-	if lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	return lines
-}
-
-// countLines is how many lines text has (see splitLines).
-func countLines(text string) int {
-	if text == "" {
-		return 0
-	}
-	n := strings.Count(text, "\n")
-	if !strings.HasSuffix(text, "\n") {
-		n++
-	}
-	return n
-}
-
-// lineRange returns lines from..to of text (1-based, inclusive), each
-// with its line break; "" when from is past the end.
-func lineRange(text string, from, to int) string {
-	lines := splitLines(text)
-	if from < 1 || from > len(lines) {
-		return ""
-	}
-	return strings.Join(lines[from-1:min(to, len(lines))], "")
-}
+func parseLines(v string) (int, int, bool)       { return audit.ParseLines(v) }
+func splitLines(text string) []string            { return audit.SplitLines(text) }
+func countLines(text string) int                 { return audit.CountLines(text) }
+func lineRange(text string, from, to int) string { return audit.LineRange(text, from, to) }
 
 // Tool names an agent is given to recover what was offloaded.
 const (

@@ -17,6 +17,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/httpapi"
+	"github.com/ctxcompact/orchestrator/internal/mcp"
 	"github.com/ctxcompact/orchestrator/internal/ratelimit"
 )
 
@@ -41,13 +42,21 @@ func Run(ctx context.Context, deps *app.Deps, gw *gateway.Gateway, ln net.Listen
 	cfg := deps.Config
 	draining, drain := context.WithCancel(context.Background())
 	defer drain()
+	auditSvc := &audit.Service{Store: deps.Store, Blob: deps.Blob, Breaker: gw.Breaker}
+	// The MCP server at /mcp: the same gateway and audit service as the
+	// JSON API, behind its authentication and tenant limits.
+	mcpSvc, err := mcp.New(mcp.Deps{Gateway: gw, Audit: auditSvc, MaxWait: httpapi.DefaultMaxWait,
+		MaxRequestBytes: cfg.MaxRequestBytes, Draining: draining, Logger: logger})
+	if err != nil {
+		return err
+	}
 	handler := httpapi.New(httpapi.Deps{
-		Gateway: gw, Audit: &audit.Service{Store: deps.Store, Blob: deps.Blob, Breaker: gw.Breaker},
+		Gateway: gw, Audit: auditSvc,
 		Store: deps.Store, Blob: deps.Blob, MaxRequestBytes: cfg.MaxRequestBytes,
 		MaxWait: httpapi.DefaultMaxWait, Draining: draining, Logger: logger,
 		Limits:                ratelimit.Limits{RatePerSecond: cfg.TenantRatePerSecond, Burst: cfg.TenantBurst, Concurrent: cfg.TenantConcurrent},
 		AuthFailuresPerMinute: cfg.AuthFailuresPerMinute, TrustedProxies: cfg.TrustedProxies, UISessionTTL: cfg.UISessionTTL,
-		Metrics: deps.Metrics,
+		Metrics: deps.Metrics, MCP: mcpSvc.HTTPHandler(),
 	})
 	srv := &http.Server{
 		Handler:           handler,

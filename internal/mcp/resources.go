@@ -1,0 +1,61 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ctxcompact/orchestrator/internal/audit"
+	"github.com/ctxcompact/orchestrator/internal/ident"
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+// runsPrefix starts every resource URI.
+const runsPrefix = "ctxcompact://runs/"
+
+// runOf reads the run id of a resource URI "ctxcompact://runs/{run}/<suffix>".
+func runOf(uri, suffix string) (string, bool) {
+	rest, ok := strings.CutPrefix(uri, runsPrefix)
+	if !ok {
+		return "", false
+	}
+	run, ok := strings.CutSuffix(rest, "/"+suffix)
+	if !ok || strings.Contains(run, "/") || ident.Check("run", run) != nil {
+		return "", false
+	}
+	return run, true
+}
+
+func (t *tenantTools) readOutput(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	return t.readRun(ctx, req.Params.URI, "output", t.svc.deps.Audit.Output)
+}
+
+func (t *tenantTools) readOriginal(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	return t.readRun(ctx, req.Params.URI, "original", t.svc.deps.Audit.Restore)
+}
+
+// readRun answers a run's conversation resource, read by read for this
+// tenant only: another tenant's run, an unknown one, or a run without
+// that conversation (an output before the run committed) is not found.
+func (t *tenantTools) readRun(ctx context.Context, uri, suffix string, read func(context.Context, string, string) ([]byte, error)) (*sdk.ReadResourceResult, error) {
+	run, ok := runOf(uri, suffix)
+	if !ok {
+		return nil, sdk.ResourceNotFoundError(uri)
+	}
+	data, err := read(ctx, t.tenant, run)
+	switch {
+	case errors.Is(err, audit.ErrNotFound), errors.Is(err, audit.ErrNoOutput), errors.Is(err, audit.ErrNoArchive),
+		errors.Is(err, store.ErrNotFound):
+		return nil, sdk.ResourceNotFoundError(uri)
+	case err != nil:
+		t.svc.log.Error("mcp resource read failed", "resource", suffix, "run", run, "tenant", t.tenant, "error", err)
+		if what := outage(err); what != "" {
+			return nil, fmt.Errorf("%s is unavailable; retry later", what)
+		}
+		return nil, errors.New("internal error (the operator's logs have the detail)")
+	}
+	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(data)}}}, nil
+}

@@ -1,0 +1,373 @@
+package mcp
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/ctxcompact/orchestrator/contract"
+	"github.com/ctxcompact/orchestrator/internal/audit"
+	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/ident"
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+// CheckpointInput are the arguments of compress_to_checkpoint: the fields
+// of POST /v1/sessions/{session}/events with kind "checkpoint".
+type CheckpointInput struct {
+	Session      string          `json:"session" jsonschema:"the agent's session: its runs, offloads and watermark are kept per session"`
+	Conversation json.RawMessage `json:"conversation" jsonschema:"the whole conversation as a JSON value: an OpenAI chat request or messages array, an Anthropic Messages request, or a ReAct trajectory (a JSON string holding one is accepted too)"`
+	EventID      string          `json:"event_id,omitempty" jsonschema:"idempotency key: the same id and arguments give the same run; default: derived from the arguments"`
+	Model        string          `json:"model,omitempty" jsonschema:"the agent's model (picks the token counter and the default context limit)"`
+	ContextLimit int             `json:"context_limit,omitempty" jsonschema:"the model's context limit in tokens (default: the preset's, else the model's)"`
+	Preset       string          `json:"preset,omitempty" jsonschema:"compaction preset (default: the deployment's)"`
+	WaitSeconds  *int            `json:"wait_seconds,omitempty" jsonschema:"how long to wait for the run, 0 to the server's maximum (default 30)"`
+}
+
+// CheckpointResult is the answer of compress_to_checkpoint: the finished
+// run's outcome and compacted conversation, or the run id and status of a
+// run still going.
+type CheckpointResult struct {
+	RunID  string `json:"run_id"`
+	Status string `json:"status"`
+	// Existing: the event had been submitted before; this is its run.
+	Existing bool `json:"existing"`
+	// Final: the run ended; Outcome says how.
+	Final   bool              `json:"final"`
+	Outcome *contract.Outcome `json:"outcome,omitempty"`
+	// Conversation is the compacted conversation in the caller's format
+	// (a committed run: succeeded or over_limit).
+	Conversation json.RawMessage `json:"conversation,omitempty" jsonschema:"the compacted conversation, in the format it was given"`
+	// Handoff is the fresh-session conversation a checkpoint makes.
+	Handoff json.RawMessage `json:"handoff,omitempty" jsonschema:"the fresh-session conversation the checkpoint made, in the same format"`
+	// OutputURI and OriginalURI are the run's resources.
+	OutputURI   string `json:"output_uri"`
+	OriginalURI string `json:"original_uri"`
+}
+
+// RecoverInput are the arguments of recover_context.
+type RecoverInput struct {
+	Session string `json:"session" jsonschema:"the session whose conversation was compacted"`
+	ID      string `json:"id" jsonschema:"the id named where the content was cut: an offload id (64 hex characters), or an archive id such as <64 hex>.m3-57 (messages 3 to 57 of the original conversation, as a transcript) or <64 hex>.m12b1 (one tool result or input, verbatim)"`
+	Lines   string `json:"lines,omitempty" jsonschema:"optional line range such as 1-200; a range past the end is refused with the text's line count"`
+}
+
+// RecoverResult is the text an id names, or the asked lines of it.
+type RecoverResult struct {
+	ID         string `json:"id"`
+	Text       string `json:"text"`
+	TotalLines int    `json:"total_lines"`
+	// Lines is the range answered ("A-B"); absent for the whole text.
+	Lines string `json:"lines,omitempty"`
+}
+
+// SearchInput are the arguments of search_context.
+type SearchInput struct {
+	Session string `json:"session" jsonschema:"the session to search"`
+	Query   string `json:"query" jsonschema:"what to look for (case-insensitive)"`
+	Limit   int    `json:"limit,omitempty" jsonschema:"most hits to return, 1 to 1000 (default 50)"`
+}
+
+// SearchResult lists the hits, each with the id that reads it back.
+type SearchResult struct {
+	Hits []audit.Hit `json:"hits"`
+	// Truncated: the search read its byte budget before every offload and
+	// archive of the session.
+	Truncated bool `json:"truncated"`
+}
+
+// StatusInput are the arguments of context_status.
+type StatusInput struct {
+	Session string `json:"session" jsonschema:"the session to report on"`
+}
+
+// StatusResult is the session's status report (GET
+// /v1/sessions/{session}/status) with its recent runs.
+type StatusResult struct {
+	audit.SessionStatus
+	// BreakerOpen: the loop breaker refuses the session's automatic
+	// events (Breaker says why and until when).
+	BreakerOpen bool `json:"breaker_open"`
+	// RecentRuns are the session's latest runs, newest first.
+	RecentRuns []RunSummary `json:"recent_runs"`
+}
+
+// RunSummary is one run in a status report.
+type RunSummary struct {
+	RunID        string     `json:"run_id"`
+	Trigger      string     `json:"trigger"`
+	Preset       string     `json:"preset"`
+	Status       string     `json:"status"`
+	Level        string     `json:"level,omitempty"`
+	TokensBefore int64      `json:"tokens_before"`
+	TokensAfter  int64      `json:"tokens_after"`
+	Ratio        float64    `json:"ratio"`
+	StartedAt    time.Time  `json:"started_at"`
+	FinishedAt   *time.Time `json:"finished_at,omitempty"`
+	Error        string     `json:"error,omitempty"`
+	ReplayOf     string     `json:"replay_of,omitempty"`
+}
+
+// recentRuns is how many runs context_status lists.
+const recentRuns = 10
+
+// tenantTools are the tool and resource handlers of one tenant.
+type tenantTools struct {
+	svc    *Service
+	tenant string
+}
+
+// fieldError is a tool error naming the argument at fault.
+func fieldError(field, format string, args ...any) error {
+	return fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...))
+}
+
+func (t *tenantTools) checkpoint(ctx context.Context, _ *sdk.CallToolRequest, in CheckpointInput) (*sdk.CallToolResult, CheckpointResult, error) {
+	if err := ident.Session(in.Session); err != nil {
+		return nil, CheckpointResult{}, err
+	}
+	conv, err := conversationArg(in.Conversation)
+	if err != nil {
+		return nil, CheckpointResult{}, err
+	}
+	wait := DefaultWait
+	if in.WaitSeconds != nil {
+		limit := int(t.svc.deps.MaxWait / time.Second)
+		if *in.WaitSeconds < 0 || *in.WaitSeconds > limit {
+			return nil, CheckpointResult{}, fieldError("wait_seconds", "must be between 0 and %d", limit)
+		}
+		wait = time.Duration(*in.WaitSeconds) * time.Second
+	}
+	wait = min(wait, t.svc.deps.MaxWait)
+	if in.EventID == "" {
+		// The same checkpoint asked again joins its first run (and keeps
+		// waiting for it) instead of compacting twice.
+		sum := sha256.Sum256(append([]byte(in.Model+"\x00"+strconv.Itoa(in.ContextLimit)+"\x00"+in.Preset+"\x00"), conv...))
+		in.EventID = "mcp-checkpoint-" + hex.EncodeToString(sum[:16])
+	}
+	sub, err := t.svc.deps.Gateway.Submit(ctx, gateway.Event{Tenant: t.tenant, Session: in.Session, EventID: in.EventID,
+		Kind: gateway.KindCheckpoint, Model: in.Model, ContextLimit: in.ContextLimit, Preset: in.Preset, Conversation: conv})
+	if err != nil {
+		return nil, CheckpointResult{}, t.toolError(ToolCheckpoint, err)
+	}
+	res, err := t.waitRun(ctx, sub, wait)
+	if err != nil {
+		return nil, CheckpointResult{}, t.toolError(ToolCheckpoint, err)
+	}
+	return nil, res, nil
+}
+
+// conversationArg is the conversation argument as the gateway takes it:
+// a JSON object or array, or a JSON string holding one (clients that
+// stringify nested JSON).
+func conversationArg(raw json.RawMessage) (json.RawMessage, error) {
+	trimmed := strings.TrimSpace(string(raw))
+	if trimmed == "" || trimmed == "null" {
+		return nil, fieldError("conversation", "required: the conversation as a JSON object or array")
+	}
+	if trimmed[0] == '"' {
+		var inner string
+		if err := json.Unmarshal(raw, &inner); err != nil {
+			return nil, fieldError("conversation", "not a JSON string: %v", err)
+		}
+		inner = strings.TrimSpace(inner)
+		if !json.Valid([]byte(inner)) {
+			return nil, fieldError("conversation", "a string must hold the conversation as JSON")
+		}
+		trimmed = inner
+	}
+	if trimmed[0] != '{' && trimmed[0] != '[' {
+		return nil, fieldError("conversation", "must be a JSON object or array (OpenAI, Anthropic or ReAct format)")
+	}
+	return json.RawMessage(trimmed), nil
+}
+
+// waitRun waits up to wait for a submitted run and answers its result
+// once it is final, else its id and status. The answer is read from the
+// run's row, the one source of truth; Temporal only says when a live run
+// ends (as the HTTP API's wait).
+func (t *tenantTools) waitRun(ctx context.Context, sub gateway.Submitted, wait time.Duration) (CheckpointResult, error) {
+	a := t.svc.deps.Audit
+	res := CheckpointResult{RunID: sub.RunID, Existing: sub.Existing,
+		OutputURI: "ctxcompact://runs/" + sub.RunID + "/output", OriginalURI: "ctxcompact://runs/" + sub.RunID + "/original"}
+	o, err := a.RunOutcome(ctx, t.tenant, sub.RunID)
+	if err != nil {
+		return res, fmt.Errorf("read run %s: %w", sub.RunID, err)
+	}
+	if !store.RunStatus(o.Status).Final() && wait > 0 {
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
+		if d := t.svc.deps.Draining; d != nil {
+			stop := context.AfterFunc(d, cancel)
+			defer stop()
+		}
+		_, werr := t.svc.deps.Gateway.Wait(wctx, sub.RunID)
+		if werr != nil && ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		// The run ended, failed, or the wait ended: its row says which.
+		if o, err = a.RunOutcome(ctx, t.tenant, sub.RunID); err != nil {
+			return res, fmt.Errorf("read run %s: %w", sub.RunID, err)
+		}
+		draining := t.svc.deps.Draining != nil && t.svc.deps.Draining.Err() != nil
+		if !store.RunStatus(o.Status).Final() && werr != nil && !errors.Is(werr, context.DeadlineExceeded) && !draining {
+			return res, fmt.Errorf("wait for run %s: %w", sub.RunID, werr)
+		}
+	}
+	res.Status = o.Status
+	status := store.RunStatus(o.Status)
+	if !status.Final() {
+		if res.Status == "" {
+			res.Status = string(store.RunPending)
+		}
+		return res, nil
+	}
+	res.Final, res.Outcome = true, &o
+	if !status.Committed() {
+		return res, nil
+	}
+	if res.Conversation, err = a.Output(ctx, t.tenant, sub.RunID); err != nil {
+		return res, err
+	}
+	if o.HandoffKey != "" {
+		if err := blob.CheckOwned(t.tenant, o.HandoffKey); err != nil {
+			return res, fmt.Errorf("run %s handoff: %w", sub.RunID, err)
+		}
+		if res.Handoff, err = a.Blob.GetVerified(ctx, o.HandoffKey, o.HandoffSHA256); err != nil {
+			return res, fmt.Errorf("run %s handoff: %w", sub.RunID, err)
+		}
+	}
+	return res, nil
+}
+
+func (t *tenantTools) recover(ctx context.Context, _ *sdk.CallToolRequest, in RecoverInput) (*sdk.CallToolResult, RecoverResult, error) {
+	if err := ident.Session(in.Session); err != nil {
+		return nil, RecoverResult{}, err
+	}
+	if err := ident.Check("id", in.ID); err != nil {
+		return nil, RecoverResult{}, err
+	}
+	rec, err := t.svc.deps.Audit.RecoverContext(ctx, t.tenant, in.Session, in.ID, in.Lines)
+	if err != nil {
+		return nil, RecoverResult{}, t.toolError(ToolRecover, err)
+	}
+	out := RecoverResult{ID: in.ID, Text: string(rec.Data), TotalLines: rec.TotalLines}
+	if rec.From > 0 {
+		out.Lines = fmt.Sprintf("%d-%d", rec.From, rec.To)
+	}
+	return nil, out, nil
+}
+
+func (t *tenantTools) search(ctx context.Context, _ *sdk.CallToolRequest, in SearchInput) (*sdk.CallToolResult, SearchResult, error) {
+	if err := ident.Session(in.Session); err != nil {
+		return nil, SearchResult{}, err
+	}
+	query := strings.TrimSpace(in.Query)
+	if query == "" {
+		return nil, SearchResult{}, fieldError("query", "required search text")
+	}
+	limit := audit.DefaultSearchLimit
+	if in.Limit != 0 {
+		if in.Limit < 1 || in.Limit > audit.MaxSearchLimit {
+			return nil, SearchResult{}, fieldError("limit", "must be an integer from 1 to %d", audit.MaxSearchLimit)
+		}
+		limit = in.Limit
+	}
+	res, err := t.svc.deps.Audit.SearchSession(ctx, t.tenant, in.Session, query, limit)
+	if err != nil {
+		return nil, SearchResult{}, t.toolError(ToolSearch, err)
+	}
+	return nil, SearchResult{Hits: res.Hits, Truncated: res.Truncated}, nil
+}
+
+func (t *tenantTools) status(ctx context.Context, _ *sdk.CallToolRequest, in StatusInput) (*sdk.CallToolResult, StatusResult, error) {
+	if err := ident.Session(in.Session); err != nil {
+		return nil, StatusResult{}, err
+	}
+	a := t.svc.deps.Audit
+	st, err := a.Status(ctx, t.tenant, in.Session)
+	if err != nil {
+		return nil, StatusResult{}, t.toolError(ToolStatus, err)
+	}
+	runs, err := a.Runs(ctx, t.tenant, store.RunFilter{Session: in.Session, Limit: recentRuns})
+	if err != nil {
+		return nil, StatusResult{}, t.toolError(ToolStatus, err)
+	}
+	out := StatusResult{SessionStatus: st, BreakerOpen: st.Breaker != nil && st.Breaker.Open, RecentRuns: []RunSummary{}}
+	for _, r := range runs {
+		s := RunSummary{RunID: r.ID, Trigger: r.Trigger, Preset: r.Preset, Status: string(r.Status), Level: r.Level,
+			TokensBefore: r.TokensBefore, TokensAfter: r.TokensAfter, Ratio: r.Ratio, StartedAt: r.StartedAt,
+			Error: r.Error, ReplayOf: r.ReplayOf}
+		if !r.FinishedAt.IsZero() {
+			f := r.FinishedAt
+			s.FinishedAt = &f
+		}
+		out.RecentRuns = append(out.RecentRuns, s)
+	}
+	return nil, out, nil
+}
+
+// toolError turns a failure into the tool error the client sees: bad
+// arguments name the field; unknown sessions, runs and ids are "not
+// found" alike (another tenant's included); an unavailable dependency
+// says so; anything else is logged (never with conversation text) and
+// answered as an internal error.
+func (t *tenantTools) toolError(tool string, err error) error {
+	var ie *gateway.InputError
+	var re *audit.RecoverError
+	var breaker *gateway.BreakerOpenError
+	var ide *ident.Error
+	switch {
+	case errors.As(err, &ie):
+		return ie
+	case errors.As(err, &ide):
+		return ide
+	case errors.As(err, &re):
+		if re.Field == "" {
+			return fieldError("id", "%s", re.Message)
+		}
+		return re
+	case errors.As(err, &breaker):
+		return fieldError("session", "%s; a manual compaction probes it (retry after %s)", breaker.Error(),
+			breaker.Until.UTC().Format(time.RFC3339))
+	case errors.Is(err, gateway.ErrConflict):
+		return fieldError("event_id", "%v", err)
+	case errors.Is(err, audit.ErrNotFound), errors.Is(err, store.ErrNotFound), errors.Is(err, gateway.ErrNotFound):
+		return fieldError("session", "not found: this tenant has no runs or offloads in this session")
+	case errors.Is(err, context.Canceled):
+		return errors.New("canceled")
+	}
+	if what := outage(err); what != "" {
+		return fmt.Errorf("unavailable: %s is unavailable; retry later", what)
+	}
+	t.svc.log.Error("mcp tool failed", "tool", tool, "tenant", t.tenant, "error", err)
+	return errors.New("internal error (the operator's logs have the detail)")
+}
+
+// outage names the dependency an error says is down or too slow, or "".
+func outage(err error) string {
+	var unavail *serviceerror.Unavailable
+	var deadline *serviceerror.DeadlineExceeded
+	var exhausted *serviceerror.ResourceExhausted
+	switch {
+	case errors.As(err, &unavail), errors.As(err, &deadline), errors.As(err, &exhausted):
+		return "the workflow service (Temporal)"
+	case blob.IsOutage(err):
+		return "the object store (S3)"
+	case store.IsRetryable(err):
+		return "the database (Postgres)"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "a dependency"
+	}
+	return ""
+}
