@@ -215,24 +215,34 @@ func (c *Client) Submit(ctx context.Context, session string, ev Event) (*Result,
 	return &r, nil, nil
 }
 
-// WaitRun waits up to wait for the run to be final and returns it (final
-// or not: check Final).
-func (c *Client) WaitRun(ctx context.Context, runID string, wait time.Duration) (Run, error) {
+// RunAnswer is a run as GET /v1/runs/{run} answers it: the same outcome
+// as a finished run's answer to its event (Result: figures, reason,
+// handoff, conversation; status and error only while it is live), and
+// its record (Run).
+type RunAnswer struct {
+	Result
+	Run Run `json:"run"`
+}
+
+// Final reports whether the run will not change any more.
+func (a RunAnswer) Final() bool { return a.Run.Final() }
+
+// WaitRun returns run runID, waiting up to wait (the server caps it) for
+// it to be final; a run still live after the wait comes back as it is.
+func (c *Client) WaitRun(ctx context.Context, runID string, wait time.Duration) (RunAnswer, error) {
 	q := url.Values{}
 	if wait > 0 {
 		q.Set("wait", wait.String())
 	}
 	_, data, _, err := c.do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(runID), q, nil, true)
 	if err != nil {
-		return Run{}, err
+		return RunAnswer{}, err
 	}
-	var d struct {
-		Run Run `json:"run"`
+	var a RunAnswer
+	if err := json.Unmarshal(data, &a); err != nil {
+		return RunAnswer{}, fmt.Errorf("decode run: %w", err)
 	}
-	if err := json.Unmarshal(data, &d); err != nil {
-		return Run{}, fmt.Errorf("decode run: %w", err)
-	}
-	return d.Run, nil
+	return a, nil
 }
 
 // Output returns a finished run's compacted conversation, checked against

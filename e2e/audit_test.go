@@ -171,7 +171,7 @@ func TestAuditHistoryRestoreDiffSearchExport(t *testing.T) {
 			} `json:"steps"`
 			Drift []struct {
 				Missing []string `json:"missing"`
-			} `json:"drift"`
+			} `json:"drift_verdicts"`
 		}
 		require.NoError(t, json.Unmarshal(raw, &view))
 		require.Equal(t, compactRun, view.Run.ID)

@@ -40,9 +40,17 @@ func TestClientRecoversWhatWasOffloaded(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, run.Final())
 	require.Equal(t, "succeeded", run.Status, run.Error)
+	// One answer per run: the wait answers the outcome and the
+	// conversation, as a finished run's answer to its event does.
+	require.Equal(t, acc.RunID, run.RunID)
+	require.Equal(t, acc.RunID, run.Run.ID)
+	require.Positive(t, run.TokensBefore)
+	require.NotEmpty(t, run.OutputSHA256)
+	require.NotEmpty(t, run.Passes)
 
 	out, err := c.Output(ctx, acc.RunID)
 	require.NoError(t, err)
+	require.JSONEq(t, string(out), string(run.Conversation), "the wait answered the output")
 	require.NotContains(t, string(out), big[1000:1200], "the big result is offloaded")
 	_, err = other.Output(ctx, acc.RunID)
 	var ae *client.Error

@@ -97,7 +97,7 @@ func TestProductionTopology(t *testing.T) {
 	first.kill() // SIGKILL, under load
 
 	for _, id := range runs {
-		var run client.Run
+		var run client.RunAnswer
 		for !run.Final() {
 			run, err = c.WaitRun(ctx, id, 30*time.Second)
 			require.NoError(t, err)

@@ -128,18 +128,15 @@ func compact(ctx context.Context, cfg Config, msgs []openai.ChatCompletionMessag
 	}
 	if res == nil {
 		// Still running after the wait: wait for it, then fetch its output.
-		var run client.Run
+		var run client.RunAnswer
 		for err == nil && !run.Final() {
 			run, err = cfg.API.WaitRun(ctx, acc.RunID, 30*time.Second)
 		}
 		if err != nil {
 			return nil, "", fmt.Errorf("wait for run %s: %w", acc.RunID, err)
 		}
-		out, err := cfg.API.Output(ctx, acc.RunID)
-		if err != nil {
-			return nil, "", fmt.Errorf("output of run %s: %w", acc.RunID, err)
-		}
-		res = &client.Result{RunID: acc.RunID, Status: run.Status, Conversation: out}
+		// The answer is the run's whole outcome, conversation included.
+		res = &run.Result
 	}
 	if res.Status != "succeeded" && res.Status != "over_limit" {
 		return nil, "", fmt.Errorf("run %s ended %s: %s", res.RunID, res.Status, res.Error)

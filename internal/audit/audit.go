@@ -296,6 +296,23 @@ type DriftRecord struct {
 
 // MarshalJSON writes the detail with snake_case field names throughout.
 func (d RunDetail) MarshalJSON() ([]byte, error) {
+	return json.Marshal(d.Record())
+}
+
+// RunDetailRecord is a RunDetail as the API writes it.
+type RunDetailRecord struct {
+	Run   RunRecord    `json:"run"`
+	Steps []StepRecord `json:"steps"`
+	// DriftVerdicts are the run's drift checks (the outcome's "drift" is
+	// its last verdict).
+	DriftVerdicts    []DriftRecord `json:"drift_verdicts"`
+	DurationMS       int64         `json:"duration_ms"`
+	PromptTokens     int           `json:"prompt_tokens"`
+	CompletionTokens int           `json:"completion_tokens"`
+}
+
+// Record is d as the API writes it.
+func (d RunDetail) Record() RunDetailRecord {
 	steps := make([]StepRecord, len(d.Steps))
 	for i, st := range d.Steps {
 		steps[i] = StepRecord{Name: st.Name, Attempt: st.Attempt, Kind: st.Kind, InputSize: st.InputSize,
@@ -310,12 +327,5 @@ func (d RunDetail) MarshalJSON() ([]byte, error) {
 		}
 		drift[i] = DriftRecord{Step: v.Step, Pass: v.Pass, Score: v.Score, Passed: v.Passed, Missing: missing, Verdict: v.Verdict, At: v.At}
 	}
-	return json.Marshal(struct {
-		Run              RunRecord     `json:"run"`
-		Steps            []StepRecord  `json:"steps"`
-		Drift            []DriftRecord `json:"drift"`
-		DurationMS       int64         `json:"duration_ms"`
-		PromptTokens     int           `json:"prompt_tokens"`
-		CompletionTokens int           `json:"completion_tokens"`
-	}{NewRunRecord(d.Run), steps, drift, d.Duration.Milliseconds(), d.PromptTokens, d.CompletionTokens})
+	return RunDetailRecord{NewRunRecord(d.Run), steps, drift, d.Duration.Milliseconds(), d.PromptTokens, d.CompletionTokens}
 }

@@ -176,7 +176,7 @@ func (a *api) routes() []route {
 		{Method: http.MethodPost, Path: "/v1/results:compress", Auth: true, Handle: a.postCompress, Request: compressRequest{},
 			Responses: map[int]any{http.StatusOK: compressResponse{}, http.StatusAccepted: accepted{}}},
 		{Method: http.MethodGet, Path: "/v1/runs", Auth: true, Handle: a.listRuns, Responses: ok(runList{})},
-		{Method: http.MethodGet, Path: "/v1/runs/{run}", Auth: true, Handle: a.getRun, Responses: ok(audit.RunDetail{})},
+		{Method: http.MethodGet, Path: "/v1/runs/{run}", Auth: true, Handle: a.getRun, Responses: ok(runAnswer{})},
 		{Method: http.MethodGet, Path: "/v1/runs/{run}/original", Auth: true, Handle: a.getOriginal},
 		{Method: http.MethodGet, Path: "/v1/runs/{run}/output", Auth: true, Handle: a.getOutput},
 		{Method: http.MethodGet, Path: "/v1/sessions/{session}/offloads", Auth: true, Handle: a.listOffloads, Responses: ok(offloadList{})},

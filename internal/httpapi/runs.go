@@ -116,8 +116,21 @@ func (a *api) getRun(w http.ResponseWriter, r *http.Request, tenant string) erro
 	if err != nil {
 		return notFoundAs(err, "run")
 	}
-	writeJSON(w, http.StatusOK, d)
+	res, err := a.fromStore(r.Context(), d.Run)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, runAnswer{runResponse: res, RunDetailRecord: d.Record()})
 	return nil
+}
+
+// runAnswer is GET /v1/runs/{run}: the same fields as a finished run's
+// answer to its event (its outcome, handoff and conversation; status and
+// error only while it is live), plus the audit detail (the run's record,
+// steps and drift verdicts). One answer per run, however it is asked.
+type runAnswer struct {
+	runResponse
+	audit.RunDetailRecord
 }
 
 // getOriginal restores a run's original conversation byte for byte, with
