@@ -279,41 +279,12 @@ func (a *api) getSearch(w http.ResponseWriter, r *http.Request, tenant string) e
 		}
 		limit = n
 	}
-	session := r.PathValue("session")
-	known, err := a.sessionKnown(r, tenant, session)
-	if err != nil {
-		return err
-	}
-	if !known {
-		return notFound("session")
-	}
-	res, err := a.deps.Audit.SearchScan(r.Context(), tenant, session, query, limit)
+	res, err := a.deps.Audit.SearchSession(r.Context(), tenant, r.PathValue("session"), query, limit)
 	if err != nil {
 		return notFoundAs(err, "session")
 	}
-	if res.Hits == nil {
-		res.Hits = []audit.Hit{}
-	}
 	writeJSON(w, http.StatusOK, searchResponse{Hits: res.Hits, Truncated: res.Truncated})
 	return nil
-}
-
-// sessionKnown reports whether the tenant has any run or offload in the
-// session, so that an unknown session (or another tenant's) is a 404
-// rather than an empty answer.
-func (a *api) sessionKnown(r *http.Request, tenant, session string) (bool, error) {
-	runs, err := a.deps.Store.ListRuns(r.Context(), store.RunFilter{Tenant: tenant, Session: session, Limit: 1})
-	if err != nil {
-		return false, err
-	}
-	if len(runs) > 0 {
-		return true, nil
-	}
-	offloads, err := a.deps.Store.ListOffloads(r.Context(), tenant, session, true)
-	if err != nil {
-		return false, err
-	}
-	return len(offloads) > 0, nil
 }
 
 // getExport streams the runs matching the filter as JSON lines or CSV.
