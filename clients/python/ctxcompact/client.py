@@ -1,0 +1,235 @@
+"""The HTTP client (api/openapi.yaml): standard library only."""
+
+import hashlib
+import json
+import secrets
+import socket
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+
+from .errors import ApiError, CtxcompactError
+from .types import FINAL_STATUSES, Accepted, Offload, RunDetail, RunResult, SearchResult
+
+_RETRY_STATUSES = (429, 503)
+
+
+@dataclass
+class EventAnswer:
+    """What submit_event answers: result when the run finished within
+    wait_seconds (200), else accepted (202) and the run goes on: wait_run
+    and output get it later."""
+
+    http_status: int
+    result: Optional[RunResult] = None
+    accepted: Optional[Accepted] = None
+
+    @property
+    def run_id(self) -> str:
+        a = self.result if self.result is not None else self.accepted
+        return (a or {}).get("run_id", "")
+
+    @property
+    def finished(self) -> bool:
+        return self.result is not None
+
+
+@dataclass
+class Recovered:
+    """What a recover id names: text, with X-Total-Lines (the whole text's
+    line count) and X-Lines (the lines answered, with lines=)."""
+
+    text: str
+    total_lines: Optional[int] = None
+    lines: Optional[str] = None
+
+
+class RawJSON:
+    """A JSON text sent as it is (e.g. a conversation whose bytes the
+    archive must keep, whitespace included)."""
+
+    def __init__(self, text: Union[str, bytes]) -> None:
+        self.text = text.decode("utf-8") if isinstance(text, bytes) else text
+
+
+class Client:
+    """A client of one deployment with one API key (one tenant).
+
+    Retries 429 and 503 answers after their Retry-After (at most
+    max_retries times, each wait capped by max_retry_wait seconds), and
+    connection errors: every call is safe to repeat, since submit_event
+    fixes the event id before the first attempt.
+    """
+
+    def __init__(self, base_url: str, api_key: str, timeout: float = 60.0,
+                 max_retries: int = 4, max_retry_wait: float = 30.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.max_retry_wait = max_retry_wait
+
+    # -- compaction ---------------------------------------------------------
+
+    def submit_event(self, session: str, conversation: Any = None, *, event_id: Optional[str] = None,
+                     kind: Optional[str] = None, model: Optional[str] = None,
+                     context_limit: Optional[int] = None, preset: Optional[str] = None,
+                     overrides: Optional[Mapping[str, Any]] = None, conversation_key: Optional[str] = None,
+                     wait_seconds: Optional[int] = None) -> EventAnswer:
+        """POST /v1/sessions/{session}/events.
+
+        conversation is any JSON value (OpenAI, Anthropic or ReAct), or a
+        RawJSON to send its text unchanged. event_id makes the submission
+        idempotent; None gets a random one. With wait_seconds > 0 the
+        request waits for the run: 200 answers its RunResult (with the
+        compacted conversation), 202 its Accepted.
+        """
+        fields: Dict[str, Any] = {"event_id": event_id or "evt-" + secrets.token_hex(12)}
+        for k, v in (("kind", kind), ("model", model), ("context_limit", context_limit), ("preset", preset),
+                     ("overrides", overrides), ("conversation_key", conversation_key),
+                     ("wait_seconds", wait_seconds)):
+            if v is not None:
+                fields[k] = v
+        body = json.dumps(fields)
+        if conversation is not None:
+            conv = conversation.text if isinstance(conversation, RawJSON) else json.dumps(conversation)
+            body = body[:-1] + ', "conversation": ' + conv + "}"
+        timeout = self.timeout + (wait_seconds or 0)
+        status, data, _ = self._request("POST", "/v1/sessions/%s/events" % _seg(session), body=body.encode("utf-8"),
+                                        timeout=timeout)
+        doc = _json(data, "event answer")
+        if status == 202:
+            return EventAnswer(status, accepted=doc)
+        return EventAnswer(status, result=doc)
+
+    def wait_run(self, run_id: str, wait: Union[int, float, str, None] = 30) -> RunDetail:
+        """GET /v1/runs/{run}?wait=: answers as soon as the run is final, or
+        after wait (seconds, or a duration such as "30s"); check
+        is_final(detail["run"]["status"])."""
+        q: Dict[str, str] = {}
+        timeout = self.timeout
+        if wait:
+            if isinstance(wait, str):
+                q["wait"] = wait
+                timeout += 600  # the server caps any wait at its maximum (10 minutes by default)
+            else:
+                q["wait"] = "%ds" % int(wait)
+                timeout += float(wait)
+        _, data, _ = self._request("GET", "/v1/runs/%s" % _seg(run_id), query=q, timeout=timeout)
+        return _json(data, "run")
+
+    def wait_final(self, run_id: str, timeout: float = 600, poll: int = 30) -> RunDetail:
+        """Long-polls the run until it is final; raises TimeoutError after
+        timeout seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            d = self.wait_run(run_id, max(1, min(poll, int(left))))
+            if is_final(d.get("run", {}).get("status", "")):
+                return d
+            if time.monotonic() >= deadline:
+                raise TimeoutError("run %s is still %s" % (run_id, d.get("run", {}).get("status")))
+
+    def get_output(self, run_id: str) -> bytes:
+        """GET /v1/runs/{run}/output: the compacted conversation byte for
+        byte, checked against X-Content-SHA256. A run that is not finished
+        (or failed) is an ApiError with status 409."""
+        _, data, h = self._request("GET", "/v1/runs/%s/output" % _seg(run_id))
+        _check_sha(h, data)
+        return data
+
+    # -- recovery -----------------------------------------------------------
+
+    def list_offloads(self, session: str) -> List[Offload]:
+        """GET /v1/sessions/{session}/offloads: the live offloads, oldest first."""
+        _, data, _ = self._request("GET", "/v1/sessions/%s/offloads" % _seg(session))
+        return _json(data, "offloads").get("offloads") or []
+
+    def recover(self, session: str, id: str, lines: Optional[str] = None) -> Recovered:
+        """GET /v1/sessions/{session}/offloads/{id}: what a recover id names
+        (an offload id, or an archive id such as "<sha256>.m3-57"), what
+        the recover_context tool answers. lines "A-B" answers a slice; one
+        that starts past the end is an ApiError with status 416 whose
+        total_lines is the count."""
+        q = {"lines": lines} if lines else None
+        _, data, h = self._request("GET", "/v1/sessions/%s/offloads/%s" % (_seg(session), _seg(id)), query=q)
+        if not lines:
+            _check_sha(h, data)
+        total = h.get("x-total-lines")
+        return Recovered(data.decode("utf-8", errors="replace"),
+                         int(total) if total and total.isdigit() else None, h.get("x-lines"))
+
+    def search(self, session: str, query: str, limit: Optional[int] = None) -> SearchResult:
+        """GET /v1/sessions/{session}/search: hits in the session's offloads
+        and archived originals, each with the id that recover() reads back."""
+        q = {"q": query}
+        if limit is not None:
+            q["limit"] = str(limit)
+        _, data, _ = self._request("GET", "/v1/sessions/%s/search" % _seg(session), query=q)
+        return _json(data, "search")
+
+    def tools(self, format: str = "openai") -> List[Dict[str, Any]]:
+        """GET /v1/tools: recover_context and search_context in a provider's
+        schema ("openai" or "anthropic")."""
+        _, data, _ = self._request("GET", "/v1/tools", query={"format": format})
+        return _json(data, "tools").get("tools") or []
+
+    # -- transport ----------------------------------------------------------
+
+    def _request(self, method: str, path: str, query: Optional[Mapping[str, str]] = None,
+                 body: Optional[bytes] = None, timeout: Optional[float] = None) -> Tuple[int, bytes, Dict[str, str]]:
+        url = self.base_url + path
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        headers = {"Authorization": "Bearer " + self.api_key, "Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        attempt = 0
+        while True:
+            req = urllib.request.Request(url, data=body, method=method, headers=headers)
+            wait: Optional[float] = None
+            try:
+                with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:
+                    return resp.status, resp.read(), _headers(resp.headers)
+            except urllib.error.HTTPError as e:
+                err = ApiError.from_response(e.code, e.read(), _headers(e.headers))
+                if e.code not in _RETRY_STATUSES or attempt >= self.max_retries:
+                    raise err from None
+                wait = err.retry_after
+            except (urllib.error.URLError, socket.timeout, ConnectionError) as e:
+                if attempt >= self.max_retries:
+                    raise CtxcompactError("%s %s: %s" % (method, path, getattr(e, "reason", e))) from e
+            if wait is None or wait <= 0:
+                wait = 0.2 * (2 ** attempt)
+            time.sleep(min(wait, self.max_retry_wait))
+            attempt += 1
+
+
+def is_final(status: str) -> bool:
+    """Whether a run with this status will not change any more."""
+    return status in FINAL_STATUSES
+
+
+def _seg(s: str) -> str:
+    return urllib.parse.quote(s, safe="")
+
+
+def _headers(h: Any) -> Dict[str, str]:
+    return {k.lower(): v for k, v in h.items()} if h is not None else {}
+
+
+def _json(data: bytes, what: str) -> Any:
+    try:
+        return json.loads(data)
+    except ValueError as e:
+        raise CtxcompactError("decode %s: %s" % (what, e)) from None
+
+
+def _check_sha(h: Mapping[str, str], data: bytes) -> None:
+    want = h.get("x-content-sha256")
+    if want and hashlib.sha256(data).hexdigest() != want:
+        raise CtxcompactError("answer's SHA-256 %s does not match X-Content-SHA256 %s"
+                              % (hashlib.sha256(data).hexdigest(), want))

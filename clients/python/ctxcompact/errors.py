@@ -1,0 +1,78 @@
+"""Errors: ApiError for the API's answers, WebhookVerificationError for
+webhooks that do not verify."""
+
+import json
+from typing import Any, Mapping, Optional
+
+
+class CtxcompactError(Exception):
+    """Base class of this package's errors."""
+
+
+class ApiError(CtxcompactError):
+    """An answer other than 2xx, in the API's one error shape:
+    {"error": {"code", "message", "field"?, "index"?, "path"?}}.
+
+    code is stable (bad_request, unauthorized, not_found, conflict,
+    rate_limited, unavailable, range_not_satisfiable, ...). An answer that
+    is not in that shape (a proxy's 502, say) gets code "http_<status>" and
+    its body as the message. retry_after is the Retry-After header in
+    seconds, when the server sent one.
+    """
+
+    def __init__(self, status: int, code: str, message: str, field: Optional[str] = None,
+                 index: Optional[int] = None, path: Optional[str] = None,
+                 retry_after: Optional[int] = None, total_lines: Optional[int] = None) -> None:
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+        self.index = index
+        self.path = path
+        self.retry_after = retry_after
+        # total_lines is X-Total-Lines of a 416 (a line range past the end).
+        self.total_lines = total_lines
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = ""
+        if self.field:
+            where = " (" + self.field
+            if self.index is not None:
+                where += "[%d]" % self.index
+            if self.path:
+                where += "." + self.path
+            where += ")"
+        return "%d %s%s: %s" % (self.status, self.code, where, self.message)
+
+    @classmethod
+    def from_response(cls, status: int, body: bytes, headers: Optional[Mapping[str, str]] = None) -> "ApiError":
+        """Decodes an error answer: its status, body and headers."""
+        h = {k.lower(): v for k, v in (headers or {}).items()}
+        retry_after = _int_or_none(h.get("retry-after"))
+        total_lines = _int_or_none(h.get("x-total-lines"))
+        text = body.decode("utf-8", errors="replace")
+        try:
+            doc: Any = json.loads(text)
+        except ValueError:
+            doc = None
+        e = doc.get("error") if isinstance(doc, dict) else None
+        if isinstance(e, dict) and isinstance(e.get("code"), str):
+            index = e.get("index")
+            return cls(status, e["code"], str(e.get("message", "")), field=e.get("field") or None,
+                       index=index if isinstance(index, int) else None, path=e.get("path") or None,
+                       retry_after=retry_after, total_lines=total_lines)
+        return cls(status, "http_%d" % status, text.strip(), retry_after=retry_after, total_lines=total_lines)
+
+
+class WebhookVerificationError(CtxcompactError):
+    """A webhook whose headers, timestamp or signature do not verify."""
+
+
+def _int_or_none(v: Optional[str]) -> Optional[int]:
+    if v is None:
+        return None
+    try:
+        return int(v.strip())
+    except ValueError:
+        return None

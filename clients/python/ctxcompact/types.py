@@ -1,0 +1,192 @@
+"""The API's answer types (api/openapi.yaml, components/schemas).
+
+Every TypedDict is total=False: the server omits empty optional fields,
+so read them with .get(). One field per line, in the schema's order;
+e2e/clients_test.go checks these declarations against api/openapi.yaml.
+"""
+
+from typing import Any, Dict, List, Literal, TypedDict
+
+# RunStatus: succeeded is under the model's limit; over_limit committed its
+# best output but is still over (see over_limit_reason).
+RunStatus = Literal["pending", "running", "succeeded", "over_limit", "failed", "skipped"]
+
+# ErrorClass: what kind of failure a failed run had.
+ErrorClass = Literal["bad_input", "config", "summarizer", "dependency", "timeout", "canceled", "interrupted", "internal"]
+
+# ErrorCode: the stable code of every error answer.
+ErrorCode = Literal["bad_request", "unauthorized", "not_found", "method_not_allowed", "conflict", "breaker_open", "too_large", "rate_limited", "unavailable", "range_not_satisfiable", "internal"]
+
+# FINAL_STATUSES are the statuses a run never leaves.
+FINAL_STATUSES = frozenset({"succeeded", "over_limit", "failed", "skipped"})
+
+
+class PassStat(TypedDict, total=False):
+    name: str
+    applied: bool
+    count: int
+    tokens_saved: int
+    note: str
+
+
+class RunResult(TypedDict, total=False):
+    # The answer of a finished run (200 of POST .../events).
+    run_id: str
+    existing: bool
+    status: RunStatus
+    error: str
+    error_class: ErrorClass
+    format: str
+    tokens_before: int
+    tokens_after: int
+    ratio: float
+    level_before: str
+    level_after: str
+    drift: str
+    history_failed: bool
+    success: bool
+    over_limit: bool
+    over_limit_reason: str
+    level_reason: str
+    unit: str
+    context_limit: int
+    counter: str
+    freed_tokens: int
+    preserved_count: int
+    deleted_offloads: int
+    context_compression: Dict[str, Any]
+    recommendation: str
+    handoff: Any
+    handoff_key: str
+    handoff_sha256: str
+    archive_key: str
+    output_key: str
+    output_sha256: str
+    passes: List[PassStat]
+    conversation: Any
+
+
+class Accepted(TypedDict, total=False):
+    # The answer while a run is not finished (202).
+    run_id: str
+    existing: bool
+    status: RunStatus
+    status_url: str
+    input_key: str
+
+
+class RunRecord(TypedDict, total=False):
+    id: str
+    tenant: str
+    session: str
+    event_id: str
+    trigger: str
+    preset: str
+    model: str
+    prompt_version: str
+    status: RunStatus
+    level: str
+    tokens_before: int
+    tokens_after: int
+    chars_before: int
+    chars_after: int
+    ratio: float
+    duration_ms: int
+    started_at: str
+    finished_at: str
+    error: str
+    error_class: ErrorClass
+    replay_of: str
+    input_key: str
+    archive_key: str
+    archive_sha256: str
+    output_key: str
+    output_sha256: str
+    stats: Dict[str, Any]
+    agent_model: str
+    context_limit: int
+    overrides: Dict[str, Any]
+    input_sha256: str
+    resolved_preset: Dict[str, Any]
+
+
+class StepRecord(TypedDict, total=False):
+    name: str
+    attempt: int
+    kind: str
+    input_size: int
+    output_size: int
+    prompt_tokens: int
+    completion_tokens: int
+    model: str
+    prompt_version: str
+    duration_ms: int
+    error: str
+    at: str
+
+
+# DriftRecord has a key named "pass", a Python keyword: functional syntax.
+DriftRecord = TypedDict("DriftRecord", {
+    "step": str,
+    "pass": int,
+    "score": float,
+    "passed": bool,
+    "missing": List[str],
+    "verdict": str,
+    "at": str,
+}, total=False)
+
+
+class RunDetail(RunResult, total=False):
+    # GET /v1/runs/{run}: a finished run's answer (RunResult; status and
+    # error while live) plus the audit detail.
+    run: RunRecord
+    steps: List[StepRecord]
+    drift_verdicts: List[DriftRecord]
+    duration_ms: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class Offload(TypedDict, total=False):
+    # One live offloaded tool result (OffloadList.offloads[]).
+    id: str
+    tool_call_id: str
+    tool_name: str
+    tokens: int
+    run_id: str
+    created_at: str
+
+
+class OffloadList(TypedDict, total=False):
+    offloads: List[Offload]
+
+
+class Hit(TypedDict, total=False):
+    # One recovery search hit; id reads it back with recover().
+    key: str
+    kind: Literal["archive", "offload"]
+    run_id: str
+    message: int
+    matches: int
+    excerpt: str
+    matches_capped: bool
+    id: str
+
+
+class SearchResult(TypedDict, total=False):
+    hits: List[Hit]
+    truncated: bool
+
+
+class ErrorBody(TypedDict, total=False):
+    # The "error" object of every error answer.
+    code: ErrorCode
+    message: str
+    field: str
+    index: int
+    path: str
+
+
+class ErrorResponse(TypedDict, total=False):
+    error: ErrorBody

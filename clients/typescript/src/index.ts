@@ -1,0 +1,595 @@
+// Thin client of the ctxcompact orchestrator's HTTP API (api/openapi.yaml):
+// submit compaction events, wait for runs, read their output, recover what
+// was cut, and verify webhooks (Standard Webhooks). No runtime dependencies:
+// Node 18+'s global fetch and node:crypto.
+
+import { createHash, createHmac, randomUUID, timingSafeEqual } from "node:crypto";
+
+// ---------------------------------------------------------------------------
+// Types: the API's schemas (components/schemas), one property per line.
+// e2e/clients_test.go checks these declarations against api/openapi.yaml.
+// ---------------------------------------------------------------------------
+
+/** succeeded is under the model's limit; over_limit committed its best output but is still over. */
+export type RunStatus = "pending" | "running" | "succeeded" | "over_limit" | "failed" | "skipped";
+
+/** What kind of failure a failed run had. */
+export type ErrorClass = "bad_input" | "config" | "summarizer" | "dependency" | "timeout" | "canceled" | "interrupted" | "internal";
+
+/** The stable code of every error answer. */
+export type ErrorCode = "bad_request" | "unauthorized" | "not_found" | "method_not_allowed" | "conflict" | "breaker_open" | "too_large" | "rate_limited" | "unavailable" | "range_not_satisfiable" | "internal";
+
+export type Preset = "react-two-layer" | "watermark" | "offload-compact" | "auto-summarize" | "three-tier" | "adaptive";
+
+/** A conversation in any supported format (OpenAI, Anthropic, ReAct), as a JSON value. */
+export type Conversation = unknown;
+
+/** The body of POST /v1/sessions/{session}/events. */
+export interface EventRequest {
+  /** Idempotency key; omitted, the client makes one before the first attempt. */
+  event_id?: string;
+  kind?: "threshold" | "checkpoint" | "manual";
+  model?: string;
+  context_limit?: number;
+  /** A JSON value, or a RawJSON to send its text unchanged. */
+  conversation?: Conversation | RawJSON;
+  conversation_key?: string;
+  preset?: Preset;
+  overrides?: Record<string, unknown>;
+  /** Wait this long (seconds) for the run: 200 with its result when it finishes in time. */
+  wait_seconds?: number;
+}
+
+export interface PassStat {
+  name: string;
+  applied: boolean;
+  count: number;
+  tokens_saved: number;
+  note?: string;
+}
+
+/** The answer of a finished run (200 of POST .../events). */
+export interface RunResult {
+  run_id: string;
+  existing?: boolean;
+  status: RunStatus;
+  error?: string;
+  error_class?: ErrorClass;
+  format?: "openai" | "anthropic" | "react";
+  tokens_before?: number;
+  tokens_after?: number;
+  ratio?: number;
+  level_before?: string;
+  level_after?: string;
+  drift?: string;
+  history_failed?: boolean;
+  success?: boolean;
+  over_limit?: boolean;
+  over_limit_reason?: string;
+  level_reason?: string;
+  unit?: "tokens" | "chars";
+  context_limit?: number;
+  counter?: string;
+  freed_tokens?: number;
+  preserved_count?: number;
+  deleted_offloads?: number;
+  context_compression?: Record<string, unknown>;
+  recommendation?: string;
+  handoff?: Conversation;
+  handoff_key?: string;
+  handoff_sha256?: string;
+  archive_key?: string;
+  output_key?: string;
+  output_sha256?: string;
+  passes?: PassStat[];
+  conversation?: Conversation;
+}
+
+/** The answer while a run is not finished (202). */
+export interface Accepted {
+  run_id: string;
+  existing: boolean;
+  status: RunStatus;
+  status_url: string;
+  input_key?: string;
+}
+
+export interface RunRecord {
+  id: string;
+  tenant?: string;
+  session: string;
+  event_id?: string;
+  trigger?: string;
+  preset?: string;
+  model?: string;
+  prompt_version?: string;
+  status: RunStatus;
+  level?: string;
+  tokens_before?: number;
+  tokens_after?: number;
+  chars_before?: number;
+  chars_after?: number;
+  ratio?: number;
+  duration_ms?: number;
+  started_at?: string;
+  finished_at?: string;
+  error?: string;
+  error_class?: ErrorClass;
+  replay_of?: string;
+  input_key?: string;
+  archive_key?: string;
+  archive_sha256?: string;
+  output_key?: string;
+  output_sha256?: string;
+  stats?: Record<string, unknown>;
+  agent_model?: string;
+  context_limit?: number;
+  overrides?: Record<string, unknown>;
+  input_sha256?: string;
+  resolved_preset?: Record<string, unknown>;
+}
+
+export interface StepRecord {
+  name: string;
+  attempt?: number;
+  kind?: string;
+  input_size?: number;
+  output_size?: number;
+  prompt_tokens?: number;
+  completion_tokens?: number;
+  model?: string;
+  prompt_version?: string;
+  duration_ms?: number;
+  error?: string;
+  at?: string;
+}
+
+export interface DriftRecord {
+  step?: string;
+  pass?: number;
+  score?: number;
+  passed?: boolean;
+  missing?: string[];
+  verdict?: string;
+  at?: string;
+}
+
+/** GET /v1/runs/{run}: a finished run's answer (RunResult; status and error while live) plus the audit detail. */
+export interface RunDetail extends RunResult {
+  run: RunRecord;
+  steps?: StepRecord[];
+  /** The run's drift checks, oldest first (drift is the last verdict). */
+  drift_verdicts?: DriftRecord[];
+  duration_ms?: number;
+  prompt_tokens?: number;
+  completion_tokens?: number;
+}
+
+/** One live offloaded tool result (OffloadList.offloads[]). */
+export interface Offload {
+  id: string;
+  tool_call_id?: string;
+  tool_name?: string;
+  tokens?: number;
+  run_id?: string;
+  created_at?: string;
+}
+
+export interface OffloadList {
+  offloads?: Offload[];
+}
+
+/** One recovery search hit; id reads it back with recover(). */
+export interface Hit {
+  key?: string;
+  kind: "archive" | "offload";
+  run_id?: string;
+  message?: number;
+  matches?: number;
+  excerpt?: string;
+  matches_capped?: boolean;
+  id?: string;
+}
+
+export interface SearchResult {
+  hits?: Hit[];
+  truncated?: boolean;
+}
+
+/** The "error" object of every error answer. */
+export interface ErrorBody {
+  code: ErrorCode;
+  message: string;
+  field?: string;
+  index?: number;
+  path?: string;
+}
+
+export interface ErrorResponse {
+  error: ErrorBody;
+}
+
+/** What submitEvent answers: the finished run (200) or the accepted one (202). */
+export type EventAnswer =
+  | { finished: true; httpStatus: 200; runId: string; result: RunResult }
+  | { finished: false; httpStatus: 202; runId: string; accepted: Accepted };
+
+/** What a recover id names, with X-Total-Lines and (with lines) X-Lines. */
+export interface Recovered {
+  text: string;
+  totalLines?: number;
+  lines?: string;
+}
+
+export const FINAL_STATUSES: readonly RunStatus[] = ["succeeded", "over_limit", "failed", "skipped"];
+
+/** Whether a run with this status will not change any more. */
+export function isFinal(status: string): boolean {
+  return (FINAL_STATUSES as readonly string[]).includes(status);
+}
+
+/** A JSON text sent as it is (e.g. a conversation whose bytes the archive must keep). */
+export class RawJSON {
+  constructor(readonly text: string) {}
+}
+
+// ---------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------
+
+/** Base class of this package's errors. */
+export class CtxcompactError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * An answer other than 2xx, in the API's one error shape. code is stable;
+ * an answer not in that shape gets code "http_<status>" and its body as the
+ * message. retryAfter is Retry-After in seconds; totalLines X-Total-Lines
+ * (a 416's line count).
+ */
+export class ApiError extends CtxcompactError {
+  readonly status: number;
+  readonly code: ErrorCode | `http_${number}`;
+  /** The message the server sent (message adds status, code and field). */
+  readonly apiMessage: string;
+  readonly field: string | undefined;
+  readonly index: number | undefined;
+  readonly path: string | undefined;
+  readonly retryAfter: number | undefined;
+  readonly totalLines: number | undefined;
+
+  constructor(status: number, body: ErrorBody | { code: `http_${number}`; message: string }, headers?: Headers) {
+    const b: Partial<ErrorBody> = body as Partial<ErrorBody>;
+    let where = "";
+    if (b.field) {
+      where = ` (${b.field}${b.index !== undefined ? `[${b.index}]` : ""}${b.path ? "." + b.path : ""})`;
+    }
+    super(`${status} ${body.code}${where}: ${body.message}`);
+    this.status = status;
+    this.code = body.code;
+    this.apiMessage = body.message;
+    this.field = b.field || undefined;
+    this.index = typeof b.index === "number" ? b.index : undefined;
+    this.path = b.path || undefined;
+    this.retryAfter = intHeader(headers, "retry-after");
+    this.totalLines = intHeader(headers, "x-total-lines");
+  }
+
+
+  /** Decodes an error answer from its status, body and headers. */
+  static fromResponse(status: number, bodyText: string, headers?: Headers): ApiError {
+    let doc: unknown;
+    try {
+      doc = JSON.parse(bodyText);
+    } catch {
+      doc = undefined;
+    }
+    const e = isObject(doc) ? doc["error"] : undefined;
+    if (isObject(e) && typeof e["code"] === "string") {
+      const body: ErrorBody = { code: e["code"] as ErrorCode, message: String(e["message"] ?? "") };
+      if (typeof e["field"] === "string" && e["field"]) body.field = e["field"];
+      if (typeof e["index"] === "number") body.index = e["index"];
+      if (typeof e["path"] === "string" && e["path"]) body.path = e["path"];
+      return new ApiError(status, body, headers);
+    }
+    return new ApiError(status, { code: `http_${status}`, message: bodyText.trim() }, headers);
+  }
+}
+
+export class WebhookVerificationError extends CtxcompactError {}
+
+// ---------------------------------------------------------------------------
+// Client
+// ---------------------------------------------------------------------------
+
+export interface ClientOptions {
+  /** Per request, on top of any wait it asks the server for (default 60 s). */
+  timeoutMs?: number;
+  /** Retries of a 429, a 503 or a connection error (default 4). */
+  maxRetries?: number;
+  /** Caps one wait between attempts, whatever Retry-After asks (default 30 s). */
+  maxRetryWaitMs?: number;
+  fetch?: typeof fetch;
+}
+
+interface Answer {
+  status: number;
+  body: Uint8Array;
+  headers: Headers;
+}
+
+/**
+ * A client of one deployment with one API key (one tenant). Retries 429 and
+ * 503 answers after their Retry-After, and connection errors: every call is
+ * safe to repeat, since submitEvent fixes the event id before the first
+ * attempt.
+ */
+export class Client {
+  private readonly baseUrl: string;
+  private readonly timeoutMs: number;
+  private readonly maxRetries: number;
+  private readonly maxRetryWaitMs: number;
+  private readonly fetchFn: typeof fetch;
+
+  constructor(baseUrl: string, private readonly apiKey: string, options: ClientOptions = {}) {
+    this.baseUrl = baseUrl.replace(/\/+$/, "");
+    this.timeoutMs = options.timeoutMs ?? 60_000;
+    this.maxRetries = options.maxRetries ?? 4;
+    this.maxRetryWaitMs = options.maxRetryWaitMs ?? 30_000;
+    this.fetchFn = options.fetch ?? ((input, init) => fetch(input, init));
+  }
+
+  /**
+   * POST /v1/sessions/{session}/events. With wait_seconds > 0 the request
+   * waits for the run: finished (200) answers its RunResult with the
+   * compacted conversation, otherwise (202) its Accepted.
+   */
+  async submitEvent(session: string, event: EventRequest): Promise<EventAnswer> {
+    const { conversation, ...fields } = event;
+    const head: Record<string, unknown> = { ...fields, event_id: event.event_id || "evt-" + randomUUID() };
+    let body = JSON.stringify(head);
+    if (conversation !== undefined) {
+      const conv = conversation instanceof RawJSON ? conversation.text : JSON.stringify(conversation);
+      body = body.slice(0, -1) + ',"conversation":' + conv + "}";
+    }
+    const a = await this.request("POST", `/v1/sessions/${seg(session)}/events`, undefined, body,
+      (event.wait_seconds ?? 0) * 1000);
+    const doc = decode(a.body, "event answer");
+    if (a.status === 202) {
+      const accepted = doc as Accepted;
+      return { finished: false, httpStatus: 202, runId: accepted.run_id, accepted };
+    }
+    const result = doc as RunResult;
+    return { finished: true, httpStatus: 200, runId: result.run_id, result };
+  }
+
+  /**
+   * GET /v1/runs/{run}?wait=: answers as soon as the run is final, or after
+   * wait (seconds, or a duration such as "30s"); check isFinal(d.run.status).
+   */
+  async waitRun(runId: string, wait: number | string = 30): Promise<RunDetail> {
+    const q: Record<string, string> = {};
+    let extra = 0;
+    if (typeof wait === "string" && wait !== "") {
+      q["wait"] = wait;
+      extra = 600_000; // the server caps any wait at its maximum (10 minutes by default)
+    } else if (typeof wait === "number" && wait > 0) {
+      q["wait"] = `${Math.floor(wait)}s`;
+      extra = wait * 1000;
+    }
+    const a = await this.request("GET", `/v1/runs/${seg(runId)}`, q, undefined, extra);
+    return decode(a.body, "run") as RunDetail;
+  }
+
+  /** Long-polls the run until it is final; rejects after timeoutMs. */
+  async waitFinal(runId: string, timeoutMs = 600_000, pollSeconds = 30): Promise<RunDetail> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const left = Math.floor((deadline - Date.now()) / 1000);
+      const d = await this.waitRun(runId, Math.max(1, Math.min(pollSeconds, left)));
+      if (isFinal(d.run.status)) return d;
+      if (Date.now() >= deadline) throw new CtxcompactError(`run ${runId} is still ${d.run.status}`);
+    }
+  }
+
+  /**
+   * GET /v1/runs/{run}/output: the compacted conversation byte for byte (as
+   * text), checked against X-Content-SHA256. A run not finished (or failed)
+   * is an ApiError with status 409.
+   */
+  async getOutput(runId: string): Promise<string> {
+    const a = await this.request("GET", `/v1/runs/${seg(runId)}/output`);
+    checkSHA(a);
+    return new TextDecoder().decode(a.body);
+  }
+
+  /** GET /v1/sessions/{session}/offloads: the live offloads, oldest first. */
+  async listOffloads(session: string): Promise<Offload[]> {
+    const a = await this.request("GET", `/v1/sessions/${seg(session)}/offloads`);
+    return (decode(a.body, "offloads") as OffloadList).offloads ?? [];
+  }
+
+  /**
+   * GET /v1/sessions/{session}/offloads/{id}: what a recover id names (an
+   * offload id or an archive id such as "<sha256>.m3-57"), what the
+   * recover_context tool answers. lines "A-B" answers a slice; one that
+   * starts past the end is an ApiError with status 416 and totalLines.
+   */
+  async recover(session: string, id: string, lines?: string): Promise<Recovered> {
+    const a = await this.request("GET", `/v1/sessions/${seg(session)}/offloads/${seg(id)}`, lines ? { lines } : undefined);
+    if (!lines) checkSHA(a);
+    const r: Recovered = { text: new TextDecoder().decode(a.body) };
+    const total = intHeader(a.headers, "x-total-lines");
+    if (total !== undefined) r.totalLines = total;
+    const got = a.headers.get("x-lines");
+    if (got) r.lines = got;
+    return r;
+  }
+
+  /** GET /v1/sessions/{session}/search: hits, each with the id recover() reads back. */
+  async search(session: string, query: string, limit?: number): Promise<SearchResult> {
+    const q: Record<string, string> = { q: query };
+    if (limit !== undefined) q["limit"] = String(limit);
+    const a = await this.request("GET", `/v1/sessions/${seg(session)}/search`, q);
+    return decode(a.body, "search") as SearchResult;
+  }
+
+  /** GET /v1/tools: recover_context and search_context in a provider's schema. */
+  async tools(format: "openai" | "anthropic" = "openai"): Promise<Record<string, unknown>[]> {
+    const a = await this.request("GET", "/v1/tools", { format });
+    return ((decode(a.body, "tools") as { tools?: Record<string, unknown>[] }).tools) ?? [];
+  }
+
+  private async request(method: string, path: string, query?: Record<string, string>, body?: string,
+    extraTimeoutMs = 0): Promise<Answer> {
+    let url = this.baseUrl + path;
+    if (query && Object.keys(query).length > 0) url += "?" + new URLSearchParams(query).toString();
+    const headers: Record<string, string> = { Authorization: `Bearer ${this.apiKey}`, Accept: "application/json" };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    for (let attempt = 0; ; attempt++) {
+      let wait: number | undefined;
+      try {
+        const init: RequestInit = { method, headers, signal: AbortSignal.timeout(this.timeoutMs + extraTimeoutMs) };
+        if (body !== undefined) init.body = body;
+        const resp = await this.fetchFn(url, init);
+        const data = new Uint8Array(await resp.arrayBuffer());
+        if (resp.status >= 200 && resp.status < 300) {
+          return { status: resp.status, body: data, headers: resp.headers };
+        }
+        const err = ApiError.fromResponse(resp.status, new TextDecoder().decode(data), resp.headers);
+        if ((resp.status !== 429 && resp.status !== 503) || attempt >= this.maxRetries) throw err;
+        wait = err.retryAfter !== undefined ? err.retryAfter * 1000 : undefined;
+      } catch (e) {
+        if (e instanceof ApiError) throw e;
+        if (attempt >= this.maxRetries) {
+          throw new CtxcompactError(`${method} ${path}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+        }
+      }
+      if (wait === undefined || wait <= 0) wait = 200 * 2 ** attempt;
+      const ms = Math.min(wait, this.maxRetryWaitMs);
+      await new Promise((resolve) => setTimeout(resolve, ms));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Webhooks (https://www.standardwebhooks.com)
+// ---------------------------------------------------------------------------
+
+/** A timestamp further than this from now is refused. */
+export const WEBHOOK_TOLERANCE_SECONDS = 5 * 60;
+
+export type WebhookHeaders = Headers | Record<string, string | string[] | undefined>;
+
+export interface VerifyOptions {
+  /** The time to check the timestamp against (default: now). */
+  now?: Date;
+}
+
+/**
+ * Verifies a webhook and returns its parsed JSON payload. secret is the
+ * endpoint's secret ("whsec_" + base64); headers the request's (Node's
+ * IncomingHttpHeaders or a fetch Headers): webhook-id, webhook-timestamp
+ * (unix seconds), webhook-signature (space-separated "v1,<base64>"); body
+ * the raw body exactly as received. Throws WebhookVerificationError unless
+ * one v1 signature is HMAC-SHA256(secret, "{id}.{timestamp}.{body}") and
+ * the timestamp is within 5 minutes of now.
+ */
+export function verifyWebhook<T = unknown>(secret: string, headers: WebhookHeaders, body: string | Uint8Array,
+  options: VerifyOptions = {}): T {
+  const key = secretKey(secret);
+  const id = header(headers, "webhook-id");
+  const ts = header(headers, "webhook-timestamp");
+  const signatures = header(headers, "webhook-signature");
+  if (!/^\d+$/.test(ts)) throw new WebhookVerificationError(`webhook-timestamp ${JSON.stringify(ts)} is not unix seconds`);
+  const timestamp = Number(ts);
+  const now = Math.floor((options.now ?? new Date()).getTime() / 1000);
+  if (timestamp < now - WEBHOOK_TOLERANCE_SECONDS) throw new WebhookVerificationError("webhook-timestamp is too old");
+  if (timestamp > now + WEBHOOK_TOLERANCE_SECONDS) throw new WebhookVerificationError("webhook-timestamp is too new");
+  const raw = typeof body === "string" ? new TextEncoder().encode(body) : body;
+  const expected = new TextEncoder().encode(createHmac("sha256", key).update(`${id}.${ts}.`).update(raw).digest("base64"));
+  let ok = false;
+  for (const sig of signatures.split(" ")) {
+    const comma = sig.indexOf(",");
+    if (comma < 0 || sig.slice(0, comma) !== "v1") continue;
+    const got = new TextEncoder().encode(sig.slice(comma + 1));
+    // Every v1 signature is compared (no early exit), in constant time.
+    if (got.length === expected.length && timingSafeEqual(got, expected)) ok = true;
+  }
+  if (!ok) throw new WebhookVerificationError("no matching signature");
+  try {
+    return JSON.parse(new TextDecoder().decode(raw)) as T;
+  } catch (e) {
+    throw new WebhookVerificationError(`payload is not JSON: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
+function secretKey(secret: string): Uint8Array {
+  const s = secret.startsWith("whsec_") ? secret.slice("whsec_".length) : secret;
+  let bin: string;
+  try {
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(s)) throw new Error("not base64");
+    bin = atob(s);
+  } catch {
+    throw new WebhookVerificationError("the secret is not base64 (whsec_...)");
+  }
+  if (bin.length === 0) throw new WebhookVerificationError("the secret is empty");
+  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+}
+
+function header(headers: WebhookHeaders, name: string): string {
+  let v: string | string[] | null | undefined;
+  if (headers instanceof Headers) {
+    v = headers.get(name);
+  } else {
+    v = headers[name];
+    if (v === undefined) {
+      for (const k of Object.keys(headers)) {
+        if (k.toLowerCase() === name) {
+          v = headers[k];
+          break;
+        }
+      }
+    }
+  }
+  if (Array.isArray(v)) v = v.join(" ");
+  if (!v) throw new WebhookVerificationError(`missing header ${name}`);
+  return v;
+}
+
+// ---------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------
+
+function seg(s: string): string {
+  return encodeURIComponent(s);
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function intHeader(h: Headers | undefined, name: string): number | undefined {
+  const v = h?.get(name);
+  if (v == null || !/^\s*\d+\s*$/.test(v)) return undefined;
+  return Number(v);
+}
+
+function decode(data: Uint8Array, what: string): unknown {
+  try {
+    return JSON.parse(new TextDecoder().decode(data));
+  } catch (e) {
+    throw new CtxcompactError(`decode ${what}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
+function checkSHA(a: Answer): void {
+  const want = a.headers.get("x-content-sha256");
+  if (!want) return;
+  const got = createHash("sha256").update(a.body).digest("hex");
+  if (got !== want) throw new CtxcompactError(`answer's SHA-256 ${got} does not match X-Content-SHA256 ${want}`);
+}

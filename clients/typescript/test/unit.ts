@@ -1,0 +1,102 @@
+// Unit checks of the TypeScript client without a network (a fake fetch):
+// error decoding, retries, the request it sends, and webhook verification
+// against a vector the reference library (standardwebhooks) signed. Run by
+// e2e/clients_test.go (TestClientsTypeScriptUnit) after tsc; sets a
+// non-zero exit code on any failure.
+
+import { ApiError, Client, CtxcompactError, RawJSON, verifyWebhook, WebhookVerificationError } from "../src/index.js";
+
+function check(cond: unknown, what: string): asserts cond {
+  if (!cond) throw new Error(what);
+}
+
+async function rejects(call: () => Promise<unknown> | unknown): Promise<unknown> {
+  try {
+    await call();
+  } catch (e) {
+    return e;
+  }
+  throw new Error("expected an error");
+}
+
+interface Sent {
+  url: string;
+  init: RequestInit;
+}
+
+function fakeFetch(answers: Response[], sent: Sent[]): typeof fetch {
+  return async (input, init) => {
+    sent.push({ url: String(input), init: init ?? {} });
+    const a = answers.shift();
+    if (!a) throw new Error("no more answers");
+    return a;
+  };
+}
+
+const json = (status: number, body: unknown, headers: Record<string, string> = {}): Response =>
+  new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json", ...headers } });
+
+async function main(): Promise<void> {
+  // The common error shape.
+  let e = ApiError.fromResponse(400, JSON.stringify({ error: { code: "bad_request", message: "bad tool_use_id",
+    field: "conversation", index: 3, path: "content[0].tool_use_id" } }));
+  check(e.status === 400 && e.code === "bad_request" && e.apiMessage === "bad tool_use_id", e.message);
+  check(e.field === "conversation" && e.index === 3 && e.path === "content[0].tool_use_id", e.message);
+  check(e.message === "400 bad_request (conversation[3].content[0].tool_use_id): bad tool_use_id", e.message);
+  e = ApiError.fromResponse(416, '{"error":{"code":"range_not_satisfiable","message":"the text has 12 lines","field":"lines"}}',
+    new Headers({ "X-Total-Lines": "12" }));
+  check(e.totalLines === 12 && e.retryAfter === undefined && e.field === "lines", e.message);
+  e = ApiError.fromResponse(502, "<html>Bad Gateway</html>\n");
+  check(e.code === "http_502" && e.apiMessage === "<html>Bad Gateway</html>", e.message);
+
+  // A 429 is retried after Retry-After, with the same event; a 404 is not.
+  const sent: Sent[] = [];
+  const c = new Client("http://api/", "k", { maxRetryWaitMs: 0, fetch: fakeFetch([
+    json(429, { error: { code: "rate_limited", message: "slow down" } }, { "Retry-After": "1" }),
+    json(202, { run_id: "r-9", existing: false, status: "pending", status_url: "/v1/runs/r-9" }),
+    json(404, { error: { code: "not_found", message: "run not found" } }),
+  ], sent) });
+  const a = await c.submitEvent("s/1", { conversation: new RawJSON('{"messages": []}'), preset: "offload-compact" });
+  check(!a.finished && a.runId === "r-9", JSON.stringify(a));
+  check(sent.length === 2 && sent[0]!.url === "http://api/v1/sessions/s%2F1/events", JSON.stringify(sent.map((s) => s.url)));
+  check(sent[0]!.init.body === sent[1]!.init.body, "the retry is the same event");
+  const body = JSON.parse(String(sent[0]!.init.body)) as Record<string, unknown>;
+  check(String(body["event_id"]).startsWith("evt-") && String(sent[0]!.init.body).includes('"conversation":{"messages": []}'),
+    String(sent[0]!.init.body));
+  check((sent[0]!.init.headers as Record<string, string>)["Authorization"] === "Bearer k", "bearer key");
+  const nf = await rejects(() => c.waitRun("r-1", 0));
+  check(nf instanceof ApiError && nf.status === 404 && nf.code === "not_found", String(nf));
+  check((sent.length as number) === 3 && sent[2]!.url === "http://api/v1/runs/r-1", "one attempt for a 404");
+
+  // A body that does not match its X-Content-SHA256.
+  const bad = new Client("http://api", "k", { fetch: fakeFetch([
+    new Response('{"messages":[]}', { status: 200, headers: { "X-Content-SHA256": "00".repeat(32) } })], []) });
+  const mismatch = await rejects(() => bad.getOutput("r-1"));
+  check(mismatch instanceof CtxcompactError && !(mismatch instanceof ApiError), String(mismatch));
+
+  // Signed by the reference library:
+  //   new Webhook(secret).sign("msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", new Date(1700000000 * 1000), body)
+  const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+  const payload = '{"type":"run.finished","data":{"run_id":"r-1","status":"succeeded"}}';
+  const headers = { "Webhook-Id": "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", "webhook-timestamp": "1700000000",
+    "webhook-signature": "v1,Kxy1ml2KTKEpQublADUr+2qx3BQMu+vVWCA96QEMhz4=" };
+  const at = new Date(1700000000 * 1000);
+  const got = verifyWebhook<{ data: { run_id: string } }>(secret, headers, payload, { now: at });
+  check(got.data.run_id === "r-1", JSON.stringify(got));
+  for (const [name, call] of [
+    ["tampered body", () => verifyWebhook(secret, headers, payload.replace("succeeded", "failed"), { now: at })],
+    ["old timestamp", () => verifyWebhook(secret, headers, payload, { now: new Date(at.getTime() + 301_000) })],
+    ["wrong secret", () => verifyWebhook("whsec_" + btoa("another secret"), headers, payload, { now: at })],
+    ["missing header", () => verifyWebhook(secret, { "webhook-id": "x", "webhook-timestamp": "1700000000" }, payload, { now: at })],
+  ] as const) {
+    const err = await rejects(call);
+    check(err instanceof WebhookVerificationError, `${name}: ${String(err)}`);
+  }
+
+  console.log("typescript unit: ok");
+}
+
+main().catch((e: unknown) => {
+  console.error(e instanceof Error ? e.stack ?? e.message : e);
+  process.exitCode = 1;
+});

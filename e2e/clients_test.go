@@ -1,0 +1,311 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
+)
+
+// The Python (clients/python) and TypeScript (clients/typescript) clients:
+// their integration scripts against the real stack over HTTP, their unit
+// tests, their webhook verification against the Standard Webhooks
+// reference library, and their type declarations against api/openapi.yaml.
+
+// repoRoot is the repository, from this package's folder.
+const repoRoot = ".."
+
+// clientTools finds python3 and node and checks that e2e/node's packages
+// (the TypeScript compiler, standardwebhooks) are installed. Anything
+// missing fails the test: these clients are part of the repository.
+func clientTools(t *testing.T) (python, node string) {
+	t.Helper()
+	const fix = "run `bash deploy/test-deps.sh` (it installs what the tests need)"
+	python, err := exec.LookPath("python3")
+	require.NoError(t, err, "python3 is missing for the Python client's tests; %s", fix)
+	node, err = exec.LookPath("node")
+	require.NoError(t, err, "node is missing for the TypeScript client's tests; %s", fix)
+	for _, p := range []string{"e2e/node/node_modules/typescript/bin/tsc", "e2e/node/node_modules/standardwebhooks/package.json"} {
+		_, err := os.Stat(filepath.Join(repoRoot, p))
+		require.NoError(t, err, "e2e/node/node_modules is missing or incomplete; %s", fix)
+	}
+	return python, node
+}
+
+var (
+	tscOnce sync.Once
+	tscOut  []byte
+	tscErr  error
+)
+
+// compileTS compiles clients/typescript into clients/typescript/dist with
+// e2e/node's TypeScript compiler, once per test binary.
+func compileTS(t *testing.T, node string) {
+	t.Helper()
+	tscOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, node, "e2e/node/node_modules/typescript/bin/tsc", "-p", "clients/typescript")
+		cmd.Dir = repoRoot
+		tscOut, tscErr = cmd.CombinedOutput()
+	})
+	require.NoError(t, tscErr, "tsc -p clients/typescript:\n%s", tscOut)
+}
+
+// runScript runs a client's script from the repository root with env
+// added, failing the test with its output when it exits non-zero.
+func runScript(t *testing.T, env []string, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = repoRoot
+	// No __pycache__ left in the repository by the Python scripts.
+	cmd.Env = append(append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1"), env...)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s %s:\n%s", name, strings.Join(args, " "), out)
+	t.Logf("%s %s:\n%s", filepath.Base(name), strings.Join(args, " "), out)
+	return string(out)
+}
+
+// TestClientsIntegration runs each client's integration script against the
+// real stack (the API of `starter serve` over HTTP, as newAPIEnv serves
+// it): a real conversation offloaded by offload-compact, submitted (202 and
+// then 200), waited for, its output read; its offloads listed and
+// recovered, searched; error answers decoded.
+func TestClientsIntegration(t *testing.T) {
+	t.Parallel()
+	python, node := clientTools(t)
+	compileTS(t, node)
+	a := newAPIEnv(t, offline())
+	conv, err := filepath.Abs(filepath.Join(dataDir, "swe-agent-deepseek/django__django-11742.json"))
+	require.NoError(t, err)
+	env := func(session string) []string {
+		return []string{"CTXCOMPACT_URL=" + a.url, "CTXCOMPACT_API_KEY=" + a.key,
+			"CTXCOMPACT_CONVERSATION=" + conv, "CTXCOMPACT_SESSION=" + session}
+	}
+	t.Run("python", func(t *testing.T) {
+		t.Parallel()
+		out := runScript(t, env("py-client"), python, "clients/python/tests/integration.py")
+		require.Contains(t, out, "python client: ok")
+	})
+	t.Run("typescript", func(t *testing.T) {
+		t.Parallel()
+		out := runScript(t, env("ts-client"), node, "clients/typescript/dist/test/integration.js")
+		require.Contains(t, out, "typescript client: ok")
+	})
+}
+
+// TestClientsWebhookCrosscheck: what the Standard Webhooks reference
+// library signs, both clients accept; a tampered body or id, an old or
+// future timestamp and a wrong secret they reject, as the library does.
+func TestClientsWebhookCrosscheck(t *testing.T) {
+	t.Parallel()
+	python, node := clientTools(t)
+	compileTS(t, node)
+	out := runScript(t, []string{"PYTHON=" + python}, node, "e2e/node/webhook-crosscheck.mjs")
+	require.Contains(t, out, "webhook cross-check: ok")
+}
+
+// TestClientsPythonUnit runs the Python client's unit tests (no network).
+func TestClientsPythonUnit(t *testing.T) {
+	t.Parallel()
+	python, _ := clientTools(t)
+	runScript(t, nil, python, "-m", "unittest", "discover", "-s", "clients/python/tests")
+}
+
+// TestClientsTypeScriptUnit runs the TypeScript client's unit checks (a
+// fake fetch, a webhook vector of the reference library; no network).
+func TestClientsTypeScriptUnit(t *testing.T) {
+	t.Parallel()
+	_, node := clientTools(t)
+	compileTS(t, node)
+	out := runScript(t, nil, node, "clients/typescript/dist/test/unit.js")
+	require.Contains(t, out, "typescript unit: ok")
+}
+
+// clientTypes maps a schema of api/openapi.yaml (a path of property names
+// under components/schemas; "items" steps into an array) to the type both
+// clients declare for it.
+var clientTypes = []struct{ schema, typ string }{
+	{"RunResult", "RunResult"},
+	{"PassStat", "PassStat"},
+	{"Accepted", "Accepted"},
+	{"RunDetail", "RunDetail"},
+	{"RunRecord", "RunRecord"},
+	{"StepRecord", "StepRecord"},
+	{"DriftRecord", "DriftRecord"},
+	{"OffloadList", "OffloadList"},
+	{"OffloadList.offloads.items", "Offload"},
+	{"SearchResult", "SearchResult"},
+	{"Hit", "Hit"},
+	{"Error", "ErrorResponse"},
+	{"Error.error", "ErrorBody"},
+}
+
+// clientEnums maps an enum of api/openapi.yaml to the union both clients
+// declare (Literal in Python, a string union in TypeScript).
+var clientEnums = []struct{ schema, typ string }{
+	{"RunStatus", "RunStatus"},
+	{"ErrorClass", "ErrorClass"},
+	{"Error.error.code", "ErrorCode"},
+}
+
+var (
+	pyClass      = regexp.MustCompile(`(?m)^class (\w+)\((\w+)(?:, total=False)?\):\n((?:[ \t]+.*\n|\n)*)`)
+	pyClassField = regexp.MustCompile(`(?m)^    (\w+): `)
+	pyFunc       = regexp.MustCompile(`(?ms)^(\w+) = TypedDict\("\w+", \{\n(.*?)^\}`)
+	pyFuncField  = regexp.MustCompile(`(?m)^    "(\w+)": `)
+	pyLiteral    = regexp.MustCompile(`(?m)^(\w+) = Literal\[(.*)\]$`)
+	pySubmit     = regexp.MustCompile(`(?s)def submit_event\((.*?)\) -> `)
+	pyParam      = regexp.MustCompile(`(\w+)\s*:`)
+	tsInterface  = regexp.MustCompile(`(?ms)^export interface (\w+)(?: extends (\w+))? \{\n(.*?)^\}`)
+	tsField      = regexp.MustCompile(`(?m)^  (\w+)\??: `)
+	tsUnion      = regexp.MustCompile(`(?m)^export type (\w+) = (.*);$`)
+	quoted       = regexp.MustCompile(`"([^"]+)"`)
+)
+
+// TestClientsMatchOpenAPI: every property of the schemas the clients
+// model is declared by both, and nothing else, so that a field added to
+// the API and not to a client fails here; the same for the enums they
+// declare and for the event request (TypeScript's EventRequest, Python's
+// submit_event parameters).
+func TestClientsMatchOpenAPI(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join(repoRoot, "api/openapi.yaml"))
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, yaml.Unmarshal(data, &doc))
+	schemas := dig(t, doc, "components", "schemas")
+
+	pySrc, err := os.ReadFile(filepath.Join(repoRoot, "clients/python/ctxcompact/types.py"))
+	require.NoError(t, err)
+	pyClient, err := os.ReadFile(filepath.Join(repoRoot, "clients/python/ctxcompact/client.py"))
+	require.NoError(t, err)
+	tsSrc, err := os.ReadFile(filepath.Join(repoRoot, "clients/typescript/src/index.ts"))
+	require.NoError(t, err)
+
+	// A type's fields are its own and its base's (class X(Base), interface
+	// X extends Base), the base declared before it.
+	py := map[string][]string{}
+	for _, m := range pyClass.FindAllStringSubmatch(string(pySrc), -1) {
+		py[m[1]] = append(append([]string(nil), py[m[2]]...), submatches(pyClassField, m[3])...)
+	}
+	for _, m := range pyFunc.FindAllStringSubmatch(string(pySrc), -1) {
+		py[m[1]] = submatches(pyFuncField, m[2])
+	}
+	ts := map[string][]string{}
+	for _, m := range tsInterface.FindAllStringSubmatch(string(tsSrc), -1) {
+		ts[m[1]] = append(append([]string(nil), ts[m[2]]...), submatches(tsField, m[3])...)
+	}
+	for _, c := range clientTypes {
+		want := properties(t, schemas, c.schema)
+		require.NotEmpty(t, want, "schema %s has properties", c.schema)
+		require.Contains(t, py, c.typ, "clients/python/ctxcompact/types.py declares %s (schema %s)", c.typ, c.schema)
+		require.Equal(t, want, sorted(py[c.typ]), "Python's %s has the properties of schema %s", c.typ, c.schema)
+		require.Contains(t, ts, c.typ, "clients/typescript/src/index.ts declares %s (schema %s)", c.typ, c.schema)
+		require.Equal(t, want, sorted(ts[c.typ]), "TypeScript's %s has the properties of schema %s", c.typ, c.schema)
+	}
+
+	// The event request: TypeScript's EventRequest, Python's parameters.
+	want := properties(t, schemas, "EventRequest")
+	require.Equal(t, want, sorted(ts["EventRequest"]), "TypeScript's EventRequest has the properties of schema EventRequest")
+	m := pySubmit.FindStringSubmatch(string(pyClient))
+	require.NotNil(t, m, "clients/python/ctxcompact/client.py has submit_event")
+	var params []string
+	for _, p := range submatches(pyParam, m[1]) {
+		if p != "session" {
+			params = append(params, p)
+		}
+	}
+	require.Equal(t, want, sorted(params), "Python's submit_event takes the properties of schema EventRequest")
+
+	// The enums.
+	pyEnums, tsEnums := map[string][]string{}, map[string][]string{}
+	for _, m := range pyLiteral.FindAllStringSubmatch(string(pySrc), -1) {
+		pyEnums[m[1]] = submatches(quoted, m[2])
+	}
+	for _, m := range tsUnion.FindAllStringSubmatch(string(tsSrc), -1) {
+		tsEnums[m[1]] = submatches(quoted, m[2])
+	}
+	for _, e := range clientEnums {
+		want := enumValues(t, schemas, e.schema)
+		require.Equal(t, want, sorted(pyEnums[e.typ]), "Python's %s has the values of %s", e.typ, e.schema)
+		require.Equal(t, want, sorted(tsEnums[e.typ]), "TypeScript's %s has the values of %s", e.typ, e.schema)
+	}
+	require.Equal(t, enumValues(t, schemas, "EventRequest.preset"), sorted(tsEnums["Preset"]),
+		"TypeScript's Preset has the values of EventRequest.preset")
+}
+
+// schemaAt follows a path of property names (and "items") from a schema
+// of components/schemas.
+func schemaAt(t *testing.T, schemas map[string]any, path string) map[string]any {
+	t.Helper()
+	parts := strings.Split(path, ".")
+	s, ok := schemas[parts[0]].(map[string]any)
+	require.True(t, ok, "components/schemas/%s", parts[0])
+	for _, p := range parts[1:] {
+		if p == "items" {
+			s, ok = s["items"].(map[string]any)
+		} else {
+			s, ok = dig(t, s, "properties")[p].(map[string]any)
+		}
+		require.True(t, ok, "%s: no %s", path, p)
+	}
+	return s
+}
+
+// properties lists a schema's property names, sorted.
+func properties(t *testing.T, schemas map[string]any, path string) []string {
+	t.Helper()
+	var names []string
+	for k := range dig(t, schemaAt(t, schemas, path), "properties") {
+		names = append(names, k)
+	}
+	return sorted(names)
+}
+
+// enumValues lists a schema's enum, sorted.
+func enumValues(t *testing.T, schemas map[string]any, path string) []string {
+	t.Helper()
+	vals, ok := schemaAt(t, schemas, path)["enum"].([]any)
+	require.True(t, ok, "%s has an enum", path)
+	var out []string
+	for _, v := range vals {
+		out = append(out, v.(string))
+	}
+	return sorted(out)
+}
+
+func dig(t *testing.T, m map[string]any, keys ...string) map[string]any {
+	t.Helper()
+	for _, k := range keys {
+		next, ok := m[k].(map[string]any)
+		require.True(t, ok, "no object %q in the OpenAPI document", k)
+		m = next
+	}
+	return m
+}
+
+func submatches(re *regexp.Regexp, s string) []string {
+	var out []string
+	for _, m := range re.FindAllStringSubmatch(s, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}
