@@ -40,6 +40,9 @@ type Activities struct {
 	// Metrics receive the steps, runs, summarizer calls, drift verdicts
 	// and offloads (nil: none).
 	Metrics *metrics.Metrics
+	// KeepIntermediates keeps a final run's intermediate objects in S3
+	// (KEEP_INTERMEDIATES, for debugging); by default they are deleted.
+	KeepIntermediates bool
 	// Hooks and Sender deliver completion webhooks (nil: no run tells
 	// its final state).
 	Hooks  WebhookStore
@@ -156,13 +159,14 @@ func (a *Activities) load(ctx context.Context, tenant, key string) (conversation
 	return c, int64(len(data)), nil
 }
 
-// save renders and stores a working conversation, content-addressed.
-func (a *Activities) save(ctx context.Context, tenant string, c conversation.Conversation) (string, error) {
+// save renders and stores a working conversation of run, content-addressed
+// under the run's prefix (an intermediate: deleted once the run is final).
+func (a *Activities) save(ctx context.Context, run contract.Run, c conversation.Conversation) (string, error) {
 	data, err := conversation.Render(c)
 	if err != nil {
 		return "", fmt.Errorf("render conversation: %w", err)
 	}
-	ref, err := a.Blob.PutContent(ctx, tenant, blob.KindWork, data)
+	ref, err := a.Blob.PutRunContent(ctx, run.Tenant, run.ID, blob.KindWork, data)
 	if err != nil {
 		return "", blobErr(err)
 	}
@@ -189,9 +193,10 @@ func (a *Activities) text(ctx context.Context, tenant, key string) (string, erro
 	return text, nil
 }
 
-// putText stores a text content-addressed under kind.
-func (a *Activities) putText(ctx context.Context, tenant, kind, text string) (string, error) {
-	ref, err := a.Blob.PutContentString(ctx, tenant, kind, text)
+// putText stores an intermediate text of run, content-addressed under
+// kind in the run's prefix.
+func (a *Activities) putText(ctx context.Context, run contract.Run, kind, text string) (string, error) {
+	ref, err := a.Blob.PutRunContentString(ctx, run.Tenant, run.ID, kind, text)
 	if err != nil {
 		return "", blobErr(err)
 	}

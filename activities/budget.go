@@ -36,7 +36,7 @@ func (a *Activities) FitBudget(ctx context.Context, in FitInput) (res FitResult,
 	}
 	res.WorkKey = in.WorkKey
 	if pass.Applied {
-		if res.WorkKey, err = a.save(ctx, run.Tenant, out); err != nil {
+		if res.WorkKey, err = a.save(ctx, run, out); err != nil {
 			return res, err
 		}
 	}

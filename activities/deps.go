@@ -41,6 +41,10 @@ type ObjectStore interface {
 	PutContent(ctx context.Context, tenant, kind string, data []byte) (blob.Ref, error)
 	PutContentString(ctx context.Context, tenant, kind, text string) (blob.Ref, error)
 	PutContentVerified(ctx context.Context, tenant, kind string, data []byte) (blob.Ref, error)
+	// A run's intermediates, under its own prefix (blob.RunContentKey).
+	PutRunContent(ctx context.Context, tenant, runID, kind string, data []byte) (blob.Ref, error)
+	PutRunContentString(ctx context.Context, tenant, runID, kind, text string) (blob.Ref, error)
+	DeletePrefix(ctx context.Context, prefix string) (int, error)
 	Delete(ctx context.Context, key string) error
 }
 

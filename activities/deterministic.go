@@ -39,7 +39,7 @@ func (a *Activities) Deterministic(ctx context.Context, in DeterministicInput) (
 	// so equal values mean the same conversation.
 	key := in.WorkKey
 	if !reflect.DeepEqual(conv, out.Conv) {
-		if key, err = a.save(ctx, run.Tenant, out.Conv); err != nil {
+		if key, err = a.save(ctx, run, out.Conv); err != nil {
 			return res, err
 		}
 	}
@@ -50,7 +50,7 @@ func (a *Activities) Deterministic(ctx context.Context, in DeterministicInput) (
 		logger(ctx).Info("pass", "run", run.ID, "pass", ps.Name, "applied", ps.Applied, "count", ps.Count, "saved", ps.TokensSaved)
 	}
 	for _, r := range out.LargeResults {
-		t, err := a.target(ctx, run.Tenant, out.Conv, r)
+		t, err := a.target(ctx, run, out.Conv, r)
 		if err != nil {
 			return res, err
 		}

@@ -46,7 +46,7 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 	// without an S3 write.
 	if len(missing) > 0 && !res.Passed {
 		data, _ := json.Marshal(missing)
-		if res.MissingKey, err = a.putText(ctx, in.Run.Tenant, "drift", string(data)); err != nil {
+		if res.MissingKey, err = a.putText(ctx, in.Run, "drift", string(data)); err != nil {
 			return res, err
 		}
 	}
@@ -210,7 +210,7 @@ func (a *Activities) Patch(ctx context.Context, in PatchInput) (res SummarizeRes
 		}
 	}
 	out := sb.String()
-	key, err := a.putText(ctx, in.Run.Tenant, "summary", out)
+	key, err := a.putText(ctx, in.Run, "summary", out)
 	if err != nil {
 		return res, err
 	}

@@ -37,7 +37,7 @@ func (a *Activities) Fallback(ctx context.Context, in FallbackInput) (res Summar
 	default:
 		return res, config(fmt.Errorf("unknown fallback mode %q", in.Mode))
 	}
-	key, err := a.putText(ctx, in.Run.Tenant, "summary", out)
+	key, err := a.putText(ctx, in.Run, "summary", out)
 	if err != nil {
 		return res, err
 	}

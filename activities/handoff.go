@@ -32,7 +32,7 @@ func (a *Activities) PrepareHandoff(ctx context.Context, in HandoffInput) (res H
 	if !ok {
 		return HandoffPrep{Skip: true}, nil
 	}
-	if res.TranscriptKey, err = a.putText(ctx, in.Run.Tenant, "transcript", transcript); err != nil {
+	if res.TranscriptKey, err = a.putText(ctx, in.Run, "transcript", transcript); err != nil {
 		return res, err
 	}
 	if p.Drift.Enabled {

@@ -40,7 +40,7 @@ func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res H
 		}
 	}
 	transcript := plan.Transcript(summarized, d.Split, d.Protected)
-	key, err := a.putText(ctx, in.Run.Tenant, "transcript", transcript)
+	key, err := a.putText(ctx, in.Run, "transcript", transcript)
 	if err != nil {
 		return res, err
 	}
@@ -131,7 +131,7 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 	if err != nil {
 		return res, badInput(fmt.Errorf("compact history: %w", err))
 	}
-	key, err := a.save(ctx, in.Run.Tenant, out)
+	key, err := a.save(ctx, in.Run, out)
 	if err != nil {
 		return res, err
 	}

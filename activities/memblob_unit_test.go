@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
@@ -33,6 +34,37 @@ func (m *memBlob) PutContent(_ context.Context, tenant, kind string, data []byte
 	m.objects[key] = bytes.Clone(data)
 	m.puts = append(m.puts, key)
 	return blob.Ref{Key: key, SHA256: sha, Size: int64(len(data))}, nil
+}
+
+func (m *memBlob) PutRunContent(_ context.Context, tenant, runID, kind string, data []byte) (blob.Ref, error) {
+	sha := blob.SHA256Hex(data)
+	key := blob.RunContentKey(tenant, runID, kind, sha)
+	if key == "" {
+		return blob.Ref{}, fmt.Errorf("put run content: bad tenant %q, run %q or kind %q", tenant, runID, kind)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.objects[key] = bytes.Clone(data)
+	m.puts = append(m.puts, key)
+	return blob.Ref{Key: key, SHA256: sha, Size: int64(len(data))}, nil
+}
+
+func (m *memBlob) PutRunContentString(ctx context.Context, tenant, runID, kind, text string) (blob.Ref, error) {
+	return m.PutRunContent(ctx, tenant, runID, kind, []byte(text))
+}
+
+func (m *memBlob) DeletePrefix(_ context.Context, prefix string) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for k := range m.objects {
+		if strings.HasPrefix(k, prefix) {
+			delete(m.objects, k)
+			m.deletes = append(m.deletes, k)
+			n++
+		}
+	}
+	return n, nil
 }
 
 func (m *memBlob) PutContentString(ctx context.Context, tenant, kind, text string) (blob.Ref, error) {

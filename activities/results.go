@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/digest"
@@ -15,14 +16,14 @@ import (
 )
 
 // target stores one tool result's text and context for an LLM pass.
-func (a *Activities) target(ctx context.Context, tenant string, conv conversation.Conversation, r compress.ResultLoc) (Target, error) {
-	textKey, err := a.putText(ctx, tenant, "text", conv.Messages[r.Msg].Blocks[r.Block].Text)
+func (a *Activities) target(ctx context.Context, run contract.Run, conv conversation.Conversation, r compress.ResultLoc) (Target, error) {
+	textKey, err := a.putText(ctx, run, "text", conv.Messages[r.Msg].Blocks[r.Block].Text)
 	if err != nil {
 		return Target{}, err
 	}
 	t := Target{Msg: r.Msg, Block: r.Block, Chars: r.Chars, TextKey: textKey}
 	if r.Context != "" {
-		if t.ContextKey, err = a.putText(ctx, tenant, "text", r.Context); err != nil {
+		if t.ContextKey, err = a.putText(ctx, run, "text", r.Context); err != nil {
 			return Target{}, err
 		}
 	}
@@ -52,7 +53,7 @@ func (a *Activities) Chunk(ctx context.Context, in ChunkInput) (res ChunkResult,
 		a.prefetchIdentifiers(in.TextKey, text)
 	}
 	for _, c := range chunks {
-		key, err := a.putText(ctx, in.Run.Tenant, blob.KindChunk, c)
+		key, err := a.putText(ctx, in.Run, blob.KindChunk, c)
 		if err != nil {
 			return res, err
 		}
@@ -89,7 +90,7 @@ func (a *Activities) Merge(ctx context.Context, in MergeInput) (res MergeResult,
 		parts = append(parts, strings.TrimSpace(t))
 	}
 	merged := strings.Join(parts, "\n\n")
-	key, err := a.putText(ctx, in.Run.Tenant, "summary", merged)
+	key, err := a.putText(ctx, in.Run, "summary", merged)
 	if err != nil {
 		return res, err
 	}
@@ -137,7 +138,7 @@ func (a *Activities) ApplyResults(ctx context.Context, in ApplyResultsInput) (re
 		after := utf8.RuneCountInString(text)
 		logger(ctx).Info(fmt.Sprintf("Compressed %d → %d chars (%.1f%%)", before, after, 100*float64(after)/float64(max(before, 1))), "run", in.Run.ID, "msg", r.Msg)
 	}
-	key, err := a.save(ctx, in.Run.Tenant, conv)
+	key, err := a.save(ctx, in.Run, conv)
 	if err != nil {
 		return res, err
 	}
@@ -167,7 +168,7 @@ func (a *Activities) PlanGlobal(ctx context.Context, in GlobalInput) (res Global
 	targets, usage := plan.GlobalTargets(conv, p, b, exclude)
 	res.Usage = usage
 	for _, r := range targets {
-		t, err := a.target(ctx, in.Run.Tenant, conv, r)
+		t, err := a.target(ctx, in.Run, conv, r)
 		if err != nil {
 			return res, err
 		}

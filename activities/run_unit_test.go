@@ -186,3 +186,31 @@ func TestUnitFailRun(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(run.Error, "history:"), "the first failure stands")
 }
+
+// TestUnitReleaseIntermediates: a final run's intermediates go, the
+// tenant's durable objects and another run's intermediates stay; a
+// worker that keeps intermediates deletes nothing.
+func TestUnitReleaseIntermediates(t *testing.T) {
+	t.Parallel()
+	u := newUnit(t)
+	ctx := t.Context()
+	mine, err := u.blob.PutRunContentString(ctx, "acme", u.run.ID, "summary", "a summary")
+	require.NoError(t, err)
+	other, err := u.blob.PutRunContentString(ctx, "acme", "run-other", "summary", "a summary")
+	require.NoError(t, err)
+	output := u.put(blob.KindOutput, "the output")
+
+	u.a.KeepIntermediates = true
+	res, err := u.a.ReleaseIntermediates(ctx, activities.ReleaseInput{Run: u.run})
+	require.NoError(t, err)
+	require.Zero(t, res.Deleted)
+	require.True(t, u.blob.has(mine.Key), "kept for debugging")
+
+	u.a.KeepIntermediates = false
+	res, err = u.a.ReleaseIntermediates(ctx, activities.ReleaseInput{Run: u.run})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Deleted)
+	require.False(t, u.blob.has(mine.Key))
+	require.True(t, u.blob.has(other.Key), "another run's intermediates stay")
+	require.True(t, u.blob.has(output), "durable objects stay")
+}

@@ -64,7 +64,7 @@ func newStepEnvInput(t *testing.T, kind string) *stepEnv {
 		e.input, err = e.blob.PutContent(ctx, "acme", kind, data)
 	}
 	require.NoError(t, err)
-	e.run = contract.Run{ID: "run-" + t.Name(), Tenant: "acme", Session: "s1", EventID: "ev-1", Trigger: "manual",
+	e.run = contract.Run{ID: testRunID(t), Tenant: "acme", Session: "s1", EventID: "ev-1", Trigger: "manual",
 		Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 4000}
 	sub, err := e.store.SubmitRun(ctx, store.Run{ID: e.run.ID, Tenant: "acme", Session: "s1", EventID: "ev-1",
 		Trigger: "manual", Preset: "offload-compact", InputKey: e.input.Key, InputSHA256: e.input.SHA256}, "body", nil)

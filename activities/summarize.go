@@ -66,7 +66,7 @@ func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (res Summ
 	a.Metrics.Summarizer(resp.Model, "ok", time.Since(callStart), resp.PromptTokens, resp.CompletionTokens)
 	rec.outputSize, rec.model, rec.promptVersion = int64(len(resp.Text)), resp.Model, resp.PromptVersion
 	rec.promptTokens, rec.completionTokens = resp.PromptTokens, resp.CompletionTokens
-	key, err := a.putText(ctx, in.Run.Tenant, "summary", resp.Text)
+	key, err := a.putText(ctx, in.Run, "summary", resp.Text)
 	if err != nil {
 		return res, err
 	}

@@ -2,6 +2,7 @@ package activities_test
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -30,7 +31,7 @@ func newUnit(t *testing.T) *unit {
 	u := &unit{t: t, blob: newMemBlob(), store: newMemStore()}
 	u.a = &activities.Activities{Store: u.store, Blob: u.blob, Summarizer: llm.Extractive{},
 		Limits: tokens.DefaultLimits(), LLMSlots: make(chan struct{}, 1)}
-	u.run = contract.Run{ID: "run-" + t.Name(), Tenant: "acme", Session: "s1", EventID: "ev-1", Trigger: "manual",
+	u.run = contract.Run{ID: testRunID(t), Tenant: "acme", Session: "s1", EventID: "ev-1", Trigger: "manual",
 		Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 4000}
 	u.run.Resolved = resolve(t, u.run.Preset)
 	u.store.runs[u.run.ID] = store.Run{ID: u.run.ID, Tenant: "acme", Session: "s1", Preset: u.run.Preset, Status: store.RunPending}
@@ -71,4 +72,15 @@ func (u *unit) conversation(kind string) (blob.Ref, []byte) {
 	ref, err := u.blob.PutContent(u.t.Context(), u.run.Tenant, kind, data)
 	require.NoError(u.t, err)
 	return ref, data
+}
+
+// testRunID is a run id for test t: its name with what a run id may not
+// hold (blob.ValidateRunID) replaced by '-'.
+func testRunID(t *testing.T) string {
+	return "run-" + strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+			return r
+		}
+		return '-'
+	}, t.Name())
 }

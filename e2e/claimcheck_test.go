@@ -476,6 +476,16 @@ func TestRecordHistories(t *testing.T) {
 		h := fetchHistory(t, e.client, sub.RunID)
 		record(t, "compaction-watermark", h, input, snips, sub.InputKey)
 	})
+	t.Run("release-intermediates", func(t *testing.T) {
+		t.Parallel()
+		// A run that ends by releasing its intermediates (behind the
+		// "intermediates" version).
+		e := newEnv(t)
+		input := readData(t, "swe-agent-deepseek/django__django-11564.json")
+		sub, res := e.compact(gateway.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 60000, Conversation: input})
+		checkRun(t, e, input, sub, res)
+		record(t, "compaction-release-intermediates", fetchHistory(t, e.client, sub.RunID), input, snippets(t, openAIContents(t, input), 20), sub.InputKey)
+	})
 	t.Run("webhook", func(t *testing.T) {
 		t.Parallel()
 		// A run of a tenant with an endpoint that answers 500 then 200:

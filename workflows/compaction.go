@@ -81,6 +81,7 @@ func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Out
 			workflow.GetLogger(ctx).Error("record run failure", "run", in.Run.ID, "error", ferr)
 		}
 		recordOutcome(fctx, in, "failed", res)
+		releaseIntermediates(fctx, in.Run)
 		if failed.Notify {
 			startDelivery(fctx, in.Run)
 		}
@@ -91,6 +92,7 @@ func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Out
 		outcome = "over_limit"
 	}
 	recordOutcome(ctx, in, outcome, res)
+	releaseIntermediates(ctx, in.Run)
 	if notify {
 		startDelivery(ctx, in.Run)
 	}
@@ -687,4 +689,19 @@ func parallel(ctx workflow.Context, n, limit int, fn func(ctx workflow.Context, 
 		})
 	}
 	wg.Wait(ctx)
+}
+
+// releaseIntermediates deletes the final run's intermediate objects
+// (ReleaseIntermediates). The run's outcome is already recorded: a
+// failure here is logged, never the run's.
+func releaseIntermediates(ctx workflow.Context, run contract.Run) {
+	if workflow.GetVersion(ctx, "intermediates", workflow.DefaultVersion, 1) != 1 {
+		return
+	}
+	var a *activities.Activities
+	lctx := workflow.WithLocalActivityOptions(ctx, localStepOptions())
+	var res activities.ReleaseResult
+	if err := workflow.ExecuteLocalActivity(lctx, a.ReleaseIntermediates, activities.ReleaseInput{Run: run}).Get(ctx, &res); err != nil {
+		workflow.GetLogger(ctx).Warn("release intermediates", "run", run.ID, "error", err)
+	}
 }

@@ -653,7 +653,7 @@ func TestFailureMarksRunFailed(t *testing.T) {
 
 func TestStepsRunLocallyAndSummariesOnTheLLMQueue(t *testing.T) {
 	t.Parallel()
-	steps := []string{"Plan", "Deterministic", "PrepareHistory", "CheckDrift", "ApplyHistory", "Commit"}
+	steps := []string{"Plan", "Deterministic", "PrepareHistory", "CheckDrift", "ApplyHistory", "Commit", "ReleaseIntermediates"}
 	tests := []struct {
 		name       string
 		llmQueue   string
@@ -745,4 +745,20 @@ func TestStepsGetTheRunsSnapshot(t *testing.T) {
 	require.NotNil(t, sums[0].SummarizerModel)
 	require.Equal(t, "model-of-the-plan", *sums[0].SummarizerModel)
 	require.Equal(t, 1234, sums[0].TargetTokens, "the workflow decides from the plan's copy too")
+}
+
+// TestIntermediatesReleasedWhenFinal: a run's intermediates are released
+// once it is final, after its commit and after its failure alike.
+func TestIntermediatesReleasedWhenFinal(t *testing.T) {
+	t.Parallel()
+	f := &fakes{}
+	_, err := runCompaction(t, f, testRun("offload-compact", ""))
+	require.NoError(t, err)
+	require.Equal(t, []string{"run-1"}, f.released)
+
+	failed := &fakes{planErr: temporal.NewNonRetryableApplicationError("message 3: bad role", ErrBadInput, nil)}
+	_, err = runCompaction(t, failed, testRun("offload-compact", ""))
+	require.Error(t, err)
+	require.Equal(t, []string{"FailRun"}, failed.names()[1:])
+	require.Equal(t, []string{"run-1"}, failed.released, "a failed run's intermediates go too")
 }

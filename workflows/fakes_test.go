@@ -34,8 +34,10 @@ type call struct {
 // results carry keys derived from the step, so a test can tell which
 // output a later step consumed.
 type fakes struct {
-	plan    activities.PlanResult
-	planErr error
+	// released lists the runs whose intermediates were released.
+	released []string
+	plan     activities.PlanResult
+	planErr  error
 	// editPreset, when set, changes the run's snapshot of its preset
 	// (as if the deployment's overrides had set it).
 	editPreset func(*policy.Preset)
@@ -261,6 +263,15 @@ func (f *fakes) install(env *testsuite.TestWorkflowEnvironment) {
 				OutputKey: "out/" + in.WorkKey, OutputSHA256: "sha", TokensBefore: in.TokensBefore, TokensAfter: 1000, Ratio: 0.01,
 				LevelBefore: in.LevelBefore, LevelAfter: "normal", Drift: in.Drift, Passes: in.Passes, HistoryFailed: in.HistoryFailed,
 				PreservedCount: in.Preserved, ArchiveKey: in.ArchiveKey}}, nil
+		})
+	env.OnActivity(a.ReleaseIntermediates, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ReleaseInput) (activities.ReleaseResult, error) {
+			// Kept apart from the steps' calls: the step-order tests
+			// name the compaction's steps.
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.released = append(f.released, in.Run.ID)
+			return activities.ReleaseResult{Deleted: 3}, nil
 		})
 	env.OnActivity(a.FailRun, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.FailInput) (activities.FailResult, error) {

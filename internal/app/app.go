@@ -90,11 +90,12 @@ func Open(ctx context.Context, cfg config.Config) (*Deps, error) {
 func (d *Deps) Activities() *activities.Activities {
 	return &activities.Activities{
 		Store: d.Store, Blob: d.Blob, Summarizer: d.Summarizer, Limits: d.Limits,
-		SummarizerModel: d.Config.SummarizerModel,
-		LLMSlots:        make(chan struct{}, max(d.Config.LLMParallelism, 1)),
-		Metrics:         d.Metrics,
-		Hooks:           d.Store,
-		Sender:          webhook.NewSender(webhook.Policy{AllowHosts: d.Config.WebhookAllowHosts}),
+		SummarizerModel:   d.Config.SummarizerModel,
+		LLMSlots:          make(chan struct{}, max(d.Config.LLMParallelism, 1)),
+		Metrics:           d.Metrics,
+		Hooks:             d.Store,
+		KeepIntermediates: d.Config.KeepIntermediates,
+		Sender:            webhook.NewSender(webhook.Policy{AllowHosts: d.Config.WebhookAllowHosts}),
 	}
 }
 

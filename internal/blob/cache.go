@@ -65,16 +65,15 @@ func entryCost(key string, data []byte) int64 { return int64(len(key) + len(data
 // key (those may be overwritten, so they are never cached).
 func contentKeySHA(key string) (string, bool) {
 	parts := strings.Split(key, "/")
-	if len(parts) != 5 {
-		return "", false
+	switch {
+	case len(parts) == 5:
+		// ContentKey validates tenant, kind and sha and rebuilds the
+		// fan-out segment, so equality proves key is exactly a content key.
+		return parts[4], ContentKey(parts[1], parts[2], parts[4]) == key
+	case len(parts) == 7 && parts[2] == "runs":
+		return parts[6], RunContentKey(parts[1], parts[3], parts[4], parts[6]) == key
 	}
-	sha := parts[4]
-	// ContentKey validates tenant, kind and sha and rebuilds the fan-out
-	// segment, so equality proves key is exactly a content key.
-	if ContentKey(parts[1], parts[2], sha) != key {
-		return "", false
-	}
-	return sha, true
+	return "", false
 }
 
 // fits reports whether an object of n bytes under key may be cached.

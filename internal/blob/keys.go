@@ -99,6 +99,42 @@ func ContentKey(tenant, kind, sha256hex string) string {
 	return "tenants/" + tenant + "/" + kind + "/" + sha256hex[:2] + "/" + sha256hex
 }
 
+// RunContentKey is the key of an intermediate object of run runID:
+// tenants/{tenant}/runs/{run}/{kind}/{sha[:2]}/{sha}. "" when a part is
+// invalid.
+func RunContentKey(tenant, runID, kind, sha256hex string) string {
+	if ValidateTenant(tenant) != nil || ValidateRunID(runID) != nil || ValidateKind(kind) != nil || ValidateSHA256(sha256hex) != nil {
+		return ""
+	}
+	return "tenants/" + tenant + "/runs/" + runID + "/" + kind + "/" + sha256hex[:2] + "/" + sha256hex
+}
+
+// RunPrefix is the prefix of run runID's intermediate objects, ending in
+// "/" so that run "r1" never matches "r10".
+func RunPrefix(tenant, runID string) (string, error) {
+	if err := ValidateTenant(tenant); err != nil {
+		return "", err
+	}
+	if err := ValidateRunID(runID); err != nil {
+		return "", err
+	}
+	return "tenants/" + tenant + "/runs/" + runID + "/", nil
+}
+
+// ValidateRunID reports why id cannot be a key segment: 1-128 letters,
+// digits, '.', '_' or '-', and not "." or "..".
+func ValidateRunID(id string) error {
+	if id == "" || len(id) > 128 || id == "." || id == ".." {
+		return fmt.Errorf("run id %.40q: 1-128 characters, not . or ..", id)
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("run id %.40q: only letters, digits, '.', '_' and '-'", id)
+		}
+	}
+	return nil
+}
+
 // TenantPrefix returns the key prefix under which all of tenant's objects
 // live, ending in "/" so that tenant "a" never matches tenant "ab".
 func TenantPrefix(tenant string) (string, error) {
@@ -109,11 +145,19 @@ func TenantPrefix(tenant string) (string, error) {
 }
 
 // ParseContentKey splits a key of exactly ContentKey's grammar,
-// tenants/{tenant}/{kind}/{sha[:2]}/{sha}, and reports why any other key
+// tenants/{tenant}/{kind}/{sha[:2]}/{sha}, or RunContentKey's,
+// tenants/{tenant}/runs/{run}/{kind}/{sha[:2]}/{sha}, and reports why any other key
 // is not one: a key that came from a caller or from inside a conversation
 // is never trusted as a path ("tenants/a/../b/…" is refused, not cleaned).
 func ParseContentKey(key string) (tenant, kind, sha string, err error) {
 	parts := strings.Split(key, "/")
+	if len(parts) == 7 && parts[0] == "tenants" && parts[2] == "runs" {
+		// A run's intermediate (RunContentKey).
+		if err := ValidateRunID(parts[3]); err != nil {
+			return "", "", "", fmt.Errorf("key %.120q: %w", key, err)
+		}
+		parts = []string{parts[0], parts[1], parts[4], parts[5], parts[6]}
+	}
 	if len(parts) != 5 || parts[0] != "tenants" {
 		return "", "", "", fmt.Errorf("key %.120q: not a content key (tenants/<tenant>/<kind>/<sha[:2]>/<sha256>)", key)
 	}

@@ -101,3 +101,35 @@ func TestParseContentKeyIsStrict(t *testing.T) {
 		require.Error(t, blob.CheckOwned("acme", bad), "%q", bad)
 	}
 }
+
+// TestRunContentKey: a run's intermediates live under the run's prefix,
+// parse as the tenant's content keys, and a run id cannot climb out of it.
+func TestRunContentKey(t *testing.T) {
+	t.Parallel()
+	sha := blob.SHA256Hex([]byte("x"))
+	key := blob.RunContentKey("acme", "run-1", blob.KindWork, sha)
+	require.Equal(t, "tenants/acme/runs/run-1/work/"+sha[:2]+"/"+sha, key)
+	tenant, kind, got, err := blob.ParseContentKey(key)
+	require.NoError(t, err)
+	require.Equal(t, []string{"acme", blob.KindWork, sha}, []string{tenant, kind, got})
+	require.NoError(t, blob.CheckOwned("acme", key))
+	require.Error(t, blob.CheckOwned("other", key))
+	prefix, err := blob.RunPrefix("acme", "run-1")
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(key, prefix))
+	require.False(t, strings.HasPrefix(blob.RunContentKey("acme", "run-10", blob.KindWork, sha), prefix), "run-1 is not run-10's prefix")
+
+	for _, id := range []string{"", ".", "..", "a/b", "run 1", strings.Repeat("r", 129)} {
+		require.Empty(t, blob.RunContentKey("acme", id, blob.KindWork, sha), "%q", id)
+		_, err := blob.RunPrefix("acme", id)
+		require.Error(t, err, "%q", id)
+	}
+	for _, bad := range []string{
+		"tenants/acme/runs/../work/" + sha[:2] + "/" + sha,
+		"tenants/acme/runs/run-1/work/zz/" + sha,
+		"tenants/acme/runs/run-1/work/" + sha[:2],
+	} {
+		_, _, _, err := blob.ParseContentKey(bad)
+		require.Error(t, err, "%q", bad)
+	}
+}

@@ -258,6 +258,55 @@ func (s *Store) PutContent(ctx context.Context, tenant, kind string, data []byte
 	if err != nil {
 		return Ref{}, fmt.Errorf("put content: %w", err)
 	}
+	return s.putContentAt(ctx, ref, data)
+}
+
+// PutRunContent is PutContent for an intermediate object of run runID (a
+// working copy, a chunk, a transcript, a summary): under the run's own
+// prefix (RunContentKey), so that the run's intermediates go as one
+// prefix once it is final (DeletePrefix) and never another run's.
+func (s *Store) PutRunContent(ctx context.Context, tenant, runID, kind string, data []byte) (Ref, error) {
+	ref, err := contentRef(tenant, kind, data)
+	if err != nil {
+		return Ref{}, fmt.Errorf("put run content: %w", err)
+	}
+	if ref.Key = RunContentKey(tenant, runID, kind, ref.SHA256); ref.Key == "" {
+		return Ref{}, fmt.Errorf("put run content: %w", ValidateRunID(runID))
+	}
+	return s.putContentAt(ctx, ref, data)
+}
+
+// PutRunContentString is PutRunContent for a text, without a copy of it
+// (see PutContentString).
+func (s *Store) PutRunContentString(ctx context.Context, tenant, runID, kind, text string) (Ref, error) {
+	return s.PutRunContent(ctx, tenant, runID, kind, unsafe.Slice(unsafe.StringData(text), len(text)))
+}
+
+// DeletePrefix deletes every object under a run's prefix (RunPrefix) and
+// returns how many it deleted. Safe to repeat. No other prefix is
+// accepted: a whole tenant is never one call away.
+func (s *Store) DeletePrefix(ctx context.Context, prefix string) (int, error) {
+	parts := strings.Split(prefix, "/")
+	if len(parts) != 5 || parts[4] != "" || parts[2] != "runs" {
+		return 0, fmt.Errorf("delete prefix %q: not a run's prefix (tenants/<tenant>/runs/<run>/)", prefix)
+	}
+	if want, err := RunPrefix(parts[1], parts[3]); err != nil || want != prefix {
+		return 0, fmt.Errorf("delete prefix %q: not a run's prefix (tenants/<tenant>/runs/<run>/)", prefix)
+	}
+	keys, err := s.List(ctx, prefix)
+	if err != nil {
+		return 0, fmt.Errorf("delete prefix: %w", err)
+	}
+	for _, k := range keys {
+		if err := s.Delete(ctx, k); err != nil {
+			return 0, fmt.Errorf("delete prefix: %w", err)
+		}
+	}
+	return len(keys), nil
+}
+
+// putContentAt uploads data under ref.Key as PutContent does.
+func (s *Store) putContentAt(ctx context.Context, ref Ref, data []byte) (Ref, error) {
 	sum := ref.SHA256
 	var epoch uint64
 	if s.cache != nil {

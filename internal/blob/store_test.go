@@ -453,3 +453,43 @@ func TestPutContentString(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want, cached)
 }
+
+// TestDeletePrefixReleasesOneRun: a run's intermediates go as one prefix;
+// another run's, with the same bytes, and the tenant's durable objects
+// stay; the cache forgets what went; only a run's prefix is accepted.
+func TestDeletePrefixReleasesOneRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := blobtest.New(t)
+	data := []byte("a working copy")
+	r1, err := store.PutRunContent(ctx, "acme", "run-1", blob.KindWork, data)
+	require.NoError(t, err)
+	_, err = store.PutRunContentString(ctx, "acme", "run-1", "summary", "a summary")
+	require.NoError(t, err)
+	r10, err := store.PutRunContent(ctx, "acme", "run-10", blob.KindWork, data)
+	require.NoError(t, err)
+	durable, err := store.PutContent(ctx, "acme", blob.KindOutput, data)
+	require.NoError(t, err)
+	got, err := store.Get(ctx, r1.Key)
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+
+	prefix, err := blob.RunPrefix("acme", "run-1")
+	require.NoError(t, err)
+	n, err := store.DeletePrefix(ctx, prefix)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	_, err = store.Get(ctx, r1.Key)
+	require.ErrorIs(t, err, blob.ErrNotFound, "deleted, and not served from the cache")
+	for _, k := range []string{r10.Key, durable.Key} {
+		_, err := store.Get(ctx, k)
+		require.NoError(t, err, k)
+	}
+	n, err = store.DeletePrefix(ctx, prefix)
+	require.NoError(t, err)
+	require.Zero(t, n, "safe to repeat")
+	for _, bad := range []string{"", "tenants/", "tenants/acme/", "tenants/acme/runs/", "tenants/acme/runs/run-1", "tenants/acme/work/", "tenants/acme/runs/../"} {
+		_, err := store.DeletePrefix(ctx, bad)
+		require.Error(t, err, "%q", bad)
+	}
+}

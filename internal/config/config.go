@@ -101,6 +101,9 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// UISessionTTL is how long a web UI sign-in lasts.
 	UISessionTTL time.Duration
+	// KeepIntermediates keeps each final run's intermediate objects in S3
+	// (KEEP_INTERMEDIATES), for debugging a run step by step.
+	KeepIntermediates bool
 	// WebhookAllowHosts are the hosts webhook endpoints may reach over
 	// plain http and on internal addresses (WEBHOOK_ALLOW_HOSTS); every
 	// other endpoint must be https on a public address.
@@ -189,6 +192,7 @@ func load(getenv func(string) string) (Config, error) {
 		AuthFailuresPerMinute: r.integer("AUTH_FAILURES_PER_MINUTE", 20),
 		UISessionTTL:          r.duration("UI_SESSION_TTL", 12*time.Hour),
 		WebhookAllowHosts:     r.list("WEBHOOK_ALLOW_HOSTS"),
+		KeepIntermediates:     r.boolean("KEEP_INTERMEDIATES", false),
 		BreakerRuns:           r.integer("BREAKER_RUNS", 3),
 		BreakerWindow:         r.duration("BREAKER_WINDOW", time.Hour),
 		BreakerMinFreed:       r.number("BREAKER_MIN_FREED", 0.05),
