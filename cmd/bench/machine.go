@@ -23,12 +23,17 @@ func describeMachine(st *stack) []string {
 		out = append(out, fmt.Sprintf("OS: %s %s, kernel %s", runtime.GOOS, runtime.GOARCH, strings.TrimSpace(string(rel))))
 	}
 	out = append(out, "Go: "+runtime.Version())
-	out = append(out, fmt.Sprintf("Temporal server %s (temporaltest, SQLite in memory, 1 task queue partition), Go SDK %s",
-		moduleVersion("go.temporal.io/server"), moduleVersion("go.temporal.io/sdk")))
-	out = append(out, fmt.Sprintf("Postgres %s (schema %s, dropped at the end)", st.pgServer, st.schema))
-	out = append(out, "S3: "+st.s3Name)
-	out = append(out, fmt.Sprintf("worker settings: WORKER_ACTIVITIES=%d, LLM_PARALLELISM=%d (the deployment defaults unless set)",
-		st.cfg.WorkerActivities, st.cfg.LLMParallelism))
+	if st.temporal == nil {
+		// Only measurements on Postgres alone ran (startDatabase).
+		out = append(out, fmt.Sprintf("Postgres %s (no Temporal, no S3: not started)", st.pgServer))
+	} else {
+		out = append(out, fmt.Sprintf("Temporal server %s (temporaltest, SQLite in memory, 1 task queue partition), Go SDK %s",
+			moduleVersion("go.temporal.io/server"), moduleVersion("go.temporal.io/sdk")))
+		out = append(out, fmt.Sprintf("Postgres %s (schema %s, dropped at the end)", st.pgServer, st.schema))
+		out = append(out, "S3: "+st.s3Name)
+		out = append(out, fmt.Sprintf("worker settings: WORKER_ACTIVITIES=%d, LLM_PARALLELISM=%d (the deployment defaults unless set)",
+			st.cfg.WorkerActivities, st.cfg.LLMParallelism))
+	}
 	out = append(out, fmt.Sprintf("load average (1 min) at the start %s, at the end %s: other processes on the machine share its cores",
 		loadStart, loadAvg()))
 	out = append(out, "date: "+time.Now().UTC().Format("2006-01-02 15:04 MST"))

@@ -59,6 +59,12 @@ type options struct {
 	judgeOut   string
 	llmLatency time.Duration
 	faultRate  float64
+	// historySizes are measurement 9's sizes of one tenant's history, in
+	// runs; historySamples the listing calls of each page and
+	// historyWrites the runs written, at each size.
+	historySizes   []int
+	historySamples int
+	historyWrites  int
 }
 
 func newOptions(quick bool, dataDir string) options {
@@ -69,6 +75,7 @@ func newOptions(quick bool, dataDir string) options {
 		loadSessions: 4, loadWindow: 30 * time.Second, loadSizes: []int{100 << 10, 1 << 20, 5 << 20}, repeatWindow: 10 * time.Second, apiWindow: 10 * time.Second,
 		faultRuns: 20, engineTime: 2 * time.Second, qualityConvs: 3, probeConvs: len(probeFiles),
 		llmLatency: 500 * time.Millisecond, faultRate: 0.3,
+		historySizes: []int{1_000, 100_000}, historySamples: 500, historyWrites: 300,
 	}
 	if quick {
 		o.ceilingWindow = 5 * time.Second
@@ -83,6 +90,9 @@ func newOptions(quick bool, dataDir string) options {
 		o.engineTime = 500 * time.Millisecond
 		o.qualityConvs = 1
 		o.probeConvs = 1
+		o.historySizes = []int{1_000, 10_000}
+		o.historySamples = 50
+		o.historyWrites = 50
 	}
 	return o
 }
@@ -105,7 +115,7 @@ func run() error {
 	out := flag.String("out", "", "also write the table and the machine to this Markdown file")
 	judgeOut := flag.String("judge-out", "", "with OPENAI_BASE_URL set: write measurement 8's LLM-judge grades of every run to this JSON file")
 	dataDir := flag.String("data", defaultDataDir, "folder of the shared real conversations ("+fallbackDataDir+" when the default is missing)")
-	only := flag.String("only", "", "comma-separated measurements to run (1-8); empty runs all")
+	only := flag.String("only", "", "comma-separated measurements to run (1-9); empty runs all")
 	workers := flag.Int("workers", 0, "concurrent callers of the ceiling (1.); 0 keeps the default")
 	sessions := flag.Int("sessions", 0, "concurrent sessions of the load (4.); 0 keeps the default")
 	flag.BoolVar(&verbose, "v", false, "print progress details to stderr")
@@ -152,20 +162,6 @@ func run() error {
 	if *sessions > 0 {
 		opts.loadSessions = *sessions
 	}
-	started := time.Now()
-	fmt.Fprintln(os.Stderr, "bench: starting the stack…")
-	st, err := startStack(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err := st.close(); err != nil {
-			fmt.Fprintln(os.Stderr, "bench: stop stack:", err)
-		}
-	}()
-	fmt.Fprintf(os.Stderr, "bench: stack up in %s (S3: %s; Postgres %s, schema %s)\n",
-		time.Since(started).Round(time.Millisecond), st.s3Name, st.pgServer, st.schema)
-
 	rep := &report{opts: opts}
 	phases := []struct {
 		id   string
@@ -180,7 +176,39 @@ func run() error {
 		{"6", "engine", benchEngine},
 		{"7", "quality", benchQuality},
 		{"8", "agent probes", benchProbes},
+		{"9", "history at scale", benchHistory},
 	}
+	// dbOnly are the measurements that need Postgres alone, no stack.
+	dbOnly := map[string]bool{"9": true}
+	started := time.Now()
+	// The stack starts only when a selected measurement needs it.
+	needStack := false
+	for _, p := range phases {
+		needStack = needStack || (selected(p.id) && !dbOnly[p.id])
+	}
+	var st *stack
+	var err error
+	if needStack {
+		fmt.Fprintln(os.Stderr, "bench: starting the stack…")
+		st, err = startStack(ctx)
+	} else {
+		st, err = startDatabase(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := st.close(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: stop stack:", err)
+		}
+	}()
+	if needStack {
+		fmt.Fprintf(os.Stderr, "bench: stack up in %s (S3: %s; Postgres %s, schema %s)\n",
+			time.Since(started).Round(time.Millisecond), st.s3Name, st.pgServer, st.schema)
+	} else {
+		fmt.Fprintf(os.Stderr, "bench: Postgres %s only (no Temporal, no S3: the selected measurements need none)\n", st.pgServer)
+	}
+
 	for _, p := range phases {
 		if !selected(p.id) {
 			continue
