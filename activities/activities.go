@@ -40,6 +40,8 @@ type Activities struct {
 	// Metrics receive the steps, runs, summarizer calls, drift verdicts
 	// and offloads (nil: none).
 	Metrics *metrics.Metrics
+	// Erasures erases sessions (a *store.Store in a worker).
+	Erasures ErasureStore
 	// KeepIntermediates keeps a final run's intermediate objects in S3
 	// (KEEP_INTERMEDIATES, for debugging); by default they are deleted.
 	KeepIntermediates bool

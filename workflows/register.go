@@ -15,6 +15,7 @@ func Register(r worker.Registry, a *activities.Activities) {
 	r.RegisterWorkflowWithOptions(Compaction, workflow.RegisterOptions{Name: contract.CompactionWorkflow})
 	r.RegisterWorkflowWithOptions(Session, workflow.RegisterOptions{Name: contract.SessionWorkflow})
 	r.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: contract.DeliveryWorkflow})
+	r.RegisterWorkflowWithOptions(SessionErasure, workflow.RegisterOptions{Name: contract.EraseWorkflow})
 	r.RegisterActivity(a)
 }
 

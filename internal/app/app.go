@@ -94,6 +94,7 @@ func (d *Deps) Activities() *activities.Activities {
 		LLMSlots:          make(chan struct{}, max(d.Config.LLMParallelism, 1)),
 		Metrics:           d.Metrics,
 		Hooks:             d.Store,
+		Erasures:          d.Store,
 		KeepIntermediates: d.Config.KeepIntermediates,
 		Sender:            webhook.NewSender(webhook.Policy{AllowHosts: d.Config.WebhookAllowHosts}),
 	}

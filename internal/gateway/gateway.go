@@ -138,6 +138,12 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	if err != nil {
 		return Submitted{}, err
 	}
+	if erasing, err := g.Store.Erasing(ctx, ev.Tenant, ev.Session); err != nil || erasing {
+		if err == nil {
+			err = ErrSessionErasing
+		}
+		return Submitted{}, err
+	}
 	effective := set.overrides
 	if err := g.checkBreaker(ctx, ev); err != nil {
 		return Submitted{}, err

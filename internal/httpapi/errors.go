@@ -150,6 +150,8 @@ func classify(err error) *apiError {
 			RetryAfter: max(1, int(time.Until(breaker.Until).Seconds()+0.999))}
 	}
 	switch {
+	case errors.Is(err, gateway.ErrSessionErasing):
+		return &apiError{Status: http.StatusConflict, Code: CodeConflict, Field: "session", Message: err.Error()}
 	case errors.Is(err, gateway.ErrConflict):
 		return &apiError{Status: http.StatusConflict, Code: CodeConflict, Field: "event_id", Message: err.Error()}
 	case errors.Is(err, gateway.ErrNotFound), errors.Is(err, audit.ErrNotFound), errors.Is(err, store.ErrNotFound):

@@ -92,10 +92,27 @@ func TestRuntimeRoleCannotRewriteHistory(t *testing.T) {
 		"update api_keys set key_hash = 'forged'",
 		"update schema_version set version = 1",
 		"insert into schema_version values (99)",
+		// Issue 23: the erasure's way past the append-only triggers is
+		// erase_session_rows, never the runtime role's own.
+		"insert into erase_guard values (txid_current())",
+		"delete from runs",
+		"delete from offloads",
 	} {
 		_, err := app.Pool().Exec(ctx, q)
 		require.Error(t, err, "the runtime role may not: %s", q)
 	}
+	// The erasure path: one session, with its tombstone, through the
+	// SECURITY DEFINER function only.
+	_, err = app.EraseSessionRows(ctx, "erase_none", "acme", "s1")
+	require.ErrorContains(t, err, "not an unfinished erasure", "no tombstone, no erasure")
+	e, _, err := app.StartErasure(ctx, "acme", "s1", "privilege test")
+	require.NoError(t, err)
+	n, err := app.EraseSessionRows(ctx, e.ID, "acme", "s1")
+	require.NoError(t, err)
+	require.Positive(t, n)
+	runs, err := app.ListRuns(ctx, store.RunFilter{Tenant: "acme"})
+	require.NoError(t, err)
+	require.Empty(t, runs, "the session's runs are gone")
 	for _, table := range []string{"run_steps", "runs", "events", "drift_verdicts", "watermark_history", "offloads"} {
 		_, err := owner.Pool().Exec(ctx, "truncate "+table+" cascade")
 		require.ErrorContains(t, err, "append-only", "not even the owner truncates %s", table)

@@ -167,6 +167,9 @@ func (s *Store) GrantRuntime(ctx context.Context, role string) error {
 		"grant usage, select on all sequences in schema " + schemaID + " to " + roleID,
 		// The migrations' version is the owner's to write.
 		"revoke insert, update on table " + schemaID + ".schema_version from " + roleID,
+		// Only erase_session_rows (SECURITY DEFINER) opens the
+		// append-only tables to a DELETE, for one session.
+		"revoke insert, update on table " + schemaID + ".erase_guard from " + roleID,
 	}
 	for _, q := range stmts {
 		if _, err := s.pool.Exec(ctx, q); err != nil {

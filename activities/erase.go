@@ -1,0 +1,116 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ctxcompact/orchestrator/contract"
+	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+// ErasureStore is what the erasure steps ask of Postgres (a *store.Store
+// in a worker).
+type ErasureStore interface {
+	LiveRuns(ctx context.Context, tenant, session string) (int, error)
+	SessionObjects(ctx context.Context, tenant, session string) (keys, runs []string, err error)
+	EraseSessionRows(ctx context.Context, erasureID, tenant, session string) (int, error)
+	ReleaseErasedObject(ctx context.Context, tenant, key string, del func(ctx context.Context) error) (bool, error)
+	FinishErasure(ctx context.Context, id string, deleted, kept int, sha256s []string) error
+}
+
+var _ ErasureStore = (*store.Store)(nil)
+
+// SessionObjects is what a session holds in S3: keys its rows name and
+// its runs (whose prefixes hold any intermediates left). Keys only.
+type SessionObjects struct {
+	Keys []string `json:"keys"`
+	Runs []string `json:"runs"`
+}
+
+// EraseObjectsInput deletes a session's objects, after its rows.
+type EraseObjectsInput struct {
+	Erase   contract.EraseInput `json:"erase"`
+	Objects SessionObjects      `json:"objects"`
+}
+
+// EraseObjectsResult says what went: the digests of the objects deleted
+// (their keys name them) and how many were kept because another session
+// of the tenant holds the same bytes.
+type EraseObjectsResult struct {
+	Deleted int      `json:"deleted"`
+	Kept    int      `json:"kept"`
+	SHA256  []string `json:"sha256"`
+}
+
+// FinishErasureInput completes the tombstone.
+type FinishErasureInput struct {
+	Erase   contract.EraseInput `json:"erase"`
+	Objects EraseObjectsResult  `json:"objects"`
+}
+
+// CountLiveRuns counts the session's runs that are not final: the
+// erasure waits for them.
+func (a *Activities) CountLiveRuns(ctx context.Context, in contract.EraseInput) (int, error) {
+	n, err := a.Erasures.LiveRuns(ctx, in.Tenant, in.Session)
+	return n, storeErr(err)
+}
+
+// CollectSessionObjects lists the session's objects before its rows go.
+func (a *Activities) CollectSessionObjects(ctx context.Context, in contract.EraseInput) (SessionObjects, error) {
+	keys, runs, err := a.Erasures.SessionObjects(ctx, in.Tenant, in.Session)
+	if err != nil {
+		return SessionObjects{}, storeErr(err)
+	}
+	return SessionObjects{Keys: keys, Runs: runs}, nil
+}
+
+// EraseSessionRows deletes the session's rows (store.EraseSessionRows).
+func (a *Activities) EraseSessionRows(ctx context.Context, in contract.EraseInput) (int, error) {
+	n, err := a.Erasures.EraseSessionRows(ctx, in.ErasureID, in.Tenant, in.Session)
+	return n, storeErr(err)
+}
+
+// EraseSessionObjects deletes the session's objects: every run's prefix,
+// and each key no run or offload of the tenant names any more (another
+// session may hold the same bytes, content-addressed). Every key is
+// checked to be the tenant's first. Safe to repeat.
+func (a *Activities) EraseSessionObjects(ctx context.Context, in EraseObjectsInput) (EraseObjectsResult, error) {
+	var res EraseObjectsResult
+	tenant := in.Erase.Tenant
+	for _, run := range in.Objects.Runs {
+		prefix, err := blob.RunPrefix(tenant, run)
+		if err != nil {
+			return res, badInput(fmt.Errorf("erase intermediates of run %s: %w", run, err))
+		}
+		n, err := a.Blob.DeletePrefix(ctx, prefix)
+		if err != nil {
+			return res, blobErr(err)
+		}
+		res.Deleted += n
+	}
+	for _, key := range in.Objects.Keys {
+		_, _, sha, err := blob.ParseContentKey(key)
+		if err != nil || blob.CheckOwned(tenant, key) != nil {
+			return res, badInput(fmt.Errorf("erase object %s: not the tenant's content key", key))
+		}
+		kept, err := a.Erasures.ReleaseErasedObject(ctx, tenant, key, func(ctx context.Context) error {
+			return a.Blob.Delete(ctx, key)
+		})
+		if err != nil {
+			return res, storeErr(err)
+		}
+		if kept {
+			res.Kept++
+			continue
+		}
+		res.Deleted++
+		res.SHA256 = append(res.SHA256, sha)
+	}
+	return res, nil
+}
+
+// FinishErasure completes the erasure's tombstone with what went.
+func (a *Activities) FinishErasure(ctx context.Context, in FinishErasureInput) error {
+	return storeErr(a.Erasures.FinishErasure(ctx, in.Erase.ErasureID, in.Objects.Deleted, in.Objects.Kept, in.Objects.SHA256))
+}

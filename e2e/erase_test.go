@@ -1,0 +1,213 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/conversation/convtest"
+	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
+)
+
+// eraseMarker is planted in the erased session's conversation only.
+const eraseMarker = "QUOKKA-ERASE-5521"
+
+type apiErasure struct {
+	ID             string   `json:"id"`
+	Status         string   `json:"status"`
+	Runs           int      `json:"runs"`
+	RowsDeleted    int      `json:"rows_deleted"`
+	ObjectsDeleted int      `json:"objects_deleted"`
+	ObjectsKept    int      `json:"objects_kept"`
+	DeletedSHA256  []string `json:"deleted_sha256"`
+	RequestedBy    string   `json:"requested_by"`
+}
+
+// erase asks for the erasure of session and waits until it is done.
+func (a *apiEnv) erase(session string) apiErasure {
+	a.t.Helper()
+	var e apiErasure
+	resp, body := a.call("DELETE", "/v1/sessions/"+session, a.key, nil, &e)
+	require.Equal(a.t, http.StatusAccepted, resp.StatusCode, string(body))
+	require.Equal(a.t, "erasing", e.Status)
+	return a.erasureWhen(e.ID, "erased")
+}
+
+func (a *apiEnv) erasureWhen(id, status string) apiErasure {
+	a.t.Helper()
+	var e apiErasure
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		resp, body := a.call("GET", "/v1/erasures/"+id, a.key, nil, &e)
+		if resp.StatusCode == http.StatusOK && e.Status == status {
+			return e
+		}
+		require.True(a.t, time.Now().Before(deadline), "erasure %s: %d %s", id, resp.StatusCode, body)
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// offloadOverrides make offload-compact offload every result above 300
+// tokens.
+var offloadOverrides = map[string]any{"offload": map[string]any{"trigger_usage": 0, "min_tokens": 300}}
+
+// TestEraseSession: after an erasure, nothing of the session's text can
+// be read through any route, from S3 (every object of the tenant is read
+// and searched for a marker planted in the conversation) or from
+// Postgres (every table is searched); a tombstone says who asked and what
+// went; bytes another session of the tenant holds too (an offloaded
+// result both conversations have) stay, and that session still reads
+// them; another tenant sees nothing of it.
+func TestEraseSession(t *testing.T) {
+	t.Parallel()
+	a := newAPIEnv(t)
+	ctx := context.Background()
+	base := readData(t, "swe-agent-deepseek/django__django-11564.json")
+	shared := convtest.SingleLine(20_000)
+	doomedConv, err := convtest.AppendResults(base, shared, strings.Repeat("log line mentioning "+eraseMarker+" again\n", 800))
+	require.NoError(t, err)
+	keptConv, err := convtest.AppendResults(base, shared)
+	require.NoError(t, err)
+
+	post := func(session, eventID string, conv []byte) (string, int) {
+		var res struct {
+			RunID string `json:"run_id"`
+		}
+		resp, _ := a.call("POST", "/v1/sessions/"+session+"/events", a.key, eventBody(map[string]any{"event_id": eventID,
+			"model": "gpt-4o", "context_limit": 200000, "preset": "offload-compact", "overrides": offloadOverrides,
+			"wait_seconds": 60}, conv), &res)
+		return res.RunID, resp.StatusCode
+	}
+	doomedRun, code := post("doomed", "doomed-e1", doomedConv)
+	require.Equal(t, http.StatusOK, code)
+	keptRun, code := post("kept", "kept-e1", keptConv)
+	require.Equal(t, http.StatusOK, code)
+	var offs struct {
+		Offloads []struct {
+			ID string `json:"id"`
+		} `json:"offloads"`
+	}
+	resp, _ := a.call("GET", "/v1/sessions/doomed/offloads", a.key, nil, &offs)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.GreaterOrEqual(t, len(offs.Offloads), 2, "the shared and the marked results were offloaded")
+	doomedOffload := offs.Offloads[0].ID
+
+	resp, _ = a.call("DELETE", "/v1/sessions/doomed", a.otherKey, nil, nil)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "another tenant cannot erase it")
+	resp, _ = a.call("DELETE", "/v1/sessions/never-seen", a.key, nil, nil)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+
+	e := a.erase("doomed")
+	require.Equal(t, 1, e.Runs)
+	require.Positive(t, e.RowsDeleted)
+	require.GreaterOrEqual(t, e.ObjectsDeleted, 3, "its original, its output, its marked offload")
+	require.GreaterOrEqual(t, e.ObjectsKept, 1, "the result the kept session holds too")
+	require.NotEmpty(t, e.DeletedSHA256)
+	require.Contains(t, e.RequestedBy, "api request ")
+
+	// No route reads anything of it.
+	for _, path := range []string{"/v1/runs/" + doomedRun, "/v1/runs/" + doomedRun + "/output", "/v1/runs/" + doomedRun + "/original",
+		"/v1/sessions/doomed/offloads/" + doomedOffload, "/v1/sessions/doomed/search?q=" + eraseMarker} {
+		resp, body := a.call("GET", path, a.key, nil, nil)
+		require.Equal(t, http.StatusNotFound, resp.StatusCode, "%s: %s", path, body)
+	}
+	var runs struct {
+		Runs []map[string]any `json:"runs"`
+	}
+	resp, _ = a.call("GET", "/v1/runs?session=doomed", a.key, nil, &runs)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Empty(t, runs.Runs)
+	resp, _ = a.call("DELETE", "/v1/sessions/doomed", a.key, nil, nil)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "an erased session is unknown")
+
+	// The other session reads its own, the shared bytes included.
+	resp, _ = a.call("GET", "/v1/runs/"+keptRun+"/output", a.key, nil, nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	resp, _ = a.call("GET", "/v1/sessions/kept/offloads", a.key, nil, &offs)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	for _, o := range offs.Offloads {
+		resp, body := a.call("GET", "/v1/sessions/kept/offloads/"+o.ID, a.key, nil, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	}
+
+	// S3: every object of the tenant, read and searched.
+	prefix, err := blob.TenantPrefix(a.tenant)
+	require.NoError(t, err)
+	keys, err := a.blob.List(ctx, prefix)
+	require.NoError(t, err)
+	require.NotEmpty(t, keys, "the kept session's objects")
+	for _, k := range keys {
+		data, err := a.blob.Get(ctx, k)
+		require.NoError(t, err)
+		require.NotContains(t, string(data), eraseMarker, "object %s holds the erased text", k)
+	}
+	// Postgres: every table of the schema, every row as text.
+	rows, err := a.store.Pool().Query(ctx, `select table_name from information_schema.tables
+		where table_schema = current_schema() and table_type = 'BASE TABLE'`)
+	require.NoError(t, err)
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Contains(t, tables, "runs")
+	for _, table := range tables {
+		var n int
+		require.NoError(t, a.store.Pool().QueryRow(ctx, "select count(*) from "+pgx.Identifier{table}.Sanitize()+
+			" x where x::text like '%' || $1 || '%' or x::text like '%doomed%'", eraseMarker).Scan(&n))
+		if table == "session_erasures" {
+			require.Equal(t, 1, n, "only the tombstone names the session")
+			continue
+		}
+		require.Zero(t, n, "table %s still holds the erased session", table)
+	}
+}
+
+// TestEraseWhileARunIsInFlight: the erasure waits for the session's live
+// run, refuses new events meanwhile (409 naming the session), survives a
+// worker restart, and then erases the run it waited for.
+func TestEraseWhileARunIsInFlight(t *testing.T) {
+	t.Parallel()
+	a := newAPIEnv(t, withLLM(llmtest.WithLatency(1500*time.Millisecond)))
+	input := readData(t, "swe-agent-deepseek/django__django-11564.json")
+	var acc struct {
+		RunID string `json:"run_id"`
+	}
+	resp, body := a.call("POST", "/v1/sessions/busy/events", a.key, eventBody(map[string]any{"event_id": "e1",
+		"kind": "manual", "model": "gpt-4o", "context_limit": 60000, "preset": "offload-compact"}, input), &acc)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, string(body))
+
+	var e apiErasure
+	resp, body = a.call("DELETE", "/v1/sessions/busy", a.key, nil, &e)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, string(body))
+	var again apiErasure
+	resp, _ = a.call("DELETE", "/v1/sessions/busy", a.key, nil, &again)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode)
+	require.Equal(t, e.ID, again.ID, "asking twice joins the erasure under way")
+
+	var refused apiError
+	resp, body = a.call("POST", "/v1/sessions/busy/events", a.key, eventBody(map[string]any{"event_id": "e2", "model": "gpt-4o"}, input), &refused)
+	require.Equal(t, http.StatusConflict, resp.StatusCode, string(body))
+	require.Equal(t, "session", refused.Error.Field)
+
+	a.worker.Stop()
+	time.Sleep(time.Second)
+	a.startWorker()
+
+	done := a.erasureWhen(e.ID, "erased")
+	require.Equal(t, 1, done.Runs, "the run it waited for")
+	resp, _ = a.call("GET", "/v1/runs/"+acc.RunID, a.key, nil, nil)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	prefix, err := blob.TenantPrefix(a.tenant)
+	require.NoError(t, err)
+	keys, err := a.blob.List(context.Background(), prefix)
+	require.NoError(t, err)
+	require.Empty(t, keys, "nothing of the session is left in S3")
+
+	// The session takes events again once erased.
+	resp, body = a.call("POST", "/v1/sessions/busy/events", a.key, eventBody(map[string]any{"event_id": "e3", "model": "gpt-4o"}, input), nil)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, string(body))
+}

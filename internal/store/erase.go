@@ -1,0 +1,200 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Erasure is the tombstone of a session's erasure: who asked, when, and
+// what went. A session with an unfinished erasure takes no new event.
+type Erasure struct {
+	ID             string
+	Tenant         string
+	Session        string
+	RequestedBy    string
+	RequestedAt    time.Time
+	FinishedAt     time.Time // zero while it runs
+	Runs           int
+	RowsDeleted    int
+	ObjectsDeleted int
+	ObjectsKept    int
+	// DeletedSHA256 are the digests of the objects deleted (their keys
+	// name them), never their contents.
+	DeletedSHA256 []string
+}
+
+const erasureColumns = `id, tenant_id, session_id, requested_by, requested_at, coalesce(finished_at, 'epoch'),
+	runs, rows_deleted, objects_deleted, objects_kept, deleted_sha256`
+
+func scanErasure(row pgx.Row) (Erasure, error) {
+	var e Erasure
+	err := row.Scan(&e.ID, &e.Tenant, &e.Session, &e.RequestedBy, &e.RequestedAt, &e.FinishedAt,
+		&e.Runs, &e.RowsDeleted, &e.ObjectsDeleted, &e.ObjectsKept, &e.DeletedSHA256)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Erasure{}, ErrNotFound
+	}
+	if e.FinishedAt.Unix() == 0 {
+		e.FinishedAt = time.Time{}
+	}
+	return e, err
+}
+
+// StartErasure records the erasure of tenant's session, asked by
+// requestedBy, and returns it; when one is already under way it is
+// returned instead (existing). ErrNotFound when the tenant has nothing of
+// that session: no run and no offload.
+func (s *Store) StartErasure(ctx context.Context, tenant, session, requestedBy string) (e Erasure, existing bool, err error) {
+	op := "start erasure of session " + session
+	e, err = scanErasure(s.pool.QueryRow(ctx, `select `+erasureColumns+` from session_erasures
+		where tenant_id = $1 and session_id = $2 and finished_at is null`, tenant, session))
+	if err == nil {
+		return e, true, nil
+	}
+	if !errors.Is(err, ErrNotFound) {
+		return Erasure{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	var known bool
+	if err := s.pool.QueryRow(ctx, `select exists (select 1 from runs where tenant_id = $1 and session_id = $2)
+		or exists (select 1 from offloads where tenant_id = $1 and session_id = $2)`, tenant, session).Scan(&known); err != nil {
+		return Erasure{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	if !known {
+		return Erasure{}, false, fmt.Errorf("%s: %w", op, ErrNotFound)
+	}
+	id, err := newID("erase_")
+	if err != nil {
+		return Erasure{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	e, err = scanErasure(s.pool.QueryRow(ctx, `insert into session_erasures (id, tenant_id, session_id, requested_by)
+		values ($1, $2, $3, $4) returning `+erasureColumns, id, tenant, session, Storable(requestedBy)))
+	if err != nil {
+		return Erasure{}, false, fmt.Errorf("%s: %w", op, err)
+	}
+	return e, false, nil
+}
+
+// Erasing reports whether tenant's session has an erasure under way.
+func (s *Store) Erasing(ctx context.Context, tenant, session string) (bool, error) {
+	var ok bool
+	err := s.pool.QueryRow(ctx, `select exists (select 1 from session_erasures
+		where tenant_id = $1 and session_id = $2 and finished_at is null)`, tenant, session).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("look up erasure of session %s: %w", session, err)
+	}
+	return ok, nil
+}
+
+// GetErasure returns tenant's erasure id (ErrNotFound for another
+// tenant's).
+func (s *Store) GetErasure(ctx context.Context, tenant, id string) (Erasure, error) {
+	e, err := scanErasure(s.pool.QueryRow(ctx, `select `+erasureColumns+` from session_erasures
+		where tenant_id = $1 and id = $2`, tenant, id))
+	if err != nil {
+		return Erasure{}, fmt.Errorf("read erasure %s: %w", id, err)
+	}
+	return e, nil
+}
+
+// LiveRuns counts tenant's session's runs that are not final yet.
+func (s *Store) LiveRuns(ctx context.Context, tenant, session string) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `select count(*) from runs where tenant_id = $1 and session_id = $2
+		and status in ('pending', 'running')`, tenant, session).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count live runs of session %s: %w", session, err)
+	}
+	return n, nil
+}
+
+// SessionObjects lists what tenant's session holds in S3: the keys its
+// runs and offloads name (originals, outputs, handoffs, offloads) and its
+// runs' ids (whose prefixes hold any intermediates left).
+func (s *Store) SessionObjects(ctx context.Context, tenant, session string) (keys, runs []string, err error) {
+	op := "list objects of session " + session
+	rows, err := s.pool.Query(ctx, `
+		select k from (
+			select input_key as k from runs where tenant_id = $1 and session_id = $2
+			union select archive_key from runs where tenant_id = $1 and session_id = $2
+			union select output_key from runs where tenant_id = $1 and session_id = $2
+			union select stats->>'handoff_key' from runs where tenant_id = $1 and session_id = $2
+			union select key from offloads where tenant_id = $1 and session_id = $2
+		) x where k is not null and k <> '' order by k`, tenant, session)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", op, err)
+	}
+	if keys, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", op, err)
+	}
+	rows, err = s.pool.Query(ctx, `select id from runs where tenant_id = $1 and session_id = $2 order by id`, tenant, session)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", op, err)
+	}
+	if runs, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return keys, runs, nil
+}
+
+// EraseSessionRows deletes the rows of tenant's session that hold
+// anything of its conversations, through erase_session_rows (the only
+// path past the append-only triggers), and returns how many went. Safe to
+// repeat.
+func (s *Store) EraseSessionRows(ctx context.Context, erasureID, tenant, session string) (int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, `select erase_session_rows($1, $2, $3)`, erasureID, tenant, session).Scan(&n); err != nil {
+		return 0, fmt.Errorf("erase rows of session %s: %w", session, err)
+	}
+	return n, nil
+}
+
+// ReleaseErasedObject deletes the object at key with del unless a run or
+// an offload of tenant still names it (another session holds the same
+// bytes); kept reports that. It runs under the key's advisory lock, as a
+// claim of the same bytes does (see DiscardInput), so that a concurrent
+// submit never ends with a run naming a deleted object.
+func (s *Store) ReleaseErasedObject(ctx context.Context, tenant, key string, del func(ctx context.Context) error) (kept bool, err error) {
+	op := "release erased object " + key
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, inputLockSQL, key); err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := tx.QueryRow(ctx, `select exists (select 1 from runs where tenant_id = $1
+			and (input_key = $2 or archive_key = $2 or output_key = $2 or stats->>'handoff_key' = $2))
+		or exists (select 1 from offloads where tenant_id = $1 and key = $2)`, tenant, key).Scan(&kept); err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	if kept {
+		return true, tx.Commit(ctx)
+	}
+	// A claim of the same bytes that raced this delete writes the
+	// object again (see ensureInput), as after a discarded submit.
+	if _, err := tx.Exec(ctx, `insert into input_discards (key, tenant_id, discarded) values ($1, $2, true)
+		on conflict (key) do update set discarded = true, updated_at = now()`, key, tenant); err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	if err := del(ctx); err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	return false, tx.Commit(ctx)
+}
+
+// FinishErasure completes tombstone id with what went from S3.
+func (s *Store) FinishErasure(ctx context.Context, id string, deleted, kept int, sha256s []string) error {
+	if sha256s == nil {
+		sha256s = []string{}
+	}
+	_, err := s.pool.Exec(ctx, `update session_erasures set finished_at = now(), objects_deleted = $2,
+		objects_kept = $3, deleted_sha256 = $4 where id = $1 and finished_at is null`, id, deleted, kept, sha256s)
+	if err != nil {
+		return fmt.Errorf("finish erasure %s: %w", id, err)
+	}
+	return nil
+}
