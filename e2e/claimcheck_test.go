@@ -486,6 +486,25 @@ func TestRecordHistories(t *testing.T) {
 		checkRun(t, e, input, sub, res)
 		record(t, "compaction-release-intermediates", fetchHistory(t, e.client, sub.RunID), input, snippets(t, openAIContents(t, input), 20), sub.InputKey)
 	})
+	t.Run("session-erasure", func(t *testing.T) {
+		t.Parallel()
+		// An erasure of a session with one finished run.
+		e := newEnv(t)
+		input := readData(t, "swe-agent-deepseek/django__django-11564.json")
+		sub, res := e.compact(gateway.Event{Session: "erased", Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 60000, Conversation: input})
+		checkRun(t, e, input, sub, res)
+		er, wf, err := e.gw.EraseSession(context.Background(), e.tenant, "erased", "recorder")
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			got, err := e.store.GetErasure(context.Background(), e.tenant, er.ID)
+			return err == nil && !got.FinishedAt.IsZero()
+		}, time.Minute, 100*time.Millisecond)
+		require.Eventually(t, func() bool {
+			d, err := e.client.DescribeWorkflowExecution(context.Background(), wf, "")
+			return err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+		}, time.Minute, 100*time.Millisecond)
+		record(t, "session-erasure", fetchHistory(t, e.client, wf), input, snippets(t, openAIContents(t, input), 20), er.ID)
+	})
 	t.Run("webhook", func(t *testing.T) {
 		t.Parallel()
 		// A run of a tenant with an endpoint that answers 500 then 200:

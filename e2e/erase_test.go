@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/conversation/convtest"
+	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
 )
 
@@ -210,4 +212,28 @@ func TestEraseWhileARunIsInFlight(t *testing.T) {
 	// The session takes events again once erased.
 	resp, body = a.call("POST", "/v1/sessions/busy/events", a.key, eventBody(map[string]any{"event_id": "e3", "model": "gpt-4o"}, input), nil)
 	require.Equal(t, http.StatusAccepted, resp.StatusCode, string(body))
+}
+
+// TestEraseSessionCLI: `starter session delete` erases a session and
+// reports the tombstone's counts; a second time the session is unknown.
+func TestEraseSessionCLI(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, offline())
+	bin := buildCommand(t, "starter")
+	input := readData(t, "swe-agent-deepseek/django__django-11564.json")
+	sub, _ := e.compact(gateway.Event{Session: "cli-doomed", Model: "gpt-4o", Conversation: input})
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(bin, append([]string{"session", "delete", "--tenant=" + e.tenant, "--by=e2e"}, args...)...)
+		cmd.Env = auditEnvVars(t, e)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run("cli-doomed")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "erased session cli-doomed: 1 runs")
+	_, err = e.store.GetRun(context.Background(), sub.RunID)
+	require.Error(t, err, "the run's row is gone")
+	out, err = run("cli-doomed")
+	require.Error(t, err)
+	require.Contains(t, out, "not found")
 }

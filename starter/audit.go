@@ -32,7 +32,7 @@ import (
 // webhooks.
 func auditCommands() []*cobra.Command {
 	return []*cobra.Command{newRuns(), newShow(), newReplay(), newRestore(), newDiff(), newSearch(),
-		newExport(), newStatus(), newAPIKey(), newReconcile(), newWebhooks()}
+		newExport(), newStatus(), newAPIKey(), newReconcile(), newWebhooks(), newSession()}
 }
 
 // openAudit opens Postgres and S3 from the environment.

@@ -36,6 +36,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 			r.RegisterWorkflow(Compaction)
 			r.RegisterWorkflow(Session)
 			r.RegisterWorkflow(WebhookDelivery)
+			r.RegisterWorkflow(SessionErasure)
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(quietLogger(), file))
 		})
 	}
