@@ -40,8 +40,10 @@ type Activities struct {
 	// Metrics receive the steps, runs, summarizer calls, drift verdicts
 	// and offloads (nil: none).
 	Metrics *metrics.Metrics
-	// Erasures erases sessions (a *store.Store in a worker).
-	Erasures ErasureStore
+	// Erasures erases sessions and Retention sweeps expired runs (a
+	// *store.Store in a worker).
+	Erasures  ErasureStore
+	Retention RetentionStore
 	// KeepIntermediates keeps a final run's intermediate objects in S3
 	// (KEEP_INTERMEDIATES, for debugging); by default they are deleted.
 	KeepIntermediates bool

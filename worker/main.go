@@ -49,6 +49,9 @@ func run() error {
 		defer stopMetrics()
 		slog.Info("serving metrics", "addr", cfg.MetricsAddr)
 	}
+	if err := app.EnsureRetentionSchedule(ctx, c, cfg); err != nil {
+		return err
+	}
 	w := deps.NewWorkers(c)
 	slog.Info("worker started", "temporal", cfg.TemporalAddress, "namespace", cfg.TemporalNamespace, "task_queue", cfg.TaskQueue, "llm_task_queue", cfg.LLMTaskQueue, "llm_rate_per_second", cfg.LLMRatePerSecond)
 	// worker.InterruptCh stops polling on a signal and waits for the

@@ -16,6 +16,7 @@ func Register(r worker.Registry, a *activities.Activities) {
 	r.RegisterWorkflowWithOptions(Session, workflow.RegisterOptions{Name: contract.SessionWorkflow})
 	r.RegisterWorkflowWithOptions(WebhookDelivery, workflow.RegisterOptions{Name: contract.DeliveryWorkflow})
 	r.RegisterWorkflowWithOptions(SessionErasure, workflow.RegisterOptions{Name: contract.EraseWorkflow})
+	r.RegisterWorkflowWithOptions(RetentionSweep, workflow.RegisterOptions{Name: contract.RetentionWorkflow})
 	r.RegisterActivity(a)
 }
 

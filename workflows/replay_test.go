@@ -37,6 +37,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 			r.RegisterWorkflow(Session)
 			r.RegisterWorkflow(WebhookDelivery)
 			r.RegisterWorkflow(SessionErasure)
+			r.RegisterWorkflow(RetentionSweep)
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(quietLogger(), file))
 		})
 	}

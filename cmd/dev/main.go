@@ -121,6 +121,9 @@ func run() error {
 		return err
 	}
 	if *runWorker {
+		if err := app.EnsureRetentionSchedule(ctx, c, cfg); err != nil {
+			return err
+		}
 		w := deps.NewWorkers(c)
 		if err := w.Start(); err != nil {
 			return err

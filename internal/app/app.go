@@ -95,6 +95,7 @@ func (d *Deps) Activities() *activities.Activities {
 		Metrics:           d.Metrics,
 		Hooks:             d.Store,
 		Erasures:          d.Store,
+		Retention:         d.Store,
 		KeepIntermediates: d.Config.KeepIntermediates,
 		Sender:            webhook.NewSender(webhook.Policy{AllowHosts: d.Config.WebhookAllowHosts}),
 	}

@@ -101,6 +101,9 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// UISessionTTL is how long a web UI sign-in lasts.
 	UISessionTTL time.Duration
+	// RetentionSweepEvery is how often the retention sweep runs
+	// (RETENTION_SWEEP_EVERY; a Temporal Schedule).
+	RetentionSweepEvery time.Duration
 	// KeepIntermediates keeps each final run's intermediate objects in S3
 	// (KEEP_INTERMEDIATES), for debugging a run step by step.
 	KeepIntermediates bool
@@ -193,6 +196,7 @@ func load(getenv func(string) string) (Config, error) {
 		UISessionTTL:          r.duration("UI_SESSION_TTL", 12*time.Hour),
 		WebhookAllowHosts:     r.list("WEBHOOK_ALLOW_HOSTS"),
 		KeepIntermediates:     r.boolean("KEEP_INTERMEDIATES", false),
+		RetentionSweepEvery:   r.duration("RETENTION_SWEEP_EVERY", time.Hour),
 		BreakerRuns:           r.integer("BREAKER_RUNS", 3),
 		BreakerWindow:         r.duration("BREAKER_WINDOW", time.Hour),
 		BreakerMinFreed:       r.number("BREAKER_MIN_FREED", 0.05),
