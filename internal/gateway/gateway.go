@@ -138,12 +138,6 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	if err != nil {
 		return Submitted{}, err
 	}
-	if erasing, err := g.Store.Erasing(ctx, ev.Tenant, ev.Session); err != nil || erasing {
-		if err == nil {
-			err = ErrSessionErasing
-		}
-		return Submitted{}, err
-	}
 	effective := set.overrides
 	if err := g.checkBreaker(ctx, ev); err != nil {
 		return Submitted{}, err
@@ -167,6 +161,13 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	resolvedJSON, err := json.Marshal(set.preset)
 	if err != nil {
 		return Submitted{}, fmt.Errorf("encode resolved preset: %w", err)
+	}
+	// Nothing new lands in a session that is being erased.
+	if erasing, err := g.Store.Erasing(ctx, ev.Tenant, ev.Session); err != nil || erasing {
+		if err == nil {
+			err = ErrSessionErasing
+		}
+		return Submitted{}, err
 	}
 	// Everything is validated: only now is anything stored.
 	ref, stored, err := g.storeOriginal(ctx, ev, data)

@@ -75,10 +75,11 @@ func unavailable(what string) *apiError {
 		Message: what + " is unavailable; retry later"}
 }
 
-// outage names the dependency an error says is down or too slow, or "".
-// Postgres and S3 are classified by their own packages (one place per
-// dependency); Temporal by its service errors.
-func outage(err error) string {
+// Outage names the dependency an error says is down or too slow, or "":
+// the API's 503 and the MCP tools' "unavailable". Postgres and S3 are
+// classified by their own packages (one place per dependency); Temporal
+// by its service errors.
+func Outage(err error) string {
 	var unavail *serviceerror.Unavailable
 	var deadline *serviceerror.DeadlineExceeded
 	var exhausted *serviceerror.ResourceExhausted
@@ -157,7 +158,7 @@ func classify(err error) *apiError {
 	case errors.Is(err, gateway.ErrNotFound), errors.Is(err, audit.ErrNotFound), errors.Is(err, store.ErrNotFound):
 		return notFound("resource")
 	}
-	if what := outage(err); what != "" {
+	if what := Outage(err); what != "" {
 		return unavailable(what)
 	}
 	return &apiError{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}

@@ -9,6 +9,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ctxcompact/orchestrator/internal/audit"
+	"github.com/ctxcompact/orchestrator/internal/httpapi"
 	"github.com/ctxcompact/orchestrator/internal/ident"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
@@ -52,7 +53,7 @@ func (t *tenantTools) readRun(ctx context.Context, uri, suffix string, read func
 		return nil, sdk.ResourceNotFoundError(uri)
 	case err != nil:
 		t.svc.log.Error("mcp resource read failed", "resource", suffix, "run", run, "tenant", t.tenant, "error", err)
-		if what := outage(err); what != "" {
+		if what := httpapi.Outage(err); what != "" {
 			return nil, fmt.Errorf("%s is unavailable; retry later", what)
 		}
 		return nil, errors.New("internal error (the operator's logs have the detail)")

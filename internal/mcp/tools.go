@@ -12,12 +12,12 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.temporal.io/api/serviceerror"
 
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/httpapi"
 	"github.com/ctxcompact/orchestrator/internal/ident"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
@@ -347,27 +347,9 @@ func (t *tenantTools) toolError(tool string, err error) error {
 	case errors.Is(err, context.Canceled):
 		return errors.New("canceled")
 	}
-	if what := outage(err); what != "" {
+	if what := httpapi.Outage(err); what != "" {
 		return fmt.Errorf("unavailable: %s is unavailable; retry later", what)
 	}
 	t.svc.log.Error("mcp tool failed", "tool", tool, "tenant", t.tenant, "error", err)
 	return errors.New("internal error (the operator's logs have the detail)")
-}
-
-// outage names the dependency an error says is down or too slow, or "".
-func outage(err error) string {
-	var unavail *serviceerror.Unavailable
-	var deadline *serviceerror.DeadlineExceeded
-	var exhausted *serviceerror.ResourceExhausted
-	switch {
-	case errors.As(err, &unavail), errors.As(err, &deadline), errors.As(err, &exhausted):
-		return "the workflow service (Temporal)"
-	case blob.IsOutage(err):
-		return "the object store (S3)"
-	case store.IsRetryable(err):
-		return "the database (Postgres)"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "a dependency"
-	}
-	return ""
 }
