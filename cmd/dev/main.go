@@ -34,6 +34,9 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/server"
 )
 
+// demoTenant is the tenant of the demo run and of the printed API key.
+const demoTenant = "demo"
+
 func main() {
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "dev:", err)
@@ -155,7 +158,12 @@ func run() error {
 		fmt.Printf("ui http://%s/ui/ (sign in with that key)\n", *httpAddr)
 	}
 	fmt.Println("\nstack running; Ctrl-C stops. Settings for worker and starter (the ports stay the same for this -dir):")
-	for _, k := range []string{"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_SEARCH_ATTRIBUTES", "DATABASE_URL", "S3_ENDPOINT", "S3_BUCKET", "S3_ACCESS_KEY", "S3_SECRET_KEY", "S3_PATH_STYLE", "WEBHOOK_ALLOW_HOSTS"} {
+	if os.Getenv("COMPACTOR_TENANT") == "" {
+		// The demo's tenant: the CLI then shows the runs the printed key
+		// made.
+		_ = os.Setenv("COMPACTOR_TENANT", demoTenant)
+	}
+	for _, k := range []string{"COMPACTOR_TENANT", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_SEARCH_ATTRIBUTES", "DATABASE_URL", "S3_ENDPOINT", "S3_BUCKET", "S3_ACCESS_KEY", "S3_SECRET_KEY", "S3_PATH_STYLE", "WEBHOOK_ALLOW_HOSTS"} {
 		fmt.Printf("export %s=%q\n", k, os.Getenv(k))
 	}
 	<-ctx.Done()
@@ -174,7 +182,7 @@ func demo(ctx context.Context, deps *app.Deps, gw *gateway.Gateway, stack *devst
 	}
 	file = name
 	ev := gateway.Event{
-		Tenant: "demo", Session: "demo", EventID: fmt.Sprintf("dev-%d", time.Now().UnixNano()), Kind: gateway.KindThreshold,
+		Tenant: demoTenant, Session: "demo", EventID: fmt.Sprintf("dev-%d", time.Now().UnixNano()), Kind: gateway.KindThreshold,
 		Model: model, ContextLimit: limit, Preset: preset, Conversation: data,
 	}
 	sub, err := gw.Submit(ctx, ev)
@@ -248,7 +256,7 @@ func serveAPI(ctx context.Context, deps *app.Deps, gw *gateway.Gateway, addr str
 		return "", nil, err
 	}
 	key := "cck_dev_" + hex.EncodeToString(raw)
-	if _, err := deps.Store.CreateAPIKey(ctx, "demo", key, time.Time{}); err != nil {
+	if _, err := deps.Store.CreateAPIKey(ctx, demoTenant, key, time.Time{}); err != nil {
 		return "", nil, fmt.Errorf("create the demo API key: %w", err)
 	}
 	ln, err := net.Listen("tcp", addr)
