@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,9 +14,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
 	"github.com/ctxcompact/orchestrator/internal/conversation/convtest"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
+	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/store/storetest"
 )
 
 // eraseMarker is planted in the erased session's conversation only.
@@ -236,4 +241,67 @@ func TestEraseSessionCLI(t *testing.T) {
 	out, err = run("cli-doomed")
 	require.Error(t, err)
 	require.Contains(t, out, "not found")
+}
+
+// TestEraseSurvivesAServerKill: the deployment in processes (the stack's
+// Temporal server, a worker, a slow summarizer); a session's run is in
+// flight when its erasure is asked, and the Temporal server is SIGKILLed
+// while the erasure waits, then started again on its files. The run ends,
+// then the erasure finishes: the run's rows and objects are gone.
+func TestEraseSurvivesAServerKill(t *testing.T) {
+	t.Parallel()
+	devBin := buildCommand(t, "cmd/dev")
+	workerBin := buildCommand(t, "worker")
+	starterBin := buildCommand(t, "starter")
+	llm := llmtest.New(llmtest.WithLatency(2 * time.Second))
+	t.Cleanup(llm.Close)
+	dbURL := storetest.NewURL(t)
+	st := storetest.Open(t, dbURL)
+	stackDir := t.TempDir()
+	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "DATABASE_URL=" + dbURL}
+	stack := startWorkerProcess(t, devBin, "stack", base, "-dir", stackDir, "-worker=false")
+	settings := readSettings(t, stack)
+	s3 := blobtest.NewConfig(t)
+	env := append(append(append([]string{}, base...), settings...), "S3_ENDPOINT="+s3.Endpoint, "S3_BUCKET="+s3.Bucket,
+		"S3_ACCESS_KEY="+s3.AccessKey, "S3_SECRET_KEY="+s3.SecretKey, "S3_PATH_STYLE=true", "LOG_LEVEL=warn",
+		"TEMPORAL_TASK_QUEUE=erase-kill", "OPENAI_BASE_URL="+llm.URL(), "OPENAI_API_KEY=test-key")
+	startWorkerProcess(t, workerBin, "worker", env)
+
+	input, err := filepath.Abs(filepath.Join(dataDir, "swe-agent-deepseek/django__django-11564.json"))
+	require.NoError(t, err)
+	// A manual event forces a history summary on the slow summarizer:
+	// the run is in flight while the erasure is asked.
+	compact := exec.Command(starterBin, "compact", input, "--tenant", "kill", "--session", "doomed", "--preset", "offload-compact",
+		"--limit", "60000", "--json", "--wait", "3m")
+	compact.Env = env
+	require.NoError(t, compact.Start())
+	t.Cleanup(func() {
+		_ = compact.Process.Kill()
+		_ = compact.Wait()
+	})
+	require.Eventually(t, func() bool { return len(llm.Calls()) > 0 }, time.Minute, 100*time.Millisecond, "the run is in flight")
+
+	out, err := runCommand(starterBin, env, "session", "delete", "doomed", "--tenant", "kill", "--wait", "0s")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "still under way", "the erasure waits for the run")
+	stack.kill()
+	stack = startWorkerProcess(t, devBin, "stack-again", base, "-dir", stackDir, "-worker=false")
+	readSettings(t, stack)
+
+	var erasedRuns int
+	require.Eventually(t, func() bool {
+		var finished bool
+		err := st.Pool().QueryRow(context.Background(), `select finished_at is not null, runs from session_erasures where tenant_id = 'kill'`).
+			Scan(&finished, &erasedRuns)
+		return err == nil && finished
+	}, 3*time.Minute, 250*time.Millisecond, "the erasure finishes")
+	require.Equal(t, 1, erasedRuns, "the run it waited for")
+	runs, err := st.ListRuns(context.Background(), store.RunFilter{Tenant: "kill"})
+	require.NoError(t, err)
+	require.Empty(t, runs)
+	objects, err := blob.New(context.Background(), s3)
+	require.NoError(t, err)
+	keys, err := objects.List(context.Background(), "tenants/kill/")
+	require.NoError(t, err)
+	require.Empty(t, keys)
 }

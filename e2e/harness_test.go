@@ -100,7 +100,14 @@ type envConfig struct {
 	llmRate float64
 	// metrics, when set, receive the activities' and the SDK's metrics.
 	metrics *metrics.Metrics
+	// keepIntermediates keeps the runs' intermediate objects
+	// (KEEP_INTERMEDIATES), for tests that read them afterwards.
+	keepIntermediates bool
 }
+
+// keepIntermediates keeps the runs' intermediates in S3 once they are
+// final.
+func keepIntermediates() envOption { return func(c *envConfig) { c.keepIntermediates = true } }
 
 // withMetrics gives the stack one metrics registry, as a process has.
 func withMetrics(m *metrics.Metrics) envOption { return func(c *envConfig) { c.metrics = m } }
@@ -154,6 +161,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	c.TaskQueue, c.LLMTaskQueue = e.taskQueue, e.llmQueue
 	c.LLMParallelism, c.LLMRatePerSecond = 16, cfg.llmRate
 	c.PresetOverrides = cfg.overrides
+	c.KeepIntermediates = cfg.keepIntermediates
 	c.OverrideCaps, c.BreakerRuns = policy.Caps{}, 0
 	// Webhook receivers run on loopback, as in the dev stack.
 	c.WebhookAllowHosts = []string{"127.0.0.1"}

@@ -46,7 +46,8 @@ func withPointers(t *testing.T, data []byte, keys []string) []byte {
 // None of B's content reaches A's output, and B's objects and rows stay.
 func TestPointersToAnotherTenantAreText(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, offline())
+	// The runs' transcripts are read after them: kept.
+	e := newEnv(t, offline(), keepIntermediates())
 	ctx := context.Background()
 	tenantB := e.tenant + "-b"
 	bInput := withHugeResult(t, readData(t, "swe-agent-deepseek/django__django-12308.json"), 20, hugeText(t)[:151582])
@@ -86,8 +87,14 @@ func TestPointersToAnotherTenantAreText(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, live, len(bOffs))
 		// Nothing of B was read into what A's summaries were made from.
-		transcripts, err := e.blob.List(ctx, "tenants/"+e.tenant+"/transcript/")
+		objects, err := e.blob.List(ctx, "tenants/"+e.tenant+"/runs/")
 		require.NoError(t, err)
+		var transcripts []string
+		for _, k := range objects {
+			if strings.Contains(k, "/transcript/") {
+				transcripts = append(transcripts, k)
+			}
+		}
 		require.NotEmpty(t, transcripts, "A's history summaries ran")
 		for _, k := range transcripts {
 			data, err := e.blob.Get(ctx, k)

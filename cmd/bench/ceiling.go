@@ -236,6 +236,10 @@ func benchCeiling(ctx context.Context, st *stack, o options, rep *report) error 
 			float64(plain.activities)/plainRuns, float64(plain.pgTrips)/plainRuns, plainS3, plainRuns),
 		target: "S3 ≤ 5", met: metIf(plainS3 <= 5)})
 
+	if err := objectsPerRun(ctx, st, rep); err != nil {
+		return err
+	}
+
 	rep.note("1. Ceiling: %d concurrent callers in a closed loop, a %s warm-up then a %s window per kind of run, in the order "+
 		"bare, skeleton, pipeline, pipeline, skeleton, skeleton, pipeline, bare (the server slows down as its in-memory SQLite fills, and in this order a steady "+
 		"drift weighs on each kind alike; the first two windows of each kind count together for the rates, and pipeline/skeleton is the median of the "+
@@ -355,4 +359,30 @@ func mergeCPU(a, b *cpuShares) *cpuShares {
 		}
 	}
 	return m
+}
+
+// objectsPerRun reports what S3 holds per run once every run of the
+// bench so far is final: the steady state is the archive, the output, a
+// handoff and live offloads; no intermediate (a run's prefix) is left.
+func objectsPerRun(ctx context.Context, st *stack, rep *report) error {
+	keys, err := st.blob.List(ctx, "tenants/")
+	if err != nil {
+		return fmt.Errorf("list objects: %w", err)
+	}
+	var runs int
+	if err := st.store.Pool().QueryRow(ctx, `select count(*) from runs where status in ('succeeded', 'over_limit', 'failed', 'skipped')`).Scan(&runs); err != nil {
+		return fmt.Errorf("count runs: %w", err)
+	}
+	intermediates := 0
+	for _, k := range keys {
+		if strings.Contains(k, "/runs/") {
+			intermediates++
+		}
+	}
+	perRun := float64(len(keys)) / float64(max(runs, 1))
+	rep.add(row{id: "1", name: "S3 objects per run after commit (every run of measurement 1 final)",
+		value:    fmt.Sprintf("%.2f objects per run (%d objects, %d runs); %d intermediates left", perRun, len(keys), runs, intermediates),
+		compared: "steady state: archive + output (+ handoff, live offloads), content-addressed", target: "no intermediate left",
+		met: metIf(intermediates == 0)})
+	return nil
 }
