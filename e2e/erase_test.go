@@ -178,7 +178,7 @@ func TestEraseSession(t *testing.T) {
 // worker restart, and then erases the run it waited for.
 func TestEraseWhileARunIsInFlight(t *testing.T) {
 	t.Parallel()
-	a := newAPIEnv(t, withLLM(llmtest.WithLatency(1500*time.Millisecond)))
+	a := newAPIEnv(t, withLLM(llmtest.WithLatency(500*time.Millisecond)))
 	input := readData(t, "swe-agent-deepseek/django__django-11564.json")
 	var acc struct {
 		RunID string `json:"run_id"`
@@ -204,6 +204,12 @@ func TestEraseWhileARunIsInFlight(t *testing.T) {
 	time.Sleep(time.Second)
 	a.startWorker()
 
+	// The run ends first (under the whole suite's load it may take a
+	// while), then the erasure.
+	wctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	_, err := a.gw.Wait(wctx, acc.RunID)
+	require.NoError(t, err)
 	done := a.erasureWhen(e.ID, "erased")
 	require.Equal(t, 1, done.Runs, "the run it waited for")
 	resp, _ = a.call("GET", "/v1/runs/"+acc.RunID, a.key, nil, nil)

@@ -693,4 +693,22 @@ func TestHTTPOffloadCompactFailureAndOverLimit(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, "over_limit", d.Run.Status)
 	require.Equal(t, over.OverLimitReason, d.Run.Error)
+
+	// A bulk replay takes over_limit runs when asked, and only then.
+	from, to := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339), time.Now().Add(time.Minute).UTC().Format(time.RFC3339)
+	var replays struct {
+		Runs []struct {
+			RunID string `json:"run_id"`
+		} `json:"runs"`
+	}
+	resp, raw := a.call("POST", "/v1/replays", a.key, []byte(`{"from":"`+from+`","to":"`+to+`","request_id":"only-failed"}`), &replays)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, string(raw))
+	require.Empty(t, replays.Runs, "no run failed")
+	resp, raw = a.call("POST", "/v1/replays", a.key, []byte(`{"from":"`+from+`","to":"`+to+`","request_id":"over","statuses":["over_limit"],"context_limit":200000}`), &replays)
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, string(raw))
+	require.Len(t, replays.Runs, 1, "the over_limit run, replayed")
+	var bad apiError
+	resp, _ = a.call("POST", "/v1/replays", a.key, []byte(`{"from":"`+from+`","to":"`+to+`","request_id":"x","statuses":["succeeded"]}`), &bad)
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	require.Equal(t, "statuses[0]", bad.Error.Field)
 }

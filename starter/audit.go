@@ -242,7 +242,7 @@ func printDetail(w io.Writer, d audit.RunDetail) {
 func newReplay() *cobra.Command {
 	var tenant, requestID, overrides, from, to string
 	var req gateway.ReplayRequest
-	var failed, asJSON bool
+	var failed, overLimit, asJSON bool
 	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "replay RUN | replay --failed [--from --to]",
@@ -251,11 +251,11 @@ func newReplay() *cobra.Command {
 			"to the one it replays. The same --request-id never replays a run twice: give the printed one\n" +
 			"again to retry safely.",
 		Args: func(cmd *cobra.Command, args []string) error {
-			if failed && len(args) != 0 {
-				return errors.New("--failed takes no RUN")
+			if (failed || overLimit) && len(args) != 0 {
+				return errors.New("--failed and --over-limit take no RUN")
 			}
-			if !failed && len(args) != 1 {
-				return errors.New("give one RUN, or --failed")
+			if !failed && !overLimit && len(args) != 1 {
+				return errors.New("give one RUN, or --failed / --over-limit")
 			}
 			return nil
 		},
@@ -284,7 +284,13 @@ func newReplay() *cobra.Command {
 			defer closeAll()
 
 			var subs []gateway.Submitted
-			if failed {
+			if failed || overLimit {
+				if failed {
+					req.Statuses = append(req.Statuses, "failed")
+				}
+				if overLimit {
+					req.Statuses = append(req.Statuses, "over_limit")
+				}
 				subs, err = gw.ReplayFailed(ctx, tenant, fromT, toT, req)
 			} else {
 				var sub gateway.Submitted
@@ -344,6 +350,7 @@ func newReplay() *cobra.Command {
 	cmd.Flags().StringVar(&req.Model, "model", "", "the agent's model (default: the original run's)")
 	cmd.Flags().IntVar(&req.ContextLimit, "limit", 0, "context limit (default: the original run's)")
 	cmd.Flags().BoolVar(&failed, "failed", false, "replay every failed run started in [--from, --to)")
+	cmd.Flags().BoolVar(&overLimit, "over-limit", false, "replay every over_limit run started in [--from, --to) (with --failed: both)")
 	cmd.Flags().StringVar(&from, "from", "", "with --failed: started at or after (RFC 3339, date, or duration ago)")
 	cmd.Flags().StringVar(&to, "to", "", "with --failed: started before")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "wait this long for the replays and print their results (0: do not wait)")

@@ -30,6 +30,9 @@ type ReplayRequest struct {
 	// Model is the agent's model (encoding and default limit).
 	Model        string `json:"model,omitempty"`
 	ContextLimit int    `json:"context_limit,omitempty"`
+	// Statuses select the runs a bulk replay (ReplayFailed) takes:
+	// "failed", "over_limit" or both; empty is "failed".
+	Statuses []string `json:"statuses,omitempty"`
 }
 
 // ReplayEventID is the event id of a replay: one per run and request id.
@@ -117,18 +120,27 @@ func (g *Gateway) ReplayFailed(ctx context.Context, tenant string, from, to time
 	if !from.IsZero() && !to.IsZero() && !to.After(from) {
 		return nil, &InputError{Field: "to", Err: fmt.Errorf("%s is not after from %s", to.Format(time.RFC3339), from.Format(time.RFC3339))}
 	}
-	f := store.RunFilter{Tenant: tenant, Status: store.RunFailed, From: from, To: to, Limit: store.MaxListLimit}
+	statuses := req.Statuses
+	if len(statuses) == 0 {
+		statuses = []string{string(store.RunFailed)}
+	}
 	var failed []store.Run
-	for {
-		page, err := g.Store.ListRuns(ctx, f)
-		if err != nil {
-			return nil, fmt.Errorf("list failed runs: %w", err)
+	for i, st := range statuses {
+		if st != string(store.RunFailed) && st != string(store.RunOverLimit) {
+			return nil, &InputError{Field: fmt.Sprintf("statuses[%d]", i), Err: fmt.Errorf("%q is not failed or over_limit", st)}
 		}
-		failed = append(failed, page...)
-		if len(page) < f.Limit {
-			break
+		f := store.RunFilter{Tenant: tenant, Status: store.RunStatus(st), From: from, To: to, Limit: store.MaxListLimit}
+		for {
+			page, err := g.Store.ListRuns(ctx, f)
+			if err != nil {
+				return nil, fmt.Errorf("list %s runs: %w", st, err)
+			}
+			failed = append(failed, page...)
+			if len(page) < f.Limit {
+				break
+			}
+			f.AfterID = page[len(page)-1].ID
 		}
-		f.AfterID = page[len(page)-1].ID
 	}
 	var out []Submitted
 	var errs []error

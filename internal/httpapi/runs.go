@@ -209,6 +209,9 @@ type replaysRequest struct {
 	Overrides    json.RawMessage `json:"overrides"`
 	Model        string          `json:"model"`
 	ContextLimit int             `json:"context_limit"`
+	// Statuses select the runs: failed, over_limit or both (default
+	// failed).
+	Statuses []string `json:"statuses"`
 }
 
 // replaysResponse lists the replays started.
@@ -236,7 +239,9 @@ func (a *api) postReplays(w http.ResponseWriter, r *http.Request, tenant string)
 		return badRequest("request_id", "request_id: required; the same id replays once")
 	}
 	one := replayRequest{RequestID: req.RequestID, Preset: req.Preset, Overrides: req.Overrides, Model: req.Model, ContextLimit: req.ContextLimit}
-	subs, err := a.deps.Gateway.ReplayFailed(r.Context(), tenant, from, to, one.gateway())
+	bulk := one.gateway()
+	bulk.Statuses = req.Statuses
+	subs, err := a.deps.Gateway.ReplayFailed(r.Context(), tenant, from, to, bulk)
 	if err != nil {
 		return replayError(err)
 	}
