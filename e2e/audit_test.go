@@ -591,6 +591,10 @@ func TestAuditCLI(t *testing.T) {
 
 	out, _ = run(true, "show", sub.RunID, tenant)
 	require.Contains(t, out, "three-tier")
+	require.Contains(t, out, "agent model")
+	require.Contains(t, out, "gpt-4o")
+	require.Contains(t, out, "100000 tokens", "the limit and its unit")
+	require.Contains(t, out, "PASS", "the passes")
 	require.Contains(t, out, "STEP")
 	require.Contains(t, out, "deterministic")
 
@@ -652,4 +656,37 @@ func TestAuditCLI(t *testing.T) {
 	_, stderr = run(false, "show", sub.RunID, "--tenant="+e.tenant+"-other")
 	require.Contains(t, stderr, "not found")
 	require.NotContains(t, stderr, "three-tier")
+}
+
+// TestReadOnlyCommandsNeedOnlyPostgres: the commands that read or manage
+// records run with DATABASE_URL alone: no S3 settings, no credentials
+// (they never ask the EC2 metadata service).
+func TestReadOnlyCommandsNeedOnlyPostgres(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, offline())
+	bin := buildCommand(t, "starter")
+	input := readData(t, "swe-agent-deepseek/django__django-11564.json")
+	sub, _ := e.compact(gateway.Event{Session: "ro", Model: "gpt-4o", Conversation: input})
+	var dbURL string
+	for _, v := range auditEnvVars(t, e) {
+		if strings.HasPrefix(v, "DATABASE_URL=") {
+			dbURL = v
+		}
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "LOG_LEVEL=error", dbURL}
+	tenant := "--tenant=" + e.tenant
+	for _, args := range [][]string{
+		{"runs", tenant}, {"show", sub.RunID, tenant}, {"status", "--session", "ro", tenant},
+		{"export", tenant}, {"apikey", "list", tenant}, {"webhooks", "list", tenant},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := exec.CommandContext(ctx, bin, args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		cancel()
+		require.NoError(t, err, "starter %v: %s", args, out)
+		if args[0] == "runs" || args[0] == "show" || args[0] == "export" {
+			require.Contains(t, string(out), sub.RunID, "starter %v", args)
+		}
+	}
 }

@@ -44,6 +44,20 @@ func openAudit(ctx context.Context) (*app.Deps, *audit.Service, error) {
 	return deps, &audit.Service{Store: deps.Store, Blob: deps.Blob}, nil
 }
 
+// openRecords opens Postgres only, for the commands that read or manage
+// records and never an object: they run without S3 credentials.
+func openRecords(ctx context.Context) (*app.Deps, *audit.Service, error) {
+	cfg, err := config.Load()
+	if err != nil {
+		return nil, nil, err
+	}
+	deps, err := app.OpenStore(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return deps, &audit.Service{Store: deps.Store}, nil
+}
+
 // printJSON writes v indented, for scripts.
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
@@ -116,7 +130,7 @@ func newRuns() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			deps, svc, err := openAudit(cmd.Context())
+			deps, svc, err := openRecords(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -163,7 +177,7 @@ func newShow() *cobra.Command {
 		Short: "Show a run with its steps (attempts, LLM usage, errors) and drift verdicts",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			deps, svc, err := openAudit(cmd.Context())
+			deps, svc, err := openRecords(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -205,7 +219,13 @@ func printDetail(w io.Writer, d audit.RunDetail) {
 	row("trigger", r.Trigger)
 	row("event", r.EventID)
 	row("preset", r.Preset)
-	row("model", r.Model)
+	row("agent model", r.AgentModel)
+	if st, err := r.ParseStats(); err == nil && st.ContextLimit > 0 {
+		row("limit", fmt.Sprintf("%d %s", st.ContextLimit, st.Unit))
+	} else if r.ContextLimit > 0 {
+		row("limit", strconv.Itoa(r.ContextLimit))
+	}
+	row("summarizer", r.Model)
 	row("prompt", r.PromptVersion)
 	row("tokens", fmt.Sprintf("%d → %d (ratio %.3f, level %s)", r.TokensBefore, r.TokensAfter, r.Ratio, r.Level))
 	row("llm usage", fmt.Sprintf("%d prompt + %d completion tokens", d.PromptTokens, d.CompletionTokens))
@@ -217,6 +237,16 @@ func printDetail(w io.Writer, d audit.RunDetail) {
 	row("archive", r.ArchiveKey)
 	row("output", r.OutputKey)
 	tw.Flush()
+
+	if st, err := r.ParseStats(); err == nil && len(st.Passes) > 0 {
+		fmt.Fprintf(w, "\npasses\n")
+		tw = tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
+		fmt.Fprintln(tw, "PASS\tAPPLIED\tCOUNT\tSAVED\tNOTE")
+		for _, p := range st.Passes {
+			fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%s\n", printable(p.Name), p.Applied, p.Count, p.TokensSaved, oneLine(p.Note))
+		}
+		tw.Flush()
+	}
 
 	fmt.Fprintf(w, "\nsteps (%d attempts)\n", len(d.Steps))
 	tw = tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
@@ -511,7 +541,7 @@ func newExport() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			deps, svc, err := openAudit(cmd.Context())
+			deps, svc, err := openRecords(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -551,7 +581,7 @@ func newStatus() *cobra.Command {
 			if session == "" {
 				return errors.New("--session is required")
 			}
-			deps, svc, err := openAudit(cmd.Context())
+			deps, svc, err := openRecords(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -633,7 +663,7 @@ func newAPIKey() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			deps, _, err := openAudit(cmd.Context())
+			deps, _, err := openRecords(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -656,7 +686,7 @@ func newAPIKey() *cobra.Command {
 		Short: "List keys: id, prefix, tenant, created, expires, last used, revoked (never the key)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			deps, _, err := openAudit(cmd.Context())
+			deps, _, err := openRecords(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -696,7 +726,7 @@ func newAPIKey() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			deps, _, err := openAudit(cmd.Context())
+			deps, _, err := openRecords(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -21,7 +21,7 @@ func newWebhooks() *cobra.Command {
 		Short: "Register an endpoint and print its secret once (https, or http on WEBHOOK_ALLOW_HOSTS)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			deps, _, err := openAudit(cmd.Context())
+			deps, _, err := openRecords(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -42,7 +42,7 @@ func newWebhooks() *cobra.Command {
 		Short: "List the live endpoints (never their secrets)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			deps, _, err := openAudit(cmd.Context())
+			deps, _, err := openRecords(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -69,7 +69,7 @@ func newWebhooks() *cobra.Command {
 		Short: "Give an endpoint a new secret (printed once); the old one signs beside it for 24 hours",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			deps, _, err := openAudit(cmd.Context())
+			deps, _, err := openRecords(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -89,7 +89,7 @@ func newWebhooks() *cobra.Command {
 		Short: "Stop deliveries to an endpoint (its delivery log stays)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			deps, _, err := openAudit(cmd.Context())
+			deps, _, err := openRecords(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -103,7 +103,7 @@ func newWebhooks() *cobra.Command {
 		Short: "A run's deliveries with every attempt: time, response code, error",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			deps, _, err := openAudit(cmd.Context())
+			deps, _, err := openRecords(cmd.Context())
 			if err != nil {
 				return err
 			}

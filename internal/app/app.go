@@ -44,14 +44,10 @@ type Deps struct {
 	Metrics *metrics.Metrics
 }
 
-// Open connects to Postgres (applying migrations), S3 (creating the bucket
-// if missing) and builds the summarizer: offline extractive when no
-// OPENAI_BASE_URL is set.
-func Open(ctx context.Context, cfg config.Config) (*Deps, error) {
-	limits, err := cfg.TokenLimits()
-	if err != nil {
-		return nil, err
-	}
+// OpenStore opens Postgres only (migrated as Open does): the read-only
+// commands (runs, show, status, export, API keys, webhooks) need nothing
+// else, so they run without S3 credentials. Deps.Blob is nil.
+func OpenStore(ctx context.Context, cfg config.Config) (*Deps, error) {
 	if err := migrate(ctx, cfg); err != nil {
 		return nil, err
 	}
@@ -65,25 +61,41 @@ func Open(ctx context.Context, cfg config.Config) (*Deps, error) {
 			return nil, fmt.Errorf("migrate postgres: %w", err)
 		}
 	}
+	return &Deps{Config: cfg, Store: st}, nil
+}
+
+// Open connects to Postgres (applying migrations), S3 (creating the bucket
+// if missing) and builds the summarizer: offline extractive when no
+// OPENAI_BASE_URL is set.
+func Open(ctx context.Context, cfg config.Config) (*Deps, error) {
+	limits, err := cfg.TokenLimits()
+	if err != nil {
+		return nil, err
+	}
+	d, err := OpenStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 	bl, err := blob.New(ctx, blob.Config{
 		Endpoint: cfg.S3Endpoint, Region: cfg.S3Region, Bucket: cfg.S3Bucket,
 		AccessKey: cfg.S3AccessKey, SecretKey: cfg.S3SecretKey, PathStyle: cfg.S3PathStyle,
 		CacheBytes: int64(cfg.BlobCacheMB) << 20,
 	})
 	if err != nil {
-		st.Close()
+		d.Close()
 		return nil, fmt.Errorf("open s3: %w", err)
 	}
 	if err := bl.EnsureBucket(ctx); err != nil {
-		st.Close()
+		d.Close()
 		return nil, fmt.Errorf("s3 bucket %s: %w", cfg.S3Bucket, err)
 	}
 	sum, err := llm.New(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: cfg.SummarizerModel, Timeout: cfg.LLMTimeout})
 	if err != nil {
-		st.Close()
+		d.Close()
 		return nil, fmt.Errorf("summarizer: %w", err)
 	}
-	return &Deps{Config: cfg, Store: st, Blob: bl, Summarizer: sum, Limits: limits, Metrics: metrics.New()}, nil
+	d.Blob, d.Summarizer, d.Limits, d.Metrics = bl, sum, limits, metrics.New()
+	return d, nil
 }
 
 // Activities builds the activity struct over the dependencies.
