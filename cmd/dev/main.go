@@ -19,6 +19,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -149,7 +150,7 @@ func run() error {
 		return nil
 	}
 	if *httpAddr != "" {
-		key, stopHTTP, err := serveAPI(ctx, deps, gw, *httpAddr)
+		key, stopHTTP, err := serveAPI(ctx, deps, gw, *dir, *httpAddr)
 		if err != nil {
 			return err
 		}
@@ -250,14 +251,10 @@ func printSummary(output []byte) {
 // serveAPI serves the HTTP API and web UI on addr as `starter serve`
 // does (internal/server: limits, draining, reconciler) and returns a key
 // of tenant demo: the one it printed before for this -dir, or a new one.
-func serveAPI(ctx context.Context, deps *app.Deps, gw *gateway.Gateway, addr string) (string, func(), error) {
-	raw := make([]byte, 24)
-	if _, err := rand.Read(raw); err != nil {
+func serveAPI(ctx context.Context, deps *app.Deps, gw *gateway.Gateway, dir, addr string) (string, func(), error) {
+	key, err := demoKey(ctx, deps, dir)
+	if err != nil {
 		return "", nil, err
-	}
-	key := "cck_dev_" + hex.EncodeToString(raw)
-	if _, err := deps.Store.CreateAPIKey(ctx, demoTenant, key, time.Time{}); err != nil {
-		return "", nil, fmt.Errorf("create the demo API key: %w", err)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -272,4 +269,33 @@ func serveAPI(ctx context.Context, deps *app.Deps, gw *gateway.Gateway, addr str
 		}
 	}()
 	return key, func() { stop(); <-done }, nil
+}
+
+// demoKeyFile holds the demo tenant's API key in the stack's folder, so
+// that a restart of the stack on the same -dir keeps the key a newcomer
+// already exported (only its hash is in Postgres).
+const demoKeyFile = "demo-api-key"
+
+// demoKey returns the stack's demo API key: the one kept in dir while it
+// still signs in, else a new one, kept there (mode 0600).
+func demoKey(ctx context.Context, deps *app.Deps, dir string) (string, error) {
+	path := filepath.Join(dir, demoKeyFile)
+	if data, err := os.ReadFile(path); err == nil {
+		key := strings.TrimSpace(string(data))
+		if _, ok, err := deps.Store.Authenticate(ctx, key); err == nil && ok {
+			return key, nil
+		}
+	}
+	raw := make([]byte, 24)
+	if _, err := rand.Read(raw); err != nil {
+		return "", err
+	}
+	key := "cck_dev_" + hex.EncodeToString(raw)
+	if _, err := deps.Store.CreateAPIKey(ctx, demoTenant, key, time.Time{}); err != nil {
+		return "", fmt.Errorf("create the demo API key: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("keep the demo API key in %s: %w", path, err)
+	}
+	return key, nil
 }
