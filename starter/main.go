@@ -42,7 +42,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newInspect(), newCompact(), newServe(), newMCP())
+	root.AddCommand(newInspect(), newCompact(), newServe(), newMCP(), newReady())
 	root.AddCommand(auditCommands()...)
 	return root
 }
