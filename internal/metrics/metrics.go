@@ -88,6 +88,10 @@ func New() *Metrics {
 	return m
 }
 
+// sdkLatencyBuckets are the buckets of the SDK's latencies, in seconds:
+// from a local activity's milliseconds to a long summarizer call.
+var sdkLatencyBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
+
 // SDKHandler returns the Temporal SDK's metrics handler, reporting into
 // the same registry (its names start with "temporal_").
 func (m *Metrics) SDKHandler() client.MetricsHandler {
@@ -95,7 +99,11 @@ func (m *Metrics) SDKHandler() client.MetricsHandler {
 		return nil
 	}
 	if m.sdkScope == nil {
-		reporter := tallyprom.NewReporter(tallyprom.Options{Registerer: m.Registry})
+		// Timers as histograms, not the reporter's default summaries: a
+		// histogram adds up across worker pods (histogram_quantile over
+		// their buckets), a summary's quantiles cannot.
+		reporter := tallyprom.NewReporter(tallyprom.Options{Registerer: m.Registry,
+			DefaultTimerType: tallyprom.HistogramTimerType, DefaultHistogramBuckets: sdkLatencyBuckets})
 		scope, closer := tally.NewRootScope(tally.ScopeOptions{
 			CachedReporter: reporter, Separator: tallyprom.DefaultSeparator,
 			SanitizeOptions: &sdktally.PrometheusSanitizeOptions,
