@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,12 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
 	"github.com/ctxcompact/orchestrator/internal/conversation/convtest"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
 	"github.com/ctxcompact/orchestrator/internal/store"
-	"github.com/ctxcompact/orchestrator/internal/store/storetest"
 )
 
 // eraseMarker is planted in the erased session's conversation only.
@@ -256,21 +253,12 @@ func TestEraseSessionCLI(t *testing.T) {
 // then the erasure finishes: the run's rows and objects are gone.
 func TestEraseSurvivesAServerKill(t *testing.T) {
 	t.Parallel()
-	devBin := buildCommand(t, "cmd/dev")
 	workerBin := buildCommand(t, "worker")
 	starterBin := buildCommand(t, "starter")
 	llm := llmtest.New(llmtest.WithLatency(2 * time.Second))
 	t.Cleanup(llm.Close)
-	dbURL := storetest.NewURL(t)
-	st := storetest.Open(t, dbURL)
-	stackDir := t.TempDir()
-	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "DATABASE_URL=" + dbURL}
-	stack := startWorkerProcess(t, devBin, "stack", base, "-dir", stackDir, "-worker=false")
-	settings := readSettings(t, stack)
-	s3 := blobtest.NewConfig(t)
-	env := append(append(append([]string{}, base...), settings...), "S3_ENDPOINT="+s3.Endpoint, "S3_BUCKET="+s3.Bucket,
-		"S3_ACCESS_KEY="+s3.AccessKey, "S3_SECRET_KEY="+s3.SecretKey, "S3_PATH_STYLE=true", "LOG_LEVEL=warn",
-		"TEMPORAL_TASK_QUEUE=erase-kill", "OPENAI_BASE_URL="+llm.URL(), "OPENAI_API_KEY=test-key")
+	p := startProcStack(t, "TEMPORAL_TASK_QUEUE=erase-kill", "OPENAI_BASE_URL="+llm.URL(), "OPENAI_API_KEY=test-key")
+	st, env, s3 := p.store, p.env, p.s3
 	startWorkerProcess(t, workerBin, "worker", env)
 
 	input, err := filepath.Abs(filepath.Join(dataDir, "swe-agent-deepseek/django__django-11564.json"))
@@ -290,9 +278,7 @@ func TestEraseSurvivesAServerKill(t *testing.T) {
 	out, err := runCommand(starterBin, env, "session", "delete", "doomed", "--tenant", "kill", "--wait", "0s")
 	require.NoError(t, err, out)
 	require.Contains(t, out, "still under way", "the erasure waits for the run")
-	stack.kill()
-	stack = startWorkerProcess(t, devBin, "stack-again", base, "-dir", stackDir, "-worker=false")
-	readSettings(t, stack)
+	p.killServer(t)
 
 	var erasedRuns int
 	require.Eventually(t, func() bool {

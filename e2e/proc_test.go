@@ -23,6 +23,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
+	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/store/storetest"
 )
 
@@ -210,4 +211,43 @@ func TestWorkerKilledMidRun(t *testing.T) {
 		}
 	}
 	require.Equal(t, hung, resumed, "each summary interrupted by the kill was retried on the second worker")
+}
+
+// procStack is the deployment in processes for the kill tests: the dev
+// stack's Temporal server (-worker=false, kept on a folder so that it can
+// be killed and started again), a Postgres schema of the test, the tests'
+// S3 server, and the environment the product's processes get.
+type procStack struct {
+	dev   string
+	dir   string
+	base  []string
+	stack *workerProcess
+	store *store.Store
+	s3    blob.Config
+	// env is what a worker or a starter of this deployment runs with.
+	env []string
+}
+
+// startProcStack starts it; extra is added to env.
+func startProcStack(t *testing.T, extra ...string) *procStack {
+	t.Helper()
+	p := &procStack{dev: buildCommand(t, "cmd/dev"), dir: t.TempDir(), s3: blobtest.NewConfig(t)}
+	dbURL := storetest.NewURL(t)
+	p.store = storetest.Open(t, dbURL)
+	p.base = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "DATABASE_URL=" + dbURL}
+	p.stack = startWorkerProcess(t, p.dev, "stack", p.base, "-dir", p.dir, "-worker=false")
+	p.env = append(append(append([]string{}, p.base...), readSettings(t, p.stack)...), "S3_ENDPOINT="+p.s3.Endpoint,
+		"S3_BUCKET="+p.s3.Bucket, "S3_ACCESS_KEY="+p.s3.AccessKey, "S3_SECRET_KEY="+p.s3.SecretKey, "S3_PATH_STYLE=true",
+		"LOG_LEVEL=warn")
+	p.env = append(p.env, extra...)
+	return p
+}
+
+// killServer SIGKILLs the Temporal server and starts it again on its
+// files, returning once it serves.
+func (p *procStack) killServer(t *testing.T) {
+	t.Helper()
+	p.stack.kill()
+	p.stack = startWorkerProcess(t, p.dev, "stack-again", p.base, "-dir", p.dir, "-worker=false")
+	readSettings(t, p.stack)
 }

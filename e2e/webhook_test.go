@@ -16,10 +16,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/store"
-	"github.com/ctxcompact/orchestrator/internal/store/storetest"
 	"github.com/ctxcompact/orchestrator/internal/webhook"
 )
 
@@ -335,19 +333,10 @@ func TestWebhookCLI(t *testing.T) {
 // where it was: delivered, with one webhook-id, accepted exactly once.
 func TestWebhookDeliverySurvivesAServerKill(t *testing.T) {
 	t.Parallel()
-	devBin := buildCommand(t, "cmd/dev")
 	workerBin := buildCommand(t, "worker")
 	starterBin := buildCommand(t, "starter")
-	dbURL := storetest.NewURL(t)
-	st := storetest.Open(t, dbURL)
-	stackDir := t.TempDir()
-	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "DATABASE_URL=" + dbURL}
-	stack := startWorkerProcess(t, devBin, "stack", base, "-dir", stackDir, "-worker=false")
-	settings := readSettings(t, stack)
-	s3 := blobtest.NewConfig(t)
-	env := append(append(append([]string{}, base...), settings...), "S3_ENDPOINT="+s3.Endpoint, "S3_BUCKET="+s3.Bucket,
-		"S3_ACCESS_KEY="+s3.AccessKey, "S3_SECRET_KEY="+s3.SecretKey, "S3_PATH_STYLE=true", "LOG_LEVEL=warn",
-		"TEMPORAL_TASK_QUEUE=webhook-kill", "WEBHOOK_ALLOW_HOSTS=127.0.0.1")
+	p := startProcStack(t, "TEMPORAL_TASK_QUEUE=webhook-kill", "WEBHOOK_ALLOW_HOSTS=127.0.0.1")
+	st, env := p.store, p.env
 	startWorkerProcess(t, workerBin, "worker", env)
 
 	r := startReceiver(t, "500,500,500")
@@ -369,9 +358,7 @@ func TestWebhookDeliverySurvivesAServerKill(t *testing.T) {
 	require.Equal(t, "succeeded", res.Status)
 
 	r.waitSeen(1)
-	stack.kill()
-	stack = startWorkerProcess(t, devBin, "stack-again", base, "-dir", stackDir, "-worker=false")
-	readSettings(t, stack)
+	p.killServer(t)
 
 	var ds []store.Delivery
 	require.Eventually(t, func() bool {
