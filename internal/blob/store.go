@@ -297,12 +297,41 @@ func (s *Store) DeletePrefix(ctx context.Context, prefix string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("delete prefix: %w", err)
 	}
-	for _, k := range keys {
-		if err := s.Delete(ctx, k); err != nil {
-			return 0, fmt.Errorf("delete prefix: %w", err)
+	// One DeleteObjects request per 1,000 keys (S3's bound), not one
+	// request per object: a run's release costs a List and a delete.
+	for start := 0; start < len(keys); start += 1000 {
+		batch := keys[start:min(start+1000, len(keys))]
+		if err := s.deleteBatch(ctx, batch); err != nil {
+			return 0, fmt.Errorf("delete prefix %s: %w", prefix, err)
 		}
 	}
 	return len(keys), nil
+}
+
+// deleteBatch deletes keys (at most 1,000) in one request and evicts
+// them from the cache; a key already gone is not an error.
+func (s *Store) deleteBatch(ctx context.Context, keys []string) error {
+	objs := make([]types.ObjectIdentifier, len(keys))
+	for i, k := range keys {
+		objs[i] = types.ObjectIdentifier{Key: aws.String(k)}
+	}
+	octx, cancel := s.opContext(ctx)
+	defer cancel()
+	out, err := s.client.DeleteObjects(octx, &s3.DeleteObjectsInput{Bucket: aws.String(s.bucket),
+		Delete: &types.Delete{Objects: objs, Quiet: aws.Bool(true)}})
+	// After the request, and even on error (it may have landed).
+	for _, k := range keys {
+		s.invalidate(k)
+	}
+	if err = mapError(err); err != nil {
+		return err
+	}
+	for _, e := range out.Errors {
+		if aws.ToString(e.Code) != "NoSuchKey" {
+			return fmt.Errorf("delete %s: %s: %s", aws.ToString(e.Key), aws.ToString(e.Code), aws.ToString(e.Message))
+		}
+	}
+	return nil
 }
 
 // putContentAt uploads data under ref.Key as PutContent does.

@@ -460,7 +460,8 @@ func TestPutContentString(t *testing.T) {
 func TestDeletePrefixReleasesOneRun(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store := blobtest.New(t)
+	opt, counter := blobtest.WithCounter()
+	store := blobtest.New(t, opt)
 	data := []byte("a working copy")
 	r1, err := store.PutRunContent(ctx, "acme", "run-1", blob.KindWork, data)
 	require.NoError(t, err)
@@ -476,9 +477,12 @@ func TestDeletePrefixReleasesOneRun(t *testing.T) {
 
 	prefix, err := blob.RunPrefix("acme", "run-1")
 	require.NoError(t, err)
+	counter.Reset()
 	n, err := store.DeletePrefix(ctx, prefix)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
+	require.Equal(t, 1, counter.Count(http.MethodPost), "one DeleteObjects request for the run")
+	require.Zero(t, counter.Count(http.MethodDelete), "not a request per object")
 	_, err = store.Get(ctx, r1.Key)
 	require.ErrorIs(t, err, blob.ErrNotFound, "deleted, and not served from the cache")
 	for _, k := range []string{r10.Key, durable.Key} {
