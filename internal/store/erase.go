@@ -115,28 +115,33 @@ func (s *Store) LiveRuns(ctx context.Context, tenant, session string) (int, erro
 // runs' ids (whose prefixes hold any intermediates left).
 func (s *Store) SessionObjects(ctx context.Context, tenant, session string) (keys, runs []string, err error) {
 	op := "list objects of session " + session
-	rows, err := s.pool.Query(ctx, `
-		select k from (
-			select input_key as k from runs where tenant_id = $1 and session_id = $2
-			union select archive_key from runs where tenant_id = $1 and session_id = $2
-			union select output_key from runs where tenant_id = $1 and session_id = $2
-			union select stats->>'handoff_key' from runs where tenant_id = $1 and session_id = $2
-			union select key from offloads where tenant_id = $1 and session_id = $2
-		) x where k is not null and k <> '' order by k`, tenant, session)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", op, err)
-	}
-	if keys, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", op, err)
-	}
-	rows, err = s.pool.Query(ctx, `select id from runs where tenant_id = $1 and session_id = $2 order by id`, tenant, session)
+	rows, err := s.pool.Query(ctx, `select id from runs where tenant_id = $1 and session_id = $2 order by id`, tenant, session)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", op, err)
 	}
 	if runs, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", op, err)
 	}
+	if keys, err = s.objectKeys(ctx, tenant, runs, session); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", op, err)
+	}
 	return keys, runs, nil
+}
+
+// objectKeys lists the keys tenant's runs runIDs name in S3 (originals,
+// outputs, handoffs, their offloads) and, when session is not empty, the
+// session's offloads: what an erasure or a retention sweep deletes.
+func (s *Store) objectKeys(ctx context.Context, tenant string, runIDs []string, session string) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `
+		select k from (
+			select unnest(array[input_key, archive_key, output_key, stats->>'handoff_key']) as k
+				from runs where tenant_id = $1 and id = any($2)
+			union select key from offloads where tenant_id = $1 and (run_id = any($2) or session_id = $3)
+		) x where k is not null and k <> '' order by k`, tenant, runIDs, session)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 // EraseSessionRows deletes the rows of tenant's session that hold

@@ -64,18 +64,7 @@ func (s *Store) ExpiredRuns(ctx context.Context, limit int) ([]ExpiredRun, error
 // RunObjects lists the keys tenant's runs runIDs name in S3: originals,
 // outputs, handoffs and their released offloads.
 func (s *Store) RunObjects(ctx context.Context, tenant string, runIDs []string) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `
-		select k from (
-			select input_key as k from runs where tenant_id = $1 and id = any($2)
-			union select archive_key from runs where tenant_id = $1 and id = any($2)
-			union select output_key from runs where tenant_id = $1 and id = any($2)
-			union select stats->>'handoff_key' from runs where tenant_id = $1 and id = any($2)
-			union select key from offloads where tenant_id = $1 and run_id = any($2)
-		) x where k is not null and k <> '' order by k`, tenant, runIDs)
-	if err != nil {
-		return nil, fmt.Errorf("list objects of expired runs: %w", err)
-	}
-	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	keys, err := s.objectKeys(ctx, tenant, runIDs, "")
 	if err != nil {
 		return nil, fmt.Errorf("list objects of expired runs: %w", err)
 	}
