@@ -329,9 +329,11 @@ type runView struct {
 	PromptTokens     int
 	CompletionTokens int
 	Diff             *audit.Diff
-	Changes          []audit.Change
+	DiffRows         []diffRow
 	DiffNote         string
-	HasOriginal      bool
+	// HasOriginal and HasHandoff say which downloads the run has.
+	HasOriginal bool
+	HasHandoff  bool
 	// Deliveries are the run's completion webhooks, with every attempt.
 	Deliveries []store.Delivery
 }
@@ -347,7 +349,8 @@ func (u *UI) runPage(w http.ResponseWriter, r *http.Request, tenant string) erro
 	}
 	st := parseStats(d.Run)
 	v := runView{Run: newRunRow(d.Run), Raw: d.Run, Stats: st, Limit: limitOf(d.Run, st), Committed: d.Run.Status.Committed(),
-		PromptTokens: d.PromptTokens, CompletionTokens: d.CompletionTokens, HasOriginal: d.Run.ArchiveKey != ""}
+		PromptTokens: d.PromptTokens, CompletionTokens: d.CompletionTokens, HasOriginal: d.Run.ArchiveKey != "",
+		HasHandoff: d.Run.Status.Committed() && st.HandoffKey != ""}
 	if v.Limit > 0 {
 		v.UsageBefore = float64(d.Run.TokensBefore) / float64(v.Limit)
 		v.UsageAfter = float64(d.Run.TokensAfter) / float64(v.Limit)
@@ -390,14 +393,75 @@ func (u *UI) runPage(w http.ResponseWriter, r *http.Request, tenant string) erro
 		v.DiffNote = "No diff: the original or the output could not be compared (see the server log)."
 	default:
 		v.Diff = &diff
-		for _, c := range diff.Changes {
-			if c.Action != audit.ActionKept {
-				v.Changes = append(v.Changes, c)
-			}
-		}
+		v.DiffRows = diffRows(diff.Changes)
 	}
 	u.render(w, r, http.StatusOK, "run", tenant, v)
 	return nil
+}
+
+// minCollapsed is the shortest run of consecutive summarized (or
+// removed) messages that the diff shows as one row.
+const minCollapsed = 2
+
+// diffRow is one row of a run's diff: a message the run changed, or a
+// run of consecutive messages it summarized (or removed) collapsed into
+// one row, so that a summary of hundreds of messages does not push the
+// rows worth reading off the page.
+type diffRow struct {
+	// Change is the message of a single row.
+	Change audit.Change
+	// Group holds the messages of a collapsed row; nil for a single one.
+	Group []audit.Change
+}
+
+// Action is the action of the row's messages.
+func (r diffRow) Action() string {
+	if r.Group != nil {
+		return r.Group[0].Action
+	}
+	return r.Change.Action
+}
+
+// From and To are the first and last original positions of a collapsed
+// row ("" when not in the original's messages).
+func (r diffRow) From() string { return r.Group[0].At }
+func (r diffRow) To() string   { return r.Group[len(r.Group)-1].At }
+
+// Before is the characters of a collapsed row's messages.
+func (r diffRow) Before() int {
+	n := 0
+	for _, c := range r.Group {
+		n += c.Before
+	}
+	return n
+}
+
+// diffRows lists the changes that are not kept, in order, with each run
+// of at least minCollapsed consecutive summarized (or removed) messages
+// collapsed into one row. Kept messages between two summarized ones end
+// the run: the row stands for messages that were next to each other.
+func diffRows(changes []audit.Change) []diffRow {
+	var rows []diffRow
+	for i := 0; i < len(changes); {
+		c := changes[i]
+		if c.Action == audit.ActionKept {
+			i++
+			continue
+		}
+		j := i + 1
+		if c.Action == audit.ActionSummarized || c.Action == audit.ActionRemoved {
+			for j < len(changes) && changes[j].Action == c.Action {
+				j++
+			}
+		}
+		if j-i >= minCollapsed {
+			rows = append(rows, diffRow{Group: changes[i:j]})
+		} else {
+			rows = append(rows, diffRow{Change: c})
+		}
+		i = j
+	}
+	return rows
 }
 
 // stepsChart serves a run's step timeline.
@@ -441,16 +505,50 @@ func (u *UI) download(which string) handlerFunc {
 		if err != nil {
 			return err
 		}
-		sum := sha256.Sum256(data)
-		h := w.Header()
-		h.Set("Content-Type", "application/json")
-		h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": id + "-" + which + ".json"}))
-		h.Set("X-Content-SHA256", hex.EncodeToString(sum[:]))
-		h.Set("Content-Length", strconv.Itoa(len(data)))
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(data)
+		writeDownload(w, id+"-"+which+".json", data)
 		return nil
 	}
+}
+
+// handoff serves the fresh-session conversation a run made when it ended
+// CRITICAL, over its limit or at a checkpoint, as GET /v1/runs/{run}
+// returns it: the run's outcome is read through the audit service, scoped
+// to the tenant (another tenant's run is not found; a run that did not
+// commit has no handoff), and its handoff key is checked to be the
+// tenant's before it is read and verified.
+func (u *UI) handoff(w http.ResponseWriter, r *http.Request, tenant string) error {
+	id, err := pathRun(r)
+	if err != nil {
+		return err
+	}
+	o, err := u.deps.Audit.RunOutcome(r.Context(), tenant, id)
+	if err != nil {
+		return err
+	}
+	if o.HandoffKey == "" {
+		return &pageError{Status: http.StatusNotFound, Message: "this run has no handoff (only a run that ends CRITICAL, over its limit or at a checkpoint makes one)"}
+	}
+	if err := blob.CheckOwned(tenant, o.HandoffKey); err != nil {
+		return fmt.Errorf("run %s handoff: %w", id, err)
+	}
+	data, err := u.deps.Audit.Blob.GetVerified(r.Context(), o.HandoffKey, o.HandoffSHA256)
+	if err != nil {
+		return fmt.Errorf("run %s handoff: %w", id, err)
+	}
+	writeDownload(w, id+"-handoff.json", data)
+	return nil
+}
+
+// writeDownload answers data as a JSON file named name, with its SHA-256.
+func writeDownload(w http.ResponseWriter, name string, data []byte) {
+	sum := sha256.Sum256(data)
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
+	h.Set("X-Content-SHA256", hex.EncodeToString(sum[:]))
+	h.Set("Content-Length", strconv.Itoa(len(data)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(data)
 }
 
 // writeSVG answers a chart.
@@ -473,9 +571,9 @@ type sessionView struct {
 	Status  audit.SessionStatus
 	Runs    []runRow
 	// Plotted is the number of runs on the timeline, Dropped the older
-	// committed runs left off it.
-	Plotted, Dropped int
-	Truncated        bool
+	// committed runs left off it, Replays the replays on it.
+	Plotted, Dropped, Replays int
+	Truncated                 bool
 }
 
 func (u *UI) sessionPage(w http.ResponseWriter, r *http.Request, tenant string) error {
@@ -495,19 +593,25 @@ func (u *UI) sessionPage(w http.ResponseWriter, r *http.Request, tenant string) 
 	v := sessionView{Session: session, Status: st, Runs: runRows(runs), Truncated: len(runs) == store.MaxListLimit, Plotted: len(points)}
 	if len(points) > maxTimelineRuns {
 		v.Plotted, v.Dropped = maxTimelineRuns, len(points)-maxTimelineRuns
+		points = points[len(points)-maxTimelineRuns:]
+	}
+	for _, pt := range points {
+		if pt.Replay {
+			v.Replays++
+		}
 	}
 	u.render(w, r, http.StatusOK, "session", tenant, v)
 	return nil
 }
 
-// timelinePoints are a session's committed runs (replays left out: they
-// are what-if audit data), oldest first, numbered from 1; runs without a
-// known limit are left out.
+// timelinePoints are a session's committed runs, replays included and
+// marked (what-if audit data, drawn apart from the session's size),
+// oldest first, numbered from 1; runs without a known limit are left out.
 func timelinePoints(newestFirst []store.Run) []timelinePoint {
 	var pts []timelinePoint
 	for i := len(newestFirst) - 1; i >= 0; i-- {
 		r := newestFirst[i]
-		if !r.Status.Committed() || r.ReplayOf != "" {
+		if !r.Status.Committed() {
 			continue
 		}
 		st := parseStats(r)
@@ -515,7 +619,7 @@ func timelinePoints(newestFirst []store.Run) []timelinePoint {
 		if limit <= 0 {
 			continue
 		}
-		pts = append(pts, timelinePoint{N: len(pts) + 1, Before: r.TokensBefore, After: r.TokensAfter, Limit: limit, Unit: st.Unit, Started: r.StartedAt, Level: r.Level})
+		pts = append(pts, timelinePoint{N: len(pts) + 1, Before: r.TokensBefore, After: r.TokensAfter, Limit: limit, Unit: st.Unit, Started: r.StartedAt, Level: r.Level, Replay: r.ReplayOf != ""})
 	}
 	return pts
 }

@@ -1,7 +1,7 @@
 // Package webui is the operators' audit web UI, served by `starter serve`
 // under /ui/: the runs with filters, one run with its figures, steps,
-// drift verdicts, diff and downloads, a session's token timeline and a
-// tenant overview.
+// drift verdicts, diff and downloads (original, output, handoff), a
+// session's token timeline (replays marked) and a tenant overview.
 //
 // Pages are rendered on the server with html/template; the stylesheet is
 // embedded with go:embed and the charts are SVG drawn by gonum.org/v1/plot.
@@ -134,6 +134,7 @@ func New(deps Deps) (*UI, error) {
 	mux.Handle("GET /ui/runs/{run}/steps.svg", u.auth(u.stepsChart))
 	mux.Handle("GET /ui/runs/{run}/original", u.auth(u.download(original)))
 	mux.Handle("GET /ui/runs/{run}/output", u.auth(u.download(output)))
+	mux.Handle("GET /ui/runs/{run}/handoff", u.auth(u.handoff))
 	mux.Handle("GET /ui/sessions/{session}", u.auth(u.sessionPage))
 	mux.Handle("GET /ui/sessions/{session}/timeline.svg", u.auth(u.timelineChart))
 	mux.Handle("GET /ui/overview", u.auth(u.overviewPage))

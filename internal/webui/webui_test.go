@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -144,12 +145,34 @@ type seededRun struct {
 // output, stats, two step attempts and a drift verdict.
 func (f *fixture) addRun(tenant, session, id string, status store.RunStatus, preset string, started time.Time, before, after int64) seededRun {
 	f.t.Helper()
+	return f.addRunWith(tenant, session, id, status, preset, started, before, after, runExtras{})
+}
+
+// runExtras change what addRunWith stores; zero values keep addRun's.
+type runExtras struct {
+	// Original and Output replace the stored conversations.
+	Original, Output []byte
+	// ReplayOf makes the run a replay of that run.
+	ReplayOf string
+	// Handoff is stored and named in the stats of a committed run.
+	Handoff []byte
+}
+
+// addRunWith is addRun with extras.
+func (f *fixture) addRunWith(tenant, session, id string, status store.RunStatus, preset string, started time.Time, before, after int64, extras runExtras) seededRun {
+	f.t.Helper()
 	ctx := f.t.Context()
 	orig := []byte(`{"messages":[{"role":"user","content":"fix src/parse.go"},{"role":"assistant","content":"` + strings.Repeat("x", 400) + `"},{"role":"assistant","content":"done"}]}`)
 	out := []byte(`{"messages":[{"role":"user","content":"fix src/parse.go"},{"role":"assistant","content":"done"}]}`)
+	if extras.Original != nil {
+		orig = extras.Original
+	}
+	if extras.Output != nil {
+		out = extras.Output
+	}
 	r := store.Run{ID: id, Tenant: tenant, Session: session, EventID: "ev-" + id, Trigger: "threshold", Preset: preset,
 		Status: status, StartedAt: started, TokensBefore: before, TokensAfter: after, ContextLimit: 10000,
-		Level: "GREEN", Model: "gpt-4o-mini"}
+		Level: "GREEN", Model: "gpt-4o-mini", ReplayOf: extras.ReplayOf}
 	if before > 0 {
 		r.Ratio = float64(after) / float64(before)
 	}
@@ -165,12 +188,18 @@ func (f *fixture) addRun(tenant, session, id string, status store.RunStatus, pre
 		ref, err := f.blob.PutContent(ctx, tenant, blob.KindOutput, out)
 		require.NoError(f.t, err)
 		r.OutputKey, r.OutputSHA256 = ref.Key, ref.SHA256
-		stats, err := json.Marshal(map[string]any{
+		st := map[string]any{
 			"context_limit": 10000, "usage_after": float64(after) / 10000, "unit": "tokens", "recommendation": "Continue normally",
 			"passes": []map[string]any{
 				{"name": "offload", "applied": true, "count": 1, "tokens_saved": before - after, "note": "offloaded <b>1</b> result"},
 				{"name": "watermark", "applied": false, "note": "no watermark yet"},
-			}})
+			}}
+		if extras.Handoff != nil {
+			ref, err := f.blob.PutContent(ctx, tenant, blob.KindOutput, extras.Handoff)
+			require.NoError(f.t, err)
+			st["handoff_key"], st["handoff_sha256"] = ref.Key, ref.SHA256
+		}
+		stats, err := json.Marshal(st)
 		require.NoError(f.t, err)
 		r.Stats = stats
 	}
@@ -727,4 +756,161 @@ func TestFailedSignInsAreLimitedPerAddress(t *testing.T) {
 	// A session opened before is checked like any request from here; a
 	// live session is not a failure, but the lookup is refused first.
 	require.Equal(t, http.StatusTooManyRequests, f.get("/ui/runs", good).status)
+}
+
+func TestDiffRowsCollapseRunsOfSummarizedMessages(t *testing.T) {
+	t.Parallel()
+	// changes builds changes from "action×count" specs, numbering the
+	// original positions from 0.
+	changes := func(specs ...string) []audit.Change {
+		var out []audit.Change
+		for _, spec := range specs {
+			action, count, ok := strings.Cut(spec, "×")
+			n := 1
+			if ok {
+				var err error
+				n, err = strconv.Atoi(count)
+				require.NoError(t, err)
+			}
+			for range n {
+				out = append(out, audit.Change{Index: len(out), At: strconv.Itoa(len(out)), Action: action, Before: 10})
+			}
+		}
+		return out
+	}
+	// shape is the rows as "action" for a single row, "action×n" for a
+	// collapsed one.
+	shape := func(rows []diffRow) []string {
+		var out []string
+		for _, r := range rows {
+			if r.Group != nil {
+				out = append(out, fmt.Sprintf("%s×%d", r.Action(), len(r.Group)))
+			} else {
+				out = append(out, r.Action())
+			}
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		changes []audit.Change
+		want    []string
+	}{
+		{"nothing", nil, nil},
+		{"only kept", changes("kept×5"), nil},
+		{"a long summary", changes("kept", "summarized×252", "added", "replaced", "kept×3"), []string{"summarized×252", "added", "replaced"}},
+		{"one summarized stays a row", changes("kept", "summarized", "kept"), []string{"summarized"}},
+		{"kept messages split a run", changes("summarized×2", "kept", "summarized×3"), []string{"summarized×2", "summarized×3"}},
+		{"removed runs too", changes("removed×3", "summarized"), []string{"removed×3", "summarized"}},
+		{"actions do not mix", changes("summarized×2", "removed×2"), []string{"summarized×2", "removed×2"}},
+		{"replaced and added are never collapsed", changes("replaced×3", "added×2"), []string{"replaced", "replaced", "replaced", "added", "added"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.want, shape(diffRows(tc.changes)))
+		})
+	}
+	rows := diffRows(changes("kept", "summarized×252", "added"))
+	require.Equal(t, "1", rows[0].From())
+	require.Equal(t, "252", rows[0].To())
+	require.Equal(t, 2520, rows[0].Before())
+}
+
+// TestRunPageCollapsesTheDiff: a run that summarized a long stretch of
+// the conversation shows it as one row that opens, and the rows worth
+// reading (the summary it added) as rows of their own.
+func TestRunPageCollapsesTheDiff(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	msgs := []string{`{"role":"user","content":"fix src/parse.go"}`}
+	for i := range 30 {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"assistant","content":"step %d: %s"}`, i, strings.Repeat("y", 50)))
+	}
+	orig := `{"messages":[` + strings.Join(msgs, ",") + `,{"role":"assistant","content":"done"}]}`
+	out := `{"messages":[` + msgs[0] + `,{"role":"user","content":"Summary of the earlier work: parse.go fixed"},{"role":"assistant","content":"done"}]}`
+	f.addRunWith(tenantA, "s1", "run-sum", store.RunSucceeded, "adaptive", time.Now().UTC().Add(-time.Hour), 9000, 1000,
+		runExtras{Original: []byte(orig), Output: []byte(out)})
+	c := f.signIn(f.keyA)
+
+	page := f.get("/ui/runs/run-sum", c)
+	require.Equal(t, http.StatusOK, page.status, page.body)
+	require.Contains(t, page.body, "30 summarized")
+	table := page.body[strings.Index(page.body, `<table id="diff">`):]
+	require.Contains(t, table, `<tr class="act-summarized collapsed"><td colspan="7"><details><summary><span class="count">30 messages summarized</span> · original #1–#30`)
+	require.Equal(t, 1, strings.Count(table, "<details>"), "one collapsed row")
+	require.NotContains(t, table, "<details open", "the summarized messages stay folded")
+	require.Equal(t, 30, strings.Count(table, `<tr class="act-summarized">`), "each message is inside the fold")
+	require.Contains(t, table, `<tr class="act-added">`, "the summary is a row of its own")
+}
+
+// TestHandoffDownload: a run's handoff downloads as an attachment for
+// its tenant, and is not found for another tenant or a run without one.
+func TestHandoffDownload(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	started := time.Now().UTC().Add(-time.Hour)
+	handoff := []byte(`{"messages":[{"role":"user","content":"continue from the handoff"}]}`)
+	f.addRunWith(tenantA, "s1", "run-handoff", store.RunOverLimit, "adaptive", started, 90000, 50000, runExtras{Handoff: handoff})
+	f.addRun(tenantA, "s1", "run-plain", store.RunSucceeded, "adaptive", started.Add(time.Minute), 9000, 1000)
+	ca, cb := f.signIn(f.keyA), f.signIn(f.keyB)
+
+	page := f.get("/ui/runs/run-handoff", ca)
+	require.Contains(t, page.body, `<a href="/ui/runs/run-handoff/handoff" id="dl-handoff" download>Download handoff</a>`)
+	require.NotContains(t, f.get("/ui/runs/run-plain", ca).body, `id="dl-handoff"`, "a run without a handoff has no link")
+
+	tests := []struct {
+		name   string
+		path   string
+		cookie *http.Cookie
+		status int
+	}{
+		{"own run", "/ui/runs/run-handoff/handoff", ca, http.StatusOK},
+		{"another tenant's run", "/ui/runs/run-handoff/handoff", cb, http.StatusNotFound},
+		{"a run without a handoff", "/ui/runs/run-plain/handoff", ca, http.StatusNotFound},
+		{"an unknown run", "/ui/runs/run-nope/handoff", ca, http.StatusNotFound},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := f.get(tc.path, tc.cookie)
+			require.Equal(t, tc.status, a.status, a.body)
+			if tc.status != http.StatusOK {
+				require.NotContains(t, a.body, "continue from the handoff")
+				require.Empty(t, a.header.Get("Content-Disposition"))
+				return
+			}
+			require.Equal(t, string(handoff), a.body)
+			require.Equal(t, `attachment; filename=run-handoff-handoff.json`, a.header.Get("Content-Disposition"))
+			require.Equal(t, "application/json", a.header.Get("Content-Type"))
+			sum := sha256.Sum256(handoff)
+			require.Equal(t, hex.EncodeToString(sum[:]), a.header.Get("X-Content-SHA256"))
+		})
+	}
+}
+
+// TestSessionTimelineShowsReplays: a replay is on the session's
+// timeline, marked as one, and the page says so.
+func TestSessionTimelineShowsReplays(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	start := time.Now().UTC().Add(-time.Hour)
+	f.addRun(tenantA, "s1", "run-1", store.RunSucceeded, "adaptive", start, 9000, 2000)
+	f.addRunWith(tenantA, "s1", "run-replay", store.RunSucceeded, "three-tier", start.Add(time.Minute), 9000, 3333, runExtras{ReplayOf: "run-1"})
+	f.addRun(tenantA, "s1", "run-2", store.RunSucceeded, "adaptive", start.Add(2*time.Minute), 7400, 1234)
+	c := f.signIn(f.keyA)
+
+	page := f.get("/ui/sessions/s1", c)
+	require.Equal(t, http.StatusOK, page.status, page.body)
+	require.Contains(t, page.body, `id="timeline-replays">1 replay is on the plot`)
+	require.Equal(t, []string{"run-2", "run-replay", "run-1"}, listedRuns(page.body))
+
+	texts := svgTexts(t, []byte(f.get("/ui/sessions/s1/timeline.svg", c).body))
+	for _, want := range []string{"#1", "#2 replay", "#3", "3,333 GREEN", "2,000 GREEN", "1,234 GREEN", "replay (what-if)"} {
+		require.Contains(t, texts, want)
+	}
+
+	// Without a replay, the page does not mention one.
+	f.addRun(tenantA, "s2", "run-3", store.RunSucceeded, "adaptive", start, 9000, 2000)
+	require.NotContains(t, f.get("/ui/sessions/s2", c).body, `id="timeline-replays"`)
+	require.NotContains(t, svgTexts(t, []byte(f.get("/ui/sessions/s2/timeline.svg", c).body)), "replay (what-if)")
 }
