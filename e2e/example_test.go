@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -51,4 +53,47 @@ func TestExampleAgentRecoversAnOffloadedResult(t *testing.T) {
 	got, err := api.Recover(ctx, "example", bigID, "1-40")
 	require.NoError(t, err)
 	require.Equal(t, strings.Join(strings.SplitAfter(big, "\n")[:40], ""), string(got))
+}
+
+// TestExampleAgentOfflineRecoversAnOffload runs the example's offline mode
+// (`go run ./examples/agent/cmd/agent -offline`, package agent's
+// RunOffline) on the real stack with no LLM: its scripted model runs the
+// test tool, the log puts the small context over the threshold, the
+// compaction offloads it with the offline overrides, and the model reads
+// it back through recover_context. What the API recovers is the test log
+// byte for byte, and the model's answer quotes what the tool returned.
+// With no overrides ({}) the default preset offloads it too: the log puts
+// the 4,000-token context over the budget ladder's 90%, whose offload
+// threshold (budget.offload_min_tokens) is 1,000 tokens.
+func TestExampleAgentOfflineRecoversAnOffload(t *testing.T) {
+	t.Parallel()
+	a := newAPIEnv(t)
+	tests := []struct {
+		name      string
+		overrides json.RawMessage // nil: the offline mode's
+	}{
+		{"offline overrides", nil},
+		{"default preset", json.RawMessage(`{}`)},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			session := fmt.Sprintf("offline-%d", i)
+			api := client.New(a.url, a.key, a.client)
+			rep, err := agent.RunOffline(ctx, agent.Config{API: api, Session: session, Overrides: tc.overrides, Log: t.Logf}, nil)
+			require.NoError(t, err)
+			require.Len(t, rep.Events, 1, "the test log put the conversation over the threshold once")
+			offs, err := api.Offloads(ctx, session)
+			require.NoError(t, err)
+			require.Len(t, offs, 1, "the test log was offloaded")
+			require.Equal(t, agent.TestTool, offs[0].ToolName)
+			require.Equal(t, []string{offs[0].ID}, rep.Recovered, "the model recovered it through the tool")
+			got, err := api.Recover(ctx, session, offs[0].ID, "")
+			require.NoError(t, err)
+			require.Equal(t, agent.TestLog(), string(got), "the recovered text is the tool's result")
+			first, _, _ := strings.Cut(agent.TestLog(), "\n")
+			require.Contains(t, rep.Final, "It starts: "+first, "the model saw the recovered log")
+		})
+	}
 }

@@ -35,6 +35,13 @@ type Config struct {
 	// of it at which the agent asks for a compaction (auto-summarize: 0.5).
 	ContextLimit int
 	Threshold    float64
+	// Overrides are the preset overrides sent with every threshold event
+	// (api/openapi.yaml), e.g. {"offload":{"min_tokens":1000}}; nil
+	// keeps the deployment's.
+	Overrides json.RawMessage
+	// LocalTools are tools the agent runs itself, offered to the model
+	// beside the recovery tools the API defines.
+	LocalTools []LocalTool
 	// MaxTurns bounds the loop.
 	MaxTurns int
 	// MaxRecoverLines bounds what one recovery puts back into the
@@ -42,6 +49,13 @@ type Config struct {
 	MaxRecoverLines int
 	// Log receives one line per step; nil is silent.
 	Log func(format string, args ...any)
+}
+
+// LocalTool is a tool the agent runs in its own process.
+type LocalTool struct {
+	Def openai.Tool
+	// Run answers one call with the call's JSON arguments.
+	Run func(ctx context.Context, arguments string) string
 }
 
 // Report is what the loop did.
@@ -76,6 +90,9 @@ func Run(ctx context.Context, cfg Config, conversation []byte) (Report, error) {
 			return rep, fmt.Errorf("decode tool definition: %w", err)
 		}
 		tools = append(tools, t)
+	}
+	for _, lt := range cfg.LocalTools {
+		tools = append(tools, lt.Def)
 	}
 	for rep.Turns < cfg.MaxTurns {
 		rep.Turns++
@@ -121,7 +138,7 @@ func compact(ctx context.Context, cfg Config, msgs []openai.ChatCompletionMessag
 		return nil, "", fmt.Errorf("encode conversation: %w", err)
 	}
 	ev := client.Event{EventID: fmt.Sprintf("%s-turn-%d", cfg.Session, turn), Kind: "threshold", Model: cfg.Model,
-		ContextLimit: cfg.ContextLimit, Conversation: body, WaitSeconds: 60}
+		ContextLimit: cfg.ContextLimit, Conversation: body, Overrides: cfg.Overrides, WaitSeconds: 60}
 	res, acc, err := cfg.API.Submit(ctx, cfg.Session, ev)
 	if err != nil {
 		return nil, "", fmt.Errorf("threshold event: %w", err)
@@ -151,6 +168,11 @@ func compact(ctx context.Context, cfg Config, msgs []openai.ChatCompletionMessag
 // serveTool answers one tool call of the model; id is the offload it
 // recovered, if any.
 func serveTool(ctx context.Context, cfg Config, call openai.ToolCall) (out, id string) {
+	for _, lt := range cfg.LocalTools {
+		if lt.Def.Function != nil && lt.Def.Function.Name == call.Function.Name {
+			return lt.Run(ctx, call.Function.Arguments), ""
+		}
+	}
 	var args struct {
 		ID    string `json:"id"`
 		Lines string `json:"lines"`
