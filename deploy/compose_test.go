@@ -39,7 +39,7 @@ func TestComposeRunsWhatShips(t *testing.T) {
 	require.NoError(t, err)
 	var c compose
 	require.NoError(t, yaml.Unmarshal(data, &c))
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/configuration.md")
 	require.NoError(t, err)
 
 	for name, s := range c.Services {

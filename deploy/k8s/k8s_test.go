@@ -88,7 +88,7 @@ func envOf(c map[string]any) map[string]string {
 func TestManifestsDeployWhatShips(t *testing.T) {
 	t.Parallel()
 	docs := load(t)
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/configuration.md")
 	require.NoError(t, err)
 
 	for _, name := range []string{"compactor-worker", "compactor-gateway"} {
