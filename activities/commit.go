@@ -52,38 +52,23 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 		return res, blobErr(fmt.Errorf("write output: %w", err))
 	}
 	o := commitOutcome(ctx, in, conv, p, b, after, tokensBefore, reactStats)
+	o.stats.Watermark = in.Watermark
 	if err := a.commitHandoff(ctx, in, conv, p, b, &o); err != nil {
 		return res, err
 	}
 	if res.Committed, err = a.commitRun(ctx, rec, in, p, b, conv, o, ref, data); err != nil {
 		return res, err
 	}
-	if in.Watermark != "" {
-		if err := a.Store.SetWatermark(ctx, run.Tenant, run.Session, in.Watermark, run.ID); err != nil {
-			return res, storeErr(fmt.Errorf("persist watermark: %w", err))
-		}
-	}
-	deleted, err := a.releaseOffloads(ctx, run, in.DeleteOffloads)
-	if err != nil {
+	if err := a.commitSession(ctx, run, in); err != nil {
 		return res, err
-	}
-	if deleted != len(in.DeleteOffloads) {
-		logger(ctx).Info("offloads already released", "run", run.ID, "asked", len(in.DeleteOffloads), "deleted", deleted)
 	}
 	rec.outputSize = int64(len(data))
-	if !res.Committed {
-		// A retry of a commit that landed: the run's answer is its row's.
-		row, err := a.Store.GetRun(ctx, run.ID)
-		if err != nil {
-			return res, storeErr(fmt.Errorf("read run: %w", err))
-		}
-		if res.Outcome, err = row.Outcome(); err != nil {
-			return res, storeErr(err)
-		}
-		res.Notify, err = a.notify(ctx, run.Tenant)
+	if res.Notify, err = a.notify(ctx, run.Tenant); err != nil {
 		return res, err
 	}
-	if res.Notify, err = a.notify(ctx, run.Tenant); err != nil {
+	if !res.Committed {
+		// A retry of a commit that landed: the run's answer is its row's.
+		res.Outcome, err = a.recordedOutcome(ctx, run.ID)
 		return res, err
 	}
 	status := store.RunSucceeded
@@ -94,6 +79,44 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 		TokensBefore: tokensBefore, TokensAfter: int64(after), Ratio: o.ratio, Level: string(o.level),
 		ArchiveKey: in.ArchiveKey, OutputKey: ref.Key, OutputSHA256: ref.SHA256}, o.stats)
 	return res, nil
+}
+
+// commitSession moves the session's state on once the run is recorded:
+// the watermark the run reached, and the offloads it released. Both are
+// idempotent, so a retried commit repeats them harmlessly. A replay is a
+// what-if and moves nothing: the session's agent may still read those
+// offloads, and its watermark moves only if the replay is promoted
+// (store.Promote, from the watermark its stats record).
+func (a *Activities) commitSession(ctx context.Context, run contract.Run, in CommitInput) error {
+	if run.ReplayOf != "" {
+		return nil
+	}
+	if in.Watermark != "" {
+		if err := a.Store.SetWatermark(ctx, run.Tenant, run.Session, in.Watermark, run.ID); err != nil {
+			return storeErr(fmt.Errorf("persist watermark: %w", err))
+		}
+	}
+	deleted, err := a.releaseOffloads(ctx, run, in.DeleteOffloads)
+	if err != nil {
+		return err
+	}
+	if deleted != len(in.DeleteOffloads) {
+		logger(ctx).Info("offloads already released", "run", run.ID, "asked", len(in.DeleteOffloads), "deleted", deleted)
+	}
+	return nil
+}
+
+// recordedOutcome is the outcome the run's row holds.
+func (a *Activities) recordedOutcome(ctx context.Context, runID string) (contract.Outcome, error) {
+	row, err := a.Store.GetRun(ctx, runID)
+	if err != nil {
+		return contract.Outcome{}, storeErr(fmt.Errorf("read run: %w", err))
+	}
+	o, err := row.Outcome()
+	if err != nil {
+		return contract.Outcome{}, storeErr(err)
+	}
+	return o, nil
 }
 
 // tokensBefore is the run's size before compaction: as the workflow

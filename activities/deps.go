@@ -24,6 +24,7 @@ type RunStore interface {
 
 	// Sessions: watermark and offloads.
 	GetWatermark(ctx context.Context, tenant, session string) (string, error)
+	WatermarkSeenBy(ctx context.Context, tenant, session, runID string) (string, error)
 	SetWatermark(ctx context.Context, tenant, session, toolUseID, runID string) error
 	AddOffload(ctx context.Context, o store.Offload) error
 	ListOffloads(ctx context.Context, tenant, session string, includeDeleted bool) ([]store.Offload, error)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/plan"
@@ -64,7 +65,7 @@ func (a *Activities) Deterministic(ctx context.Context, in DeterministicInput) (
 // conversation with the session's watermark and, for the passes that name
 // ids of the original, the run's archived original.
 func (a *Activities) deterministicInput(ctx context.Context, in DeterministicInput, conv conversation.Conversation, p policy.Preset, b plan.Budget) (plan.Input, error) {
-	watermark, err := a.Store.GetWatermark(ctx, in.Run.Tenant, in.Run.Session)
+	watermark, err := a.watermark(ctx, in.Run)
 	if err != nil {
 		return plan.Input{}, storeErr(fmt.Errorf("read watermark: %w", err))
 	}
@@ -89,4 +90,14 @@ func (a *Activities) deterministicInput(ctx context.Context, in DeterministicInp
 		}
 	}
 	return din, nil
+}
+
+// watermark is the one the run prunes against: the session's, or for a
+// replay the one its original saw, so that a replay redoes that run
+// rather than one the session has moved past.
+func (a *Activities) watermark(ctx context.Context, run contract.Run) (string, error) {
+	if run.ReplayOf != "" {
+		return a.Store.WatermarkSeenBy(ctx, run.Tenant, run.Session, run.ReplayOf)
+	}
+	return a.Store.GetWatermark(ctx, run.Tenant, run.Session)
 }

@@ -22,10 +22,13 @@ type memStore struct {
 	drifts     []store.Drift
 	offloads   []store.Offload
 	watermarks map[string]string // by tenant/session
+	// seenBy is the watermark each run saw when it started, by run id
+	// (what a replay of it prunes against).
+	seenBy map[string]string
 }
 
 func newMemStore() *memStore {
-	return &memStore{runs: map[string]store.Run{}, results: map[string]store.RunResult{}, watermarks: map[string]string{}}
+	return &memStore{runs: map[string]store.Run{}, results: map[string]store.RunResult{}, watermarks: map[string]string{}, seenBy: map[string]string{}}
 }
 
 var errNoRun = errors.New("memstore: no such run")
@@ -137,6 +140,12 @@ func (m *memStore) GetWatermark(_ context.Context, tenant, session string) (stri
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.watermarks[tenant+"/"+session], nil
+}
+
+func (m *memStore) WatermarkSeenBy(_ context.Context, _, _, runID string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.seenBy[runID], nil
 }
 
 func (m *memStore) SetWatermark(_ context.Context, tenant, session, toolUseID, _ string) error {

@@ -148,6 +148,34 @@ func TestUnitCommit(t *testing.T) {
 	require.Equal(t, []string{"plan", "commit", "commit"}, u.store.stepNames())
 }
 
+// TestUnitCommitReplay: a replay is a what-if. Its commit leaves the
+// session's watermark and offloads as they were and records the
+// watermark it reached in its stats, where a promotion reads it.
+func TestUnitCommitReplay(t *testing.T) {
+	t.Parallel()
+	u := newUnit(t)
+	ctx := t.Context()
+	u.run.ReplayOf = "run-original"
+	in, plan := u.planned()
+	require.NoError(t, u.store.SetWatermark(ctx, "acme", "s1", "call_2", "run-original"))
+	offload := u.put(blob.KindOffload, "an offloaded tool result")
+	require.NoError(t, u.store.AddOffload(ctx, store.Offload{Tenant: "acme", Session: "s1", Key: offload, ToolID: "call_1"}))
+
+	res, err := u.a.Commit(ctx, activities.CommitInput{Run: u.run, WorkKey: in.Key, ArchiveKey: plan.Archive.Key,
+		TokensBefore: plan.TokensBefore, Watermark: "call_9", DeleteOffloads: []string{offload}})
+	require.NoError(t, err)
+	require.True(t, res.Committed)
+	watermark, err := u.store.GetWatermark(ctx, "acme", "s1")
+	require.NoError(t, err)
+	require.Equal(t, "call_2", watermark, "a replay does not move the session's watermark")
+	require.True(t, u.blob.has(offload), "a replay releases no offload of the session")
+	run, err := u.store.GetRun(ctx, u.run.ID)
+	require.NoError(t, err)
+	stats, err := run.ParseStats()
+	require.NoError(t, err)
+	require.Equal(t, "call_9", stats.Watermark, "the watermark a promotion would move the session to")
+}
+
 // TestUnitCommitAfterFailure: a run that already failed is not committed.
 func TestUnitCommitAfterFailure(t *testing.T) {
 	t.Parallel()

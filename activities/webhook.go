@@ -57,7 +57,11 @@ func (a *Activities) PrepareDeliveries(ctx context.Context, in contract.Delivery
 	if !run.Status.Final() {
 		return nil, badInput(fmt.Errorf("run %s is %s, not final", in.RunID, run.Status))
 	}
-	ds, err := a.Hooks.PrepareDeliveries(ctx, in.Tenant, in.RunID, EventType(run.Status))
+	event := EventType(run.Status)
+	if in.Event != "" {
+		event = in.Event
+	}
+	ds, err := a.Hooks.PrepareDeliveries(ctx, in.Tenant, in.RunID, event)
 	if err != nil {
 		return nil, storeErr(err)
 	}

@@ -28,4 +28,18 @@ type DeliveryInput struct {
 	// DeliveryID, when set, sends that delivery again (manual
 	// redelivery) instead of preparing the run's deliveries.
 	DeliveryID string `json:"delivery_id,omitempty"`
+	// Event is the event told: "" is the run's final state
+	// ("run.<status>"); EventPromoted tells that a replay became its
+	// session's state.
+	Event string `json:"event,omitempty"`
+}
+
+// EventPromoted is the webhook event of a promoted replay: the agent's
+// platform should continue from this run's output.
+const EventPromoted = "run.promoted"
+
+// PromotionWorkflowID is the id of the delivery workflow that tells of
+// run's promotion: one per run, as a run is promoted once.
+func PromotionWorkflowID(runID string) string {
+	return "webhook-promoted/" + runID
 }

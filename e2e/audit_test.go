@@ -289,7 +289,7 @@ func TestAuditHistoryRestoreDiffSearchExport(t *testing.T) {
 
 	t.Run("export jsonl and csv", func(t *testing.T) {
 		var buf bytes.Buffer
-		require.NoError(t, svc.Export(ctx, e.tenant, store.RunFilter{}, audit.FormatJSONL, &buf))
+		require.NoError(t, svc.Export(ctx, e.tenant, store.RunFilter{}, audit.FormatJSONL, false, &buf))
 		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 		require.Len(t, lines, 2)
 		ids := map[string]bool{}
@@ -304,7 +304,7 @@ func TestAuditHistoryRestoreDiffSearchExport(t *testing.T) {
 		require.Equal(t, map[string]bool{compactRun: true, offloadRun: true}, ids)
 
 		buf.Reset()
-		require.NoError(t, svc.Export(ctx, e.tenant, store.RunFilter{Session: "compact"}, audit.FormatCSV, &buf))
+		require.NoError(t, svc.Export(ctx, e.tenant, store.RunFilter{Session: "compact"}, audit.FormatCSV, false, &buf))
 		rows, err := csv.NewReader(&buf).ReadAll()
 		require.NoError(t, err)
 		require.Len(t, rows, 2)
@@ -312,12 +312,12 @@ func TestAuditHistoryRestoreDiffSearchExport(t *testing.T) {
 		require.Equal(t, compactRun, rows[1][0])
 
 		buf.Reset()
-		require.NoError(t, svc.Export(ctx, e.tenant, store.RunFilter{Limit: 1}, audit.FormatCSV, &buf))
+		require.NoError(t, svc.Export(ctx, e.tenant, store.RunFilter{Limit: 1}, audit.FormatCSV, false, &buf))
 		rows, err = csv.NewReader(&buf).ReadAll()
 		require.NoError(t, err)
 		require.Len(t, rows, 2, "header and the one row the limit allows")
 
-		require.ErrorContains(t, svc.Export(ctx, e.tenant, store.RunFilter{}, "xml", &buf), `format "xml"`)
+		require.ErrorContains(t, svc.Export(ctx, e.tenant, store.RunFilter{}, "xml", false, &buf), `format "xml"`)
 	})
 
 	t.Run("another tenant sees nothing", func(t *testing.T) {
@@ -340,7 +340,7 @@ func TestAuditHistoryRestoreDiffSearchExport(t *testing.T) {
 		_, err = svc.Status(ctx, other, "offload")
 		require.ErrorIs(t, err, audit.ErrNotFound)
 		var buf bytes.Buffer
-		require.NoError(t, svc.Export(ctx, other, store.RunFilter{}, audit.FormatJSONL, &buf))
+		require.NoError(t, svc.Export(ctx, other, store.RunFilter{}, audit.FormatJSONL, false, &buf))
 		require.Empty(t, buf.String())
 	})
 }

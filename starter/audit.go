@@ -32,30 +32,34 @@ import (
 // webhooks.
 func auditCommands() []*cobra.Command {
 	return []*cobra.Command{newRuns(), newShow(), newReplay(), newRestore(), newDiff(), newSearch(),
-		newExport(), newStatus(), newAPIKey(), newReconcile(), newWebhooks(), newSession()}
+		newExport(), newStatus(), newAPIKey(), newReconcile(), newWebhooks(), newSession(), newPromote(), newWatermarks()}
 }
 
-// openAudit opens Postgres and S3 from the environment.
-func openAudit(ctx context.Context) (*app.Deps, *audit.Service, error) {
-	deps, err := openDeps(ctx)
+// withObjects runs fn with Postgres and S3 opened from the environment,
+// for the commands that read objects (restore, diff, search), and closes
+// them after.
+func withObjects(cmd *cobra.Command, fn func(*app.Deps, *audit.Service) error) error {
+	deps, err := openDeps(cmd.Context())
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	return deps, &audit.Service{Store: deps.Store, Blob: deps.Blob}, nil
+	defer deps.Close()
+	return fn(deps, &audit.Service{Store: deps.Store, Blob: deps.Blob})
 }
 
-// openRecords opens Postgres only, for the commands that read or manage
-// records and never an object: they run without S3 credentials.
-func openRecords(ctx context.Context) (*app.Deps, *audit.Service, error) {
+// withRecords runs fn with Postgres only, for the commands that read or
+// manage records and never an object: they run without S3 credentials.
+func withRecords(cmd *cobra.Command, fn func(*app.Deps, *audit.Service) error) error {
 	cfg, err := config.Load()
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	deps, err := app.OpenStore(ctx, cfg)
+	deps, err := app.OpenStore(cmd.Context(), cfg)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	return deps, &audit.Service{Store: deps.Store}, nil
+	defer deps.Close()
+	return fn(deps, &audit.Service{Store: deps.Store})
 }
 
 // printJSON writes v indented, for scripts.
@@ -130,20 +134,17 @@ func newRuns() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			deps, svc, err := openRecords(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer deps.Close()
-			runs, err := svc.Runs(cmd.Context(), tenant, f)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), audit.Records(runs))
-			}
-			printRuns(cmd.OutOrStdout(), runs)
-			return nil
+			return withRecords(cmd, func(_ *app.Deps, svc *audit.Service) error {
+				runs, err := svc.Runs(cmd.Context(), tenant, f)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), audit.Records(runs))
+				}
+				printRuns(cmd.OutOrStdout(), runs)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
@@ -177,20 +178,17 @@ func newShow() *cobra.Command {
 		Short: "Show a run with its steps (attempts, LLM usage, errors) and drift verdicts",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			deps, svc, err := openRecords(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer deps.Close()
-			d, err := svc.Run(cmd.Context(), tenant, args[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), d)
-			}
-			printDetail(cmd.OutOrStdout(), d)
-			return nil
+			return withRecords(cmd, func(_ *app.Deps, svc *audit.Service) error {
+				d, err := svc.Run(cmd.Context(), tenant, args[0])
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), d)
+				}
+				printDetail(cmd.OutOrStdout(), d)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
@@ -395,25 +393,22 @@ func newRestore() *cobra.Command {
 		Short: "Write a run's original conversation exactly as archived (sha256 checked)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			deps, svc, err := openAudit(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer deps.Close()
-			data, err := svc.Restore(cmd.Context(), tenant, args[0])
-			if err != nil {
-				return err
-			}
-			if outPath == "" || outPath == "-" {
-				_, err = cmd.OutOrStdout().Write(data)
-				return err
-			}
-			// Conversations may hold secrets: readable by the owner only.
-			if err := os.WriteFile(outPath, data, 0o600); err != nil {
-				return fmt.Errorf("write %s: %w", outPath, err)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "%d bytes written to %s (sha256 %s)\n", len(data), outPath, blob.SHA256Hex(data))
-			return nil
+			return withObjects(cmd, func(_ *app.Deps, svc *audit.Service) error {
+				data, err := svc.Restore(cmd.Context(), tenant, args[0])
+				if err != nil {
+					return err
+				}
+				if outPath == "" || outPath == "-" {
+					_, err = cmd.OutOrStdout().Write(data)
+					return err
+				}
+				// Conversations may hold secrets: readable by the owner only.
+				if err := os.WriteFile(outPath, data, 0o600); err != nil {
+					return fmt.Errorf("write %s: %w", outPath, err)
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "%d bytes written to %s (sha256 %s)\n", len(data), outPath, blob.SHA256Hex(data))
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
@@ -429,20 +424,17 @@ func newDiff() *cobra.Command {
 		Short: "Show what a run removed, replaced, summarized or added, message by message",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			deps, svc, err := openAudit(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer deps.Close()
-			d, err := svc.Diff(cmd.Context(), tenant, args[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), d)
-			}
-			printDiff(cmd.OutOrStdout(), d, all)
-			return nil
+			return withObjects(cmd, func(_ *app.Deps, svc *audit.Service) error {
+				d, err := svc.Diff(cmd.Context(), tenant, args[0])
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), d)
+				}
+				printDiff(cmd.OutOrStdout(), d, all)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
@@ -484,27 +476,24 @@ func newSearch() *cobra.Command {
 			if session == "" {
 				return errors.New("--session is required")
 			}
-			deps, svc, err := openAudit(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer deps.Close()
-			res, err := svc.SearchScan(cmd.Context(), tenant, session, args[0], limit)
-			if err != nil {
-				return err
-			}
-			hits := res.Hits
-			if asJSON {
-				if hits == nil {
-					hits = []audit.Hit{}
+			return withObjects(cmd, func(_ *app.Deps, svc *audit.Service) error {
+				res, err := svc.SearchScan(cmd.Context(), tenant, session, args[0], limit)
+				if err != nil {
+					return err
 				}
-				return printJSON(cmd.OutOrStdout(), hits)
-			}
-			printHits(cmd.OutOrStdout(), hits)
-			if res.Truncated {
-				fmt.Fprintf(cmd.OutOrStdout(), "(the search stopped after reading %d MiB: narrow the query)\n", audit.MaxSearchBytes>>20)
-			}
-			return nil
+				hits := res.Hits
+				if asJSON {
+					if hits == nil {
+						hits = []audit.Hit{}
+					}
+					return printJSON(cmd.OutOrStdout(), hits)
+				}
+				printHits(cmd.OutOrStdout(), hits)
+				if res.Truncated {
+					fmt.Fprintf(cmd.OutOrStdout(), "(the search stopped after reading %d MiB: narrow the query)\n", audit.MaxSearchBytes>>20)
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
@@ -531,6 +520,7 @@ func printHits(w io.Writer, hits []audit.Hit) {
 
 func newExport() *cobra.Command {
 	var tenant, format, outPath string
+	var steps bool
 	var ff runFilterFlags
 	cmd := &cobra.Command{
 		Use:   "export",
@@ -541,30 +531,28 @@ func newExport() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			deps, svc, err := openRecords(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer deps.Close()
-			if outPath == "" || outPath == "-" {
-				return svc.Export(cmd.Context(), tenant, f, format, cmd.OutOrStdout())
-			}
-			file, err := os.OpenFile(outPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-			if err != nil {
-				return fmt.Errorf("create %s: %w", outPath, err)
-			}
-			if err := svc.Export(cmd.Context(), tenant, f, format, file); err != nil {
-				file.Close()
-				return err
-			}
-			if err := file.Close(); err != nil {
-				return fmt.Errorf("write %s: %w", outPath, err)
-			}
-			return nil
+			return withRecords(cmd, func(_ *app.Deps, svc *audit.Service) error {
+				if outPath == "" || outPath == "-" {
+					return svc.Export(cmd.Context(), tenant, f, format, steps, cmd.OutOrStdout())
+				}
+				file, err := os.OpenFile(outPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+				if err != nil {
+					return fmt.Errorf("create %s: %w", outPath, err)
+				}
+				if err := svc.Export(cmd.Context(), tenant, f, format, steps, file); err != nil {
+					file.Close()
+					return err
+				}
+				if err := file.Close(); err != nil {
+					return fmt.Errorf("write %s: %w", outPath, err)
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
 	cmd.Flags().StringVar(&format, "format", audit.FormatJSONL, "jsonl or csv")
+	cmd.Flags().BoolVar(&steps, "steps", false, `after each run, a line per step it recorded ({"record":"step",...}; jsonl only)`)
 	cmd.Flags().StringVarP(&outPath, "output", "o", "", "write to this file (default: stdout)")
 	ff.add(cmd, 0)
 	return cmd
@@ -581,20 +569,17 @@ func newStatus() *cobra.Command {
 			if session == "" {
 				return errors.New("--session is required")
 			}
-			deps, svc, err := openRecords(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer deps.Close()
-			st, err := svc.Status(cmd.Context(), tenant, session)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), st)
-			}
-			printStatus(cmd.OutOrStdout(), st)
-			return nil
+			return withRecords(cmd, func(_ *app.Deps, svc *audit.Service) error {
+				st, err := svc.Status(cmd.Context(), tenant, session)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(cmd.OutOrStdout(), st)
+				}
+				printStatus(cmd.OutOrStdout(), st)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
@@ -663,18 +648,15 @@ func newAPIKey() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			deps, _, err := openRecords(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer deps.Close()
-			k, err := deps.Store.CreateAPIKey(cmd.Context(), tenant, key, until)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), key)
-			fmt.Fprintf(cmd.ErrOrStderr(), "API key %s for tenant %s created; it is shown only this once.\n", k.ID, tenant)
-			return nil
+			return withRecords(cmd, func(deps *app.Deps, _ *audit.Service) error {
+				k, err := deps.Store.CreateAPIKey(cmd.Context(), tenant, key, until)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), key)
+				fmt.Fprintf(cmd.ErrOrStderr(), "API key %s for tenant %s created; it is shown only this once.\n", k.ID, tenant)
+				return nil
+			})
 		},
 	}
 	create.Flags().StringVar(&tenant, "tenant", "default", "tenant the key acts for")
@@ -686,31 +668,28 @@ func newAPIKey() *cobra.Command {
 		Short: "List keys: id, prefix, tenant, created, expires, last used, revoked (never the key)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			deps, _, err := openRecords(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer deps.Close()
-			keys, err := deps.Store.ListAPIKeys(cmd.Context(), listTenant)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return json.NewEncoder(out).Encode(keys)
-			}
-			tw := tabwriter.NewWriter(out, 0, 2, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tPREFIX\tTENANT\tCREATED\tEXPIRES\tLAST USED\tREVOKED")
-			stamp := func(t time.Time) string {
-				if t.IsZero() {
-					return "-"
+			return withRecords(cmd, func(deps *app.Deps, _ *audit.Service) error {
+				keys, err := deps.Store.ListAPIKeys(cmd.Context(), listTenant)
+				if err != nil {
+					return err
 				}
-				return t.Format(time.RFC3339)
-			}
-			for _, k := range keys {
-				fmt.Fprintf(tw, "%s\t%s…\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.Tenant, stamp(k.Created), stamp(k.Expires), stamp(k.LastUsed), stamp(k.Revoked))
-			}
-			return tw.Flush()
+				out := cmd.OutOrStdout()
+				if asJSON {
+					return json.NewEncoder(out).Encode(keys)
+				}
+				tw := tabwriter.NewWriter(out, 0, 2, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tPREFIX\tTENANT\tCREATED\tEXPIRES\tLAST USED\tREVOKED")
+				stamp := func(t time.Time) string {
+					if t.IsZero() {
+						return "-"
+					}
+					return t.Format(time.RFC3339)
+				}
+				for _, k := range keys {
+					fmt.Fprintf(tw, "%s\t%s…\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.Tenant, stamp(k.Created), stamp(k.Expires), stamp(k.LastUsed), stamp(k.Revoked))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	list.Flags().StringVar(&listTenant, "tenant", "", "only this tenant's keys")
@@ -726,33 +705,31 @@ func newAPIKey() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			deps, _, err := openRecords(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer deps.Close()
-			var revoked bool
-			if id != "" {
-				revoked, err = deps.Store.RevokeAPIKeyByID(cmd.Context(), id)
-			} else {
-				key := args[0]
-				if key == "-" {
-					data, rerr := io.ReadAll(cmd.InOrStdin())
-					if rerr != nil {
-						return fmt.Errorf("read key: %w", rerr)
+			return withRecords(cmd, func(deps *app.Deps, _ *audit.Service) error {
+				var revoked bool
+				var err error
+				if id != "" {
+					revoked, err = deps.Store.RevokeAPIKeyByID(cmd.Context(), id)
+				} else {
+					key := args[0]
+					if key == "-" {
+						data, rerr := io.ReadAll(cmd.InOrStdin())
+						if rerr != nil {
+							return fmt.Errorf("read key: %w", rerr)
+						}
+						key = strings.TrimSpace(string(data))
 					}
-					key = strings.TrimSpace(string(data))
+					revoked, err = deps.Store.RevokeAPIKey(cmd.Context(), key)
 				}
-				revoked, err = deps.Store.RevokeAPIKey(cmd.Context(), key)
-			}
-			if err != nil {
-				return err
-			}
-			if !revoked {
-				return errors.New("no live key matches")
-			}
-			fmt.Fprintln(cmd.ErrOrStderr(), "key revoked")
-			return nil
+				if err != nil {
+					return err
+				}
+				if !revoked {
+					return errors.New("no live key matches")
+				}
+				fmt.Fprintln(cmd.ErrOrStderr(), "key revoked")
+				return nil
+			})
 		},
 	}
 	revoke.Flags().StringVar(&id, "id", "", "the key's id (from apikey list)")

@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,7 +25,7 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := app.SignalContext()
 	defer stop()
 	if err := newRoot().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "starter:", err)
@@ -175,16 +173,15 @@ func openDeps(ctx context.Context) (*app.Deps, error) {
 // openGateway opens Postgres, S3 and Temporal from the environment and
 // returns the gateway over them; closeAll releases them.
 func openGateway(ctx context.Context) (gw *gateway.Gateway, closeAll func(), err error) {
-	deps, err := openDeps(ctx)
+	cfg, err := config.Load()
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := app.Dial(deps.Config)
+	p, err := app.Start(ctx, cfg)
 	if err != nil {
-		deps.Close()
 		return nil, nil, err
 	}
-	return deps.Gateway(c), func() { c.Close(); deps.Close() }, nil
+	return p.Gateway(p.Temporal), p.Close, nil
 }
 
 // compactAndReport submits an event, shows progress while waiting, prints

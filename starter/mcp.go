@@ -36,18 +36,13 @@ func newMCP() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			deps, err := app.Open(ctx, cfg)
+			p, err := app.Start(ctx, cfg)
 			if err != nil {
 				return err
 			}
-			defer deps.Close()
-			c, err := app.Dial(cfg)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			gw := deps.Gateway(c)
-			svc, err := mcp.New(mcp.Deps{Gateway: gw, Audit: &audit.Service{Store: deps.Store, Blob: deps.Blob, Breaker: gw.Breaker},
+			defer p.Close()
+			gw := p.Gateway(p.Temporal)
+			svc, err := mcp.New(mcp.Deps{Gateway: gw, Audit: &audit.Service{Store: p.Store, Blob: p.Blob, Breaker: gw.Breaker},
 				Logger: app.Logger(cfg)})
 			if err != nil {
 				return err

@@ -30,19 +30,14 @@ func newServe() *cobra.Command {
 // serve runs the API until ctx ends, then shuts down gracefully.
 func serve(ctx context.Context, cfg config.Config) error {
 	logger := app.Logger(cfg)
-	deps, err := app.Open(ctx, cfg)
+	p, err := app.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer deps.Close()
-	c, err := app.DialWith(cfg, deps.Metrics)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+	defer p.Close()
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (HTTP_ADDR): %w", cfg.HTTPAddr, err)
 	}
-	return server.Run(ctx, deps, deps.Gateway(c), ln, logger)
+	return server.Run(ctx, p.Deps, p.Gateway(p.Temporal), ln, logger)
 }

@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/ctxcompact/orchestrator/internal/app"
+	"github.com/ctxcompact/orchestrator/internal/audit"
 )
 
 // newWebhooks manages a tenant's completion webhooks: the same operations
@@ -21,18 +24,15 @@ func newWebhooks() *cobra.Command {
 		Short: "Register an endpoint and print its secret once (https, or http on WEBHOOK_ALLOW_HOSTS)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			deps, _, err := openRecords(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer deps.Close()
-			w, err := deps.Gateway(nil).AddWebhook(cmd.Context(), tenant, args[0], description)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), w.Secret)
-			fmt.Fprintf(cmd.ErrOrStderr(), "webhook %s for tenant %s registered; its secret is shown only this once.\n", w.ID, tenant)
-			return nil
+			return withRecords(cmd, func(deps *app.Deps, _ *audit.Service) error {
+				w, err := deps.Gateway(nil).AddWebhook(cmd.Context(), tenant, args[0], description)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), w.Secret)
+				fmt.Fprintf(cmd.ErrOrStderr(), "webhook %s for tenant %s registered; its secret is shown only this once.\n", w.ID, tenant)
+				return nil
+			})
 		},
 	}
 	add.Flags().StringVar(&description, "description", "", "what the endpoint is for")
@@ -42,25 +42,22 @@ func newWebhooks() *cobra.Command {
 		Short: "List the live endpoints (never their secrets)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			deps, _, err := openRecords(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer deps.Close()
-			ws, err := deps.Store.ListWebhooks(cmd.Context(), tenant)
-			if err != nil {
-				return err
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tURL\tCREATED\tROTATED\tDESCRIPTION")
-			for _, w := range ws {
-				rotated := "-"
-				if !w.RotatedAt.IsZero() {
-					rotated = w.RotatedAt.UTC().Format(time.RFC3339)
+			return withRecords(cmd, func(deps *app.Deps, _ *audit.Service) error {
+				ws, err := deps.Store.ListWebhooks(cmd.Context(), tenant)
+				if err != nil {
+					return err
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", w.ID, oneLine(w.URL), w.CreatedAt.UTC().Format(time.RFC3339), rotated, oneLine(w.Description))
-			}
-			return tw.Flush()
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tURL\tCREATED\tROTATED\tDESCRIPTION")
+				for _, w := range ws {
+					rotated := "-"
+					if !w.RotatedAt.IsZero() {
+						rotated = w.RotatedAt.UTC().Format(time.RFC3339)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", w.ID, oneLine(w.URL), w.CreatedAt.UTC().Format(time.RFC3339), rotated, oneLine(w.Description))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 
@@ -69,18 +66,15 @@ func newWebhooks() *cobra.Command {
 		Short: "Give an endpoint a new secret (printed once); the old one signs beside it for 24 hours",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			deps, _, err := openRecords(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer deps.Close()
-			w, err := deps.Gateway(nil).RotateWebhook(cmd.Context(), tenant, args[0])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), w.Secret)
-			fmt.Fprintf(cmd.ErrOrStderr(), "the old secret signs beside it until %s\n", w.PreviousExpires.UTC().Format(time.RFC3339))
-			return nil
+			return withRecords(cmd, func(deps *app.Deps, _ *audit.Service) error {
+				w, err := deps.Gateway(nil).RotateWebhook(cmd.Context(), tenant, args[0])
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), w.Secret)
+				fmt.Fprintf(cmd.ErrOrStderr(), "the old secret signs beside it until %s\n", w.PreviousExpires.UTC().Format(time.RFC3339))
+				return nil
+			})
 		},
 	}
 
@@ -89,12 +83,9 @@ func newWebhooks() *cobra.Command {
 		Short: "Stop deliveries to an endpoint (its delivery log stays)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			deps, _, err := openRecords(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer deps.Close()
-			return deps.Store.DeleteWebhook(cmd.Context(), tenant, args[0])
+			return withRecords(cmd, func(deps *app.Deps, _ *audit.Service) error {
+				return deps.Store.DeleteWebhook(cmd.Context(), tenant, args[0])
+			})
 		},
 	}
 
@@ -103,28 +94,25 @@ func newWebhooks() *cobra.Command {
 		Short: "A run's deliveries with every attempt: time, response code, error",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			deps, _, err := openRecords(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer deps.Close()
-			ds, err := deps.Store.ListDeliveries(cmd.Context(), tenant, args[0])
-			if err != nil {
-				return err
-			}
-			if len(ds) == 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), "No deliveries.")
-				return nil
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "DELIVERY\tENDPOINT\tEVENT\tSTATUS\tATTEMPT\tAT\tCODE\tERROR")
-			for _, d := range ds {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\t\t\t%s\n", d.ID, d.EndpointID, d.EventType, d.Status, oneLine(d.LastError))
-				for _, a := range d.Log {
-					fmt.Fprintf(tw, "\t\t\t\t%d\t%s\t%d\t%s\n", a.Attempt, a.At.UTC().Format(time.RFC3339), a.Code, oneLine(a.Error))
+			return withRecords(cmd, func(deps *app.Deps, _ *audit.Service) error {
+				ds, err := deps.Store.ListDeliveries(cmd.Context(), tenant, args[0])
+				if err != nil {
+					return err
 				}
-			}
-			return tw.Flush()
+				if len(ds) == 0 {
+					fmt.Fprintln(cmd.OutOrStdout(), "No deliveries.")
+					return nil
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "DELIVERY\tENDPOINT\tEVENT\tSTATUS\tATTEMPT\tAT\tCODE\tERROR")
+				for _, d := range ds {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\t\t\t%s\n", d.ID, d.EndpointID, d.EventType, d.Status, oneLine(d.LastError))
+					for _, a := range d.Log {
+						fmt.Fprintf(tw, "\t\t\t\t%d\t%s\t%d\t%s\n", a.Attempt, a.At.UTC().Format(time.RFC3339), a.Code, oneLine(a.Error))
+					}
+				}
+				return tw.Flush()
+			})
 		},
 	}
 

@@ -4,12 +4,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"go.temporal.io/sdk/worker"
 
@@ -29,30 +26,25 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := app.SignalContext()
 	defer stop()
-	deps, err := app.Open(ctx, cfg)
+	p, err := app.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer deps.Close()
-	c, err := app.DialWith(cfg, deps.Metrics)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+	defer p.Close()
 	if cfg.MetricsAddr != "" {
-		stopMetrics, err := app.ServeMetrics(cfg.MetricsAddr, deps.Metrics)
+		stopMetrics, err := app.ServeMetrics(cfg.MetricsAddr, p.Metrics)
 		if err != nil {
 			return err
 		}
 		defer stopMetrics()
 		slog.Info("serving metrics", "addr", cfg.MetricsAddr)
 	}
-	if err := app.EnsureRetentionSchedule(ctx, c, cfg); err != nil {
+	if err := app.EnsureRetentionSchedule(ctx, p.Temporal, cfg); err != nil {
 		return err
 	}
-	w := deps.NewWorkers(c)
+	w := p.NewWorkers(p.Temporal)
 	slog.Info("worker started", "temporal", cfg.TemporalAddress, "namespace", cfg.TemporalNamespace, "task_queue", cfg.TaskQueue, "llm_task_queue", cfg.LLMTaskQueue, "llm_rate_per_second", cfg.LLMRatePerSecond)
 	// worker.InterruptCh stops polling on a signal and waits for the
 	// activities in flight, which is the graceful shutdown we want.

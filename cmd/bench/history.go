@@ -21,6 +21,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/store/storetest"
 )
 
 // Measurement 9, history at scale: the audit listing and a run's writes
@@ -124,36 +125,16 @@ func startDatabase(ctx context.Context) (*stack, error) {
 // the store on it directly and migrates it; closeDB closes the store and
 // drops the schema.
 func openHistoryStore(ctx context.Context, base string) (*store.Store, string, func() error, error) {
-	conn, err := pgx.Connect(ctx, base)
+	schemaURL, schema, err := storetest.CreateSchema(ctx, base, "bench_history_")
 	if err != nil {
-		return nil, "", nil, fmt.Errorf("connect to postgres: %w", err)
-	}
-	defer conn.Close(ctx)
-	schema := "bench_history_" + randomHex(6)
-	if _, err := conn.Exec(ctx, "create schema "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		return nil, "", nil, fmt.Errorf("create schema %s: %w", schema, err)
+		return nil, "", nil, err
 	}
 	drop := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		c, err := pgx.Connect(ctx, base)
-		if err != nil {
-			return fmt.Errorf("connect to drop schema %s: %w", schema, err)
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, "drop schema "+pgx.Identifier{schema}.Sanitize()+" cascade"); err != nil {
-			return fmt.Errorf("drop schema %s: %w", schema, err)
-		}
-		return nil
+		return storetest.DropSchema(ctx, base, schema)
 	}
-	u, err := url.Parse(base)
-	if err != nil {
-		return nil, "", nil, errors.Join(errors.New("DATABASE_URL is not a URL"), drop())
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	hs, err := store.Open(ctx, u.String())
+	hs, err := store.Open(ctx, schemaURL)
 	if err != nil {
 		return nil, "", nil, errors.Join(fmt.Errorf("open store on %s: %w", schema, err), drop())
 	}

@@ -25,8 +25,7 @@ import (
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/blob/s3local"
-	"github.com/ctxcompact/orchestrator/internal/blob/versitygw"
+	"github.com/ctxcompact/orchestrator/internal/blob/s3server"
 	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/devstack"
 	"github.com/ctxcompact/orchestrator/internal/store"
@@ -139,11 +138,10 @@ func (s *stack) startPostgres(ctx context.Context) error {
 	if err := conn.QueryRow(ctx, "show server_version").Scan(&s.pgServer); err != nil {
 		return fmt.Errorf("postgres server version: %w", err)
 	}
-	s.schema = "bench_" + randomHex(6)
-	s.appName = "ctxcompact-" + s.schema
-	if _, err := conn.Exec(ctx, "create schema "+pgx.Identifier{s.schema}.Sanitize()); err != nil {
-		return fmt.Errorf("create schema %s: %w", s.schema, err)
+	if _, s.schema, err = storetest.CreateSchema(ctx, base, "bench_"); err != nil {
+		return err
 	}
+	s.appName = "ctxcompact-" + s.schema
 	s.closers = append(s.closers, s.dropSchema)
 
 	target := u.Host
@@ -181,38 +179,19 @@ func (s *stack) startPostgres(ctx context.Context) error {
 func (s *stack) dropSchema() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, s.pgAdmin)
-	if err != nil {
-		return fmt.Errorf("connect to drop schema %s: %w", s.schema, err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "drop schema "+pgx.Identifier{s.schema}.Sanitize()+" cascade"); err != nil {
-		return fmt.Errorf("drop schema %s: %w", s.schema, err)
-	}
-	return nil
+	return storetest.DropSchema(ctx, s.pgAdmin, s.schema)
 }
 
 // startS3 prefers versitygw (a production S3 gateway) when installed, else
 // the embedded s3local server, both over a temporary folder.
 func (s *stack) startS3(ctx context.Context) error {
-	endpoint := ""
-	if bin, err := versitygw.Find(); err == nil {
-		srv, err := versitygw.Start(bin, filepath.Join(s.tmp, "versitygw"), s3AccessKey, s3SecretKey)
-		if err != nil {
-			return err
-		}
-		s.closers = append(s.closers, srv.Stop)
-		endpoint, s.s3PID = srv.Endpoint, srv.PID
-		s.s3Name = fmt.Sprintf("versitygw (version %q, %s; posix backend over a temp dir, its own process)", versitygw.Version(bin), bin)
-	} else {
-		srv, err := s3local.Start(filepath.Join(s.tmp, "s3local"), "127.0.0.1:0")
-		if err != nil {
-			return fmt.Errorf("start s3local: %w", err)
-		}
-		s.closers = append(s.closers, srv.Close)
-		endpoint = srv.Endpoint()
-		s.s3Name = "s3local (embedded gofakes3 over a temp dir, in-process; versitygw not found)"
+	srv, err := s3server.Start(s3server.Auto, filepath.Join(s.tmp, "s3"), "127.0.0.1:0", s3AccessKey, s3SecretKey)
+	if err != nil {
+		return fmt.Errorf("start S3 server: %w", err)
 	}
+	s.closers = append(s.closers, srv.Stop)
+	endpoint := srv.Endpoint
+	s.s3PID, s.s3Name = srv.PID, srv.Description
 	// The transport mirrors the AWS SDK's default client (10 idle
 	// connections per host) and counts every request.
 	tr := http.DefaultTransport.(*http.Transport).Clone()

@@ -18,10 +18,8 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/ctxcompact/orchestrator/internal/app"
@@ -73,7 +71,7 @@ func run() error {
 		*file, *serve = "none", true
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := app.SignalContext()
 	defer stop()
 
 	fmt.Println("starting the embedded stack in", *dir, "…")
@@ -109,16 +107,12 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	deps, err := app.Open(ctx, cfg)
+	p, err := app.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer deps.Close()
-	c, err := app.DialWith(cfg, deps.Metrics)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+	defer p.Close()
+	deps, c := p.Deps, p.Temporal
 	// The stack's namespace gets the workflows' search attributes, so that
 	// `temporal workflow list --query 'CompactionTenant="demo"'` works.
 	if err := app.RegisterSearchAttributes(ctx, c, cfg.TemporalNamespace); err != nil {

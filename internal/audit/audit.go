@@ -315,9 +315,7 @@ type RunDetailRecord struct {
 func (d RunDetail) Record() RunDetailRecord {
 	steps := make([]StepRecord, len(d.Steps))
 	for i, st := range d.Steps {
-		steps[i] = StepRecord{Name: st.Name, Attempt: st.Attempt, Kind: st.Kind, InputSize: st.InputSize,
-			OutputSize: st.OutputSize, PromptTokens: st.PromptTokens, CompletionTokens: st.CompletionTokens,
-			Model: st.Model, PromptVersion: st.PromptVersion, DurationMS: st.Duration.Milliseconds(), Error: st.Error, At: st.At}
+		steps[i] = newStepRecord(st)
 	}
 	drift := make([]DriftRecord, len(d.Drift))
 	for i, v := range d.Drift {
@@ -328,4 +326,11 @@ func (d RunDetail) Record() RunDetailRecord {
 		drift[i] = DriftRecord{Step: v.Step, Pass: v.Pass, Score: v.Score, Passed: v.Passed, Missing: missing, Verdict: v.Verdict, At: v.At}
 	}
 	return RunDetailRecord{NewRunRecord(d.Run), steps, drift, d.Duration.Milliseconds(), d.PromptTokens, d.CompletionTokens}
+}
+
+// newStepRecord is st as the API and the export write it.
+func newStepRecord(st store.Step) StepRecord {
+	return StepRecord{Name: st.Name, Attempt: st.Attempt, Kind: st.Kind, InputSize: st.InputSize,
+		OutputSize: st.OutputSize, PromptTokens: st.PromptTokens, CompletionTokens: st.CompletionTokens,
+		Model: st.Model, PromptVersion: st.PromptVersion, DurationMS: st.Duration.Milliseconds(), Error: st.Error, At: st.At}
 }

@@ -29,11 +29,24 @@ var CSVHeader = []string{
 	"input_key", "archive_key", "archive_sha256", "output_key", "output_sha256",
 }
 
+// ExportStep is a step line of a JSON lines export with steps: it follows
+// its run's line, and Record ("step") tells it from a run's line, which
+// has no "record" key.
+type ExportStep struct {
+	Record string `json:"record"`
+	RunID  string `json:"run_id"`
+	StepRecord
+}
+
 // Export writes the tenant's runs matching f, newest first, as JSON lines
 // (one RunRecord per line, stats included) or CSV (CSVHeader, then one row
 // per run). It pages through every match; f.Limit, when set, caps the
 // rows, and f.AfterID starts after that run.
-func (s *Service) Export(ctx context.Context, tenant string, f store.RunFilter, format string, w io.Writer) error {
+//
+// With steps (JSON lines only), each run's line is followed by one
+// ExportStep line per step the run recorded, attempts and failures
+// included, oldest first.
+func (s *Service) Export(ctx context.Context, tenant string, f store.RunFilter, format string, steps bool, w io.Writer) error {
 	if err := blob.ValidateTenant(tenant); err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
@@ -42,6 +55,9 @@ func (s *Service) Export(ctx context.Context, tenant string, f store.RunFilter, 
 	}
 	if f.Limit < 0 {
 		return fmt.Errorf("export: negative limit %d", f.Limit)
+	}
+	if steps && format != FormatJSONL {
+		return fmt.Errorf("export: steps are exported with format jsonl only, not %s", format)
 	}
 	f.Tenant = tenant
 	if f.AfterID != "" {
@@ -76,6 +92,9 @@ func (s *Service) Export(ctx context.Context, tenant string, f store.RunFilter, 
 			rec := NewRunRecord(r)
 			if enc != nil {
 				err = enc.Encode(rec)
+				if err == nil && steps {
+					err = s.exportSteps(ctx, enc, r.ID)
+				}
 			} else {
 				err = cw.Write(csvRow(rec))
 			}
@@ -95,6 +114,20 @@ func (s *Service) Export(ctx context.Context, tenant string, f store.RunFilter, 
 		}
 		f.AfterID = page[len(page)-1].ID
 	}
+}
+
+// exportSteps writes run runID's steps as ExportStep lines.
+func (s *Service) exportSteps(ctx context.Context, enc *json.Encoder, runID string) error {
+	steps, err := s.Store.ListSteps(ctx, runID)
+	if err != nil {
+		return err
+	}
+	for _, st := range steps {
+		if err := enc.Encode(ExportStep{Record: "step", RunID: runID, StepRecord: newStepRecord(st)}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func csvRow(r RunRecord) []string {

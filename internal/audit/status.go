@@ -20,8 +20,8 @@ type HistoryRow struct {
 	Type        string    `json:"type"`
 	Count       int       `json:"count"`
 	TokensSaved int       `json:"tokens_saved"`
-	// Replay is set for a pass of a replay: what-if audit data, not the
-	// session's life.
+	// Replay is set for a pass of a replay that was not promoted: what-if
+	// audit data, not the session's life.
 	Replay bool `json:"replay,omitempty"`
 }
 
@@ -30,7 +30,8 @@ type SessionStatus struct {
 	Tenant  string `json:"tenant"`
 	Session string `json:"session"`
 	// LastRunID is the last succeeded run, whose output the figures
-	// describe; "" when no run succeeded yet.
+	// describe and the agent continues from (a promoted replay counts as
+	// its session's run); "" when no run succeeded yet.
 	LastRunID    string    `json:"last_run_id,omitempty"`
 	Time         time.Time `json:"time"`
 	Tokens       int64     `json:"tokens"`
@@ -50,9 +51,12 @@ type SessionStatus struct {
 	// summaries, map-reduce and layer-2 result compression.
 	Summarisations int `json:"summarisations"`
 	// Runs counts the session's runs by status; Replays the replays among
-	// them, which never become the session's current state.
+	// them, which become the session's state only when promoted.
 	Runs    map[string]int `json:"runs"`
 	Replays int            `json:"replays"`
+	// Promotions are the replays promoted to the session's state, oldest
+	// first.
+	Promotions []store.Promotion `json:"promotions"`
 	// Breaker is the session's loop breaker, when open.
 	Breaker   *store.Breaker `json:"breaker,omitempty"`
 	History   []HistoryRow   `json:"history"`
@@ -80,15 +84,24 @@ func (s *Service) Status(ctx context.Context, tenant, session string) (SessionSt
 	if len(runs) == 0 {
 		return SessionStatus{}, fmt.Errorf("session %s: %w", session, ErrNotFound)
 	}
-	st := SessionStatus{Tenant: tenant, Session: session, Time: time.Now().UTC(), Runs: map[string]int{}, History: []HistoryRow{}}
+	promotions, err := s.Store.Promotions(ctx, tenant, session)
+	if err != nil {
+		return SessionStatus{}, err
+	}
+	promoted := map[string]bool{}
+	for _, p := range promotions {
+		promoted[p.RunID] = true
+	}
+	st := SessionStatus{Tenant: tenant, Session: session, Time: time.Now().UTC(), Runs: map[string]int{}, History: []HistoryRow{},
+		Promotions: promotions}
 	// Oldest first, for the history table.
 	slices.Reverse(runs)
 	for _, r := range runs {
 		st.Runs[string(r.Status)]++
-		replay := r.ReplayOf != ""
-		if replay {
+		if r.ReplayOf != "" {
 			st.Replays++
 		}
+		replay := r.ReplayOf != "" && !promoted[r.ID]
 		if !r.Status.Committed() {
 			continue
 		}
@@ -98,7 +111,7 @@ func (s *Service) Status(ctx context.Context, tenant, session string) (SessionSt
 		}
 		if !replay {
 			// A what-if replay is audit data: the session's current state
-			// is its last real run.
+			// is its last real or promoted run.
 			st.LastRunID, st.Tokens, st.Usage, st.ContextLimit = r.ID, r.TokensAfter, stats.UsageAfter, stats.ContextLimit
 			st.Level, st.Recommendation = r.Level, stats.Recommendation
 		}

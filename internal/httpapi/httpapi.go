@@ -185,6 +185,8 @@ func (a *api) routes() []route {
 		{Method: http.MethodGet, Path: "/v1/runs/{run}/diff", Auth: true, Handle: a.getDiff, Responses: ok(audit.Diff{})},
 		{Method: http.MethodPost, Path: "/v1/runs/{run}/replay", Auth: true, Handle: a.postReplay, Request: replayRequest{},
 			Responses: map[int]any{http.StatusAccepted: submitted{}}},
+		{Method: http.MethodPost, Path: "/v1/runs/{run}/promote", Auth: true, Handle: a.postPromote, Responses: ok(promotion{})},
+		{Method: http.MethodGet, Path: "/v1/sessions/{session}/watermarks", Auth: true, Handle: a.listWatermarks, Responses: ok(watermarkList{})},
 		{Method: http.MethodPost, Path: "/v1/replays", Auth: true, Handle: a.postReplays, Request: replaysRequest{},
 			Responses: map[int]any{http.StatusAccepted: replaysResponse{}}},
 		{Method: http.MethodGet, Path: "/v1/export", Auth: true, Handle: a.getExport},

@@ -105,6 +105,10 @@ type offloadInfo struct {
 	Tokens     int       `json:"tokens"`
 	RunID      string    `json:"run_id,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
+	// DeletedAt is when a released offload's object was deleted (listed
+	// with ?deleted=true); its text stays readable from the archived
+	// original of the run that offloaded it.
+	DeletedAt *time.Time `json:"deleted_at,omitempty"`
 }
 
 // offloadList is the body of GET /v1/sessions/{session}/offloads.
@@ -123,14 +127,23 @@ func offloadID(key string) string {
 }
 
 func (a *api) listOffloads(w http.ResponseWriter, r *http.Request, tenant string) error {
-	offs, err := a.deps.Store.ListOffloads(r.Context(), tenant, r.PathValue("session"), false)
+	deleted, err := boolParam(r, "deleted")
+	if err != nil {
+		return err
+	}
+	offs, err := a.deps.Store.ListOffloads(r.Context(), tenant, r.PathValue("session"), deleted)
 	if err != nil {
 		return err
 	}
 	out := offloadList{Offloads: []offloadInfo{}}
 	for _, o := range offs {
-		out.Offloads = append(out.Offloads, offloadInfo{ID: offloadID(o.Key), ToolCallID: o.ToolID, ToolName: o.ToolName,
-			Tokens: o.Tokens, RunID: o.RunID, CreatedAt: o.CreatedAt})
+		info := offloadInfo{ID: offloadID(o.Key), ToolCallID: o.ToolID, ToolName: o.ToolName,
+			Tokens: o.Tokens, RunID: o.RunID, CreatedAt: o.CreatedAt}
+		if !o.DeletedAt.IsZero() {
+			at := o.DeletedAt
+			info.DeletedAt = &at
+		}
+		out.Offloads = append(out.Offloads, info)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -312,8 +312,15 @@ func (a *api) getExport(w http.ResponseWriter, r *http.Request, tenant string) e
 	if err != nil {
 		return err
 	}
+	steps, err := boolParam(r, "steps")
+	if err != nil {
+		return err
+	}
+	if steps && format != "jsonl" {
+		return badRequest("steps", "steps: step rows are exported with format jsonl only, not %s", format)
+	}
 	ew := &exportWriter{w: w, contentType: contentType, format: format}
-	if err := a.deps.Audit.Export(r.Context(), tenant, f, format, ew); err != nil {
+	if err := a.deps.Audit.Export(r.Context(), tenant, f, format, steps, ew); err != nil {
 		if !ew.started {
 			return err
 		}

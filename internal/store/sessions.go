@@ -232,24 +232,7 @@ func (s *Store) SetWatermark(ctx context.Context, tenant, session, toolUseID, ru
 		return err
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := ensureSession(ctx, tx, tenant, session); err != nil {
-			return err
-		}
-		// One statement, so the history row and the current value move
-		// together; the current value moves only if the history row is new.
-		_, err := tx.Exec(ctx, `
-			with h as (
-				insert into watermark_history (tenant_id, session_id, tool_use_id, run_id)
-				values ($1, $2, $3, $4)
-				on conflict do nothing
-				returning 1
-			)
-			insert into watermarks (tenant_id, session_id, tool_use_id, run_id)
-			select $1, $2, $3, $4 where exists (select 1 from h)
-			on conflict (tenant_id, session_id) do update
-				set tool_use_id = excluded.tool_use_id, run_id = excluded.run_id, updated_at = now()`,
-			tenant, session, toolUseID, runID)
-		return err
+		return setWatermark(ctx, tx, tenant, session, toolUseID, runID)
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
@@ -276,4 +259,26 @@ func (s *Store) ListWatermarks(ctx context.Context, tenant, session string) ([]W
 		return nil, fmt.Errorf("list watermarks of %s/%s: %w", tenant, session, err)
 	}
 	return marks, nil
+}
+
+// setWatermark is SetWatermark inside tx.
+func setWatermark(ctx context.Context, tx pgx.Tx, tenant, session, toolUseID, runID string) error {
+	if err := ensureSession(ctx, tx, tenant, session); err != nil {
+		return err
+	}
+	// One statement, so the history row and the current value move
+	// together; the current value moves only if the history row is new.
+	_, err := tx.Exec(ctx, `
+		with h as (
+			insert into watermark_history (tenant_id, session_id, tool_use_id, run_id)
+			values ($1, $2, $3, $4)
+			on conflict do nothing
+			returning 1
+		)
+		insert into watermarks (tenant_id, session_id, tool_use_id, run_id)
+		select $1, $2, $3, $4 where exists (select 1 from h)
+		on conflict (tenant_id, session_id) do update
+			set tool_use_id = excluded.tool_use_id, run_id = excluded.run_id, updated_at = now()`,
+		tenant, session, toolUseID, runID)
+	return err
 }

@@ -47,6 +47,10 @@ type RunStats struct {
 	// when no step that keeps the recent turns' structure could bring it
 	// lower; empty under RED.
 	LevelReason string `json:"level_reason,omitempty"`
+	// Watermark is the watermark the run reached ("" none). A run moves
+	// its session's watermark to it when it commits; a replay only when
+	// it is promoted (Store.Promote).
+	Watermark string `json:"watermark,omitempty"`
 }
 
 // ParseStats reads the run's stats; a run without stats (not committed)

@@ -32,14 +32,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/blob/s3local"
-	"github.com/ctxcompact/orchestrator/internal/blob/versitygw"
+	"github.com/ctxcompact/orchestrator/internal/blob/s3server"
 )
 
 // Server names accepted in EnvServer and returned by ServerName.
 const (
-	ServerVersityGW = "versitygw"
-	ServerS3Local   = "s3local"
+	ServerVersityGW = s3server.VersityGW
+	ServerS3Local   = s3server.S3Local
 )
 
 // EnvServer is the environment variable that forces a server.
@@ -214,57 +213,23 @@ func shared(t testing.TB) *server {
 }
 
 func startServer(forced string) (*server, error) {
-	switch forced {
-	case ServerVersityGW:
-		bin, err := versitygw.Find()
-		if err != nil {
-			return nil, fmt.Errorf("%s=%s: %w", EnvServer, forced, err)
-		}
-		return startVersityGW(bin)
-	case ServerS3Local:
-		return startS3Local()
-	case "":
-		if bin, err := versitygw.Find(); err == nil {
-			return startVersityGW(bin)
-		}
-		return startS3Local()
-	default:
+	if forced != ServerVersityGW && forced != ServerS3Local && forced != "" {
 		return nil, fmt.Errorf("%s=%q: want %q or %q", EnvServer, forced, ServerVersityGW, ServerS3Local)
 	}
-}
-
-func startS3Local() (*server, error) {
-	dir, err := os.MkdirTemp("", "blobtest-s3local-")
+	dir, err := os.MkdirTemp("", "blobtest-s3-")
 	if err != nil {
-		return nil, fmt.Errorf("s3local data dir: %w", err)
+		return nil, fmt.Errorf("S3 server data dir: %w", err)
 	}
-	srv, err := s3local.Start(dir, "127.0.0.1:0")
+	srv, err := s3server.Start(forced, dir, "127.0.0.1:0", AccessKey, SecretKey)
 	if err != nil {
 		_ = os.RemoveAll(dir)
+		if forced != "" {
+			return nil, fmt.Errorf("%s=%s: %w", EnvServer, forced, err)
+		}
 		return nil, err
 	}
 	return &server{
-		name:     ServerS3Local,
-		endpoint: srv.Endpoint(),
-		addr:     srv.Addr(),
-		stop: func() error {
-			return errors.Join(srv.Close(), os.RemoveAll(dir))
-		},
-	}, nil
-}
-
-func startVersityGW(bin string) (*server, error) {
-	dir, err := os.MkdirTemp("", "blobtest-versitygw-")
-	if err != nil {
-		return nil, fmt.Errorf("versitygw data dir: %w", err)
-	}
-	srv, err := versitygw.Start(bin, dir, AccessKey, SecretKey)
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	return &server{
-		name:     ServerVersityGW,
+		name:     srv.Kind,
 		endpoint: srv.Endpoint,
 		addr:     srv.Addr,
 		stop: func() error {

@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"strings"
@@ -41,25 +42,57 @@ func BaseURL() string {
 func NewURL(t testing.TB) string {
 	t.Helper()
 	base := BaseURL()
-	name := "t_" + randomHex(t, 8)
-
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	schemaURL, name, err := CreateSchema(ctx, base, "t_")
+	if err != nil {
+		t.Fatalf("storetest: %v (set TEST_DATABASE_URL; is Postgres running?)", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := DropSchema(ctx, base, name); err != nil {
+			t.Errorf("storetest: %v", err)
+		}
+	})
+	return schemaURL
+}
+
+// CreateSchema creates an empty schema named prefix<random> in the
+// database of base and returns a URL whose search_path selects it, and its
+// name. The tests and the bench both work in schemas made here.
+func CreateSchema(ctx context.Context, base, prefix string) (schemaURL, name string, err error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", "", fmt.Errorf("random schema name: %w", err)
+	}
+	name = prefix + hex.EncodeToString(b[:])
 	conn, err := pgx.Connect(ctx, base)
 	if err != nil {
-		t.Fatalf("storetest: connect to test database (set TEST_DATABASE_URL; is Postgres running?): %v", err)
+		return "", "", fmt.Errorf("connect to the database: %w", err)
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "create schema "+pgx.Identifier{name}.Sanitize()); err != nil {
-		t.Fatalf("storetest: create schema %s: %v", name, err)
+		return "", "", fmt.Errorf("create schema %s: %w", name, err)
 	}
-	t.Cleanup(func() { dropSchema(t, base, name) })
-
-	schemaURL, err := withSearchPath(base, name)
+	schemaURL, err = withSearchPath(base, name)
 	if err != nil {
-		t.Fatalf("storetest: %v", err)
+		return "", "", err
 	}
-	return schemaURL
+	return schemaURL, name, nil
+}
+
+// DropSchema drops a schema of CreateSchema and everything in it.
+func DropSchema(ctx context.Context, base, name string) error {
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return fmt.Errorf("connect to drop schema %s: %w", name, err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "drop schema "+pgx.Identifier{name}.Sanitize()+" cascade"); err != nil {
+		return fmt.Errorf("drop schema %s: %w", name, err)
+	}
+	return nil
 }
 
 // New returns a store on a fresh, migrated schema (see NewURL). The store is
@@ -100,26 +133,4 @@ func withSearchPath(base, schemaName string) (string, error) {
 	q.Set("search_path", schemaName)
 	u.RawQuery = q.Encode()
 	return u.String(), nil
-}
-
-func dropSchema(t testing.TB, base, name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Errorf("storetest: connect to drop schema %s: %v", name, err)
-		return
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "drop schema "+pgx.Identifier{name}.Sanitize()+" cascade"); err != nil {
-		t.Errorf("storetest: drop schema %s: %v", name, err)
-	}
-}
-
-func randomHex(t testing.TB, n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatalf("storetest: random schema name: %v", err)
-	}
-	return hex.EncodeToString(b)
 }
