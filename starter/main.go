@@ -1,6 +1,6 @@
 // Command starter is the operator's and the agent platform's entry point:
 // it inspects conversations, submits compactions to a running deployment
-// and waits for them. Configuration comes from the environment (README).
+// and waits for them. Configuration comes from the environment (docs/configuration.md).
 package main
 
 import (

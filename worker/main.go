@@ -1,5 +1,5 @@
 // Command worker runs the compaction workflows and activities. It reads
-// its configuration from the environment (see README) and stops cleanly
+// its configuration from the environment (docs/configuration.md) and stops cleanly
 // on SIGINT/SIGTERM, letting running activities finish.
 package main
 

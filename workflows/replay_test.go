@@ -16,7 +16,7 @@ import (
 // e2e stack (e2e.TestRecordHistories, RECORD_HISTORIES=1). Replaying them
 // fails when a change to workflow code would break runs in flight: such a
 // change needs workflow.GetVersion and a recording of its own (see the
-// README's "Changing a workflow"). The files here are the v1 baseline:
+// docs/testing.md, "Changing a workflow"). The files here are the v1 baseline:
 // every history recorded after the input flags and the branches for
 // older runs were removed.
 func recordedHistories(t *testing.T) []string {

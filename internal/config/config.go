@@ -1,6 +1,6 @@
 // Package config reads every setting of the worker and the starter from
 // environment variables, with the documented defaults. It is the only place
-// that reads the environment; the README lists every variable here.
+// that reads the environment; docs/configuration.md lists every variable here.
 package config
 
 import (
@@ -59,7 +59,7 @@ type Config struct {
 
 	WorkerActivities int
 	// SearchAttributes sets the workflows' typed search attributes
-	// (registered once per namespace, see README).
+	// (registered once per namespace, see docs/operations.md).
 	SearchAttributes bool
 	// MetricsAddr is where the worker serves /metrics ("" : nowhere);
 	// `starter serve` serves them on its own address.

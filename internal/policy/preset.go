@@ -23,7 +23,7 @@ const (
 )
 
 // Preset is one complete compaction policy. Numbers that its source design
-// leaves open are ours and are marked so in the README and docs/designs.md.
+// leaves open are ours and are marked so in docs/presets.md and docs/designs.md.
 type Preset struct {
 	Name        string `json:"name"`
 	Seed        string `json:"seed"`
