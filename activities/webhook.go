@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ctxcompact/orchestrator/contract"
@@ -134,7 +133,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, id string) error {
 		return storeErr(err)
 	}
 	if !att.Accepted() {
-		activity.GetLogger(ctx).Info("webhook not accepted", "delivery", id, "code", att.Code)
+		logger(ctx).Info("webhook not accepted", "delivery", id, "code", att.Code)
 		return temporal.NewApplicationError(att.Err, ErrWebhookRejected)
 	}
 	return nil

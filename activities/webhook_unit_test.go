@@ -1,0 +1,227 @@
+package activities_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/contract"
+	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/webhook"
+)
+
+// memHooks is activities.WebhookStore in memory: runs, one endpoint per
+// tenant, and deliveries keyed like the table's unique key (endpoint,
+// run, event).
+type memHooks struct {
+	mu         sync.Mutex
+	runs       map[string]store.Run
+	endpoints  map[string]store.Webhook // by tenant
+	deleted    map[string]bool          // endpoint ids
+	deliveries map[string]*store.Delivery
+	attempts   map[string][]store.DeliveryAttempt
+}
+
+func newMemHooks() *memHooks {
+	return &memHooks{runs: map[string]store.Run{}, endpoints: map[string]store.Webhook{}, deleted: map[string]bool{},
+		deliveries: map[string]*store.Delivery{}, attempts: map[string][]store.DeliveryAttempt{}}
+}
+
+func (m *memHooks) GetRun(_ context.Context, id string) (store.Run, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.runs[id]
+	if !ok {
+		return store.Run{}, store.ErrNotFound
+	}
+	return r, nil
+}
+
+func (m *memHooks) HasWebhooks(_ context.Context, tenant string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w, ok := m.endpoints[tenant]
+	return ok && !m.deleted[w.ID], nil
+}
+
+func (m *memHooks) PrepareDeliveries(_ context.Context, tenant, runID, event string) ([]store.Delivery, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w, ok := m.endpoints[tenant]
+	if !ok || m.deleted[w.ID] {
+		return nil, nil
+	}
+	id := fmt.Sprintf("msg_%s_%s", runID, event)
+	if _, ok := m.deliveries[id]; !ok {
+		m.deliveries[id] = &store.Delivery{ID: id, Tenant: tenant, EndpointID: w.ID, RunID: runID, EventType: event,
+			Status: store.DeliveryPending, CreatedAt: time.Now()}
+	}
+	return []store.Delivery{*m.deliveries[id]}, nil
+}
+
+func (m *memHooks) DeliveryTarget(_ context.Context, id string) (store.Delivery, store.Webhook, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.deliveries[id]
+	if !ok {
+		return store.Delivery{}, store.Webhook{}, false, store.ErrNotFound
+	}
+	w := m.endpoints[d.Tenant]
+	return *d, w, m.deleted[w.ID], nil
+}
+
+func (m *memHooks) RecordAttempt(_ context.Context, id string, a store.DeliveryAttempt, delivered bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d := m.deliveries[id]
+	d.Attempts++
+	m.attempts[id] = append(m.attempts[id], a)
+	if delivered {
+		d.Status = store.DeliveryDelivered
+	}
+	return nil
+}
+
+func (m *memHooks) FailDelivery(_ context.Context, id, reason string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.deliveries[id].Status, m.deliveries[id].LastError = store.DeliveryFailed, reason
+	return nil
+}
+
+// hookUnit is the webhook activities over memHooks, sending to a local
+// receiver that verifies every signature.
+type hookUnit struct {
+	a     *activities.Activities
+	hooks *memHooks
+	mu    sync.Mutex
+	got   []activities.DeliveryPayload
+	codes []int // what the receiver answers, in order, then 200
+}
+
+func newHookUnit(t *testing.T) *hookUnit {
+	t.Helper()
+	secret, err := webhook.NewSecret()
+	require.NoError(t, err)
+	h := &hookUnit{hooks: newMemHooks()}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		headers := map[string]string{}
+		for _, k := range []string{"webhook-id", "webhook-timestamp", "webhook-signature"} {
+			headers[k] = r.Header.Get(k)
+		}
+		if err := webhook.Verify(secret, headers, body, time.Now()); err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		var p activities.DeliveryPayload
+		if err := json.Unmarshal(body, &p); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		code := http.StatusOK
+		if len(h.codes) > 0 {
+			code, h.codes = h.codes[0], h.codes[1:]
+		}
+		if code == http.StatusOK {
+			h.got = append(h.got, p)
+		}
+		w.WriteHeader(code)
+	}))
+	t.Cleanup(srv.Close)
+	u, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	h.hooks.endpoints["acme"] = store.Webhook{ID: "wh-1", Tenant: "acme", URL: srv.URL + "/hook", Secret: secret}
+	h.a = &activities.Activities{Hooks: h.hooks, Sender: webhook.NewSender(webhook.Policy{AllowHosts: []string{u.Hostname()}})}
+	return h
+}
+
+func (h *hookUnit) received() []activities.DeliveryPayload {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]activities.DeliveryPayload(nil), h.got...)
+}
+
+// TestUnitPrepareDeliveries: a final run gets one delivery per endpoint
+// and event ("run.<status>", or the event asked for, such as a
+// promotion), the same one when asked again; a run of another tenant or
+// one not final is refused.
+func TestUnitPrepareDeliveries(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	h := newHookUnit(t)
+	h.hooks.runs["r1"] = store.Run{ID: "r1", Tenant: "acme", Session: "s1", Status: store.RunSucceeded}
+	h.hooks.runs["live"] = store.Run{ID: "live", Tenant: "acme", Session: "s1", Status: store.RunRunning}
+
+	ids, err := h.a.PrepareDeliveries(ctx, contract.DeliveryInput{Tenant: "acme", RunID: "r1"})
+	require.NoError(t, err)
+	require.Len(t, ids, 1)
+	require.Equal(t, "run.succeeded", h.hooks.deliveries[ids[0]].EventType)
+	again, err := h.a.PrepareDeliveries(ctx, contract.DeliveryInput{Tenant: "acme", RunID: "r1"})
+	require.NoError(t, err)
+	require.Equal(t, ids, again, "asking again prepares nothing new")
+
+	promoted, err := h.a.PrepareDeliveries(ctx, contract.DeliveryInput{Tenant: "acme", RunID: "r1", Event: contract.EventPromoted})
+	require.NoError(t, err)
+	require.Len(t, promoted, 1)
+	require.NotEqual(t, ids[0], promoted[0], "a promotion is its own delivery")
+	require.Equal(t, contract.EventPromoted, h.hooks.deliveries[promoted[0]].EventType)
+
+	_, err = h.a.PrepareDeliveries(ctx, contract.DeliveryInput{Tenant: "other", RunID: "r1"})
+	require.ErrorContains(t, err, "not tenant other's")
+	_, err = h.a.PrepareDeliveries(ctx, contract.DeliveryInput{Tenant: "acme", RunID: "live"})
+	require.ErrorContains(t, err, "not final")
+}
+
+// TestUnitDeliverWebhook: a delivery is signed (the receiver verifies it)
+// and carries its event and the run's outcome; a refusal is an error for
+// Temporal to retry, recorded as an attempt; a delivered one is not sent
+// again; one to a deleted endpoint is failed without a POST.
+func TestUnitDeliverWebhook(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	h := newHookUnit(t)
+	h.hooks.runs["r1"] = store.Run{ID: "r1", Tenant: "acme", Session: "s1", EventID: "ev-1", Status: store.RunSucceeded,
+		ReplayOf: "r0", TokensBefore: 100, TokensAfter: 40}
+	ids, err := h.a.PrepareDeliveries(ctx, contract.DeliveryInput{Tenant: "acme", RunID: "r1", Event: contract.EventPromoted})
+	require.NoError(t, err)
+	h.codes = []int{http.StatusInternalServerError}
+
+	err = h.a.DeliverWebhook(ctx, ids[0])
+	require.Error(t, err, "a 500 is retried")
+	require.Empty(t, h.received())
+	require.NoError(t, h.a.DeliverWebhook(ctx, ids[0]))
+	got := h.received()
+	require.Len(t, got, 1)
+	require.Equal(t, contract.EventPromoted, got[0].Type)
+	require.Equal(t, "r1", got[0].Data.RunID)
+	require.Equal(t, "r0", got[0].Data.ReplayOf)
+	require.Equal(t, 40, got[0].Data.TokensAfter)
+	require.Len(t, h.hooks.attempts[ids[0]], 2, "both attempts are logged")
+
+	require.NoError(t, h.a.DeliverWebhook(ctx, ids[0]))
+	require.Len(t, h.received(), 1, "a delivered one is not sent again")
+
+	h.hooks.runs["r2"] = store.Run{ID: "r2", Tenant: "acme", Session: "s1", Status: store.RunFailed}
+	ids, err = h.a.PrepareDeliveries(ctx, contract.DeliveryInput{Tenant: "acme", RunID: "r2"})
+	require.NoError(t, err)
+	h.hooks.deleted["wh-1"] = true
+	require.NoError(t, h.a.DeliverWebhook(ctx, ids[0]))
+	require.Equal(t, store.DeliveryFailed, h.hooks.deliveries[ids[0]].Status)
+	require.Len(t, h.received(), 1, "nothing is sent to a deleted endpoint")
+
+	require.NoError(t, h.a.FailDelivery(ctx, ids[0], "given up"))
+	require.Equal(t, "given up", h.hooks.deliveries[ids[0]].LastError)
+}
