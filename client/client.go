@@ -155,6 +155,9 @@ type Offload struct {
 	Tokens     int       `json:"tokens"`
 	RunID      string    `json:"run_id,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
+	// DeletedAt is set on a released offload (listed with deleted=true
+	// only; Offloads lists the live ones).
+	DeletedAt *time.Time `json:"deleted_at,omitempty"`
 }
 
 // Hit is one result of a recovery search.

@@ -180,6 +180,11 @@ func TestREADME(t *testing.T) {
 
 	// The rest, as one terminal.
 	script := "set -euxo pipefail\n" + strings.ReplaceAll(strings.Join(scripts, "\n"), readmeAPIAddr, addr)
+	// The commands run outside the repository: `go run ./PKG` runs PKG
+	// built from this checkout.
+	script = goRunPattern.ReplaceAllStringFunc(script, func(m string) string {
+		return buildCommand(t, goRunPattern.FindStringSubmatch(m)[1])
+	})
 	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer scancel()
 	sh := exec.CommandContext(sctx, "bash", "-c", script)
@@ -190,6 +195,7 @@ func TestREADME(t *testing.T) {
 	require.NoError(t, sh.Run(), "the README's commands; trace:\n%s\noutput:\n%s", stderr.String(), stdout.String())
 	stack.checkAlive()
 	shown := stdout.String()
+	require.Regexp(t, `recovered [1-9][0-9]* offloads`, shown, "the offline example agent recovered its offloaded log")
 
 	// The flow did what the README says: the run succeeded, the output was
 	// fetched and names the offload, and the offload reads back as the
@@ -242,3 +248,6 @@ func readJSON(t *testing.T, path string, v any) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(data, v), "%s: %s", path, data)
 }
+
+// goRunPattern is a `go run ./PKG` in a README command.
+var goRunPattern = regexp.MustCompile(`go run \./([A-Za-z0-9_/]+)`)

@@ -156,6 +156,8 @@ class Offload(TypedDict, total=False):
     tokens: int
     run_id: str
     created_at: str
+    # When a released offload was deleted (listed with deleted=true only).
+    deleted_at: str
 
 
 class OffloadList(TypedDict, total=False):

@@ -173,6 +173,8 @@ export interface Offload {
   tokens?: number;
   run_id?: string;
   created_at?: string;
+  /** When a released offload was deleted (listed with deleted=true only). */
+  deleted_at?: string;
 }
 
 export interface OffloadList {
