@@ -46,7 +46,10 @@ func (a *apiEnv) erase(session string) apiErasure {
 func (a *apiEnv) erasureWhen(id, status string) apiErasure {
 	a.t.Helper()
 	var e apiErasure
-	deadline := time.Now().Add(2 * time.Minute)
+	// As long as a run in flight is given: under the whole suite's load,
+	// an erasure step lost with a stopped worker is retried only after
+	// its heartbeat timeout.
+	deadline := time.Now().Add(4 * time.Minute)
 	for {
 		resp, body := a.call("GET", "/v1/erasures/"+id, a.key, nil, &e)
 		if resp.StatusCode == http.StatusOK && e.Status == status {
