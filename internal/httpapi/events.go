@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ctxcompact/orchestrator/contract"
+	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
@@ -213,17 +214,19 @@ func (a *api) fromStore(ctx context.Context, run store.Run) (runResponse, error)
 	return out, nil
 }
 
-// output reads a run's compacted conversation, checking that the key is
-// the tenant's.
+// output reads a run's compacted conversation or handoff, checking that
+// the key is the tenant's (audit.Service.Verified).
 func (a *api) output(ctx context.Context, tenant, key, sha string) ([]byte, error) {
-	if err := ownKey(tenant, key); err != nil {
-		return nil, err
+	return a.auditService().Verified(ctx, tenant, key, sha)
+}
+
+// auditService is the audit service the API was given, or one over its store
+// and blob store (handlers built without one, in tests).
+func (a *api) auditService() *audit.Service {
+	if a.deps.Audit != nil {
+		return a.deps.Audit
 	}
-	data, err := a.deps.Blob.GetVerified(ctx, key, sha)
-	if err != nil {
-		return nil, fmt.Errorf("read output %s: %w", key, err)
-	}
-	return data, nil
+	return &audit.Service{Store: a.deps.Store, Blob: a.deps.Blob}
 }
 
 func (a *api) getStatus(w http.ResponseWriter, r *http.Request, tenant string) error {

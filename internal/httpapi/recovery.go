@@ -157,11 +157,7 @@ func (a *api) listOffloads(w http.ResponseWriter, r *http.Request, tenant string
 // starts past the end is a 416 naming the text's line count, which
 // X-Total-Lines carries on every answer.
 func (a *api) getOffload(w http.ResponseWriter, r *http.Request, tenant string) error {
-	svc := a.deps.Audit
-	if svc == nil {
-		svc = &audit.Service{Store: a.deps.Store, Blob: a.deps.Blob}
-	}
-	rec, err := svc.RecoverContext(r.Context(), tenant, r.PathValue("session"), r.PathValue("id"), r.URL.Query().Get("lines"))
+	rec, err := a.auditService().RecoverContext(r.Context(), tenant, r.PathValue("session"), r.PathValue("id"), r.URL.Query().Get("lines"))
 	var re *audit.RecoverError
 	if errors.As(err, &re) {
 		return recoverError(w, re)

@@ -205,8 +205,3 @@ func resultText(data []byte) (string, error) {
 	return "", fmt.Errorf("no tool result in the output")
 }
 
-// ownKey checks that an object key lies under the tenant's prefix, so that
-// a key read from a row can never reach another tenant's objects.
-func ownKey(tenant, key string) error {
-	return blob.CheckOwned(tenant, key)
-}

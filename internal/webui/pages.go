@@ -528,10 +528,7 @@ func (u *UI) handoff(w http.ResponseWriter, r *http.Request, tenant string) erro
 	if o.HandoffKey == "" {
 		return &pageError{Status: http.StatusNotFound, Message: "this run has no handoff (only a run that ends CRITICAL, over its limit or at a checkpoint makes one)"}
 	}
-	if err := blob.CheckOwned(tenant, o.HandoffKey); err != nil {
-		return fmt.Errorf("run %s handoff: %w", id, err)
-	}
-	data, err := u.deps.Audit.Blob.GetVerified(r.Context(), o.HandoffKey, o.HandoffSHA256)
+	data, err := u.deps.Audit.Verified(r.Context(), tenant, o.HandoffKey, o.HandoffSHA256)
 	if err != nil {
 		return fmt.Errorf("run %s handoff: %w", id, err)
 	}
