@@ -204,4 +204,3 @@ func resultText(data []byte) (string, error) {
 	}
 	return "", fmt.Errorf("no tool result in the output")
 }
-
