@@ -1,0 +1,146 @@
+package activities_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/contract"
+	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+// memErasures is activities.ErasureStore and RetentionStore in memory:
+// what the store would answer, and what the activities told it.
+type memErasures struct {
+	live     int
+	keys     []string
+	runs     []string
+	held     map[string]bool // keys another session of the tenant still holds
+	rows     int
+	finished []int // deleted, kept
+	sha256s  []string
+	expired  []store.ExpiredRun
+	swept    []int
+}
+
+func (m *memErasures) LiveRuns(context.Context, string, string) (int, error) { return m.live, nil }
+
+func (m *memErasures) SessionObjects(context.Context, string, string) ([]string, []string, error) {
+	return m.keys, m.runs, nil
+}
+
+func (m *memErasures) EraseSessionRows(context.Context, string, string, string) (int, error) {
+	return m.rows, nil
+}
+
+func (m *memErasures) ReleaseErasedObject(ctx context.Context, _ string, key string, del func(ctx context.Context) error) (bool, error) {
+	if m.held[key] {
+		return true, nil
+	}
+	return false, del(ctx)
+}
+
+func (m *memErasures) FinishErasure(_ context.Context, _ string, deleted, kept int, sha256s []string) error {
+	m.finished, m.sha256s = []int{deleted, kept}, sha256s
+	return nil
+}
+
+func (m *memErasures) ExpiredRuns(context.Context, int) ([]store.ExpiredRun, error) {
+	return m.expired, nil
+}
+
+func (m *memErasures) RunObjects(context.Context, string, []string) ([]string, error) {
+	return m.keys, nil
+}
+
+func (m *memErasures) EraseExpiredRuns(_ context.Context, _ string, runIDs []string) ([]string, error) {
+	return runIDs[:1], nil
+}
+
+func (m *memErasures) RecordSweepObjects(_ context.Context, _ string, deleted, kept int) error {
+	m.swept = []int{deleted, kept}
+	return nil
+}
+
+// TestUnitEraseSession: the erasure's steps pass the store's answers on;
+// its objects go (every run's intermediates, each key no other session
+// holds, its digest recorded) and a key another session holds stays; a
+// key that is not the tenant's stops the step for good, deleting nothing
+// of it.
+func TestUnitEraseSession(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	u := newUnit(t)
+	er := &memErasures{live: 2, rows: 7, held: map[string]bool{}}
+	u.a.Erasures = er
+	in := contract.EraseInput{ErasureID: "erase_1", Tenant: "acme", Session: "s1"}
+
+	live, err := u.a.CountLiveRuns(ctx, in)
+	require.NoError(t, err)
+	require.Equal(t, 2, live)
+
+	inter, err := u.blob.PutRunContentString(ctx, "acme", u.run.ID, blob.KindWork, "an intermediate")
+	require.NoError(t, err)
+	gone := u.put(blob.KindArchive, "the session's original")
+	shared := u.put(blob.KindOffload, "bytes another session holds")
+	er.keys, er.runs, er.held[shared] = []string{gone, shared}, []string{u.run.ID}, true
+
+	objs, err := u.a.CollectSessionObjects(ctx, in)
+	require.NoError(t, err)
+	require.Equal(t, activities.SessionObjects{Keys: er.keys, Runs: er.runs}, objs)
+	rows, err := u.a.EraseSessionRows(ctx, in)
+	require.NoError(t, err)
+	require.Equal(t, 7, rows)
+
+	res, err := u.a.EraseSessionObjects(ctx, activities.EraseObjectsInput{Erase: in, Objects: objs})
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Deleted, "the intermediate and the original")
+	require.Equal(t, 1, res.Kept)
+	_, _, sha, err := blob.ParseContentKey(gone)
+	require.NoError(t, err)
+	require.Equal(t, []string{sha}, res.SHA256)
+	require.False(t, u.blob.has(inter.Key))
+	require.False(t, u.blob.has(gone))
+	require.True(t, u.blob.has(shared), "bytes another session holds stay")
+
+	require.NoError(t, u.a.FinishErasure(ctx, activities.FinishErasureInput{Erase: in, Objects: res}))
+	require.Equal(t, []int{2, 1}, er.finished)
+	require.Equal(t, res.SHA256, er.sha256s)
+
+	foreign, err := u.blob.PutContentString(ctx, "other", blob.KindArchive, "another tenant's")
+	require.NoError(t, err)
+	_, err = u.a.EraseSessionObjects(ctx, activities.EraseObjectsInput{Erase: in, Objects: activities.SessionObjects{Keys: []string{foreign.Key}}})
+	var app *temporal.ApplicationError
+	require.True(t, errors.As(err, &app) && app.NonRetryable(), "another tenant's key is bad input, not retried: %v", err)
+	require.True(t, u.blob.has(foreign.Key), "another tenant's object is never deleted")
+}
+
+// TestUnitRetentionSweep: expired runs are grouped by tenant in the order
+// found; a batch's objects are its rows' keys and its runs' prefixes; the
+// rows erased are the store's answer; the sweep records what went.
+func TestUnitRetentionSweep(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	u := newUnit(t)
+	er := &memErasures{expired: []store.ExpiredRun{{Tenant: "acme", RunID: "r1"}, {Tenant: "other", RunID: "r2"}, {Tenant: "acme", RunID: "r3"}},
+		keys: []string{"tenants/acme/output/ab/ab"}}
+	u.a.Retention = er
+
+	batches, err := u.a.ListExpiredRuns(ctx, activities.ExpiredRunsInput{Limit: 10})
+	require.NoError(t, err)
+	require.Equal(t, []activities.ExpiredBatch{{Tenant: "acme", Runs: []string{"r1", "r3"}}, {Tenant: "other", Runs: []string{"r2"}}}, batches)
+	objs, err := u.a.CollectRunObjects(ctx, batches[0])
+	require.NoError(t, err)
+	require.Equal(t, activities.SessionObjects{Keys: er.keys, Runs: []string{"r1", "r3"}}, objs)
+	erased, err := u.a.EraseExpiredRuns(ctx, batches[0])
+	require.NoError(t, err)
+	require.Equal(t, []string{"r1"}, erased, "the runs the store deleted, not the ones asked")
+	require.NoError(t, u.a.RecordSweepObjects(ctx, activities.FinishErasureInput{Erase: contract.EraseInput{Tenant: "acme"},
+		Objects: activities.EraseObjectsResult{Deleted: 3, Kept: 1}}))
+	require.Equal(t, []int{3, 1}, er.swept)
+}
