@@ -54,10 +54,21 @@ func blobErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	if blob.IsRetryable(err) {
+	if blob.IsRetryable(err) || interrupted(err) {
 		return temporal.NewApplicationErrorWithCause(err.Error(), ErrUnavailable, err)
 	}
 	return temporal.NewNonRetryableApplicationError(err.Error(), ErrDependency, err)
+}
+
+// interrupted reports a call cut short by the activity's own context:
+// its worker shutting down (a rolling deploy stops workers gracefully,
+// which cancels the steps in flight) or its timeout. The store and S3
+// treat a canceled call as the caller giving up, not to be retried; for
+// a step the caller is Temporal, which must run it again, here or on
+// another worker. Stopping it for good would fail the run, or leave an
+// erasure unfinished, because a worker restarted.
+func interrupted(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // storeErr keeps retryable Postgres errors retryable and stops the others.
@@ -65,7 +76,7 @@ func storeErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	if store.IsRetryable(err) {
+	if store.IsRetryable(err) || interrupted(err) {
 		return temporal.NewApplicationErrorWithCause(err.Error(), ErrUnavailable, err)
 	}
 	if errors.Is(err, store.ErrNotFound) {

@@ -37,6 +37,11 @@ func TestClassify(t *testing.T) {
 		{"config stays config", config(errors.New("unknown stage")), ErrConfig, false},
 		{"wrapped retryable keeps its class outside", fmt.Errorf("read input: %w", blobErr(context.DeadlineExceeded)), ErrUnavailable, true},
 		{"wrapped bad input keeps its class outside", fmt.Errorf("read input: %w", badInput(errors.New("not ours"))), ErrBadInput, false},
+		// A worker stopping gracefully cancels the steps in flight: the
+		// step runs again, it does not fail the run.
+		{"Postgres call canceled by a worker stop retries", storeErr(fmt.Errorf("count live runs: %w", context.Canceled)), ErrUnavailable, true},
+		{"S3 call canceled by a worker stop retries", blobErr(fmt.Errorf("read x: %w", context.Canceled)), ErrUnavailable, true},
+		{"Postgres not found still stops", storeErr(fmt.Errorf("read run: %w", store.ErrNotFound)), ErrBadInput, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

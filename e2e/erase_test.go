@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/conversation/convtest"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
@@ -55,7 +57,9 @@ func (a *apiEnv) erasureWhen(id, status string) apiErasure {
 		if resp.StatusCode == http.StatusOK && e.Status == status {
 			return e
 		}
-		require.True(a.t, time.Now().Before(deadline), "erasure %s: %d %s", id, resp.StatusCode, body)
+		if time.Now().After(deadline) {
+			a.t.Fatalf("erasure %s: %d %s\n%s", id, resp.StatusCode, body, a.describeWorkflow(contract.EraseWorkflowID(id)))
+		}
 		time.Sleep(200 * time.Millisecond)
 	}
 }
@@ -299,4 +303,36 @@ func TestEraseSurvivesAServerKill(t *testing.T) {
 	keys, err := objects.List(context.Background(), "tenants/kill/")
 	require.NoError(t, err)
 	require.Empty(t, keys)
+}
+
+// describeWorkflow says where a workflow stands, for a failure message:
+// its status, pending activities with their attempts and last failures,
+// and its last events.
+func (a *apiEnv) describeWorkflow(id string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d, err := a.env.client.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return "describe " + id + ": " + err.Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "workflow %s: %s\n", id, d.GetWorkflowExecutionInfo().GetStatus())
+	for _, pa := range d.GetPendingActivities() {
+		fmt.Fprintf(&b, "  pending %s: %s attempt %d, last failure %q\n", pa.GetActivityType().GetName(), pa.GetState(),
+			pa.GetAttempt(), pa.GetLastFailure().GetMessage())
+	}
+	it := a.env.client.GetWorkflowHistory(ctx, id, "", false, 0)
+	var events []string
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			break
+		}
+		events = append(events, ev.GetEventType().String())
+	}
+	if len(events) > 30 {
+		events = events[len(events)-30:]
+	}
+	fmt.Fprintf(&b, "  last events: %s\n", strings.Join(events, ", "))
+	return b.String()
 }
