@@ -94,6 +94,9 @@ type DeliveryData struct {
 	ReplayOf string `json:"replay_of,omitempty"`
 }
 
+// recordAttemptTimeout bounds the logging of an attempt already made.
+const recordAttemptTimeout = 10 * time.Second
+
 // DeliverWebhook sends delivery id once: an endpoint that does not accept
 // it is a retryable error, so that Temporal retries it with backoff (see
 // the workflow's policy); an endpoint deleted since, or a delivery done
@@ -129,7 +132,12 @@ func (a *Activities) DeliverWebhook(ctx context.Context, id string) error {
 	}
 	att := a.Sender.Send(ctx, w.URL, d.ID, secrets, body, now)
 	rec := store.DeliveryAttempt{Code: att.Code, Error: att.Err, ResponsePrefix: att.Prefix, Duration: att.Duration}
-	if err := a.Hooks.RecordAttempt(ctx, id, rec, att.Accepted()); err != nil {
+	// The attempt was made: it is logged even when the worker is stopping
+	// and has canceled ctx meanwhile, so that the delivery log shows
+	// every POST the receiver saw.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordAttemptTimeout)
+	defer cancel()
+	if err := a.Hooks.RecordAttempt(rctx, id, rec, att.Accepted()); err != nil {
 		return storeErr(err)
 	}
 	if !att.Accepted() {

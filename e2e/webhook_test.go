@@ -261,7 +261,10 @@ func TestWebhookDeliverySurvivesAWorkerRestart(t *testing.T) {
 	time.Sleep(3 * time.Second) // past the retry's first backoff: the attempt waits for a worker
 	a.startWorker()
 	ds := a.deliveriesWhen(runID, delivered)
-	require.Equal(t, 3, ds[0].Attempts)
+	// Two refusals, then the acceptance. Under load the stop may cut an
+	// attempt short instead of catching the retry in its backoff; that
+	// attempt is logged too, so there may be one more.
+	require.GreaterOrEqual(t, ds[0].Attempts, 3)
 	accepted := 0
 	for _, l := range r.waitSeen(3) {
 		require.True(t, l.Verified, l.Error)
