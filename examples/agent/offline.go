@@ -154,37 +154,13 @@ func (m *ScriptedModel) URL() string { return m.url }
 // Close stops the server.
 func (m *ScriptedModel) Close() error { return m.srv.Close() }
 
-// scriptedRequest is the part of a Chat Completions request the script
-// reads.
-type scriptedRequest struct {
-	Model    string `json:"model"`
-	Stream   bool   `json:"stream"`
-	Messages []struct {
-		Role       string          `json:"role"`
-		Content    json.RawMessage `json:"content"`
-		ToolCallID string          `json:"tool_call_id"`
-		ToolCalls  []struct {
-			ID       string `json:"id"`
-			Function struct {
-				Name      string `json:"name"`
-				Arguments string `json:"arguments"`
-			} `json:"function"`
-		} `json:"tool_calls"`
-	} `json:"messages"`
-	Tools []struct {
-		Function struct {
-			Name string `json:"name"`
-		} `json:"function"`
-	} `json:"tools"`
-}
-
 // referenceID finds the offload references of a compacted conversation
 // (internal/compress.Reference writes them).
 var referenceID = regexp.MustCompile(`recover_context tool, id: ([A-Za-z0-9._-]+)`)
 
 func (m *ScriptedModel) handle(w http.ResponseWriter, r *http.Request) {
 	reqID := fmt.Sprintf("req_%06d", m.seq.Add(1))
-	var req scriptedRequest
+	var req openai.ChatCompletionRequest
 	body, err := io.ReadAll(r.Body)
 	if err == nil {
 		err = json.Unmarshal(body, &req)
@@ -226,10 +202,12 @@ func (m *ScriptedModel) handle(w http.ResponseWriter, r *http.Request) {
 
 // script decides the next move from the conversation: a tool call (call,
 // its JSON arguments) or an answer.
-func script(req scriptedRequest) (call, args, answer string, err error) {
+func script(req openai.ChatCompletionRequest) (call, args, answer string, err error) {
 	offered := map[string]bool{}
 	for _, t := range req.Tools {
-		offered[t.Function.Name] = true
+		if t.Function != nil {
+			offered[t.Function.Name] = true
+		}
 	}
 	asked := map[string]bool{}     // offload ids recover_context was called with
 	results := map[string]string{} // tool results by call id
@@ -237,7 +215,7 @@ func script(req scriptedRequest) (call, args, answer string, err error) {
 	var named []string
 	toolResults := 0
 	for _, msg := range req.Messages {
-		text := contentText(msg.Content)
+		text := contentText(msg)
 		for _, sub := range referenceID.FindAllStringSubmatch(text, -1) {
 			named = append(named, sub[1])
 		}
@@ -279,21 +257,15 @@ func script(req scriptedRequest) (call, args, answer string, err error) {
 	return "", "", "The test log was never offloaded, so there was nothing to recover: the preset kept it in the context.", nil
 }
 
-// contentText flattens a message content: a string, or the text parts of a
-// list of parts.
-func contentText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
+// contentText flattens a message content: a string, or the text parts of
+// a list (go-openai decodes either).
+func contentText(msg openai.ChatCompletionMessage) string {
+	if len(msg.MultiContent) == 0 {
+		return msg.Content
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	_ = json.Unmarshal(raw, &parts)
 	var b strings.Builder
-	for _, p := range parts {
-		if p.Type == "text" {
+	for _, p := range msg.MultiContent {
+		if p.Type == openai.ChatMessagePartTypeText {
 			b.WriteString(p.Text)
 		}
 	}
