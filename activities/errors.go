@@ -60,15 +60,16 @@ func blobErr(err error) error {
 	return temporal.NewNonRetryableApplicationError(err.Error(), ErrDependency, err)
 }
 
-// interrupted reports a call cut short by the activity's own context:
-// its worker shutting down (a rolling deploy stops workers gracefully,
-// which cancels the steps in flight) or its timeout. The store and S3
-// treat a canceled call as the caller giving up, not to be retried; for
-// a step the caller is Temporal, which must run it again, here or on
+// interrupted reports a call cut short by the activity's own context
+// being canceled: its worker shutting down (a rolling deploy stops
+// workers gracefully, which cancels the steps in flight). The store and
+// S3 treat a canceled call as the caller giving up, not to be retried;
+// for a step the caller is Temporal, which must run it again, here or on
 // another worker. Stopping it for good would fail the run, or leave an
-// erasure unfinished, because a worker restarted.
+// erasure unfinished, because a worker restarted. (A deadline is already
+// retryable for both stores.)
 func interrupted(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	return errors.Is(err, context.Canceled)
 }
 
 // storeErr keeps retryable Postgres errors retryable and stops the others.
