@@ -64,3 +64,20 @@ func workflowCost(ctx context.Context, c client.Client, id string) (historyCost,
 	}
 	return costOf(h), nil
 }
+
+// meanCost is the mean history events and billable actions of the
+// workflows ids; zeros for none.
+func meanCost(ctx context.Context, c client.Client, ids []string) (events, actions float64, err error) {
+	if len(ids) == 0 {
+		return 0, 0, nil
+	}
+	var e, a int
+	for _, id := range ids {
+		cost, err := workflowCost(ctx, c, id)
+		if err != nil {
+			return 0, 0, err
+		}
+		e, a = e+cost.events, a+cost.actions
+	}
+	return float64(e) / float64(len(ids)), float64(a) / float64(len(ids)), nil
+}

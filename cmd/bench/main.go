@@ -120,6 +120,7 @@ func run() error {
 	sessions := flag.Int("sessions", 0, "concurrent sessions of the load (4.); 0 keeps the default")
 	flag.BoolVar(&verbose, "v", false, "print progress details to stderr")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole bench process to this file (use with -only)")
+	flag.StringVar(&windowProfiles, "window-profiles", "", "write the CPU profile of each profiled window of the ceiling (1.) to this folder, named by kind and window")
 	flag.Parse()
 
 	if *cpuProfile != "" {

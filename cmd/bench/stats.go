@@ -180,3 +180,7 @@ func forEach(n, width int, fn func(i int)) {
 	}
 	wg.Wait()
 }
+
+// windowProfiles is the folder the ceiling's window profiles go to
+// (-window-profiles); empty writes none.
+var windowProfiles string
