@@ -70,8 +70,8 @@ func contentKeySHA(key string) (string, bool) {
 		// ContentKey validates tenant, kind and sha and rebuilds the
 		// fan-out segment, so equality proves key is exactly a content key.
 		return parts[4], ContentKey(parts[1], parts[2], parts[4]) == key
-	case len(parts) == 7 && parts[2] == "runs":
-		return parts[6], RunContentKey(parts[1], parts[3], parts[4], parts[6]) == key
+	case len(parts) == 6 && parts[2] == "runs":
+		return parts[5], RunContentKey(parts[1], parts[3], parts[4], parts[5]) == key
 	}
 	return "", false
 }

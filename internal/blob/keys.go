@@ -100,13 +100,15 @@ func ContentKey(tenant, kind, sha256hex string) string {
 }
 
 // RunContentKey is the key of an intermediate object of run runID:
-// tenants/{tenant}/runs/{run}/{kind}/{sha[:2]}/{sha}. "" when a part is
-// invalid.
+// tenants/{tenant}/runs/{run}/{kind}/{sha}. "" when a part is invalid.
+// A run holds a handful of intermediates, so its prefix needs no fan-out;
+// without one, an S3 server over a file system (versitygw, MinIO) makes
+// and removes one folder less per object.
 func RunContentKey(tenant, runID, kind, sha256hex string) string {
 	if ValidateTenant(tenant) != nil || ValidateRunID(runID) != nil || ValidateKind(kind) != nil || ValidateSHA256(sha256hex) != nil {
 		return ""
 	}
-	return "tenants/" + tenant + "/runs/" + runID + "/" + kind + "/" + sha256hex[:2] + "/" + sha256hex
+	return "tenants/" + tenant + "/runs/" + runID + "/" + kind + "/" + sha256hex
 }
 
 // RunPrefix is the prefix of run runID's intermediate objects, ending in
@@ -146,17 +148,21 @@ func TenantPrefix(tenant string) (string, error) {
 
 // ParseContentKey splits a key of exactly ContentKey's grammar,
 // tenants/{tenant}/{kind}/{sha[:2]}/{sha}, or RunContentKey's,
-// tenants/{tenant}/runs/{run}/{kind}/{sha[:2]}/{sha}, and reports why any other key
+// tenants/{tenant}/runs/{run}/{kind}/{sha}, and reports why any other key
 // is not one: a key that came from a caller or from inside a conversation
 // is never trusted as a path ("tenants/a/../b/…" is refused, not cleaned).
 func ParseContentKey(key string) (tenant, kind, sha string, err error) {
 	parts := strings.Split(key, "/")
-	if len(parts) == 7 && parts[0] == "tenants" && parts[2] == "runs" {
-		// A run's intermediate (RunContentKey).
+	if len(parts) == 6 && parts[0] == "tenants" && parts[2] == "runs" {
+		// A run's intermediate (RunContentKey): checked as a content key
+		// with the fan-out its digest would have.
 		if err := ValidateRunID(parts[3]); err != nil {
 			return "", "", "", fmt.Errorf("key %.120q: %w", key, err)
 		}
-		parts = []string{parts[0], parts[1], parts[4], parts[5], parts[6]}
+		if err := ValidateSHA256(parts[5]); err != nil {
+			return "", "", "", fmt.Errorf("key %.120q: %w", key, err)
+		}
+		parts = []string{parts[0], parts[1], parts[4], parts[5][:2], parts[5]}
 	}
 	if len(parts) != 5 || parts[0] != "tenants" {
 		return "", "", "", fmt.Errorf("key %.120q: not a content key (tenants/<tenant>/<kind>/<sha[:2]>/<sha256>)", key)

@@ -108,7 +108,7 @@ func TestRunContentKey(t *testing.T) {
 	t.Parallel()
 	sha := blob.SHA256Hex([]byte("x"))
 	key := blob.RunContentKey("acme", "run-1", blob.KindWork, sha)
-	require.Equal(t, "tenants/acme/runs/run-1/work/"+sha[:2]+"/"+sha, key)
+	require.Equal(t, "tenants/acme/runs/run-1/work/"+sha, key)
 	tenant, kind, got, err := blob.ParseContentKey(key)
 	require.NoError(t, err)
 	require.Equal(t, []string{"acme", blob.KindWork, sha}, []string{tenant, kind, got})
@@ -125,9 +125,13 @@ func TestRunContentKey(t *testing.T) {
 		require.Error(t, err, "%q", id)
 	}
 	for _, bad := range []string{
-		"tenants/acme/runs/../work/" + sha[:2] + "/" + sha,
+		"tenants/acme/runs/../work/" + sha,
 		"tenants/acme/runs/run-1/work/zz/" + sha,
+		"tenants/acme/runs/run-1/work/" + sha[:2] + "/" + sha,
 		"tenants/acme/runs/run-1/work/" + sha[:2],
+		"tenants/acme/runs/run-1/work/" + strings.ToUpper(sha),
+		"tenants/acme/runs/run-1/bad_kind/" + sha,
+		"tenants/ac me/runs/run-1/work/" + sha,
 	} {
 		_, _, _, err := blob.ParseContentKey(bad)
 		require.Error(t, err, "%q", bad)
