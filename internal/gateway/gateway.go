@@ -162,13 +162,6 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	if err != nil {
 		return Submitted{}, fmt.Errorf("encode resolved preset: %w", err)
 	}
-	// Nothing new lands in a session that is being erased.
-	if erasing, err := g.Store.Erasing(ctx, ev.Tenant, ev.Session); err != nil || erasing {
-		if err == nil {
-			err = ErrSessionErasing
-		}
-		return Submitted{}, err
-	}
 	// Everything is validated: only now is anything stored.
 	ref, stored, err := g.storeOriginal(ctx, ev, data)
 	if err != nil {
@@ -193,6 +186,10 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 		g.discardOriginal(ctx, ev.Tenant, ref.Key)
 	}
 	if err != nil || sub.Conflict {
+		if errors.Is(err, store.ErrSessionErasing) {
+			// Nothing new lands in a session that is being erased.
+			return Submitted{}, ErrSessionErasing
+		}
 		if err != nil {
 			return Submitted{}, fmt.Errorf("submit run: %w", err)
 		}

@@ -77,16 +77,14 @@ func (s *Store) StartErasure(ctx context.Context, tenant, session, requestedBy s
 	return e, false, nil
 }
 
-// Erasing reports whether tenant's session has an erasure under way.
-func (s *Store) Erasing(ctx context.Context, tenant, session string) (bool, error) {
-	var ok bool
-	err := s.pool.QueryRow(ctx, `select exists (select 1 from session_erasures
-		where tenant_id = $1 and session_id = $2 and finished_at is null)`, tenant, session).Scan(&ok)
-	if err != nil {
-		return false, fmt.Errorf("look up erasure of session %s: %w", session, err)
-	}
-	return ok, nil
-}
+// ErrSessionErasing refuses an event for a session whose erasure is under
+// way (SubmitRun).
+var ErrSessionErasing = errors.New("the session is being erased")
+
+// erasingSQL reports whether tenant's ($1) session ($2) has an erasure
+// under way.
+const erasingSQL = `select exists (select 1 from session_erasures
+	where tenant_id = $1 and session_id = $2 and finished_at is null)`
 
 // GetErasure returns tenant's erasure id (ErrNotFound for another
 // tenant's).

@@ -45,6 +45,10 @@ func (s *Store) SubmitRun(ctx context.Context, r Run, bodySHA256 string, restore
 		// round trip; a discarded original is written again before the
 		// transaction commits, under the lock the first statement took.
 		b := &pgx.Batch{}
+		// Nothing new lands in a session that is being erased; checked in
+		// the claim's own round trip.
+		erasing := false
+		b.Queue(erasingSQL, r.Tenant, r.Session).QueryRow(func(row pgx.Row) error { return row.Scan(&erasing) })
 		discarded := false
 		if r.InputKey != "" {
 			b.Queue(inputLockSharedSQL+`, coalesce((select discarded from input_discards where key = $1), false)`,
@@ -58,6 +62,9 @@ func (s *Store) SubmitRun(ctx context.Context, r Run, bodySHA256 string, restore
 		})
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("lock original and claim: %w", err)
+		}
+		if erasing {
+			return ErrSessionErasing // rolls the claim back
 		}
 		if discarded {
 			if err := restoreInput(ctx, tx, r.InputKey, restore); err != nil {

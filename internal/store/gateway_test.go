@@ -90,3 +90,36 @@ func TestAPIKeys(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok, "revoked key")
 }
+
+// TestSubmitRunRefusesASessionBeingErased: while a session's erasure is
+// under way, its events are refused in the claim itself and leave no
+// event or run row; other sessions and, once the erasure finished, the
+// session itself take events again.
+func TestSubmitRunRefusesASessionBeingErased(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	submit := func(session, event string) error {
+		run := store.Run{ID: "run-" + session + "-" + event, Tenant: "acme", Session: session, EventID: event}
+		_, err := s.SubmitRun(ctx, run, "sha-"+event, nil)
+		return err
+	}
+	require.NoError(t, submit("s1", "ev-0"))
+	_, err := s.SubmitRun(ctx, store.Run{ID: "run-beta-s3", Tenant: "beta", Session: "s3", EventID: "ev-0"}, "sha-0", nil)
+	require.NoError(t, err)
+	e, _, err := s.StartErasure(ctx, "acme", "s1", "test")
+	require.NoError(t, err)
+	_, _, err = s.StartErasure(ctx, "beta", "s3", "test")
+	require.NoError(t, err)
+
+	require.ErrorIs(t, submit("s1", "ev-1"), store.ErrSessionErasing)
+	var events, runs int
+	require.NoError(t, s.Pool().QueryRow(ctx, "select (select count(*) from events), (select count(*) from runs)").Scan(&events, &runs))
+	require.Equal(t, [2]int{2, 2}, [2]int{events, runs}, "a refused claim leaves nothing")
+
+	require.NoError(t, submit("s2", "ev-2"), "another session of the tenant")
+	require.NoError(t, submit("s3", "ev-3"), "another tenant's erasure of a session with the same name")
+
+	require.NoError(t, s.FinishErasure(ctx, e.ID, 0, 0, nil))
+	require.NoError(t, submit("s1", "ev-1"), "the erasure finished")
+}
