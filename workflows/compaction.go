@@ -137,28 +137,8 @@ func compaction(ctx workflow.Context, in contract.CompactionInput, notify *bool)
 		early = startHandoffSummary(ctx, run, preset, archive, in.InputKey)
 	}
 	if !plan.Skip {
-		if err := runPasses(ctx, run, preset, plan, archive, &commit, &res); err != nil {
+		if err := compact(ctx, run, preset, plan, archive, &commit, &res); err != nil {
 			return res, err
-		}
-		// res.TokensAfter holds the last size the passes measured; the
-		// ladder runs only above its goal.
-		budget := planpkg.Budget{Limit: plan.ContextLimit}
-		goal := planpkg.LadderGoal(preset, budget)
-		if preset.Budget.Enabled && res.TokensAfter > goal {
-			if err := budgetLadder(ctx, run, preset, plan, archive, &commit, &res); err != nil {
-				return res, err
-			}
-		}
-		// A run that fits but would end RED or above offloads what it
-		// still can without touching the recent turns' structure.
-		if planpkg.NeedsRelief(preset, budget, res.TokensAfter) {
-			var fit activities.FitResult
-			err := runStep(ctx, a.FitBudget, activities.FitInput{Run: run, WorkKey: commit.WorkKey, Stage: activities.FitRelieve, ArchiveKey: archive.Key}).Get(ctx, &fit)
-			if err != nil {
-				return res, fmt.Errorf("budget %s: %w", activities.FitRelieve, err)
-			}
-			commit.WorkKey, res.TokensAfter = fit.WorkKey, fit.Tokens
-			commit.Passes = append(commit.Passes, fit.Pass)
 		}
 	} else {
 		logger.Info("nothing to do", "run", run.ID, "reason", plan.Reason)
@@ -177,6 +157,38 @@ func compaction(ctx workflow.Context, in contract.CompactionInput, notify *bool)
 	// workflow's result and every later answer are the same.
 	*notify = out.Notify
 	return out.Outcome, nil
+}
+
+// compact runs the preset's passes, then the budget ladder while the
+// output is over the ladder's goal, then the relief of a run that fits
+// but would end RED or above.
+func compact(ctx workflow.Context, run contract.Run, preset policy.Preset, plan activities.PlanResult,
+	archive activities.ArchiveResult, commit *activities.CommitInput, res *contract.Outcome) error {
+	var a *activities.Activities
+	if err := runPasses(ctx, run, preset, plan, archive, commit, res); err != nil {
+		return err
+	}
+	// res.TokensAfter holds the last size the passes measured; the
+	// ladder runs only above its goal.
+	budget := planpkg.Budget{Limit: plan.ContextLimit}
+	goal := planpkg.LadderGoal(preset, budget)
+	if preset.Budget.Enabled && res.TokensAfter > goal {
+		if err := budgetLadder(ctx, run, preset, plan, archive, commit, res); err != nil {
+			return err
+		}
+	}
+	// A run that fits but would end RED or above offloads what it still
+	// can without touching the recent turns' structure.
+	if planpkg.NeedsRelief(preset, budget, res.TokensAfter) {
+		var fit activities.FitResult
+		err := runStep(ctx, a.FitBudget, activities.FitInput{Run: run, WorkKey: commit.WorkKey, Stage: activities.FitRelieve, ArchiveKey: archive.Key}).Get(ctx, &fit)
+		if err != nil {
+			return fmt.Errorf("budget %s: %w", activities.FitRelieve, err)
+		}
+		commit.WorkKey, res.TokensAfter = fit.WorkKey, fit.Tokens
+		commit.Passes = append(commit.Passes, fit.Pass)
+	}
+	return nil
 }
 
 // budgetLadder closes a run whose output is still over the ladder's goal
@@ -563,31 +575,8 @@ func replacement(run contract.Run, step string, sum activities.SummarizeResult, 
 // (the least aggressive result that keeps it).
 func driftGate(ctx workflow.Context, run contract.Run, preset policy.Preset, step, sourceKey, summaryKey, archiveKey string,
 	deterministic *activities.FallbackInput) (string, string, error) {
-	var a *activities.Activities
-	judge, _ := ctx.Value(judgeKey{}).(bool)
-	check := func(pass int, key string) (activities.DriftResult, error) {
-		var d activities.DriftResult
-		verdictKey := ""
-		if judge && archiveKey != "" {
-			// A history summary (the only drift gate with an archive): the
-			// LLM judge's verdict first; if the call fails the
-			// deterministic checks decide.
-			v, err := summarizeOrFallback(ctx, activities.SummarizeInput{
-				Run: run, Step: fmt.Sprintf("%s/judge/%d", step, pass), Prompt: "judge", SourceKey: sourceKey,
-				ContextKey: key, TargetTokens: judgeTokens,
-			}, preset.History.Attempts, "")
-			if err == nil {
-				verdictKey = v.Key
-			}
-		}
-		err := runStep(ctx, a.CheckDrift, activities.DriftInput{Run: run, Step: fmt.Sprintf("%s/drift/%d", step, pass), Pass: pass,
-			SourceKey: sourceKey, SummaryKey: key, JudgeKey: verdictKey}).Get(ctx, &d)
-		if err != nil {
-			return d, fmt.Errorf("drift check: %w", err)
-		}
-		return d, nil
-	}
-	d, err := check(0, summaryKey)
+	g := gate{run: run, preset: preset, step: step, sourceKey: sourceKey, archiveKey: archiveKey}
+	d, err := g.check(ctx, 0, summaryKey)
 	if err != nil || d.Passed {
 		return summaryKey, "passed", err
 	}
@@ -600,7 +589,7 @@ func driftGate(ctx workflow.Context, run contract.Run, preset policy.Preset, ste
 			workflow.GetLogger(ctx).Warn("repair pass failed", "run", run.ID, "error", rerr)
 			break
 		}
-		nd, err := check(pass, repaired.Key)
+		nd, err := g.check(ctx, pass, repaired.Key)
 		if err != nil {
 			return "", "", err
 		}
@@ -611,13 +600,54 @@ func driftGate(ctx workflow.Context, run contract.Run, preset policy.Preset, ste
 			summaryKey, d = repaired.Key, nd
 		}
 	}
+	return g.lastResort(ctx, summaryKey, d, deterministic)
+}
+
+// gate is what each check of one summary's drift gate needs.
+type gate struct {
+	run                         contract.Run
+	preset                      policy.Preset
+	step, sourceKey, archiveKey string
+}
+
+// check runs the drift check of pass on the summary at key. For a history
+// summary (the only drift gate with an archive) with the LLM judge on, the
+// judge's verdict comes first; if its call fails the deterministic checks
+// decide.
+func (g gate) check(ctx workflow.Context, pass int, key string) (activities.DriftResult, error) {
+	var a *activities.Activities
+	var d activities.DriftResult
+	verdictKey := ""
+	if judge, _ := ctx.Value(judgeKey{}).(bool); judge && g.archiveKey != "" {
+		v, err := summarizeOrFallback(ctx, activities.SummarizeInput{
+			Run: g.run, Step: fmt.Sprintf("%s/judge/%d", g.step, pass), Prompt: "judge", SourceKey: g.sourceKey,
+			ContextKey: key, TargetTokens: judgeTokens,
+		}, g.preset.History.Attempts, "")
+		if err == nil {
+			verdictKey = v.Key
+		}
+	}
+	err := runStep(ctx, a.CheckDrift, activities.DriftInput{Run: g.run, Step: fmt.Sprintf("%s/drift/%d", g.step, pass), Pass: pass,
+		SourceKey: g.sourceKey, SummaryKey: key, JudgeKey: verdictKey}).Get(ctx, &d)
+	if err != nil {
+		return d, fmt.Errorf("drift check: %w", err)
+	}
+	return d, nil
+}
+
+// lastResort ends the gate of a summary that failed its repairs: the
+// deterministic replacement when there is one, checked again, and then
+// what is still missing appended.
+func (g gate) lastResort(ctx workflow.Context, summaryKey string, d activities.DriftResult,
+	deterministic *activities.FallbackInput) (string, string, error) {
+	var a *activities.Activities
 	verdict := "patched"
 	if deterministic != nil {
 		var fb activities.SummarizeResult
 		if err := runStep(ctx, a.Fallback, *deterministic).Get(ctx, &fb); err != nil {
 			return "", "", fmt.Errorf("deterministic summary: %w", err)
 		}
-		nd, err := check(preset.Drift.RepairPasses+1, fb.Key)
+		nd, err := g.check(ctx, g.preset.Drift.RepairPasses+1, fb.Key)
 		if err != nil {
 			return "", "", err
 		}
@@ -627,7 +657,7 @@ func driftGate(ctx workflow.Context, run contract.Run, preset policy.Preset, ste
 		summaryKey, d, verdict = fb.Key, nd, "replaced+patched"
 	}
 	var patched activities.SummarizeResult
-	if err := runStep(ctx, a.Patch, activities.PatchInput{Run: run, Step: step + "/patch", SummaryKey: summaryKey, MissingKey: d.MissingKey}).Get(ctx, &patched); err != nil {
+	if err := runStep(ctx, a.Patch, activities.PatchInput{Run: g.run, Step: g.step + "/patch", SummaryKey: summaryKey, MissingKey: d.MissingKey}).Get(ctx, &patched); err != nil {
 		return "", "", fmt.Errorf("patch summary: %w", err)
 	}
 	return patched.Key, verdict, nil

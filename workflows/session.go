@@ -50,11 +50,7 @@ func Session(ctx workflow.Context, in contract.SessionInput) error {
 		queue = append(queue, ev)
 	}
 	if err := workflow.SetQueryHandler(ctx, contract.QueueQuery, func() ([]string, error) {
-		ids := make([]string, len(queue))
-		for i, ev := range queue {
-			ids[i] = ev.Run.ID
-		}
-		return ids, nil
+		return queuedRuns(queue), nil
 	}); err != nil {
 		return err
 	}
@@ -85,27 +81,7 @@ func Session(ctx workflow.Context, in contract.SessionInput) error {
 		ev := queue[0]
 		queue = queue[1:]
 		seen = append(seen, ev.Run.EventID)
-		childOpts := workflow.ChildWorkflowOptions{
-			WorkflowID:            ev.Run.ID,
-			WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-			ParentClosePolicy:     enums.PARENT_CLOSE_POLICY_ABANDON,
-			// A run never hangs: past this it times out, and the
-			// reconciler marks its row failed (gateway.Reconcile).
-			WorkflowExecutionTimeout: RunTimeout,
-		}
-		if ev.Visibility {
-			childOpts.TypedSearchAttributes = runSearchAttributes(ev)
-		}
-		cctx := workflow.WithChildOptions(ctx, childOpts)
-		err := workflow.ExecuteChildWorkflow(cctx, Compaction, ev).Get(ctx, nil)
-		var started *temporal.ChildWorkflowExecutionAlreadyStartedError
-		switch {
-		case errors.As(err, &started):
-			logger.Info("run already exists", "run", ev.Run.ID)
-		case err != nil:
-			// The run recorded its own failure; the session goes on.
-			logger.Warn("run failed", "run", ev.Run.ID, "error", err)
-		}
+		runChild(ctx, ev)
 		runs++
 		if runs >= maxRunsPerSession || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
 			drain()
@@ -116,6 +92,41 @@ func Session(ctx workflow.Context, in contract.SessionInput) error {
 				Tenant: in.Tenant, Session: in.Session, Pending: queue, Seen: seen,
 			})
 		}
+	}
+}
+
+// queuedRuns are the run ids of the queued events, in order.
+func queuedRuns(queue []contract.CompactionInput) []string {
+	ids := make([]string, len(queue))
+	for i, ev := range queue {
+		ids[i] = ev.Run.ID
+	}
+	return ids
+}
+
+// runChild runs one event as its Compaction child workflow and waits for
+// it. A run records its own failure, so the session only logs it and
+// goes on.
+func runChild(ctx workflow.Context, ev contract.CompactionInput) {
+	childOpts := workflow.ChildWorkflowOptions{
+		WorkflowID:            ev.Run.ID,
+		WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		ParentClosePolicy:     enums.PARENT_CLOSE_POLICY_ABANDON,
+		// A run never hangs: past this it times out, and the reconciler
+		// marks its row failed (gateway.Reconcile).
+		WorkflowExecutionTimeout: RunTimeout,
+	}
+	if ev.Visibility {
+		childOpts.TypedSearchAttributes = runSearchAttributes(ev)
+	}
+	cctx := workflow.WithChildOptions(ctx, childOpts)
+	err := workflow.ExecuteChildWorkflow(cctx, Compaction, ev).Get(ctx, nil)
+	var started *temporal.ChildWorkflowExecutionAlreadyStartedError
+	switch {
+	case errors.As(err, &started):
+		workflow.GetLogger(ctx).Info("run already exists", "run", ev.Run.ID)
+	case err != nil:
+		workflow.GetLogger(ctx).Warn("run failed", "run", ev.Run.ID, "error", err)
 	}
 }
 

@@ -78,43 +78,7 @@ func (c *canonicalWriter) value(i int) int {
 	d := c.data
 	switch d[i] {
 	case '{':
-		base := len(c.members)
-		i = jsonscan.SkipSpace(d, i+1)
-		for d[i] != '}' {
-			kEnd := jsonscan.StringEnd(d, i)
-			lit := d[i+1 : kEnd-1]
-			vStart := jsonscan.SkipSpace(d, jsonscan.SkipSpace(d, kEnd)+1) // past :
-			vEnd := jsonscan.ValueEnd(d, vStart)
-			c.members = append(c.members, member{lit: lit, key: decodeLiteral(lit), start: vStart, end: vEnd})
-			i = jsonscan.SkipSpace(d, vEnd)
-			if d[i] == ',' {
-				i = jsonscan.SkipSpace(d, i+1)
-			}
-		}
-		// The last of repeated keys wins, as in a decoded map; the
-		// stable sort keeps equal keys in order.
-		n := len(c.members) - base
-		slices.SortStableFunc(c.members[base:], func(a, b member) int { return bytes.Compare(a.key, b.key) })
-		c.w.WriteByte('{')
-		first := true
-		// The values' objects add their keys after these and take them
-		// off again; c.members may move meanwhile, so it is indexed.
-		for k := range n {
-			m := c.members[base+k]
-			if k+1 < n && bytes.Equal(c.members[base+k+1].key, m.key) {
-				continue
-			}
-			if !first {
-				c.w.WriteByte(',')
-			}
-			first = false
-			c.str(m.lit)
-			c.w.WriteByte(':')
-			c.value(m.start)
-		}
-		c.w.WriteByte('}')
-		c.members = c.members[:base]
-		return i + 1
+		return c.object(i)
 	case '[':
 		c.w.WriteByte('[')
 		i = jsonscan.SkipSpace(d, i+1)
@@ -140,6 +104,49 @@ func (c *canonicalWriter) value(i int) int {
 		c.w.Write(d[i:end])
 		return end
 	}
+}
+
+// object writes the object at d[i] with its keys sorted and returns the
+// offset past it.
+func (c *canonicalWriter) object(i int) int {
+	d := c.data
+	base := len(c.members)
+	i = jsonscan.SkipSpace(d, i+1)
+	for d[i] != '}' {
+		kEnd := jsonscan.StringEnd(d, i)
+		lit := d[i+1 : kEnd-1]
+		vStart := jsonscan.SkipSpace(d, jsonscan.SkipSpace(d, kEnd)+1) // past :
+		vEnd := jsonscan.ValueEnd(d, vStart)
+		c.members = append(c.members, member{lit: lit, key: decodeLiteral(lit), start: vStart, end: vEnd})
+		i = jsonscan.SkipSpace(d, vEnd)
+		if d[i] == ',' {
+			i = jsonscan.SkipSpace(d, i+1)
+		}
+	}
+	// The last of repeated keys wins, as in a decoded map; the stable
+	// sort keeps equal keys in order.
+	n := len(c.members) - base
+	slices.SortStableFunc(c.members[base:], func(a, b member) int { return bytes.Compare(a.key, b.key) })
+	c.w.WriteByte('{')
+	first := true
+	// The values' objects add their keys after these and take them off
+	// again; c.members may move meanwhile, so it is indexed.
+	for k := range n {
+		m := c.members[base+k]
+		if k+1 < n && bytes.Equal(c.members[base+k+1].key, m.key) {
+			continue
+		}
+		if !first {
+			c.w.WriteByte(',')
+		}
+		first = false
+		c.str(m.lit)
+		c.w.WriteByte(':')
+		c.value(m.start)
+	}
+	c.w.WriteByte('}')
+	c.members = c.members[:base]
+	return i + 1
 }
 
 // str writes the string whose literal (without its quotes) is lit as

@@ -138,7 +138,6 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	if err != nil {
 		return Submitted{}, err
 	}
-	effective := set.overrides
 	if err := g.checkBreaker(ctx, ev); err != nil {
 		return Submitted{}, err
 	}
@@ -153,7 +152,6 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	if err := checkToolNames(conv); err != nil {
 		return Submitted{}, err
 	}
-	runID := RunID(ev.Tenant, ev.Session, ev.EventID)
 	hash, err := requestHash(ev, data)
 	if err != nil {
 		return Submitted{}, err
@@ -163,47 +161,10 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 		return Submitted{}, fmt.Errorf("encode resolved preset: %w", err)
 	}
 	// Everything is validated: only now is anything stored.
-	ref, stored, err := g.storeOriginal(ctx, ev, data)
+	run, sub, err := g.claim(ctx, ev, set.overrides, resolvedJSON, hash, data)
 	if err != nil {
-		return Submitted{}, fmt.Errorf("store conversation: %w", err)
+		return Submitted{}, err
 	}
-	// The claim and the run row in one transaction: the row holds what
-	// the caller asked for from the moment the event is accepted.
-	run := store.Run{
-		ID: runID, Tenant: ev.Tenant, Session: ev.Session, EventID: ev.EventID, Trigger: ev.Kind,
-		Preset: ev.Preset, InputKey: ref.Key, ReplayOf: ev.ReplayOf, Status: store.RunPending,
-		AgentModel: ev.Model, ContextLimit: ev.ContextLimit, Overrides: effective, InputSHA256: ref.SHA256,
-		ResolvedPreset: resolvedJSON,
-	}
-	sub, err := g.Store.SubmitRun(ctx, run, hash, func(ctx context.Context) error {
-		_, err := g.Blob.PutContentVerified(ctx, ev.Tenant, blob.KindArchive, data)
-		return err
-	})
-	if stored && (err != nil || sub.Conflict || sub.Existing) {
-		// Refused, failed, or a retry re-encoded into other bytes: the
-		// object this call wrote may have no run (a retry of the same
-		// bytes keeps it, since its run refers to it).
-		g.discardOriginal(ctx, ev.Tenant, ref.Key)
-	}
-	if err != nil || sub.Conflict {
-		if errors.Is(err, store.ErrSessionErasing) {
-			// Nothing new lands in a session that is being erased.
-			return Submitted{}, ErrSessionErasing
-		}
-		if err != nil {
-			return Submitted{}, fmt.Errorf("submit run: %w", err)
-		}
-		return Submitted{}, ErrConflict
-	}
-	run.ID = sub.RunID
-	if sub.Existing {
-		// A retry: the run is the first claim's, with the original it
-		// recorded (a re-encoded retry's own bytes were just discarded).
-		if run, err = g.Store.GetRun(ctx, sub.RunID); err != nil {
-			return Submitted{}, fmt.Errorf("read the claimed run: %w", err)
-		}
-	}
-	out := Submitted{RunID: sub.RunID, InputKey: run.InputKey, Existing: sub.Existing}
 	// Signalling again for a known event is safe: the session drops a
 	// queued duplicate, and a finished run's id cannot be started twice.
 	// When Temporal cannot be reached the run stays pending, claimed with
@@ -216,7 +177,52 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	if err := g.start(ctx, in); err != nil {
 		return Submitted{}, err
 	}
-	return out, nil
+	return Submitted{RunID: sub.RunID, InputKey: run.InputKey, Existing: sub.Existing}, nil
+}
+
+// claim stores the original of a validated event, then claims the event
+// and records its run in one transaction, so that the row holds what the
+// caller asked for from the moment the event is accepted. It returns the
+// run as recorded: a retry's is the first claim's, with the original that
+// claim stored.
+func (g *Gateway) claim(ctx context.Context, ev Event, overrides json.RawMessage, resolved []byte, hash string, data []byte) (store.Run, store.Submission, error) {
+	ref, stored, err := g.storeOriginal(ctx, ev, data)
+	if err != nil {
+		return store.Run{}, store.Submission{}, fmt.Errorf("store conversation: %w", err)
+	}
+	run := store.Run{
+		ID: RunID(ev.Tenant, ev.Session, ev.EventID), Tenant: ev.Tenant, Session: ev.Session, EventID: ev.EventID, Trigger: ev.Kind,
+		Preset: ev.Preset, InputKey: ref.Key, ReplayOf: ev.ReplayOf, Status: store.RunPending,
+		AgentModel: ev.Model, ContextLimit: ev.ContextLimit, Overrides: overrides, InputSHA256: ref.SHA256,
+		ResolvedPreset: resolved,
+	}
+	sub, err := g.Store.SubmitRun(ctx, run, hash, func(ctx context.Context) error {
+		_, err := g.Blob.PutContentVerified(ctx, ev.Tenant, blob.KindArchive, data)
+		return err
+	})
+	if stored && (err != nil || sub.Conflict || sub.Existing) {
+		// Refused, failed, or a retry re-encoded into other bytes: the
+		// object this call wrote may have no run (a retry of the same
+		// bytes keeps it, since its run refers to it).
+		g.discardOriginal(ctx, ev.Tenant, ref.Key)
+	}
+	switch {
+	case errors.Is(err, store.ErrSessionErasing):
+		// Nothing new lands in a session that is being erased.
+		return store.Run{}, sub, ErrSessionErasing
+	case err != nil:
+		return store.Run{}, sub, fmt.Errorf("submit run: %w", err)
+	case sub.Conflict:
+		return store.Run{}, sub, ErrConflict
+	case sub.Existing:
+		// A retry: the run is the first claim's, with the original it
+		// recorded (a re-encoded retry's own bytes were just discarded).
+		if run, err = g.Store.GetRun(ctx, sub.RunID); err != nil {
+			return store.Run{}, sub, fmt.Errorf("read the claimed run: %w", err)
+		}
+	}
+	run.ID = sub.RunID
+	return run, sub, nil
 }
 
 // inputOf is the workflow input of a claimed run, from what its row
@@ -315,14 +321,28 @@ func (g *Gateway) validate(ev *Event) (settings, error) {
 			return settings{}, &InputError{Field: "model", Err: err.(*ident.Error).Unnamed()}
 		}
 	}
+	set, err := g.settings(ev)
+	if err != nil {
+		return settings{}, err
+	}
+	if (len(ev.Conversation) == 0) == (ev.ConversationKey == "") {
+		return settings{}, &InputError{Field: "conversation", Err: errors.New("give exactly one of conversation and conversation_key")}
+	}
+	return set, nil
+}
+
+// settings resolves the event's preset (the deployment's default when it
+// names none) with the deployment's overrides under the caller's, which
+// must stay within the operator's caps; each problem is named by its
+// field.
+func (g *Gateway) settings(ev *Event) (settings, error) {
 	if ev.Preset == "" {
 		ev.Preset = g.DefaultPreset
 	}
 	if _, err := policy.Builtin(ev.Preset); err != nil {
 		return settings{}, &InputError{Field: "preset", Err: err}
 	}
-	// The caller's overrides within the operator's caps, each problem
-	// named by its field; the deployment's own overrides are not capped.
+	// The deployment's own overrides are not capped.
 	if err := g.checkOverrides(*ev); err != nil {
 		var oe *policy.OverrideError
 		if errors.As(err, &oe) {
@@ -341,9 +361,6 @@ func (g *Gateway) validate(ev *Event) (settings, error) {
 	preset, err := policy.Resolve(ev.Preset, merged)
 	if err != nil {
 		return settings{}, &InputError{Field: "overrides", Err: err}
-	}
-	if (len(ev.Conversation) == 0) == (ev.ConversationKey == "") {
-		return settings{}, &InputError{Field: "conversation", Err: errors.New("give exactly one of conversation and conversation_key")}
 	}
 	return settings{overrides: merged, preset: preset}, nil
 }
