@@ -505,6 +505,26 @@ func TestRecordHistories(t *testing.T) {
 		}, time.Minute, 100*time.Millisecond)
 		record(t, "session-erasure", fetchHistory(t, e.client, wf), input, snippets(t, openAIContents(t, input), 20), er.ID)
 	})
+	t.Run("retention-sweep", func(t *testing.T) {
+		t.Parallel()
+		// A sweep of one expired run: listed, its objects collected, its
+		// rows erased, its objects deleted and the sweep recorded.
+		e := newEnv(t)
+		ctx := context.Background()
+		input := readData(t, "swe-agent-deepseek/django__django-11564.json")
+		sub, res := e.compact(gateway.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 60000, Conversation: input})
+		checkRun(t, e, input, sub, res)
+		require.NoError(t, e.store.SetRetention(ctx, e.tenant, 0.00001)) // under a second
+		time.Sleep(2 * time.Second)
+		run, err := e.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "retention-" + sub.RunID, TaskQueue: e.gw.TaskQueue},
+			contract.RetentionWorkflow, contract.RetentionInput{})
+		require.NoError(t, err)
+		var swept contract.RetentionResult
+		require.NoError(t, run.Get(ctx, &swept))
+		require.Equal(t, 1, swept.Runs)
+		require.Positive(t, swept.ObjectsDeleted)
+		record(t, "retention-sweep", fetchHistory(t, e.client, run.GetID()), input, snippets(t, openAIContents(t, input), 20), sub.RunID)
+	})
 	t.Run("webhook", func(t *testing.T) {
 		t.Parallel()
 		// A run of a tenant with an endpoint that answers 500 then 200:

@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -59,4 +61,32 @@ func TestReplayDetectsChangedWorkflow(t *testing.T) {
 	err := r.ReplayWorkflowHistoryFromJSONFile(quietLogger(), filepath.Join("testdata", "histories", "compaction-watermark.json"))
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "TMPRL1100", "a nondeterminism error")
+}
+
+// TestEveryWorkflowHasARecordedHistory: each workflow the worker runs has
+// (as Register names it) at least one recorded history, so that a change to any of them is
+// caught by the replay test above.
+func TestEveryWorkflowHasARecordedHistory(t *testing.T) {
+	t.Parallel()
+	recorded := map[string]bool{}
+	for _, file := range recordedHistories(t) {
+		data, err := os.ReadFile(file)
+		require.NoError(t, err)
+		var h struct {
+			Events []struct {
+				Started *struct {
+					WorkflowType struct {
+						Name string `json:"name"`
+					} `json:"workflowType"`
+				} `json:"workflowExecutionStartedEventAttributes"`
+			} `json:"events"`
+		}
+		require.NoError(t, json.Unmarshal(data, &h), file)
+		require.NotEmpty(t, h.Events, file)
+		require.NotNil(t, h.Events[0].Started, "%s starts with its workflow's start", file)
+		recorded[h.Events[0].Started.WorkflowType.Name] = true
+	}
+	for _, name := range []string{contract.CompactionWorkflow, contract.SessionWorkflow, contract.DeliveryWorkflow, contract.EraseWorkflow, contract.RetentionWorkflow} {
+		require.True(t, recorded[name], "no recorded history of %s", name)
+	}
 }
