@@ -9,3 +9,6 @@ func (s *Store) MigrateTo(ctx context.Context, version int32) error {
 
 // HashAPIKey exposes the stored form of an API key.
 var HashAPIKey = hashAPIKey
+
+// ListRunsQuery exposes listRunsQuery, for the plan test.
+var ListRunsQuery = listRunsQuery

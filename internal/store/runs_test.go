@@ -397,3 +397,39 @@ func TestFailRunWithUnstorableText(t *testing.T) {
 	require.Len(t, steps, 1)
 	require.Equal(t, got.Error, steps[0].Error)
 }
+
+// TestListRunsReadsOnlyTheTenantsRows: in a database shared by tenants, a
+// small tenant's pages (the newest, and after a cursor) read a page of its
+// own rows through runs_tenant_started_idx, neither the others' through
+// the global index nor all of its own to sort them; the plan of ListRuns'
+// own query is checked.
+func TestListRunsReadsOnlyTheTenantsRows(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	// 20,000 runs, 1% of them tenant small's, interleaved in time.
+	_, err := s.Pool().Exec(ctx, `
+		insert into tenants (id) values ('big'), ('small');
+		insert into sessions (tenant_id, id) values ('big', 's'), ('small', 's');
+		insert into runs (id, tenant_id, session_id, started_at)
+		select 'r-' || k, case when k % 100 = 0 then 'small' else 'big' end, 's', now() - k * interval '1 second'
+		from generate_series(1, 20000) k;
+		analyze runs`)
+	require.NoError(t, err)
+
+	for _, f := range []store.RunFilter{{Tenant: "small"}, {Tenant: "small", AfterID: "r-5000"}} {
+		query, args := store.ListRunsQuery(f, store.DefaultListLimit)
+		var plan string
+		require.NoError(t, s.Pool().QueryRow(ctx, "explain (analyze, format json) "+query, args...).Scan(&plan))
+		require.Contains(t, plan, "runs_tenant_started_idx", "%+v: %s", f, plan)
+		require.NotContains(t, plan, `"Rows Removed by Filter"`, "%+v reads no other tenant's rows: %s", f, plan)
+		require.NotContains(t, plan, `"Node Type": "Sort"`, "%+v reads a page, not all the tenant's runs to sort them: %s", f, plan)
+	}
+	page, err := s.ListRuns(ctx, store.RunFilter{Tenant: "small", AfterID: "r-5000"})
+	require.NoError(t, err)
+	require.Equal(t, store.DefaultListLimit, len(page), "a full page")
+	require.Equal(t, []string{"r-5100", "r-5200"}, []string{page[0].ID, page[1].ID}, "the page after the cursor, newest first")
+	for _, r := range page {
+		require.Equal(t, "small", r.Tenant)
+	}
+}
