@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -14,8 +13,9 @@ import (
 )
 
 // ErrSessionErasing refuses an event for a session whose erasure is under
-// way: nothing new may land in what is being deleted.
-var ErrSessionErasing = errors.New("the session is being erased")
+// way: nothing new may land in what is being deleted. The claim decides
+// it (store.SubmitRun), so it is the store's error.
+var ErrSessionErasing = store.ErrSessionErasing
 
 // EraseSession starts (or joins) the erasure of tenant's session, asked
 // by requestedBy (an API key's id, an operator), and returns its
