@@ -55,16 +55,16 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	if err := a.commitHandoff(ctx, in, conv, p, b, &o); err != nil {
 		return res, err
 	}
-	if res.Committed, err = a.commitRun(ctx, rec, in, p, b, conv, o, ref, data); err != nil {
+	c, err := a.commitRun(ctx, rec, in, p, b, conv, o, ref, data)
+	if err != nil {
 		return res, err
 	}
 	if err := a.commitSession(ctx, run, in); err != nil {
 		return res, err
 	}
 	rec.outputSize = int64(len(data))
-	if res.Notify, err = a.notify(ctx, run.Tenant); err != nil {
-		return res, err
-	}
+	// The commit read the tenant's endpoints in its own round trip.
+	res.Committed, res.Notify = c.Committed, c.Webhooks && a.Hooks != nil && a.Sender != nil
 	if !res.Committed {
 		// A retry of a commit that landed: the run's answer is its row's.
 		res.Outcome, err = a.recordedOutcome(ctx, run.ID)
@@ -221,10 +221,10 @@ func (a *Activities) commitHandoff(ctx context.Context, in CommitInput, conv con
 
 // commitRun marks the run final with its outcome and the records of its
 // steps, this one's included (rec.end then writes only a failure), and
-// reports whether this call did: a retried commit finds the run already
-// final, and nothing changes.
+// reports whether this call did (a retried commit finds the run already
+// final, and nothing changes) and whether the tenant has webhooks.
 func (a *Activities) commitRun(ctx context.Context, rec *attempt, in CommitInput, p policy.Preset, b plan.Budget,
-	conv conversation.Conversation, o outcome, ref blob.Ref, data []byte) (bool, error) {
+	conv conversation.Conversation, o outcome, ref blob.Ref, data []byte) (store.Commit, error) {
 	run := in.Run
 	model := in.Model
 	if model == "" {
@@ -233,31 +233,31 @@ func (a *Activities) commitRun(ctx context.Context, rec *attempt, in CommitInput
 	rec.outputSize = int64(len(data))
 	steps := append(in.Steps, rec.row(nil))
 	after := o.after
-	committed, err := a.Store.CommitRun(ctx, run.ID, store.RunResult{
+	c, err := a.Store.CommitRun(ctx, run.ID, store.RunResult{
 		TokensAfter: int64(after), CharsAfter: int64(runeCount(data)), Ratio: o.ratio,
 		OutputKey: ref.Key, OutputSHA256: ref.SHA256, Model: model, PromptVersion: in.PromptVersion,
 		Level: string(o.level), Stats: mustJSON(o.stats), OverLimit: o.over, OverLimitReason: o.reason, Steps: steps,
 	})
 	if err != nil {
-		return false, storeErr(fmt.Errorf("commit run: %w", err))
+		return c, storeErr(fmt.Errorf("commit run: %w", err))
 	}
 	rec.written = true
-	if committed {
+	if c.Committed {
 		status := string(store.RunSucceeded)
 		if o.over {
 			status = string(store.RunOverLimit)
 		}
 		a.Metrics.Run(status, p.Name, string(conv.Format), unitOf(b), int(o.tokensBefore), after)
-		return true, nil
+		return c, nil
 	}
 	current, err := a.Store.GetRun(ctx, run.ID)
 	if err != nil {
-		return false, storeErr(fmt.Errorf("read run: %w", err))
+		return c, storeErr(fmt.Errorf("read run: %w", err))
 	}
 	if current.Status != store.RunSucceeded && current.Status != store.RunOverLimit {
-		return false, badInput(fmt.Errorf("run %s is already %s", run.ID, current.Status))
+		return c, badInput(fmt.Errorf("run %s is already %s", run.ID, current.Status))
 	}
-	return false, nil
+	return c, nil
 }
 
 // outputBytes is the run's output: the saved working copy's own bytes

@@ -15,7 +15,7 @@ type RunStore interface {
 	GetRun(ctx context.Context, id string) (store.Run, error)
 	StartRun(ctx context.Context, r store.Run, st store.RunStart) error
 	RecordArchive(ctx context.Context, id, key, sha256 string) error
-	CommitRun(ctx context.Context, id string, res store.RunResult) (bool, error)
+	CommitRun(ctx context.Context, id string, res store.RunResult) (store.Commit, error)
 	FailRun(ctx context.Context, id string, f store.Failure, steps ...store.Step) (bool, error)
 
 	// A run's history.

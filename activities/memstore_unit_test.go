@@ -25,10 +25,13 @@ type memStore struct {
 	// seenBy is the watermark each run saw when it started, by run id
 	// (what a replay of it prunes against).
 	seenBy map[string]string
+	// webhooks are the tenants with a live webhook endpoint.
+	webhooks map[string]bool
 }
 
 func newMemStore() *memStore {
-	return &memStore{runs: map[string]store.Run{}, results: map[string]store.RunResult{}, watermarks: map[string]string{}, seenBy: map[string]string{}}
+	return &memStore{runs: map[string]store.Run{}, results: map[string]store.RunResult{}, watermarks: map[string]string{}, seenBy: map[string]string{},
+		webhooks: map[string]bool{}}
 }
 
 var errNoRun = errors.New("memstore: no such run")
@@ -73,16 +76,17 @@ func (m *memStore) RecordArchive(_ context.Context, id, key, sha256 string) erro
 	return nil
 }
 
-func (m *memStore) CommitRun(_ context.Context, id string, res store.RunResult) (bool, error) {
+func (m *memStore) CommitRun(_ context.Context, id string, res store.RunResult) (store.Commit, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.runs[id]
 	if !ok {
-		return false, fmt.Errorf("commit run %s: %w", id, errNoRun)
+		return store.Commit{}, fmt.Errorf("commit run %s: %w", id, errNoRun)
 	}
 	m.addSteps(res.Steps)
+	c := store.Commit{Webhooks: m.webhooks[r.Tenant]}
 	if r.Status.Final() {
-		return false, nil
+		return c, nil
 	}
 	r.Status = store.RunSucceeded
 	if res.OverLimit {
@@ -91,7 +95,8 @@ func (m *memStore) CommitRun(_ context.Context, id string, res store.RunResult) 
 	r.TokensAfter, r.Ratio, r.OutputKey, r.OutputSHA256 = res.TokensAfter, res.Ratio, res.OutputKey, res.OutputSHA256
 	r.Stats, r.Level = res.Stats, res.Level
 	m.runs[id], m.results[id] = r, res
-	return true, nil
+	c.Committed = true
+	return c, nil
 }
 
 func (m *memStore) FailRun(_ context.Context, id string, f store.Failure, steps ...store.Step) (bool, error) {

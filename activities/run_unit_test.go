@@ -11,6 +11,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/webhook"
 )
 
 // The steps that compact the history and end the run, on the in-memory
@@ -146,6 +147,43 @@ func TestUnitCommit(t *testing.T) {
 	require.False(t, again.Committed, "a retried commit changes nothing")
 	require.Equal(t, res.Outcome, again.Outcome)
 	require.Equal(t, []string{"plan", "commit", "commit"}, u.store.stepNames())
+}
+
+// TestUnitCommitNotify: the commit tells the workflow to start a delivery
+// only when the store's commit found a live endpoint of the run's tenant
+// and the worker can send webhooks; a retried commit says the same.
+func TestUnitCommitNotify(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		webhooks bool
+		sender   bool
+		want     bool
+	}{
+		{"endpoint and sender", true, true, true},
+		{"no endpoint", false, true, false},
+		{"worker without a sender", true, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			u := newUnit(t)
+			u.store.webhooks["acme"] = tt.webhooks
+			if tt.sender {
+				u.a.Hooks, u.a.Sender = newMemHooks(), webhook.NewSender(webhook.Policy{})
+			}
+			in, plan := u.planned()
+			commit := activities.CommitInput{Run: u.run, WorkKey: in.Key, ArchiveKey: plan.Archive.Key, TokensBefore: plan.TokensBefore}
+			res, err := u.a.Commit(t.Context(), commit)
+			require.NoError(t, err)
+			require.True(t, res.Committed)
+			require.Equal(t, tt.want, res.Notify)
+			again, err := u.a.Commit(t.Context(), commit)
+			require.NoError(t, err)
+			require.False(t, again.Committed)
+			require.Equal(t, tt.want, again.Notify, "a retried commit")
+		})
+	}
 }
 
 // TestUnitCommitReplay: a replay is a what-if. Its commit leaves the

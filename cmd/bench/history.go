@@ -475,7 +475,7 @@ func measureWrites(ctx context.Context, hs *store.Store, fill historyFill, p *hi
 				committed, err := hs.CommitRun(ctx, runID, store.RunResult{TokensAfter: 43000, CharsAfter: 170000, Ratio: 0.45,
 					OutputKey: blob.ContentKey(historyTenant, blob.KindOutput, sha), OutputSHA256: sha, Model: "extractive", PromptVersion: "v3",
 					Level: "YELLOW", Stats: json.RawMessage(fill.stats), Steps: runSteps(runID)})
-				if err == nil && !committed {
+				if err == nil && !committed.Committed {
 					err = errors.New("not committed")
 				}
 				return err

@@ -35,9 +35,9 @@ func TestPromote(t *testing.T) {
 		t.Helper()
 		stats, err := json.Marshal(store.RunStats{Watermark: watermark})
 		require.NoError(t, err)
-		ok, err := st.CommitRun(ctx, id, store.RunResult{TokensAfter: 10, Stats: stats})
+		c, err := st.CommitRun(ctx, id, store.RunResult{TokensAfter: 10, Stats: stats})
 		require.NoError(t, err)
-		require.True(t, ok)
+		require.True(t, c.Committed)
 	}
 
 	require.NoError(t, st.SetWatermark(ctx, "acme", "s1", "call_1", "run-0"))

@@ -405,26 +405,39 @@ func (s *Store) RecordArchive(ctx context.Context, id, key, sha256 string) error
 	}
 }
 
+// Commit is what CommitRun did.
+type Commit struct {
+	// Committed is true when this call finished the run, false when it
+	// was already final (a retried or concurrent commit, or a run that
+	// failed meanwhile).
+	Committed bool
+	// Webhooks reports whether the run's tenant has a live webhook
+	// endpoint, read in the commit's round trip: a run of a tenant
+	// without one starts no delivery.
+	Webhooks bool
+}
+
 // CommitRun marks a live run succeeded (over_limit when res.OverLimit) with its results. It commits at most
 // once: if the run is already final (a retried or concurrent commit, or a run
-// that failed meanwhile) nothing changes and committed is false with no
+// that failed meanwhile) nothing changes and Committed is false with no
 // error. A missing run is an error wrapping ErrNotFound.
-func (s *Store) CommitRun(ctx context.Context, id string, res RunResult) (bool, error) {
+func (s *Store) CommitRun(ctx context.Context, id string, res RunResult) (Commit, error) {
 	op := "commit run " + id
 	status := RunSucceeded
 	if res.OverLimit {
 		if strings.TrimSpace(res.OverLimitReason) == "" {
-			return false, fmt.Errorf("%s: over limit without a reason", op)
+			return Commit{}, fmt.Errorf("%s: over limit without a reason", op)
 		}
 		status = RunOverLimit
 	} else if res.OverLimitReason != "" {
-		return false, fmt.Errorf("%s: a reason is only for a run over its limit", op)
+		return Commit{}, fmt.Errorf("%s: a reason is only for a run over its limit", op)
 	}
 	stats, err := jsonArg(op, res.Stats)
 	if err != nil {
-		return false, err
+		return Commit{}, err
 	}
-	rows, err := s.finishWithSteps(ctx, res.Steps, `
+	var c Commit
+	rows, err := s.finishWithSteps(ctx, res.Steps, &c.Webhooks, `
 		update runs set
 			status = $11, error = $12,
 			tokens_after = $2, chars_after = $3, ratio = $4,
@@ -438,15 +451,20 @@ func (s *Store) CommitRun(ctx context.Context, id string, res RunResult) (bool, 
 		id, res.TokensAfter, res.CharsAfter, res.Ratio, res.OutputKey, res.OutputSHA256,
 		res.Model, res.PromptVersion, res.Level, stats, string(status), res.OverLimitReason)
 	if err != nil {
-		return false, fmt.Errorf("%s: %w", op, err)
+		return Commit{}, fmt.Errorf("%s: %w", op, err)
 	}
-	return s.finished(ctx, op, id, rows)
+	if c.Committed, err = s.finished(ctx, op, id, rows); err != nil {
+		return Commit{}, err
+	}
+	return c, nil
 }
 
-// finishWithSteps runs the update that finishes a run (sql, args) after
-// inserting steps, in one round trip and one implicit transaction, and
-// returns the rows the update changed.
-func (s *Store) finishWithSteps(ctx context.Context, steps []Step, sql string, args ...any) (int64, error) {
+// finishWithSteps runs the update that finishes a run (sql, args; $1 is
+// the run's id) after inserting steps, in one round trip and one implicit
+// transaction, and returns the rows the update changed. With webhooks
+// set, the same round trip reads whether the run's tenant has a live
+// webhook endpoint into it.
+func (s *Store) finishWithSteps(ctx context.Context, steps []Step, webhooks *bool, sql string, args ...any) (int64, error) {
 	var batch pgx.Batch
 	for _, st := range steps {
 		if err := queueStep(&batch, st); err != nil {
@@ -454,6 +472,10 @@ func (s *Store) finishWithSteps(ctx context.Context, steps []Step, sql string, a
 		}
 	}
 	batch.Queue(sql, args...)
+	if webhooks != nil {
+		batch.Queue(`select exists (select 1 from webhook_endpoints w join runs r on r.tenant_id = w.tenant_id
+			where r.id = $1 and w.deleted_at is null)`, args[0])
+	}
 	results := s.pool.SendBatch(ctx, &batch)
 	defer results.Close()
 	for range steps {
@@ -464,6 +486,11 @@ func (s *Store) finishWithSteps(ctx context.Context, steps []Step, sql string, a
 	tag, err := results.Exec()
 	if err != nil {
 		return 0, err
+	}
+	if webhooks != nil {
+		if err := results.QueryRow().Scan(webhooks); err != nil {
+			return 0, fmt.Errorf("look up webhooks: %w", err)
+		}
 	}
 	if err := results.Close(); err != nil {
 		return 0, err
@@ -492,7 +519,7 @@ func (s *Store) finish(ctx context.Context, op, id string, status RunStatus, cla
 	if strings.TrimSpace(msg) == "" {
 		return false, fmt.Errorf("%s: message is empty", op)
 	}
-	rows, err := s.finishWithSteps(ctx, steps, `
+	rows, err := s.finishWithSteps(ctx, steps, nil, `
 		update runs set status = $2, error = $3, error_class = $4, finished_at = now(), updated_at = now()
 		where id = $1 and status in ('pending', 'running')`, id, string(status), Storable(msg), string(class))
 	if err != nil {

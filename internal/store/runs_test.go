@@ -85,9 +85,9 @@ func TestCommitRunCommitsOnce(t *testing.T) {
 
 	res := store.RunResult{TokensAfter: 300, CharsAfter: 1200, Ratio: 0.25, OutputKey: "acme/out/1",
 		OutputSHA256: "ab", Level: "GREEN", Stats: json.RawMessage(`{"freed": 900}`)}
-	ok, err := s.CommitRun(ctx, r.ID, res)
+	c, err := s.CommitRun(ctx, r.ID, res)
 	require.NoError(t, err)
-	require.True(t, ok)
+	require.True(t, c.Committed)
 	committed, err := s.GetRun(ctx, r.ID)
 	require.NoError(t, err)
 
@@ -95,9 +95,9 @@ func TestCommitRunCommitsOnce(t *testing.T) {
 	res2 := res
 	res2.TokensAfter = 1
 	res2.OutputKey = "acme/out/2"
-	ok, err = s.CommitRun(ctx, r.ID, res2)
+	c, err = s.CommitRun(ctx, r.ID, res2)
 	require.NoError(t, err)
-	require.False(t, ok)
+	require.False(t, c.Committed)
 	got, err := s.GetRun(ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, committed, got)
@@ -108,7 +108,7 @@ func TestCommitRunCommitsOnce(t *testing.T) {
 	require.False(t, got.FinishedAt.IsZero())
 
 	// A final run stays final: no fail, no skip, no running, no plan.
-	ok, err = s.FailRun(ctx, r.ID, store.Failure{Message: "late failure"})
+	ok, err := s.FailRun(ctx, r.ID, store.Failure{Message: "late failure"})
 	require.NoError(t, err)
 	require.False(t, ok)
 	ok, err = s.SkipRun(ctx, r.ID, "late skip")
@@ -131,7 +131,8 @@ func TestCommitRunConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			results[i], errs[i] = s.CommitRun(t.Context(), r.ID, store.RunResult{TokensAfter: int64(i + 1)})
+			c, err := s.CommitRun(t.Context(), r.ID, store.RunResult{TokensAfter: int64(i + 1)})
+			results[i], errs[i] = c.Committed, err
 		})
 	}
 	wg.Wait()
@@ -164,9 +165,9 @@ func TestFailRunThenCommit(t *testing.T) {
 	ok, err = s.FailRun(ctx, r.ID, store.Failure{Message: "llm: context length exceeded"})
 	require.NoError(t, err)
 	require.False(t, ok, "retried FailRun")
-	ok, err = s.CommitRun(ctx, r.ID, store.RunResult{TokensAfter: 5})
+	c, err := s.CommitRun(ctx, r.ID, store.RunResult{TokensAfter: 5})
 	require.NoError(t, err)
-	require.False(t, ok, "commit after failure")
+	require.False(t, c.Committed, "commit after failure")
 
 	got, err := s.GetRun(ctx, r.ID)
 	require.NoError(t, err)
@@ -225,9 +226,9 @@ func TestStartRunPlanAndArchive(t *testing.T) {
 	require.NoError(t, s.RecordArchive(ctx, r.ID, "acme/archive/h1", "h1"), "retry")
 	require.ErrorContains(t, s.RecordArchive(ctx, r.ID, "acme/archive/h2", "h2"), "already archived")
 
-	ok, err := s.CommitRun(ctx, r.ID, store.RunResult{TokensAfter: 1})
+	c, err := s.CommitRun(ctx, r.ID, store.RunResult{TokensAfter: 1})
 	require.NoError(t, err)
-	require.True(t, ok)
+	require.True(t, c.Committed)
 	require.NoError(t, s.RecordArchive(ctx, r.ID, "acme/archive/h1", "h1"), "retry after commit")
 	got, err = s.GetRun(ctx, r.ID)
 	require.NoError(t, err)
@@ -432,4 +433,31 @@ func TestListRunsReadsOnlyTheTenantsRows(t *testing.T) {
 	for _, r := range page {
 		require.Equal(t, "small", r.Tenant)
 	}
+}
+
+// TestCommitRunReadsTheTenantsWebhooks: the commit's round trip also
+// reads whether the run's tenant has a live endpoint (another tenant's
+// or a deleted one does not count), on a retried commit too.
+func TestCommitRunReadsTheTenantsWebhooks(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	_, err := s.AddWebhook(ctx, "beta", "https://beta.example/hook", "", "secret-beta-0123456789")
+	require.NoError(t, err)
+	first := newRun(t, s, "acme", "s1")
+	c, err := s.CommitRun(ctx, first.ID, store.RunResult{TokensAfter: 1})
+	require.NoError(t, err)
+	require.Equal(t, store.Commit{Committed: true, Webhooks: false}, c, "only another tenant has an endpoint")
+
+	hook, err := s.AddWebhook(ctx, "acme", "https://acme.example/hook", "", "secret-acme-0123456789")
+	require.NoError(t, err)
+	c, err = s.CommitRun(ctx, first.ID, store.RunResult{TokensAfter: 1})
+	require.NoError(t, err)
+	require.Equal(t, store.Commit{Committed: false, Webhooks: true}, c, "a retried commit")
+
+	require.NoError(t, s.DeleteWebhook(ctx, "acme", hook.ID))
+	second := newRun(t, s, "acme", "s1")
+	c, err = s.CommitRun(ctx, second.ID, store.RunResult{TokensAfter: 1})
+	require.NoError(t, err)
+	require.Equal(t, store.Commit{Committed: true, Webhooks: false}, c, "a deleted endpoint")
 }

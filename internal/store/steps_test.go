@@ -103,9 +103,9 @@ func TestHistoryIsAppendOnly(t *testing.T) {
 	_, err := s.SubmitRun(ctx, store.Run{ID: r.ID, Tenant: "acme", Session: "s1", EventID: "ev-1"}, "body", nil)
 	require.NoError(t, err)
 	require.NoError(t, s.AddOffload(ctx, store.Offload{Tenant: "acme", Session: "s1", RunID: r.ID, Key: "k1"}))
-	ok, err := s.CommitRun(ctx, r.ID, store.RunResult{TokensAfter: 7})
+	c, err := s.CommitRun(ctx, r.ID, store.RunResult{TokensAfter: 7})
 	require.NoError(t, err)
-	require.True(t, ok)
+	require.True(t, c.Committed)
 	_, err = s.MarkOffloadsDeleted(ctx, "acme", "s1", []string{"k1"})
 	require.NoError(t, err)
 
