@@ -52,6 +52,12 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	}
 	o := commitOutcome(ctx, in, conv, p, b, after, tokensBefore, reactStats)
 	o.stats.Watermark = in.Watermark
+	if o.stats.Cache, err = a.cacheFigures(ctx, in, conv, b, after); err != nil {
+		return res, err
+	}
+	if o.stats.SessionLog, o.log, err = a.logFigures(ctx, in, conv, p, b); err != nil {
+		return res, err
+	}
 	if err := a.commitHandoff(ctx, in, conv, p, b, &o); err != nil {
 		return res, err
 	}
@@ -166,6 +172,8 @@ type outcome struct {
 	reason       string
 	tokensBefore int64
 	stats        store.RunStats
+	// log are the blocks the run appended that its output holds.
+	log []store.LogBlock
 }
 
 // commitOutcome works out the run's outcome from its compacted size.
@@ -237,6 +245,7 @@ func (a *Activities) commitRun(ctx context.Context, rec *attempt, in CommitInput
 		TokensAfter: int64(after), CharsAfter: int64(runeCount(data)), Ratio: o.ratio,
 		OutputKey: ref.Key, OutputSHA256: ref.SHA256, Model: model, PromptVersion: in.PromptVersion,
 		Level: string(o.level), Stats: mustJSON(o.stats), OverLimit: o.over, OverLimitReason: o.reason, Steps: steps,
+		Log: o.log,
 	})
 	if err != nil {
 		return c, storeErr(fmt.Errorf("commit run: %w", err))
@@ -275,4 +284,59 @@ func (a *Activities) outputBytes(ctx context.Context, tenant, workKey string, co
 		return nil, fmt.Errorf("render output: %w", err)
 	}
 	return data, nil
+}
+
+// cacheFigures measures how much of the output is an unchanged prefix of
+// the run's request (its archived original), which the agent's prompt
+// cache keeps, and how much its next call writes again.
+func (a *Activities) cacheFigures(ctx context.Context, in CommitInput, conv conversation.Conversation, b plan.Budget, after int) (*contract.CacheFigures, error) {
+	orig, _, ok, err := a.original(ctx, in.Run, in.ArchiveKey)
+	if err != nil || !ok {
+		return nil, err
+	}
+	prefix := min(plan.StablePrefix(orig, conv, b), after)
+	f := &contract.CacheFigures{PrefixTokens: prefix, RewriteTokens: after - prefix}
+	if after > 0 {
+		f.PrefixShare = roundTo(float64(prefix)/float64(after), 3)
+	}
+	return f, nil
+}
+
+// logFigures describes the session log of the output, and picks the
+// blocks the run appended that the output still holds (a later step may
+// have replaced a whole conversation by a handoff) for the commit to
+// record. A preset without history summaries has no log.
+func (a *Activities) logFigures(ctx context.Context, in CommitInput, conv conversation.Conversation, p policy.Preset, b plan.Budget) (*contract.LogFigures, []store.LogBlock, error) {
+	if !p.History.Enabled && len(in.Log) == 0 {
+		return nil, nil, nil
+	}
+	known, err := a.knownBlocks(ctx, in.Run, digestsOf(in.Log))
+	if err != nil {
+		return nil, nil, err
+	}
+	_, view := plan.SeparateLog(conv, known, b.Counter)
+	present := map[string]bool{}
+	for _, d := range view.Digests {
+		present[d] = true
+	}
+	f := &contract.LogFigures{Blocks: len(view.Messages), Tokens: view.Tokens}
+	var keep []store.LogBlock
+	for _, l := range in.Log {
+		if !present[l.SHA256] {
+			continue
+		}
+		keep = append(keep, l)
+		f.Appended++
+		f.Reflected = f.Reflected || l.Reflection
+	}
+	return f, keep, nil
+}
+
+// digestsOf lists the blocks' digests.
+func digestsOf(blocks []store.LogBlock) []string {
+	out := make([]string, len(blocks))
+	for i, l := range blocks {
+		out[i] = l.SHA256
+	}
+	return out
 }

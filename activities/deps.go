@@ -31,6 +31,8 @@ type RunStore interface {
 	LiveOffloads(ctx context.Context, tenant, session string, keys []string) (map[string]bool, error)
 	ReleaseOffloads(ctx context.Context, tenant, session string, keys []string,
 		del func(ctx context.Context, key string) error) (int, []string, error)
+	// The session's append-only summary log.
+	SessionLog(ctx context.Context, tenant, session string) ([]store.LogBlock, error)
 }
 
 // ObjectStore is what the activities ask of S3: exactly the methods of

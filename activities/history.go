@@ -12,6 +12,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/recoverid"
+	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
 // PrepareHistory decides history compaction and writes the transcript of
@@ -29,9 +30,20 @@ func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res H
 	if err != nil {
 		return res, err
 	}
-	d := plan.History(conv, p, b, in.TokensFreed, in.Ladder || in.Run.Trigger == "manual")
+	known, err := a.knownBlocks(ctx, in.Run, in.Pending)
+	if err != nil {
+		return res, err
+	}
+	conv, view := plan.SeparateLog(conv, known, b.Counter)
+	d := plan.History(conv, p, b, in.TokensFreed, in.Ladder || in.Run.Trigger == "manual", view)
 	if !d.Run {
 		return HistoryPlan{Skip: true, Reason: d.Reason}, nil
+	}
+	res.Log, res.TargetTokens, res.LogTokens = view.Digests, d.TargetTokens, view.Tokens
+	if d.Reflect {
+		if res.ReflectKey, err = a.putText(ctx, in.Run, "reflection", plan.ReflectionTranscript(conv, view)); err != nil {
+			return res, err
+		}
 	}
 	summarized := conv
 	if p.History.RestoreOffloads {
@@ -95,7 +107,10 @@ func (a *Activities) restoreOffloads(ctx context.Context, run contract.Run, conv
 }
 
 // ApplyHistory replaces the summarized messages with the summary message
-// in the preset's style, keeping protected messages verbatim.
+// in the preset's style, keeping protected messages verbatim. With a
+// session log the summary is appended as the log's next block after the
+// earlier ones, which stay byte-identical; a reflection, when given,
+// first replaces those blocks by one.
 func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (res WorkResult, err error) {
 	rec := a.begin(ctx, in.Run, in.Step, "apply-history")
 	defer rec.end(&err, &res.Recorded)
@@ -104,16 +119,32 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 	if err != nil {
 		return res, err
 	}
+	known := digestSet{}
+	for _, d := range in.Log {
+		known[d] = true
+	}
+	before := b.Measure(conv)
+	conv, view := plan.SeparateLog(conv, known.has, b.Counter)
+	style := compress.SummaryStyle(p.History.Style)
+	split := in.Split
+	if in.ReflectionKey != "" && len(view.Messages) > 0 {
+		block, removed, err := a.reflect(ctx, in, style, &conv, view)
+		if err != nil {
+			return res, err
+		}
+		split -= removed
+		res.Log = append(res.Log, block)
+		known[block.SHA256] = true
+		conv, view = plan.SeparateLog(conv, known.has, b.Counter)
+	}
 	summary, err := a.text(ctx, in.Run.Tenant, in.SummaryKey)
 	if err != nil {
 		return res, err
 	}
-	style := compress.SummaryStyle(p.History.Style)
 	if style == compress.StyleSessionSummary {
 		summary = sessionSummary(in.Run, summary, in.ArchiveKey)
 	}
-	before := b.Measure(conv)
-	protected := compress.Protected(conv, plan.HistoryProtection(p))
+	protected := compress.Protected(conv, plan.Frozen(p, view))
 	if strings.TrimSpace(summary) != "" {
 		// The summary ends naming the messages of the original it
 		// replaces and the id that gives them back.
@@ -122,14 +153,26 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 			return res, err
 		}
 		if ok {
-			if id, ok := m.Range(compress.SummarizedMessages(conv, in.Split, protected)); ok {
+			if id, ok := m.Range(compress.SummarizedMessages(conv, split, protected)); ok {
 				summary = strings.TrimRight(summary, "\n") + "\n\n" + recoverid.SummaryLine(id)
 			}
 		}
 	}
-	out, st, err := compress.Compact(conv, in.Split, summary, style, protected)
+	label := plan.NextBlockLabel(conv, view)
+	if p.History.Log.Enabled && strings.TrimSpace(summary) != "" {
+		summary = compress.LogBlockText(label, summary)
+	}
+	out, st, err := compress.Compact(conv, split, summary, style, protected)
 	if err != nil {
 		return res, badInput(fmt.Errorf("compact history: %w", err))
+	}
+	if st.Summarized > 0 {
+		// Every summary is recorded as a block, with or without a log:
+		// a later run then reads it as a summary, never as the words of
+		// the user whose message it was rendered into.
+		msg, _ := compress.SummaryMessage(summary, style)
+		text := msg.Blocks[0].Text
+		res.Log = append(res.Log, store.LogBlock{SHA256: plan.BlockDigest(text), Label: label, Tokens: b.Counter.Count(text)})
 	}
 	key, err := a.save(ctx, in.Run, out)
 	if err != nil {
@@ -138,7 +181,69 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 	after := b.Measure(out)
 	logger(ctx).Info(fmt.Sprintf("Summarized %d messages → 1 summary (saved ~%d tokens)", st.Summarized, before-after), "run", in.Run.ID)
 	rec.inputSize, rec.outputSize = int64(before), int64(after)
-	return WorkResult{WorkKey: key, Tokens: after, Usage: b.Usage(after)}, nil
+	res.WorkKey, res.Tokens, res.Usage = key, after, b.Usage(after)
+	return res, nil
+}
+
+// reflect replaces the log's blocks of *conv by the reflection at
+// in.ReflectionKey, framed as a block that keeps every recovery line of
+// the blocks it condenses, and returns its record and how many messages
+// fewer the conversation has.
+func (a *Activities) reflect(ctx context.Context, in ApplyHistoryInput, style compress.SummaryStyle, conv *conversation.Conversation, view plan.LogView) (store.LogBlock, int, error) {
+	text, err := a.text(ctx, in.Run.Tenant, in.ReflectionKey)
+	if err != nil {
+		return store.LogBlock{}, 0, err
+	}
+	body := strings.TrimRight(text, "\n")
+	var missing []string
+	for _, line := range plan.RecoverLines(*conv, view) {
+		if !strings.Contains(body, line) {
+			missing = append(missing, line)
+		}
+	}
+	if len(missing) > 0 {
+		body += "\n\n" + strings.Join(missing, "\n")
+	}
+	label := plan.ReflectionLabel(*conv, view)
+	msg, err := compress.SummaryMessage(compress.LogBlockText(label, body), style)
+	if err != nil {
+		return store.LogBlock{}, 0, badInput(fmt.Errorf("reflect: %w", err))
+	}
+	out, removed, err := plan.Reflect(*conv, view, msg)
+	if err != nil {
+		return store.LogBlock{}, 0, badInput(err)
+	}
+	*conv = out
+	t := msg.Blocks[0].Text
+	_, b, err := a.historyBudget(in.Run, in.Ladder)
+	if err != nil {
+		return store.LogBlock{}, 0, err
+	}
+	return store.LogBlock{SHA256: plan.BlockDigest(t), Label: label, Tokens: b.Counter.Count(t), Reflection: true,
+		Condensed: append([]string(nil), view.Digests...)}, removed, nil
+}
+
+// digestSet is a set of log block digests.
+type digestSet map[string]bool
+
+func (d digestSet) has(text string) bool { return d[plan.BlockDigest(text)] }
+
+// knownBlocks is the set of the session's log blocks: those its runs
+// recorded and those this run appended before (pending). Only these are
+// read as blocks; any other text stays what it is.
+func (a *Activities) knownBlocks(ctx context.Context, run contract.Run, pending []string) (func(string) bool, error) {
+	set := digestSet{}
+	for _, d := range pending {
+		set[d] = true
+	}
+	blocks, err := a.Store.SessionLog(ctx, run.Tenant, run.Session)
+	if err != nil {
+		return nil, storeErr(fmt.Errorf("read session log: %w", err))
+	}
+	for _, l := range blocks {
+		set[l.SHA256] = true
+	}
+	return set.has, nil
 }
 
 // sessionSummary frames a summary as the three-tier design's session summary and makes

@@ -27,11 +27,19 @@ type memStore struct {
 	seenBy map[string]string
 	// webhooks are the tenants with a live webhook endpoint.
 	webhooks map[string]bool
+	// logs are the session logs, by tenant/session.
+	logs map[string][]store.LogBlock
 }
 
 func newMemStore() *memStore {
 	return &memStore{runs: map[string]store.Run{}, results: map[string]store.RunResult{}, watermarks: map[string]string{}, seenBy: map[string]string{},
-		webhooks: map[string]bool{}}
+		webhooks: map[string]bool{}, logs: map[string][]store.LogBlock{}}
+}
+
+func (m *memStore) SessionLog(_ context.Context, tenant, session string) ([]store.LogBlock, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]store.LogBlock(nil), m.logs[tenant+"/"+session]...), nil
 }
 
 var errNoRun = errors.New("memstore: no such run")
@@ -95,6 +103,12 @@ func (m *memStore) CommitRun(_ context.Context, id string, res store.RunResult) 
 	r.TokensAfter, r.Ratio, r.OutputKey, r.OutputSHA256 = res.TokensAfter, res.Ratio, res.OutputKey, res.OutputSHA256
 	r.Stats, r.Level = res.Stats, res.Level
 	m.runs[id], m.results[id] = r, res
+	if r.ReplayOf == "" {
+		for _, l := range res.Log {
+			l.RunID = id
+			m.logs[r.Tenant+"/"+r.Session] = append(m.logs[r.Tenant+"/"+r.Session], l)
+		}
+	}
 	c.Committed = true
 	return c, nil
 }

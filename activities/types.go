@@ -239,4 +239,7 @@ type WorkResult struct {
 	WorkKey string  `json:"work_key"`
 	Tokens  int     `json:"tokens"`
 	Usage   float64 `json:"usage"`
+	// Log are the session log blocks a history summary appended (and
+	// the reflection it made): digests and figures, for commit to record.
+	Log []store.LogBlock `json:"log,omitempty"`
 }

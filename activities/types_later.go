@@ -37,6 +37,10 @@ type HistoryInput struct {
 	// Step names the step in the run's records ("history/prepare" when
 	// empty).
 	Step string `json:"step,omitempty"`
+	// Pending are the digests of the log blocks this run appended in an
+	// earlier history pass: blocks of the session's log, not yet
+	// recorded (commit records them).
+	Pending []string `json:"pending,omitempty"`
 }
 
 // HistoryPlan says whether and how to compact the history.
@@ -59,6 +63,16 @@ type HistoryPlan struct {
 	// Note says how the kept tail was chosen (plan.HistoryTail): figures
 	// only, never conversation text.
 	Note string `json:"note,omitempty"`
+	// Log are the digests of the session log's blocks found in the
+	// conversation (ApplyHistory separates the same ones).
+	Log []string `json:"log,omitempty"`
+	// TargetTokens is the size the summary aims at (plan.BlockTarget).
+	TargetTokens int `json:"target_tokens,omitempty"`
+	// ReflectKey holds the log's blocks for a reflection to condense
+	// when the log outgrew its budget; empty otherwise.
+	ReflectKey string `json:"reflect_key,omitempty"`
+	// LogTokens is the log's size before this pass.
+	LogTokens int `json:"log_tokens,omitempty"`
 }
 
 // DriftInput measures a summary against its source.
@@ -106,6 +120,11 @@ type ApplyHistoryInput struct {
 	ArchiveKey string `json:"archive_key,omitempty"`
 	// Ladder applies the budget ladder's history step (see HistoryInput).
 	Ladder bool `json:"ladder,omitempty"`
+	// Log are the digests of the log blocks HistoryPlan found.
+	Log []string `json:"log,omitempty"`
+	// ReflectionKey holds the reflection that replaces the log's blocks;
+	// empty: the blocks stay as they are.
+	ReflectionKey string `json:"reflection_key,omitempty"`
 }
 
 // CommitInput finishes a run.
@@ -147,6 +166,9 @@ type CommitInput struct {
 	// summarizer and drift-checked (PrepareHandoff); empty: commit makes
 	// the structured offline one when it makes a handoff.
 	HandoffSummaryKey string `json:"handoff_summary_key,omitempty"`
+	// Log are the session log blocks the run's history passes appended;
+	// commit records those its output still holds.
+	Log []store.LogBlock `json:"log,omitempty"`
 }
 
 // HandoffInput prepares the summary of a CRITICAL handoff.

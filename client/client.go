@@ -79,6 +79,25 @@ type PassStat struct {
 	Note        string `json:"note,omitempty"`
 }
 
+// CacheFigures are a run's prompt-cache effects: the output's tokens that
+// are an unchanged prefix of the request, and those the agent's next call
+// writes to its cache again.
+type CacheFigures struct {
+	PrefixTokens  int     `json:"prefix_tokens"`
+	RewriteTokens int     `json:"rewrite_tokens"`
+	PrefixShare   float64 `json:"prefix_share"`
+}
+
+// LogFigures describe the session's summary log after a run: its blocks
+// and size, the blocks the run appended, and whether it reflected
+// (condensed the earlier blocks into one).
+type LogFigures struct {
+	Blocks    int  `json:"blocks"`
+	Tokens    int  `json:"tokens"`
+	Appended  int  `json:"appended"`
+	Reflected bool `json:"reflected"`
+}
+
 // Result is a finished run with its compacted conversation (200).
 type Result struct {
 	RunID    string `json:"run_id"`
@@ -115,6 +134,10 @@ type Result struct {
 	HandoffKey    string     `json:"handoff_key,omitempty"`
 	HandoffSHA256 string     `json:"handoff_sha256,omitempty"`
 	Passes        []PassStat `json:"passes"`
+	// Cache is how much of the agent's prompt cache the run kept.
+	Cache *CacheFigures `json:"cache,omitempty"`
+	// SessionLog is the session's append-only summary log after the run.
+	SessionLog *LogFigures `json:"session_log,omitempty"`
 	// ContextCompression is a ReAct trajectory's layer statistics
 	// (react-two-layer), as the server sends them.
 	ContextCompression json.RawMessage `json:"context_compression,omitempty"`

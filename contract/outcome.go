@@ -64,4 +64,35 @@ type Outcome struct {
 	HandoffKey    string     `json:"handoff_key,omitempty"`
 	HandoffSHA256 string     `json:"handoff_sha256,omitempty"`
 	Passes        []PassStat `json:"passes"`
+	// Cache is how much of the agent's prompt cache the run keeps: the
+	// output's tokens that are an unchanged prefix of the request, and
+	// the ones the agent's next call writes to its cache again.
+	Cache *CacheFigures `json:"cache,omitempty"`
+	// SessionLog is the session's append-only summary log after the run.
+	SessionLog *LogFigures `json:"session_log,omitempty"`
+}
+
+// CacheFigures are a run's prompt-cache effects, in the run's unit.
+type CacheFigures struct {
+	// PrefixTokens of the output are a byte-identical prefix of the
+	// request (as the provider sees it): they stay cached.
+	PrefixTokens int `json:"prefix_tokens"`
+	// RewriteTokens are the rest of the output, which the agent's next
+	// call writes to the cache again.
+	RewriteTokens int `json:"rewrite_tokens"`
+	// PrefixShare is PrefixTokens over the output's size.
+	PrefixShare float64 `json:"prefix_share"`
+}
+
+// LogFigures describe a session log (policy.SessionLog) after a run.
+type LogFigures struct {
+	// Blocks and Tokens are the log's blocks in the output and their size.
+	Blocks int `json:"blocks"`
+	Tokens int `json:"tokens"`
+	// Appended is how many blocks the run added (0 or 1, 2 with a
+	// reflection).
+	Appended int `json:"appended"`
+	// Reflected is set when the run condensed the log's earlier blocks
+	// into one (it then changed the prefix the agent had cached).
+	Reflected bool `json:"reflected"`
 }

@@ -139,6 +139,8 @@ func TestClientsTypeScriptUnit(t *testing.T) {
 var clientTypes = []struct{ schema, typ string }{
 	{"RunResult", "RunResult"},
 	{"PassStat", "PassStat"},
+	{"CacheFigures", "CacheFigures"},
+	{"LogFigures", "LogFigures"},
 	{"Accepted", "Accepted"},
 	{"RunDetail", "RunDetail"},
 	{"RunRecord", "RunRecord"},

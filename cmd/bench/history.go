@@ -454,7 +454,7 @@ func measureWrites(ctx context.Context, hs *store.Store, fill historyFill, p *hi
 			ContextLimit: 128000, InputSHA256: sha, ResolvedPreset: json.RawMessage(fill.resolved)}
 		err := errors.Join(
 			timed("SessionBreaker", func() error {
-				_, err := hs.SessionBreaker(ctx, historyTenant, session, gateway.DefaultBreaker, time.Now())
+				_, err := hs.SessionBreaker(ctx, historyTenant, session, gateway.DefaultBreaker, time.Now(), "")
 				return err
 			}),
 			timed("SubmitRun", func() error {

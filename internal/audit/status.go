@@ -152,7 +152,7 @@ func (s *Service) Status(ctx context.Context, tenant, session string) (SessionSt
 		return SessionStatus{}, err
 	}
 	if s.Breaker.Enabled() {
-		b, err := s.Store.SessionBreaker(ctx, tenant, session, s.Breaker, time.Now())
+		b, err := s.Store.SessionBreaker(ctx, tenant, session, s.Breaker, time.Now(), "")
 		if err != nil {
 			return SessionStatus{}, err
 		}

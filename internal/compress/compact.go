@@ -77,6 +77,16 @@ const (
 	SessionSummaryHeading = "## Session Summary"
 )
 
+// LogBlockOpening opens the body of a session log block (LogBlockText).
+const LogBlockOpening = "<session-log block="
+
+// LogBlockText frames summary as the session log's block label ("3", or
+// "1-4" for a reflection of blocks 1 to 4): stable delimiters that show
+// the agent (and a reader) where each block starts and ends.
+func LogBlockText(label, summary string) string {
+	return LogBlockOpening + `"` + label + `">` + "\n" + strings.TrimSpace(summary) + "\n</session-log>"
+}
+
 // IsSummary reports whether a message is a summary that SummaryMessage
 // wrote (in any style), not words of the user or the assistant.
 func IsSummary(m conversation.Message) bool {
@@ -87,7 +97,8 @@ func IsSummary(m conversation.Message) bool {
 		switch {
 		case m.Role == conversation.RoleUser && strings.HasPrefix(b.Text, compressedHistoryPrefix),
 			m.Role == conversation.RoleAssistant && strings.HasPrefix(b.Text, summaryFirstPrefix),
-			m.Role == conversation.RoleUser && strings.HasPrefix(b.Text, SessionSummaryHeading):
+			m.Role == conversation.RoleUser && strings.HasPrefix(b.Text, SessionSummaryHeading),
+			strings.HasPrefix(b.Text, LogBlockOpening):
 			return true
 		}
 	}

@@ -25,6 +25,10 @@ type Protection struct {
 	// substrings (case-sensitive), e.g. "[pinned]" or "IMPORTANT:". Text
 	// inside tool results never pins: only what the user wrote does.
 	PinMarkers []string
+	// Frozen protects messages[:Frozen]: everything up to the end of the
+	// session log (plan.LogView), which stays byte-identical between
+	// compactions so that the agent's prompt cache still hits.
+	Frozen int
 }
 
 // Protected returns, per message index, whether the message is protected.
@@ -56,6 +60,9 @@ func Protected(c conversation.Conversation, p Protection) []bool {
 		}
 	}
 	for i := max(0, n-p.LastN); i < n; i++ {
+		mask[i] = true
+	}
+	for i := 0; i < min(p.Frozen, n); i++ {
 		mask[i] = true
 	}
 	return closePairs(c, indexTools(c), mask)

@@ -138,11 +138,11 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	if err != nil {
 		return Submitted{}, err
 	}
-	if err := g.checkBreaker(ctx, ev); err != nil {
-		return Submitted{}, err
-	}
 	data, err := g.conversation(ctx, ev)
 	if err != nil {
+		return Submitted{}, err
+	}
+	if err := g.checkBreaker(ctx, ev, data); err != nil {
 		return Submitted{}, err
 	}
 	conv, err := conversation.ParseAny(data)
@@ -265,13 +265,14 @@ func (g *Gateway) start(ctx context.Context, in contract.CompactionInput) error 
 }
 
 // checkBreaker refuses an automatic event of a session whose breaker is
-// open, before anything is stored. A manual event is the probe and always
-// runs; a resubmitted event keeps its run.
-func (g *Gateway) checkBreaker(ctx context.Context, ev Event) error {
+// open for its conversation (data), before anything is stored. A manual
+// event is the probe and always runs; a resubmitted event keeps its run.
+func (g *Gateway) checkBreaker(ctx context.Context, ev Event, data []byte) error {
 	if ev.Kind == KindManual || ev.ReplayOf != "" || !g.Breaker.Enabled() {
 		return nil
 	}
-	b, err := g.Store.SessionBreaker(ctx, ev.Tenant, ev.Session, g.Breaker, time.Now())
+	sum := sha256.Sum256(data)
+	b, err := g.Store.SessionBreaker(ctx, ev.Tenant, ev.Session, g.Breaker, time.Now(), hex.EncodeToString(sum[:]))
 	if err != nil || !b.Open {
 		return err
 	}

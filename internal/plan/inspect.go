@@ -63,7 +63,7 @@ func Inspect(conv conversation.Conversation, p policy.Preset, model string, limi
 	if !res.Done {
 		targets, _ := GlobalTargets(res.Conv, p, b, nil)
 		r.GlobalResults = len(targets)
-		d := History(res.Conv, p, b, res.SizeBefore-res.SizeAfter, false)
+		d := History(res.Conv, p, b, res.SizeBefore-res.SizeAfter, false, LogView{})
 		r.History, r.HistoryNote, r.Summarized = d.Run, d.Reason, d.Summarized
 		if d.Run {
 			// Named by its place in the caller's messages[], as every

@@ -405,12 +405,21 @@ type HistoryDecision struct {
 	Protected  []bool
 	// Note says how the kept tail was chosen (HistoryTail).
 	Note string
+	// TargetTokens is what the summary aims at (BlockTarget with a
+	// session log, else the preset's).
+	TargetTokens int
+	// Reflect is set when the session log, with the new block, outgrows
+	// its budget: its blocks are condensed into one first.
+	Reflect bool
 }
 
-// History decides history compaction: the preset's trigger usage,
-// offload-compact's rule that compaction runs only when the cheaper passes freed less
-// than MaxFreedTokens, or force (a manual compact, offload-compact's /compact).
-func History(conv conversation.Conversation, p policy.Preset, b Budget, freed int, force bool) HistoryDecision {
+// History decides history compaction of conv, whose session log (after
+// SeparateLog) is view: the preset's trigger usage, offload-compact's
+// rule that compaction runs only when the cheaper passes freed less than
+// MaxFreedTokens, or force (a manual compact, offload-compact's
+// /compact). Everything up to the log's end is frozen: the summary covers
+// only what is new since the last block.
+func History(conv conversation.Conversation, p policy.Preset, b Budget, freed int, force bool, view LogView) HistoryDecision {
 	h := p.History
 	if !h.Enabled {
 		return HistoryDecision{Reason: "history compaction disabled by the preset"}
@@ -427,7 +436,9 @@ func History(conv conversation.Conversation, p policy.Preset, b Budget, freed in
 			return HistoryDecision{Reason: fmt.Sprintf("offload freed %d ≥ %d tokens: no compaction needed", freed, h.MaxFreedTokens)}
 		}
 	}
-	protected := compress.Protected(conv, HistoryProtection(p))
+	target := BlockTarget(p, b)
+	p.History.TargetTokens = target
+	protected := compress.Protected(conv, Frozen(p, view))
 	tail := HistoryTail(conv, p, b, protected)
 	split := tail.Split
 	n := 0
@@ -439,5 +450,8 @@ func History(conv conversation.Conversation, p policy.Preset, b Budget, freed in
 	if n == 0 {
 		return HistoryDecision{Reason: fmt.Sprintf("%d messages: nothing to summarize beyond the kept %d", len(conv.Messages), h.KeepLast)}
 	}
-	return HistoryDecision{Run: true, Split: split, Summarized: n, Protected: protected, Note: tail.Note}
+	budget := LogBudget(p, b)
+	reflect := budget > 0 && len(view.Messages) > 0 && view.Tokens+target > budget
+	return HistoryDecision{Run: true, Split: split, Summarized: n, Protected: protected, Note: tail.Note,
+		TargetTokens: target, Reflect: reflect}
 }

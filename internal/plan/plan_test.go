@@ -127,7 +127,7 @@ func TestHistoryDecision(t *testing.T) {
 			p := preset(t, tc.preset, "")
 			b, err := NewBudget(p, "gpt-4o", tc.limit, tokens.Limits{})
 			require.NoError(t, err)
-			d := History(conv, p, b, tc.freed, tc.force)
+			d := History(conv, p, b, tc.freed, tc.force, LogView{})
 			require.Equal(t, tc.run, d.Run, d.Reason)
 			if tc.reason != "" {
 				require.Contains(t, d.Reason, tc.reason)
@@ -147,7 +147,7 @@ func TestFewMessagesNothingToSummarize(t *testing.T) {
 	p := preset(t, policy.OffloadCompact, "")
 	b, err := NewBudget(p, "gpt-4o", 100, tokens.Limits{})
 	require.NoError(t, err)
-	d := History(conv, p, b, 0, true)
+	d := History(conv, p, b, 0, true, LogView{})
 	require.False(t, d.Run)
 	require.Contains(t, d.Reason, "nothing to summarize")
 }
@@ -193,7 +193,7 @@ func TestPreserveCountBelowProtection(t *testing.T) {
 		p := preset(t, policy.OffloadCompact, fmt.Sprintf(`{"history":{"keep_last":%d}}`, keep))
 		b, err := NewBudget(p, "gpt-4o", 8000, tokens.DefaultLimits())
 		require.NoError(t, err)
-		d := History(conv, p, b, 0, true)
+		d := History(conv, p, b, 0, true, LogView{})
 		require.True(t, d.Run)
 		// The tail is keep messages, plus the call of a result at its
 		// boundary (pairs are never cut), not the 5 the preset protects.
@@ -205,7 +205,7 @@ func TestPreserveCountBelowProtection(t *testing.T) {
 	p := preset(t, policy.OffloadCompact, `{"history":{"keep_last":1}}`)
 	b, err := NewBudget(p, "gpt-4o", 8000, tokens.DefaultLimits())
 	require.NoError(t, err)
-	require.Equal(t, len(conv.Messages)-1, History(conv, p, b, 0, true).Split, "the pending call alone")
+	require.Equal(t, len(conv.Messages)-1, History(conv, p, b, 0, true, LogView{}).Split, "the pending call alone")
 }
 
 // TestCheckpointEventAppliesTheWatermark: a checkpoint event prunes at the

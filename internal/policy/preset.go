@@ -178,7 +178,29 @@ type History struct {
 	DeleteOffloads bool   `json:"delete_offloads"`
 	// CriticalUsage recommends a fresh session (three-tier: 85%).
 	CriticalUsage float64 `json:"critical_usage"`
+	// Log keeps the session's summaries as an append-only session log
+	// (ours, every summarizing preset): see SessionLog.
+	Log SessionLog `json:"log"`
 }
+
+// SessionLog is how a session's summaries accumulate over its many
+// compactions. Enabled, each compaction summarizes only the messages that
+// are new since the log's last block and appends one block after the
+// earlier ones, which stay byte-identical (the agent's prompt cache keeps
+// hitting, and nothing is re-summarized); when the log outgrows
+// BudgetShare of the limit, one reflection condenses its blocks into one,
+// and the run says so. Disabled, every summary covers everything before
+// the kept tail again, earlier summaries included (the source designs'
+// rule, kept for comparison).
+type SessionLog struct {
+	Enabled bool `json:"enabled"`
+	// BudgetShare is the share of the context limit the log may hold
+	// before a reflection; a block aims at a quarter of it at most.
+	BudgetShare float64 `json:"budget_share"`
+}
+
+// defaultLog is every summarizing preset's session log.
+var defaultLog = SessionLog{Enabled: true, BudgetShare: 0.25}
 
 // Drift is the check of a summary against its source.
 type Drift struct {
@@ -246,7 +268,7 @@ func basePreset() Preset {
 		Truncate:      Truncate{TriggerUsage: 0.50, MinTokens: 500, Tools: writeTools},
 		PostProcess:   PostProcess{SmallTokens: 200, JSONTokens: 500, FileLines: 500, DBRows: 100, SampleRows: 5},
 		History: History{KeepLast: 5, Prompt: "history", Style: "compressed-history",
-			TargetTokens: 8000, Attempts: 3, CriticalUsage: 0.85, OnFailure: "extractive"},
+			TargetTokens: 8000, Attempts: 3, CriticalUsage: 0.85, OnFailure: "extractive", Log: defaultLog},
 		Drift:  Drift{Enabled: true, MinRetention: 0.6, RepairPasses: 1, MaxIdentifiers: 60},
 		Budget: BudgetRule{Enabled: true, TargetUsage: 0.9, OffloadMinTokens: 1000, KeepLast: 1, TargetTokens: 2000},
 	}
@@ -328,6 +350,7 @@ func Builtin(name string) (Preset, error) {
 	default:
 		return Preset{}, fmt.Errorf("unknown preset %q (valid: %s)", name, strings.Join(Names(), ", "))
 	}
+	p.History.Log = defaultLog
 	return p, nil
 }
 
@@ -393,6 +416,7 @@ func (p Preset) Validate() error {
 		{"history.prompt", p.History.Enabled && !oneOf(p.History.Prompt, "history", "brief", "session")},
 		{"history.on_failure", p.History.Enabled && !oneOf(p.History.OnFailure, "unchanged", "extractive")},
 		{"history.style", p.History.Enabled && !oneOf(p.History.Style, "compressed-history", "summary-first", "session-summary")},
+		{"history.log.budget_share", p.History.Enabled && p.History.Log.Enabled && (p.History.Log.BudgetShare <= 0 || p.History.Log.BudgetShare > 0.5)},
 		{"drift.min_retention", p.Drift.MinRetention < 0 || p.Drift.MinRetention > 1},
 		{"budget.target_usage", p.Budget.Enabled && (p.Budget.TargetUsage <= 0 || p.Budget.TargetUsage > 1)},
 		{"budget.offload_min_tokens", p.Budget.Enabled && p.Budget.OffloadMinTokens < 1},

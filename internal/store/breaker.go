@@ -35,14 +35,21 @@ type Breaker struct {
 }
 
 // SessionBreaker reads the breaker of a session from its latest runs
-// (replays excluded: they are audit data, not the session's life).
-func (s *Store) SessionBreaker(ctx context.Context, tenant, session string, rule BreakerRule, now time.Time) (Breaker, error) {
+// (replays excluded: they are audit data, not the session's life) for an
+// event whose conversation has SHA-256 input. The breaker stops a loop,
+// not a long session: the runs must have failed or freed too little, and
+// the event must bring nothing new, its conversation being the request
+// or the output of one of those runs. A session whose agent keeps
+// appending messages always gets its run (which fits, or ends over_limit
+// with a handoff). An empty input reads the breaker as it stands for a
+// repeat (the session's status).
+func (s *Store) SessionBreaker(ctx context.Context, tenant, session string, rule BreakerRule, now time.Time, input string) (Breaker, error) {
 	if !rule.Enabled() {
 		return Breaker{}, nil
 	}
 	n := max(rule.Runs, 1)
 	rows, err := s.pool.Query(ctx, `
-		select status, tokens_before, tokens_after, started_at, trigger from runs
+		select status, tokens_before, tokens_after, started_at, trigger, input_sha256, output_sha256 from runs
 		where tenant_id = $1 and session_id = $2 and replay_of is null and status <> 'skipped'
 		order by started_at desc, id desc limit $3`, tenant, session, n)
 	if err != nil {
@@ -53,10 +60,11 @@ func (s *Store) SessionBreaker(ctx context.Context, tenant, session string, rule
 		before, after int64
 		started       time.Time
 		trigger       string
+		in, out       string
 	}
 	runs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (runRow, error) {
 		var r runRow
-		err := row.Scan(&r.status, &r.before, &r.after, &r.started, &r.trigger)
+		err := row.Scan(&r.status, &r.before, &r.after, &r.started, &r.trigger, &r.in, &r.out)
 		return r, err
 	})
 	if err != nil {
@@ -81,9 +89,16 @@ func (s *Store) SessionBreaker(ctx context.Context, tenant, session string, rule
 			return Breaker{}, nil
 		}
 	}
+	repeat := input == ""
+	for _, r := range runs {
+		repeat = repeat || input == r.in || input == r.out
+	}
+	if !repeat {
+		return Breaker{}, nil
+	}
 	oldest := runs[len(runs)-1].started
 	return Breaker{Open: true, Until: oldest.Add(rule.Window),
-		Reason: fmt.Sprintf("the session's last %d runs within %s failed or freed less than %.0f%%: automatic events are refused; a manual compaction probes, and its success closes the breaker",
+		Reason: fmt.Sprintf("the session's last %d runs within %s failed or freed less than %.0f%%: an automatic event that brings nothing new (the request or output of one of them again) is refused; a manual compaction probes, and its success closes the breaker",
 			rule.Runs, rule.Window, rule.MinFreed*100)}, nil
 }
 

@@ -1,9 +1,11 @@
 package store_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxcompact/orchestrator/internal/store"
@@ -40,15 +42,52 @@ func TestSessionBreaker(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			require.Equal(t, tt.enabled, tt.rule.Enabled())
-			b, err := s.SessionBreaker(ctx, "acme", "s1", tt.rule, time.Now())
+			b, err := s.SessionBreaker(ctx, "acme", "s1", tt.rule, time.Now(), "")
 			require.NoError(t, err)
 			require.Equal(t, tt.open, b.Open)
-			_, err = closed.SessionBreaker(ctx, "acme", "s1", tt.rule, time.Now())
+			_, err = closed.SessionBreaker(ctx, "acme", "s1", tt.rule, time.Now(), "")
 			if tt.enabled {
 				require.Error(t, err, "an enabled rule reads the session's runs")
 			} else {
 				require.NoError(t, err, "a disabled rule reads nothing")
 			}
 		})
+	}
+}
+
+// TestSessionBreakerTellsALoopFromALongSession: three runs in a row that
+// freed almost nothing open the breaker only for an event that brings
+// nothing new (the request or the output of one of them again); a long
+// session whose agent keeps appending messages still gets its run.
+func TestSessionBreakerTellsALoopFromALongSession(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	rule := store.BreakerRule{Runs: 3, Window: time.Hour, MinFreed: 0.05}
+	for i := range 3 {
+		r, created, err := s.CreateRun(ctx, store.Run{ID: uuid.NewString(), Tenant: "acme", Session: "long",
+			InputSHA256: fmt.Sprintf("%064x", i+1), TokensBefore: 1000})
+		require.NoError(t, err)
+		require.True(t, created)
+		c, err := s.CommitRun(ctx, r.ID, store.RunResult{TokensAfter: 990, OutputKey: "k", OutputSHA256: fmt.Sprintf("%064x", 100+i)})
+		require.NoError(t, err)
+		require.True(t, c.Committed)
+	}
+	for _, tc := range []struct {
+		name  string
+		input string
+		open  bool
+	}{
+		{"new messages since the last run", fmt.Sprintf("%064x", 999), false},
+		{"the last run's request again", fmt.Sprintf("%064x", 3), true},
+		{"an earlier run's output sent back unchanged", fmt.Sprintf("%064x", 101), true},
+		{"the status view (a repeat)", "", true},
+	} {
+		b, err := s.SessionBreaker(ctx, "acme", "long", rule, time.Now(), tc.input)
+		require.NoError(t, err, tc.name)
+		require.Equal(t, tc.open, b.Open, tc.name)
+		if tc.open {
+			require.Contains(t, b.Reason, "nothing new", tc.name)
+		}
 	}
 }

@@ -153,6 +153,10 @@ type RunResult struct {
 	// Steps are step records written in the same round trip as the
 	// commit (the run's successful steps, gathered by the workflow).
 	Steps []Step
+	// Log are the session log blocks the run appended (and the
+	// reflection it made), recorded with the commit; a replay's are not
+	// (a what-if changes nothing of its session).
+	Log []LogBlock
 }
 
 // RunFilter selects runs for ListRuns. Zero fields do not filter.
@@ -437,7 +441,7 @@ func (s *Store) CommitRun(ctx context.Context, id string, res RunResult) (Commit
 		return Commit{}, err
 	}
 	var c Commit
-	rows, err := s.finishWithSteps(ctx, res.Steps, &c.Webhooks, `
+	rows, err := s.finishWithSteps(ctx, res.Steps, res.Log, &c.Webhooks, `
 		update runs set
 			status = $11, error = $12,
 			tokens_after = $2, chars_after = $3, ratio = $4,
@@ -464,10 +468,15 @@ func (s *Store) CommitRun(ctx context.Context, id string, res RunResult) (Commit
 // transaction, and returns the rows the update changed. With webhooks
 // set, the same round trip reads whether the run's tenant has a live
 // webhook endpoint into it.
-func (s *Store) finishWithSteps(ctx context.Context, steps []Step, webhooks *bool, sql string, args ...any) (int64, error) {
+func (s *Store) finishWithSteps(ctx context.Context, steps []Step, logs []LogBlock, webhooks *bool, sql string, args ...any) (int64, error) {
 	var batch pgx.Batch
 	for _, st := range steps {
 		if err := queueStep(&batch, st); err != nil {
+			return 0, err
+		}
+	}
+	for _, l := range logs {
+		if err := queueLogBlock(&batch, args[0].(string), l); err != nil {
 			return 0, err
 		}
 	}
@@ -481,6 +490,11 @@ func (s *Store) finishWithSteps(ctx context.Context, steps []Step, webhooks *boo
 	for range steps {
 		if _, err := results.Exec(); err != nil {
 			return 0, fmt.Errorf("record steps: %w", err)
+		}
+	}
+	for range logs {
+		if _, err := results.Exec(); err != nil {
+			return 0, fmt.Errorf("record session log: %w", err)
 		}
 	}
 	tag, err := results.Exec()
@@ -519,7 +533,7 @@ func (s *Store) finish(ctx context.Context, op, id string, status RunStatus, cla
 	if strings.TrimSpace(msg) == "" {
 		return false, fmt.Errorf("%s: message is empty", op)
 	}
-	rows, err := s.finishWithSteps(ctx, steps, nil, `
+	rows, err := s.finishWithSteps(ctx, steps, nil, nil, `
 		update runs set status = $2, error = $3, error_class = $4, finished_at = now(), updated_at = now()
 		where id = $1 and status in ('pending', 'running')`, id, string(status), Storable(msg), string(class))
 	if err != nil {

@@ -51,6 +51,9 @@ type RunStats struct {
 	// its session's watermark to it when it commits; a replay only when
 	// it is promoted (Store.Promote).
 	Watermark string `json:"watermark,omitempty"`
+	// Cache and SessionLog: see contract.Outcome.
+	Cache      *contract.CacheFigures `json:"cache,omitempty"`
+	SessionLog *contract.LogFigures   `json:"session_log,omitempty"`
 }
 
 // ParseStats reads the run's stats; a run without stats (not committed)
@@ -100,6 +103,7 @@ func OutcomeOf(r Run, st RunStats) contract.Outcome {
 	out.PreservedCount, out.DeletedOffloads = st.PreservedCount, st.DeletedOffloads
 	out.Recommendation, out.ContextCompression = st.Recommendation, st.ContextCompression
 	out.HandoffKey, out.HandoffSHA256 = st.HandoffKey, st.HandoffSHA256
+	out.Cache, out.SessionLog = st.Cache, st.SessionLog
 	out.FreedTokens = max(out.TokensBefore-out.TokensAfter, 0)
 	out.Success = r.Status == RunSucceeded && !out.HistoryFailed
 	return out

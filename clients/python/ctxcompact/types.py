@@ -29,6 +29,21 @@ class PassStat(TypedDict, total=False):
     note: str
 
 
+class CacheFigures(TypedDict, total=False):
+    # How much of the agent's prompt cache a run kept.
+    prefix_tokens: int
+    rewrite_tokens: int
+    prefix_share: float
+
+
+class LogFigures(TypedDict, total=False):
+    # The session's append-only summary log after a run.
+    blocks: int
+    tokens: int
+    appended: int
+    reflected: bool
+
+
 class RunResult(TypedDict, total=False):
     # The answer of a finished run (200 of POST .../events).
     run_id: str
@@ -63,6 +78,8 @@ class RunResult(TypedDict, total=False):
     output_key: str
     output_sha256: str
     passes: List[PassStat]
+    cache: CacheFigures
+    session_log: LogFigures
     conversation: Any
 
 

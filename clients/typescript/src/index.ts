@@ -48,6 +48,21 @@ export interface PassStat {
   note?: string;
 }
 
+/** How much of the agent's prompt cache a run kept. */
+export interface CacheFigures {
+  prefix_tokens: number;
+  rewrite_tokens: number;
+  prefix_share: number;
+}
+
+/** The session's append-only summary log after a run. */
+export interface LogFigures {
+  blocks: number;
+  tokens: number;
+  appended: number;
+  reflected: boolean;
+}
+
 /** The answer of a finished run (200 of POST .../events). */
 export interface RunResult {
   run_id: string;
@@ -82,6 +97,8 @@ export interface RunResult {
   output_key?: string;
   output_sha256?: string;
   passes?: PassStat[];
+  cache?: CacheFigures;
+  session_log?: LogFigures;
   conversation?: Conversation;
 }
 

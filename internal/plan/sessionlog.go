@@ -1,0 +1,260 @@
+package plan
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/ctxcompact/orchestrator/internal/compress"
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
+)
+
+// A session's log is the ordered list of summary blocks its compactions
+// appended (policy.SessionLog). A block lives in the conversation the
+// agent holds, as a text block of its own; the store records the SHA-256
+// of each block a run committed, so that only text this service wrote
+// for this session is ever read as a block: a caller cannot make its own
+// text frozen (or another session's block count) by imitating one.
+
+// BlockDigest is the SHA-256 (hex) of a log block's text, as the store
+// records it.
+func BlockDigest(text string) string {
+	sum := sha256.Sum256([]byte(text))
+	return hex.EncodeToString(sum[:])
+}
+
+// LogView is where a conversation's session log is, after SeparateLog.
+type LogView struct {
+	// Messages are the indices of the log's blocks, one message each, in
+	// order.
+	Messages []int
+	// Digests are the blocks' SHA-256, in the same order.
+	Digests []string
+	// End is the index after the last block: messages[:End] (system
+	// prompt, task, pinned constraints, the log) are the stable prefix,
+	// frozen for every strategy. 0 when there is no log.
+	End int
+	// Tokens is the blocks' size.
+	Tokens int
+}
+
+// SeparateLog returns conv with every recorded log block (a text block
+// for which known reports true) in a message of its own, and where the
+// log is. An Anthropic conversation renders consecutive messages of one
+// role as one message, so a block the previous compaction appended after
+// the task comes back inside the task's message; separating it keeps the
+// task the user's words alone, and the block a block. Rendering merges
+// them again into the same bytes. Messages without a block are shared
+// with conv, never changed.
+func SeparateLog(conv conversation.Conversation, known func(text string) bool, counter tokens.Counter) (conversation.Conversation, LogView) {
+	var view LogView
+	if known == nil {
+		return conv, view
+	}
+	out := conv
+	out.Messages = make([]conversation.Message, 0, len(conv.Messages))
+	for _, m := range conv.Messages {
+		if !holdsBlock(m, known) {
+			out.Messages = append(out.Messages, m)
+			continue
+		}
+		var rest []conversation.Block
+		first := true
+		flush := func() {
+			if len(rest) == 0 {
+				return
+			}
+			piece := conversation.Message{Role: m.Role, Blocks: rest, Shape: m.Shape}
+			if first {
+				piece.Extra, first = m.Extra, false
+			}
+			out.Messages = append(out.Messages, piece)
+			rest = nil
+		}
+		for _, b := range m.Blocks {
+			if b.Kind != conversation.KindText || !known(b.Text) {
+				rest = append(rest, b)
+				continue
+			}
+			flush()
+			piece := conversation.Message{Role: m.Role, Blocks: []conversation.Block{b}, Shape: m.Shape}
+			if first {
+				piece.Extra, first = m.Extra, false
+			}
+			view.Messages = append(view.Messages, len(out.Messages))
+			view.Digests = append(view.Digests, BlockDigest(b.Text))
+			if counter != nil {
+				view.Tokens += counter.Count(b.Text)
+			}
+			out.Messages = append(out.Messages, piece)
+		}
+		flush()
+	}
+	if n := len(view.Messages); n > 0 {
+		view.End = view.Messages[n-1] + 1
+	}
+	return out, view
+}
+
+func holdsBlock(m conversation.Message, known func(string) bool) bool {
+	for _, b := range m.Blocks {
+		if b.Kind == conversation.KindText && known(b.Text) {
+			return true
+		}
+	}
+	return false
+}
+
+// LogBudget is the size the preset's session log may reach before a
+// reflection condenses it; 0 when the preset keeps no log.
+func LogBudget(p policy.Preset, b Budget) int {
+	if !p.History.Enabled || !p.History.Log.Enabled {
+		return 0
+	}
+	return int(float64(b.Limit) * p.History.Log.BudgetShare)
+}
+
+// BlockTarget is the size a new log block (or a reflection) aims at: the
+// preset's summary target, at most a quarter of the log's budget, so
+// that after a reflection at least two more blocks fit before the next.
+func BlockTarget(p policy.Preset, b Budget) int {
+	target := p.History.TargetTokens
+	if budget := LogBudget(p, b); budget > 0 {
+		target = min(target, max(budget/4, 50))
+	}
+	return target
+}
+
+var blockLabel = regexp.MustCompile(`<session-log block="(\d+)(?:-(\d+))?">`)
+
+// NextBlockLabel is the label of the block after the log's blocks: one
+// more than the highest number a block's label names.
+func NextBlockLabel(conv conversation.Conversation, view LogView) string {
+	n := 0
+	for _, i := range view.Messages {
+		for _, b := range conv.Messages[i].Blocks {
+			for _, m := range blockLabel.FindAllStringSubmatch(b.Text, -1) {
+				for _, g := range m[1:] {
+					var v int
+					if _, err := fmt.Sscan(g, &v); err == nil && v > n {
+						n = v
+					}
+				}
+			}
+		}
+	}
+	return fmt.Sprint(n + 1)
+}
+
+// ReflectionLabel is the label of a reflection of the log's blocks.
+func ReflectionLabel(conv conversation.Conversation, view LogView) string {
+	next := NextBlockLabel(conv, view)
+	var last int
+	_, _ = fmt.Sscan(next, &last)
+	return fmt.Sprintf("1-%d", max(last-1, 1))
+}
+
+// ReflectionTranscript is what a reflection summarizes: the log's blocks
+// in order, each under a header.
+func ReflectionTranscript(conv conversation.Conversation, view LogView) string {
+	var sb strings.Builder
+	for k, i := range view.Messages {
+		fmt.Fprintf(&sb, "[session log block %d]\n", k+1)
+		for _, b := range conv.Messages[i].Blocks {
+			sb.WriteString(b.Text)
+		}
+		sb.WriteString("\n\n")
+	}
+	return sb.String()
+}
+
+// recoverLine matches the line each block ends with (recoverid.SummaryLine).
+var recoverLine = regexp.MustCompile(`(?m)^Recover the summarized messages? [^\n]* id: [0-9A-Za-z_.:-]+$`)
+
+// RecoverLines are the recovery lines of the log's blocks, in order: a
+// reflection keeps them verbatim, so that every range the condensed
+// blocks covered can still be read back.
+func RecoverLines(conv conversation.Conversation, view LogView) []string {
+	var out []string
+	for _, i := range view.Messages {
+		for _, b := range conv.Messages[i].Blocks {
+			out = append(out, recoverLine.FindAllString(b.Text, -1)...)
+		}
+	}
+	return out
+}
+
+// Reflect replaces the log's blocks of conv (as SeparateLog returned it,
+// with view) by msg, the reflection, at the first block's place. It
+// returns the new conversation and how many messages fewer it has.
+func Reflect(conv conversation.Conversation, view LogView, msg conversation.Message) (conversation.Conversation, int, error) {
+	if len(view.Messages) == 0 {
+		return conv, 0, fmt.Errorf("reflect: the conversation has no session log")
+	}
+	drop := make(map[int]bool, len(view.Messages))
+	for _, i := range view.Messages {
+		drop[i] = true
+	}
+	first := view.Messages[0]
+	out := conv
+	out.Messages = make([]conversation.Message, 0, len(conv.Messages)-len(view.Messages)+1)
+	for i, m := range conv.Messages {
+		switch {
+		case i == first:
+			out.Messages = append(out.Messages, msg)
+		case !drop[i]:
+			out.Messages = append(out.Messages, m)
+		}
+	}
+	return out, len(view.Messages) - 1, nil
+}
+
+// StablePrefix is how much of out (a run's output) is an unchanged prefix
+// of in (its request): the leading messages equal in both, and the
+// leading blocks of the first message that differs, in the budget's unit.
+// Both are compared as rendered (same-role runs of an Anthropic
+// conversation merged), which is what a provider's prompt cache sees.
+func StablePrefix(in, out conversation.Conversation, b Budget) int {
+	in, out = in.MergeSameRole(), out.MergeSameRole()
+	n := 0
+	for i := 0; i < len(out.Messages) && i < len(in.Messages); i++ {
+		a, o := in.Messages[i], out.Messages[i]
+		if a.Role != o.Role {
+			break
+		}
+		j := 0
+		for j < len(o.Blocks) && j < len(a.Blocks) && sameBlock(a.Blocks[j], o.Blocks[j]) {
+			j++
+		}
+		if j == len(o.Blocks) && j == len(a.Blocks) {
+			n += tokens.Message(b.Counter, o)
+			continue
+		}
+		for _, blk := range o.Blocks[:j] {
+			n += b.Counter.Count(blk.Text) + b.Counter.Count(blk.Input)
+		}
+		break
+	}
+	return n
+}
+
+func sameBlock(a, b conversation.Block) bool {
+	return a.Kind == b.Kind && a.Text == b.Text && a.ToolID == b.ToolID && a.ToolName == b.ToolName &&
+		a.Input == b.Input && a.IsError == b.IsError
+}
+
+// Frozen is the history protection of a conversation whose log is view:
+// the preset's, with everything up to the log's end frozen when the
+// preset keeps a session log (without one, earlier summaries are
+// summarized again, as the source designs do).
+func Frozen(p policy.Preset, view LogView) compress.Protection {
+	pr := HistoryProtection(p)
+	if p.History.Enabled && p.History.Log.Enabled {
+		pr.Frozen = view.End
+	}
+	return pr
+}
