@@ -41,7 +41,7 @@ func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res H
 	}
 	res.Log, res.TargetTokens, res.LogTokens = view.Digests, d.TargetTokens, view.Tokens
 	if d.Reflect {
-		if res.ReflectKey, err = a.putText(ctx, in.Run, "reflection", plan.ReflectionTranscript(conv, view)); err != nil {
+		if res.ReflectKey, err = a.putText(ctx, in.Run, "reflection", plan.Reflection(conv, view, plan.ReflectionTarget(p, b)*4)); err != nil {
 			return res, err
 		}
 	}
@@ -128,7 +128,7 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 	style := compress.SummaryStyle(p.History.Style)
 	split := in.Split
 	if in.ReflectionKey != "" && len(view.Messages) > 0 {
-		block, removed, err := a.reflect(ctx, in, style, &conv, view)
+		block, removed, err := a.reflect(ctx, in, style, b, &conv, view)
 		if err != nil {
 			return res, err
 		}
@@ -186,23 +186,12 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 }
 
 // reflect replaces the log's blocks of *conv by the reflection at
-// in.ReflectionKey, framed as a block that keeps every recovery line of
-// the blocks it condenses, and returns its record and how many messages
-// fewer the conversation has.
-func (a *Activities) reflect(ctx context.Context, in ApplyHistoryInput, style compress.SummaryStyle, conv *conversation.Conversation, view plan.LogView) (store.LogBlock, int, error) {
-	text, err := a.text(ctx, in.Run.Tenant, in.ReflectionKey)
+// in.ReflectionKey (plan.Reflection), framed as a block, and returns its
+// record and how many messages fewer the conversation has.
+func (a *Activities) reflect(ctx context.Context, in ApplyHistoryInput, style compress.SummaryStyle, b plan.Budget, conv *conversation.Conversation, view plan.LogView) (store.LogBlock, int, error) {
+	body, err := a.text(ctx, in.Run.Tenant, in.ReflectionKey)
 	if err != nil {
 		return store.LogBlock{}, 0, err
-	}
-	body := strings.TrimRight(text, "\n")
-	var missing []string
-	for _, line := range plan.RecoverLines(*conv, view) {
-		if !strings.Contains(body, line) {
-			missing = append(missing, line)
-		}
-	}
-	if len(missing) > 0 {
-		body += "\n\n" + strings.Join(missing, "\n")
 	}
 	label := plan.ReflectionLabel(*conv, view)
 	msg, err := compress.SummaryMessage(compress.LogBlockText(label, body), style)
@@ -215,10 +204,6 @@ func (a *Activities) reflect(ctx context.Context, in ApplyHistoryInput, style co
 	}
 	*conv = out
 	t := msg.Blocks[0].Text
-	_, b, err := a.historyBudget(in.Run, in.Ladder)
-	if err != nil {
-		return store.LogBlock{}, 0, err
-	}
 	return store.LogBlock{SHA256: plan.BlockDigest(t), Label: label, Tokens: b.Counter.Count(t), Reflection: true,
 		Condensed: append([]string(nil), view.Digests...)}, removed, nil
 }

@@ -521,21 +521,10 @@ func historyPass(ctx workflow.Context, run contract.Run, preset policy.Preset, a
 	if preset.History.OnFailure == "extractive" {
 		fallback = "extractive"
 	}
-	// The log's reflection runs beside the new block's summary.
-	var reflection workflow.Future
-	if hp.ReflectKey != "" && workflow.GetVersion(ctx, "session-log-reflection", workflow.DefaultVersion, 1) == 1 {
-		reflection = startReflection(ctx, run, preset, name, hp.ReflectKey, archive.Key)
-	}
 	sum, err := summarizeOrFallback(ctx, activities.SummarizeInput{
 		Run: run, Step: name + "/summarize", Prompt: preset.History.Prompt, SourceKey: hp.TranscriptKey,
 		ArchiveKey: archive.Key, TargetTokens: preset.History.TargetTokens,
 	}, preset.History.Attempts, fallback)
-	reflectionKey := ""
-	if reflection != nil {
-		if rerr := reflection.Get(ctx, &reflectionKey); rerr != nil {
-			return rerr
-		}
-	}
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("history summary failed; history unchanged", "run", run.ID, "error", err)
 		commit.HistoryFailed = true
@@ -555,12 +544,14 @@ func historyPass(ctx workflow.Context, run contract.Run, preset policy.Preset, a
 	}
 	var w activities.WorkResult
 	if err := runStep(ctx, a.ApplyHistory, activities.ApplyHistoryInput{Run: run, Step: name + "/apply", WorkKey: commit.WorkKey, Split: hp.Split,
-		SummaryKey: key, ArchiveKey: archive.Key, Ladder: ladder, Log: hp.Log, ReflectionKey: reflectionKey}).Get(ctx, &w); err != nil {
+		SummaryKey: key, ArchiveKey: archive.Key, Ladder: ladder, Log: hp.Log, ReflectionKey: hp.ReflectKey}).Get(ctx, &w); err != nil {
 		return fmt.Errorf("apply history summary: %w", err)
 	}
 	commit.WorkKey, res.TokensAfter, commit.Preserved = w.WorkKey, w.Tokens, hp.Kept
 	commit.Log = append(commit.Log, w.Log...)
-	if reflectionKey != "" {
+	if hp.ReflectKey != "" {
+		// The log outgrew its budget: its blocks were condensed into one
+		// (plan.Reflection), which changes the prefix the agent cached.
 		commit.Passes = append(commit.Passes, activities.PassStat{Name: name + "/reflect", Applied: true, Count: len(hp.Log),
 			Note: fmt.Sprintf("Reflected %d session log blocks (~%d tokens) into 1", len(hp.Log), hp.LogTokens)})
 	}
@@ -586,36 +577,6 @@ func logDigests(blocks []store.LogBlock) []string {
 		out = append(out, l.SHA256)
 	}
 	return out
-}
-
-// startReflection condenses the session log's blocks (at sourceKey) into
-// one in a coroutine, drift-checked against them like a history summary.
-// The future gets the reflection's key, "" when it could not be made
-// (the log then stays as it is, and the run goes on).
-func startReflection(ctx workflow.Context, run contract.Run, preset policy.Preset, name, sourceKey, archiveKey string) workflow.Future {
-	future, settable := workflow.NewFuture(ctx)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		step := name + "/reflect"
-		sum, err := summarizeOrFallback(ctx, activities.SummarizeInput{
-			Run: run, Step: step + "/summarize", Prompt: preset.History.Prompt, SourceKey: sourceKey,
-			ArchiveKey: archiveKey, TargetTokens: preset.History.TargetTokens,
-		}, preset.History.Attempts, "extractive")
-		if err != nil {
-			workflow.GetLogger(ctx).Warn("reflection failed; the log stays as it is", "run", run.ID, "error", err)
-			settable.Set("", nil)
-			return
-		}
-		key := sum.Key
-		if preset.Drift.Enabled {
-			deterministic := replacement(run, step, sum, sourceKey, preset.History.TargetTokens*4, preset.History.Prompt, archiveKey)
-			if key, _, err = driftGate(ctx, run, preset, step, sourceKey, key, archiveKey, deterministic); err != nil {
-				settable.Set("", err)
-				return
-			}
-		}
-		settable.Set(key, nil)
-	})
-	return future
 }
 
 // replacement is the deterministic summary that replaces sum, an LLM

@@ -87,6 +87,21 @@ func LogBlockText(label, summary string) string {
 	return LogBlockOpening + `"` + label + `">` + "\n" + strings.TrimSpace(summary) + "\n</session-log>"
 }
 
+// LogBlockBody is the summary a log block's text frames (LogBlockText),
+// without the summary style's opening and the block's delimiters: what a
+// reflection condenses, so that no block ever holds another's frame.
+func LogBlockBody(text string) string {
+	i := strings.Index(text, LogBlockOpening)
+	if i < 0 {
+		return text
+	}
+	body := text[i:]
+	if _, rest, ok := strings.Cut(body, "\n"); ok {
+		body = rest
+	}
+	return strings.TrimSuffix(strings.TrimRight(body, "\n"), "</session-log>")
+}
+
 // IsSummary reports whether a message is a summary that SummaryMessage
 // wrote (in any style), not words of the user or the assistant.
 func IsSummary(m conversation.Message) bool {

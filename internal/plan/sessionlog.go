@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/ctxcompact/orchestrator/internal/compress"
@@ -118,13 +119,13 @@ func LogBudget(p policy.Preset, b Budget) int {
 	return int(float64(b.Limit) * p.History.Log.BudgetShare)
 }
 
-// BlockTarget is the size a new log block (or a reflection) aims at: the
-// preset's summary target, at most a quarter of the log's budget, so
-// that after a reflection at least two more blocks fit before the next.
+// BlockTarget is the size a new log block aims at: the preset's summary
+// target, at most a sixth of the log's budget, so that after a
+// reflection (ReflectionTarget) several blocks fit before the next one.
 func BlockTarget(p policy.Preset, b Budget) int {
 	target := p.History.TargetTokens
 	if budget := LogBudget(p, b); budget > 0 {
-		target = min(target, max(budget/4, 50))
+		target = min(target, max(budget/6, 50))
 	}
 	return target
 }
@@ -150,6 +151,12 @@ func NextBlockLabel(conv conversation.Conversation, view LogView) string {
 	return fmt.Sprint(n + 1)
 }
 
+// ReflectionTarget is the size a reflection aims at: a fifth of the
+// log's budget, so that several blocks follow it before the next one.
+func ReflectionTarget(p policy.Preset, b Budget) int {
+	return max(LogBudget(p, b)/5, 50)
+}
+
 // ReflectionLabel is the label of a reflection of the log's blocks.
 func ReflectionLabel(conv conversation.Conversation, view LogView) string {
 	next := NextBlockLabel(conv, view)
@@ -158,35 +165,115 @@ func ReflectionLabel(conv conversation.Conversation, view LogView) string {
 	return fmt.Sprintf("1-%d", max(last-1, 1))
 }
 
-// ReflectionTranscript is what a reflection summarizes: the log's blocks
-// in order, each under a header.
-func ReflectionTranscript(conv conversation.Conversation, view LogView) string {
-	var sb strings.Builder
-	for k, i := range view.Messages {
-		fmt.Fprintf(&sb, "[session log block %d]\n", k+1)
+// Reflection condenses the log's blocks of conv into the body of one
+// block of at most targetChars characters, without an LLM: it merges
+// their sections ("## Heading" and the lines under it; a block without
+// headings is one section), each line once, and while over the target
+// drops the oldest line of the largest section. It only copies, so it
+// cannot invent; every recovery line of the blocks stays, so whatever it
+// drops is still one recover_context call away.
+func Reflection(conv conversation.Conversation, view LogView, targetChars int) string {
+	bodies := make([]string, 0, len(view.Messages))
+	for _, i := range view.Messages {
 		for _, b := range conv.Messages[i].Blocks {
-			sb.WriteString(b.Text)
+			bodies = append(bodies, compress.LogBlockBody(b.Text))
 		}
-		sb.WriteString("\n\n")
+	}
+	return MergeSections(bodies, targetChars)
+}
+
+// MergeSections is Reflection's merge of summary bodies, oldest first.
+func MergeSections(bodies []string, targetChars int) string {
+	type section struct {
+		heading string
+		lines   []string
+	}
+	var sections []*section
+	byHeading := map[string]*section{}
+	var recover []string
+	seenRecover := map[string]bool{}
+	sectionOf := func(h string) *section {
+		if s, ok := byHeading[h]; ok {
+			return s
+		}
+		s := &section{heading: h}
+		byHeading[h] = s
+		sections = append(sections, s)
+		return s
+	}
+	for _, body := range bodies {
+		cur := sectionOf("")
+		for _, line := range strings.Split(body, "\n") {
+			line = strings.TrimSpace(line)
+			switch {
+			case line == "", strings.Contains(line, "(none found)"), strings.HasPrefix(line, "Identifiers kept by the drift check"):
+			case recoverLine.MatchString(line):
+				if !seenRecover[line] {
+					seenRecover[line] = true
+					recover = append(recover, line)
+				}
+			case strings.HasPrefix(line, "#"):
+				cur = sectionOf(strings.TrimSpace(strings.TrimLeft(line, "#")))
+			default:
+				if !strings.HasPrefix(line, "- ") {
+					line = "- " + line
+				}
+				// A line seen before moves to its newest place.
+				cur.lines = slices.DeleteFunc(cur.lines, func(l string) bool { return l == line })
+				cur.lines = append(cur.lines, line)
+			}
+		}
+	}
+	size := 0
+	for _, s := range sections {
+		for _, l := range s.lines {
+			size += len(l) + 1
+		}
+	}
+	for _, l := range recover {
+		size += len(l) + 1
+	}
+	for size > targetChars {
+		var largest *section
+		most := 0
+		for _, s := range sections {
+			n := 0
+			for _, l := range s.lines {
+				n += len(l) + 1
+			}
+			if n > most {
+				largest, most = s, n
+			}
+		}
+		if largest == nil {
+			break
+		}
+		size -= len(largest.lines[0]) + 1
+		largest.lines = largest.lines[1:]
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "Reflection of %d session log blocks: their sections merged, the oldest lines dropped to fit; each range they covered is recoverable with the ids below.\n", len(bodies))
+	for _, s := range sections {
+		if len(s.lines) == 0 {
+			continue
+		}
+		if s.heading != "" {
+			sb.WriteString("\n## " + s.heading + "\n")
+		} else {
+			sb.WriteString("\n")
+		}
+		for _, l := range s.lines {
+			sb.WriteString(l + "\n")
+		}
+	}
+	if len(recover) > 0 {
+		sb.WriteString("\n" + strings.Join(recover, "\n") + "\n")
 	}
 	return sb.String()
 }
 
 // recoverLine matches the line each block ends with (recoverid.SummaryLine).
 var recoverLine = regexp.MustCompile(`(?m)^Recover the summarized messages? [^\n]* id: [0-9A-Za-z_.:-]+$`)
-
-// RecoverLines are the recovery lines of the log's blocks, in order: a
-// reflection keeps them verbatim, so that every range the condensed
-// blocks covered can still be read back.
-func RecoverLines(conv conversation.Conversation, view LogView) []string {
-	var out []string
-	for _, i := range view.Messages {
-		for _, b := range conv.Messages[i].Blocks {
-			out = append(out, recoverLine.FindAllString(b.Text, -1)...)
-		}
-	}
-	return out
-}
 
 // Reflect replaces the log's blocks of conv (as SeparateLog returned it,
 // with view) by msg, the reflection, at the first block's place. It

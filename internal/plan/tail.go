@@ -39,8 +39,8 @@ type TailChoice struct {
 // fills its tail (TailAim > 0) keeps the largest recent tail, in whole
 // messages with every call and its result on the same side and a pending
 // call kept, such that the protected messages before it, the summary at
-// its target and the tail fit under the aim (under the ladder's goal when
-// even the smallest tail does not fit the aim). Every other preset keeps
+// its target and the tail fit under the aim (the smallest tail when even
+// that does not fit the aim). Every other preset keeps
 // its seed's History.KeepLast, and the note says when that leaves the
 // output below half the preset's target usage, since the seed's rule and
 // not the budget made it so.
@@ -74,29 +74,33 @@ func HistoryTail(conv conversation.Conversation, p policy.Preset, b Budget, prot
 		}
 		return choice
 	}
-	best, bestAim := -1, aim
-	for _, bound := range []int{aim, LadderGoal(p, b)} {
-		if !p.Budget.Enabled && bound != aim {
-			break
-		}
-		// SplitPoint moves a split earlier for pairs and pending calls,
-		// so the kept tail only grows with k; stop at the first that no
-		// longer fits.
-		for k := keep; k <= len(conv.Messages); k++ {
-			s := compress.SplitPoint(conv, k, protected)
-			if s > minSplit {
-				continue
-			}
-			if estimate(s) > bound {
-				break
-			}
-			best = s
-		}
-		if best >= 0 {
-			bestAim = bound
+	// The first message a summary may take: a split at or before it
+	// summarizes nothing (everything before it is protected, or frozen
+	// with the session log).
+	first := len(conv.Messages)
+	for i := range conv.Messages {
+		if i >= len(protected) || !protected[i] {
+			first = i
 			break
 		}
 	}
+	best := -1
+	// SplitPoint moves a split earlier for pairs and pending calls, so
+	// the kept tail only grows with k; stop at the first that no longer
+	// fits. When not even the smallest tail fits the aim, the summary
+	// keeps that smallest tail: the output is then as small as this
+	// summary makes it, and the budget ladder goes on from there.
+	for k := keep; k <= len(conv.Messages); k++ {
+		s := compress.SplitPoint(conv, k, protected)
+		if s > minSplit {
+			continue
+		}
+		if s <= first || estimate(s) > aim {
+			break
+		}
+		best = s
+	}
+	bestAim := aim
 	if best < 0 || best >= minSplit {
 		choice.Note = fmt.Sprintf("kept the last %d messages: no larger tail fits under %d of limit %d", len(conv.Messages)-minSplit, aim, b.Limit)
 		return choice

@@ -200,7 +200,7 @@ type SessionLog struct {
 }
 
 // defaultLog is every summarizing preset's session log.
-var defaultLog = SessionLog{Enabled: true, BudgetShare: 0.25}
+var defaultLog = SessionLog{Enabled: true, BudgetShare: 0.3}
 
 // Drift is the check of a summary against its source.
 type Drift struct {

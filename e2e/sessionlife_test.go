@@ -1,0 +1,134 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/contract"
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/conversation/convtest"
+	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/probe"
+	"github.com/ctxcompact/orchestrator/internal/sessionlife"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
+)
+
+// sessionLimit is the agent's context limit of the session-life tests
+// (the platform: 20,000 tokens, an event at 65%).
+const sessionLimit = 20_000
+
+// replaySession replays file's conversation (in format) turn by turn on
+// e's stack under preset, with the deployment's loop breaker on, for
+// compactions events.
+func replaySession(t *testing.T, e *env, file string, format conversation.Format, model, preset string, compactions int) sessionlife.Result {
+	t.Helper()
+	data := readData(t, file)
+	if format == conversation.FormatAnthropic {
+		var err error
+		data, err = convtest.Anthropic(data)
+		require.NoError(t, err)
+	}
+	src, err := conversation.Parse(data, format)
+	require.NoError(t, err)
+	counter, err := tokens.New("o200k_base")
+	require.NoError(t, err)
+	e.gw.Breaker = gateway.DefaultBreaker
+	session := fmt.Sprintf("life-%s-%s", format, preset)
+	res, err := sessionlife.Replay(t.Context(), src, sessionlife.Options{
+		Limit: sessionLimit, Trigger: 0.65, Counter: counter, Compactions: compactions, Cycle: true,
+	}, func(ctx context.Context, n int, conv []byte) (contract.Outcome, []byte, error) {
+		ev := gateway.Event{Tenant: e.tenant, Session: session, EventID: fmt.Sprintf("%s-%d", session, n), Kind: "threshold",
+			Preset: preset, Model: model, ContextLimit: sessionLimit, Conversation: conv}
+		if os.Getenv("SESSIONLIFE_DUMP") != "" {
+			_ = os.WriteFile(fmt.Sprintf("/tmp/slog-in-%s-%02d.json", format, n), conv, 0o644)
+		}
+		sub, err := e.gw.Submit(ctx, ev)
+		if err != nil {
+			return contract.Outcome{}, nil, err
+		}
+		out, err := e.gw.Wait(ctx, sub.RunID)
+		if err != nil || out.OutputKey == "" {
+			return out, nil, err
+		}
+		_, data := e.output(out)
+		return out, data, nil
+	})
+	require.NoError(t, err)
+	require.Len(t, res.Compactions, compactions)
+	return res
+}
+
+// TestLongSessionIsNeverLockedOut: fifty compactions in a row of one
+// growing session at a 20,000-token limit, each continued from the
+// previous output with the next real turns, all end succeeded and under
+// the limit, under the loop breaker a deployment runs with. Earlier log
+// blocks come back byte-identical in every output until a reflection
+// condenses them (announced in the run), so the prompt cache keeps the
+// prefix up to the log's end; the task stays verbatim throughout.
+func TestLongSessionIsNeverLockedOut(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, file  string
+		format      conversation.Format
+		model       string
+		compactions int
+	}{
+		// The lock-out: Anthropic Messages, where the summary is
+		// rendered into the task's own message.
+		{"anthropic", "swe-agent-gemini/psf__requests-1142.json", conversation.FormatAnthropic, "claude-sonnet-4-5", 50},
+		{"openai", "swe-agent-deepseek/django__django-13265.json", conversation.FormatOpenAI, "gpt-4o", 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, offline())
+			res := replaySession(t, e, tc.file, tc.format, tc.model, policy.Adaptive, tc.compactions)
+			task := probe.Derive(res.Original, policy.DefaultPinMarkers()).Task
+			require.NotEmpty(t, task)
+			var prevBlocks []string
+			reflections, kept := 0, 0
+			for i, c := range res.Compactions {
+				o := c.Outcome
+				require.Equal(t, "succeeded", o.Status, "compaction %d: %s; passes %+v", i+1, o.OverLimitReason+o.Error, o.Passes)
+				require.LessOrEqual(t, o.TokensAfter, sessionLimit, "compaction %d", i+1)
+				require.NotNil(t, o.Cache, "compaction %d reports its cache figures", i+1)
+				require.NotNil(t, o.SessionLog, "compaction %d reports its log", i+1)
+				require.True(t, probe.Measure(probe.Set{Task: task}, c.Output, nil).TaskVerbatim, "compaction %d keeps the task verbatim", i+1)
+				blocks := sessionlife.Blocks(c.Output)
+				t.Logf("compaction %d: %d → %d tokens, log %d blocks %d tokens (appended %d, reflected %v), prefix %d (%.2f), rewrite %d",
+					i+1, o.TokensBefore, o.TokensAfter, o.SessionLog.Blocks, o.SessionLog.Tokens, o.SessionLog.Appended, o.SessionLog.Reflected,
+					o.Cache.PrefixTokens, o.Cache.PrefixShare, o.Cache.RewriteTokens)
+				if o.SessionLog.Appended == 0 {
+					for _, p := range o.Passes {
+						t.Logf("   %s applied=%v %s", p.Name, p.Applied, p.Note)
+					}
+				}
+				require.Equal(t, o.SessionLog.Blocks, len(blocks), "compaction %d", i+1)
+				for k, b := range blocks {
+					if os.Getenv("SESSIONLIFE_DUMP") != "" {
+						_ = os.WriteFile(fmt.Sprintf("/tmp/slog-%s-%02d-%d.txt", tc.name, i+1, k), []byte(b), 0o644)
+					}
+					require.Equal(t, 1, strings.Count(b, "<session-log block="), "compaction %d: a block never holds another", i+1)
+				}
+				if o.SessionLog.Reflected {
+					reflections++
+				} else if len(prevBlocks) > 0 {
+					// Every earlier block is still there, byte for byte, and
+					// in the same order, ahead of the new one.
+					require.GreaterOrEqual(t, len(blocks), len(prevBlocks), "compaction %d", i+1)
+					require.Equal(t, prevBlocks, blocks[:len(prevBlocks)], "compaction %d keeps the earlier blocks verbatim", i+1)
+					require.Positive(t, o.Cache.PrefixTokens, "compaction %d keeps a cached prefix", i+1)
+					kept++
+				}
+				prevBlocks = blocks
+			}
+			require.Positive(t, kept, "compactions kept the log between reflections")
+			t.Logf("%d compactions, %d reflections, %d kept the whole log verbatim", len(res.Compactions), reflections, kept)
+		})
+	}
+}

@@ -1,0 +1,203 @@
+// Package sessionlife replays a real agent conversation turn by turn as an
+// agent platform would: the conversation grows by one turn at a time,
+// and each time it reaches a share of the model's limit it is sent for
+// compaction; the next turns continue from the compacted output. It
+// measures what one compaction cannot show: whether a long session keeps
+// being compacted (never locked out), whether earlier summaries survive
+// verbatim, how much of each output an agent's prompt cache still holds,
+// and what the agent knows at the end.
+//
+// It is pure: the caller hands it a function that compacts (the e2e tests
+// call the gateway, the bench the HTTP API).
+package sessionlife
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ctxcompact/orchestrator/contract"
+	"github.com/ctxcompact/orchestrator/internal/compress"
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
+)
+
+// Compactor compacts conversation data (in its wire format) as event n
+// of the session, and returns the run's outcome and its output's bytes.
+type Compactor func(ctx context.Context, n int, data []byte) (contract.Outcome, []byte, error)
+
+// Options shape a replay.
+type Options struct {
+	// Limit is the agent's context limit, in Counter's unit.
+	Limit int
+	// Trigger is the share of Limit at which the platform sends an event
+	// (by its own estimate, Counter).
+	Trigger float64
+	Counter tokens.Counter
+	// Compactions stops the replay after this many events; 0: when the
+	// source's turns run out.
+	Compactions int
+	// Cycle replays the source's turns again (with fresh tool call ids)
+	// when they run out before Compactions: a session longer than any
+	// recorded one.
+	Cycle bool
+}
+
+// Compaction is what one event of the replay gave.
+type Compaction struct {
+	Outcome contract.Outcome
+	// Sent is the size of the conversation sent, in bytes, and New the
+	// bytes of it that the previous output did not hold.
+	Sent, New int
+	// Output is the compacted conversation.
+	Output conversation.Conversation
+}
+
+// Result is a whole replay.
+type Result struct {
+	Compactions []Compaction
+	// Final is the conversation the agent holds at the end: the last
+	// output with the turns that followed it.
+	Final conversation.Conversation
+	// Original is every turn the agent saw, uncompacted: what probes are
+	// derived from.
+	Original conversation.Conversation
+	// Skipped counts turns larger than the whole limit on their own (a
+	// final diff of 880K characters in one user message): no agent on
+	// this model could have held them, so the replay leaves them out.
+	Skipped int
+}
+
+// Turns splits a conversation's messages after its head (system and the
+// first user message) into turns: an assistant message and the tool
+// results and user messages that follow it, so that appending whole turns
+// keeps every call with its result.
+func Turns(c conversation.Conversation) (head []conversation.Message, turns [][]conversation.Message) {
+	i := 0
+	for i < len(c.Messages) && c.Messages[i].Role == conversation.RoleSystem {
+		i++
+	}
+	for i < len(c.Messages) && c.Messages[i].Role != conversation.RoleAssistant {
+		i++
+	}
+	head = c.Messages[:i]
+	for i < len(c.Messages) {
+		j := i + 1
+		for j < len(c.Messages) && c.Messages[j].Role != conversation.RoleAssistant {
+			j++
+		}
+		turns = append(turns, c.Messages[i:j])
+		i = j
+	}
+	return head, turns
+}
+
+// renamed is turn with every tool call id given suffix, so that a cycled
+// turn never repeats an id the conversation already holds.
+func renamed(turn []conversation.Message, suffix string) []conversation.Message {
+	out := make([]conversation.Message, len(turn))
+	for i, m := range turn {
+		m = m.Clone()
+		for j := range m.Blocks {
+			if m.Blocks[j].ToolID != "" {
+				m.Blocks[j].ToolID += suffix
+			}
+		}
+		out[i] = m
+	}
+	return out
+}
+
+// Replay runs src's session against compact.
+func Replay(ctx context.Context, src conversation.Conversation, o Options, compact Compactor) (Result, error) {
+	if o.Limit <= 0 || o.Trigger <= 0 || o.Counter == nil {
+		return Result{}, fmt.Errorf("sessionlife: limit, trigger and counter are required")
+	}
+	head, turns := Turns(src)
+	if len(turns) == 0 {
+		return Result{}, fmt.Errorf("sessionlife: the conversation has no assistant turn")
+	}
+	cur := src
+	cur.Messages = append([]conversation.Message(nil), head...)
+	orig := cur
+	orig.Messages = append([]conversation.Message(nil), head...)
+	var res Result
+	var prev []byte
+	for cycle, k := 0, 0; ; k++ {
+		if k == len(turns) {
+			if !o.Cycle || o.Compactions == 0 {
+				break
+			}
+			cycle, k = cycle+1, 0
+		}
+		turn := turns[k]
+		if cycle > 0 {
+			turn = renamed(turn, fmt.Sprintf("-c%d", cycle))
+		}
+		size := 0
+		for _, m := range turn {
+			size += tokens.Message(o.Counter, m)
+		}
+		if size > o.Limit {
+			res.Skipped++
+			continue
+		}
+		cur.Messages = append(cur.Messages, turn...)
+		orig.Messages = append(orig.Messages, turn...)
+		if float64(tokens.Conversation(o.Counter, cur)) < o.Trigger*float64(o.Limit) {
+			continue
+		}
+		data, err := conversation.Render(cur)
+		if err != nil {
+			return res, fmt.Errorf("render event %d: %w", len(res.Compactions)+1, err)
+		}
+		out, outData, err := compact(ctx, len(res.Compactions)+1, data)
+		if err != nil {
+			return res, fmt.Errorf("event %d: %w", len(res.Compactions)+1, err)
+		}
+		c := Compaction{Outcome: out, Sent: len(data), New: len(data) - commonPrefix(prev, data)}
+		if len(outData) > 0 {
+			if c.Output, err = conversation.Parse(outData, cur.Format); err != nil {
+				return res, fmt.Errorf("event %d: parse output: %w", len(res.Compactions)+1, err)
+			}
+			cur, prev = c.Output, outData
+		}
+		res.Compactions = append(res.Compactions, c)
+		if o.Compactions > 0 && len(res.Compactions) >= o.Compactions {
+			break
+		}
+	}
+	res.Final, res.Original = cur, orig
+	return res, nil
+}
+
+// commonPrefix is the length of the longest common prefix of a and b:
+// what an upload of b could have left out, given a.
+func commonPrefix(a, b []byte) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// Blocks are the session log blocks of c: the text blocks that open with
+// a log block's delimiter (compress.LogBlockOpening), in order.
+func Blocks(c conversation.Conversation) []string {
+	var out []string
+	for _, m := range c.Messages {
+		for _, b := range m.Blocks {
+			if b.Kind == conversation.KindText && isBlock(b.Text) {
+				out = append(out, b.Text)
+			}
+		}
+	}
+	return out
+}
+
+// isBlock reports whether text opens with a log block's delimiter, after
+// the summary style's own opening ("[Compressed History]", "[SUMMARY]:").
+func isBlock(text string) bool {
+	i := strings.Index(text, compress.LogBlockOpening)
+	return i >= 0 && i <= len("[Compressed History]\n\n")
+}
