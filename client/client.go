@@ -56,10 +56,21 @@ type Event struct {
 	// ConversationKey names one stored before instead.
 	Conversation    json.RawMessage `json:"conversation,omitempty"`
 	ConversationKey string          `json:"conversation_key,omitempty"`
-	Preset          string          `json:"preset,omitempty"`
-	Overrides       json.RawMessage `json:"overrides,omitempty"`
+	// Base and Messages make an incremental event instead: the session's
+	// latest output (the run id and OutputSHA256 of its Result) and the
+	// messages the agent appended since, as a JSON array in its format.
+	Base      *Base           `json:"base,omitempty"`
+	Messages  json.RawMessage `json:"messages,omitempty"`
+	Preset    string          `json:"preset,omitempty"`
+	Overrides json.RawMessage `json:"overrides,omitempty"`
 	// WaitSeconds > 0 waits for the run and answers its Result.
 	WaitSeconds int `json:"wait_seconds,omitempty"`
+}
+
+// Base names the output an incremental event continues.
+type Base struct {
+	RunID  string `json:"run_id"`
+	SHA256 string `json:"sha256"`
 }
 
 // Accepted is the answer while a run is not finished (202).

@@ -74,11 +74,24 @@ type Event struct {
 	// ConversationKey names one already in S3 (under the tenant's prefix).
 	Conversation    json.RawMessage `json:"conversation,omitempty"`
 	ConversationKey string          `json:"conversation_key,omitempty"`
-	ReplayOf        string          `json:"replay_of,omitempty"`
+	// Base and Messages make an incremental event: the session's latest
+	// output (Base) continued with the messages appended since, in its
+	// wire format. The gateway rebuilds the whole conversation.
+	Base     *Base           `json:"base,omitempty"`
+	Messages json.RawMessage `json:"messages,omitempty"`
+	ReplayOf string          `json:"replay_of,omitempty"`
 	// recordedOverrides is set when Overrides are a replayed run's
 	// effective settings (deployment's included), which were capped when
 	// that run was submitted and are not the caller's.
 	recordedOverrides bool
+}
+
+// Base names the conversation an incremental event continues: the
+// session's latest output, by its run and SHA-256 (as the run's answer
+// gave them).
+type Base struct {
+	RunID  string `json:"run_id"`
+	SHA256 string `json:"sha256"`
 }
 
 // Submitted is the answer to a submission.
@@ -326,6 +339,18 @@ func (g *Gateway) validate(ev *Event) (settings, error) {
 	if err != nil {
 		return settings{}, err
 	}
+	if ev.Base != nil {
+		if len(ev.Conversation) > 0 || ev.ConversationKey != "" {
+			return settings{}, &InputError{Field: "base", Err: errors.New("an incremental event carries messages, not a conversation or conversation_key")}
+		}
+		if err := checkBase(*ev.Base, ev.Messages); err != nil {
+			return settings{}, err
+		}
+		return set, nil
+	}
+	if len(ev.Messages) > 0 {
+		return settings{}, &InputError{Field: "messages", Err: errors.New("messages continue a base: give base too")}
+	}
 	if (len(ev.Conversation) == 0) == (ev.ConversationKey == "") {
 		return settings{}, &InputError{Field: "conversation", Err: errors.New("give exactly one of conversation and conversation_key")}
 	}
@@ -403,6 +428,9 @@ func checkToolNames(conv conversation.Conversation) error {
 }
 
 func (g *Gateway) conversation(ctx context.Context, ev Event) ([]byte, error) {
+	if ev.Base != nil {
+		return g.continued(ctx, ev)
+	}
 	if len(ev.Conversation) > 0 {
 		return ev.Conversation, nil
 	}

@@ -24,8 +24,12 @@ type compactRequest struct {
 	// ConversationKey names one already stored under the tenant's prefix.
 	Conversation    json.RawMessage `json:"conversation"`
 	ConversationKey string          `json:"conversation_key"`
-	Preset          string          `json:"preset"`
-	Overrides       json.RawMessage `json:"overrides"`
+	// Base and Messages make an incremental event: the session's latest
+	// output continued with the messages appended since.
+	Base      *gateway.Base   `json:"base"`
+	Messages  json.RawMessage `json:"messages"`
+	Preset    string          `json:"preset"`
+	Overrides json.RawMessage `json:"overrides"`
 	// WaitSeconds > 0 waits up to that long for the run and answers with
 	// its result; 0 answers at once with the run id.
 	WaitSeconds int `json:"wait_seconds"`
@@ -41,6 +45,8 @@ type eventRequest struct {
 	ContextLimit    int             `json:"context_limit"`
 	Conversation    json.RawMessage `json:"conversation"`
 	ConversationKey string          `json:"conversation_key"`
+	Base            *gateway.Base   `json:"base"`
+	Messages        json.RawMessage `json:"messages"`
 	Preset          string          `json:"preset"`
 	Overrides       json.RawMessage `json:"overrides"`
 	WaitSeconds     int             `json:"wait_seconds"`
@@ -73,8 +79,8 @@ func (a *api) postEvent(w http.ResponseWriter, r *http.Request, tenant string) e
 		return err
 	}
 	return a.submit(w, r, tenant, req.Kind, compactRequest{EventID: req.EventID, Model: req.Model, ContextLimit: req.ContextLimit,
-		Conversation: req.Conversation, ConversationKey: req.ConversationKey, Preset: req.Preset, Overrides: req.Overrides,
-		WaitSeconds: req.WaitSeconds})
+		Conversation: req.Conversation, ConversationKey: req.ConversationKey, Base: req.Base, Messages: req.Messages,
+		Preset: req.Preset, Overrides: req.Overrides, WaitSeconds: req.WaitSeconds})
 }
 
 func (a *api) postCompact(w http.ResponseWriter, r *http.Request, tenant string) error {
@@ -101,6 +107,7 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request, tenant, kind string
 		Tenant: tenant, Session: r.PathValue("session"), EventID: req.EventID, Kind: kind,
 		Model: req.Model, ContextLimit: req.ContextLimit, Preset: req.Preset, Overrides: nullIsEmpty(req.Overrides),
 		Conversation: nullIsEmpty(req.Conversation), ConversationKey: req.ConversationKey,
+		Base: req.Base, Messages: nullIsEmpty(req.Messages),
 	})
 	if err != nil {
 		return err

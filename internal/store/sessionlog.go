@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 
@@ -66,4 +67,32 @@ func (s *Store) SessionLog(ctx context.Context, tenant, session string) ([]LogBl
 		return nil, fmt.Errorf("read session log of %s: %w", session, err)
 	}
 	return blocks, nil
+}
+
+// Output names a run's committed output.
+type Output struct {
+	RunID  string
+	Key    string
+	SHA256 string
+}
+
+// LatestOutput is the output tenant's session continues from: its last
+// committed run's (a promoted replay counts from its promotion; any other
+// replay is a what-if and never does). ErrNotFound when the session has
+// none.
+func (s *Store) LatestOutput(ctx context.Context, tenant, session string) (Output, error) {
+	var o Output
+	err := s.pool.QueryRow(ctx, `
+		select r.id, r.output_key, r.output_sha256 from runs r
+		left join promotions p on p.run_id = r.id
+		where r.tenant_id = $1 and r.session_id = $2 and r.status in ('succeeded', 'over_limit') and r.output_key <> ''
+			and (r.replay_of is null or p.run_id is not null)
+		order by coalesce(p.promoted_at, r.finished_at) desc, r.id desc limit 1`, tenant, session).Scan(&o.RunID, &o.Key, &o.SHA256)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Output{}, fmt.Errorf("latest output of session %s: %w", session, ErrNotFound)
+	}
+	if err != nil {
+		return Output{}, fmt.Errorf("latest output of session %s: %w", session, err)
+	}
+	return o, nil
 }

@@ -78,6 +78,7 @@ class Client:
                      kind: Optional[str] = None, model: Optional[str] = None,
                      context_limit: Optional[int] = None, preset: Optional[str] = None,
                      overrides: Optional[Mapping[str, Any]] = None, conversation_key: Optional[str] = None,
+                     base: Optional[Mapping[str, str]] = None, messages: Optional[List[Any]] = None,
                      wait_seconds: Optional[int] = None) -> EventAnswer:
         """POST /v1/sessions/{session}/events.
 
@@ -85,12 +86,14 @@ class Client:
         RawJSON to send its text unchanged. event_id makes the submission
         idempotent; None gets a random one. With wait_seconds > 0 the
         request waits for the run: 200 answers its RunResult (with the
-        compacted conversation), 202 its Accepted.
+        compacted conversation), 202 its Accepted. An incremental event
+        gives base ({"run_id", "sha256"} of the session's latest output) and
+        messages (those appended since) instead of conversation.
         """
         fields: Dict[str, Any] = {"event_id": event_id or "evt-" + secrets.token_hex(12)}
         for k, v in (("kind", kind), ("model", model), ("context_limit", context_limit), ("preset", preset),
                      ("overrides", overrides), ("conversation_key", conversation_key),
-                     ("wait_seconds", wait_seconds)):
+                     ("base", base), ("messages", messages), ("wait_seconds", wait_seconds)):
             if v is not None:
                 fields[k] = v
         body = json.dumps(fields)

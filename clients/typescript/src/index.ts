@@ -34,10 +34,20 @@ export interface EventRequest {
   /** A JSON value, or a RawJSON to send its text unchanged. */
   conversation?: Conversation | RawJSON;
   conversation_key?: string;
+  /** An incremental event: the session's latest output it continues (with messages instead of conversation). */
+  base?: Base;
+  /** With base: the messages appended since that output, in its wire format. */
+  messages?: unknown[];
   preset?: Preset;
   overrides?: Record<string, unknown>;
   /** Wait this long (seconds) for the run: 200 with its result when it finishes in time. */
   wait_seconds?: number;
+}
+
+/** The output an incremental event continues: its run and SHA-256. */
+export interface Base {
+  run_id: string;
+  sha256: string;
 }
 
 export interface PassStat {
