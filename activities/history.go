@@ -160,7 +160,7 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 	}
 	label := plan.NextBlockLabel(conv, view)
 	if p.History.Log.Enabled && strings.TrimSpace(summary) != "" {
-		summary = compress.LogBlockText(label, summary)
+		summary = blockText(style, label, summary)
 	}
 	out, st, err := compress.Compact(conv, split, summary, style, protected)
 	if err != nil {
@@ -194,7 +194,10 @@ func (a *Activities) reflect(ctx context.Context, in ApplyHistoryInput, style co
 		return store.LogBlock{}, 0, err
 	}
 	label := plan.ReflectionLabel(*conv, view)
-	msg, err := compress.SummaryMessage(compress.LogBlockText(label, body), style)
+	if style == compress.StyleSessionSummary {
+		body = sessionSummary(in.Run, body, "")
+	}
+	msg, err := compress.SummaryMessage(blockText(style, label, body), style)
 	if err != nil {
 		return store.LogBlock{}, 0, badInput(fmt.Errorf("reflect: %w", err))
 	}
@@ -206,6 +209,17 @@ func (a *Activities) reflect(ctx context.Context, in ApplyHistoryInput, style co
 	t := msg.Blocks[0].Text
 	return store.LogBlock{SHA256: plan.BlockDigest(t), Label: label, Tokens: b.Counter.Count(t), Reflection: true,
 		Condensed: append([]string(nil), view.Digests...)}, removed, nil
+}
+
+// blockText frames summary as log block label in the preset's style: a
+// session summary keeps its heading first (the three-tier design's
+// "## Session Summary [session]"), the block's delimiters after it.
+func blockText(style compress.SummaryStyle, label, summary string) string {
+	if style == compress.StyleSessionSummary && strings.HasPrefix(summary, compress.SessionSummaryHeading) {
+		head, rest, _ := strings.Cut(summary, "\n")
+		return head + "\n\n" + compress.LogBlockText(label, rest)
+	}
+	return compress.LogBlockText(label, summary)
 }
 
 // digestSet is a set of log block digests.

@@ -170,10 +170,14 @@ func exerciseMCP(t *testing.T, cs *sdk.ClientSession, session string) (mcpCheckp
 	require.Equal(t, mcpLimit, cp.Outcome.ContextLimit)
 	require.Less(t, cp.Outcome.TokensAfter, cp.Outcome.TokensBefore)
 	require.LessOrEqual(t, cp.Outcome.TokensAfter, mcpLimit)
-	require.True(t, json.Valid(cp.Conversation))
+	require.Empty(t, cp.Conversation, "the result names the output; it does not repeat the conversation")
 	require.NotEmpty(t, cp.Outcome.HandoffKey, "a checkpoint makes a handoff")
 	require.True(t, json.Valid(cp.Handoff))
 	require.Equal(t, "ctxcompact://runs/"+cp.RunID+"/output", cp.OutputURI)
+	out, err := cs.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: cp.OutputURI})
+	require.NoError(t, err)
+	require.Len(t, out.Contents, 1)
+	compacted := out.Contents[0].Text
 
 	// The same checkpoint again is the same event: the same run.
 	var again mcpCheckpoint
@@ -183,7 +187,7 @@ func exerciseMCP(t *testing.T, cs *sdk.ClientSession, session string) (mcpCheckp
 
 	// Every cut names an id; each reads back.
 	var id string
-	for _, m := range recoverIDs.FindAllStringSubmatch(string(cp.Conversation), -1) {
+	for _, m := range recoverIDs.FindAllStringSubmatch(compacted, -1) {
 		id = m[1]
 		var rec struct {
 			ID         string `json:"id"`
@@ -208,7 +212,7 @@ func exerciseMCP(t *testing.T, cs *sdk.ClientSession, session string) (mcpCheckp
 		text = toolError(t, cs, mcp.ToolRecover, map[string]any{"session": "other-" + session, "id": id})
 		require.Contains(t, text, "not found")
 	}
-	require.NotEmpty(t, id, "the checkpoint's output names ids to recover: %.2000s", cp.Conversation)
+	require.NotEmpty(t, id, "the checkpoint's output names ids to recover: %.2000s", compacted)
 	require.Contains(t, toolError(t, cs, mcp.ToolRecover, map[string]any{"session": session, "id": "nope"}), "id")
 
 	var found struct {
@@ -249,12 +253,6 @@ func exerciseMCP(t *testing.T, cs *sdk.ClientSession, session string) (mcpCheckp
 	require.Equal(t, "checkpoint", st.RecentRuns[0].Trigger)
 
 	// The run's resources: its output byte for byte, its original.
-	out, err := cs.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: cp.OutputURI})
-	require.NoError(t, err)
-	require.Len(t, out.Contents, 1)
-	// Byte for byte: the resource; the tool's structured result is the
-	// same JSON value.
-	require.JSONEq(t, string(cp.Conversation), out.Contents[0].Text)
 	sum := sha256.Sum256([]byte(out.Contents[0].Text))
 	require.Equal(t, cp.Outcome.OutputSHA256, hex.EncodeToString(sum[:]), "the output resource is the stored output")
 	orig, err := cs.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: cp.OriginalURI})
@@ -310,7 +308,13 @@ func TestMCPStreamableHTTP(t *testing.T) {
 		require.Error(t, err, "another tenant cannot read %s", uri)
 	}
 	require.Contains(t, toolError(t, other, mcp.ToolRecover, map[string]any{"session": "mcp-http", "id": id}), "not found")
-	require.Contains(t, toolError(t, other, mcp.ToolStatus, map[string]any{"session": "mcp-http"}), "not found")
+	var otherStatus struct {
+		LastRunID  string `json:"last_run_id"`
+		RecentRuns []any  `json:"recent_runs"`
+	}
+	callTool(t, other, mcp.ToolStatus, map[string]any{"session": "mcp-http"}, &otherStatus)
+	require.Empty(t, otherStatus.LastRunID, "another tenant's session of that name has nothing")
+	require.Empty(t, otherStatus.RecentRuns)
 	require.Contains(t, toolError(t, other, mcp.ToolSearch, map[string]any{"session": "mcp-http", "query": "django"}), "not found")
 
 	// Without a wait the answer is the run id and status; the same
@@ -322,7 +326,6 @@ func TestMCPStreamableHTTP(t *testing.T) {
 	require.NotEmpty(t, first.RunID)
 	if !first.Final {
 		require.Contains(t, []string{"pending", "running"}, first.Status)
-		require.Empty(t, first.Conversation)
 	}
 	args["wait_seconds"] = 150
 	var later mcpCheckpoint
@@ -331,7 +334,48 @@ func TestMCPStreamableHTTP(t *testing.T) {
 	require.True(t, later.Existing)
 	require.True(t, later.Final)
 	require.Equal(t, "succeeded", later.Status)
-	require.NotEmpty(t, later.Conversation)
+	require.NotEmpty(t, later.Outcome.OutputSHA256)
+
+	// The next checkpoint sends only what the agent appended: the tool
+	// compacts the session's stored state with it.
+	// The agent answers the calls its last turn left pending, then asks
+	// for more.
+	res, err := cs.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: later.OutputURI})
+	require.NoError(t, err)
+	var doc struct {
+		Messages []struct {
+			ToolCalls []struct {
+				ID string `json:"id"`
+			} `json:"tool_calls"`
+		} `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.Contents[0].Text), &doc))
+	var appended []map[string]any
+	if last := doc.Messages[len(doc.Messages)-1]; len(last.ToolCalls) > 0 {
+		for _, c := range last.ToolCalls {
+			appended = append(appended, map[string]any{"role": "tool", "tool_call_id": c.ID, "content": "done"})
+		}
+	}
+	appended = append(appended, map[string]any{"role": "user", "content": "Now also add a regression test for the fix."})
+	var next mcpCheckpoint
+	callTool(t, cs, mcp.ToolCheckpoint, map[string]any{"session": "mcp-http-later", "context_limit": mcpLimit, "preset": mcpPreset,
+		"wait_seconds": 150, "messages": appended}, &next)
+	require.True(t, next.Final)
+	require.Equal(t, "succeeded", next.Status, "%+v", next)
+	require.NotEqual(t, later.RunID, next.RunID)
+	// A session with nothing stored yet: the whole conversation is needed.
+	require.Contains(t, toolError(t, cs, mcp.ToolCheckpoint, map[string]any{"session": "mcp-http-new",
+		"messages": json.RawMessage(`[{"role":"user","content":"hi"}]`)}), "conversation")
+	// context_status answers for a session with no runs yet.
+	var fresh struct {
+		Session    string `json:"session"`
+		LastRunID  string `json:"last_run_id"`
+		RecentRuns []any  `json:"recent_runs"`
+	}
+	callTool(t, cs, mcp.ToolStatus, map[string]any{"session": "mcp-http-new"}, &fresh)
+	require.Equal(t, "mcp-http-new", fresh.Session)
+	require.Empty(t, fresh.LastRunID)
+	require.Empty(t, fresh.RecentRuns)
 
 	// A bad conversation is a tool error naming where.
 	text := toolError(t, cs, mcp.ToolCheckpoint, map[string]any{"session": "mcp-http",

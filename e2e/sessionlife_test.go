@@ -74,20 +74,22 @@ func replaySession(t *testing.T, e *env, file string, format conversation.Format
 func TestLongSessionIsNeverLockedOut(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		name, file  string
-		format      conversation.Format
-		model       string
-		compactions int
+		name, file, preset string
+		format             conversation.Format
+		model              string
+		compactions        int
 	}{
-		// The lock-out: Anthropic Messages, where the summary is
-		// rendered into the task's own message.
-		{"anthropic", "swe-agent-gemini/psf__requests-1142.json", conversation.FormatAnthropic, "claude-sonnet-4-5", 50},
-		{"openai", "swe-agent-deepseek/django__django-13265.json", conversation.FormatOpenAI, "gpt-4o", 20},
+		// The lock-out seen before the session log: Anthropic Messages,
+		// where a summary is rendered into the task's own message.
+		{"anthropic", "swe-agent-gemini/psf__requests-1142.json", policy.Adaptive, conversation.FormatAnthropic, "claude-sonnet-4-5", 50},
+		{"openai", "swe-agent-deepseek/django__django-13265.json", policy.Adaptive, conversation.FormatOpenAI, "gpt-4o", 20},
+		{"auto-summarize", "swe-agent-deepseek/django__django-11910.json", policy.AutoSummarize, conversation.FormatAnthropic, "claude-sonnet-4-5", 12},
+		{"three-tier", "swe-agent-gemini/django__django-15629.json", policy.ThreeTier, conversation.FormatOpenAI, "gpt-4o", 12},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, offline())
-			res := replaySession(t, e, tc.file, tc.format, tc.model, policy.Adaptive, tc.compactions)
+			res := replaySession(t, e, tc.file, tc.format, tc.model, tc.preset, tc.compactions)
 			task := probe.Derive(res.Original, policy.DefaultPinMarkers()).Task
 			require.NotEmpty(t, task)
 			var prevBlocks []string

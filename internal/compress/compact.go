@@ -87,6 +87,19 @@ func LogBlockText(label, summary string) string {
 	return LogBlockOpening + `"` + label + `">` + "\n" + strings.TrimSpace(summary) + "\n</session-log>"
 }
 
+// IsLogBlock reports whether text is framed as a log block: the
+// opening starts one of its first three lines (after the summary style's
+// own opening, such as "[Compressed History]" or a session summary's
+// heading).
+func IsLogBlock(text string) bool {
+	for i, line := range strings.SplitN(text, "\n", 4) {
+		if i < 3 && (strings.HasPrefix(line, LogBlockOpening) || strings.HasPrefix(line, summaryFirstPrefix+LogBlockOpening)) {
+			return true
+		}
+	}
+	return false
+}
+
 // LogBlockBody is the summary a log block's text frames (LogBlockText),
 // without the summary style's opening and the block's delimiters: what a
 // reflection condenses, so that no block ever holds another's frame.

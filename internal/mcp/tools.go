@@ -26,7 +26,8 @@ import (
 // of POST /v1/sessions/{session}/events with kind "checkpoint".
 type CheckpointInput struct {
 	Session      string          `json:"session" jsonschema:"the agent's session: its runs, offloads and watermark are kept per session"`
-	Conversation json.RawMessage `json:"conversation" jsonschema:"the whole conversation as a JSON value: an OpenAI chat request or messages array, an Anthropic Messages request, or a ReAct trajectory (a JSON string holding one is accepted too)"`
+	Conversation json.RawMessage `json:"conversation,omitempty" jsonschema:"the whole conversation as a JSON value (an OpenAI chat request or messages array, an Anthropic Messages request, or a ReAct trajectory; a JSON string holding one is accepted too); omit it to compact the session's stored state"`
+	Messages     json.RawMessage `json:"messages,omitempty" jsonschema:"the messages appended since the session's last compaction, as a JSON array in its format: compacted with the session's stored state (instead of conversation)"`
 	EventID      string          `json:"event_id,omitempty" jsonschema:"idempotency key: the same id and arguments give the same run; default: derived from the arguments"`
 	Model        string          `json:"model,omitempty" jsonschema:"the agent's model (picks the token counter and the default context limit)"`
 	ContextLimit int             `json:"context_limit,omitempty" jsonschema:"the model's context limit in tokens (default: the preset's, else the model's)"`
@@ -35,8 +36,11 @@ type CheckpointInput struct {
 }
 
 // CheckpointResult is the answer of compress_to_checkpoint: the finished
-// run's outcome and compacted conversation, or the run id and status of a
-// run still going.
+// run's outcome (ids and figures) and the fresh-session handoff, or the
+// run id and status of a run still going. The compacted conversation is
+// not repeated here: an agent host reads it from OutputURI (or continues
+// with incremental messages), rather than the model receiving its whole
+// context again as a tool result.
 type CheckpointResult struct {
 	RunID  string `json:"run_id"`
 	Status string `json:"status"`
@@ -45,9 +49,6 @@ type CheckpointResult struct {
 	// Final: the run ended; Outcome says how.
 	Final   bool              `json:"final"`
 	Outcome *contract.Outcome `json:"outcome,omitempty"`
-	// Conversation is the compacted conversation in the caller's format
-	// (a committed run: succeeded or over_limit).
-	Conversation json.RawMessage `json:"conversation,omitempty" jsonschema:"the compacted conversation, in the format it was given"`
 	// Handoff is the fresh-session conversation a checkpoint makes.
 	Handoff json.RawMessage `json:"handoff,omitempty" jsonschema:"the fresh-session conversation the checkpoint made, in the same format"`
 	// OutputURI and OriginalURI are the run's resources.
@@ -136,7 +137,7 @@ func (t *tenantTools) checkpoint(ctx context.Context, _ *sdk.CallToolRequest, in
 	if err := ident.Session(in.Session); err != nil {
 		return nil, CheckpointResult{}, err
 	}
-	conv, err := conversationArg(in.Conversation)
+	ev, key, err := t.checkpointEvent(ctx, in)
 	if err != nil {
 		return nil, CheckpointResult{}, err
 	}
@@ -150,13 +151,15 @@ func (t *tenantTools) checkpoint(ctx context.Context, _ *sdk.CallToolRequest, in
 	}
 	wait = min(wait, t.svc.deps.MaxWait)
 	if in.EventID == "" {
-		// The same checkpoint asked again joins its first run (and keeps
-		// waiting for it) instead of compacting twice.
-		sum := sha256.Sum256(append([]byte(in.Model+"\x00"+strconv.Itoa(in.ContextLimit)+"\x00"+in.Preset+"\x00"), conv...))
+		// The same checkpoint asked again (same session, settings and
+		// conversation) joins its first run and keeps waiting for it,
+		// instead of compacting twice; another session's is its own.
+		sum := sha256.Sum256(append([]byte(in.Session+"\x00"+in.Model+"\x00"+strconv.Itoa(in.ContextLimit)+"\x00"+in.Preset+"\x00"), key...))
 		in.EventID = "mcp-checkpoint-" + hex.EncodeToString(sum[:16])
 	}
-	sub, err := t.svc.deps.Gateway.Submit(ctx, gateway.Event{Tenant: t.tenant, Session: in.Session, EventID: in.EventID,
-		Kind: gateway.KindCheckpoint, Model: in.Model, ContextLimit: in.ContextLimit, Preset: in.Preset, Conversation: conv})
+	ev.Tenant, ev.Session, ev.EventID, ev.Kind = t.tenant, in.Session, in.EventID, gateway.KindCheckpoint
+	ev.Model, ev.ContextLimit, ev.Preset = in.Model, in.ContextLimit, in.Preset
+	sub, err := t.svc.deps.Gateway.Submit(ctx, ev)
 	if err != nil {
 		return nil, CheckpointResult{}, t.toolError(ToolCheckpoint, err)
 	}
@@ -165,6 +168,37 @@ func (t *tenantTools) checkpoint(ctx context.Context, _ *sdk.CallToolRequest, in
 		return nil, CheckpointResult{}, t.toolError(ToolCheckpoint, err)
 	}
 	return nil, res, nil
+}
+
+// checkpointEvent is what a checkpoint compacts: the conversation it was
+// given, or the session's stored state (its latest output) with the
+// messages appended since, or that state alone. key identifies it for
+// the derived event id.
+func (t *tenantTools) checkpointEvent(ctx context.Context, in CheckpointInput) (gateway.Event, []byte, error) {
+	hasMessages := len(strings.TrimSpace(string(in.Messages))) > 0 && strings.TrimSpace(string(in.Messages)) != "null"
+	if len(strings.TrimSpace(string(in.Conversation))) > 0 && strings.TrimSpace(string(in.Conversation)) != "null" {
+		if hasMessages {
+			return gateway.Event{}, nil, fieldError("messages", "give the whole conversation or the messages appended since the last compaction, not both")
+		}
+		conv, err := conversationArg(in.Conversation)
+		return gateway.Event{Conversation: conv}, conv, err
+	}
+	latest, err := t.svc.deps.Audit.Store.LatestOutput(ctx, t.tenant, in.Session)
+	if errors.Is(err, store.ErrNotFound) {
+		return gateway.Event{}, nil, fieldError("conversation", "required: session %s has no compacted state yet to continue", in.Session)
+	}
+	if err != nil {
+		return gateway.Event{}, nil, t.toolError(ToolCheckpoint, err)
+	}
+	if !hasMessages {
+		return gateway.Event{ConversationKey: latest.Key}, []byte(latest.SHA256), nil
+	}
+	msgs, err := conversationArg(in.Messages)
+	if err != nil {
+		return gateway.Event{}, nil, fieldError("messages", "must be a JSON array of messages")
+	}
+	return gateway.Event{Base: &gateway.Base{RunID: latest.RunID, SHA256: latest.SHA256}, Messages: msgs},
+		append([]byte(latest.SHA256), msgs...), nil
 }
 
 // conversationArg is the conversation argument as the gateway takes it:
@@ -236,9 +270,6 @@ func (t *tenantTools) waitRun(ctx context.Context, sub gateway.Submitted, wait t
 	if !status.Committed() {
 		return res, nil
 	}
-	if res.Conversation, err = a.Output(ctx, t.tenant, sub.RunID); err != nil {
-		return res, err
-	}
 	if o.HandoffKey != "" {
 		if err := blob.CheckOwned(t.tenant, o.HandoffKey); err != nil {
 			return res, fmt.Errorf("run %s handoff: %w", sub.RunID, err)
@@ -296,6 +327,11 @@ func (t *tenantTools) status(ctx context.Context, _ *sdk.CallToolRequest, in Sta
 	}
 	a := t.svc.deps.Audit
 	st, err := a.Status(ctx, t.tenant, in.Session)
+	if errors.Is(err, audit.ErrNotFound) {
+		// A session not compacted yet has a status too: nothing so far.
+		return nil, StatusResult{SessionStatus: audit.SessionStatus{Tenant: t.tenant, Session: in.Session, Runs: map[string]int{},
+			Promotions: []store.Promotion{}, History: []audit.HistoryRow{}, Level: "GREEN"}, RecentRuns: []RunSummary{}}, nil
+	}
 	if err != nil {
 		return nil, StatusResult{}, t.toolError(ToolStatus, err)
 	}

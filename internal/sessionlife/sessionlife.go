@@ -14,7 +14,6 @@ package sessionlife
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/compress"
@@ -187,7 +186,7 @@ func Blocks(c conversation.Conversation) []string {
 	var out []string
 	for _, m := range c.Messages {
 		for _, b := range m.Blocks {
-			if b.Kind == conversation.KindText && isBlock(b.Text) {
+			if b.Kind == conversation.KindText && compress.IsLogBlock(b.Text) {
 				out = append(out, b.Text)
 			}
 		}
@@ -195,9 +194,3 @@ func Blocks(c conversation.Conversation) []string {
 	return out
 }
 
-// isBlock reports whether text opens with a log block's delimiter, after
-// the summary style's own opening ("[Compressed History]", "[SUMMARY]:").
-func isBlock(text string) bool {
-	i := strings.Index(text, compress.LogBlockOpening)
-	return i >= 0 && i <= len("[Compressed History]\n\n")
-}
