@@ -193,4 +193,3 @@ func Blocks(c conversation.Conversation) []string {
 	}
 	return out
 }
-
