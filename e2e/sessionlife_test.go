@@ -134,3 +134,65 @@ func TestLongSessionIsNeverLockedOut(t *testing.T) {
 		})
 	}
 }
+
+// TestSummarizerCostStaysFlat: with a summarizer and its judge behind an
+// OpenAI-compatible endpoint that counts what it is sent, the LLM input of
+// each compaction of a long session is what is new since the last block
+// (plus the summary being judged), not the session's whole history: it
+// does not grow with the session's age. The judge never reads the same
+// prompt twice.
+func TestSummarizerCostStaysFlat(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.gw.Judge = true
+	const compactions = 20
+	var perCompaction []int
+	var sent []int
+	calls := 0
+	data := readData(t, "swe-agent-deepseek/django__django-13265.json")
+	src, err := conversation.Parse(data, conversation.FormatOpenAI)
+	require.NoError(t, err)
+	counter, err := tokens.New("o200k_base")
+	require.NoError(t, err)
+	_, err = sessionlife.Replay(t.Context(), src, sessionlife.Options{Limit: sessionLimit, Trigger: 0.65, Counter: counter, Compactions: compactions, Cycle: true},
+		func(ctx context.Context, n int, conv []byte) (contract.Outcome, []byte, error) {
+			sub, err := e.gw.Submit(ctx, gateway.Event{Tenant: e.tenant, Session: "flat", EventID: fmt.Sprintf("flat-%d", n),
+				Preset: policy.Adaptive, Model: "gpt-4o", ContextLimit: sessionLimit, Conversation: conv})
+			if err != nil {
+				return contract.Outcome{}, nil, err
+			}
+			out, err := e.gw.Wait(ctx, sub.RunID)
+			if err != nil {
+				return out, nil, err
+			}
+			all := e.llm.Calls()
+			chars := 0
+			for _, c := range all[calls:] {
+				chars += c.PromptChars
+			}
+			calls = len(all)
+			perCompaction, sent = append(perCompaction, chars), append(sent, len(conv))
+			_, outData := e.output(out)
+			return out, outData, nil
+		})
+	require.NoError(t, err)
+	require.Len(t, perCompaction, compactions)
+	judged := map[string]bool{}
+	for _, c := range e.llm.Calls() {
+		if c.Judge {
+			require.False(t, judged[c.PromptSHA256], "the judge read the same prompt twice")
+			judged[c.PromptSHA256] = true
+		}
+	}
+	early, late := 0, 0
+	for i, chars := range perCompaction {
+		t.Logf("compaction %d: LLM input %d chars, event %d bytes", i+1, chars, sent[i])
+		require.Less(t, chars, 2*sent[i], "compaction %d reads less than twice the context it was sent", i+1)
+		if i < compactions/2 {
+			early = max(early, chars)
+		} else {
+			late = max(late, chars)
+		}
+	}
+	require.LessOrEqual(t, late, early*3/2, "the LLM input per compaction stays flat as the session ages")
+}

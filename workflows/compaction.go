@@ -32,6 +32,16 @@ type llmQueueKey struct{}
 // judgeKey keeps CompactionInput.Judge in the workflow context.
 type judgeKey struct{}
 
+// judgedKey keeps the run's judged verdicts (see judged).
+type judgedKey struct{}
+
+// judged remembers the verdict key of each (source, summary) pair the
+// LLM judge read in this run: keys are content-addressed, so the same
+// pair is the same prompt, and it is never sent twice (a repair that
+// gives back the summary it repaired, a check run again after a last
+// resort). Only looked up by key, never ranged: replay sees the same.
+type judged map[string]string
+
 // judgeTokens bounds a judge's answer.
 const judgeTokens = 800
 
@@ -63,6 +73,7 @@ func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Out
 	ctx = workflow.WithActivityOptions(ctx, stepOptions())
 	ctx = workflow.WithValue(ctx, llmQueueKey{}, in.LLMTaskQueue)
 	ctx = workflow.WithValue(ctx, judgeKey{}, in.Judge)
+	ctx = workflow.WithValue(ctx, judgedKey{}, judged{})
 	ctx, steps := withStepLog(ctx)
 	var notify bool
 	res, err := compaction(ctx, in, &notify)
@@ -598,8 +609,11 @@ func replacement(run contract.Run, step string, sum activities.SummarizeResult, 
 // (the least aggressive result that keeps it).
 func driftGate(ctx workflow.Context, run contract.Run, preset policy.Preset, step, sourceKey, summaryKey, archiveKey string,
 	deterministic *activities.FallbackInput) (string, string, error) {
-	g := gate{run: run, preset: preset, step: step, sourceKey: sourceKey, archiveKey: archiveKey}
-	d, err := g.check(ctx, 0, summaryKey)
+	g := gate{run: run, preset: preset, step: step, sourceKey: sourceKey, archiveKey: archiveKey,
+		judgeOnce: workflow.GetVersion(ctx, "judge-once", workflow.DefaultVersion, 1) == 1}
+	// A summary without a deterministic replacement is itself
+	// deterministic (see replacement): it only copies from its source.
+	d, err := g.check(ctx, 0, summaryKey, deterministic == nil)
 	if err != nil || d.Passed {
 		return summaryKey, "passed", err
 	}
@@ -612,7 +626,7 @@ func driftGate(ctx workflow.Context, run contract.Run, preset policy.Preset, ste
 			workflow.GetLogger(ctx).Warn("repair pass failed", "run", run.ID, "error", rerr)
 			break
 		}
-		nd, err := g.check(ctx, pass, repaired.Key)
+		nd, err := g.check(ctx, pass, repaired.Key, repaired.Offline())
 		if err != nil {
 			return "", "", err
 		}
@@ -631,23 +645,36 @@ type gate struct {
 	run                         contract.Run
 	preset                      policy.Preset
 	step, sourceKey, archiveKey string
+	// judgeOnce: the judge reads a (source, summary) pair once per run,
+	// and never a deterministic summary (runs since that version).
+	judgeOnce bool
 }
 
 // check runs the drift check of pass on the summary at key. For a history
 // summary (the only drift gate with an archive) with the LLM judge on, the
 // judge's verdict comes first; if its call fails the deterministic checks
-// decide.
-func (g gate) check(ctx workflow.Context, pass int, key string) (activities.DriftResult, error) {
+// decide. A deterministic summary (offline) only copies from its source:
+// the deterministic checks decide it alone.
+func (g gate) check(ctx workflow.Context, pass int, key string, offline bool) (activities.DriftResult, error) {
 	var a *activities.Activities
 	var d activities.DriftResult
 	verdictKey := ""
-	if judge, _ := ctx.Value(judgeKey{}).(bool); judge && g.archiveKey != "" {
-		v, err := summarizeOrFallback(ctx, activities.SummarizeInput{
-			Run: g.run, Step: fmt.Sprintf("%s/judge/%d", g.step, pass), Prompt: "judge", SourceKey: g.sourceKey,
-			ContextKey: key, TargetTokens: judgeTokens,
-		}, g.preset.History.Attempts, "")
-		if err == nil {
-			verdictKey = v.Key
+	if judge, _ := ctx.Value(judgeKey{}).(bool); judge && g.archiveKey != "" && !(g.judgeOnce && offline) {
+		memo, _ := ctx.Value(judgedKey{}).(judged)
+		pair := g.sourceKey + "\x00" + key
+		if v, ok := memo[pair]; ok && g.judgeOnce {
+			verdictKey = v
+		} else {
+			v, err := summarizeOrFallback(ctx, activities.SummarizeInput{
+				Run: g.run, Step: fmt.Sprintf("%s/judge/%d", g.step, pass), Prompt: "judge", SourceKey: g.sourceKey,
+				ContextKey: key, TargetTokens: judgeTokens,
+			}, g.preset.History.Attempts, "")
+			if err == nil {
+				verdictKey = v.Key
+				if memo != nil {
+					memo[pair] = v.Key
+				}
+			}
 		}
 	}
 	err := runStep(ctx, a.CheckDrift, activities.DriftInput{Run: g.run, Step: fmt.Sprintf("%s/drift/%d", g.step, pass), Pass: pass,
@@ -670,7 +697,7 @@ func (g gate) lastResort(ctx workflow.Context, summaryKey string, d activities.D
 		if err := runStep(ctx, a.Fallback, *deterministic).Get(ctx, &fb); err != nil {
 			return "", "", fmt.Errorf("deterministic summary: %w", err)
 		}
-		nd, err := g.check(ctx, g.preset.Drift.RepairPasses+1, fb.Key)
+		nd, err := g.check(ctx, g.preset.Drift.RepairPasses+1, fb.Key, true)
 		if err != nil {
 			return "", "", err
 		}

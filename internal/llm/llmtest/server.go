@@ -8,6 +8,8 @@
 package llmtest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -64,6 +66,11 @@ func (Fault401) fault()           {}
 type Call struct {
 	Model       string
 	PromptChars int // characters of all message contents
+	// PromptSHA256 is the digest of the messages' contents in order: two
+	// calls with the same prompt have the same one.
+	PromptSHA256 string
+	// Judge marks a drift judge's call (llm.JudgeSchema).
+	Judge       bool
 	MaxTokens   int // max_tokens or max_completion_tokens, 0 when unset
 	Temperature *float64
 	Status      int
@@ -401,7 +408,10 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	call.Temperature = req.Temperature
+	call.Judge = req.ResponseFormat != nil && req.ResponseFormat.JSONSchema != nil && req.ResponseFormat.JSONSchema.Name == llm.JudgeSchemaName
 	var user strings.Builder
+	prompt := sha256.New()
+	defer func() { call.PromptSHA256 = hex.EncodeToString(prompt.Sum(nil)) }()
 	for i, m := range req.Messages {
 		text, err := contentText(m.Content)
 		if err != nil {
@@ -412,6 +422,7 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		call.PromptChars += len([]rune(text))
+		prompt.Write([]byte(m.Role + "\x00" + text + "\x00"))
 		if m.Role == "user" {
 			if user.Len() > 0 {
 				user.WriteString("\n\n")
