@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -42,12 +41,9 @@ func replaySession(t *testing.T, e *env, file string, format conversation.Format
 	session := fmt.Sprintf("life-%s-%s", format, preset)
 	res, err := sessionlife.Replay(t.Context(), src, sessionlife.Options{
 		Limit: sessionLimit, Trigger: 0.65, Counter: counter, Compactions: compactions, Cycle: true,
-	}, func(ctx context.Context, n int, conv []byte) (contract.Outcome, []byte, error) {
-		ev := gateway.Event{Tenant: e.tenant, Session: session, EventID: fmt.Sprintf("%s-%d", session, n), Kind: "threshold",
-			Preset: preset, Model: model, ContextLimit: sessionLimit, Conversation: conv}
-		if os.Getenv("SESSIONLIFE_DUMP") != "" {
-			_ = os.WriteFile(fmt.Sprintf("/tmp/slog-in-%s-%02d.json", format, n), conv, 0o644)
-		}
+	}, func(ctx context.Context, le sessionlife.Event) (contract.Outcome, []byte, error) {
+		ev := gateway.Event{Tenant: e.tenant, Session: session, EventID: fmt.Sprintf("%s-%d", session, le.N), Kind: "threshold",
+			Preset: preset, Model: model, ContextLimit: sessionLimit, Conversation: le.Data}
 		sub, err := e.gw.Submit(ctx, ev)
 		if err != nil {
 			return contract.Outcome{}, nil, err
@@ -111,10 +107,7 @@ func TestLongSessionIsNeverLockedOut(t *testing.T) {
 					}
 				}
 				require.Equal(t, o.SessionLog.Blocks, len(blocks), "compaction %d", i+1)
-				for k, b := range blocks {
-					if os.Getenv("SESSIONLIFE_DUMP") != "" {
-						_ = os.WriteFile(fmt.Sprintf("/tmp/slog-%s-%02d-%d.txt", tc.name, i+1, k), []byte(b), 0o644)
-					}
+				for _, b := range blocks {
 					require.Equal(t, 1, strings.Count(b, "<session-log block="), "compaction %d: a block never holds another", i+1)
 				}
 				if o.SessionLog.Reflected {
@@ -155,9 +148,9 @@ func TestSummarizerCostStaysFlat(t *testing.T) {
 	counter, err := tokens.New("o200k_base")
 	require.NoError(t, err)
 	_, err = sessionlife.Replay(t.Context(), src, sessionlife.Options{Limit: sessionLimit, Trigger: 0.65, Counter: counter, Compactions: compactions, Cycle: true},
-		func(ctx context.Context, n int, conv []byte) (contract.Outcome, []byte, error) {
-			sub, err := e.gw.Submit(ctx, gateway.Event{Tenant: e.tenant, Session: "flat", EventID: fmt.Sprintf("flat-%d", n),
-				Preset: policy.Adaptive, Model: "gpt-4o", ContextLimit: sessionLimit, Conversation: conv})
+		func(ctx context.Context, le sessionlife.Event) (contract.Outcome, []byte, error) {
+			sub, err := e.gw.Submit(ctx, gateway.Event{Tenant: e.tenant, Session: "flat", EventID: fmt.Sprintf("flat-%d", le.N),
+				Preset: policy.Adaptive, Model: "gpt-4o", ContextLimit: sessionLimit, Conversation: le.Data})
 			if err != nil {
 				return contract.Outcome{}, nil, err
 			}
@@ -171,7 +164,7 @@ func TestSummarizerCostStaysFlat(t *testing.T) {
 				chars += c.PromptChars
 			}
 			calls = len(all)
-			perCompaction, sent = append(perCompaction, chars), append(sent, len(conv))
+			perCompaction, sent = append(perCompaction, chars), append(sent, len(le.Data))
 			_, outData := e.output(out)
 			return out, outData, nil
 		})

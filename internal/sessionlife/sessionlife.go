@@ -13,6 +13,7 @@ package sessionlife
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/ctxcompact/orchestrator/contract"
@@ -21,9 +22,46 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
-// Compactor compacts conversation data (in its wire format) as event n
-// of the session, and returns the run's outcome and its output's bytes.
-type Compactor func(ctx context.Context, n int, data []byte) (contract.Outcome, []byte, error)
+// Event is one compaction the replay asks for.
+type Event struct {
+	// N counts the session's events from 1.
+	N int
+	// Data is the whole conversation in its wire format.
+	Data []byte
+	// Base is the previous event's outcome (nil for the first), and
+	// Appended the messages the agent added to its output since: what an
+	// incremental event sends (MessagesJSON) instead of Data.
+	Base     *contract.Outcome
+	Appended []conversation.Message
+	Format   conversation.Format
+	// New is the bytes of Data that the previous output did not hold:
+	// what the agent appended, as a whole upload would carry it.
+	New int
+}
+
+// Compactor compacts an event's conversation and returns the run's
+// outcome and its output's bytes.
+type Compactor func(ctx context.Context, ev Event) (contract.Outcome, []byte, error)
+
+// MessagesJSON renders msgs as the JSON array of messages of format (the
+// "messages" of an OpenAI or Anthropic request): an incremental event's
+// messages.
+func MessagesJSON(format conversation.Format, msgs []conversation.Message) (json.RawMessage, error) {
+	data, err := conversation.Render(conversation.Conversation{Format: format, Messages: msgs})
+	if err != nil {
+		return nil, fmt.Errorf("render appended messages: %w", err)
+	}
+	var doc struct {
+		Messages json.RawMessage `json:"messages"`
+	}
+	if len(data) > 0 && data[0] == '[' {
+		return data, nil
+	}
+	if err := json.Unmarshal(data, &doc); err != nil || len(doc.Messages) == 0 {
+		return nil, fmt.Errorf("render appended messages: no message list in %s", format)
+	}
+	return doc.Messages, nil
+}
 
 // Options shape a replay.
 type Options struct {
@@ -122,6 +160,8 @@ func Replay(ctx context.Context, src conversation.Conversation, o Options, compa
 	orig.Messages = append([]conversation.Message(nil), head...)
 	var res Result
 	var prev []byte
+	var base *contract.Outcome
+	var appended []conversation.Message
 	for cycle, k := 0, 0; ; k++ {
 		if k == len(turns) {
 			if !o.Cycle || o.Compactions == 0 {
@@ -143,6 +183,7 @@ func Replay(ctx context.Context, src conversation.Conversation, o Options, compa
 		}
 		cur.Messages = append(cur.Messages, turn...)
 		orig.Messages = append(orig.Messages, turn...)
+		appended = append(appended, turn...)
 		if float64(tokens.Conversation(o.Counter, cur)) < o.Trigger*float64(o.Limit) {
 			continue
 		}
@@ -150,16 +191,22 @@ func Replay(ctx context.Context, src conversation.Conversation, o Options, compa
 		if err != nil {
 			return res, fmt.Errorf("render event %d: %w", len(res.Compactions)+1, err)
 		}
-		out, outData, err := compact(ctx, len(res.Compactions)+1, data)
+		ev := Event{N: len(res.Compactions) + 1, Data: data, Base: base, Format: cur.Format, New: len(data) - commonPrefix(prev, data)}
+		if base != nil {
+			ev.Appended = appended
+		}
+		out, outData, err := compact(ctx, ev)
 		if err != nil {
 			return res, fmt.Errorf("event %d: %w", len(res.Compactions)+1, err)
 		}
-		c := Compaction{Outcome: out, Sent: len(data), New: len(data) - commonPrefix(prev, data)}
+		c := Compaction{Outcome: out, Sent: len(data), New: ev.New}
 		if len(outData) > 0 {
 			if c.Output, err = conversation.Parse(outData, cur.Format); err != nil {
 				return res, fmt.Errorf("event %d: parse output: %w", len(res.Compactions)+1, err)
 			}
 			cur, prev = c.Output, outData
+			o := out
+			base, appended = &o, nil
 		}
 		res.Compactions = append(res.Compactions, c)
 		if o.Compactions > 0 && len(res.Compactions) >= o.Compactions {
