@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 
-	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/conversation/convtest"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
@@ -388,19 +387,14 @@ func twoInARow(src conversation.Conversation, compact func([]byte, string) (conv
 // id names a content key of the tenant's offloads, which must be a live
 // offload of the session in the store's records.
 func recoverer(ctx context.Context, st *stack, session string) func(string) (string, error) {
+	svc := &audit.Service{Store: st.store, Blob: st.blob}
 	return func(id string) (string, error) {
-		if blob.ValidateSHA256(id) != nil {
-			return "", errors.New("not an id")
-		}
-		key := blob.ContentKey(tenant, blob.KindOffload, id)
-		live, err := st.store.LiveOffloads(ctx, tenant, session, []string{key})
+		// As recover_context answers: offload ids and archive ids, each
+		// resolved through the store's records of this tenant and session.
+		rec, err := svc.RecoverContext(ctx, tenant, session, id, "")
 		if err != nil {
 			return "", err
 		}
-		if !live[key] {
-			return "", os.ErrNotExist
-		}
-		data, err := st.blob.GetVerified(ctx, key, id)
-		return string(data), err
+		return string(rec.Data), nil
 	}
 }

@@ -32,6 +32,7 @@ var lifeFiles = map[conversation.Format]string{
 
 // lifeRun is one preset's session in one format.
 type lifeRun struct {
+	session string
 	preset  string
 	format  conversation.Format
 	res     sessionlife.Result
@@ -79,7 +80,7 @@ func benchSessionLife(ctx context.Context, st *stack, o options, rep *report) er
 				mine = append(mine, r)
 			}
 		}
-		rep.add(lifeRow(p, mine, compactions))
+		rep.add(lifeRow(ctx, st, p, mine))
 	}
 	rep.note("10. Session life: real SWE-agent trajectories (%s as OpenAI chat, %s as Anthropic Messages from a Claude agent, %s as a "+
 		"ReAct trajectory for react-two-layer) replayed turn by turn (internal/sessionlife) at a %d-token limit (%d characters for "+
@@ -129,6 +130,7 @@ func lifeOne(ctx context.Context, st *stack, o options, preset string, format co
 		counter = mustCounter("o200k_base")
 	}
 	session := fmt.Sprintf("life-%d-%s-%s", i, preset, format)
+	r.session = session
 	calls := 0
 	r.res, r.err = sessionlife.Replay(ctx, src, sessionlife.Options{Limit: limit, Trigger: lifeTrigger, Counter: counter,
 		Compactions: compactions, Cycle: true}, func(ctx context.Context, le sessionlife.Event) (contract.Outcome, []byte, error) {
@@ -172,7 +174,7 @@ func mustCounter(name string) tokens.Counter {
 }
 
 // lifeRow is one preset's row against the targets.
-func lifeRow(preset string, runs []lifeRun, compactions int) row {
+func lifeRow(ctx context.Context, st *stack, preset string, runs []lifeRun) row {
 	statuses := map[string]int{}
 	var art, errs, cmds probe.Tally
 	var prefixes, rewrites []float64
@@ -206,7 +208,7 @@ func lifeRow(preset string, runs []lifeRun, compactions int) row {
 			prev = blocks
 		}
 		set := probe.Derive(r.res.Original, policy.DefaultPinMarkers())
-		sc := probe.Measure(set, r.res.Final, nil)
+		sc := probe.Measure(set, r.res.Final, recoverer(ctx, st, r.session))
 		add := func(t *probe.Tally, x probe.Tally) {
 			t.Total += x.Total
 			t.Kept += x.Kept
@@ -247,18 +249,18 @@ func lifeRow(preset string, runs []lifeRun, compactions int) row {
 	if early > 0 {
 		flat = float64(late) / float64(early)
 	}
-	var st []string
+	var counts []string
 	total := 0
 	for _, k := range []string{"succeeded", "over_limit", "failed"} {
 		if statuses[k] > 0 {
-			st = append(st, fmt.Sprintf("%s %d", k, statuses[k]))
+			counts = append(counts, fmt.Sprintf("%s %d", k, statuses[k]))
 		}
 		total += statuses[k]
 	}
 	value := fmt.Sprintf("%d compactions over %d sessions (%s), %d reflections; files %.2f, last %d errors %.2f, last %d commands %.2f; "+
 		"prefix share %.2f and %.0f tokens re-written per compaction (between reflections); log blocks verbatim %.2f; upload ÷ new %.2f; "+
 		"summarizer input second half ÷ first %.2f",
-		total, len(runs), strings.Join(st, ", "), reflections, share(art), probe.Recent, share(errs), probe.Recent, share(cmds),
+		total, len(runs), strings.Join(counts, ", "), reflections, share(art), probe.Recent, share(errs), probe.Recent, share(cmds),
 		mean(prefixes), mean(rewrites), verbatim, uploadRatio, flat)
 	var missed []string
 	check := func(ok bool, what string) {

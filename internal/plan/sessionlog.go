@@ -10,6 +10,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/digest"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
@@ -233,23 +234,51 @@ func MergeSections(bodies []string, targetChars int) string {
 	for _, l := range recover {
 		size += len(l) + 1
 	}
+	// While over the target, the oldest line goes: of the items the
+	// summaries listed as omitted first, then of the largest section. The
+	// file paths a dropped line named are kept in one short list.
+	var dropped []string
 	for size > targetChars {
-		var largest *section
+		var from *section
 		most := 0
 		for _, s := range sections {
 			n := 0
 			for _, l := range s.lines {
 				n += len(l) + 1
 			}
+			if n > 0 && strings.Contains(strings.ToLower(s.heading), "omitted") {
+				from, most = s, n
+				break
+			}
 			if n > most {
-				largest, most = s, n
+				from, most = s, n
 			}
 		}
-		if largest == nil {
+		if from == nil {
 			break
 		}
-		size -= len(largest.lines[0]) + 1
-		largest.lines = largest.lines[1:]
+		size -= len(from.lines[0]) + 1
+		dropped = append(dropped, from.lines[0])
+		from.lines = from.lines[1:]
+	}
+	kept := map[string]bool{}
+	for _, s := range sections {
+		for _, l := range s.lines {
+			for _, id := range digest.Identifiers(l) {
+				if id.Kind == digest.KindPath {
+					kept[id.Value] = true
+				}
+			}
+		}
+	}
+	var paths []string
+	for _, l := range dropped {
+		for _, id := range digest.Identifiers(l) {
+			if id.Kind == digest.KindPath && !kept[id.Value] && !strings.ContainsAny(id.Value, "\\\"'") {
+				kept[id.Value] = true
+				paths = append(paths, id.Value)
+			}
+		}
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "Reflection of %d session log blocks: their sections merged, the oldest lines dropped to fit; each range they covered is recoverable with the ids below.\n", len(bodies))
@@ -265,6 +294,9 @@ func MergeSections(bodies []string, targetChars int) string {
 		for _, l := range s.lines {
 			sb.WriteString(l + "\n")
 		}
+	}
+	if len(paths) > 0 {
+		sb.WriteString("\n## Files named in the condensed lines\n- " + strings.Join(paths, ", ") + "\n")
 	}
 	if len(recover) > 0 {
 		sb.WriteString("\n" + strings.Join(recover, "\n") + "\n")

@@ -189,3 +189,15 @@ func TestStablePrefix(t *testing.T) {
 	require.Equal(t, want, StablePrefix(in, out, b))
 	require.Equal(t, tokens.Conversation(b.Counter, in)-tokens.ReplyPrimingTokens, StablePrefix(in, in, b), "an unchanged conversation is all prefix")
 }
+
+// TestMergeSectionsDropsOmittedItemsFirst: over the target, the lines the
+// summaries listed as omitted go before any other, and the file paths a
+// dropped line named stay in one short list.
+func TestMergeSectionsDropsOmittedItemsFirst(t *testing.T) {
+	t.Parallel()
+	body := "## Code Changes\n- edited src/app/parser.py\n## Omitted Items\n- read src/app/deep/module.py and " + strings.Repeat("x", 200) + "\n"
+	got := MergeSections([]string{body}, 120)
+	require.Contains(t, got, "- edited src/app/parser.py", "the section that is not omitted items stays")
+	require.NotContains(t, got, strings.Repeat("x", 200))
+	require.Contains(t, got, "## Files named in the condensed lines\n- src/app/deep/module.py")
+}

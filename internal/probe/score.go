@@ -55,9 +55,10 @@ type Score struct {
 // LostCount is how many probes were lost without a pointer.
 func (s Score) LostCount() int { return len(s.Lost) }
 
-// reID is a recovery id as references and handoffs write it: the
-// SHA-256 of the offloaded content.
-var reID = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
+// reID is a recovery id as references, summaries and handoffs write it:
+// the SHA-256 of the offloaded content, or of a run's archived original
+// followed by the messages (".m3-57") or the block (".m12b1") it names.
+var reID = regexp.MustCompile(`\b[0-9a-f]{64}(?:\.m[0-9]+(?:-[0-9]+|b[0-9]+)?)?\b`)
 
 // IDs are the distinct recovery ids an output names, in order.
 func IDs(text string) []string {
