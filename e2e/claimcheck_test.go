@@ -23,11 +23,13 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ctxcompact/orchestrator/contract"
+	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/conversation/convtest"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/sessionlife"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
@@ -322,6 +324,34 @@ func TestRecordHistories(t *testing.T) {
 		checkRun(t, e, input, sub, res)
 		require.NotEmpty(t, res.Drift, "the history summary was drift-checked")
 		record(t, "compaction-offload-compact", fetchHistory(t, e.client, sub.RunID), input, snippets(t, openAIContents(t, input), 20), sub.InputKey)
+	})
+	t.Run("session-log-reflection", func(t *testing.T) {
+		t.Parallel()
+		// A long session with the LLM judge on: the run recorded is one
+		// whose session log outgrew its budget and was reflected, its new
+		// block judged once (the judge-once version marker).
+		e := newEnv(t)
+		e.gw.Judge = true
+		data := readData(t, "swe-agent-deepseek/django__django-13265.json")
+		src, err := conversation.Parse(data, conversation.FormatOpenAI)
+		require.NoError(t, err)
+		counter, err := tokens.New("o200k_base")
+		require.NoError(t, err)
+		var runID, inputKey string
+		var input []byte
+		_, err = sessionlife.Replay(t.Context(), src, sessionlife.Options{Limit: sessionLimit, Trigger: 0.65, Counter: counter, Compactions: 8, Cycle: true},
+			func(ctx context.Context, le sessionlife.Event) (contract.Outcome, []byte, error) {
+				sub, res := e.compact(gateway.Event{Session: "reflect", EventID: fmt.Sprintf("reflect-%d", le.N), Preset: "adaptive",
+					Model: "gpt-4o", ContextLimit: sessionLimit, Conversation: le.Data})
+				if runID == "" && res.SessionLog != nil && res.SessionLog.Reflected {
+					runID, inputKey, input = sub.RunID, sub.InputKey, le.Data
+				}
+				_, out := e.output(res)
+				return res, out, nil
+			})
+		require.NoError(t, err)
+		require.NotEmpty(t, runID, "a compaction of the session reflected its log")
+		record(t, "compaction-session-log-reflection", fetchHistory(t, e.client, runID), input, snippets(t, openAIContents(t, input), 15), inputKey)
 	})
 	t.Run("drift-repair", func(t *testing.T) {
 		t.Parallel()
