@@ -99,9 +99,11 @@ type Result struct {
 	// Original is every turn the agent saw, uncompacted: what probes are
 	// derived from.
 	Original conversation.Conversation
-	// Skipped counts turns larger than the whole limit on their own (a
-	// final diff of 880K characters in one user message): no agent on
-	// this model could have held them, so the replay leaves them out.
+	// Skipped counts turns the replay leaves out: those larger than the
+	// whole limit on their own (a final diff of 880K characters in one
+	// user message), which no agent on this model could have held, and a
+	// last call the recording never answered, which a later turn would
+	// leave unpaired.
 	Skipped int
 }
 
@@ -127,6 +129,22 @@ func Turns(c conversation.Conversation) (head []conversation.Message, turns [][]
 		i = j
 	}
 	return head, turns
+}
+
+// answered reports whether every call of turn has its result in it.
+func answered(turn []conversation.Message) bool {
+	calls := map[string]bool{}
+	for _, m := range turn {
+		for _, b := range m.Blocks {
+			switch b.Kind {
+			case conversation.KindToolUse:
+				calls[b.ToolID] = true
+			case conversation.KindToolResult:
+				delete(calls, b.ToolID)
+			}
+		}
+	}
+	return len(calls) == 0
 }
 
 // renamed is turn with every tool call id given suffix, so that a cycled
@@ -177,7 +195,7 @@ func Replay(ctx context.Context, src conversation.Conversation, o Options, compa
 		for _, m := range turn {
 			size += tokens.Message(o.Counter, m)
 		}
-		if size > o.Limit {
+		if size > o.Limit || !answered(turn) {
 			res.Skipped++
 			continue
 		}
