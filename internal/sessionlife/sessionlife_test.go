@@ -15,7 +15,9 @@ func msg(role conversation.Role, blocks ...conversation.Block) conversation.Mess
 	return conversation.Message{Role: role, Blocks: blocks}
 }
 
-func text(s string) conversation.Block { return conversation.Block{Kind: conversation.KindText, Text: s} }
+func text(s string) conversation.Block {
+	return conversation.Block{Kind: conversation.KindText, Text: s}
+}
 
 // TestReplay: turns are appended whole, an event is sent each time the
 // conversation reaches the trigger, the next turns continue from the
