@@ -17,6 +17,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/metrics"
+	"github.com/ctxcompact/orchestrator/internal/pricing"
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
@@ -51,6 +52,10 @@ type Activities struct {
 	// its final state).
 	Hooks  WebhookStore
 	Sender *webhook.Sender
+	// Prices and CostTurns price each run (pricing.Saving); a nil table
+	// prices nothing.
+	Prices    pricing.Table
+	CostTurns int
 
 	// ids caches drift-check sources' identifiers (per worker process).
 	ids idCache

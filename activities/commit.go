@@ -13,6 +13,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/pricing"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -58,6 +59,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	if o.stats.SessionLog, o.log, err = a.logFigures(ctx, in, conv, p, b); err != nil {
 		return res, err
 	}
+	o.stats.Cost = a.costFigures(in, p, b, int(tokensBefore), after, o.stats.Cache)
 	if err := a.commitHandoff(ctx, in, conv, p, b, &o); err != nil {
 		return res, err
 	}
@@ -339,4 +341,33 @@ func digestsOf(blocks []store.LogBlock) []string {
 		out[i] = l.SHA256
 	}
 	return out
+}
+
+// costFigures prices the run: the summarizer's usage summed over its
+// steps, and the net saving over the agent's next calls after the cache
+// re-write (pricing.Saving). Sizes in characters (react-two-layer) are
+// not priced.
+func (a *Activities) costFigures(in CommitInput, p policy.Preset, b plan.Budget, before, after int, cache *contract.CacheFigures) *contract.CostFigures {
+	f := &contract.CostFigures{TokensShed: max(before-after, 0), Turns: a.CostTurns}
+	for _, st := range in.Steps {
+		f.SummarizerInputTokens += st.PromptTokens
+		f.SummarizerOutputTokens += st.CompletionTokens
+	}
+	run := pricing.Run{Before: before, After: after, SummarizerIn: f.SummarizerInputTokens, SummarizerOut: f.SummarizerOutputTokens}
+	if cache != nil {
+		run.Prefix, run.Rewrite = cache.PrefixTokens, cache.RewriteTokens
+		f.CacheRewriteTokens = cache.RewriteTokens
+	}
+	agent, ok := a.Prices.For(in.Run.Model)
+	if !ok || unitOf(b) == "chars" {
+		return f
+	}
+	model := in.Model
+	if model == "" {
+		model = a.modelFor(p.SummarizerModel)
+	}
+	summarizer, _ := a.Prices.For(model)
+	saving, spent := pricing.Saving(run, agent, summarizer, a.CostTurns)
+	f.NetSavingUSD, f.SummarizerUSD, f.Priced = roundTo(saving, 6), roundTo(spent, 6), true
+	return f
 }

@@ -109,6 +109,22 @@ type LogFigures struct {
 	Reflected bool `json:"reflected"`
 }
 
+// CostFigures are a run's money figures in US dollars at the server's
+// price table: the summarizer's usage and cost, the tokens the agent's
+// next call re-writes to its cache, the tokens shed, and the net saving
+// over the agent's next Turns calls (negative: it costs more than it
+// saves); Priced is false when the agent's model has no price.
+type CostFigures struct {
+	SummarizerInputTokens  int     `json:"summarizer_input_tokens"`
+	SummarizerOutputTokens int     `json:"summarizer_output_tokens"`
+	SummarizerUSD          float64 `json:"summarizer_usd"`
+	CacheRewriteTokens     int     `json:"cache_rewrite_tokens"`
+	TokensShed             int     `json:"tokens_shed"`
+	NetSavingUSD           float64 `json:"net_saving_usd"`
+	Turns                  int     `json:"turns"`
+	Priced                 bool    `json:"priced"`
+}
+
 // Result is a finished run with its compacted conversation (200).
 type Result struct {
 	RunID    string `json:"run_id"`
@@ -149,6 +165,8 @@ type Result struct {
 	Cache *CacheFigures `json:"cache,omitempty"`
 	// SessionLog is the session's append-only summary log after the run.
 	SessionLog *LogFigures `json:"session_log,omitempty"`
+	// Cost is what the run cost and saves after prompt-cache effects.
+	Cost *CostFigures `json:"cost,omitempty"`
 	// ContextCompression is a ReAct trajectory's layer statistics
 	// (react-two-layer), as the server sends them.
 	ContextCompression json.RawMessage `json:"context_compression,omitempty"`

@@ -70,6 +70,30 @@ type Outcome struct {
 	Cache *CacheFigures `json:"cache,omitempty"`
 	// SessionLog is the session's append-only summary log after the run.
 	SessionLog *LogFigures `json:"session_log,omitempty"`
+	// Cost is what the run cost and saves, after prompt-cache effects.
+	Cost *CostFigures `json:"cost,omitempty"`
+}
+
+// CostFigures are a run's money figures (package pricing), in US dollars
+// at the deployment's price table (MODEL_PRICES).
+type CostFigures struct {
+	// SummarizerInputTokens and SummarizerOutputTokens are the
+	// summarizer's usage, as its endpoint reported it (0 offline).
+	SummarizerInputTokens  int     `json:"summarizer_input_tokens"`
+	SummarizerOutputTokens int     `json:"summarizer_output_tokens"`
+	SummarizerUSD          float64 `json:"summarizer_usd"`
+	// CacheRewriteTokens are the output's tokens the agent's next call
+	// writes to its prompt cache again; TokensShed what the run removed.
+	CacheRewriteTokens int `json:"cache_rewrite_tokens"`
+	TokensShed         int `json:"tokens_shed"`
+	// NetSavingUSD is what the compaction saves over the agent's next
+	// Turns calls, after the summarizer's cost and the cache re-write
+	// (negative: it costs more than it saves over that horizon).
+	NetSavingUSD float64 `json:"net_saving_usd"`
+	Turns        int     `json:"turns"`
+	// Priced is false when the agent's model has no price in the table:
+	// the money figures are then 0.
+	Priced bool `json:"priced"`
 }
 
 // CacheFigures are a run's prompt-cache effects, in the run's unit.

@@ -141,6 +141,7 @@ var clientTypes = []struct{ schema, typ string }{
 	{"PassStat", "PassStat"},
 	{"CacheFigures", "CacheFigures"},
 	{"LogFigures", "LogFigures"},
+	{"CostFigures", "CostFigures"},
 	{"Accepted", "Accepted"},
 	{"RunDetail", "RunDetail"},
 	{"RunRecord", "RunRecord"},

@@ -96,6 +96,9 @@ func TestLongSessionIsNeverLockedOut(t *testing.T) {
 				require.LessOrEqual(t, o.TokensAfter, sessionLimit, "compaction %d", i+1)
 				require.NotNil(t, o.Cache, "compaction %d reports its cache figures", i+1)
 				require.NotNil(t, o.SessionLog, "compaction %d reports its log", i+1)
+				require.NotNil(t, o.Cost, "compaction %d is priced", i+1)
+				require.True(t, o.Cost.Priced, "compaction %d: %s has a price", i+1, tc.model)
+				require.Equal(t, o.Cache.RewriteTokens, o.Cost.CacheRewriteTokens)
 				require.True(t, probe.Measure(probe.Set{Task: task}, c.Output, nil).TaskVerbatim, "compaction %d keeps the task verbatim", i+1)
 				blocks := sessionlife.Blocks(c.Output)
 				t.Logf("compaction %d: %d → %d tokens, log %d blocks %d tokens (appended %d, reflected %v), prefix %d (%.2f), rewrite %d",
@@ -165,6 +168,10 @@ func TestSummarizerCostStaysFlat(t *testing.T) {
 			}
 			calls = len(all)
 			perCompaction, sent = append(perCompaction, chars), append(sent, len(le.Data))
+			if chars > 0 {
+				require.Positive(t, out.Cost.SummarizerInputTokens, "compaction %d counts its summarizer's usage", le.N)
+				require.Positive(t, out.Cost.SummarizerUSD)
+			}
 			_, outData := e.output(out)
 			return out, outData, nil
 		})

@@ -110,6 +110,8 @@ func (d *Deps) Activities() *activities.Activities {
 		Retention:         d.Store,
 		KeepIntermediates: d.Config.KeepIntermediates,
 		Sender:            webhook.NewSender(webhook.Policy{AllowHosts: d.Config.WebhookAllowHosts}),
+		Prices:            d.Config.Prices,
+		CostTurns:         d.Config.CostTurns,
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/pricing"
 	"github.com/ctxcompact/orchestrator/internal/ratelimit"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
@@ -79,6 +80,11 @@ type Config struct {
 	// built-in context windows and token safety factors (see TokenLimits).
 	ModelLimits  string
 	ModelFactors string
+	// Prices are the models' token prices (MODEL_PRICES over the
+	// built-in table, pricing.Defaults) and CostTurns the agent calls a
+	// run's net saving is counted over (COST_TURNS).
+	Prices    pricing.Table
+	CostTurns int
 
 	// MigrateDatabaseURL, when set, is the schema owner's connection:
 	// migrations run through it and grant the runtime role of
@@ -177,6 +183,7 @@ func load(getenv func(string) string) (Config, error) {
 		DefaultPreset:     r.str("COMPACTOR_DEFAULT_PRESET", policy.Adaptive),
 		ModelLimits:       r.str("MODEL_CONTEXT_LIMITS", ""),
 		ModelFactors:      r.str("MODEL_TOKEN_FACTORS", ""),
+		CostTurns:         r.integer("COST_TURNS", 10),
 		LogLevel:          strings.ToLower(r.str("LOG_LEVEL", "info")),
 
 		MigrateDatabaseURL: r.str("MIGRATE_DATABASE_URL", ""),
@@ -231,6 +238,12 @@ func load(getenv func(string) string) (Config, error) {
 	// stops the process at start, not at its first run.
 	if _, err := c.TokenLimits(); err != nil {
 		return Config{}, err
+	}
+	if c.Prices, err = pricing.Parse(getenv("MODEL_PRICES")); err != nil {
+		return Config{}, fmt.Errorf("MODEL_PRICES: %w", err)
+	}
+	if c.CostTurns < 1 {
+		return Config{}, fmt.Errorf("COST_TURNS: %d is not a number of calls (at least 1)", c.CostTurns)
 	}
 	if _, err := policy.Builtin(c.DefaultPreset); err != nil {
 		return Config{}, fmt.Errorf("COMPACTOR_DEFAULT_PRESET: %w", err)

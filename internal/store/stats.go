@@ -54,6 +54,7 @@ type RunStats struct {
 	// Cache and SessionLog: see contract.Outcome.
 	Cache      *contract.CacheFigures `json:"cache,omitempty"`
 	SessionLog *contract.LogFigures   `json:"session_log,omitempty"`
+	Cost       *contract.CostFigures  `json:"cost,omitempty"`
 }
 
 // ParseStats reads the run's stats; a run without stats (not committed)
@@ -103,7 +104,7 @@ func OutcomeOf(r Run, st RunStats) contract.Outcome {
 	out.PreservedCount, out.DeletedOffloads = st.PreservedCount, st.DeletedOffloads
 	out.Recommendation, out.ContextCompression = st.Recommendation, st.ContextCompression
 	out.HandoffKey, out.HandoffSHA256 = st.HandoffKey, st.HandoffSHA256
-	out.Cache, out.SessionLog = st.Cache, st.SessionLog
+	out.Cache, out.SessionLog, out.Cost = st.Cache, st.SessionLog, st.Cost
 	out.FreedTokens = max(out.TokensBefore-out.TokensAfter, 0)
 	out.Success = r.Status == RunSucceeded && !out.HistoryFailed
 	return out

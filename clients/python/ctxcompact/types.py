@@ -44,6 +44,18 @@ class LogFigures(TypedDict, total=False):
     reflected: bool
 
 
+class CostFigures(TypedDict, total=False):
+    # What a run cost and saves, in US dollars, after prompt-cache effects.
+    summarizer_input_tokens: int
+    summarizer_output_tokens: int
+    summarizer_usd: float
+    cache_rewrite_tokens: int
+    tokens_shed: int
+    net_saving_usd: float
+    turns: int
+    priced: bool
+
+
 class RunResult(TypedDict, total=False):
     # The answer of a finished run (200 of POST .../events).
     run_id: str
@@ -80,6 +92,7 @@ class RunResult(TypedDict, total=False):
     passes: List[PassStat]
     cache: CacheFigures
     session_log: LogFigures
+    cost: CostFigures
     conversation: Any
 
 

@@ -73,6 +73,18 @@ export interface LogFigures {
   reflected: boolean;
 }
 
+/** What a run cost and saves, in US dollars, after prompt-cache effects. */
+export interface CostFigures {
+  summarizer_input_tokens: number;
+  summarizer_output_tokens: number;
+  summarizer_usd: number;
+  cache_rewrite_tokens: number;
+  tokens_shed: number;
+  net_saving_usd: number;
+  turns: number;
+  priced: boolean;
+}
+
 /** The answer of a finished run (200 of POST .../events). */
 export interface RunResult {
   run_id: string;
@@ -109,6 +121,7 @@ export interface RunResult {
   passes?: PassStat[];
   cache?: CacheFigures;
   session_log?: LogFigures;
+  cost?: CostFigures;
   conversation?: Conversation;
 }
 
