@@ -26,10 +26,10 @@ type compactRequest struct {
 	ConversationKey string          `json:"conversation_key"`
 	// Base and Messages make an incremental event: the session's latest
 	// output continued with the messages appended since.
-	Base      *gateway.Base   `json:"base"`
-	Messages  json.RawMessage `json:"messages"`
-	Preset    string          `json:"preset"`
-	Overrides json.RawMessage `json:"overrides"`
+	Base      *gateway.Base     `json:"base"`
+	Messages  []json.RawMessage `json:"messages"`
+	Preset    string            `json:"preset"`
+	Overrides json.RawMessage   `json:"overrides"`
 	// WaitSeconds > 0 waits up to that long for the run and answers with
 	// its result; 0 answers at once with the run id.
 	WaitSeconds int `json:"wait_seconds"`
@@ -39,17 +39,17 @@ type compactRequest struct {
 // compactRequest with a kind. The fields are spelled out rather than
 // embedded so that decode errors name the JSON field alone.
 type eventRequest struct {
-	Kind            string          `json:"kind"`
-	EventID         string          `json:"event_id"`
-	Model           string          `json:"model"`
-	ContextLimit    int             `json:"context_limit"`
-	Conversation    json.RawMessage `json:"conversation"`
-	ConversationKey string          `json:"conversation_key"`
-	Base            *gateway.Base   `json:"base"`
-	Messages        json.RawMessage `json:"messages"`
-	Preset          string          `json:"preset"`
-	Overrides       json.RawMessage `json:"overrides"`
-	WaitSeconds     int             `json:"wait_seconds"`
+	Kind            string            `json:"kind"`
+	EventID         string            `json:"event_id"`
+	Model           string            `json:"model"`
+	ContextLimit    int               `json:"context_limit"`
+	Conversation    json.RawMessage   `json:"conversation"`
+	ConversationKey string            `json:"conversation_key"`
+	Base            *gateway.Base     `json:"base"`
+	Messages        []json.RawMessage `json:"messages"`
+	Preset          string            `json:"preset"`
+	Overrides       json.RawMessage   `json:"overrides"`
+	WaitSeconds     int               `json:"wait_seconds"`
 }
 
 // accepted is the answer while a run is not finished (202).
@@ -107,12 +107,27 @@ func (a *api) submit(w http.ResponseWriter, r *http.Request, tenant, kind string
 		Tenant: tenant, Session: r.PathValue("session"), EventID: req.EventID, Kind: kind,
 		Model: req.Model, ContextLimit: req.ContextLimit, Preset: req.Preset, Overrides: nullIsEmpty(req.Overrides),
 		Conversation: nullIsEmpty(req.Conversation), ConversationKey: req.ConversationKey,
-		Base: req.Base, Messages: nullIsEmpty(req.Messages),
+		Base: req.Base, Messages: messagesArg(req.Messages),
 	})
 	if err != nil {
 		return err
 	}
 	return a.answerRun(w, r, tenant, sub, wait)
+}
+
+// messagesArg is an incremental event's messages as the gateway takes
+// them: absent stays absent, an empty list is an empty list (which the
+// gateway refuses, naming the field).
+func messagesArg(msgs []json.RawMessage) json.RawMessage {
+	if msgs == nil {
+		return nil
+	}
+	data, err := json.Marshal(msgs)
+	if err != nil {
+		// Each item was decoded as JSON; encoding it again cannot fail.
+		return nil
+	}
+	return data
 }
 
 // waitFor checks wait_seconds against the limit.

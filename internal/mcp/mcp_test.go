@@ -61,7 +61,7 @@ func TestToolsHaveInputAndOutputSchemas(t *testing.T) {
 		byName[tool.Name] = tool
 	}
 	required := map[string][]string{
-		ToolCheckpoint: {"session", "conversation"},
+		ToolCheckpoint: {"session"},
 		ToolRecover:    {"session", "id"},
 		ToolSearch:     {"session", "query"},
 		ToolStatus:     {"session"},
@@ -114,11 +114,11 @@ func TestBadArgumentsAreToolErrorsNamingTheField(t *testing.T) {
 		args       map[string]any
 		field      string
 	}{
-		{"checkpoint without conversation", ToolCheckpoint, map[string]any{"session": "s1"}, "conversation"},
+		{"checkpoint with a conversation and messages", ToolCheckpoint, map[string]any{"session": "s1", "conversation": conv, "messages": []any{map[string]any{"role": "user", "content": "x"}}}, "messages"},
+		{"checkpoint messages not a list", ToolCheckpoint, map[string]any{"session": "s1", "messages": map[string]any{"role": "user"}}, "messages"},
 		{"checkpoint without session", ToolCheckpoint, map[string]any{"conversation": conv}, "session"},
 		{"checkpoint empty session", ToolCheckpoint, map[string]any{"session": "", "conversation": conv}, "session"},
 		{"checkpoint session with a slash", ToolCheckpoint, map[string]any{"session": "a/b", "conversation": conv}, "session"},
-		{"checkpoint null conversation", ToolCheckpoint, map[string]any{"session": "s1", "conversation": nil}, "conversation"},
 		{"checkpoint number conversation", ToolCheckpoint, map[string]any{"session": "s1", "conversation": 5}, "conversation"},
 		{"checkpoint string of no JSON", ToolCheckpoint, map[string]any{"session": "s1", "conversation": "hello"}, "conversation"},
 		{"checkpoint unparsable conversation", ToolCheckpoint, map[string]any{"session": "s1", "conversation": map[string]any{"messages": "x"}}, "conversation"},

@@ -183,6 +183,13 @@ func (t *tenantTools) checkpointEvent(ctx context.Context, in CheckpointInput) (
 		conv, err := conversationArg(in.Conversation)
 		return gateway.Event{Conversation: conv}, conv, err
 	}
+	var msgs json.RawMessage
+	if hasMessages {
+		var err error
+		if msgs, err = conversationArg(in.Messages); err != nil || msgs[0] != '[' {
+			return gateway.Event{}, nil, fieldError("messages", "must be a JSON array of messages")
+		}
+	}
 	latest, err := t.svc.deps.Audit.Store.LatestOutput(ctx, t.tenant, in.Session)
 	if errors.Is(err, store.ErrNotFound) {
 		return gateway.Event{}, nil, fieldError("conversation", "required: session %s has no compacted state yet to continue", in.Session)
@@ -192,10 +199,6 @@ func (t *tenantTools) checkpointEvent(ctx context.Context, in CheckpointInput) (
 	}
 	if !hasMessages {
 		return gateway.Event{ConversationKey: latest.Key}, []byte(latest.SHA256), nil
-	}
-	msgs, err := conversationArg(in.Messages)
-	if err != nil {
-		return gateway.Event{}, nil, fieldError("messages", "must be a JSON array of messages")
 	}
 	return gateway.Event{Base: &gateway.Base{RunID: latest.RunID, SHA256: latest.SHA256}, Messages: msgs},
 		append([]byte(latest.SHA256), msgs...), nil
