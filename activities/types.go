@@ -85,6 +85,10 @@ type Target struct {
 // PassStat reports one pass.
 type PassStat = contract.PassStat
 
+// LogBlock is a session log block a history summary appended: its
+// digest and figures (store.LogBlock), which commit records.
+type LogBlock = store.LogBlock
+
 // DeterministicResult is the working conversation after the cheap passes
 // and the large results that need map-reduce.
 type DeterministicResult struct {
@@ -241,5 +245,5 @@ type WorkResult struct {
 	Usage   float64 `json:"usage"`
 	// Log are the session log blocks a history summary appended (and
 	// the reflection it made): digests and figures, for commit to record.
-	Log []store.LogBlock `json:"log,omitempty"`
+	Log []LogBlock `json:"log,omitempty"`
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	planpkg "github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
-	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
 // Non-retryable error types, shared with the activities.
@@ -75,8 +74,8 @@ func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Out
 	ctx = workflow.WithValue(ctx, judgeKey{}, in.Judge)
 	ctx = workflow.WithValue(ctx, judgedKey{}, judged{})
 	ctx, steps := withStepLog(ctx)
-	var notify bool
-	res, err := compaction(ctx, in, &notify)
+	c := &compactionRun{in: in, run: in.Run, res: contract.Outcome{RunID: in.Run.ID}}
+	res, err := c.execute(ctx)
 	if err != nil {
 		var a *activities.Activities
 		// A disconnected context still records the failure when the run
@@ -105,100 +104,118 @@ func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Out
 	}
 	recordOutcome(ctx, in, outcome, res)
 	releaseIntermediates(ctx, in.Run)
-	if notify {
+	if c.notify {
 		startDelivery(ctx, in.Run)
 	}
 	return res, nil
 }
 
-// compaction runs the steps; it sets *notify when the run's tenant wants
-// its final state told (webhooks).
-func compaction(ctx workflow.Context, in contract.CompactionInput, notify *bool) (contract.Outcome, error) {
+// compactionRun is one run of the Compaction workflow: its input, the
+// preset snapshot it works with, what the plan step found, and the
+// commit its steps build. Its methods are the run's stages; each reads
+// and moves on this state (the working key, the passes, the figures), so
+// none passes it along.
+type compactionRun struct {
+	in      contract.CompactionInput
+	run     contract.Run
+	preset  policy.Preset
+	plan    activities.PlanResult
+	archive activities.ArchiveResult
+	// commit is what the commit step will record; its WorkKey is the
+	// working conversation as the stages leave it.
+	commit activities.CommitInput
+	// res is the outcome so far: the input's figures and the last size
+	// a stage measured.
+	res contract.Outcome
+	// notify is set when the run's tenant wants its final state told
+	// (webhooks), as the commit step answered.
+	notify bool
+}
+
+// execute runs the stages: plan, the passes and the ladder, the handoff,
+// commit. It sets notify from the commit.
+func (c *compactionRun) execute(ctx workflow.Context) (contract.Outcome, error) {
 	var a *activities.Activities
 	logger := workflow.GetLogger(ctx)
-	run := in.Run
-	res := contract.Outcome{RunID: run.ID}
 
 	// The gateway resolved the preset once, at submit: every step works
 	// with that snapshot and none resolves it again.
-	if run.Resolved == nil {
-		return res, temporal.NewNonRetryableApplicationError("the run carries no resolved preset", ErrConfig, nil)
+	if c.run.Resolved == nil {
+		return c.res, temporal.NewNonRetryableApplicationError("the run carries no resolved preset", ErrConfig, nil)
 	}
-	preset := *run.Resolved
-	var plan activities.PlanResult
-	planIn := activities.PlanInput{Run: run, InputKey: in.InputKey, InputSHA256: in.InputSHA256}
-	if err := runStep(ctx, a.Plan, planIn).Get(ctx, &plan); err != nil {
-		return res, fmt.Errorf("plan: %w", err)
+	c.preset = *c.run.Resolved
+	planIn := activities.PlanInput{Run: c.run, InputKey: c.in.InputKey, InputSHA256: c.in.InputSHA256}
+	if err := runStep(ctx, a.Plan, planIn).Get(ctx, &c.plan); err != nil {
+		return c.res, fmt.Errorf("plan: %w", err)
 	}
-	res.Format, res.TokensBefore, res.LevelBefore = plan.Format, plan.TokensBefore, plan.LevelBefore
+	c.res.Format, c.res.TokensBefore, c.res.LevelBefore = c.plan.Format, c.plan.TokensBefore, c.plan.LevelBefore
 
 	// The plan step archived the original, and verified its checksum,
 	// before anything is replaced.
-	if plan.Archive == nil {
-		return res, temporal.NewNonRetryableApplicationError("plan: no archive of the original", ErrConfig, nil)
+	if c.plan.Archive == nil {
+		return c.res, temporal.NewNonRetryableApplicationError("plan: no archive of the original", ErrConfig, nil)
 	}
-	archive := *plan.Archive
-	res.ArchiveKey = archive.Key
+	c.archive = *c.plan.Archive
+	c.res.ArchiveKey = c.archive.Key
 
-	commit := activities.CommitInput{Run: run, WorkKey: in.InputKey, ArchiveKey: archive.Key}
+	c.commit = activities.CommitInput{Run: c.run, WorkKey: c.in.InputKey, ArchiveKey: c.archive.Key}
 	// A run that starts CRITICAL hands off whatever its passes reach.
 	// Without a history summary of its own to reuse, its handoff's
 	// summary (of the input) is made beside the passes, not after them.
 	var early workflow.Future
-	if plan.LevelBefore == string(compress.LevelCritical) && !preset.History.Enabled && handsOff(plan) {
-		early = startHandoffSummary(ctx, run, preset, archive, in.InputKey)
+	if c.plan.LevelBefore == string(compress.LevelCritical) && !c.preset.History.Enabled && handsOff(c.plan) {
+		early = startHandoffSummary(ctx, c.run, c.preset, c.archive, c.in.InputKey)
 	}
-	if !plan.Skip {
-		if err := compact(ctx, run, preset, plan, archive, &commit, &res); err != nil {
-			return res, err
+	if !c.plan.Skip {
+		if err := c.compact(ctx); err != nil {
+			return c.res, err
 		}
 	} else {
-		logger.Info("nothing to do", "run", run.ID, "reason", plan.Reason)
+		logger.Info("nothing to do", "run", c.run.ID, "reason", c.plan.Reason)
 	}
-	if err := handoffSummary(ctx, run, preset, plan, archive, &commit, &res, early); err != nil {
-		return res, err
+	if err := c.handoffSummary(ctx, early); err != nil {
+		return c.res, err
 	}
 
 	var out activities.CommitResult
-	commit.TokensBefore, commit.LevelBefore, commit.Drift = plan.TokensBefore, plan.LevelBefore, res.Drift
-	commit.Steps = stepLogOf(ctx).all()
-	if err := runStep(ctx, a.Commit, commit).Get(ctx, &out); err != nil {
-		return res, fmt.Errorf("commit: %w", err)
+	c.commit.TokensBefore, c.commit.LevelBefore, c.commit.Drift = c.plan.TokensBefore, c.plan.LevelBefore, c.res.Drift
+	c.commit.Steps = stepLogOf(ctx).all()
+	if err := runStep(ctx, a.Commit, c.commit).Get(ctx, &out); err != nil {
+		return c.res, fmt.Errorf("commit: %w", err)
 	}
 	// The commit step's outcome is the run's row as it now reads: the
 	// workflow's result and every later answer are the same.
-	*notify = out.Notify
+	c.notify = out.Notify
 	return out.Outcome, nil
 }
 
 // compact runs the preset's passes, then the budget ladder while the
 // output is over the ladder's goal, then the relief of a run that fits
 // but would end RED or above.
-func compact(ctx workflow.Context, run contract.Run, preset policy.Preset, plan activities.PlanResult,
-	archive activities.ArchiveResult, commit *activities.CommitInput, res *contract.Outcome) error {
+func (c *compactionRun) compact(ctx workflow.Context) error {
 	var a *activities.Activities
-	if err := runPasses(ctx, run, preset, plan, archive, commit, res); err != nil {
+	if err := c.runPasses(ctx); err != nil {
 		return err
 	}
 	// res.TokensAfter holds the last size the passes measured; the
 	// ladder runs only above its goal.
-	budget := planpkg.Budget{Limit: plan.ContextLimit}
-	goal := planpkg.LadderGoal(preset, budget)
-	if preset.Budget.Enabled && res.TokensAfter > goal {
-		if err := budgetLadder(ctx, run, preset, plan, archive, commit, res); err != nil {
+	budget := planpkg.Budget{Limit: c.plan.ContextLimit}
+	goal := planpkg.LadderGoal(c.preset, budget)
+	if c.preset.Budget.Enabled && c.res.TokensAfter > goal {
+		if err := c.budgetLadder(ctx); err != nil {
 			return err
 		}
 	}
 	// A run that fits but would end RED or above offloads what it still
 	// can without touching the recent turns' structure.
-	if planpkg.NeedsRelief(preset, budget, res.TokensAfter) {
+	if planpkg.NeedsRelief(c.preset, budget, c.res.TokensAfter) {
 		var fit activities.FitResult
-		err := runStep(ctx, a.FitBudget, activities.FitInput{Run: run, WorkKey: commit.WorkKey, Stage: activities.FitRelieve, ArchiveKey: archive.Key}).Get(ctx, &fit)
+		err := runStep(ctx, a.FitBudget, activities.FitInput{Run: c.run, WorkKey: c.commit.WorkKey, Stage: activities.FitRelieve, ArchiveKey: c.archive.Key}).Get(ctx, &fit)
 		if err != nil {
 			return fmt.Errorf("budget %s: %w", activities.FitRelieve, err)
 		}
-		commit.WorkKey, res.TokensAfter = fit.WorkKey, fit.Tokens
-		commit.Passes = append(commit.Passes, fit.Pass)
+		c.commit.WorkKey, c.res.TokensAfter = fit.WorkKey, fit.Tokens
+		c.commit.Passes = append(c.commit.Passes, fit.Pass)
 	}
 	return nil
 }
@@ -211,19 +228,18 @@ func compact(ctx workflow.Context, run contract.Run, preset policy.Preset, plan 
 // trajectory, which never drops a turn) → cut the largest results to head
 // and tail, naming the archive → offload the small results left. Whatever is still over the limit after that, commit says
 // so: the run ends over_limit with the reason.
-func budgetLadder(ctx workflow.Context, run contract.Run, preset policy.Preset, pr activities.PlanResult,
-	archive activities.ArchiveResult, commit *activities.CommitInput, res *contract.Outcome) error {
+func (c *compactionRun) budgetLadder(ctx workflow.Context) error {
 	var a *activities.Activities
-	commit.Ladder = true
+	c.commit.Ladder = true
 	step := func(stage string) (activities.FitResult, error) {
 		var fit activities.FitResult
-		err := runStep(ctx, a.FitBudget, activities.FitInput{Run: run, WorkKey: commit.WorkKey, Stage: stage, ArchiveKey: archive.Key}).Get(ctx, &fit)
+		err := runStep(ctx, a.FitBudget, activities.FitInput{Run: c.run, WorkKey: c.commit.WorkKey, Stage: stage, ArchiveKey: c.archive.Key}).Get(ctx, &fit)
 		if err != nil {
 			return fit, fmt.Errorf("budget %s: %w", stage, err)
 		}
-		commit.WorkKey, res.TokensAfter = fit.WorkKey, fit.Tokens
+		c.commit.WorkKey, c.res.TokensAfter = fit.WorkKey, fit.Tokens
 		if fit.Pass.Applied || fit.Hopeless {
-			commit.Passes = append(commit.Passes, fit.Pass)
+			c.commit.Passes = append(c.commit.Passes, fit.Pass)
 		}
 		return fit, nil
 	}
@@ -234,10 +250,10 @@ func budgetLadder(ctx workflow.Context, run contract.Run, preset policy.Preset, 
 	// A preset whose summary just failed and that asks for the history
 	// unchanged on failure (offload-compact's success false) keeps it so: the
 	// ladder does not summarize behind its back.
-	keepHistory := commit.HistoryFailed && preset.History.OnFailure == "unchanged"
+	keepHistory := c.commit.HistoryFailed && c.preset.History.OnFailure == "unchanged"
 	if fit.HistoryAllowed && !keepHistory {
-		ladder := planpkg.LadderHistoryPreset(preset, planpkg.Budget{Limit: pr.ContextLimit})
-		if err := historyPass(ctx, run, ladder, archive, 0, commit, res, true); err != nil {
+		ladder := planpkg.LadderHistoryPreset(c.preset, planpkg.Budget{Limit: c.plan.ContextLimit})
+		if err := c.historyPass(ctx, ladder, 0, true); err != nil {
 			return err
 		}
 	}
@@ -268,34 +284,33 @@ type handoffMade struct {
 // beside its passes (early); any other makes it now. Commit builds the
 // handoff around it; when the summarizer fails, commit makes the
 // structured offline summary itself.
-func handoffSummary(ctx workflow.Context, run contract.Run, preset policy.Preset, pr activities.PlanResult,
-	archive activities.ArchiveResult, commit *activities.CommitInput, res *contract.Outcome, early workflow.Future) error {
+func (c *compactionRun) handoffSummary(ctx workflow.Context, early workflow.Future) error {
 	if early == nil {
-		after := compress.LevelFor(float64(res.TokensAfter) / float64(max(pr.ContextLimit, 1)))
-		made := pr.LevelBefore == string(compress.LevelCritical) || after == compress.LevelCritical ||
-			res.TokensAfter > pr.ContextLimit || run.Trigger == "checkpoint"
+		after := compress.LevelFor(float64(c.res.TokensAfter) / float64(max(c.plan.ContextLimit, 1)))
+		made := c.plan.LevelBefore == string(compress.LevelCritical) || after == compress.LevelCritical ||
+			c.res.TokensAfter > c.plan.ContextLimit || c.run.Trigger == "checkpoint"
 		if !made {
 			return nil
 		}
-		if commit.HandoffSummaryKey != "" {
+		if c.commit.HandoffSummaryKey != "" {
 			// The run's own history summary, drift-checked, already
 			// stands for what the handoff summarizes: no second one.
-			commit.Passes = append(commit.Passes, activities.PassStat{Name: "handoff/summary", Applied: true, Count: 1,
+			c.commit.Passes = append(c.commit.Passes, activities.PassStat{Name: "handoff/summary", Applied: true, Count: 1,
 				Note: "the run's history summary"})
 			return nil
 		}
-		if !handsOff(pr) {
+		if !handsOff(c.plan) {
 			return nil
 		}
-		early = startHandoffSummary(ctx, run, preset, archive, commit.WorkKey)
+		early = startHandoffSummary(ctx, c.run, c.preset, c.archive, c.commit.WorkKey)
 	}
 	var h handoffMade
 	if err := early.Get(ctx, &h); err != nil {
 		return err
 	}
 	if h.Key != "" {
-		commit.HandoffSummaryKey = h.Key
-		commit.Passes = append(commit.Passes, h.Pass)
+		c.commit.HandoffSummaryKey = h.Key
+		c.commit.Passes = append(c.commit.Passes, h.Pass)
 	}
 	return nil
 }
@@ -353,53 +368,52 @@ func makeHandoffSummary(ctx workflow.Context, run contract.Run, preset policy.Pr
 
 // runPasses runs the deterministic and LLM passes, updating commit with
 // the final working key and what was done.
-func runPasses(ctx workflow.Context, run contract.Run, preset policy.Preset, plan activities.PlanResult,
-	archive activities.ArchiveResult, commit *activities.CommitInput, res *contract.Outcome) error {
+func (c *compactionRun) runPasses(ctx workflow.Context) error {
 	var a *activities.Activities
 
 	var det activities.DeterministicResult
-	if err := runStep(ctx, a.Deterministic, activities.DeterministicInput{Run: run, WorkKey: commit.WorkKey}).Get(ctx, &det); err != nil {
+	if err := runStep(ctx, a.Deterministic, activities.DeterministicInput{Run: c.run, WorkKey: c.commit.WorkKey}).Get(ctx, &det); err != nil {
 		return fmt.Errorf("deterministic passes: %w", err)
 	}
-	commit.WorkKey, commit.Watermark = det.WorkKey, det.Watermark
-	commit.Passes = append(commit.Passes, det.Passes...)
-	res.TokensAfter = det.Tokens
+	c.commit.WorkKey, c.commit.Watermark = det.WorkKey, det.Watermark
+	c.commit.Passes = append(c.commit.Passes, det.Passes...)
+	c.res.TokensAfter = det.Tokens
 	if det.Done {
 		return nil
 	}
-	freed := plan.TokensBefore - det.Tokens
+	freed := c.plan.TokensBefore - det.Tokens
 
 	// Layer 1 of the ReAct two-layer design: map-reduce of each huge tool result.
 	var layer1 []activities.Replacement
 	for i, t := range det.LargeResults {
-		rep, verdict, err := mapReduce(ctx, run, preset, fmt.Sprintf("large/%d", i), t)
+		rep, verdict, err := c.mapReduce(ctx, fmt.Sprintf("large/%d", i), t)
 		if err != nil {
 			return fmt.Errorf("map-reduce result %d/%d: %w", t.Msg, t.Block, err)
 		}
 		layer1 = append(layer1, rep)
-		res.Drift = verdict
+		c.res.Drift = verdict
 	}
 	if len(layer1) > 0 {
 		var w activities.WorkResult
-		if err := runStep(ctx, a.ApplyResults, activities.ApplyResultsInput{Run: run, Step: "apply/large", WorkKey: commit.WorkKey, Replacements: layer1}).Get(ctx, &w); err != nil {
+		if err := runStep(ctx, a.ApplyResults, activities.ApplyResultsInput{Run: c.run, Step: "apply/large", WorkKey: c.commit.WorkKey, Replacements: layer1}).Get(ctx, &w); err != nil {
 			return fmt.Errorf("apply large results: %w", err)
 		}
-		commit.WorkKey = w.WorkKey
-		commit.Passes = append(commit.Passes, activities.PassStat{Name: "map-reduce", Applied: true, Count: len(layer1),
-			TokensSaved: res.TokensAfter - w.Tokens})
-		res.TokensAfter = w.Tokens
+		c.commit.WorkKey = w.WorkKey
+		c.commit.Passes = append(c.commit.Passes, activities.PassStat{Name: "map-reduce", Applied: true, Count: len(layer1),
+			TokensSaved: c.res.TokensAfter - w.Tokens})
+		c.res.TokensAfter = w.Tokens
 	}
 
 	// Layer 2 of the ReAct two-layer design: every remaining large result,
 	// with its turn as context.
-	if preset.GlobalResults.Enabled {
-		if err := globalPass(ctx, run, preset, layer1, commit, res); err != nil {
+	if c.preset.GlobalResults.Enabled {
+		if err := c.globalPass(ctx, layer1); err != nil {
 			return err
 		}
 	}
 
-	if preset.History.Enabled {
-		return historyPass(ctx, run, preset, archive, freed, commit, res, false)
+	if c.preset.History.Enabled {
+		return c.historyPass(ctx, c.preset, freed, false)
 	}
 	return nil
 }
@@ -407,11 +421,11 @@ func runPasses(ctx workflow.Context, run contract.Run, preset policy.Preset, pla
 // mapReduce summarizes one huge result: chunks in parallel (bounded), merge,
 // a second pass when the merge is still too big, a fallback when the LLM
 // keeps failing, and a drift check of the final text against the source.
-func mapReduce(ctx workflow.Context, run contract.Run, preset policy.Preset, step string, t activities.Target) (activities.Replacement, string, error) {
+func (c *compactionRun) mapReduce(ctx workflow.Context, step string, t activities.Target) (activities.Replacement, string, error) {
 	var a *activities.Activities
-	lr := preset.LargeResult
+	lr := c.preset.LargeResult
 	var chunks activities.ChunkResult
-	if err := runStep(ctx, a.Chunk, activities.ChunkInput{Run: run, Step: step + "/chunk", TextKey: t.TextKey}).Get(ctx, &chunks); err != nil {
+	if err := runStep(ctx, a.Chunk, activities.ChunkInput{Run: c.run, Step: step + "/chunk", TextKey: t.TextKey}).Get(ctx, &chunks); err != nil {
 		return activities.Replacement{}, "", fmt.Errorf("chunk: %w", err)
 	}
 	summaries := make([]string, len(chunks.Keys))
@@ -419,9 +433,9 @@ func mapReduce(ctx workflow.Context, run contract.Run, preset policy.Preset, ste
 	parallel(ctx, len(chunks.Keys), lr.Parallelism, func(gctx workflow.Context, i int) {
 		target := int(float64(chunks.Chars[i]) * lr.Ratio)
 		out, err := summarizeOrFallback(gctx, activities.SummarizeInput{
-			Run: run, Step: fmt.Sprintf("%s/summarize/%d", step, i), Prompt: "chunk",
+			Run: c.run, Step: fmt.Sprintf("%s/summarize/%d", step, i), Prompt: "chunk",
 			SourceKey: chunks.Keys[i], ContextKey: t.ContextKey, TargetChars: target,
-		}, preset.History.Attempts, lr.Fallback)
+		}, c.preset.History.Attempts, lr.Fallback)
 		summaries[i], errs[i] = out.Key, err
 	})
 	for i, err := range errs {
@@ -430,23 +444,23 @@ func mapReduce(ctx workflow.Context, run contract.Run, preset policy.Preset, ste
 		}
 	}
 	var merged activities.MergeResult
-	if err := runStep(ctx, a.Merge, activities.MergeInput{Run: run, Step: step + "/merge", Keys: summaries}).Get(ctx, &merged); err != nil {
+	if err := runStep(ctx, a.Merge, activities.MergeInput{Run: c.run, Step: step + "/merge", Keys: summaries}).Get(ctx, &merged); err != nil {
 		return activities.Replacement{}, "", fmt.Errorf("merge: %w", err)
 	}
 	final := merged.Key
 	if merged.Chars > lr.SecondPassAboveChars {
 		out, err := summarizeOrFallback(ctx, activities.SummarizeInput{
-			Run: run, Step: step + "/second-pass", Prompt: "merge", SourceKey: merged.Key,
+			Run: c.run, Step: step + "/second-pass", Prompt: "merge", SourceKey: merged.Key,
 			TargetChars: int(float64(merged.Chars) * lr.Ratio),
-		}, preset.History.Attempts, lr.Fallback)
+		}, c.preset.History.Attempts, lr.Fallback)
 		if err != nil {
 			return activities.Replacement{}, "", fmt.Errorf("second pass: %w", err)
 		}
 		final = out.Key
 	}
 	verdict := ""
-	if preset.Drift.Enabled {
-		key, v, err := driftGate(ctx, run, preset, step, t.TextKey, final, "", nil)
+	if c.preset.Drift.Enabled {
+		key, v, err := driftGate(ctx, c.run, c.preset, step, t.TextKey, final, "", nil)
 		if err != nil {
 			return activities.Replacement{}, "", err
 		}
@@ -458,24 +472,24 @@ func mapReduce(ctx workflow.Context, run contract.Run, preset policy.Preset, ste
 // globalPass is layer 2 of the ReAct two-layer design: once usage passes
 // the trigger, every result above the minimum size is compressed with its
 // thought and action as context; a failed turn keeps its original result.
-func globalPass(ctx workflow.Context, run contract.Run, preset policy.Preset, exclude []activities.Replacement, commit *activities.CommitInput, res *contract.Outcome) error {
+func (c *compactionRun) globalPass(ctx workflow.Context, exclude []activities.Replacement) error {
 	var a *activities.Activities
 	var g activities.GlobalResult
-	if err := runStep(ctx, a.PlanGlobal, activities.GlobalInput{Run: run, WorkKey: commit.WorkKey, Exclude: exclude}).Get(ctx, &g); err != nil {
+	if err := runStep(ctx, a.PlanGlobal, activities.GlobalInput{Run: c.run, WorkKey: c.commit.WorkKey, Exclude: exclude}).Get(ctx, &g); err != nil {
 		return fmt.Errorf("plan global compression: %w", err)
 	}
 	if len(g.Targets) == 0 {
 		return nil
 	}
 	reps := make([]*activities.Replacement, len(g.Targets))
-	parallel(ctx, len(g.Targets), preset.GlobalResults.Parallelism, func(gctx workflow.Context, i int) {
+	parallel(ctx, len(g.Targets), c.preset.GlobalResults.Parallelism, func(gctx workflow.Context, i int) {
 		t := g.Targets[i]
 		out, err := summarizeOrFallback(gctx, activities.SummarizeInput{
-			Run: run, Step: fmt.Sprintf("global/%d", i), Prompt: "result", SourceKey: t.TextKey,
-			ContextKey: t.ContextKey, TargetChars: int(float64(t.Chars) * preset.GlobalResults.Ratio),
-		}, preset.History.Attempts, "")
+			Run: c.run, Step: fmt.Sprintf("global/%d", i), Prompt: "result", SourceKey: t.TextKey,
+			ContextKey: t.ContextKey, TargetChars: int(float64(t.Chars) * c.preset.GlobalResults.Ratio),
+		}, c.preset.History.Attempts, "")
 		if err != nil {
-			workflow.GetLogger(gctx).Warn("layer 2: keeping original result", "run", run.ID, "msg", t.Msg, "error", err)
+			workflow.GetLogger(gctx).Warn("layer 2: keeping original result", "run", c.run.ID, "msg", t.Msg, "error", err)
 			return
 		}
 		reps[i] = &activities.Replacement{Msg: t.Msg, Block: t.Block, TextKey: out.Key}
@@ -489,16 +503,16 @@ func globalPass(ctx workflow.Context, run contract.Run, preset policy.Preset, ex
 	stat := activities.PassStat{Name: "global-results", Applied: len(done) > 0, Count: len(done),
 		Note: fmt.Sprintf("%d of %d results compressed", len(done), len(g.Targets))}
 	if len(done) == 0 {
-		commit.Passes = append(commit.Passes, stat)
+		c.commit.Passes = append(c.commit.Passes, stat)
 		return nil
 	}
 	var w activities.WorkResult
-	if err := runStep(ctx, a.ApplyResults, activities.ApplyResultsInput{Run: run, Step: "apply/global", WorkKey: commit.WorkKey, Replacements: done}).Get(ctx, &w); err != nil {
+	if err := runStep(ctx, a.ApplyResults, activities.ApplyResultsInput{Run: c.run, Step: "apply/global", WorkKey: c.commit.WorkKey, Replacements: done}).Get(ctx, &w); err != nil {
 		return fmt.Errorf("apply global compression: %w", err)
 	}
-	stat.TokensSaved = res.TokensAfter - w.Tokens
-	commit.Passes = append(commit.Passes, stat)
-	commit.WorkKey, res.TokensAfter = w.WorkKey, w.Tokens
+	stat.TokensSaved = c.res.TokensAfter - w.Tokens
+	c.commit.Passes = append(c.commit.Passes, stat)
+	c.commit.WorkKey, c.res.TokensAfter = w.WorkKey, w.Tokens
 	return nil
 }
 
@@ -508,20 +522,19 @@ func globalPass(ctx workflow.Context, run contract.Run, preset policy.Preset, ex
 // With ladder set it is the budget ladder's history step: forced, with the
 // ladder's preset (plan.LadderHistoryPreset), its steps named "budget/…".
 // Without it, its steps keep the names recorded histories hold.
-func historyPass(ctx workflow.Context, run contract.Run, preset policy.Preset, archive activities.ArchiveResult,
-	freed int, commit *activities.CommitInput, res *contract.Outcome, ladder bool) error {
+func (c *compactionRun) historyPass(ctx workflow.Context, preset policy.Preset, freed int, ladder bool) error {
 	var a *activities.Activities
 	name, prepareStep := "history", ""
 	if ladder {
 		name, prepareStep = planpkg.LadderHistory, planpkg.LadderHistory+"/prepare"
 	}
 	var hp activities.HistoryPlan
-	hin := activities.HistoryInput{Run: run, WorkKey: commit.WorkKey, TokensFreed: freed, Ladder: ladder, Step: prepareStep, Pending: logDigests(commit.Log)}
+	hin := activities.HistoryInput{Run: c.run, WorkKey: c.commit.WorkKey, TokensFreed: freed, Ladder: ladder, Step: prepareStep, Pending: logDigests(c.commit.Log)}
 	if err := runStep(ctx, a.PrepareHistory, hin).Get(ctx, &hp); err != nil {
 		return fmt.Errorf("prepare history: %w", err)
 	}
 	if hp.Skip {
-		commit.Passes = append(commit.Passes, activities.PassStat{Name: name, Note: hp.Reason})
+		c.commit.Passes = append(c.commit.Passes, activities.PassStat{Name: name, Note: hp.Reason})
 		return nil
 	}
 	if hp.TargetTokens > 0 {
@@ -533,56 +546,56 @@ func historyPass(ctx workflow.Context, run contract.Run, preset policy.Preset, a
 		fallback = "extractive"
 	}
 	sum, err := summarizeOrFallback(ctx, activities.SummarizeInput{
-		Run: run, Step: name + "/summarize", Prompt: preset.History.Prompt, SourceKey: hp.TranscriptKey,
-		ArchiveKey: archive.Key, TargetTokens: preset.History.TargetTokens,
+		Run: c.run, Step: name + "/summarize", Prompt: preset.History.Prompt, SourceKey: hp.TranscriptKey,
+		ArchiveKey: c.archive.Key, TargetTokens: preset.History.TargetTokens,
 	}, preset.History.Attempts, fallback)
 	if err != nil {
-		workflow.GetLogger(ctx).Warn("history summary failed; history unchanged", "run", run.ID, "error", err)
-		commit.HistoryFailed = true
-		commit.Passes = append(commit.Passes, activities.PassStat{Name: name, Note: "summary failed: history unchanged"})
+		workflow.GetLogger(ctx).Warn("history summary failed; history unchanged", "run", c.run.ID, "error", err)
+		c.commit.HistoryFailed = true
+		c.commit.Passes = append(c.commit.Passes, activities.PassStat{Name: name, Note: "summary failed: history unchanged"})
 		return nil
 	}
-	commit.Model, commit.PromptVersion = sum.Model, sum.PromptVersion
+	c.commit.Model, c.commit.PromptVersion = sum.Model, sum.PromptVersion
 	key := sum.Key
 	if preset.Drift.Enabled {
 		// An LLM summary that still fails its checks after repair never
 		// reaches the agent: the deterministic summary replaces it.
-		deterministic := replacement(run, name, sum, hp.TranscriptKey, preset.History.TargetTokens*4, preset.History.Prompt, archive.Key)
-		key, res.Drift, err = driftGate(ctx, run, preset, name, hp.TranscriptKey, key, archive.Key, deterministic)
+		deterministic := replacement(c.run, name, sum, hp.TranscriptKey, preset.History.TargetTokens*4, preset.History.Prompt, c.archive.Key)
+		key, c.res.Drift, err = driftGate(ctx, c.run, preset, name, hp.TranscriptKey, key, c.archive.Key, deterministic)
 		if err != nil {
 			return err
 		}
 	}
 	var w activities.WorkResult
-	if err := runStep(ctx, a.ApplyHistory, activities.ApplyHistoryInput{Run: run, Step: name + "/apply", WorkKey: commit.WorkKey, Split: hp.Split,
-		SummaryKey: key, ArchiveKey: archive.Key, Ladder: ladder, Log: hp.Log, ReflectionKey: hp.ReflectKey}).Get(ctx, &w); err != nil {
+	if err := runStep(ctx, a.ApplyHistory, activities.ApplyHistoryInput{Run: c.run, Step: name + "/apply", WorkKey: c.commit.WorkKey, Split: hp.Split,
+		SummaryKey: key, ArchiveKey: c.archive.Key, Ladder: ladder, Log: hp.Log, ReflectionKey: hp.ReflectKey}).Get(ctx, &w); err != nil {
 		return fmt.Errorf("apply history summary: %w", err)
 	}
-	commit.WorkKey, res.TokensAfter, commit.Preserved = w.WorkKey, w.Tokens, hp.Kept
-	commit.Log = append(commit.Log, w.Log...)
+	c.commit.WorkKey, c.res.TokensAfter, c.commit.Preserved = w.WorkKey, w.Tokens, hp.Kept
+	c.commit.Log = append(c.commit.Log, w.Log...)
 	if hp.ReflectKey != "" {
 		// The log outgrew its budget: its blocks were condensed into one
 		// (plan.Reflection), which changes the prefix the agent cached.
-		commit.Passes = append(commit.Passes, activities.PassStat{Name: name + "/reflect", Applied: true, Count: len(hp.Log),
+		c.commit.Passes = append(c.commit.Passes, activities.PassStat{Name: name + "/reflect", Applied: true, Count: len(hp.Log),
 			Note: fmt.Sprintf("Reflected %d session log blocks (~%d tokens) into 1", len(hp.Log), hp.LogTokens)})
 	}
 	// The last history summary is also what a handoff of this run
 	// summarizes (commit uses it only when it makes one).
-	commit.HandoffSummaryKey = key
+	c.commit.HandoffSummaryKey = key
 	note := fmt.Sprintf("Summarized %d messages → 1 summary (saved ~%d tokens)", hp.Summarized, hp.Tokens-w.Tokens)
 	if hp.Note != "" {
 		note += "; " + hp.Note
 	}
-	commit.Passes = append(commit.Passes, activities.PassStat{Name: name, Applied: true, Count: hp.Summarized,
+	c.commit.Passes = append(c.commit.Passes, activities.PassStat{Name: name, Applied: true, Count: hp.Summarized,
 		TokensSaved: hp.Tokens - w.Tokens, Note: note})
 	if preset.History.DeleteOffloads {
-		commit.DeleteOffloads = append(commit.DeleteOffloads, hp.Restored...)
+		c.commit.DeleteOffloads = append(c.commit.DeleteOffloads, hp.Restored...)
 	}
 	return nil
 }
 
 // logDigests lists the digests of the log blocks a run appended so far.
-func logDigests(blocks []store.LogBlock) []string {
+func logDigests(blocks []activities.LogBlock) []string {
 	var out []string
 	for _, l := range blocks {
 		out = append(out, l.SHA256)
