@@ -103,11 +103,9 @@ func (m *memStore) CommitRun(_ context.Context, id string, res store.RunResult) 
 	r.TokensAfter, r.Ratio, r.OutputKey, r.OutputSHA256 = res.TokensAfter, res.Ratio, res.OutputKey, res.OutputSHA256
 	r.Stats, r.Level = res.Stats, res.Level
 	m.runs[id], m.results[id] = r, res
-	if r.ReplayOf == "" {
-		for _, l := range res.Log {
-			l.RunID = id
-			m.logs[r.Tenant+"/"+r.Session] = append(m.logs[r.Tenant+"/"+r.Session], l)
-		}
+	for _, l := range res.Log {
+		l.RunID = id
+		m.logs[r.Tenant+"/"+r.Session] = append(m.logs[r.Tenant+"/"+r.Session], l)
 	}
 	c.Committed = true
 	return c, nil

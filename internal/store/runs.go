@@ -154,8 +154,7 @@ type RunResult struct {
 	// commit (the run's successful steps, gathered by the workflow).
 	Steps []Step
 	// Log are the session log blocks the run appended (and the
-	// reflection it made), recorded with the commit; a replay's are not
-	// (a what-if changes nothing of its session).
+	// reflection it made), recorded with the commit.
 	Log []LogBlock
 }
 

@@ -28,8 +28,10 @@ type LogBlock struct {
 var hexDigest = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // queueLogBlock queues the insert of run's log block l. It lands only
-// while the run is live and is not a replay, so a retried commit adds
-// nothing and a what-if never changes its session's log.
+// while the run is live, so a retried commit adds nothing. A replay's
+// blocks are recorded too: a digest changes nothing of the session until
+// its text comes back in a conversation, which happens when the replay is
+// promoted and the agent continues from its output.
 func queueLogBlock(batch *pgx.Batch, run string, l LogBlock) error {
 	if !hexDigest.MatchString(l.SHA256) {
 		return fmt.Errorf("record log block of run %s: sha256 %q is not a hex SHA-256", run, l.SHA256)
@@ -45,7 +47,7 @@ func queueLogBlock(batch *pgx.Batch, run string, l LogBlock) error {
 	}
 	batch.Queue(`insert into session_log (tenant_id, session_id, sha256, run_id, label, tokens, reflection, condensed)
 		select r.tenant_id, r.session_id, $2, r.id, $3, $4, $5, $6 from runs r
-		where r.id = $1 and r.status in ('pending', 'running') and r.replay_of is null
+		where r.id = $1 and r.status in ('pending', 'running')
 		on conflict do nothing`, run, l.SHA256, Storable(l.Label), l.Tokens, l.Reflection, condensed)
 	return nil
 }

@@ -11,8 +11,9 @@ import (
 
 // TestSessionLogIsRecordedWithTheCommit: the blocks a run appended land
 // with its commit, once (a retried commit adds nothing), in order, per
-// tenant and session; a replay's never do; a bad digest is refused with
-// the field named; an erasure deletes the session's log.
+// tenant and session; a replay's too (its output may be promoted); a bad
+// digest is refused with the field named; an erasure deletes the
+// session's log.
 func TestSessionLogIsRecordedWithTheCommit(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
@@ -46,8 +47,8 @@ func TestSessionLogIsRecordedWithTheCommit(t *testing.T) {
 
 	log, err := s.SessionLog(ctx, "acme", "s1")
 	require.NoError(t, err)
-	require.Len(t, log, 3, "one row per block, none from the replay or another tenant")
-	require.Equal(t, []string{digest(1), digest(2), digest(3)}, []string{log[0].SHA256, log[1].SHA256, log[2].SHA256})
+	require.Len(t, log, 4, "one row per block, the replay's included, none of another tenant")
+	require.Equal(t, []string{digest(1), digest(2), digest(3), digest(8)}, []string{log[0].SHA256, log[1].SHA256, log[2].SHA256, log[3].SHA256})
 	require.True(t, log[1].Reflection)
 	require.Equal(t, []string{digest(1)}, log[1].Condensed)
 	require.Equal(t, second.ID, log[2].RunID)
