@@ -256,19 +256,24 @@ func probeInput(dir, file string, format conversation.Format) ([]byte, error) {
 	return in, nil
 }
 
-func probeOne(ctx context.Context, st *stack, sc *scenario, o options, judge *probeJudge, preset, file string, format conversation.Format, i int) probeRun {
-	r := probeRun{preset: preset, file: file, format: format, again: -1}
-	in, err := probeInput(o.dataDir, file, format)
+// benchInput is file's conversation sent in format, parsed, and preset
+// resolved as a run resolves it.
+func benchInput(dir, file string, format conversation.Format, preset string) ([]byte, conversation.Conversation, policy.Preset, error) {
+	in, err := probeInput(dir, file, format)
 	if err != nil {
-		r.err = err
-		return r
+		return nil, conversation.Conversation{}, policy.Preset{}, err
 	}
-	src, err := conversation.ParseAny(in)
+	src, err := conversation.Parse(in, format)
 	if err != nil {
-		r.err = err
-		return r
+		return nil, conversation.Conversation{}, policy.Preset{}, err
 	}
 	pr, err := policy.Resolve(preset, nil)
+	return in, src, pr, err
+}
+
+func probeOne(ctx context.Context, st *stack, sc *scenario, o options, judge *probeJudge, preset, file string, format conversation.Format, i int) probeRun {
+	r := probeRun{preset: preset, file: file, format: format, again: -1}
+	in, src, pr, err := benchInput(o.dataDir, file, format, preset)
 	if err != nil {
 		r.err = err
 		return r

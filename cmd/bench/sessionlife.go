@@ -107,17 +107,7 @@ func lifeOne(ctx context.Context, st *stack, o options, preset string, format co
 		return r
 	}
 	defer sc.close()
-	in, err := probeInput(o.dataDir, lifeFiles[format], format)
-	if err != nil {
-		r.err = err
-		return r
-	}
-	src, err := conversation.Parse(in, format)
-	if err != nil {
-		r.err = err
-		return r
-	}
-	pr, err := policy.Resolve(preset, nil)
+	_, src, pr, err := benchInput(o.dataDir, lifeFiles[format], format, preset)
 	if err != nil {
 		r.err = err
 		return r
