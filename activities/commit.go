@@ -312,6 +312,10 @@ func (a *Activities) logFigures(ctx context.Context, in CommitInput, conv conver
 	if !p.History.Enabled && len(in.Log) == 0 {
 		return nil, nil, nil
 	}
+	if len(in.Log) == 0 && !holdsLogBlock(conv) {
+		// No block could be recorded: the session's log need not be read.
+		return &contract.LogFigures{}, nil, nil
+	}
 	known, err := a.knownBlocks(ctx, in.Run, digestsOf(in.Log))
 	if err != nil {
 		return nil, nil, err
@@ -332,6 +336,19 @@ func (a *Activities) logFigures(ctx context.Context, in CommitInput, conv conver
 		f.Reflected = f.Reflected || l.Reflection
 	}
 	return f, keep, nil
+}
+
+// holdsLogBlock reports whether a text block of conv is framed as a
+// session log block (only the store's records say whether it is one).
+func holdsLogBlock(conv conversation.Conversation) bool {
+	for _, m := range conv.Messages {
+		for _, b := range m.Blocks {
+			if b.Kind == conversation.KindText && compress.IsLogBlock(b.Text) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // digestsOf lists the blocks' digests.
