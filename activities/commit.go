@@ -25,10 +25,6 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	defer rec.end(&err, nil)
 
 	run := in.Run
-	conv, _, err := a.load(ctx, in.Run.Tenant, in.WorkKey)
-	if err != nil {
-		return res, err
-	}
 	p, b, err := a.budget(run)
 	if err != nil {
 		return res, err
@@ -37,29 +33,15 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	if err != nil {
 		return res, err
 	}
-	after := b.Measure(conv)
-	// changed: by commit itself, since the work was saved.
-	reactStats, changed, err := setReActStats(&conv, p, b, after)
+	out, err := a.finalOutput(ctx, in, p, b, tokensBefore)
 	if err != nil {
 		return res, err
 	}
-	data, err := a.outputBytes(ctx, run.Tenant, in.WorkKey, conv, changed)
-	if err != nil {
-		return res, err
-	}
+	in, conv, data, o := out.in, out.conv, out.data, out.o
 	ref, err := a.Blob.PutContent(ctx, run.Tenant, blob.KindOutput, data)
 	if err != nil {
 		return res, blobErr(fmt.Errorf("write output: %w", err))
 	}
-	o := commitOutcome(ctx, in, conv, p, b, after, tokensBefore, reactStats)
-	o.stats.Watermark = in.Watermark
-	if o.stats.Cache, err = a.cacheFigures(ctx, in, conv, b, after); err != nil {
-		return res, err
-	}
-	if o.stats.SessionLog, o.log, err = a.logFigures(ctx, in, conv, p, b); err != nil {
-		return res, err
-	}
-	o.stats.Cost = a.costFigures(in, p, b, int(tokensBefore), after, o.stats.Cache)
 	if err := a.commitHandoff(ctx, in, conv, p, b, &o); err != nil {
 		return res, err
 	}
@@ -83,9 +65,83 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 		status = store.RunOverLimit
 	}
 	res.Outcome = store.OutcomeOf(store.Run{ID: run.ID, Status: status, Error: o.reason,
-		TokensBefore: tokensBefore, TokensAfter: int64(after), Ratio: o.ratio, Level: string(o.level),
+		TokensBefore: tokensBefore, TokensAfter: int64(o.after), Ratio: o.ratio, Level: string(o.level),
 		ArchiveKey: in.ArchiveKey, OutputKey: ref.Key, OutputSHA256: ref.SHA256}, o.stats)
 	return res, nil
+}
+
+// final is what a commit writes: the commit input as the output applies
+// it, the output, its bytes and its outcome.
+type final struct {
+	in   CommitInput
+	conv conversation.Conversation
+	data []byte
+	o    outcome
+}
+
+// finalOutput is the run's output: the working conversation at
+// in.WorkKey, measured and priced, or, under cost.skip_unprofitable,
+// the input unchanged when the session did not need the compaction yet
+// and it would cost the agent more than it saves. A skipped run moves
+// nothing of its session (no watermark, no released offload, no log
+// block) and says so in a "skip" pass.
+func (a *Activities) finalOutput(ctx context.Context, in CommitInput, p policy.Preset, b plan.Budget, tokensBefore int64) (final, error) {
+	f, err := a.measured(ctx, in, p, b, tokensBefore, in.WorkKey)
+	if err != nil || !skipUnprofitable(p, b, tokensBefore, f.o) {
+		return f, err
+	}
+	cost := *f.o.stats.Cost
+	skip := in
+	skip.Watermark, skip.DeleteOffloads, skip.Log = "", nil, nil
+	skip.Passes = append(append([]PassStat(nil), in.Passes...), PassStat{Name: "skip",
+		Note: fmt.Sprintf("the input was under its limit and the compaction would cost the agent $%.6f more than it saves over its next %d calls (cache re-write of %d tokens): kept as it came",
+			-(cost.NetSavingUSD + cost.SummarizerUSD), cost.Turns, cost.CacheRewriteTokens)})
+	if f, err = a.measured(ctx, skip, p, b, tokensBefore, in.ArchiveKey); err != nil {
+		return f, err
+	}
+	// What the skipped compaction spent stays spent.
+	f.o.stats.Cost.NetSavingUSD = -cost.SummarizerUSD
+	return f, nil
+}
+
+// skipUnprofitable reports whether a run's output o is one that
+// cost.skip_unprofitable keeps out: the input was under the limit (the
+// session did not need it yet), the output fits, and the compaction
+// costs the agent more over its next calls than it saves, the
+// summarizer's cost aside (spent by now either way).
+func skipUnprofitable(p policy.Preset, b plan.Budget, tokensBefore int64, o outcome) bool {
+	c := o.stats.Cost
+	return p.Cost.SkipUnprofitable && !o.over && tokensBefore <= int64(b.Limit) && c != nil && c.Priced &&
+		c.NetSavingUSD+c.SummarizerUSD < 0
+}
+
+// measured reads the conversation at key as the run's output and works
+// out its outcome: size, level, cache, log and cost figures.
+func (a *Activities) measured(ctx context.Context, in CommitInput, p policy.Preset, b plan.Budget, tokensBefore int64, key string) (final, error) {
+	f := final{in: in}
+	conv, _, err := a.load(ctx, in.Run.Tenant, key)
+	if err != nil {
+		return f, err
+	}
+	after := b.Measure(conv)
+	// changed: by commit itself, since the work was saved.
+	reactStats, changed, err := setReActStats(&conv, p, b, after)
+	if err != nil {
+		return f, err
+	}
+	if f.data, err = a.outputBytes(ctx, in.Run.Tenant, key, conv, changed); err != nil {
+		return f, err
+	}
+	f.conv, f.o = conv, commitOutcome(ctx, in, conv, p, b, after, tokensBefore, reactStats)
+	f.o.stats.Watermark = in.Watermark
+	if f.o.stats.Cache, err = a.cacheFigures(ctx, in, conv, b, after); err != nil {
+		return f, err
+	}
+	if f.o.stats.SessionLog, f.o.log, err = a.logFigures(ctx, in, conv, p, b); err != nil {
+		return f, err
+	}
+	f.o.stats.Cost = a.costFigures(in, p, b, int(tokensBefore), after, f.o.stats.Cache)
+	return f, nil
 }
 
 // commitSession moves the session's state on once the run is recorded:
@@ -278,7 +334,7 @@ func (a *Activities) commitRun(ctx context.Context, rec *attempt, in CommitInput
 // which also gives the caller's input back in canonical form when no
 // pass changed it.
 func (a *Activities) outputBytes(ctx context.Context, tenant, workKey string, conv conversation.Conversation, changed bool) ([]byte, error) {
-	if _, kind, sha, err := blob.ParseContentKey(workKey); err == nil && kind == blob.KindWork && !changed {
+	if _, kind, sha, err := blob.ParseContentKey(workKey); err == nil && (kind == blob.KindWork || kind == blob.KindArchive) && !changed {
 		return a.getVerified(ctx, tenant, workKey, sha)
 	}
 	data, err := conversation.Render(conv)

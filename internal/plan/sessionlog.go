@@ -343,7 +343,7 @@ func StablePrefix(in, out conversation.Conversation, b Budget) int {
 	for i := 0; i < len(out.Messages) && i < len(in.Messages); i++ {
 		a, o := in.Messages[i], out.Messages[i]
 		if a.Role != o.Role {
-			break
+			return n
 		}
 		j := 0
 		for j < len(o.Blocks) && j < len(a.Blocks) && sameBlock(a.Blocks[j], o.Blocks[j]) {
@@ -356,7 +356,11 @@ func StablePrefix(in, out conversation.Conversation, b Budget) int {
 		for _, blk := range o.Blocks[:j] {
 			n += b.Counter.Count(blk.Text) + b.Counter.Count(blk.Input)
 		}
-		break
+		return n
+	}
+	if len(out.Messages) <= len(in.Messages) {
+		// Every message of out is the request's: all of it stays cached.
+		return b.Measure(out)
 	}
 	return n
 }

@@ -68,6 +68,17 @@ type Preset struct {
 	History       History       `json:"history"`
 	Drift         Drift         `json:"drift"`
 	Budget        BudgetRule    `json:"budget"`
+	Cost          CostRule      `json:"cost"`
+}
+
+// CostRule is what a run may do with its price (package pricing).
+type CostRule struct {
+	// SkipUnprofitable keeps the conversation as it came when the
+	// session did not need the compaction yet (its input was under the
+	// limit) and the compaction would cost the agent more over its next
+	// calls than it saves (the prompt-cache re-write above the reads
+	// saved); the run says so in a "skip" pass. Off by default.
+	SkipUnprofitable bool `json:"skip_unprofitable"`
 }
 
 // Protection says what no strategy may touch (the auto-summarize design's
