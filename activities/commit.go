@@ -315,6 +315,7 @@ func (a *Activities) commitRun(ctx context.Context, rec *attempt, in CommitInput
 			status = string(store.RunOverLimit)
 		}
 		a.Metrics.Run(status, p.Name, string(conv.Format), unitOf(b), int(o.tokensBefore), after)
+		a.Metrics.RunEffects(p.Name, o.stats.Cache, o.stats.Cost, o.stats.SessionLog)
 		return c, nil
 	}
 	current, err := a.Store.GetRun(ctx, run.ID)

@@ -37,6 +37,9 @@ func TestMetricsAfterARun(t *testing.T) {
 		`compactor_drift_verdicts_total{check="identifiers"`,
 		`compactor_drift_verdicts_total{check="intent"`,
 		`compactor_http_requests_total{route="POST /v1/sessions/{session}/events",status="200"} 1`,
+		`compactor_cache_tokens_total{preset="three-tier",type="prefix"}`,
+		`compactor_cache_tokens_total{preset="three-tier",type="rewrite"}`,
+		`compactor_net_saving_usd_total{preset="three-tier",sign=`,
 		`temporal_`,
 	} {
 		require.Contains(t, text, want)

@@ -16,6 +16,8 @@ import (
 	tallyprom "github.com/uber-go/tally/v4/prometheus"
 	"go.temporal.io/sdk/client"
 	sdktally "go.temporal.io/sdk/contrib/tally"
+
+	"github.com/ctxcompact/orchestrator/contract"
 )
 
 // Metrics are the product's metrics. A nil *Metrics records nothing, so
@@ -38,6 +40,9 @@ type Metrics struct {
 	offloadBytes  prometheus.Counter
 	httpRequests  *prometheus.CounterVec
 	httpDurations *prometheus.HistogramVec
+	cacheTokens   *prometheus.CounterVec
+	netSaving     *prometheus.CounterVec
+	reflections   *prometheus.CounterVec
 
 	sdkScope tally.Scope
 	closer   func() error
@@ -81,8 +86,15 @@ func New() *Metrics {
 		Help: "HTTP API requests, by route pattern and status."}, []string{"route", "status"})
 	m.httpDurations = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "compactor_http_request_duration_seconds",
 		Help: "HTTP API request durations, by route pattern.", Buckets: prometheus.DefBuckets}, []string{"route"})
+	m.cacheTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "compactor_cache_tokens_total",
+		Help: "Tokens of committed outputs by what they do to the agent's prompt cache: prefix (unchanged, still cached) or rewrite (written again by its next call)."}, []string{"preset", "type"})
+	m.netSaving = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "compactor_net_saving_usd_total",
+		Help: "Net saving of committed runs over the agent's next COST_TURNS calls, after the summarizer's cost and the cache re-write (priced runs only), by sign."}, []string{"preset", "sign"})
+	m.reflections = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "compactor_log_reflections_total",
+		Help: "Runs that condensed their session's summary log into one block."}, []string{"preset"})
 	for _, c := range []prometheus.Collector{m.runs, m.overLimit, m.tokensBefore, m.tokensAfter, m.ratio, m.stepDuration,
-		m.stepAttempts, m.llmCalls, m.llmLatency, m.llmTokens, m.drift, m.offloads, m.offloadBytes, m.httpRequests, m.httpDurations} {
+		m.stepAttempts, m.llmCalls, m.llmLatency, m.llmTokens, m.drift, m.offloads, m.offloadBytes, m.httpRequests, m.httpDurations,
+		m.cacheTokens, m.netSaving, m.reflections} {
 		f(c)
 	}
 	return m
@@ -139,6 +151,30 @@ func (m *Metrics) Run(outcome, preset, format, unit string, before, after int) {
 		m.tokensBefore.WithLabelValues(preset, unit).Observe(float64(before))
 		m.tokensAfter.WithLabelValues(preset, unit).Observe(float64(after))
 		m.ratio.WithLabelValues(preset).Observe(float64(after) / float64(before))
+	}
+}
+
+// RunEffects records what a committed run did to the agent's cache and
+// what it is worth: prefix and rewrite tokens, its net saving in USD (a
+// counter per sign, since a counter only grows) when priced, and a
+// reflection of its session's log. Absent figures record nothing.
+func (m *Metrics) RunEffects(preset string, cache *contract.CacheFigures, cost *contract.CostFigures, log *contract.LogFigures) {
+	if m == nil {
+		return
+	}
+	if cache != nil {
+		m.cacheTokens.WithLabelValues(preset, "prefix").Add(float64(cache.PrefixTokens))
+		m.cacheTokens.WithLabelValues(preset, "rewrite").Add(float64(cache.RewriteTokens))
+	}
+	if cost != nil && cost.Priced {
+		if cost.NetSavingUSD >= 0 {
+			m.netSaving.WithLabelValues(preset, "saving").Add(cost.NetSavingUSD)
+		} else {
+			m.netSaving.WithLabelValues(preset, "cost").Add(-cost.NetSavingUSD)
+		}
+	}
+	if log != nil && log.Reflected {
+		m.reflections.WithLabelValues(preset).Inc()
 	}
 }
 
