@@ -92,7 +92,8 @@ func benchSessionLife(ctx context.Context, st *stack, o options, rep *report) er
 		"over compactions that did not reflect; log blocks verbatim = the share of compactions without a reflection whose output holds "+
 		"every earlier block byte for byte and in order; upload ÷ new = the incremental events' message bytes over the bytes appended; "+
 		"summarizer input = characters sent to the OpenAI-compatible test endpoint (it answers extractively) per compaction, the "+
-		"second half of the session against the first. Net cost after cache effects is not measured yet (no price table).",
+		"second half of the session against the first; summarizer tokens and net saving are the runs' cost figures (the endpoint's usage; "+
+		"the built-in price table, the agent's model and the deployment's summarizer model).",
 		shortName(lifeFiles[conversation.FormatOpenAI]), shortName(lifeFiles[conversation.FormatAnthropic]),
 		shortName(lifeFiles[conversation.FormatReAct]), lifeLimit, 4*lifeLimit, lifeTrigger*100, compactions)
 	return nil
@@ -163,6 +164,18 @@ func mustCounter(name string) tokens.Counter {
 	return c
 }
 
+// costTurns is the horizon the runs' net savings were counted over.
+func costTurns(runs []lifeRun) int {
+	for _, r := range runs {
+		for _, c := range r.res.Compactions {
+			if c.Outcome.Cost != nil {
+				return c.Outcome.Cost.Turns
+			}
+		}
+	}
+	return 0
+}
+
 // lifeRow is one preset's row against the targets.
 func lifeRow(ctx context.Context, st *stack, preset string, runs []lifeRun) row {
 	statuses := map[string]int{}
@@ -171,6 +184,7 @@ func lifeRow(ctx context.Context, st *stack, preset string, runs []lifeRun) row 
 	kept, pairs, reflections := 0, 0, 0
 	upload, newData := 0, 0
 	early, late := 0, 0
+	var summarizerTokens, savings []float64
 	var failed []string
 	for _, r := range runs {
 		if r.err != nil {
@@ -183,6 +197,12 @@ func lifeRow(ctx context.Context, st *stack, preset string, runs []lifeRun) row 
 			statuses[o.Status]++
 			blocks := sessionlife.Blocks(c.Output)
 			reflected := o.SessionLog != nil && o.SessionLog.Reflected
+			if o.Cost != nil {
+				summarizerTokens = append(summarizerTokens, float64(o.Cost.SummarizerInputTokens+o.Cost.SummarizerOutputTokens))
+				if o.Cost.Priced {
+					savings = append(savings, o.Cost.NetSavingUSD)
+				}
+			}
 			if reflected {
 				reflections++
 			} else if o.Cache != nil {
@@ -249,9 +269,9 @@ func lifeRow(ctx context.Context, st *stack, preset string, runs []lifeRun) row 
 	}
 	value := fmt.Sprintf("%d compactions over %d sessions (%s), %d reflections; files %.2f, last %d errors %.2f, last %d commands %.2f; "+
 		"prefix share %.2f and %.0f tokens re-written per compaction (between reflections); log blocks verbatim %.2f; upload ÷ new %.2f; "+
-		"summarizer input second half ÷ first %.2f",
+		"summarizer input second half ÷ first %.2f; summarizer %.0f tokens and net saving $%.4f over the agent's next %d calls per compaction (%d of %d priced)",
 		total, len(runs), strings.Join(counts, ", "), reflections, share(art), probe.Recent, share(errs), probe.Recent, share(cmds),
-		mean(prefixes), mean(rewrites), verbatim, uploadRatio, flat)
+		mean(prefixes), mean(rewrites), verbatim, uploadRatio, flat, mean(summarizerTokens), mean(savings), costTurns(runs), len(savings), total)
 	var missed []string
 	check := func(ok bool, what string) {
 		if !ok {

@@ -34,8 +34,9 @@ type Event struct {
 	Base     *contract.Outcome
 	Appended []conversation.Message
 	Format   conversation.Format
-	// New is the bytes of Data that the previous output did not hold:
-	// what the agent appended, as a whole upload would carry it.
+	// New is how many bytes Data grew by since the previous output (both
+	// rendered alike): what the agent appended, as a whole upload carries
+	// it.
 	New int
 }
 
@@ -84,7 +85,7 @@ type Options struct {
 type Compaction struct {
 	Outcome contract.Outcome
 	// Sent is the size of the conversation sent, in bytes, and New the
-	// bytes of it that the previous output did not hold.
+	// bytes it grew by since the previous output.
 	Sent, New int
 	// Output is the compacted conversation.
 	Output conversation.Conversation
@@ -177,7 +178,9 @@ func Replay(ctx context.Context, src conversation.Conversation, o Options, compa
 	orig := cur
 	orig.Messages = append([]conversation.Message(nil), head...)
 	var res Result
-	var prev []byte
+	// prevLen is the size of the conversation the previous event left,
+	// rendered as the replay renders the next one.
+	prevLen := 0
 	var base *contract.Outcome
 	var appended []conversation.Message
 	for cycle, k := 0, 0; ; k++ {
@@ -209,7 +212,7 @@ func Replay(ctx context.Context, src conversation.Conversation, o Options, compa
 		if err != nil {
 			return res, fmt.Errorf("render event %d: %w", len(res.Compactions)+1, err)
 		}
-		ev := Event{N: len(res.Compactions) + 1, Data: data, Base: base, Format: cur.Format, New: len(data) - commonPrefix(prev, data)}
+		ev := Event{N: len(res.Compactions) + 1, Data: data, Base: base, Format: cur.Format, New: len(data) - prevLen}
 		if base != nil {
 			ev.Appended = appended
 		}
@@ -222,7 +225,10 @@ func Replay(ctx context.Context, src conversation.Conversation, o Options, compa
 			if c.Output, err = conversation.Parse(outData, cur.Format); err != nil {
 				return res, fmt.Errorf("event %d: parse output: %w", len(res.Compactions)+1, err)
 			}
-			cur, prev = c.Output, outData
+			cur = c.Output
+			if rendered, err := conversation.Render(cur); err == nil {
+				prevLen = len(rendered)
+			}
 			o := out
 			base, appended = &o, nil
 		}
@@ -233,16 +239,6 @@ func Replay(ctx context.Context, src conversation.Conversation, o Options, compa
 	}
 	res.Final, res.Original = cur, orig
 	return res, nil
-}
-
-// commonPrefix is the length of the longest common prefix of a and b:
-// what an upload of b could have left out, given a.
-func commonPrefix(a, b []byte) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return n
 }
 
 // Blocks are the session log blocks of c: the text blocks that open with

@@ -441,7 +441,7 @@ func TestRunPageShowsTheAudit(t *testing.T) {
 		"history-summary", "429 rate limited", `<span class="tag">retry</span>`, // steps with attempts and errors
 		"6,000 tokens saved", "offloaded &lt;b&gt;1&lt;/b&gt; result", // passes, escaped
 		`<code class="missing">ERR_&lt;42&gt;</code>`, "repaired", // drift
-		`id="diff-summary"`, // the diff
+		`id="diff-summary"`,                                                                               // the diff
 		`id="cache-prefix">1,500<`, `id="session-log">2 blocks<`, "reflected", `id="net-saving">$0.0123<`, // a session's life
 		`href="/ui/runs/run-ok/original"`, `href="/ui/runs/run-ok/output"`, `src="/ui/runs/run-ok/steps.svg"`,
 	} {
