@@ -171,6 +171,12 @@ func TestErrorAnswers(t *testing.T) {
 		{"unknown cursor", "GET", "/v1/runs?after=run-nope", f.keyA, nil, 400, CodeBadRequest, "after", -1, ""},
 		{"bad export format", "GET", "/v1/export?format=xml", f.keyA, nil, 400, CodeBadRequest, "format", -1, ""},
 		{"search without q", "GET", "/v1/sessions/s1/search", f.keyA, nil, 400, CodeBadRequest, "q", -1, ""},
+		// Text Postgres cannot hold is the caller's mistake, not a 500.
+		{"NUL session filter", "GET", "/v1/runs?session=%00", f.keyA, nil, 400, CodeBadRequest, "session", -1, ""},
+		{"invalid UTF-8 session filter", "GET", "/v1/runs?session=%ff", f.keyA, nil, 400, CodeBadRequest, "session", -1, ""},
+		{"NUL cursor", "GET", "/v1/runs?after=%00", f.keyA, nil, 400, CodeBadRequest, "after", -1, ""},
+		{"NUL export session", "GET", "/v1/export?session=%00", f.keyA, nil, 400, CodeBadRequest, "session", -1, ""},
+		{"invalid UTF-8 search", "GET", "/v1/sessions/s1/search?q=%ff", f.keyA, nil, 400, CodeBadRequest, "q", -1, ""},
 		{"search unknown session", "GET", "/v1/sessions/nope/search?q=x", f.keyA, nil, 404, CodeNotFound, "", -1, ""},
 		{"compress without mode", "POST", "/v1/results:compress", f.keyA, []byte(`{"text":"x"}`), 400, CodeBadRequest, "mode", -1, ""},
 		{"compress bad mode", "POST", "/v1/results:compress", f.keyA, []byte(`{"text":"x","mode":"zip"}`), 400, CodeBadRequest, "mode", -1, ""},

@@ -10,9 +10,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/ident"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -53,6 +55,18 @@ func (a *api) listRuns(w http.ResponseWriter, r *http.Request, tenant string) er
 func runFilter(r *http.Request, tenant string) (store.RunFilter, error) {
 	q := r.URL.Query()
 	f := store.RunFilter{Tenant: tenant, Session: q.Get("session"), Status: store.RunStatus(q.Get("status")), AfterID: q.Get("after")}
+	// Both reach Postgres: text it cannot hold (a NUL, invalid UTF-8) is
+	// the caller's mistake, named, not a 500.
+	if f.Session != "" {
+		if err := ident.Session(f.Session); err != nil {
+			return f, badRequest("session", "%s", err.Error())
+		}
+	}
+	if f.AfterID != "" {
+		if err := ident.Check("after", f.AfterID); err != nil {
+			return f, badRequest("after", "%s", err.Error())
+		}
+	}
 	if f.Status != "" && !f.Status.Valid() {
 		return f, badRequest("status", "status: %q is not one of pending, running, succeeded, over_limit, failed, skipped", f.Status)
 	}
@@ -275,6 +289,9 @@ func (a *api) getSearch(w http.ResponseWriter, r *http.Request, tenant string) e
 	query := strings.TrimSpace(q.Get("q"))
 	if query == "" {
 		return badRequest("q", "q: required search text")
+	}
+	if !utf8.ValidString(query) || strings.ContainsRune(query, 0) {
+		return badRequest("q", "q: must be UTF-8 text without NUL characters")
 	}
 	limit := audit.DefaultSearchLimit
 	if v := q.Get("limit"); v != "" {
