@@ -296,22 +296,29 @@ func (u *UI) loginPage(w http.ResponseWriter, r *http.Request) {
 	u.render(w, r, http.StatusOK, "login", "", loginView{Next: safeNext(r.URL.Query().Get("next"))})
 }
 
+// maxLoginForm bounds the sign-in form: an API key and a path.
+const maxLoginForm = 8 << 10
+
 // login checks the key of the form and opens a session bound to it; the
 // browser gets the session's id, never the key.
 func (u *UI) login(w http.ResponseWriter, r *http.Request) {
+	// The failed-sign-in limit applies before the form is read, and the
+	// form is small: a key and where to go next. A client over its limit
+	// (or sending megabytes) costs no memory.
+	addr := ratelimit.ClientAddr(r, u.deps.TrustedProxies)
+	if err := u.deps.AuthFailures.Check(addr); err != nil {
+		u.errorPage(w, r, "", err)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxLoginForm)
 	if err := r.ParseForm(); err != nil {
-		u.errorPage(w, r, "", badRequest("key", "unreadable form"))
+		u.errorPage(w, r, "", badRequest("key", "unreadable form (at most %d bytes)", maxLoginForm))
 		return
 	}
 	next := safeNext(r.PostForm.Get("next"))
 	key := strings.TrimSpace(r.PostForm.Get("key"))
 	if key == "" {
 		u.render(w, r, http.StatusBadRequest, "login", "", loginView{Next: next, Message: "key: enter an API key"})
-		return
-	}
-	addr := ratelimit.ClientAddr(r, u.deps.TrustedProxies)
-	if err := u.deps.AuthFailures.Check(addr); err != nil {
-		u.errorPage(w, r, "", err)
 		return
 	}
 	sess, ok, err := u.deps.Store.OpenUISession(r.Context(), key, u.deps.SessionTTL)

@@ -761,6 +761,21 @@ func TestFailedSignInsAreLimitedPerAddress(t *testing.T) {
 	// A session opened before is checked like any request from here; a
 	// live session is not a failure, but the lookup is refused first.
 	require.Equal(t, http.StatusTooManyRequests, f.get("/ui/runs", good).status)
+	// The limit applies before the form is read: a huge form from a
+	// limited address is refused as such, not parsed.
+	a = f.do(http.MethodPost, "/ui/login", nil, url.Values{"key": {strings.Repeat("k", 1<<20)}}, nil)
+	require.Equal(t, http.StatusTooManyRequests, a.status)
+}
+
+// TestSignInFormIsSmall: a sign-in form above the bound is a 400 naming
+// the key, read no further.
+func TestSignInFormIsSmall(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	a := f.do(http.MethodPost, "/ui/login", nil, url.Values{"key": {strings.Repeat("k", maxLoginForm+1)}}, nil)
+	require.Equal(t, http.StatusBadRequest, a.status)
+	require.Contains(t, a.body, "at most")
+	require.Equal(t, http.StatusSeeOther, f.do(http.MethodPost, "/ui/login", nil, url.Values{"key": {f.keyA}}, nil).status, "a real key still signs in")
 }
 
 func TestDiffRowsCollapseRunsOfSummarizedMessages(t *testing.T) {
