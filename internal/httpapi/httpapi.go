@@ -111,13 +111,49 @@ type api struct {
 	// authFailures is shared with the web UI: a guess is a guess,
 	// whichever door it knocks on.
 	authFailures *ratelimit.AuthFailures
-	// inspecting holds a slot per inspection in flight (maxInspections).
-	inspecting chan struct{}
+	// inspecting holds a slot per inspection in flight (maxInspections),
+	// and inspections counts them per tenant (maxTenantInspections).
+	inspecting  chan struct{}
+	inspections tenantCount
 }
 
 // maxInspections bounds the inspections one API process measures at once:
 // each holds a few times its conversation's size while the passes run.
-const maxInspections = 4
+// One tenant holds at most maxTenantInspections of them, so that its
+// large inspections never leave another tenant without a slot.
+const (
+	maxInspections       = 4
+	maxTenantInspections = 2
+)
+
+// tenantCount counts what each tenant holds in flight.
+type tenantCount struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// take counts one more for tenant unless it holds limit already.
+func (c *tenantCount) take(tenant string, limit int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	if c.n[tenant] >= limit {
+		return false
+	}
+	c.n[tenant]++
+	return true
+}
+
+// release counts one less for tenant.
+func (c *tenantCount) release(tenant string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[tenant]--; c.n[tenant] <= 0 {
+		delete(c.n, tenant)
+	}
+}
 
 // New builds the HTTP handler of the API.
 func New(deps Deps) http.Handler {

@@ -34,7 +34,7 @@ type inspectResponse struct {
 // postInspect measures the caller's current conversation without running
 // a compaction or storing anything (`/status` describes the last run's
 // output instead).
-func (a *api) postInspect(w http.ResponseWriter, r *http.Request, _ string) error {
+func (a *api) postInspect(w http.ResponseWriter, r *http.Request, tenant string) error {
 	var req inspectRequest
 	if err := decode(r, &req); err != nil {
 		return err
@@ -54,7 +54,13 @@ func (a *api) postInspect(w http.ResponseWriter, r *http.Request, _ string) erro
 		}
 	}
 	// Measuring runs the deterministic passes on the whole conversation
-	// (a few times its size in memory): a few at a time per process.
+	// (a few times its size in memory): a few at a time per process, and
+	// fewer per tenant.
+	if !a.inspections.take(tenant, maxTenantInspections) {
+		return &apiError{Status: http.StatusTooManyRequests, Code: CodeRateLimited, RetryAfter: 1,
+			Message: fmt.Sprintf("more than %d of your inspections in flight", maxTenantInspections)}
+	}
+	defer a.inspections.release(tenant)
 	select {
 	case a.inspecting <- struct{}{}:
 		defer func() { <-a.inspecting }()
