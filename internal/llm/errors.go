@@ -216,9 +216,19 @@ var secretShapes = []*regexp.Regexp{
 	regexp.MustCompile(`(?i)\b(api[_-]?key|access[_-]?token|token|secret|password)("?\s*[:=]\s*"?)[^\s"',;}&]+`),
 }
 
-// Scrub removes credentials and control characters from text and bounds
-// it to maxDetail bytes.
+// endpointURL is a URL in an error: the operator's endpoint (its host,
+// port and path), which a tenant reading its run's steps must not see.
+var endpointURL = regexp.MustCompile(`(?i)\b(https?|wss?)://[^\s"'<>)]+`)
+
+// endpointHost is a host a network error names ("dial tcp 10.0.0.7:8000",
+// "lookup llm.internal").
+var endpointHost = regexp.MustCompile(`\b(dial tcp[46]?|dial udp[46]?|lookup) [^\s:]+(:[0-9]+)?`)
+
+// Scrub removes credentials, URLs and control characters from text and
+// bounds it to maxDetail bytes.
 func Scrub(s string) string {
+	s = endpointURL.ReplaceAllString(s, "[endpoint]")
+	s = endpointHost.ReplaceAllString(s, "$1 [endpoint]")
 	for _, re := range secretShapes {
 		s = re.ReplaceAllStringFunc(s, func(m string) string {
 			if sub := re.FindStringSubmatch(m); len(sub) == 3 && sub[2] != "" {

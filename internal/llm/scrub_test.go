@@ -19,6 +19,7 @@ func TestScrubProviderText(t *testing.T) {
 		{"api_key param", `{"error":"bad","api_key":"k-live-123456"}`, []string{"k-live-123456"}},
 		{"password", "password=hunter2hunter2 rejected", []string{"hunter2hunter2"}},
 		{"control characters", "bad\x1b[31m request\x00 body\u202e", []string{"\x1b", "\x00", "\u202e"}},
+		{"the operator's endpoint", `Post "http://10.0.0.7:8000/v1/chat/completions": dial tcp 10.0.0.7:8000: connection refused`, []string{"http://10.0.0.7:8000/v1", "10.0.0.7"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
