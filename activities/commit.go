@@ -252,6 +252,7 @@ func commitOutcome(ctx context.Context, in CommitInput, conv conversation.Conver
 		Recommendation: compress.Recommendation(o.level), ArchiveKey: in.ArchiveKey,
 		OverLimit: o.over, OverLimitReason: o.reason, PreservedCount: in.Preserved, DeletedOffloads: len(in.DeleteOffloads),
 		LevelBefore: in.LevelBefore, Drift: in.Drift, Format: string(conv.Format), LevelReason: plan.LevelReason(conv, p, b),
+		DegradedReasons: in.Degraded,
 	}
 	if reactStats != nil {
 		o.stats.ContextCompression = mustJSON(map[string]any{"enabled": true, "stats": reactStats})

@@ -169,6 +169,9 @@ type CommitInput struct {
 	// Log are the session log blocks the run's history passes appended;
 	// commit records those its output still holds.
 	Log []store.LogBlock `json:"log,omitempty"`
+	// Degraded are the fallbacks the run went through, in order (see
+	// contract.Outcome.Degraded): plain words, never an error's text.
+	Degraded []string `json:"degraded,omitempty"`
 }
 
 // HandoffInput prepares the summary of a CRITICAL handoff.

@@ -134,28 +134,32 @@ type Result struct {
 	// ErrorClass says what kind of failure a failed run had: bad_input,
 	// config, summarizer, dependency, timeout, canceled, interrupted or
 	// internal.
-	ErrorClass      string  `json:"error_class,omitempty"`
-	Format          string  `json:"format,omitempty"`
-	TokensBefore    int     `json:"tokens_before"`
-	TokensAfter     int     `json:"tokens_after"`
-	Ratio           float64 `json:"ratio"`
-	LevelBefore     string  `json:"level_before,omitempty"`
-	LevelAfter      string  `json:"level_after,omitempty"`
-	Drift           string  `json:"drift,omitempty"`
-	HistoryFailed   bool    `json:"history_failed"`
-	Success         bool    `json:"success"`
-	OverLimit       bool    `json:"over_limit"`
-	OverLimitReason string  `json:"over_limit_reason,omitempty"`
-	LevelReason     string  `json:"level_reason,omitempty"`
-	Unit            string  `json:"unit,omitempty"`
-	ContextLimit    int     `json:"context_limit,omitempty"`
-	Counter         string  `json:"counter,omitempty"`
-	FreedTokens     int     `json:"freed_tokens"`
-	PreservedCount  int     `json:"preserved_count"`
-	DeletedOffloads int     `json:"deleted_offloads"`
-	ArchiveKey      string  `json:"archive_key,omitempty"`
-	OutputKey       string  `json:"output_key,omitempty"`
-	OutputSHA256    string  `json:"output_sha256,omitempty"`
+	ErrorClass    string  `json:"error_class,omitempty"`
+	Format        string  `json:"format,omitempty"`
+	TokensBefore  int     `json:"tokens_before"`
+	TokensAfter   int     `json:"tokens_after"`
+	Ratio         float64 `json:"ratio"`
+	LevelBefore   string  `json:"level_before,omitempty"`
+	LevelAfter    string  `json:"level_after,omitempty"`
+	Drift         string  `json:"drift,omitempty"`
+	HistoryFailed bool    `json:"history_failed"`
+	// Degraded: the run reached its result through a fallback, which
+	// DegradedReasons name.
+	Degraded        bool     `json:"degraded"`
+	DegradedReasons []string `json:"degraded_reasons,omitempty"`
+	Success         bool     `json:"success"`
+	OverLimit       bool     `json:"over_limit"`
+	OverLimitReason string   `json:"over_limit_reason,omitempty"`
+	LevelReason     string   `json:"level_reason,omitempty"`
+	Unit            string   `json:"unit,omitempty"`
+	ContextLimit    int      `json:"context_limit,omitempty"`
+	Counter         string   `json:"counter,omitempty"`
+	FreedTokens     int      `json:"freed_tokens"`
+	PreservedCount  int      `json:"preserved_count"`
+	DeletedOffloads int      `json:"deleted_offloads"`
+	ArchiveKey      string   `json:"archive_key,omitempty"`
+	OutputKey       string   `json:"output_key,omitempty"`
+	OutputSHA256    string   `json:"output_sha256,omitempty"`
 	// HandoffKey names the fresh session's conversation (Handoff), made
 	// when the run ended CRITICAL or over its limit, or at a checkpoint.
 	HandoffKey    string     `json:"handoff_key,omitempty"`

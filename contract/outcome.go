@@ -28,6 +28,13 @@ type Outcome struct {
 	// HistoryFailed is offload-compact's "success: false": the summary
 	// could not be made and the history was left unchanged.
 	HistoryFailed bool `json:"history_failed"`
+	// Degraded is set when the run reached its result through a fallback
+	// (the summarizer failed and the offline summary stood in, a summary
+	// was replaced after failing its checks, the LLM judge was
+	// unreachable); DegradedReasons say which, without the operator's
+	// hosts or errors.
+	Degraded        bool     `json:"degraded"`
+	DegradedReasons []string `json:"degraded_reasons,omitempty"`
 	// Success is offload-compact's success: the run committed under its
 	// limit and the history summary, if one was wanted, was made.
 	Success bool `json:"success"`

@@ -34,6 +34,29 @@ type judgeKey struct{}
 // judgedKey keeps the run's judged verdicts (see judged).
 type judgedKey struct{}
 
+// degradedKey keeps the run's degradations (see degradations).
+type degradedKey struct{}
+
+// degradations are the fallbacks a run went through, in the order its
+// coroutines met them (deterministic: replay meets them in the same
+// order). They are plain words: an error's text may name the operator's
+// hosts, and a tenant reads these.
+type degradations struct{ reasons []string }
+
+// degrade records that the run at ctx fell back, once per reason.
+func degrade(ctx workflow.Context, reason string) {
+	d, _ := ctx.Value(degradedKey{}).(*degradations)
+	if d == nil {
+		return
+	}
+	for _, r := range d.reasons {
+		if r == reason {
+			return
+		}
+	}
+	d.reasons = append(d.reasons, reason)
+}
+
 // judged remembers the verdict key of each (source, summary) pair the
 // LLM judge read in this run: keys are content-addressed, so the same
 // pair is the same prompt, and it is never sent twice (a repair that
@@ -73,8 +96,10 @@ func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Out
 	ctx = workflow.WithValue(ctx, llmQueueKey{}, in.LLMTaskQueue)
 	ctx = workflow.WithValue(ctx, judgeKey{}, in.Judge)
 	ctx = workflow.WithValue(ctx, judgedKey{}, judged{})
+	degraded := &degradations{}
+	ctx = workflow.WithValue(ctx, degradedKey{}, degraded)
 	ctx, steps := withStepLog(ctx)
-	c := &compactionRun{in: in, run: in.Run, res: contract.Outcome{RunID: in.Run.ID}}
+	c := &compactionRun{in: in, run: in.Run, res: contract.Outcome{RunID: in.Run.ID}, degraded: degraded}
 	res, err := c.execute(ctx)
 	if err != nil {
 		var a *activities.Activities
@@ -130,6 +155,8 @@ type compactionRun struct {
 	// notify is set when the run's tenant wants its final state told
 	// (webhooks), as the commit step answered.
 	notify bool
+	// degraded gathers the fallbacks the run went through.
+	degraded *degradations
 }
 
 // execute runs the stages: plan, the passes and the ladder, the handoff,
@@ -180,6 +207,7 @@ func (c *compactionRun) execute(ctx workflow.Context) (contract.Outcome, error) 
 	var out activities.CommitResult
 	c.commit.TokensBefore, c.commit.LevelBefore, c.commit.Drift = c.plan.TokensBefore, c.plan.LevelBefore, c.res.Drift
 	c.commit.Steps = stepLogOf(ctx).all()
+	c.commit.Degraded = append([]string(nil), c.degraded.reasons...)
 	if err := runStep(ctx, a.Commit, c.commit).Get(ctx, &out); err != nil {
 		return c.res, fmt.Errorf("commit: %w", err)
 	}
@@ -347,6 +375,7 @@ func makeHandoffSummary(ctx workflow.Context, run contract.Run, preset policy.Pr
 	}, preset.History.Attempts, "extractive")
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("handoff summary failed; commit makes the offline one", "run", run.ID, "error", err)
+		degrade(ctx, "the summarizer failed: the handoff's summary is the offline one")
 		return handoffMade{}, nil
 	}
 	key, verdict := sum.Key, ""
@@ -490,6 +519,7 @@ func (c *compactionRun) globalPass(ctx workflow.Context, exclude []activities.Re
 		}, c.preset.History.Attempts, "")
 		if err != nil {
 			workflow.GetLogger(gctx).Warn("layer 2: keeping original result", "run", c.run.ID, "msg", t.Msg, "error", err)
+			degrade(gctx, "the summarizer failed: some results kept their original text")
 			return
 		}
 		reps[i] = &activities.Replacement{Msg: t.Msg, Block: t.Block, TextKey: out.Key}
@@ -551,6 +581,7 @@ func (c *compactionRun) historyPass(ctx workflow.Context, preset policy.Preset, 
 	}, preset.History.Attempts, fallback)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("history summary failed; history unchanged", "run", c.run.ID, "error", err)
+		degrade(ctx, "the summarizer failed: the history was left unchanged")
 		c.commit.HistoryFailed = true
 		c.commit.Passes = append(c.commit.Passes, activities.PassStat{Name: name, Note: "summary failed: history unchanged"})
 		return nil
@@ -687,6 +718,8 @@ func (g gate) check(ctx workflow.Context, pass int, key string, offline bool) (a
 				if memo != nil {
 					memo[pair] = v.Key
 				}
+			} else {
+				degrade(ctx, "the LLM judge was unreachable: the deterministic checks decided")
 			}
 		}
 	}
@@ -706,6 +739,7 @@ func (g gate) lastResort(ctx workflow.Context, summaryKey string, d activities.D
 	var a *activities.Activities
 	verdict := "patched"
 	if deterministic != nil {
+		degrade(ctx, "a summary failed its drift checks after repair: the deterministic summary replaced it")
 		var fb activities.SummarizeResult
 		if err := runStep(ctx, a.Fallback, *deterministic).Get(ctx, &fb); err != nil {
 			return "", "", fmt.Errorf("deterministic summary: %w", err)
@@ -739,6 +773,7 @@ func summarizeOrFallback(ctx workflow.Context, in activities.SummarizeInput, att
 		return out, err
 	}
 	workflow.GetLogger(ctx).Warn("summarizer failed, using fallback", "run", in.Run.ID, "step", in.Step, "fallback", fallback, "error", err)
+	degrade(ctx, "the summarizer failed: the "+fallback+" fallback wrote a summary instead")
 	target := in.TargetChars
 	if target == 0 {
 		target = in.TargetTokens * 4

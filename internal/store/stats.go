@@ -55,6 +55,9 @@ type RunStats struct {
 	Cache      *contract.CacheFigures `json:"cache,omitempty"`
 	SessionLog *contract.LogFigures   `json:"session_log,omitempty"`
 	Cost       *contract.CostFigures  `json:"cost,omitempty"`
+	// DegradedReasons are the fallbacks the run went through (see
+	// contract.Outcome.Degraded).
+	DegradedReasons []string `json:"degraded_reasons,omitempty"`
 }
 
 // ParseStats reads the run's stats; a run without stats (not committed)
@@ -105,6 +108,7 @@ func OutcomeOf(r Run, st RunStats) contract.Outcome {
 	out.Recommendation, out.ContextCompression = st.Recommendation, st.ContextCompression
 	out.HandoffKey, out.HandoffSHA256 = st.HandoffKey, st.HandoffSHA256
 	out.Cache, out.SessionLog, out.Cost = st.Cache, st.SessionLog, st.Cost
+	out.Degraded, out.DegradedReasons = len(st.DegradedReasons) > 0, st.DegradedReasons
 	out.FreedTokens = max(out.TokensBefore-out.TokensAfter, 0)
 	out.Success = r.Status == RunSucceeded && !out.HistoryFailed
 	return out

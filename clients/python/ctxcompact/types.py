@@ -71,6 +71,8 @@ class RunResult(TypedDict, total=False):
     level_after: str
     drift: str
     history_failed: bool
+    degraded: bool
+    degraded_reasons: List[str]
     success: bool
     over_limit: bool
     over_limit_reason: str

@@ -100,6 +100,9 @@ export interface RunResult {
   level_after?: string;
   drift?: string;
   history_failed?: boolean;
+  /** The run reached its result through a fallback; degraded_reasons say which. */
+  degraded?: boolean;
+  degraded_reasons?: string[];
   success?: boolean;
   over_limit?: boolean;
   over_limit_reason?: string;
