@@ -194,9 +194,10 @@ func (f *fixture) addRunWith(tenant, session, id string, status store.RunStatus,
 				{"name": "offload", "applied": true, "count": 1, "tokens_saved": before - after, "note": "offloaded <b>1</b> result"},
 				{"name": "watermark", "applied": false, "note": "no watermark yet"},
 			},
-			"cache":       map[string]any{"prefix_tokens": 1500, "rewrite_tokens": after - 1500, "prefix_share": 0.75},
-			"session_log": map[string]any{"blocks": 2, "tokens": 700, "appended": 1, "reflected": true},
-			"cost":        map[string]any{"net_saving_usd": 0.0123, "summarizer_usd": 0.0007, "turns": 10, "priced": true},
+			"cache":            map[string]any{"prefix_tokens": 1500, "rewrite_tokens": after - 1500, "prefix_share": 0.75},
+			"session_log":      map[string]any{"blocks": 2, "tokens": 700, "appended": 1, "reflected": true},
+			"cost":             map[string]any{"net_saving_usd": 0.0123, "summarizer_usd": 0.0007, "turns": 10, "priced": true},
+			"degraded_reasons": []string{"the summarizer failed: the extractive fallback wrote a summary instead"},
 		}
 		if extras.Handoff != nil {
 			ref, err := f.blob.PutContent(ctx, tenant, blob.KindOutput, extras.Handoff)
@@ -443,6 +444,7 @@ func TestRunPageShowsTheAudit(t *testing.T) {
 		`<code class="missing">ERR_&lt;42&gt;</code>`, "repaired", // drift
 		`id="diff-summary"`,                                                                               // the diff
 		`id="cache-prefix">1,500<`, `id="session-log">2 blocks<`, "reflected", `id="net-saving">$0.0123<`, // a session's life
+		`id="degraded">Degraded: the summarizer failed: the extractive fallback wrote a summary instead<`,
 		`href="/ui/runs/run-ok/original"`, `href="/ui/runs/run-ok/output"`, `src="/ui/runs/run-ok/steps.svg"`,
 	} {
 		require.Contains(t, page.body, want)
