@@ -374,7 +374,7 @@ func (a *Activities) logFigures(ctx context.Context, in CommitInput, conv conver
 		// No block could be recorded: the session's log need not be read.
 		return &contract.LogFigures{}, nil, nil
 	}
-	known, err := a.knownBlocks(ctx, in.Run, digestsOf(in.Log))
+	known, err := a.knownBlocks(ctx, in.Run, LogDigests(in.Log))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -407,15 +407,6 @@ func holdsLogBlock(conv conversation.Conversation) bool {
 		}
 	}
 	return false
-}
-
-// digestsOf lists the blocks' digests.
-func digestsOf(blocks []store.LogBlock) []string {
-	out := make([]string, len(blocks))
-	for i, l := range blocks {
-		out[i] = l.SHA256
-	}
-	return out
 }
 
 // costFigures prices the run: the summarizer's usage summed over its

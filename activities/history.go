@@ -119,10 +119,7 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 	if err != nil {
 		return res, err
 	}
-	known := digestSet{}
-	for _, d := range in.Log {
-		known[d] = true
-	}
+	known := newDigestSet(in.Log)
 	before := b.Measure(conv)
 	conv, view := plan.SeparateLog(conv, known.has, b.Counter)
 	style := compress.SummaryStyle(p.History.Style)
@@ -227,14 +224,31 @@ type digestSet map[string]bool
 
 func (d digestSet) has(text string) bool { return d[plan.BlockDigest(text)] }
 
+// newDigestSet is the set of digests.
+func newDigestSet(digests []string) digestSet {
+	set := make(digestSet, len(digests))
+	for _, d := range digests {
+		set[d] = true
+	}
+	return set
+}
+
+// LogDigests lists the digests of log blocks, in order: what a later
+// history step of the same run takes as HistoryInput.Pending, and what
+// commit looks the output's blocks up with.
+func LogDigests(blocks []LogBlock) []string {
+	out := make([]string, len(blocks))
+	for i, l := range blocks {
+		out[i] = l.SHA256
+	}
+	return out
+}
+
 // knownBlocks is the set of the session's log blocks: those its runs
 // recorded and those this run appended before (pending). Only these are
 // read as blocks; any other text stays what it is.
 func (a *Activities) knownBlocks(ctx context.Context, run contract.Run, pending []string) (func(string) bool, error) {
-	set := digestSet{}
-	for _, d := range pending {
-		set[d] = true
-	}
+	set := newDigestSet(pending)
 	blocks, err := a.Store.SessionLog(ctx, run.Tenant, run.Session)
 	if err != nil {
 		return nil, storeErr(fmt.Errorf("read session log: %w", err))

@@ -559,7 +559,7 @@ func (c *compactionRun) historyPass(ctx workflow.Context, preset policy.Preset, 
 		name, prepareStep = planpkg.LadderHistory, planpkg.LadderHistory+"/prepare"
 	}
 	var hp activities.HistoryPlan
-	hin := activities.HistoryInput{Run: c.run, WorkKey: c.commit.WorkKey, TokensFreed: freed, Ladder: ladder, Step: prepareStep, Pending: logDigests(c.commit.Log)}
+	hin := activities.HistoryInput{Run: c.run, WorkKey: c.commit.WorkKey, TokensFreed: freed, Ladder: ladder, Step: prepareStep, Pending: activities.LogDigests(c.commit.Log)}
 	if err := runStep(ctx, a.PrepareHistory, hin).Get(ctx, &hp); err != nil {
 		return fmt.Errorf("prepare history: %w", err)
 	}
@@ -623,15 +623,6 @@ func (c *compactionRun) historyPass(ctx workflow.Context, preset policy.Preset, 
 		c.commit.DeleteOffloads = append(c.commit.DeleteOffloads, hp.Restored...)
 	}
 	return nil
-}
-
-// logDigests lists the digests of the log blocks a run appended so far.
-func logDigests(blocks []activities.LogBlock) []string {
-	var out []string
-	for _, l := range blocks {
-		out = append(out, l.SHA256)
-	}
-	return out
 }
 
 // replacement is the deterministic summary that replaces sum, an LLM
