@@ -159,7 +159,11 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 		return Submitted{}, err
 	}
 	conv, err := conversation.ParseAny(data)
-	if err != nil {
+	if ev.Base != nil {
+		if err := checkContinued(conv, err); err != nil {
+			return Submitted{}, err
+		}
+	} else if err != nil {
 		return Submitted{}, &InputError{Field: "conversation", Err: err}
 	}
 	if err := checkToolNames(conv); err != nil {

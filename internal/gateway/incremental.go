@@ -39,7 +39,8 @@ func checkBase(b Base, messages json.RawMessage) error {
 }
 
 // continued rebuilds an incremental event's conversation: the session's
-// latest output, which the base must name, with the messages appended.
+// latest output, which the base must name, with the messages appended
+// (Submit checks it with checkContinued).
 func (g *Gateway) continued(ctx context.Context, ev Event) ([]byte, error) {
 	base, err := g.baseOutput(ctx, ev)
 	if err != nil {
@@ -49,17 +50,20 @@ func (g *Gateway) continued(ctx context.Context, ev Event) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the base output: %w", err)
 	}
-	if data, err = appendMessages(data, ev.Messages); err != nil {
-		return nil, err
-	}
-	conv, err := conversation.ParseAny(data)
-	if err != nil {
-		return nil, &InputError{Field: "messages", Err: err}
+	return appendMessages(data, ev.Messages)
+}
+
+// checkContinued checks the conversation an incremental event rebuilt,
+// as Submit parsed it: what does not parse or breaks tool pairing came
+// with the messages (the base is an output this service wrote).
+func checkContinued(conv conversation.Conversation, parseErr error) error {
+	if parseErr != nil {
+		return &InputError{Field: "messages", Err: parseErr}
 	}
 	if err := conversation.CheckPairing(conv); err != nil {
-		return nil, &InputError{Field: "messages", Err: err}
+		return &InputError{Field: "messages", Err: err}
 	}
-	return data, nil
+	return nil
 }
 
 // baseOutput is the output an incremental event continues: the session's
