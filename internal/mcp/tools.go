@@ -175,8 +175,8 @@ func (t *tenantTools) checkpoint(ctx context.Context, _ *sdk.CallToolRequest, in
 // messages appended since, or that state alone. key identifies it for
 // the derived event id.
 func (t *tenantTools) checkpointEvent(ctx context.Context, in CheckpointInput) (gateway.Event, []byte, error) {
-	hasMessages := len(strings.TrimSpace(string(in.Messages))) > 0 && strings.TrimSpace(string(in.Messages)) != "null"
-	if len(strings.TrimSpace(string(in.Conversation))) > 0 && strings.TrimSpace(string(in.Conversation)) != "null" {
+	hasMessages := given(in.Messages)
+	if given(in.Conversation) {
 		if hasMessages {
 			return gateway.Event{}, nil, fieldError("messages", "give the whole conversation or the messages appended since the last compaction, not both")
 		}
@@ -204,12 +204,19 @@ func (t *tenantTools) checkpointEvent(ctx context.Context, in CheckpointInput) (
 		append([]byte(latest.SHA256), msgs...), nil
 }
 
+// given reports whether an optional JSON argument was given: present and
+// not null.
+func given(raw json.RawMessage) bool {
+	trimmed := strings.TrimSpace(string(raw))
+	return trimmed != "" && trimmed != "null"
+}
+
 // conversationArg is the conversation argument as the gateway takes it:
 // a JSON object or array, or a JSON string holding one (clients that
 // stringify nested JSON).
 func conversationArg(raw json.RawMessage) (json.RawMessage, error) {
 	trimmed := strings.TrimSpace(string(raw))
-	if trimmed == "" || trimmed == "null" {
+	if !given(raw) {
 		return nil, fieldError("conversation", "required: the conversation as a JSON object or array")
 	}
 	if trimmed[0] == '"' {
