@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ctxcompact/orchestrator/internal/compress"
@@ -136,20 +137,25 @@ var blockLabel = regexp.MustCompile(`<session-log block="(\d+)(?:-(\d+))?">`)
 // NextBlockLabel is the label of the block after the log's blocks: one
 // more than the highest number a block's label names.
 func NextBlockLabel(conv conversation.Conversation, view LogView) string {
+	return strconv.Itoa(lastBlockNumber(conv, view) + 1)
+}
+
+// lastBlockNumber is the highest number the labels of the log's blocks
+// name (0 without a log).
+func lastBlockNumber(conv conversation.Conversation, view LogView) int {
 	n := 0
 	for _, i := range view.Messages {
 		for _, b := range conv.Messages[i].Blocks {
 			for _, m := range blockLabel.FindAllStringSubmatch(b.Text, -1) {
 				for _, g := range m[1:] {
-					var v int
-					if _, err := fmt.Sscan(g, &v); err == nil && v > n {
+					if v, err := strconv.Atoi(g); err == nil && v > n {
 						n = v
 					}
 				}
 			}
 		}
 	}
-	return fmt.Sprint(n + 1)
+	return n
 }
 
 // ReflectionTarget is the size a reflection aims at: a fifth of the
@@ -160,10 +166,7 @@ func ReflectionTarget(p policy.Preset, b Budget) int {
 
 // ReflectionLabel is the label of a reflection of the log's blocks.
 func ReflectionLabel(conv conversation.Conversation, view LogView) string {
-	next := NextBlockLabel(conv, view)
-	var last int
-	_, _ = fmt.Sscan(next, &last)
-	return fmt.Sprintf("1-%d", max(last-1, 1))
+	return fmt.Sprintf("1-%d", max(lastBlockNumber(conv, view), 1))
 }
 
 // Reflection condenses the log's blocks of conv into the body of one
