@@ -234,9 +234,29 @@ type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
+	// Index and Path name the message of a malformed conversation and the
+	// field inside it.
+	Index *int   `json:"index,omitempty"`
+	Path  string `json:"path,omitempty"`
+	// ErasureID and ErasedAt are set on a 410 (code "gone"): the session
+	// was erased, by that erasure (readable with Erasure).
+	ErasureID string     `json:"erasure_id,omitempty"`
+	ErasedAt  *time.Time `json:"erased_at,omitempty"`
 	// RetryAfter is the server's Retry-After, when it sent one.
 	RetryAfter time.Duration `json:"-"`
 }
+
+// GoneError is the answer to a read of an erased session: HTTP 410, code
+// "gone". It wraps the *Error (errors.As finds either), whose ErasureID
+// and ErasedAt name the erasure.
+type GoneError struct {
+	Err *Error
+}
+
+func (e *GoneError) Error() string { return e.Err.Error() + " (erasure " + e.Err.ErasureID + ")" }
+
+// Unwrap returns the API error.
+func (e *GoneError) Unwrap() error { return e.Err }
 
 func (e *Error) Error() string {
 	if e.Field != "" {
@@ -248,6 +268,8 @@ func (e *Error) Error() string {
 // Submit sends an event of session. A finished run answers a Result (with
 // WaitSeconds, when it finished in time); otherwise Accepted, and the run
 // goes on: WaitRun and Output get it later.
+//
+// op: POST /v1/sessions/{session}/events
 func (c *Client) Submit(ctx context.Context, session string, ev Event) (*Result, *Accepted, error) {
 	if ev.EventID == "" {
 		ev.EventID = newID("evt-")
@@ -288,6 +310,8 @@ func (a RunAnswer) Final() bool { return a.Run.Final() }
 
 // WaitRun returns run runID, waiting up to wait (the server caps it) for
 // it to be final; a run still live after the wait comes back as it is.
+//
+// op: GET /v1/runs/{run}
 func (c *Client) WaitRun(ctx context.Context, runID string, wait time.Duration) (RunAnswer, error) {
 	q := url.Values{}
 	if wait > 0 {
@@ -306,6 +330,8 @@ func (c *Client) WaitRun(ctx context.Context, runID string, wait time.Duration) 
 
 // Output returns a finished run's compacted conversation, checked against
 // the SHA-256 the server sends.
+//
+// op: GET /v1/runs/{run}/output
 func (c *Client) Output(ctx context.Context, runID string) ([]byte, error) {
 	_, data, h, err := c.do(ctx, http.MethodGet, "/v1/runs/"+url.PathEscape(runID)+"/output", nil, nil, true)
 	if err != nil {
@@ -315,6 +341,8 @@ func (c *Client) Output(ctx context.Context, runID string) ([]byte, error) {
 }
 
 // Offloads lists the session's live offloads.
+//
+// op: GET /v1/sessions/{session}/offloads
 func (c *Client) Offloads(ctx context.Context, session string) ([]Offload, error) {
 	_, data, _, err := c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(session)+"/offloads", nil, nil, true)
 	if err != nil {
@@ -335,6 +363,8 @@ func (c *Client) Offloads(ctx context.Context, session string) ([]Offload, error
 // as a transcript or one block verbatim. What the recover_context tool
 // answers to an agent. A range that starts past the end is an *Error
 // with Status 416 whose message names the line count.
+//
+// op: GET /v1/sessions/{session}/offloads/{id}
 func (c *Client) Recover(ctx context.Context, session, id, lines string) ([]byte, error) {
 	q := url.Values{}
 	if lines != "" {
@@ -352,6 +382,8 @@ func (c *Client) Recover(ctx context.Context, session, id, lines string) ([]byte
 
 // Search finds text in the session's offloads and archived originals:
 // what the search_context tool answers.
+//
+// op: GET /v1/sessions/{session}/search
 func (c *Client) Search(ctx context.Context, session, query string) ([]Hit, error) {
 	_, data, _, err := c.do(ctx, http.MethodGet, "/v1/sessions/"+url.PathEscape(session)+"/search", url.Values{"q": {query}}, nil, true)
 	if err != nil {
@@ -368,6 +400,8 @@ func (c *Client) Search(ctx context.Context, session, query string) ([]Hit, erro
 
 // Tools returns the recovery tools' definitions in a provider's schema
 // ("openai" or "anthropic"), ready to pass to the agent's model.
+//
+// op: GET /v1/tools
 func (c *Client) Tools(ctx context.Context, format string) ([]json.RawMessage, error) {
 	_, data, _, err := c.do(ctx, http.MethodGet, "/v1/tools", url.Values{"format": {format}}, nil, true)
 	if err != nil {
@@ -432,6 +466,10 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	}
 }
 
+// CodeGone is the code of the answer to a read of an erased session
+// (410, a *GoneError).
+const CodeGone = "gone"
+
 func (c *Client) once(req *http.Request) (int, []byte, http.Header, error) {
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -455,6 +493,9 @@ func (c *Client) once(req *http.Request) (int, []byte, http.Header, error) {
 	}
 	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
 		ae.RetryAfter = time.Duration(s) * time.Second
+	}
+	if ae.Status == http.StatusGone && ae.Code == CodeGone {
+		return 0, nil, nil, &GoneError{Err: ae}
 	}
 	return 0, nil, nil, ae
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
+
+	"github.com/ctxcompact/orchestrator/internal/webhook"
 )
 
 type doc = map[string]any
@@ -129,4 +131,129 @@ func TestRetriesHonourRetryAfterAndKeepTheEventID(t *testing.T) {
 	require.ErrorAs(t, err, &ae)
 	require.Equal(t, http.StatusBadRequest, ae.Status)
 	require.Equal(t, "session", ae.Field)
+}
+
+// TestGoneErrorNamesTheErasure: a 410 with code gone is a *GoneError
+// whose *Error carries the erasure's id and time; errors.As finds the
+// *Error too, and it is not retried.
+func TestGoneErrorNamesTheErasure(t *testing.T) {
+	t.Parallel()
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		w.WriteHeader(http.StatusGone)
+		_, _ = w.Write([]byte(`{"error":{"code":"gone","message":"session s1 was erased","erasure_id":"era-1","erased_at":"2026-11-27T03:00:00Z"}}`))
+	}))
+	defer srv.Close()
+	_, err := New(srv.URL, "k", srv.Client()).Status(context.Background(), "s1")
+	var gone *GoneError
+	require.ErrorAs(t, err, &gone)
+	require.Equal(t, "era-1", gone.Err.ErasureID)
+	require.NotNil(t, gone.Err.ErasedAt)
+	require.Equal(t, time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC), gone.Err.ErasedAt.UTC())
+	var ae *Error
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, http.StatusGone, ae.Status)
+	require.Equal(t, CodeGone, ae.Code)
+	require.Equal(t, 1, calls, "a 410 is not retried")
+}
+
+// TestAddWebhookSaysWhetherItCreated: 201 is a new endpoint with its
+// secret, 200 the existing one without.
+func TestAddWebhookSaysWhetherItCreated(t *testing.T) {
+	t.Parallel()
+	seen := map[string]bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			URL string `json:"url"`
+		}
+		require.NoError(t, json.NewDecoder(r.Body).Decode(&req))
+		require.Equal(t, "POST /v1/webhooks", r.Method+" "+r.URL.Path)
+		if seen[req.URL] {
+			_, _ = w.Write([]byte(`{"id":"wh-1","url":"` + req.URL + `","created_at":"2026-11-27T03:00:00Z"}`))
+			return
+		}
+		seen[req.URL] = true
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"id":"wh-1","url":"` + req.URL + `","secret":"whsec_c2VjcmV0","created_at":"2026-11-27T03:00:00Z"}`))
+	}))
+	defer srv.Close()
+	c := New(srv.URL, "k", srv.Client())
+	w, created, err := c.AddWebhook(context.Background(), "https://example.com/hook", "")
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Equal(t, "whsec_c2VjcmV0", w.Secret)
+	again, created, err := c.AddWebhook(context.Background(), "https://example.com/hook", "")
+	require.NoError(t, err)
+	require.False(t, created)
+	require.Equal(t, w.ID, again.ID)
+	require.Empty(t, again.Secret)
+}
+
+// TestVerifyWebhookAcceptsWhatTheServerSigns: what the server's signer
+// (internal/webhook) signs verifies, during a rotation with either
+// secret; a changed body, an old timestamp and another secret do not.
+func TestVerifyWebhookAcceptsWhatTheServerSigns(t *testing.T) {
+	t.Parallel()
+	oldSecret, err := webhook.NewSecret()
+	require.NoError(t, err)
+	newSecret, err := webhook.NewSecret()
+	require.NoError(t, err)
+	now := time.Now()
+	body := []byte(`{"type":"run.succeeded","data":{"run_id":"r1"}}`)
+	hs, err := webhook.Headers("msg_1", now, body, newSecret, oldSecret)
+	require.NoError(t, err)
+	h := http.Header{}
+	for k, v := range hs {
+		h.Set(k, v)
+	}
+	require.NoError(t, VerifyWebhook(oldSecret, h, body, now))
+	require.NoError(t, VerifyWebhook(newSecret, h, body, now.Add(time.Minute)))
+	other, err := webhook.NewSecret()
+	require.NoError(t, err)
+	for name, err := range map[string]error{
+		"another secret":  VerifyWebhook(other, h, body, now),
+		"a changed body":  VerifyWebhook(newSecret, h, append([]byte(" "), body...), now),
+		"an old message":  VerifyWebhook(newSecret, h, body, now.Add(6*time.Minute)),
+		"a secret of old": VerifyWebhook("whsec_", h, body, now),
+		"no headers":      VerifyWebhook(newSecret, http.Header{}, body, now),
+	} {
+		require.ErrorIs(t, err, ErrWebhookSignature, name)
+	}
+}
+
+// TestRetentionRoutes: set, read and unset send the documented methods
+// and decode the retention.
+func TestRetentionRoutes(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	days := 0.0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		require.Equal(t, "/v1/retention", r.URL.Path)
+		switch r.Method {
+		case http.MethodPut:
+			var req struct {
+				Days float64 `json:"days"`
+			}
+			require.NoError(t, json.NewDecoder(r.Body).Decode(&req))
+			days = req.Days
+		case http.MethodDelete:
+			days = 0
+		}
+		_ = json.NewEncoder(w).Encode(Retention{Days: days, Set: days > 0})
+	}))
+	defer srv.Close()
+	c := New(srv.URL, "k", srv.Client())
+	ctx := context.Background()
+	r, err := c.SetRetention(ctx, 1.5)
+	require.NoError(t, err)
+	require.Equal(t, Retention{Days: 1.5, Set: true}, r)
+	r, err = c.Retention(ctx)
+	require.NoError(t, err)
+	require.Equal(t, Retention{Days: 1.5, Set: true}, r)
+	r, err = c.UnsetRetention(ctx)
+	require.NoError(t, err)
+	require.Equal(t, Retention{}, r)
 }
