@@ -21,6 +21,7 @@ type WebhookStore interface {
 	DeliveryTarget(ctx context.Context, id string) (store.Delivery, store.Webhook, bool, error)
 	RecordAttempt(ctx context.Context, id string, a store.DeliveryAttempt, delivered bool) error
 	FailDelivery(ctx context.Context, id, reason string) error
+	PrecedingDelivery(ctx context.Context, promoted store.Delivery, event string) (store.Delivery, error)
 }
 
 var _ WebhookStore = (*store.Store)(nil)
@@ -116,6 +117,42 @@ func (a *Activities) DeliverWebhook(ctx context.Context, id string) error {
 	if err != nil {
 		return storeErr(fmt.Errorf("read run %s: %w", d.RunID, err))
 	}
+	if d.EventType == contract.EventPromoted {
+		if err := a.deliverFinalFirst(ctx, d, w, run); err != nil {
+			return err
+		}
+	}
+	return a.send(ctx, d, w, run)
+}
+
+// deliverFinalFirst makes sure that the endpoint of promoted, a
+// run.promoted delivery, heard of the run's final state first. The
+// promotion and the run's own delivery are separate workflows, started
+// by the operator and by the run: nothing else orders them, and a
+// promotion made as soon as the replay committed used to reach the
+// endpoint before its run.succeeded. So the final event's delivery to
+// this endpoint (recorded now if the run's delivery has not prepared it
+// yet, or never will: an endpoint registered after the run ended) is
+// sent here first when still pending; until it is accepted the promoted
+// event waits, retried with the same backoff. One delivered or failed
+// for good no longer holds it up. The run's own workflow may send the
+// same delivery meanwhile: a receiver sees its webhook-id twice at worst,
+// which Standard Webhooks receivers deduplicate, never out of order.
+func (a *Activities) deliverFinalFirst(ctx context.Context, promoted store.Delivery, w store.Webhook, run store.Run) error {
+	pred, err := a.Hooks.PrecedingDelivery(ctx, promoted, EventType(run.Status))
+	if err != nil {
+		return storeErr(err)
+	}
+	if pred.Status != store.DeliveryPending {
+		return nil
+	}
+	return a.send(ctx, pred, w, run)
+}
+
+// send POSTs delivery d of run to endpoint w and logs the attempt; an
+// answer that is not 2xx is a retryable error.
+func (a *Activities) send(ctx context.Context, d store.Delivery, w store.Webhook, run store.Run) error {
+	id := d.ID
 	outcome, err := run.Outcome()
 	if err != nil {
 		return storeErr(err)
@@ -131,6 +168,10 @@ func (a *Activities) DeliverWebhook(ctx context.Context, id string) error {
 		secrets = append(secrets, w.PreviousSecret)
 	}
 	att := a.Sender.Send(ctx, w.URL, d.ID, secrets, body, now)
+	// The tenant's log gets the failure's class only (webhook.Attempt.Err):
+	// the transport's text can name the deployment's DNS server, internal
+	// addresses and which ports answer. The detail goes to the worker's
+	// log, without the answer's body.
 	rec := store.DeliveryAttempt{Code: att.Code, Error: att.Err, ResponsePrefix: att.Prefix, Duration: att.Duration}
 	// The attempt was made: it is logged even when the worker is stopping
 	// and has canceled ctx meanwhile, so that the delivery log shows
@@ -141,7 +182,7 @@ func (a *Activities) DeliverWebhook(ctx context.Context, id string) error {
 		return storeErr(err)
 	}
 	if !att.Accepted() {
-		logger(ctx).Info("webhook not accepted", "delivery", id, "code", att.Code)
+		logger(ctx).Info("webhook not accepted", "delivery", id, "endpoint", w.ID, "code", att.Code, "class", att.Err, "detail", att.Detail)
 		return temporal.NewApplicationError(att.Err, ErrWebhookRejected)
 	}
 	return nil

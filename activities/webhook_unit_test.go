@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -67,6 +68,17 @@ func (m *memHooks) PrepareDeliveries(_ context.Context, tenant, runID, event str
 			Status: store.DeliveryPending, CreatedAt: time.Now()}
 	}
 	return []store.Delivery{*m.deliveries[id]}, nil
+}
+
+func (m *memHooks) PrecedingDelivery(_ context.Context, promoted store.Delivery, event string) (store.Delivery, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	id := fmt.Sprintf("msg_%s_%s", promoted.RunID, event)
+	if _, ok := m.deliveries[id]; !ok {
+		m.deliveries[id] = &store.Delivery{ID: id, Tenant: promoted.Tenant, EndpointID: promoted.EndpointID, RunID: promoted.RunID,
+			EventType: event, Status: store.DeliveryPending, CreatedAt: time.Now()}
+	}
+	return *m.deliveries[id], nil
 }
 
 func (m *memHooks) DeliveryTarget(_ context.Context, id string) (store.Delivery, store.Webhook, bool, error) {
@@ -144,7 +156,7 @@ func newHookUnit(t *testing.T) *hookUnit {
 	u, err := url.Parse(srv.URL)
 	require.NoError(t, err)
 	h.hooks.endpoints["acme"] = store.Webhook{ID: "wh-1", Tenant: "acme", URL: srv.URL + "/hook", Secret: secret}
-	h.a = &activities.Activities{Hooks: h.hooks, Sender: webhook.NewSender(webhook.Policy{AllowHosts: []string{u.Hostname()}})}
+	h.a = &activities.Activities{Hooks: h.hooks, Sender: webhook.NewSender(webhook.Policy{AllowHosts: []string{u.Host}})}
 	return h
 }
 
@@ -204,15 +216,17 @@ func TestUnitDeliverWebhook(t *testing.T) {
 	require.Empty(t, h.received())
 	require.NoError(t, h.a.DeliverWebhook(ctx, ids[0]))
 	got := h.received()
-	require.Len(t, got, 1)
-	require.Equal(t, contract.EventPromoted, got[0].Type)
-	require.Equal(t, "r1", got[0].Data.RunID)
-	require.Equal(t, "r0", got[0].Data.ReplayOf)
-	require.Equal(t, 40, got[0].Data.TokensAfter)
-	require.Len(t, h.hooks.attempts[ids[0]], 2, "both attempts are logged")
+	require.Len(t, got, 2, "the run's final state goes first, then its promotion")
+	require.Equal(t, "run.succeeded", got[0].Type)
+	require.Equal(t, contract.EventPromoted, got[1].Type)
+	require.Equal(t, "r1", got[1].Data.RunID)
+	require.Equal(t, "r0", got[1].Data.ReplayOf)
+	require.Equal(t, 40, got[1].Data.TokensAfter)
+	require.Len(t, h.hooks.attempts["msg_r1_run.succeeded"], 2, "both attempts of the final event are logged")
+	require.Len(t, h.hooks.attempts[ids[0]], 1, "the promotion was sent once its run's final state was accepted")
 
 	require.NoError(t, h.a.DeliverWebhook(ctx, ids[0]))
-	require.Len(t, h.received(), 1, "a delivered one is not sent again")
+	require.Len(t, h.received(), 2, "a delivered one is not sent again")
 
 	h.hooks.runs["r2"] = store.Run{ID: "r2", Tenant: "acme", Session: "s1", Status: store.RunFailed}
 	ids, err = h.a.PrepareDeliveries(ctx, contract.DeliveryInput{Tenant: "acme", RunID: "r2"})
@@ -220,8 +234,106 @@ func TestUnitDeliverWebhook(t *testing.T) {
 	h.hooks.deleted["wh-1"] = true
 	require.NoError(t, h.a.DeliverWebhook(ctx, ids[0]))
 	require.Equal(t, store.DeliveryFailed, h.hooks.deliveries[ids[0]].Status)
-	require.Len(t, h.received(), 1, "nothing is sent to a deleted endpoint")
+	require.Len(t, h.received(), 2, "nothing is sent to a deleted endpoint")
 
 	require.NoError(t, h.a.FailDelivery(ctx, ids[0], "given up"))
 	require.Equal(t, "given up", h.hooks.deliveries[ids[0]].LastError)
+}
+
+// TestUnitPromotedAfterFinal: run.promoted never reaches an endpoint
+// before the same run's final event, whichever delivery is prepared
+// first. Promoted first (the run's own delivery not prepared yet): the
+// final event is sent ahead of it, and the run's delivery, prepared
+// later, finds it delivered and sends nothing twice. Final first and
+// still failing: the promotion waits for it, without a POST of its
+// own. Final failed for good: the promotion goes on.
+func TestUnitPromotedAfterFinal(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	h := newHookUnit(t)
+	h.hooks.runs["r1"] = store.Run{ID: "r1", Tenant: "acme", Session: "s1", Status: store.RunSucceeded, ReplayOf: "r0"}
+	promoted, err := h.a.PrepareDeliveries(ctx, contract.DeliveryInput{Tenant: "acme", RunID: "r1", Event: contract.EventPromoted})
+	require.NoError(t, err)
+	require.NoError(t, h.a.DeliverWebhook(ctx, promoted[0]))
+	final, err := h.a.PrepareDeliveries(ctx, contract.DeliveryInput{Tenant: "acme", RunID: "r1"})
+	require.NoError(t, err)
+	require.Empty(t, final, "the run's own delivery finds its final event delivered")
+	types := func() []string {
+		var out []string
+		for _, p := range h.received() {
+			out = append(out, p.Type)
+		}
+		return out
+	}
+	require.Equal(t, []string{"run.succeeded", contract.EventPromoted}, types())
+
+	h.hooks.runs["r2"] = store.Run{ID: "r2", Tenant: "acme", Session: "s1", Status: store.RunSucceeded, ReplayOf: "r0"}
+	final, err = h.a.PrepareDeliveries(ctx, contract.DeliveryInput{Tenant: "acme", RunID: "r2"})
+	require.NoError(t, err)
+	h.codes = []int{http.StatusServiceUnavailable, http.StatusServiceUnavailable}
+	require.Error(t, h.a.DeliverWebhook(ctx, final[0]), "the endpoint is down")
+	promoted, err = h.a.PrepareDeliveries(ctx, contract.DeliveryInput{Tenant: "acme", RunID: "r2", Event: contract.EventPromoted})
+	require.NoError(t, err)
+	require.Error(t, h.a.DeliverWebhook(ctx, promoted[0]), "the promotion waits for the final event")
+	require.Empty(t, h.hooks.attempts[promoted[0]], "no POST of the promotion while its run's final event is pending")
+	require.NoError(t, h.a.DeliverWebhook(ctx, promoted[0]))
+	require.Equal(t, []string{"run.succeeded", contract.EventPromoted, "run.succeeded", contract.EventPromoted}, types())
+
+	h.hooks.runs["r3"] = store.Run{ID: "r3", Tenant: "acme", Session: "s1", Status: store.RunSucceeded, ReplayOf: "r0"}
+	final, err = h.a.PrepareDeliveries(ctx, contract.DeliveryInput{Tenant: "acme", RunID: "r3"})
+	require.NoError(t, err)
+	require.NoError(t, h.a.FailDelivery(ctx, final[0], "not accepted within 24h"))
+	promoted, err = h.a.PrepareDeliveries(ctx, contract.DeliveryInput{Tenant: "acme", RunID: "r3", Event: contract.EventPromoted})
+	require.NoError(t, err)
+	require.NoError(t, h.a.DeliverWebhook(ctx, promoted[0]))
+	require.Len(t, h.received(), 5, "a final event failed for good no longer holds the promotion")
+	require.Equal(t, contract.EventPromoted, h.received()[4].Type)
+}
+
+// TestUnitDeliveryErrorIsAClass: an attempt that gets no answer is
+// logged for the tenant as its class (a refused port: "refused"), never
+// with the transport's text, which names the address and port dialled;
+// an answer that is not a 2xx is "http <code>".
+func TestUnitDeliveryErrorIsAClass(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := l.Addr().String()
+	require.NoError(t, l.Close())
+	host, port, err := net.SplitHostPort(closed)
+	require.NoError(t, err)
+
+	h := newHookUnit(t)
+	h.hooks.runs["r1"] = store.Run{ID: "r1", Tenant: "acme", Session: "s1", Status: store.RunSucceeded}
+	ids, err := h.a.PrepareDeliveries(ctx, contract.DeliveryInput{Tenant: "acme", RunID: "r1"})
+	require.NoError(t, err)
+	good := h.hooks.endpoints["acme"]
+	refused := good
+	refused.URL = "http://" + closed + "/hook"
+	h.hooks.endpoints["acme"] = refused
+	h.a.Sender = webhook.NewSender(webhook.Policy{AllowHosts: []string{closed}})
+
+	err = h.a.DeliverWebhook(ctx, ids[0])
+	require.Error(t, err, "a refused connection is retried")
+	require.NotContains(t, err.Error(), host)
+	att := h.hooks.attempts[ids[0]]
+	require.Len(t, att, 1)
+	require.Equal(t, webhook.ClassRefused, att[0].Error)
+	require.Zero(t, att[0].Code)
+	for _, leak := range []string{host, port, "dial", "connect"} {
+		require.NotContains(t, att[0].Error, leak)
+	}
+
+	// The receiver answers 503: the class names the code.
+	h.hooks.endpoints["acme"] = good
+	u, err := url.Parse(good.URL)
+	require.NoError(t, err)
+	h.a.Sender = webhook.NewSender(webhook.Policy{AllowHosts: []string{u.Host}})
+	h.codes = []int{http.StatusServiceUnavailable}
+	require.Error(t, h.a.DeliverWebhook(ctx, ids[0]))
+	att = h.hooks.attempts[ids[0]]
+	require.Len(t, att, 2)
+	require.Equal(t, "http 503", att[1].Error)
+	require.Equal(t, http.StatusServiceUnavailable, att[1].Code)
 }

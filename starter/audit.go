@@ -588,45 +588,6 @@ func newStatus() *cobra.Command {
 	return cmd
 }
 
-// printStatus prints the report in the three-tier design's layout.
-func printStatus(w io.Writer, st audit.SessionStatus) {
-	fmt.Fprintf(w, "## Context Status Report: %s/%s\n", st.Tenant, st.Session)
-	fmt.Fprintf(w, "**Timestamp:** %s\n", st.Time.Format(time.RFC3339))
-	if st.LastRunID == "" {
-		fmt.Fprintf(w, "**Estimated Usage:** unknown (no run succeeded yet)\n")
-	} else {
-		fmt.Fprintf(w, "**Estimated Usage:** %.1f%% (%d of %d, after run %s)\n", st.Usage*100, st.Tokens, st.ContextLimit, st.LastRunID)
-		fmt.Fprintf(w, "**Level:** %s\n", st.Level)
-	}
-	fmt.Fprintf(w, "\n### Current State\n")
-	fmt.Fprintf(w, "- **Tool results offloaded:** %d (%d tokens saved)\n", st.Offloads, st.OffloadTokens)
-	fmt.Fprintf(w, "- **Tool inputs truncated:** %d (%d tokens saved)\n", st.Truncations, st.TruncatedTokens)
-	fmt.Fprintf(w, "- **Summarisations performed:** %d\n", st.Summarisations)
-	if st.Watermark != "" {
-		fmt.Fprintf(w, "- **Watermark:** %s\n", st.Watermark)
-	}
-	var counts []string
-	for _, s := range []store.RunStatus{store.RunSucceeded, store.RunOverLimit, store.RunFailed, store.RunSkipped, store.RunRunning, store.RunPending} {
-		if n := st.Runs[string(s)]; n > 0 {
-			counts = append(counts, fmt.Sprintf("%d %s", n, s))
-		}
-	}
-	fmt.Fprintf(w, "- **Runs:** %s\n", strings.Join(counts, ", "))
-	if st.Replays > 0 {
-		fmt.Fprintf(w, "- **Replays:** %d (audit only: not the session's state)\n", st.Replays)
-	}
-	if st.Breaker != nil {
-		fmt.Fprintf(w, "- **Breaker:** open until %s: %s\n", st.Breaker.Until.Format(time.RFC3339), oneLine(st.Breaker.Reason))
-	}
-	if st.Recommendation != "" {
-		fmt.Fprintf(w, "\n### Recommendation\n%s\n", st.Recommendation)
-	}
-	fmt.Fprintf(w, "\n### Compression History\n| Time | Run | Type | Count | Tokens Saved |\n|------|-----|------|-------|--------------|\n")
-	for _, h := range st.History {
-		fmt.Fprintf(w, "| %s | %s | %s | %d | %d |\n", h.Time.Format(time.RFC3339), h.RunID, h.Type, h.Count, h.TokensSaved)
-	}
-}
-
 func newAPIKey() *cobra.Command {
 	cmd := &cobra.Command{Use: "apikey", Short: "Manage API keys of the HTTP gateway"}
 	var tenant, expires string

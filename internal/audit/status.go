@@ -9,6 +9,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/compress"
+	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -23,6 +24,14 @@ type HistoryRow struct {
 	// Replay is set for a pass of a replay that was not promoted: what-if
 	// audit data, not the session's life.
 	Replay bool `json:"replay,omitempty"`
+	// Promoted is set for a pass of a promoted replay, which is the
+	// session's state. Superseded is set for a pass of the run it
+	// repaired: the session's life until the promotion, but replaced by
+	// the replay's passes over the same conversation, so that counting
+	// both would count the same truncations and summaries twice. Neither
+	// a replay's nor a superseded run's pass adds to the report's totals.
+	Promoted   bool `json:"promoted,omitempty"`
+	Superseded bool `json:"superseded,omitempty"`
 }
 
 // SessionStatus is the three-tier context status report for one session.
@@ -43,17 +52,22 @@ type SessionStatus struct {
 	// Offloads and OffloadTokens are the offloaded results still live.
 	Offloads      int `json:"offloads"`
 	OffloadTokens int `json:"offload_tokens"`
-	// Truncations counts tool inputs truncated (tier 2) over all runs;
-	// TruncatedTokens is what that saved.
+	// Truncations counts tool inputs truncated (tier 2) over the runs
+	// that are the session's state (see HistoryRow); TruncatedTokens is
+	// what that saved.
 	Truncations     int `json:"truncations"`
 	TruncatedTokens int `json:"truncated_tokens"`
-	// Summarisations counts applied summary passes over all runs: history
-	// summaries, map-reduce and layer-2 result compression.
+	// Summarisations counts the summaries those runs made (summaryPass):
+	// history summaries, the budget ladder's, handoffs', map-reduce and
+	// layer-2 result compression.
 	Summarisations int `json:"summarisations"`
-	// Runs counts the session's runs by status; Replays the replays among
-	// them, which become the session's state only when promoted.
-	Runs    map[string]int `json:"runs"`
-	Replays int            `json:"replays"`
+	// Runs counts the session's runs by status, replays included.
+	// Replays counts the replays among them that were not promoted
+	// (what-if audit data, not the session's state); PromotedReplays
+	// the promoted ones, which are the session's runs.
+	Runs            map[string]int `json:"runs"`
+	Replays         int            `json:"replays"`
+	PromotedReplays int            `json:"promoted_replays"`
 	// Promotions are the replays promoted to the session's state, oldest
 	// first.
 	Promotions []store.Promotion `json:"promotions"`
@@ -63,9 +77,29 @@ type SessionStatus struct {
 	Watermark string         `json:"watermark,omitempty"`
 }
 
-// summaryPasses are the passes that summarise with an LLM (or its
-// fallback).
-var summaryPasses = []string{"history", "map-reduce", "global-results"}
+// summaryPasses are the passes that make a summary with an LLM (or its
+// fallback): the history summary, the budget ladder's history step, the
+// handoff's summary, map-reduce and layer-2 result compression. A
+// session log's reflection ("…/reflect") condenses summaries already
+// counted, without the summarizer, and is not one.
+var summaryPasses = []string{"history", plan.LadderHistory, handoffSummaryPass, "map-reduce", "global-results"}
+
+// handoffSummaryPass is the pass of a handoff's summary, and
+// handoffReusedNote the note it has when the handoff reuses the run's
+// own history summary (workflows' handoffSummary): no second summary
+// was made then, so it is not counted twice.
+const (
+	handoffSummaryPass = "handoff/summary"
+	handoffReusedNote  = "the run's history summary"
+)
+
+// summaryPass reports whether applied pass p made a summary.
+func summaryPass(p store.PassStat) bool {
+	if p.Name == handoffSummaryPass && p.Note == handoffReusedNote {
+		return false
+	}
+	return slices.Contains(summaryPasses, p.Name)
+}
 
 // Status reports a session's context status from its last succeeded run,
 // its live offloads and its watermark, with the compression history of
@@ -88,20 +122,21 @@ func (s *Service) Status(ctx context.Context, tenant, session string) (SessionSt
 	if err != nil {
 		return SessionStatus{}, err
 	}
-	promoted := map[string]bool{}
-	for _, p := range promotions {
-		promoted[p.RunID] = true
-	}
+	promoted := store.SessionPromotions(promotions)
 	st := SessionStatus{Tenant: tenant, Session: session, Time: time.Now().UTC(), Runs: map[string]int{}, History: []HistoryRow{},
 		Promotions: promotions}
 	// Oldest first, for the history table.
 	slices.Reverse(runs)
 	for _, r := range runs {
 		st.Runs[string(r.Status)]++
-		if r.ReplayOf != "" {
+		replay := r.ReplayOf != "" && !promoted.Promoted(r.ID)
+		switch {
+		case replay:
 			st.Replays++
+		case r.ReplayOf != "":
+			st.PromotedReplays++
 		}
-		replay := r.ReplayOf != "" && !promoted[r.ID]
+		superseded := promoted.Superseded(r.ID)
 		if !r.Status.Committed() {
 			continue
 		}
@@ -109,9 +144,10 @@ func (s *Service) Status(ctx context.Context, tenant, session string) (SessionSt
 		if err != nil {
 			return SessionStatus{}, err
 		}
-		if !replay {
-			// A what-if replay is audit data: the session's current state
-			// is its last real or promoted run.
+		if !replay && !superseded {
+			// A what-if replay is audit data, and a repaired run was
+			// replaced: the session's current state is its last real or
+			// promoted run.
 			st.LastRunID, st.Tokens, st.Usage, st.ContextLimit = r.ID, r.TokensAfter, stats.UsageAfter, stats.ContextLimit
 			st.Level, st.Recommendation = r.Level, stats.Recommendation
 		}
@@ -119,15 +155,16 @@ func (s *Service) Status(ctx context.Context, tenant, session string) (SessionSt
 			if !p.Applied {
 				continue
 			}
-			st.History = append(st.History, HistoryRow{Time: r.FinishedAt, RunID: r.ID, Type: p.Name, Count: p.Count, TokensSaved: p.TokensSaved, Replay: replay})
-			if replay {
+			st.History = append(st.History, HistoryRow{Time: r.FinishedAt, RunID: r.ID, Type: p.Name, Count: p.Count, TokensSaved: p.TokensSaved,
+				Replay: replay, Promoted: r.ReplayOf != "" && !replay, Superseded: superseded})
+			if replay || superseded {
 				continue
 			}
 			switch {
 			case p.Name == "truncate-inputs":
 				st.Truncations += p.Count
 				st.TruncatedTokens += p.TokensSaved
-			case slices.Contains(summaryPasses, p.Name):
+			case summaryPass(p):
 				st.Summarisations++
 			}
 		}

@@ -177,3 +177,97 @@ func (s *Store) SessionExists(ctx context.Context, tenant, session string) (bool
 	}
 	return ok, nil
 }
+
+// RunPromotions are the promotions that concern some runs, looked up
+// both ways: Of[replay] is the promotion of a promoted replay, and
+// RepairedBy[original] the promotion of the replay that repaired an
+// original. A promoted replay is its session's state; the original it
+// repaired no longer is (its output was replaced), so readers that add
+// up a session's life (status, overview, export) count the replay in
+// its place, never both.
+type RunPromotions struct {
+	Of         map[string]Promotion
+	RepairedBy map[string]Promotion
+}
+
+// Promoted reports whether run id is a promoted replay.
+func (p RunPromotions) Promoted(id string) bool { _, ok := p.Of[id]; return ok }
+
+// Superseded reports whether run id is an original that a promoted
+// replay repaired.
+func (p RunPromotions) Superseded(id string) bool { _, ok := p.RepairedBy[id]; return ok }
+
+// SessionState reports whether run r counts as its session's state: a
+// run that is not a replay and that no promoted replay superseded, or a
+// promoted replay. A replay that was not promoted is a what-if.
+func (p RunPromotions) SessionState(r Run) bool {
+	if r.ReplayOf != "" {
+		return p.Promoted(r.ID)
+	}
+	return !p.Superseded(r.ID)
+}
+
+// PromotionsOf returns the promotions of tenant that concern runIDs, as
+// promoted replays or as repaired originals.
+func (s *Store) PromotionsOf(ctx context.Context, tenant string, runIDs []string) (RunPromotions, error) {
+	out := RunPromotions{Of: map[string]Promotion{}, RepairedBy: map[string]Promotion{}}
+	if len(runIDs) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `
+		select tenant_id, session_id, run_id, replay_of, watermark, promoted_by, promoted_at
+		from promotions where tenant_id = $1 and (run_id = any($2) or replay_of = any($2))`, tenant, runIDs)
+	if err != nil {
+		return out, fmt.Errorf("look up promotions of tenant %s: %w", tenant, err)
+	}
+	ps, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Promotion, error) {
+		var p Promotion
+		err := row.Scan(&p.Tenant, &p.Session, &p.RunID, &p.ReplayOf, &p.Watermark, &p.PromotedBy, &p.PromotedAt)
+		return p, err
+	})
+	if err != nil {
+		return out, fmt.Errorf("look up promotions of tenant %s: %w", tenant, err)
+	}
+	for _, p := range ps {
+		out.Of[p.RunID], out.RepairedBy[p.ReplayOf] = p, p
+	}
+	return out, nil
+}
+
+// SessionPromotions is Promotions as RunPromotions.
+func SessionPromotions(ps []Promotion) RunPromotions {
+	out := RunPromotions{Of: map[string]Promotion{}, RepairedBy: map[string]Promotion{}}
+	for _, p := range ps {
+		out.Of[p.RunID], out.RepairedBy[p.ReplayOf] = p, p
+	}
+	return out
+}
+
+// PrecedingDelivery is the delivery that must reach promoted's endpoint
+// before promoted, a run.promoted delivery: the same run's final event
+// (event, "run.<status>") to the same endpoint. It is recorded now when
+// missing (the run ended before the endpoint was registered, or before
+// its own delivery workflow prepared it), so that an endpoint never
+// hears of a promotion before the run's final state, whichever of the
+// run's delivery and the promotion is prepared first.
+func (s *Store) PrecedingDelivery(ctx context.Context, promoted Delivery, event string) (Delivery, error) {
+	op := "delivery before " + promoted.ID
+	id, err := newID("msg_")
+	if err != nil {
+		return Delivery{}, fmt.Errorf("%s: %w", op, err)
+	}
+	_, err = s.pool.Exec(ctx, `insert into webhook_deliveries (id, tenant_id, endpoint_id, run_id, event_type)
+		values ($1, $2, $3, $4, $5) on conflict (endpoint_id, run_id, event_type) do nothing`,
+		id, promoted.Tenant, promoted.EndpointID, promoted.RunID, event)
+	if err != nil {
+		return Delivery{}, fmt.Errorf("%s: %w", op, err)
+	}
+	ds, err := s.deliveries(ctx, `where d.endpoint_id = $1 and d.run_id = $2 and d.event_type = $3`, promoted.EndpointID, promoted.RunID, event)
+	if err != nil {
+		return Delivery{}, fmt.Errorf("%s: %w", op, err)
+	}
+	if len(ds) != 1 {
+		return Delivery{}, fmt.Errorf("%s: %d deliveries of %s", op, len(ds), event)
+	}
+	return ds[0], nil
+}

@@ -115,3 +115,100 @@ func TestPromote(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, none)
 }
+
+// TestPromotionsOf: a promotion is found from its replay and from the
+// original it repaired, only for its tenant; SessionState counts a
+// promoted replay and a run no promotion superseded, never a what-if
+// replay nor a repaired original.
+func TestPromotionsOf(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := storetest.New(t)
+	for _, r := range []store.Run{{ID: "orig"}, {ID: "replay", ReplayOf: "orig"}, {ID: "what-if", ReplayOf: "orig"}, {ID: "other"}} {
+		_, _, err := st.CreateRun(ctx, store.Run{ID: r.ID, Tenant: "acme", Session: "s1", EventID: r.ID, Trigger: "manual",
+			Preset: "adaptive", Status: store.RunPending, ReplayOf: r.ReplayOf})
+		require.NoError(t, err)
+		time.Sleep(5 * time.Millisecond)
+	}
+	_, err := st.FailRun(ctx, "orig", store.Failure{Message: "boom"})
+	require.NoError(t, err)
+	for _, id := range []string{"replay", "what-if", "other"} {
+		_, err := st.CommitRun(ctx, id, store.RunResult{TokensAfter: 10, Stats: []byte(`{}`)})
+		require.NoError(t, err)
+	}
+	_, _, err = st.Promote(ctx, "acme", "replay", "test")
+	require.ErrorAs(t, err, new(*store.PromoteError), "a run committed after the original")
+	// Only "other" is in the way: promote in a session of its own.
+	ps, err := st.PromotionsOf(ctx, "acme", []string{"orig", "replay", "what-if", "other"})
+	require.NoError(t, err)
+	require.Empty(t, ps.Of)
+
+	for _, r := range []store.Run{{ID: "o2"}, {ID: "r2", ReplayOf: "o2"}} {
+		_, _, err := st.CreateRun(ctx, store.Run{ID: r.ID, Tenant: "acme", Session: "s2", EventID: r.ID, Trigger: "manual",
+			Preset: "adaptive", Status: store.RunPending, ReplayOf: r.ReplayOf})
+		require.NoError(t, err)
+		time.Sleep(5 * time.Millisecond)
+	}
+	_, err = st.FailRun(ctx, "o2", store.Failure{Message: "boom"})
+	require.NoError(t, err)
+	_, err = st.CommitRun(ctx, "r2", store.RunResult{TokensAfter: 10, Stats: []byte(`{}`)})
+	require.NoError(t, err)
+	p, _, err := st.Promote(ctx, "acme", "r2", "test")
+	require.NoError(t, err)
+
+	for _, ids := range [][]string{{"r2"}, {"o2"}} {
+		ps, err = st.PromotionsOf(ctx, "acme", ids)
+		require.NoError(t, err)
+		require.Equal(t, map[string]store.Promotion{"r2": p}, ps.Of, "found from %v", ids)
+		require.Equal(t, map[string]store.Promotion{"o2": p}, ps.RepairedBy)
+	}
+	ps, err = st.PromotionsOf(ctx, "other", []string{"r2", "o2"})
+	require.NoError(t, err)
+	require.Empty(t, ps.Of, "another tenant's")
+
+	ps = store.SessionPromotions([]store.Promotion{p})
+	require.True(t, ps.SessionState(store.Run{ID: "r2", ReplayOf: "o2"}), "a promoted replay is the session's state")
+	require.False(t, ps.SessionState(store.Run{ID: "o2"}), "the original it repaired no longer is")
+	require.False(t, ps.SessionState(store.Run{ID: "r3", ReplayOf: "o2"}), "another replay is a what-if")
+	require.True(t, ps.SessionState(store.Run{ID: "n1"}), "a run nothing superseded")
+}
+
+// TestPrecedingDelivery: the delivery that must go before a promotion's
+// is the same endpoint's delivery of the run's final event: the one
+// already prepared, or one recorded now, once.
+func TestPrecedingDelivery(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := storetest.New(t)
+	_, _, err := st.CreateRun(ctx, store.Run{ID: "run-1", Tenant: "acme", Session: "s1", EventID: "e1", Trigger: "manual",
+		Preset: "adaptive", Status: store.RunPending})
+	require.NoError(t, err)
+	w1, _, err := st.AddWebhook(ctx, "acme", "https://hooks.example.com/a", "", "whsec_b25l")
+	require.NoError(t, err)
+	final, err := st.PrepareDeliveries(ctx, "acme", "run-1", "run.succeeded")
+	require.NoError(t, err)
+	require.Len(t, final, 1)
+	w2, _, err := st.AddWebhook(ctx, "acme", "https://hooks.example.com/b", "", "whsec_dHdv")
+	require.NoError(t, err)
+	promoted, err := st.PrepareDeliveries(ctx, "acme", "run-1", "run.promoted")
+	require.NoError(t, err)
+	require.Len(t, promoted, 2)
+	for _, d := range promoted {
+		pred, err := st.PrecedingDelivery(ctx, d, "run.succeeded")
+		require.NoError(t, err)
+		require.Equal(t, d.EndpointID, pred.EndpointID)
+		require.Equal(t, "run.succeeded", pred.EventType)
+		require.Equal(t, store.DeliveryPending, pred.Status)
+		switch d.EndpointID {
+		case w1.ID:
+			require.Equal(t, final[0].ID, pred.ID, "the one the run's delivery prepared")
+		case w2.ID:
+			again, err := st.PrecedingDelivery(ctx, d, "run.succeeded")
+			require.NoError(t, err)
+			require.Equal(t, pred.ID, again.ID, "recorded once")
+		}
+	}
+	all, err := st.PrepareDeliveries(ctx, "acme", "run-1", "run.succeeded")
+	require.NoError(t, err)
+	require.Len(t, all, 2, "the run's own delivery sends the one recorded for the later endpoint too")
+}

@@ -1,0 +1,96 @@
+package audit_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/audit"
+	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/store/storetest"
+)
+
+// statusSession stores a session of four runs: n1, a run with a history
+// summary, the budget ladder's and a handoff's; o, a run over its limit;
+// w, a what-if replay of o; and r, a replay of o that is promoted when
+// promote is set (its handoff reuses its history summary). Every
+// committed run truncated tool inputs.
+func statusSession(t *testing.T, st *store.Store, promote bool) {
+	t.Helper()
+	ctx := t.Context()
+	pass := func(name string, count, saved int, note string) store.PassStat {
+		return store.PassStat{Name: name, Applied: true, Count: count, TokensSaved: saved, Note: note}
+	}
+	type seeded struct {
+		id, replayOf string
+		over         bool
+		passes       []store.PassStat
+	}
+	for _, r := range []seeded{
+		{id: "n1", passes: []store.PassStat{pass("truncate-inputs", 2, 100, ""), pass("history", 10, 500, ""),
+			pass("budget/history", 4, 200, ""), pass("handoff/summary", 1, 0, "summary by gpt-4o-mini"),
+			{Name: "map-reduce", Note: "skipped"}, pass("history/reflect", 3, 0, "")}},
+		{id: "o", over: true, passes: []store.PassStat{pass("truncate-inputs", 3, 300, ""), pass("history", 8, 400, "")}},
+		{id: "w", replayOf: "o", passes: []store.PassStat{pass("truncate-inputs", 3, 300, ""), pass("history", 8, 450, "")}},
+		{id: "r", replayOf: "o", passes: []store.PassStat{pass("truncate-inputs", 3, 300, ""), pass("history", 9, 600, ""),
+			pass("handoff/summary", 1, 0, "the run's history summary")}},
+	} {
+		_, _, err := st.CreateRun(ctx, store.Run{ID: r.id, Tenant: "acme", Session: "s1", EventID: r.id, Trigger: "manual",
+			Preset: "adaptive", Status: store.RunPending, ReplayOf: r.replayOf})
+		require.NoError(t, err)
+		stats, err := json.Marshal(store.RunStats{Passes: r.passes, ContextLimit: 1000, UsageAfter: 0.5, Unit: "tokens"})
+		require.NoError(t, err)
+		res := store.RunResult{TokensAfter: 500, Stats: stats}
+		if r.over {
+			res.OverLimit, res.OverLimitReason = true, "too big"
+		}
+		_, err = st.CommitRun(ctx, r.id, res)
+		require.NoError(t, err)
+		time.Sleep(5 * time.Millisecond) // runs of a session start one after another
+	}
+	if promote {
+		_, _, err := st.Promote(ctx, "acme", "r", "test")
+		require.NoError(t, err)
+	}
+}
+
+// TestStatusCountsTheSessionsState: the report adds up the runs that are
+// the session's state. Before the promotion, that is n1 and o: both
+// replays are what-ifs. After it, the promoted replay r counts in place
+// of the run it repaired, once (no truncation or summary of o and r
+// counted twice), and is the session's last run. Every summary counts
+// (history, ladder, handoff), but a handoff reusing the run's history
+// summary is not a second one, nor is a log's reflection.
+func TestStatusCountsTheSessionsState(t *testing.T) {
+	t.Parallel()
+	for _, promote := range []bool{false, true} {
+		st := storetest.New(t)
+		statusSession(t, st, promote)
+		s, err := (&audit.Service{Store: st}).Status(t.Context(), "acme", "s1")
+		require.NoError(t, err)
+		require.Equal(t, map[string]int{"succeeded": 3, "over_limit": 1}, s.Runs, "every run, by status")
+		if !promote {
+			require.Equal(t, "o", s.LastRunID, "the run over its limit is what the agent has")
+			require.Equal(t, 2, s.Replays)
+			require.Zero(t, s.PromotedReplays)
+			require.Equal(t, 5, s.Truncations, "n1 and o")
+			require.Equal(t, 400, s.TruncatedTokens)
+			require.Equal(t, 4, s.Summarisations, "n1's history, ladder and handoff summaries, o's history")
+			continue
+		}
+		require.Equal(t, "r", s.LastRunID, "the promoted replay is the session's state")
+		require.Equal(t, 1, s.Replays, "only the what-if replay is audit only")
+		require.Equal(t, 1, s.PromotedReplays)
+		require.Len(t, s.Promotions, 1)
+		require.Equal(t, 5, s.Truncations, "n1 and r, the repaired o no longer")
+		require.Equal(t, 400, s.TruncatedTokens)
+		require.Equal(t, 4, s.Summarisations, "n1's three, r's history (its handoff reused it)")
+		marks := map[string][3]bool{}
+		for _, h := range s.History {
+			marks[h.RunID] = [3]bool{h.Replay, h.Promoted, h.Superseded}
+		}
+		require.Equal(t, map[string][3]bool{"n1": {}, "o": {false, false, true}, "w": {true, false, false}, "r": {false, true, false}}, marks)
+	}
+}
