@@ -14,8 +14,13 @@ import (
 
 // CheckDrift measures a summary against its source: the share of the
 // source's identifiers (paths, URLs, ids, numbers, commands, error codes)
-// it keeps, over the most recent MaxIdentifiers of them. The missing items
-// go to S3 and Postgres, never into workflow history.
+// it keeps, over the most recent MaxIdentifiers of them, and whether it
+// invented anything. Both sides are compared normalised (digest.Comparable:
+// escapes, heredoc markers, quoting), and what the product wrote itself
+// (token counts of its reference blocks, recovery ids, its headings) is
+// neither required nor invented: a check that fails every summary,
+// the product's own repair included, is an alarm nobody reads. The
+// missing items go to S3 and Postgres, never into workflow history.
 func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftResult, err error) {
 	rec := a.begin(ctx, in.Run, in.Step, "drift")
 	defer rec.end(&err, &res.Recorded)
@@ -32,14 +37,15 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 	if err != nil {
 		return res, err
 	}
-	score, missing := retention(ids, summary, p.Drift.MaxIdentifiers)
-	idPassed := score >= p.Drift.MinRetention
-	res = DriftResult{Score: score, Passed: idPassed}
 	source, err := a.text(ctx, in.Run.Tenant, in.SourceKey)
 	if err != nil {
 		return res, err
 	}
-	checks, missing := a.driftChecks(ctx, in, source, summary, &res, missing)
+	src := digest.Comparable(source)
+	score, missing := retention(digest.Required(ids, src), summary, p.Drift.MaxIdentifiers)
+	idPassed := score >= p.Drift.MinRetention
+	res = DriftResult{Score: score, Passed: idPassed}
+	checks, missing := a.driftChecks(ctx, in, source, src, summary, &res, missing)
 	fab := checks[len(checks)-1]
 	// Only a failed check hands its missing items on (to the repair pass
 	// and the patch); a passed one keeps them in its verdict rows alone,
@@ -63,7 +69,9 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 // verdicts folded into res: the three-tier design's session checks for a history
 // summary, then for every summary the fabrication check, which comes last.
 // missing is returned with what the session checks miss added.
-func (a *Activities) driftChecks(ctx context.Context, in DriftInput, source, summary string, res *DriftResult, missing []string) ([]digest.DriftCheck, []string) {
+//
+// src is the source in digest.Comparable form.
+func (a *Activities) driftChecks(ctx context.Context, in DriftInput, source, src, summary string, res *DriftResult, missing []string) ([]digest.DriftCheck, []string) {
 	var checks []digest.DriftCheck
 	if isHistoryStep(in.Step) {
 		// The three-tier design's checks of a session summary: intent, trajectory,
@@ -80,7 +88,7 @@ func (a *Activities) driftChecks(ctx context.Context, in DriftInput, source, sum
 	// Every summary, whoever judged the rest: nothing in it may be
 	// invented. What it invented is stored in its verdict, not handed to
 	// the repair pass or the patch as something to add.
-	fab := digest.FabricationCheck(source, summary)
+	fab := digest.FabricationCheckComparable(src, summary)
 	checks = append(checks, fab)
 	res.Passed = res.Passed && fab.Passed
 	res.Score = min(res.Score, fab.Score)
@@ -162,9 +170,10 @@ func isHistoryStep(step string) bool {
 }
 
 // Retention scores a summary against the last maxIDs identifiers of its
-// source and lists the missing ones, most recent last.
+// source a summary must keep (digest.Required) and lists the missing
+// ones, most recent last.
 func Retention(source, summary string, maxIDs int) (float64, []string) {
-	return retention(digest.Identifiers(source), summary, maxIDs)
+	return retention(digest.Required(digest.Identifiers(source), digest.Comparable(source)), summary, maxIDs)
 }
 
 func retention(ids []digest.Identifier, summary string, maxIDs int) (float64, []string) {
@@ -175,7 +184,7 @@ func retention(ids []digest.Identifier, summary string, maxIDs int) (float64, []
 		return 1, nil
 	}
 	var missing []string
-	for _, id := range digest.Missing(ids, summary) {
+	for _, id := range digest.MissingComparable(ids, summary) {
 		missing = append(missing, id.Value)
 	}
 	return float64(len(ids)-len(missing)) / float64(len(ids)), missing

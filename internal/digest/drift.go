@@ -156,17 +156,23 @@ func intentCheck(blocks []transcriptBlock, summary string) DriftCheck {
 	return c
 }
 
+// reJSONKey is a key of a tool call's JSON arguments ("reservation_id":):
+// the call's schema, not what it did.
+var reJSONKey = regexp.MustCompile(`"[\w-]+"\s*:`)
+
 // trajectoryCheck: the summary follows what the agent did last: words of
-// the last five tool calls.
+// the last five tool calls, read as the agent wrote them (unescaped),
+// without their arguments' keys or the product's own text (a truncated
+// input's reference block, a recovery id).
 func trajectoryCheck(blocks []transcriptBlock, summary string) DriftCheck {
 	var calls []string
 	for i := len(blocks) - 1; i >= 0 && len(calls) < 5; i-- {
 		if strings.HasPrefix(blocks[i].head, "assistant tool call") {
-			calls = append(calls, blocks[i].text)
+			calls = append(calls, StripOwn(reJSONKey.ReplaceAllString(Unescape(blocks[i].text), " ")))
 		}
 	}
 	words := keyWords(strings.Join(calls, "\n"), 20)
-	score, missing := coverage(words, summary)
+	score, missing := coverage(words, Unescape(summary))
 	for i := range missing {
 		missing[i] = "recent action: " + missing[i]
 	}
@@ -194,6 +200,12 @@ func prematureCheck(blocks []transcriptBlock, summary string) DriftCheck {
 			break // the latest result is a success: the claim may stand
 		}
 		line := lineAt(blocks[i].text, open[0])
+		if strings.Contains(Comparable(summary), Comparable(line)) {
+			// The summary claims done but keeps the open result with it
+			// (as the patch adds it): the reader sees both.
+			c.Note = fmt.Sprintf("the summary says %q and keeps the open result %q", claim, line)
+			return c
+		}
 		c.Passed, c.Score = false, 0
 		c.Missing = []string{"still open: " + line}
 		c.Note = fmt.Sprintf("the summary says %q but the last result shows %q", claim, line)

@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 )
 
 // CheckFabrication names the fabrication check in drift verdicts.
@@ -20,35 +19,49 @@ var reQuote = regexp.MustCompile(`"([^"\n]{12,400})"|“([^”\n]{12,400})”`)
 // that invents an instruction ("the user asked: \"rewrite it in Rust\"")
 // or a file would send the agent after something nobody asked for, which
 // is worse than forgetting. Numbers are not checked (a summary counts and
-// sums), nor are the service's own storage keys (recovery references).
+// sums), nor are the service's own storage keys (recovery references) or
+// its own text (see Comparable): summary and source are compared with
+// escapes, heredoc markers and quoting normalised, so that a command
+// copied from a JSON tool input is not "invented" for its backslashes.
 func FabricationCheck(source, summary string) DriftCheck {
-	src := foldSource(source)
+	return FabricationCheckComparable(Comparable(source), summary)
+}
+
+// FabricationCheckComparable is FabricationCheck of a source already in
+// Comparable form (a caller that also needs it for Required makes it
+// once).
+func FabricationCheckComparable(src, summary string) DriftCheck {
+	// Quotes are found in the summary as a reader sees it: an escaped
+	// quotation mark copied from a tool input opens no quotation.
+	plain := Unescape(summary)
 	var bad []string
 	checked := 0
-	for _, m := range reQuote.FindAllStringSubmatch(summary, -1) {
+	for _, m := range reQuote.FindAllStringSubmatch(plain, -1) {
 		q := m[1]
 		if q == "" {
 			q = m[2]
 		}
-		if len(strings.Fields(q)) < 3 {
+		key := Comparable(q)
+		if len(strings.Fields(key)) < 3 {
 			continue
 		}
 		checked++
-		if !strings.Contains(src, fold(q)) {
+		if !strings.Contains(src, key) {
 			bad = append(bad, "fabricated quote: "+q)
 		}
 	}
-	for _, id := range Identifiers(summary) {
+	for _, id := range Identifiers(plain) {
 		switch id.Kind {
 		case KindPath, KindURL, KindID:
 		default:
 			continue
 		}
-		if ownKey(id.Value) {
+		key := CompareKey(id)
+		if ownKey(id.Value) || alnumRunes(key) < minKeyAlnum {
 			continue
 		}
 		checked++
-		if !strings.Contains(src, fold(id.Value)) {
+		if !strings.Contains(src, key) {
 			bad = append(bad, fmt.Sprintf("fabricated %s: %s", id.Kind, id.Value))
 		}
 	}
@@ -75,55 +88,6 @@ func ownKey(v string) bool {
 		}
 	}
 	return len(v) == 64 && hex == 64
-}
-
-// sourceEscapes are the JSON escapes of tool inputs that foldSource
-// undoes.
-var sourceEscapes = strings.NewReplacer(`\"`, `"`, `\n`, "\n", `\t`, "\t", `\\`, `\`)
-
-// foldSource is the source as fold sees it, with JSON escapes of tool
-// inputs undone, so that a command quoted from a call's arguments is
-// found: fold(sourceEscapes.Replace(s)), in one pass and one copy. A
-// drift check's source is a whole transcript (megabytes), and the steps
-// one after another held several copies of it and a string header for
-// every word, about ten times the source at once.
-func foldSource(s string) string {
-	if !utf8.ValidString(s) {
-		// strings.ToLower writes U+FFFD for an invalid byte of a
-		// non-ASCII text: the steps one after another decide.
-		return fold(sourceEscapes.Replace(s))
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	space := false // a run of white space waits for the next word
-	for i := 0; i < len(s); {
-		r, size := rune(s[i]), 1
-		switch {
-		case r == '\\' && i+1 < len(s):
-			// The replacer's pairs, left to right without overlap.
-			switch s[i+1] {
-			case '"', '\\':
-				r, size = rune(s[i+1]), 2
-			case 'n':
-				r, size = '\n', 2
-			case 't':
-				r, size = '\t', 2
-			}
-		case r >= utf8.RuneSelf:
-			r, size = utf8.DecodeRuneInString(s[i:])
-		}
-		i += size
-		if unicode.IsSpace(r) {
-			space = space || b.Len() > 0
-			continue
-		}
-		if space {
-			b.WriteByte(' ')
-			space = false
-		}
-		b.WriteRune(unicode.ToLower(r))
-	}
-	return b.String()
 }
 
 // fold lowercases and collapses white space, so that a re-wrapped or

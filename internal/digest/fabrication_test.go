@@ -1,14 +1,10 @@
 package digest
 
 import (
-	"fmt"
-	"math/rand"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/ctxcompact/orchestrator/internal/memtest"
 )
 
 // TestFabricationCheck: an extractive summary of a real result invents
@@ -60,41 +56,4 @@ func TestFabricationCheck(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestFoldSourceIsTheStepsInOnePass: foldSource gives what undoing the
-// escapes, then folding, gives, for texts full of escapes, white space of
-// every kind, capitals of every script and invalid UTF-8.
-func TestFoldSourceIsTheStepsInOnePass(t *testing.T) {
-	t.Parallel()
-	pieces := []string{`\"`, `\n`, `\t`, `\\`, `\`, `\\\n`, `\x`, "\\", " ", "  ", "\t", "\n", "\r\n", "\v", "\f",
-		"\u0085", "\u00a0", "\u2028", "\u3000", "A", "z", "Ab", "ÉTÉ", "İ", "Ⱥ", "ΣΑΣ", "ǅ", "日本", "x", "9",
-		"\xff", "\xc3", "\xe2\x80", "\"", "path/To/File.PY", "Error: E42"}
-	r := rand.New(rand.NewSource(5))
-	cases := []string{"", " ", `\n`, ` \n\t `, "a", `\\n`, `a\`, "ÉCOLE  Street", "\xff"}
-	for range 5000 {
-		var sb strings.Builder
-		for n := r.Intn(12); n >= 0; n-- {
-			sb.WriteString(pieces[r.Intn(len(pieces))])
-		}
-		cases = append(cases, sb.String())
-	}
-	for _, s := range cases {
-		want := fold(sourceEscapes.Replace(s))
-		require.Equal(t, want, foldSource(s), "%q", s)
-	}
-}
-
-// TestFoldSourceHoldsOneCopy: folding a source of megabytes allocates
-// about one copy of it (the steps one after another allocated about ten).
-func TestFoldSourceHoldsOneCopy(t *testing.T) {
-	var sb strings.Builder
-	for i := 0; sb.Len() < 4<<20; i++ {
-		fmt.Fprintf(&sb, "[tool result]\n  File \"Django/DB/%d.py\", line %d\\n\\tin Test_Case\n\n", i, i%300)
-	}
-	src := sb.String()
-	var folded string
-	alloc := memtest.Allocated(func() { folded = foldSource(src) })
-	require.Equal(t, fold(sourceEscapes.Replace(src)), folded)
-	require.Less(t, alloc, uint64(len(src))*3/2, "folding %d bytes allocated %d", len(src), alloc)
 }
