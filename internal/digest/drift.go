@@ -160,6 +160,14 @@ func intentCheck(blocks []transcriptBlock, summary string) DriftCheck {
 // the call's schema, not what it did.
 var reJSONKey = regexp.MustCompile(`"[\w-]+"\s*:`)
 
+// CallText is a tool call's input as the trajectory check reads it: as
+// the agent wrote it (unescaped), without its arguments' keys or the
+// product's own text. A summary that shows what the agent did last shows
+// this.
+func CallText(input string) string {
+	return strings.TrimSpace(StripOwn(reJSONKey.ReplaceAllString(Unescape(input), " ")))
+}
+
 // trajectoryCheck: the summary follows what the agent did last: words of
 // the last five tool calls, read as the agent wrote them (unescaped),
 // without their arguments' keys or the product's own text (a truncated
@@ -168,7 +176,7 @@ func trajectoryCheck(blocks []transcriptBlock, summary string) DriftCheck {
 	var calls []string
 	for i := len(blocks) - 1; i >= 0 && len(calls) < 5; i-- {
 		if strings.HasPrefix(blocks[i].head, "assistant tool call") {
-			calls = append(calls, StripOwn(reJSONKey.ReplaceAllString(Unescape(blocks[i].text), " ")))
+			calls = append(calls, CallText(blocks[i].text))
 		}
 	}
 	words := keyWords(strings.Join(calls, "\n"), 20)

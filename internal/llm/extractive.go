@@ -51,10 +51,10 @@ func (Extractive) Summarize(ctx context.Context, req Request) (Response, error) 
 	switch req.Prompt {
 	case PromptHistory:
 		events, _ := parseEvents(req.Text)
-		text = renderDigest(buildDigest(events), "##", historyLayout(), target)
+		text = renderDigest(buildDigest(events).withRefs(req.Text), "##", historyLayout(), target)
 	case PromptSession:
 		events, _ := parseEvents(req.Text)
-		text = renderDigest(buildDigest(events), "###", sessionLayout(req.ArchiveRef), target)
+		text = renderDigest(buildDigest(events).withRefs(req.Text), "###", sessionLayout(req.ArchiveRef), target)
 	case PromptRepair:
 		text = repairSummary(req.Context, req.Text, req.Missing)
 	case PromptJudge:
@@ -65,7 +65,7 @@ func (Extractive) Summarize(ctx context.Context, req Request) (Response, error) 
 		text = digest.Extractive(req.Text, target)
 	default:
 		if events, ok := parseEvents(req.Text); ok {
-			text = renderDigest(buildDigest(events), "##", structuredLayout(), target)
+			text = renderDigest(buildDigest(events).withRefs(req.Text), "##", structuredLayout(), target)
 		} else {
 			text = digest.Extractive(req.Text, target)
 		}

@@ -21,6 +21,8 @@ const (
 	partDecisions
 	partState
 	partNext
+	partRecent // the last calls' inputs, as the trajectory check reads them
+	partRefs   // the source's recent identifiers no other part writes
 	numParts
 )
 
@@ -84,11 +86,11 @@ const artifactHeader = "| Artifact | Path | Status |\n|----------|------|-------
 
 func historyLayout() []section {
 	return []section{
-		{heading: HistorySections[0], parts: []int{partCommands}},
+		{heading: HistorySections[0], parts: []int{partCommands, partRefs}},
 		{heading: HistorySections[1], parts: []int{partTask}},
 		{heading: HistorySections[2], parts: []int{partFiles}},
 		{heading: HistorySections[3], parts: []int{partErrors}},
-		{heading: HistorySections[4], parts: []int{partState}},
+		{heading: HistorySections[4], parts: []int{partState, partRecent}},
 		{heading: HistorySections[5], parts: []int{partNext}},
 		{heading: HistorySections[6], parts: []int{partConstraints}},
 		{heading: HistorySections[7], parts: []int{partDecisions}},
@@ -100,8 +102,8 @@ func sessionLayout(archiveRef string) []section {
 		{heading: SessionSections[0], parts: []int{partTask}},
 		{heading: SessionSections[1], parts: []int{partFiles}, table: true},
 		{heading: SessionSections[2], parts: []int{partDecisions}},
-		{heading: SessionSections[3], parts: []int{partState, partCommands}},
-		{heading: SessionSections[4], parts: []int{partErrors, partConstraints}},
+		{heading: SessionSections[3], parts: []int{partState, partRecent, partCommands}},
+		{heading: SessionSections[4], parts: []int{partErrors, partConstraints, partRefs}},
 		{heading: SessionSections[5], parts: []int{partNext}},
 		{heading: SessionSections[6], fixed: "- Full conversation: " + archiveRef + "\n"},
 	}
@@ -112,6 +114,8 @@ func structuredLayout() []section {
 	for i, h := range StructuredSections {
 		out[i] = section{heading: h, parts: []int{i}} // the parts are in the headings' order
 	}
+	out[partCommands].parts = append(out[partCommands].parts, partRefs)
+	out[partState].parts = append(out[partState].parts, partRecent)
 	return out
 }
 
@@ -119,10 +123,14 @@ func structuredLayout() []section {
 // is over its budget, each down to a floor: first the decisions, the older
 // commands, the current state, the older errors (all but the last five)
 // and the constraints; then, if that is not enough, the rest of each in
-// the same order, the task's opening and, last of all, the file list.
+// the same order, the older recent calls, the kept identifiers, the
+// task's opening and, last of all, the last call and the file list. The
+// recent calls and identifiers go late because they are what the drift
+// check of this summary looks for.
 var trimPhases = []struct{ part, floor int }{
 	{partDecisions, 0}, {partCommands, 1}, {partState, 1}, {partNext, 1}, {partErrors, verbatimErrors}, {partConstraints, 0},
-	{partCommands, 0}, {partState, 0}, {partNext, 0}, {partErrors, 0}, {partTask, 1}, {partFiles, 0}, {partTask, 0},
+	{partCommands, 0}, {partState, 0}, {partNext, 0}, {partErrors, 0}, {partRecent, 1}, {partRefs, 0}, {partTask, 1},
+	{partRecent, 0}, {partFiles, 0}, {partTask, 0},
 }
 
 // parts turns the digest into trimmable lists.
@@ -136,6 +144,8 @@ func (d transcriptDigest) parts() []*part {
 	ps[partDecisions] = plain(d.decisions, true, "earlier decision")
 	ps[partState] = plain(d.state, false, "more line")
 	ps[partNext] = plain(d.next, false, "more line")
+	ps[partRecent] = plain(d.recent, false, "earlier call")
+	ps[partRefs] = plain(d.refs, true, "earlier identifier")
 
 	files := &part{note: func(p *part) string { return plural(p.dropped(), "more path") }}
 	for _, f := range d.files {

@@ -47,6 +47,12 @@ const (
 	noteKinds         = 5
 	requestLines      = 3
 	maxDisplayedValue = 120
+	recentCalls       = 3
+	// refIdentifiers is how many of the source's last identifiers the
+	// summary keeps: the drift check's default window
+	// (policy's Drift.MaxIdentifiers).
+	refIdentifiers = 60
+	maxRefRunes    = 200
 )
 
 // eventKind is what a transcript block is.
@@ -151,6 +157,12 @@ type transcriptDigest struct {
 	decisions   []string
 	state       []string
 	next        []string
+	// recent are the last calls' inputs as the agent wrote them, newest
+	// first: what a resumed agent was doing.
+	recent []string
+	// refs are the source's recent identifiers that no other part
+	// writes, oldest first (see withRefs).
+	refs []string
 }
 
 // fileEntry is one path and what was done to it, in first-seen order.
@@ -331,6 +343,13 @@ func buildDigest(events []event) transcriptDigest {
 	}
 	if lastSaid != "" {
 		d.state = openingLines(lastSaid, stateLines, stateRunes)
+	}
+	for i := len(events) - 1; i >= 0 && len(d.recent) < recentCalls; i-- {
+		if events[i].kind == evCall {
+			if t := strings.Join(strings.Fields(digest.CallText(events[i].text)), " "); t != "" {
+				d.recent = append(d.recent, clip(t, maxItemRunes))
+			}
+		}
 	}
 	d.constraints = constraints.items
 	d.decisions = decisions.items
@@ -576,4 +595,26 @@ func errorLines(text string, failed, readOnly bool) []string {
 		}
 	}
 	return out
+}
+
+// withRefs gives the digest the source's recent identifiers (the last
+// refIdentifiers that a summary must keep, as the drift check counts them)
+// that none of its lines holds: a reservation code or an e-mail address
+// read in a tool result is a fact the agent needs, and the offline
+// summary, which only copies, can keep it.
+func (d transcriptDigest) withRefs(source string) transcriptDigest {
+	ids := digest.Required(digest.Identifiers(source), digest.Comparable(source))
+	if len(ids) > refIdentifiers {
+		ids = ids[len(ids)-refIdentifiers:]
+	}
+	written := strings.Join(d.lines(), "\n") + "\n" + strings.Join(d.recent, "\n")
+	d.refs = nil
+	for _, id := range digest.MissingComparable(ids, written) {
+		v := id.Value
+		if id.Kind == digest.KindCommand {
+			v, _, _ = strings.Cut(strings.TrimSpace(digest.Unescape(v)), "\n")
+		}
+		d.refs = append(d.refs, clip(v, maxRefRunes))
+	}
+	return d
 }
