@@ -48,8 +48,18 @@ func RequestID(v string) error { return check("request_id", v) }
 // Check validates any identifier under the field name given.
 func Check(field, v string) error { return check(field, v) }
 
-// check: 1 to MaxLen bytes of valid UTF-8, no control or format
-// characters, no surrounding whitespace, not "." or "..".
+// refused reports whether r may not appear in an identifier: the whole
+// Unicode categories Cc (controls), Cf (format: zero-width, byte-order
+// mark, bidi overrides), Zl and Zp (line and paragraph separators, which
+// break a terminal's or a log's line like a newline does), so that no
+// member of a category passes while its neighbours are refused.
+func refused(r rune) bool {
+	return r == utf8.RuneError || unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
+}
+
+// check: 1 to MaxLen bytes of valid UTF-8, no control, format or
+// line/paragraph separator characters, no surrounding whitespace, not "."
+// or "..".
 func check(field, v string) error {
 	switch {
 	case v == "":
@@ -68,8 +78,8 @@ func check(field, v string) error {
 		return &Error{Field: field, Reason: "must not end with whitespace"}
 	}
 	for i, r := range v {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
-			return &Error{Field: field, Reason: fmt.Sprintf("control or format character %U at byte %d not allowed", r, i)}
+		if refused(r) {
+			return &Error{Field: field, Reason: fmt.Sprintf("control, format or separator character %U at byte %d not allowed", r, i)}
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package ident
 import (
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/stretchr/testify/require"
 )
@@ -23,6 +24,13 @@ func TestIdentifiers(t *testing.T) {
 		{"DEL", "a\x7f", false},
 		{"C1 control", "a\u0085b", false},
 		{"bidi override", "a\u202eb", false},
+		{"zero width space", "a\u200bb", false},
+		{"byte order mark", "a\ufeffb", false},
+		{"line separator", "a\u2028b", false},
+		{"paragraph separator", "a\u2029b", false},
+		{"soft hyphen (Cf)", "a\u00adb", false},
+		{"tag character (Cf)", "a\U000e0041b", false},
+		{"inner no-break space (Zs)", "a\u00a0b", true},
 		{"invalid UTF-8", "\xff\xfe", false},
 		{"dot", ".", false},
 		{"dot dot", "..", false},
@@ -49,4 +57,22 @@ func TestIdentifiers(t *testing.T) {
 	}
 	require.ErrorContains(t, Session("a/b"), "'/'")
 	require.NoError(t, EventID("a/b"), "event ids may hold '/'")
+}
+
+// TestWholeCategoriesRefused: every rune of Cc, Cf, Zl and Zp is refused
+// inside an identifier, not a hand-picked few.
+func TestWholeCategoriesRefused(t *testing.T) {
+	t.Parallel()
+	for _, cat := range []*unicode.RangeTable{unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp} {
+		for _, rg := range cat.R16 {
+			for r := rune(rg.Lo); r <= rune(rg.Hi); r += rune(rg.Stride) {
+				require.Error(t, Session("a"+string(r)+"b"), "%U", r)
+			}
+		}
+		for _, rg := range cat.R32 {
+			for r := rune(rg.Lo); r <= rune(rg.Hi); r += rune(rg.Stride) {
+				require.Error(t, Session("a"+string(r)+"b"), "%U", r)
+			}
+		}
+	}
 }
