@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from .errors import ApiError, CtxcompactError
-from .types import FINAL_STATUSES, Accepted, Offload, RunDetail, RunResult, SearchResult
+from .types import (FINAL_STATUSES, Accepted, Delivery, Erasure, Offload, PromoteResponse, Redelivered, Retention,
+                    RunDetail, RunResult, SearchResult, SessionStatus, Submitted, WebhookEndpoint)
 
 _RETRY_STATUSES = (429, 503)
 
@@ -38,6 +39,16 @@ class EventAnswer:
 
 
 @dataclass
+class WebhookRegistration:
+    """What add_webhook answers: the endpoint, and whether this call
+    created it (201, the endpoint's secret in endpoint["secret"], shown
+    once) or found the URL registered already (200, no secret)."""
+
+    endpoint: WebhookEndpoint
+    created: bool
+
+
+@dataclass
 class Recovered:
     """What a recover id names: text, with X-Total-Lines (the whole text's
     line count) and X-Lines (the lines answered, with lines=)."""
@@ -60,8 +71,13 @@ class Client:
 
     Retries 429 and 503 answers after their Retry-After (at most
     max_retries times, each wait capped by max_retry_wait seconds), and
-    connection errors: every call is safe to repeat, since submit_event
-    fixes the event id before the first attempt.
+    connection errors: calls are safe to repeat, since submit_event and
+    replay_run fix their ids before the first attempt (rotate_webhook and
+    redeliver, which are not, are not retried after a connection error).
+
+    Each method that calls the API says its operation on the line above it
+    ("# op: METHOD /path"); e2e/clients_test.go checks them against
+    api/openapi.yaml.
     """
 
     def __init__(self, base_url: str, api_key: str, timeout: float = 60.0,
@@ -74,6 +90,7 @@ class Client:
 
     # -- compaction ---------------------------------------------------------
 
+    # op: POST /v1/sessions/{session}/events
     def submit_event(self, session: str, conversation: Any = None, *, event_id: Optional[str] = None,
                      kind: Optional[str] = None, model: Optional[str] = None,
                      context_limit: Optional[int] = None, preset: Optional[str] = None,
@@ -108,6 +125,7 @@ class Client:
             return EventAnswer(status, accepted=doc)
         return EventAnswer(status, result=doc)
 
+    # op: GET /v1/runs/{run}
     def wait_run(self, run_id: str, wait: Union[int, float, str, None] = 30) -> RunDetail:
         """GET /v1/runs/{run}?wait=: answers as soon as the run is final, or
         after wait (seconds, or a duration such as "30s"); check
@@ -136,6 +154,7 @@ class Client:
             if time.monotonic() >= deadline:
                 raise TimeoutError("run %s is still %s" % (run_id, d.get("run", {}).get("status")))
 
+    # op: GET /v1/runs/{run}/output
     def get_output(self, run_id: str) -> bytes:
         """GET /v1/runs/{run}/output: the compacted conversation byte for
         byte, checked against X-Content-SHA256. A run that is not finished
@@ -146,11 +165,13 @@ class Client:
 
     # -- recovery -----------------------------------------------------------
 
+    # op: GET /v1/sessions/{session}/offloads
     def list_offloads(self, session: str) -> List[Offload]:
         """GET /v1/sessions/{session}/offloads: the live offloads, oldest first."""
         _, data, _ = self._request("GET", "/v1/sessions/%s/offloads" % _seg(session))
         return _json(data, "offloads").get("offloads") or []
 
+    # op: GET /v1/sessions/{session}/offloads/{id}
     def recover(self, session: str, id: str, lines: Optional[str] = None) -> Recovered:
         """GET /v1/sessions/{session}/offloads/{id}: what a recover id names
         (an offload id, or an archive id such as "<sha256>.m3-57"), what
@@ -165,6 +186,7 @@ class Client:
         return Recovered(data.decode("utf-8", errors="replace"),
                          int(total) if total and total.isdigit() else None, h.get("x-lines"))
 
+    # op: GET /v1/sessions/{session}/search
     def search(self, session: str, query: str, limit: Optional[int] = None) -> SearchResult:
         """GET /v1/sessions/{session}/search: hits in the session's offloads
         and archived originals, each with the id that recover() reads back."""
@@ -174,16 +196,142 @@ class Client:
         _, data, _ = self._request("GET", "/v1/sessions/%s/search" % _seg(session), query=q)
         return _json(data, "search")
 
+    # op: GET /v1/tools
     def tools(self, format: str = "openai") -> List[Dict[str, Any]]:
         """GET /v1/tools: recover_context and search_context in a provider's
         schema ("openai" or "anthropic")."""
         _, data, _ = self._request("GET", "/v1/tools", query={"format": format})
         return _json(data, "tools").get("tools") or []
 
+    # -- sessions -----------------------------------------------------------
+
+    # op: GET /v1/sessions/{session}/status
+    def session_status(self, session: str) -> SessionStatus:
+        """GET /v1/sessions/{session}/status: the three-tier design's status
+        report, from the session's last succeeded run (or promoted replay)."""
+        _, data, _ = self._request("GET", "/v1/sessions/%s/status" % _seg(session))
+        return _json(data, "status")
+
+    # op: DELETE /v1/sessions/{session}
+    def erase_session(self, session: str) -> Erasure:
+        """DELETE /v1/sessions/{session}: starts (or joins) the session's
+        erasure, answered while it runs ("erasing"); get_erasure reads it
+        until "erased". Reads of the session then raise GoneError."""
+        _, data, _ = self._request("DELETE", "/v1/sessions/%s" % _seg(session))
+        return _json(data, "erasure")
+
+    # op: GET /v1/erasures/{id}
+    def get_erasure(self, erasure_id: str) -> Erasure:
+        """GET /v1/erasures/{id}: the erasure, then its tombstone."""
+        _, data, _ = self._request("GET", "/v1/erasures/%s" % _seg(erasure_id))
+        return _json(data, "erasure")
+
+    # -- retention ----------------------------------------------------------
+
+    # op: GET /v1/retention
+    def get_retention(self) -> Retention:
+        """GET /v1/retention: {"days", "set"}; set False keeps runs for good."""
+        _, data, _ = self._request("GET", "/v1/retention")
+        return _json(data, "retention")
+
+    # op: PUT /v1/retention
+    def set_retention(self, days: float) -> Retention:
+        """PUT /v1/retention: delete the tenant's final runs days after they
+        ended (above 0, at most 36500, fractions allowed)."""
+        _, data, _ = self._request("PUT", "/v1/retention", body=json.dumps({"days": days}).encode("utf-8"))
+        return _json(data, "retention")
+
+    # op: DELETE /v1/retention
+    def unset_retention(self) -> Retention:
+        """DELETE /v1/retention: keep the tenant's runs for good again."""
+        _, data, _ = self._request("DELETE", "/v1/retention")
+        return _json(data, "retention")
+
+    # -- webhooks -----------------------------------------------------------
+
+    # op: POST /v1/webhooks
+    def add_webhook(self, url: str, description: Optional[str] = None) -> WebhookRegistration:
+        """POST /v1/webhooks: registers a completion webhook endpoint. A new
+        URL is created (201) with its secret; one already registered answers
+        the existing endpoint (200), without a secret."""
+        fields = {"url": url}
+        if description is not None:
+            fields["description"] = description
+        status, data, _ = self._request("POST", "/v1/webhooks", body=json.dumps(fields).encode("utf-8"))
+        return WebhookRegistration(_json(data, "webhook"), status == 201)
+
+    # op: GET /v1/webhooks
+    def list_webhooks(self) -> List[WebhookEndpoint]:
+        """GET /v1/webhooks: the live endpoints, oldest first, without secrets."""
+        _, data, _ = self._request("GET", "/v1/webhooks")
+        return _json(data, "webhooks").get("webhooks") or []
+
+    # op: DELETE /v1/webhooks/{id}
+    def delete_webhook(self, webhook_id: str) -> None:
+        """DELETE /v1/webhooks/{id}: no more deliveries to it (its log stays)."""
+        self._request("DELETE", "/v1/webhooks/%s" % _seg(webhook_id))
+
+    # op: POST /v1/webhooks/{id}/rotate
+    def rotate_webhook(self, webhook_id: str) -> WebhookEndpoint:
+        """POST /v1/webhooks/{id}/rotate: a new secret (in the answer); the
+        old one signs beside it until previous_expires_at. Not retried after
+        a connection error: a second rotation would retire this one's."""
+        _, data, _ = self._request("POST", "/v1/webhooks/%s/rotate" % _seg(webhook_id), retry_connection=False)
+        return _json(data, "webhook")
+
+    # op: GET /v1/runs/{run}/deliveries
+    def list_deliveries(self, run_id: str) -> List[Delivery]:
+        """GET /v1/runs/{run}/deliveries: the run's webhook deliveries, each
+        with every attempt."""
+        _, data, _ = self._request("GET", "/v1/runs/%s/deliveries" % _seg(run_id))
+        return _json(data, "deliveries").get("deliveries") or []
+
+    # op: POST /v1/deliveries/{id}/redeliver
+    def redeliver(self, delivery_id: str) -> Redelivered:
+        """POST /v1/deliveries/{id}/redeliver: send a delivery again, with
+        the same webhook-id. Not retried after a connection error."""
+        _, data, _ = self._request("POST", "/v1/deliveries/%s/redeliver" % _seg(delivery_id), retry_connection=False)
+        return _json(data, "redelivery")
+
+    # -- replay -------------------------------------------------------------
+
+    # op: GET /v1/runs/{run}/original
+    def get_original(self, run_id: str) -> bytes:
+        """GET /v1/runs/{run}/original: the run's original conversation byte
+        for byte, checked against X-Content-SHA256."""
+        _, data, h = self._request("GET", "/v1/runs/%s/original" % _seg(run_id))
+        _check_sha(h, data)
+        return data
+
+    # op: POST /v1/runs/{run}/replay
+    def replay_run(self, run_id: str, *, request_id: Optional[str] = None, preset: Optional[str] = None,
+                   overrides: Optional[Mapping[str, Any]] = None, model: Optional[str] = None,
+                   context_limit: Optional[int] = None) -> Submitted:
+        """POST /v1/runs/{run}/replay: runs the run's original again,
+        optionally with another preset, overrides, model or limit (202);
+        wait_final reads the replay. request_id makes it idempotent; None
+        gets a random one, fixed before the first attempt."""
+        fields: Dict[str, Any] = {"request_id": request_id or "rpl-" + secrets.token_hex(12)}
+        for k, v in (("preset", preset), ("overrides", overrides), ("model", model), ("context_limit", context_limit)):
+            if v is not None:
+                fields[k] = v
+        _, data, _ = self._request("POST", "/v1/runs/%s/replay" % _seg(run_id), body=json.dumps(fields).encode("utf-8"))
+        return _json(data, "replay")
+
+    # op: POST /v1/runs/{run}/promote
+    def promote_replay(self, run_id: str) -> PromoteResponse:
+        """POST /v1/runs/{run}/promote: makes a replay that succeeded, of a
+        run that failed or ended over_limit, its session's state. Refused
+        with ApiError 409 naming the field (run, replay_of, session);
+        promoting again answers the same promotion with existing True."""
+        _, data, _ = self._request("POST", "/v1/runs/%s/promote" % _seg(run_id))
+        return _json(data, "promotion")
+
     # -- transport ----------------------------------------------------------
 
     def _request(self, method: str, path: str, query: Optional[Mapping[str, str]] = None,
-                 body: Optional[bytes] = None, timeout: Optional[float] = None) -> Tuple[int, bytes, Dict[str, str]]:
+                 body: Optional[bytes] = None, timeout: Optional[float] = None,
+                 retry_connection: bool = True) -> Tuple[int, bytes, Dict[str, str]]:
         url = self.base_url + path
         if query:
             url += "?" + urllib.parse.urlencode(query)
@@ -203,7 +351,7 @@ class Client:
                     raise err from None
                 wait = err.retry_after
             except (urllib.error.URLError, socket.timeout, ConnectionError) as e:
-                if attempt >= self.max_retries:
+                if attempt >= self.max_retries or not retry_connection:
                     raise CtxcompactError("%s %s: %s" % (method, path, getattr(e, "reason", e))) from e
             if wait is None or wait <= 0:
                 wait = 0.2 * (2 ** attempt)

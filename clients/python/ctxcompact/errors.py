@@ -1,8 +1,8 @@
-"""Errors: ApiError for the API's answers, WebhookVerificationError for
-webhooks that do not verify."""
+"""Errors: ApiError for the API's answers (GoneError for an erased
+session's), WebhookVerificationError for webhooks that do not verify."""
 
 import json
-from typing import Any, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional
 
 
 class CtxcompactError(Exception):
@@ -59,10 +59,26 @@ class ApiError(CtxcompactError):
         e = doc.get("error") if isinstance(doc, dict) else None
         if isinstance(e, dict) and isinstance(e.get("code"), str):
             index = e.get("index")
-            return cls(status, e["code"], str(e.get("message", "")), field=e.get("field") or None,
-                       index=index if isinstance(index, int) else None, path=e.get("path") or None,
-                       retry_after=retry_after, total_lines=total_lines)
+            kwargs: Dict[str, Any] = dict(field=e.get("field") or None, index=index if isinstance(index, int) else None,
+                                          path=e.get("path") or None, retry_after=retry_after,
+                                          total_lines=total_lines)
+            if status == 410 and e["code"] == "gone":
+                return GoneError(status, e["code"], str(e.get("message", "")), erasure_id=e.get("erasure_id") or None,
+                                 erased_at=e.get("erased_at") or None, **kwargs)
+            return cls(status, e["code"], str(e.get("message", "")), **kwargs)
         return cls(status, "http_%d" % status, text.strip(), retry_after=retry_after, total_lines=total_lines)
+
+
+class GoneError(ApiError):
+    """A read of an erased session: HTTP 410, code "gone". erasure_id
+    names the erasure (Client.get_erasure reads its tombstone) and
+    erased_at (RFC 3339) when it finished."""
+
+    def __init__(self, status: int, code: str, message: str, erasure_id: Optional[str] = None,
+                 erased_at: Optional[str] = None, **kwargs: Any) -> None:
+        self.erasure_id = erasure_id
+        self.erased_at = erased_at
+        super().__init__(status, code, message, **kwargs)
 
 
 class WebhookVerificationError(CtxcompactError):

@@ -224,3 +224,142 @@ class ErrorBody(TypedDict, total=False):
 
 class ErrorResponse(TypedDict, total=False):
     error: ErrorBody
+
+
+class HistoryRow(TypedDict, total=False):
+    # One pass of a run of the session (SessionStatus.history[]).
+    time: str
+    run_id: str
+    type: str
+    count: int
+    tokens_saved: int
+    replay: bool
+
+
+class Promotion(TypedDict, total=False):
+    # A replay made its session's state: run_id the replay, replay_of the
+    # failed or over_limit run it repairs.
+    tenant: str
+    session: str
+    run_id: str
+    replay_of: str
+    watermark: str
+    promoted_by: str
+    promoted_at: str
+
+
+class PromoteResponse(Promotion, total=False):
+    # POST /v1/runs/{run}/promote: existing when promoted before.
+    existing: bool
+
+
+class SessionStatus(TypedDict, total=False):
+    # GET /v1/sessions/{session}/status: from the session's last succeeded
+    # run (or promoted replay); usage is a fraction.
+    tenant: str
+    session: str
+    last_run_id: str
+    time: str
+    tokens: int
+    context_limit: int
+    usage: float
+    level: str
+    recommendation: str
+    offloads: int
+    offload_tokens: int
+    truncations: int
+    truncated_tokens: int
+    summarisations: int
+    runs: Dict[str, int]
+    replays: int
+    promotions: List[Promotion]
+    # The session's loop breaker while open: {"open", "reason", "until"}.
+    breaker: Dict[str, Any]
+    history: List[HistoryRow]
+    watermark: str
+
+
+class Submitted(TypedDict, total=False):
+    # A started (or joined, existing) replay run.
+    run_id: str
+    existing: bool
+    status_url: str
+
+
+# ErasureStatus: erasing, then erased with the tombstone's figures.
+ErasureStatus = Literal["erasing", "erased"]
+
+
+class Erasure(TypedDict, total=False):
+    # A session's erasure and its tombstone.
+    id: str
+    session: str
+    status: ErasureStatus
+    workflow_id: str
+    requested_by: str
+    requested_at: str
+    finished_at: str
+    runs: int
+    rows_deleted: int
+    objects_deleted: int
+    objects_kept: int
+    deleted_sha256: List[str]
+
+
+class Retention(TypedDict, total=False):
+    # The tenant's retention; set False keeps runs for good.
+    days: float
+    set: bool
+
+
+class WebhookEndpoint(TypedDict, total=False):
+    # secret is only in the answers of a registration that created the
+    # endpoint and of a rotation.
+    id: str
+    url: str
+    description: str
+    secret: str
+    created_at: str
+    rotated_at: str
+    previous_expires_at: str
+
+
+class WebhookList(TypedDict, total=False):
+    webhooks: List[WebhookEndpoint]
+
+
+class DeliveryAttempt(TypedDict, total=False):
+    # One POST of a delivery; code is absent when there was no answer.
+    attempt: int
+    at: str
+    code: int
+    error: str
+    response_prefix: str
+    duration_ms: int
+
+
+DeliveryStatus = Literal["pending", "delivered", "failed"]
+
+
+class Delivery(TypedDict, total=False):
+    # One webhook delivery of a run; id is the webhook-id header.
+    id: str
+    endpoint_id: str
+    run_id: str
+    event_type: str
+    status: DeliveryStatus
+    attempts: int
+    last_code: int
+    last_error: str
+    created_at: str
+    delivered_at: str
+    log: List[DeliveryAttempt]
+
+
+class DeliveryList(TypedDict, total=False):
+    deliveries: List[Delivery]
+
+
+class Redelivered(TypedDict, total=False):
+    delivery_id: str
+    workflow_id: str

@@ -1,6 +1,7 @@
 // Thin client of the ctxcompact orchestrator's HTTP API (api/openapi.yaml):
 // submit compaction events, wait for runs, read their output, recover what
-// was cut, and verify webhooks (Standard Webhooks). No runtime dependencies:
+// was cut, read a session's status, erase it, set the tenant's retention,
+// manage webhooks and verify them (Standard Webhooks), replay and promote. No runtime dependencies:
 // Node 18+'s global fetch and node:crypto.
 
 import { createHash, createHmac, randomUUID, timingSafeEqual } from "node:crypto";
@@ -254,6 +255,158 @@ export interface ErrorResponse {
   error: ErrorBody;
 }
 
+/** One pass of a run of the session (SessionStatus.history[]). */
+export interface HistoryRow {
+  time?: string;
+  run_id?: string;
+  type?: string;
+  count?: number;
+  tokens_saved?: number;
+  /** A pass of a replay (audit data, not the session's state). */
+  replay?: boolean;
+}
+
+/** A replay made its session's state: run_id the replay, replay_of the run it repairs. */
+export interface Promotion {
+  tenant?: string;
+  session?: string;
+  run_id: string;
+  replay_of: string;
+  watermark?: string;
+  promoted_by?: string;
+  promoted_at?: string;
+}
+
+/** POST /v1/runs/{run}/promote: the promotion, existing when promoted before. */
+export interface PromoteResponse extends Promotion {
+  existing: boolean;
+}
+
+/** GET /v1/sessions/{session}/status: from the last succeeded run (or promoted replay); usage is a fraction. */
+export interface SessionStatus {
+  tenant?: string;
+  session: string;
+  last_run_id?: string;
+  time?: string;
+  tokens?: number;
+  context_limit?: number;
+  usage?: number;
+  level?: string;
+  recommendation?: string;
+  offloads?: number;
+  offload_tokens?: number;
+  truncations?: number;
+  truncated_tokens?: number;
+  summarisations?: number;
+  runs?: Record<string, number>;
+  replays?: number;
+  promotions?: Promotion[];
+  /** The session's loop breaker, present while open. */
+  breaker?: { open: boolean; reason?: string; until?: string };
+  history?: HistoryRow[];
+  watermark?: string;
+}
+
+/** The body of POST /v1/runs/{run}/replay. */
+export interface ReplayRequest {
+  /** Idempotency key; omitted, the client makes one before the first attempt. */
+  request_id?: string;
+  preset?: Preset;
+  overrides?: Record<string, unknown>;
+  model?: string;
+  context_limit?: number;
+}
+
+/** A started (or joined, existing) replay run. */
+export interface Submitted {
+  run_id: string;
+  existing: boolean;
+  status_url: string;
+}
+
+/** An erasure is erasing, then erased with its tombstone's figures. */
+export type ErasureStatus = "erasing" | "erased";
+
+/** A session's erasure and its tombstone. */
+export interface Erasure {
+  id: string;
+  session: string;
+  status: ErasureStatus;
+  workflow_id?: string;
+  requested_by?: string;
+  requested_at?: string;
+  finished_at?: string;
+  runs?: number;
+  rows_deleted?: number;
+  objects_deleted?: number;
+  /** Objects another session of the tenant still holds (the same bytes). */
+  objects_kept?: number;
+  deleted_sha256?: string[];
+}
+
+/** The tenant's retention; set false keeps runs for good. */
+export interface Retention {
+  days: number;
+  set: boolean;
+}
+
+/** A webhook endpoint; secret only in the answers of a registration that created it and of a rotation. */
+export interface WebhookEndpoint {
+  id: string;
+  url: string;
+  description?: string;
+  secret?: string;
+  created_at?: string;
+  rotated_at?: string;
+  previous_expires_at?: string;
+}
+
+export interface WebhookList {
+  webhooks?: WebhookEndpoint[];
+}
+
+/** What addWebhook answers: created (201, with the secret) or the URL's existing endpoint (200, no secret). */
+export interface WebhookRegistration {
+  created: boolean;
+  endpoint: WebhookEndpoint;
+}
+
+/** One POST of a delivery; code is absent when there was no answer. */
+export interface DeliveryAttempt {
+  attempt: number;
+  at?: string;
+  code?: number;
+  error?: string;
+  response_prefix?: string;
+  duration_ms?: number;
+}
+
+export type DeliveryStatus = "pending" | "delivered" | "failed";
+
+/** One webhook delivery of a run; id is the webhook-id header. */
+export interface Delivery {
+  id: string;
+  endpoint_id?: string;
+  run_id?: string;
+  event_type?: string;
+  status: DeliveryStatus;
+  attempts?: number;
+  last_code?: number;
+  last_error?: string;
+  created_at?: string;
+  delivered_at?: string;
+  log?: DeliveryAttempt[];
+}
+
+export interface DeliveryList {
+  deliveries?: Delivery[];
+}
+
+export interface Redelivered {
+  delivery_id: string;
+  workflow_id?: string;
+}
+
 /** What submitEvent answers: the finished run (200) or the accepted one (202). */
 export type EventAnswer =
   | { finished: true; httpStatus: 200; runId: string; result: RunResult }
@@ -282,6 +435,9 @@ export class RawJSON {
 // Errors
 // ---------------------------------------------------------------------------
 
+/** The code of the answer to a read of an erased session (410, a GoneError). */
+export const CODE_GONE = "gone";
+
 /** Base class of this package's errors. */
 export class CtxcompactError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -298,7 +454,7 @@ export class CtxcompactError extends Error {
  */
 export class ApiError extends CtxcompactError {
   readonly status: number;
-  readonly code: ErrorCode | `http_${number}`;
+  readonly code: ErrorCode | typeof CODE_GONE | `http_${number}`;
   /** The message the server sent (message adds status, code and field). */
   readonly apiMessage: string;
   readonly field: string | undefined;
@@ -307,7 +463,8 @@ export class ApiError extends CtxcompactError {
   readonly retryAfter: number | undefined;
   readonly totalLines: number | undefined;
 
-  constructor(status: number, body: ErrorBody | { code: `http_${number}`; message: string }, headers?: Headers) {
+  constructor(status: number, body: ErrorBody | { code: typeof CODE_GONE | `http_${number}`; message: string },
+    headers?: Headers) {
     const b: Partial<ErrorBody> = body as Partial<ErrorBody>;
     let where = "";
     if (b.field) {
@@ -339,9 +496,28 @@ export class ApiError extends CtxcompactError {
       if (typeof e["field"] === "string" && e["field"]) body.field = e["field"];
       if (typeof e["index"] === "number") body.index = e["index"];
       if (typeof e["path"] === "string" && e["path"]) body.path = e["path"];
+      if (status === 410 && e["code"] === CODE_GONE) {
+        return new GoneError(status, body, stringOrUndefined(e["erasure_id"]), stringOrUndefined(e["erased_at"]), headers);
+      }
       return new ApiError(status, body, headers);
     }
     return new ApiError(status, { code: `http_${status}`, message: bodyText.trim() }, headers);
+  }
+}
+
+/**
+ * A read of an erased session: HTTP 410, code "gone". erasureId names the
+ * erasure (getErasure reads its tombstone), erasedAt (RFC 3339) when it
+ * finished.
+ */
+export class GoneError extends ApiError {
+  readonly erasureId: string | undefined;
+  readonly erasedAt: string | undefined;
+
+  constructor(status: number, body: ErrorBody, erasureId?: string, erasedAt?: string, headers?: Headers) {
+    super(status, body, headers);
+    this.erasureId = erasureId;
+    this.erasedAt = erasedAt;
   }
 }
 
@@ -369,9 +545,12 @@ interface Answer {
 
 /**
  * A client of one deployment with one API key (one tenant). Retries 429 and
- * 503 answers after their Retry-After, and connection errors: every call is
- * safe to repeat, since submitEvent fixes the event id before the first
- * attempt.
+ * 503 answers after their Retry-After, and connection errors: calls are
+ * safe to repeat, since submitEvent and replayRun fix their ids before the
+ * first attempt (rotateWebhook and redeliver, which are not, are not
+ * retried after a connection error). Each method that calls the API names
+ * its operation on the line above it ("// op: METHOD /path");
+ * e2e/clients_test.go checks them against api/openapi.yaml.
  */
 export class Client {
   private readonly baseUrl: string;
@@ -393,6 +572,7 @@ export class Client {
    * waits for the run: finished (200) answers its RunResult with the
    * compacted conversation, otherwise (202) its Accepted.
    */
+  // op: POST /v1/sessions/{session}/events
   async submitEvent(session: string, event: EventRequest): Promise<EventAnswer> {
     const { conversation, ...fields } = event;
     const head: Record<string, unknown> = { ...fields, event_id: event.event_id || "evt-" + randomUUID() };
@@ -416,6 +596,7 @@ export class Client {
    * GET /v1/runs/{run}?wait=: answers as soon as the run is final, or after
    * wait (seconds, or a duration such as "30s"); check isFinal(d.run.status).
    */
+  // op: GET /v1/runs/{run}
   async waitRun(runId: string, wait: number | string = 30): Promise<RunDetail> {
     const q: Record<string, string> = {};
     let extra = 0;
@@ -446,6 +627,7 @@ export class Client {
    * text), checked against X-Content-SHA256. A run not finished (or failed)
    * is an ApiError with status 409.
    */
+  // op: GET /v1/runs/{run}/output
   async getOutput(runId: string): Promise<string> {
     const a = await this.request("GET", `/v1/runs/${seg(runId)}/output`);
     checkSHA(a);
@@ -453,6 +635,7 @@ export class Client {
   }
 
   /** GET /v1/sessions/{session}/offloads: the live offloads, oldest first. */
+  // op: GET /v1/sessions/{session}/offloads
   async listOffloads(session: string): Promise<Offload[]> {
     const a = await this.request("GET", `/v1/sessions/${seg(session)}/offloads`);
     return (decode(a.body, "offloads") as OffloadList).offloads ?? [];
@@ -464,6 +647,7 @@ export class Client {
    * recover_context tool answers. lines "A-B" answers a slice; one that
    * starts past the end is an ApiError with status 416 and totalLines.
    */
+  // op: GET /v1/sessions/{session}/offloads/{id}
   async recover(session: string, id: string, lines?: string): Promise<Recovered> {
     const a = await this.request("GET", `/v1/sessions/${seg(session)}/offloads/${seg(id)}`, lines ? { lines } : undefined);
     if (!lines) checkSHA(a);
@@ -476,6 +660,7 @@ export class Client {
   }
 
   /** GET /v1/sessions/{session}/search: hits, each with the id recover() reads back. */
+  // op: GET /v1/sessions/{session}/search
   async search(session: string, query: string, limit?: number): Promise<SearchResult> {
     const q: Record<string, string> = { q: query };
     if (limit !== undefined) q["limit"] = String(limit);
@@ -484,13 +669,143 @@ export class Client {
   }
 
   /** GET /v1/tools: recover_context and search_context in a provider's schema. */
+  // op: GET /v1/tools
   async tools(format: "openai" | "anthropic" = "openai"): Promise<Record<string, unknown>[]> {
     const a = await this.request("GET", "/v1/tools", { format });
     return ((decode(a.body, "tools") as { tools?: Record<string, unknown>[] }).tools) ?? [];
   }
 
+  /** GET /v1/sessions/{session}/status: the three-tier design's status report. */
+  // op: GET /v1/sessions/{session}/status
+  async sessionStatus(session: string): Promise<SessionStatus> {
+    const a = await this.request("GET", `/v1/sessions/${seg(session)}/status`);
+    return decode(a.body, "status") as SessionStatus;
+  }
+
+  /**
+   * DELETE /v1/sessions/{session}: starts (or joins) the session's erasure,
+   * answered while it runs ("erasing"); getErasure reads it until "erased".
+   * Reads of the session then throw GoneError.
+   */
+  // op: DELETE /v1/sessions/{session}
+  async eraseSession(session: string): Promise<Erasure> {
+    const a = await this.request("DELETE", `/v1/sessions/${seg(session)}`);
+    return decode(a.body, "erasure") as Erasure;
+  }
+
+  /** GET /v1/erasures/{id}: the erasure, then its tombstone. */
+  // op: GET /v1/erasures/{id}
+  async getErasure(id: string): Promise<Erasure> {
+    const a = await this.request("GET", `/v1/erasures/${seg(id)}`);
+    return decode(a.body, "erasure") as Erasure;
+  }
+
+  /** GET /v1/retention: set false keeps the tenant's runs for good. */
+  // op: GET /v1/retention
+  async getRetention(): Promise<Retention> {
+    const a = await this.request("GET", "/v1/retention");
+    return decode(a.body, "retention") as Retention;
+  }
+
+  /** PUT /v1/retention: delete final runs days after they ended (above 0, at most 36500, fractions allowed). */
+  // op: PUT /v1/retention
+  async setRetention(days: number): Promise<Retention> {
+    const a = await this.request("PUT", "/v1/retention", undefined, JSON.stringify({ days }));
+    return decode(a.body, "retention") as Retention;
+  }
+
+  /** DELETE /v1/retention: keep the tenant's runs for good again. */
+  // op: DELETE /v1/retention
+  async unsetRetention(): Promise<Retention> {
+    const a = await this.request("DELETE", "/v1/retention");
+    return decode(a.body, "retention") as Retention;
+  }
+
+  /**
+   * POST /v1/webhooks: registers a completion webhook endpoint. A new URL is
+   * created (201) with its secret; one already registered answers the
+   * existing endpoint (200), without a secret.
+   */
+  // op: POST /v1/webhooks
+  async addWebhook(url: string, description?: string): Promise<WebhookRegistration> {
+    const body: Record<string, string> = { url };
+    if (description !== undefined) body["description"] = description;
+    const a = await this.request("POST", "/v1/webhooks", undefined, JSON.stringify(body));
+    return { created: a.status === 201, endpoint: decode(a.body, "webhook") as WebhookEndpoint };
+  }
+
+  /** GET /v1/webhooks: the live endpoints, oldest first, without secrets. */
+  // op: GET /v1/webhooks
+  async listWebhooks(): Promise<WebhookEndpoint[]> {
+    const a = await this.request("GET", "/v1/webhooks");
+    return (decode(a.body, "webhooks") as WebhookList).webhooks ?? [];
+  }
+
+  /** DELETE /v1/webhooks/{id}: no more deliveries to it (its log stays). */
+  // op: DELETE /v1/webhooks/{id}
+  async deleteWebhook(id: string): Promise<void> {
+    await this.request("DELETE", `/v1/webhooks/${seg(id)}`);
+  }
+
+  /**
+   * POST /v1/webhooks/{id}/rotate: a new secret (in the answer); the old one
+   * signs beside it until previous_expires_at. Not retried after a
+   * connection error: a second rotation would retire this one's secret.
+   */
+  // op: POST /v1/webhooks/{id}/rotate
+  async rotateWebhook(id: string): Promise<WebhookEndpoint> {
+    const a = await this.request("POST", `/v1/webhooks/${seg(id)}/rotate`, undefined, undefined, 0, false);
+    return decode(a.body, "webhook") as WebhookEndpoint;
+  }
+
+  /** GET /v1/runs/{run}/deliveries: the run's webhook deliveries, each with every attempt. */
+  // op: GET /v1/runs/{run}/deliveries
+  async listDeliveries(runId: string): Promise<Delivery[]> {
+    const a = await this.request("GET", `/v1/runs/${seg(runId)}/deliveries`);
+    return (decode(a.body, "deliveries") as DeliveryList).deliveries ?? [];
+  }
+
+  /** POST /v1/deliveries/{id}/redeliver: sends a delivery again, same webhook-id. Not retried after a connection error. */
+  // op: POST /v1/deliveries/{id}/redeliver
+  async redeliver(deliveryId: string): Promise<Redelivered> {
+    const a = await this.request("POST", `/v1/deliveries/${seg(deliveryId)}/redeliver`, undefined, undefined, 0, false);
+    return decode(a.body, "redelivery") as Redelivered;
+  }
+
+  /** GET /v1/runs/{run}/original: the run's original conversation byte for byte (as text), SHA-256 checked. */
+  // op: GET /v1/runs/{run}/original
+  async getOriginal(runId: string): Promise<string> {
+    const a = await this.request("GET", `/v1/runs/${seg(runId)}/original`);
+    checkSHA(a);
+    return new TextDecoder().decode(a.body);
+  }
+
+  /**
+   * POST /v1/runs/{run}/replay: runs the run's original again, optionally
+   * with another preset, overrides, model or limit (202); waitFinal reads
+   * the replay. request_id is made before the first attempt when omitted.
+   */
+  // op: POST /v1/runs/{run}/replay
+  async replayRun(runId: string, replay: ReplayRequest = {}): Promise<Submitted> {
+    const body = { ...replay, request_id: replay.request_id || "rpl-" + randomUUID() };
+    const a = await this.request("POST", `/v1/runs/${seg(runId)}/replay`, undefined, JSON.stringify(body));
+    return decode(a.body, "replay") as Submitted;
+  }
+
+  /**
+   * POST /v1/runs/{run}/promote: makes a replay that succeeded, of a run that
+   * failed or ended over_limit, its session's state. Refused with an
+   * ApiError 409 naming the field (run, replay_of, session); promoting again
+   * answers the same promotion with existing true.
+   */
+  // op: POST /v1/runs/{run}/promote
+  async promoteReplay(runId: string): Promise<PromoteResponse> {
+    const a = await this.request("POST", `/v1/runs/${seg(runId)}/promote`);
+    return decode(a.body, "promotion") as PromoteResponse;
+  }
+
   private async request(method: string, path: string, query?: Record<string, string>, body?: string,
-    extraTimeoutMs = 0): Promise<Answer> {
+    extraTimeoutMs = 0, retryConnection = true): Promise<Answer> {
     let url = this.baseUrl + path;
     if (query && Object.keys(query).length > 0) url += "?" + new URLSearchParams(query).toString();
     const headers: Record<string, string> = { Authorization: `Bearer ${this.apiKey}`, Accept: "application/json" };
@@ -510,7 +825,7 @@ export class Client {
         wait = err.retryAfter !== undefined ? err.retryAfter * 1000 : undefined;
       } catch (e) {
         if (e instanceof ApiError) throw e;
-        if (attempt >= this.maxRetries) {
+        if (attempt >= this.maxRetries || !retryConnection) {
           throw new CtxcompactError(`${method} ${path}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
         }
       }
@@ -612,6 +927,10 @@ function header(headers: WebhookHeaders, name: string): string {
 
 function seg(s: string): string {
   return encodeURIComponent(s);
+}
+
+function stringOrUndefined(v: unknown): string | undefined {
+  return typeof v === "string" && v !== "" ? v : undefined;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

@@ -4,7 +4,7 @@
 // e2e/clients_test.go (TestClientsTypeScriptUnit) after tsc; sets a
 // non-zero exit code on any failure.
 
-import { ApiError, Client, CtxcompactError, RawJSON, verifyWebhook, WebhookVerificationError } from "../src/index.js";
+import { ApiError, Client, CtxcompactError, GoneError, RawJSON, verifyWebhook, WebhookVerificationError } from "../src/index.js";
 
 function check(cond: unknown, what: string): asserts cond {
   if (!cond) throw new Error(what);
@@ -92,6 +92,61 @@ async function main(): Promise<void> {
     const err = await rejects(call);
     check(err instanceof WebhookVerificationError, `${name}: ${String(err)}`);
   }
+
+  // A 410 of an erased session is a GoneError naming the erasure, not retried.
+  const goneSent: Sent[] = [];
+  const goneClient = new Client("http://api", "k", { fetch: fakeFetch([json(410, { error: { code: "gone",
+    message: "session s1 was erased", erasure_id: "era-1", erased_at: "2026-11-27T03:00:00Z" } })], goneSent) });
+  const gone = await rejects(() => goneClient.sessionStatus("s1"));
+  check(gone instanceof GoneError && gone instanceof ApiError && gone.status === 410 && gone.code === "gone", String(gone));
+  check(gone.erasureId === "era-1" && gone.erasedAt === "2026-11-27T03:00:00Z" && goneSent.length === 1, String(gone));
+  check(!(ApiError.fromResponse(410, "gone away") instanceof GoneError), "another 410 is an ApiError");
+
+  // Webhook registration: 201 created with a secret, 200 the existing endpoint.
+  const whSent: Sent[] = [];
+  const wh = new Client("http://api", "k", { fetch: fakeFetch([
+    json(201, { id: "wh-1", url: "https://h/x", secret: "whsec_eA==" }),
+    json(200, { id: "wh-1", url: "https://h/x" }),
+  ], whSent) });
+  const first = await wh.addWebhook("https://h/x", "mine");
+  const again = await wh.addWebhook("https://h/x");
+  check(first.created && first.endpoint.secret === "whsec_eA==", JSON.stringify(first));
+  check(!again.created && again.endpoint.id === "wh-1" && again.endpoint.secret === undefined, JSON.stringify(again));
+  check(whSent[0]!.init.method === "POST" && whSent[0]!.url === "http://api/v1/webhooks" &&
+    whSent[0]!.init.body === '{"url":"https://h/x","description":"mine"}', JSON.stringify(whSent[0]));
+
+  // Every management call sends its method and path.
+  const routes: [string, string, (c: Client) => Promise<unknown>, unknown][] = [
+    ["DELETE", "/v1/webhooks/wh%2F1", (c) => c.deleteWebhook("wh/1"), null],
+    ["POST", "/v1/webhooks/wh-1/rotate", (c) => c.rotateWebhook("wh-1"), { id: "wh-1", url: "u" }],
+    ["GET", "/v1/webhooks", (c) => c.listWebhooks(), { webhooks: [] }],
+    ["DELETE", "/v1/sessions/s1", (c) => c.eraseSession("s1"), { id: "e1", session: "s1", status: "erasing" }],
+    ["GET", "/v1/erasures/e1", (c) => c.getErasure("e1"), { id: "e1", session: "s1", status: "erased" }],
+    ["GET", "/v1/retention", (c) => c.getRetention(), { days: 0, set: false }],
+    ["PUT", "/v1/retention", (c) => c.setRetention(1.5), { days: 1.5, set: true }],
+    ["DELETE", "/v1/retention", (c) => c.unsetRetention(), { days: 0, set: false }],
+    ["POST", "/v1/runs/r-2/promote", (c) => c.promoteReplay("r-2"), { run_id: "r-2", replay_of: "r-1", existing: false }],
+    ["GET", "/v1/runs/r-2/deliveries", (c) => c.listDeliveries("r-2"), { deliveries: [] }],
+    ["POST", "/v1/deliveries/d-1/redeliver", (c) => c.redeliver("d-1"), { delivery_id: "d-1" }],
+    ["GET", "/v1/sessions/s1/status", (c) => c.sessionStatus("s1"), { session: "s1" }],
+  ];
+  for (const [method, path, call, answer] of routes) {
+    const rs: Sent[] = [];
+    const resp = answer === null ? new Response(null, { status: 204 }) : json(200, answer);
+    await call(new Client("http://api", "k", { fetch: fakeFetch([resp], rs) }));
+    check(rs.length === 1 && rs[0]!.init.method === method && rs[0]!.url === "http://api" + path,
+      `${method} ${path}: ${JSON.stringify(rs)}`);
+  }
+
+  // A replay's request id is fixed before the first attempt.
+  const rpSent: Sent[] = [];
+  const rp = new Client("http://api", "k", { maxRetryWaitMs: 0, fetch: fakeFetch([
+    json(503, { error: { code: "unavailable", message: "down" } }),
+    json(202, { run_id: "r-3", existing: false, status_url: "/v1/runs/r-3" }),
+  ], rpSent) });
+  const sub = await rp.replayRun("r-1", { context_limit: 200000 });
+  check(sub.run_id === "r-3" && rpSent.length === 2 && rpSent[0]!.init.body === rpSent[1]!.init.body, JSON.stringify(rpSent));
+  check(String((JSON.parse(String(rpSent[0]!.init.body)) as { request_id: string }).request_id).startsWith("rpl-"), "request id");
 
   console.log("typescript unit: ok");
 }
