@@ -27,6 +27,26 @@ var CSVHeader = []string{
 	"tokens_before", "tokens_after", "chars_before", "chars_after", "ratio", "duration_ms",
 	"started_at", "finished_at", "error", "replay_of",
 	"input_key", "archive_key", "archive_sha256", "output_key", "output_sha256",
+	"session_state", "promoted", "repaired_by",
+}
+
+// ExportRun is a run's line of an export: its RunRecord, and whether it
+// is its session's state. A replay is a what-if (SessionState false)
+// unless it was promoted; a run a promoted replay repaired is no longer
+// the session's state either (RepairedBy names the replay), so that a
+// reader adding up an export counts each repair once, as the status
+// report and the web UI do (store.RunPromotions).
+type ExportRun struct {
+	RunRecord
+	SessionState bool   `json:"session_state"`
+	Promoted     bool   `json:"promoted,omitempty"`
+	RepairedBy   string `json:"repaired_by,omitempty"`
+}
+
+// NewExportRun is r's export line, given the promotions that concern it.
+func NewExportRun(r store.Run, ps store.RunPromotions) ExportRun {
+	return ExportRun{RunRecord: NewRunRecord(r), SessionState: ps.SessionState(r), Promoted: ps.Promoted(r.ID),
+		RepairedBy: ps.RepairedBy[r.ID].RunID}
 }
 
 // ExportStep is a step line of a JSON lines export with steps: it follows
@@ -39,7 +59,7 @@ type ExportStep struct {
 }
 
 // Export writes the tenant's runs matching f, newest first, as JSON lines
-// (one RunRecord per line, stats included) or CSV (CSVHeader, then one row
+// (one ExportRun per line, stats included) or CSV (CSVHeader, then one row
 // per run). It pages through every match; f.Limit, when set, caps the
 // rows, and f.AfterID starts after that run.
 //
@@ -88,8 +108,16 @@ func (s *Service) Export(ctx context.Context, tenant string, f store.RunFilter, 
 		if err != nil {
 			return fmt.Errorf("export: %w", err)
 		}
+		ids := make([]string, len(page))
+		for i, r := range page {
+			ids[i] = r.ID
+		}
+		promotions, err := s.Store.PromotionsOf(ctx, tenant, ids)
+		if err != nil {
+			return fmt.Errorf("export: %w", err)
+		}
 		for _, r := range page {
-			rec := NewRunRecord(r)
+			rec := NewExportRun(r, promotions)
 			if enc != nil {
 				err = enc.Encode(rec)
 				if err == nil && steps {
@@ -130,7 +158,7 @@ func (s *Service) exportSteps(ctx context.Context, enc *json.Encoder, runID stri
 	return nil
 }
 
-func csvRow(r RunRecord) []string {
+func csvRow(r ExportRun) []string {
 	finished := ""
 	if r.FinishedAt != nil {
 		finished = r.FinishedAt.Format(time.RFC3339Nano)
@@ -143,6 +171,7 @@ func csvRow(r RunRecord) []string {
 		strconv.FormatFloat(r.Ratio, 'f', -1, 64), i(r.DurationMS),
 		r.StartedAt.Format(time.RFC3339Nano), finished, t(r.Error), t(r.ReplayOf),
 		t(r.InputKey), t(r.ArchiveKey), t(r.ArchiveSHA256), t(r.OutputKey), t(r.OutputSHA256),
+		strconv.FormatBool(r.SessionState), strconv.FormatBool(r.Promoted), t(r.RepairedBy),
 	}
 }
 

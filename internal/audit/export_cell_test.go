@@ -20,7 +20,7 @@ func TestCSVCellsAreNotFormulas(t *testing.T) {
 	} {
 		require.Equal(t, want, cell(in), "%q", in)
 	}
-	row := csvRow(RunRecord{Session: "=cmd|' /C calc'!A0", TokensBefore: -1})
+	row := csvRow(ExportRun{RunRecord: RunRecord{Session: "=cmd|' /C calc'!A0", TokensBefore: -1}})
 	require.Equal(t, "'=cmd|' /C calc'!A0", row[2])
 	require.Equal(t, "-1", row[10], "numbers are written as numbers")
 }

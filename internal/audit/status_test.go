@@ -1,6 +1,8 @@
 package audit_test
 
 import (
+	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"testing"
 	"time"
@@ -93,4 +95,50 @@ func TestStatusCountsTheSessionsState(t *testing.T) {
 		}
 		require.Equal(t, map[string][3]bool{"n1": {}, "o": {false, false, true}, "w": {true, false, false}, "r": {false, true, false}}, marks)
 	}
+}
+
+// TestExportMarksTheSessionsState: each exported run says whether it is
+// its session's state, as the status report counts it: the promoted
+// replay is, the run it repaired is not (and names the replay), the
+// what-if replay is not; in JSON lines and in CSV alike.
+func TestExportMarksTheSessionsState(t *testing.T) {
+	t.Parallel()
+	st := storetest.New(t)
+	statusSession(t, st, true)
+	svc := &audit.Service{Store: st}
+	var buf bytes.Buffer
+	require.NoError(t, svc.Export(t.Context(), "acme", store.RunFilter{}, audit.FormatJSONL, false, &buf))
+	type mark struct {
+		State      bool   `json:"session_state"`
+		Promoted   bool   `json:"promoted"`
+		RepairedBy string `json:"repaired_by"`
+		ReplayOf   string `json:"replay_of"`
+	}
+	got := map[string]mark{}
+	dec := json.NewDecoder(&buf)
+	for dec.More() {
+		var line struct {
+			ID string `json:"id"`
+			mark
+		}
+		require.NoError(t, dec.Decode(&line))
+		got[line.ID] = line.mark
+	}
+	require.Equal(t, map[string]mark{
+		"n1": {State: true}, "o": {RepairedBy: "r"}, "w": {ReplayOf: "o"}, "r": {State: true, Promoted: true, ReplayOf: "o"},
+	}, got)
+
+	buf.Reset()
+	require.NoError(t, svc.Export(t.Context(), "acme", store.RunFilter{}, audit.FormatCSV, false, &buf))
+	rows, err := csv.NewReader(&buf).ReadAll()
+	require.NoError(t, err)
+	require.Equal(t, audit.CSVHeader, rows[0])
+	n := len(audit.CSVHeader)
+	require.Equal(t, []string{"session_state", "promoted", "repaired_by"}, rows[0][n-3:])
+	csvMarks := map[string][]string{}
+	for _, row := range rows[1:] {
+		csvMarks[row[0]] = row[n-3:]
+	}
+	require.Equal(t, map[string][]string{"n1": {"true", "false", ""}, "o": {"false", "false", "r"}, "w": {"false", "false", ""},
+		"r": {"true", "true", ""}}, csvMarks)
 }

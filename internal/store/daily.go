@@ -19,11 +19,14 @@ type DailyRuns struct {
 	Skipped   int
 	// Live counts the runs still pending or running.
 	Live int
-	// Replays counts the replays among the day's runs (of any outcome).
+	// Replays counts the what-if replays among the day's runs (of any
+	// outcome): a promoted replay is its session's run, not one.
 	Replays int
 	// TokensSaved adds up tokens_before - tokens_after of the day's
-	// committed runs (succeeded or over_limit), replays excluded: a
-	// what-if replay saves nothing in the session.
+	// committed runs (succeeded or over_limit) that are their session's
+	// state (RunPromotions.SessionState): a what-if replay saves nothing
+	// in the session, a promoted one does, in place of the run it
+	// repaired, which is left out so that the repair is counted once.
 	TokensSaved int64
 }
 
@@ -40,17 +43,20 @@ func (s *Store) DailyRunStats(ctx context.Context, tenant string, since time.Tim
 		return nil, err
 	}
 	rows, err := s.pool.Query(ctx, `
-		select date_trunc('day', started_at at time zone 'UTC') as day,
+		select date_trunc('day', runs.started_at at time zone 'UTC') as day,
 			count(*) filter (where status = 'succeeded'),
 			count(*) filter (where status = 'over_limit'),
 			count(*) filter (where status = 'failed'),
 			count(*) filter (where status = 'skipped'),
 			count(*) filter (where status in ('pending', 'running')),
-			count(*) filter (where replay_of is not null),
+			count(*) filter (where runs.replay_of is not null and promoted.run_id is null),
 			coalesce(sum(tokens_before - tokens_after)
-				filter (where status in ('succeeded', 'over_limit') and replay_of is null), 0)::bigint
+				filter (where status in ('succeeded', 'over_limit')
+					and ((runs.replay_of is null and repaired.run_id is null) or promoted.run_id is not null)), 0)::bigint
 		from runs
-		where tenant_id = $1 and started_at >= $2
+		left join promotions promoted on promoted.run_id = runs.id
+		left join promotions repaired on repaired.replay_of = runs.id
+		where runs.tenant_id = $1 and runs.started_at >= $2
 		group by day
 		order by day`, tenant, since)
 	if err != nil {

@@ -212,3 +212,46 @@ func TestPrecedingDelivery(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, all, 2, "the run's own delivery sends the one recorded for the later endpoint too")
 }
+
+// TestDailyRunStatsCountsTheSessionsState: the overview's tokens saved
+// count a promoted replay in place of the run it repaired (once), never
+// a what-if replay; only the what-if is counted as a replay.
+func TestDailyRunStatsCountsTheSessionsState(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := storetest.New(t)
+	day := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	for i, r := range []store.Run{
+		{ID: "orig", Status: store.RunOverLimit, TokensBefore: 9000, TokensAfter: 8000, Error: "too big"},
+		{ID: "what-if", Status: store.RunSucceeded, TokensBefore: 9000, TokensAfter: 5000, ReplayOf: "orig"},
+		{ID: "repair", Status: store.RunSucceeded, TokensBefore: 9000, TokensAfter: 3000, ReplayOf: "orig"},
+		{ID: "other", Status: store.RunSucceeded, TokensBefore: 700, TokensAfter: 200},
+	} {
+		r.Tenant, r.Session, r.EventID, r.Trigger, r.Preset = "acme", "s1", r.ID, "manual", "adaptive"
+		if r.ID == "other" {
+			r.Session = "s2"
+		}
+		r.StartedAt = day.Add(time.Duration(i+1) * time.Hour)
+		r.FinishedAt = r.StartedAt.Add(time.Minute)
+		_, _, err := st.CreateRun(ctx, r)
+		require.NoError(t, err)
+	}
+	saved := func() store.DailyRuns {
+		t.Helper()
+		days, err := st.DailyRunStats(ctx, "acme", day)
+		require.NoError(t, err)
+		require.Len(t, days, 1)
+		return days[0]
+	}
+	before := saved()
+	require.Equal(t, int64(1000+500), before.TokensSaved, "the run over its limit and the other session's; no replay")
+	require.Equal(t, 2, before.Replays)
+
+	_, _, err := st.Promote(ctx, "acme", "repair", "test")
+	require.NoError(t, err)
+	after := saved()
+	require.Equal(t, int64(6000+500), after.TokensSaved, "the promoted replay in place of the run it repaired")
+	require.Equal(t, 1, after.Replays, "only the what-if")
+	require.Equal(t, 3, after.Succeeded)
+	require.Equal(t, 1, after.OverLimit)
+}

@@ -110,6 +110,9 @@ type timelinePoint struct {
 	// apart and does not join the session's size from run to run, since
 	// a replay changes nothing in the session.
 	Replay bool
+	// Promoted is set for a promoted replay: the session's state, drawn
+	// on the session's line like any run, its tick saying it is one.
+	Promoted bool
 }
 
 // usage is size as a percentage of limit.
@@ -138,8 +141,8 @@ func textWidth(s string, size float64) float64 {
 
 // timelineSVG draws a session's token timeline: each run's size before
 // and after, as a percentage of its context limit, over the level bands,
-// with the limit at 100%. Replays are drawn as purple triangles, dashed,
-// apart from the session's line. Points are labelled with their sizes,
+// with the limit at 100%. What-if replays are drawn as purple triangles,
+// dashed, apart from the session's line; a promoted replay is on it. Points are labelled with their sizes,
 // every point while the labels fit side by side, else every few points
 // (and always the newest), so that no two labels overlap.
 func timelineSVG(points []timelinePoint) ([]byte, error) {
@@ -185,8 +188,11 @@ func timelineSVG(points []timelinePoint) ([]byte, error) {
 		}
 		for _, pt := range points {
 			tick := fmt.Sprintf("#%d", pt.N)
-			if pt.Replay {
+			switch {
+			case pt.Replay:
 				tick += " replay"
+			case pt.Promoted:
+				tick += " promoted"
 			}
 			ticks = append(ticks, tick)
 		}

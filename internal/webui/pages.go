@@ -2,6 +2,7 @@ package webui
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -150,7 +151,11 @@ type runRow struct {
 	Started                                     time.Time
 	Duration                                    time.Duration
 	Replay                                      bool
-	Error                                       string
+	// Promoted marks a promoted replay (the session's state, not a
+	// what-if); RepairedBy names the promoted replay that replaced a run.
+	Promoted   bool
+	RepairedBy string
+	Error      string
 }
 
 func newRunRow(r store.Run) runRow {
@@ -169,6 +174,28 @@ func runRows(runs []store.Run) []runRow {
 		rows[i] = newRunRow(r)
 	}
 	return rows
+}
+
+// promotedRows is runRows with each promoted replay and each run one
+// repaired marked, so that a table never shows the session's state as
+// a what-if.
+func (u *UI) promotedRows(ctx context.Context, tenant string, runs []store.Run) ([]runRow, error) {
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		ids[i] = r.ID
+	}
+	ps, err := u.deps.Store.PromotionsOf(ctx, tenant, ids)
+	if err != nil {
+		return nil, err
+	}
+	rows := runRows(runs)
+	for i := range rows {
+		rows[i].Promoted = ps.Promoted(rows[i].ID)
+		if p, ok := ps.RepairedBy[rows[i].ID]; ok {
+			rows[i].RepairedBy = p.RunID
+		}
+	}
+	return rows, nil
 }
 
 // runsView is the runs page.
@@ -264,7 +291,11 @@ func (u *UI) runsPage(w http.ResponseWriter, r *http.Request, tenant string) err
 	if err != nil {
 		return err
 	}
-	v := runsView{Filter: form, Statuses: statuses, Presets: policy.Names(), Runs: runRows(runs),
+	rows, err := u.promotedRows(r.Context(), tenant, runs)
+	if err != nil {
+		return err
+	}
+	v := runsView{Filter: form, Statuses: statuses, Presets: policy.Names(), Runs: rows,
 		Filtered: form.Session != "" || form.Status != "" || form.Preset != "" || form.From != "" || form.To != ""}
 	if len(runs) == f.Limit {
 		next := url.Values{}
@@ -302,6 +333,69 @@ type stepRow struct {
 	store.Step
 	// Retried is set on an attempt after the first.
 	Retried bool
+	// In and Out are InputSize and OutputSize with their units.
+	In, Out string
+}
+
+// Units of a step's sizes (stepUnits).
+const (
+	unitBytes   = "B"
+	unitRun     = "" // the run's unit: tokens, or react-two-layer's chars
+	unitChunks  = "chunks"
+	unitResults = "results"
+	unitNone    = "-" // the step records no size there
+)
+
+// stepUnits are the units in which each kind of step (the kind its
+// activity records, activities' a.begin) measures its input and output.
+// Steps record bare numbers, some bytes read or written, some sizes in
+// the run's unit, some counts: a table of bare numbers mixes them up. A
+// test keeps this table and the activities in step.
+var stepUnits = map[string][2]string{
+	"plan":            {unitBytes, unitBytes},
+	"archive":         {unitBytes, unitBytes},
+	"deterministic":   {unitBytes, unitRun},
+	"budget":          {unitBytes, unitRun},
+	"commit":          {unitNone, unitBytes},
+	"drift":           {unitNone, unitNone},
+	"patch":           {unitNone, unitBytes},
+	"fallback":        {unitBytes, unitBytes},
+	"prepare-handoff": {unitNone, unitBytes},
+	"prepare-history": {unitNone, unitBytes},
+	"apply-history":   {unitRun, unitRun},
+	"chunk":           {unitBytes, unitChunks},
+	"merge":           {unitNone, unitBytes},
+	"apply":           {unitBytes, unitRun},
+	"plan-global":     {unitNone, unitResults},
+	"llm":             {unitBytes, unitBytes},
+}
+
+// withUnit writes size n in unit (stepUnits) for a run measured in
+// runUnit; a kind the table does not know shows the bare number.
+func withUnit(n int64, unit, runUnit string, known bool) string {
+	switch {
+	case !known:
+		return thousands(n)
+	case unit == unitNone:
+		if n == 0 {
+			return "–"
+		}
+		return thousands(n)
+	case unit == unitRun:
+		if runUnit == "" {
+			runUnit = "tokens"
+		}
+		return thousands(n) + " " + runUnit
+	default:
+		return thousands(n) + " " + unit
+	}
+}
+
+// newStepRow is step s of a run measured in runUnit.
+func newStepRow(s store.Step, retried bool, runUnit string) stepRow {
+	units, known := stepUnits[s.Kind]
+	return stepRow{Step: s, Retried: retried, In: withUnit(s.InputSize, units[0], runUnit, known),
+		Out: withUnit(s.OutputSize, units[1], runUnit, known)}
 }
 
 // driftRow is one drift verdict.
@@ -348,7 +442,11 @@ func (u *UI) runPage(w http.ResponseWriter, r *http.Request, tenant string) erro
 		return err
 	}
 	st := parseStats(d.Run)
-	v := runView{Run: newRunRow(d.Run), Raw: d.Run, Stats: st, Limit: limitOf(d.Run, st), Committed: d.Run.Status.Committed(),
+	rows, err := u.promotedRows(r.Context(), tenant, []store.Run{d.Run})
+	if err != nil {
+		return err
+	}
+	v := runView{Run: rows[0], Raw: d.Run, Stats: st, Limit: limitOf(d.Run, st), Committed: d.Run.Status.Committed(),
 		PromptTokens: d.PromptTokens, CompletionTokens: d.CompletionTokens, HasOriginal: d.Run.ArchiveKey != "",
 		HasHandoff: d.Run.Status.Committed() && st.HandoffKey != ""}
 	if v.Limit > 0 {
@@ -363,7 +461,7 @@ func (u *UI) runPage(w http.ResponseWriter, r *http.Request, tenant string) erro
 	}
 	seen := map[string]bool{}
 	for _, s := range d.Steps {
-		v.Steps = append(v.Steps, stepRow{Step: s, Retried: seen[s.Name]})
+		v.Steps = append(v.Steps, newStepRow(s, seen[s.Name], st.Unit))
 		if seen[s.Name] {
 			v.Retries++
 		}
@@ -568,9 +666,10 @@ type sessionView struct {
 	Status  audit.SessionStatus
 	Runs    []runRow
 	// Plotted is the number of runs on the timeline, Dropped the older
-	// committed runs left off it, Replays the replays on it.
-	Plotted, Dropped, Replays int
-	Truncated                 bool
+	// committed runs left off it, Replays the what-if replays on it and
+	// Promoted the promoted replays (on the session's line).
+	Plotted, Dropped, Replays, Promoted int
+	Truncated                           bool
 }
 
 func (u *UI) sessionPage(w http.ResponseWriter, r *http.Request, tenant string) error {
@@ -586,15 +685,22 @@ func (u *UI) sessionPage(w http.ResponseWriter, r *http.Request, tenant string) 
 	if err != nil {
 		return err
 	}
-	points := timelinePoints(runs)
-	v := sessionView{Session: session, Status: st, Runs: runRows(runs), Truncated: len(runs) == store.MaxListLimit, Plotted: len(points)}
+	points := timelinePoints(runs, store.SessionPromotions(st.Promotions))
+	rows, err := u.promotedRows(r.Context(), tenant, runs)
+	if err != nil {
+		return err
+	}
+	v := sessionView{Session: session, Status: st, Runs: rows, Truncated: len(runs) == store.MaxListLimit, Plotted: len(points)}
 	if len(points) > maxTimelineRuns {
 		v.Plotted, v.Dropped = maxTimelineRuns, len(points)-maxTimelineRuns
 		points = points[len(points)-maxTimelineRuns:]
 	}
 	for _, pt := range points {
-		if pt.Replay {
+		switch {
+		case pt.Replay:
 			v.Replays++
+		case pt.Promoted:
+			v.Promoted++
 		}
 	}
 	u.render(w, r, http.StatusOK, "session", tenant, v)
@@ -602,9 +708,11 @@ func (u *UI) sessionPage(w http.ResponseWriter, r *http.Request, tenant string) 
 }
 
 // timelinePoints are a session's committed runs, replays included and
-// marked (what-if audit data, drawn apart from the session's size),
-// oldest first, numbered from 1; runs without a known limit are left out.
-func timelinePoints(newestFirst []store.Run) []timelinePoint {
+// marked, oldest first, numbered from 1; runs without a known limit are
+// left out. A replay that was not promoted is a what-if (drawn apart
+// from the session's size); a promoted one is the session's state, on
+// its line like any run, and marked promoted.
+func timelinePoints(newestFirst []store.Run, promoted store.RunPromotions) []timelinePoint {
 	var pts []timelinePoint
 	for i := len(newestFirst) - 1; i >= 0; i-- {
 		r := newestFirst[i]
@@ -616,7 +724,8 @@ func timelinePoints(newestFirst []store.Run) []timelinePoint {
 		if limit <= 0 {
 			continue
 		}
-		pts = append(pts, timelinePoint{N: len(pts) + 1, Before: r.TokensBefore, After: r.TokensAfter, Limit: limit, Unit: st.Unit, Started: r.StartedAt, Level: r.Level, Replay: r.ReplayOf != ""})
+		pts = append(pts, timelinePoint{N: len(pts) + 1, Before: r.TokensBefore, After: r.TokensAfter, Limit: limit, Unit: st.Unit, Started: r.StartedAt, Level: r.Level,
+			Replay: r.ReplayOf != "" && !promoted.Promoted(r.ID), Promoted: promoted.Promoted(r.ID)})
 	}
 	return pts
 }
@@ -634,7 +743,11 @@ func (u *UI) timelineChart(w http.ResponseWriter, r *http.Request, tenant string
 	if len(runs) == 0 {
 		return notFound("session")
 	}
-	points := timelinePoints(runs)
+	promotions, err := u.deps.Store.Promotions(r.Context(), tenant, session)
+	if err != nil {
+		return err
+	}
+	points := timelinePoints(runs, store.SessionPromotions(promotions))
 	if len(points) > maxTimelineRuns {
 		points = points[len(points)-maxTimelineRuns:]
 	}
