@@ -568,7 +568,7 @@ func TestRecordHistories(t *testing.T) {
 			}
 		}))
 		t.Cleanup(hook.Close)
-		_, err := e.gw.AddWebhook(context.Background(), e.tenant, hook.URL, "recorded")
+		_, _, err := e.gw.AddWebhook(context.Background(), e.tenant, hook.URL, "recorded")
 		require.NoError(t, err)
 		input := readData(t, "swe-agent-deepseek/django__django-11564.json")
 		sub, res := e.compact(gateway.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 60000, Conversation: input})

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,14 +54,20 @@ func startReceiver(t *testing.T, plan string) *receiver {
 	require.NoError(t, err, "node is needed for the webhook receiver: run bash deploy/test-deps.sh")
 	_, err = os.Stat(filepath.Join("node", "node_modules", "standardwebhooks"))
 	require.NoError(t, err, "e2e/node/node_modules is missing: run bash deploy/test-deps.sh")
+	// It serves on one of hookListeners, handed over as its fd 3.
+	l := takeHookListener(t)
+	f, err := l.File()
+	require.NoError(t, err)
 	cmd := exec.Command(node, filepath.Join("node", "webhook-receiver.mjs"))
-	cmd.Env = append(os.Environ(), "PLAN="+plan)
+	cmd.Env = append(os.Environ(), "PLAN="+plan, "LISTEN_FD=3")
+	cmd.ExtraFiles = []*os.File{f}
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
+	_, _ = f.Close(), l.Close() // the receiver holds the socket now
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
@@ -83,6 +91,47 @@ func startReceiver(t *testing.T, plan string) *receiver {
 		}
 	}()
 	return r
+}
+
+// hookListeners are loopback listeners opened once for the receivers:
+// their ports are known before any env is built, so that the envs
+// allow-list exactly those ports (WEBHOOK_ALLOW_HOSTS is host:port
+// aware, and a bare host would allow only 80 and 443).
+var (
+	hookListeners = sync.OnceValues(func() ([]*net.TCPListener, error) {
+		ls := make([]*net.TCPListener, 32)
+		for i := range ls {
+			l, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+			if err != nil {
+				return nil, fmt.Errorf("listen for a webhook receiver: %w", err)
+			}
+			ls[i] = l
+		}
+		return ls, nil
+	})
+	hookTaken atomic.Int32
+)
+
+// hookAllowHosts is the allow-list of the receivers' host:ports.
+func hookAllowHosts(t *testing.T) []string {
+	t.Helper()
+	ls, err := hookListeners()
+	require.NoError(t, err)
+	hosts := make([]string, len(ls))
+	for i, l := range ls {
+		hosts[i] = l.Addr().String()
+	}
+	return hosts
+}
+
+// takeHookListener is the next unused listener of hookListeners.
+func takeHookListener(t *testing.T) *net.TCPListener {
+	t.Helper()
+	ls, err := hookListeners()
+	require.NoError(t, err)
+	i := int(hookTaken.Add(1)) - 1
+	require.Less(t, i, len(ls), "every webhook receiver port of this process is taken: raise hookListeners' count")
+	return ls[i]
 }
 
 // setSecret hands the receiver the endpoint's secret.
@@ -283,7 +332,7 @@ func TestWebhookCLI(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, offline())
 	bin := buildCommand(t, "starter")
-	vars := append(auditEnvVars(t, e), "WEBHOOK_ALLOW_HOSTS=127.0.0.1")
+	vars := append(auditEnvVars(t, e), "WEBHOOK_ALLOW_HOSTS="+strings.Join(hookAllowHosts(t), ","))
 	run := func(wantOK bool, args ...string) (string, string) {
 		t.Helper()
 		cmd := exec.Command(bin, append([]string{"webhooks", "--tenant=" + e.tenant}, args...)...)
@@ -338,14 +387,14 @@ func TestWebhookDeliverySurvivesAServerKill(t *testing.T) {
 	t.Parallel()
 	workerBin := buildCommand(t, "worker")
 	starterBin := buildCommand(t, "starter")
-	p := startProcStack(t, "TEMPORAL_TASK_QUEUE=webhook-kill", "WEBHOOK_ALLOW_HOSTS=127.0.0.1")
+	p := startProcStack(t, "TEMPORAL_TASK_QUEUE=webhook-kill", "WEBHOOK_ALLOW_HOSTS="+strings.Join(hookAllowHosts(t), ","))
 	st, env := p.store, p.env
 	startWorkerProcess(t, workerBin, "worker", env)
 
 	r := startReceiver(t, "500,500,500")
 	secret, err := webhook.NewSecret()
 	require.NoError(t, err)
-	_, err = st.AddWebhook(t.Context(), "kill", r.url, "", secret)
+	_, _, err = st.AddWebhook(t.Context(), "kill", r.url, "", secret)
 	require.NoError(t, err)
 	r.setSecret(secret)
 

@@ -25,9 +25,12 @@ func newWebhooks() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withRecords(cmd, func(deps *app.Deps, _ *audit.Service) error {
-				w, err := deps.Gateway(nil).AddWebhook(cmd.Context(), tenant, args[0], description)
+				w, created, err := deps.Gateway(nil).AddWebhook(cmd.Context(), tenant, args[0], description)
 				if err != nil {
 					return err
+				}
+				if !created {
+					return fmt.Errorf("tenant %s already has endpoint %s for this URL; its secret was shown when it was registered (`webhooks rotate %s` gives a new one)", tenant, w.ID, w.ID)
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), w.Secret)
 				fmt.Fprintf(cmd.ErrOrStderr(), "webhook %s for tenant %s registered; its secret is shown only this once.\n", w.ID, tenant)

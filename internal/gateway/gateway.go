@@ -34,8 +34,21 @@ const (
 	KindManual     = "manual"
 )
 
-// ErrConflict is returned when an event id is reused with another body.
+// ErrConflict is returned when an event id of a session is reused with
+// another body; the error is a *ConflictError naming the run that holds
+// the id.
 var ErrConflict = errors.New("event id already used with a different request")
+
+// ConflictError is an event id of the session already claimed by run
+// RunID with another request.
+type ConflictError struct{ RunID string }
+
+func (e *ConflictError) Error() string {
+	return ErrConflict.Error() + " (held by run " + e.RunID + ")"
+}
+
+// Is makes errors.Is(err, ErrConflict) hold.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 
 // DefaultBreaker is the loop breaker of a deployment that sets none: three
 // failing or useless runs within an hour stop a session's automatic
@@ -230,7 +243,7 @@ func (g *Gateway) claim(ctx context.Context, ev Event, overrides json.RawMessage
 	case err != nil:
 		return store.Run{}, sub, fmt.Errorf("submit run: %w", err)
 	case sub.Conflict:
-		return store.Run{}, sub, ErrConflict
+		return store.Run{}, sub, &ConflictError{RunID: sub.RunID}
 	case sub.Existing:
 		// A retry: the run is the first claim's, with the original it
 		// recorded (a re-encoded retry's own bytes were just discarded).
@@ -293,7 +306,7 @@ func (g *Gateway) checkBreaker(ctx context.Context, ev Event, data []byte) error
 	if err != nil || !b.Open {
 		return err
 	}
-	if run, err := g.Store.EventRun(ctx, ev.Tenant, ev.EventID); err != nil || run != "" {
+	if run, err := g.Store.EventRun(ctx, ev.Tenant, ev.Session, ev.EventID); err != nil || run != "" {
 		return err
 	}
 	return &BreakerOpenError{Reason: b.Reason, Until: b.Until}

@@ -71,7 +71,7 @@ func checkContinued(conv conversation.Conversation, parseErr error) error {
 // rebuilds from the base it named then (the session has moved on since,
 // with that very event), so that it answers its run as any retry does.
 func (g *Gateway) baseOutput(ctx context.Context, ev Event) (store.Output, error) {
-	claimed, err := g.Store.EventRun(ctx, ev.Tenant, ev.EventID)
+	claimed, err := g.Store.EventRun(ctx, ev.Tenant, ev.Session, ev.EventID)
 	if err != nil {
 		return store.Output{}, fmt.Errorf("read event %s: %w", ev.EventID, err)
 	}

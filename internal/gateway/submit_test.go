@@ -89,7 +89,7 @@ func TestSubmitWhileTemporalIsDown(t *testing.T) {
 	stored, err := g.Blob.Get(ctx, key)
 	require.NoError(t, err)
 	require.Equal(t, conv, stored, "the caller's exact bytes")
-	claimed, err := g.Store.EventRun(ctx, "acme", "e1")
+	claimed, err := g.Store.EventRun(ctx, "acme", "s1", "e1")
 	require.NoError(t, err)
 	require.Equal(t, runID, claimed)
 	require.Len(t, signalled, 1)

@@ -163,7 +163,7 @@ func TestSubmitRefusesInvalidEvents(t *testing.T) {
 		if blob.ValidateTenant(ev.Tenant) != nil || ev.EventID == "" {
 			continue
 		}
-		run, err := g.Store.EventRun(ctx, ev.Tenant, ev.EventID)
+		run, err := g.Store.EventRun(ctx, ev.Tenant, ev.Session, ev.EventID)
 		require.NoError(t, err)
 		require.Empty(t, run, "event %q was claimed", ev.EventID)
 	}

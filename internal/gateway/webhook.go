@@ -24,29 +24,36 @@ const RotationOverlap = 24 * time.Hour
 const MaxWebhooks = 10
 
 // AddWebhook registers url for tenant's completion webhooks and returns
-// the endpoint with its secret (shown once).
-func (g *Gateway) AddWebhook(ctx context.Context, tenant, url, description string) (store.Webhook, error) {
+// the endpoint with its secret (shown once). A URL already registered
+// answers its endpoint without the secret (created false); a new secret
+// is RotateWebhook's, asked for explicitly.
+func (g *Gateway) AddWebhook(ctx context.Context, tenant, url, description string) (w store.Webhook, created bool, err error) {
 	if err := g.WebhookPolicy.CheckURL(url); err != nil {
-		return store.Webhook{}, &InputError{Field: "url", Err: err}
+		return store.Webhook{}, false, &InputError{Field: "url", Err: err}
 	}
 	if len(description) > 200 {
-		return store.Webhook{}, &InputError{Field: "description", Err: errors.New("is longer than 200 bytes")}
+		return store.Webhook{}, false, &InputError{Field: "description", Err: errors.New("is longer than 200 bytes")}
 	}
 	if description != "" {
 		if err := ident.Check("description", description); err != nil {
-			return store.Webhook{}, &InputError{Field: "description", Err: err.(*ident.Error).Unnamed()}
+			return store.Webhook{}, false, &InputError{Field: "description", Err: err.(*ident.Error).Unnamed()}
 		}
 	}
 	live, err := g.Store.ListWebhooks(ctx, tenant)
 	if err != nil {
-		return store.Webhook{}, err
+		return store.Webhook{}, false, err
+	}
+	for _, w := range live {
+		if w.URL == url {
+			return w, false, nil // its secret was shown once, at registration
+		}
 	}
 	if len(live) >= MaxWebhooks {
-		return store.Webhook{}, &InputError{Field: "url", Err: fmt.Errorf("tenant already has %d endpoints, the most allowed", MaxWebhooks)}
+		return store.Webhook{}, false, &InputError{Field: "url", Err: fmt.Errorf("tenant already has %d endpoints, the most allowed", MaxWebhooks)}
 	}
 	secret, err := webhook.NewSecret()
 	if err != nil {
-		return store.Webhook{}, err
+		return store.Webhook{}, false, err
 	}
 	return g.Store.AddWebhook(ctx, tenant, url, description, secret)
 }

@@ -232,6 +232,7 @@ func (a *api) routes() []route {
 		{Method: http.MethodGet, Path: "/v1/retention", Auth: true, Handle: a.getRetention, Responses: ok(retentionSetting{})},
 		{Method: http.MethodPut, Path: "/v1/retention", Auth: true, Handle: a.putRetention, Request: retentionRequest{},
 			Responses: ok(retentionSetting{})},
+		{Method: http.MethodDelete, Path: "/v1/retention", Auth: true, Handle: a.deleteRetention, Responses: ok(retentionSetting{})},
 		{Method: http.MethodPost, Path: "/v1/webhooks", Auth: true, Handle: a.postWebhook, Request: webhookRequest{},
 			Responses: map[int]any{http.StatusCreated: webhookEndpoint{}}},
 		{Method: http.MethodGet, Path: "/v1/webhooks", Auth: true, Handle: a.listWebhooks, Responses: ok(webhookList{})},

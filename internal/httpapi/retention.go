@@ -30,12 +30,25 @@ func (a *api) putRetention(w http.ResponseWriter, r *http.Request, tenant string
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if !(req.Days > 0) || math.IsInf(req.Days, 0) || req.Days > 36500 {
-		return badRequest("days", "days: a number of days above 0 and at most 36500 (fractions allowed)")
+	// Whole days only: a fraction such as 1e-300 would make every final
+	// run of the tenant due at the next sweep.
+	const maxDays = 36500
+	if req.Days < 1 || req.Days > maxDays || req.Days != math.Trunc(req.Days) {
+		return badRequest("days", "days: a whole number of days from 1 to %d", maxDays)
 	}
 	if err := a.deps.Store.SetRetention(r.Context(), tenant, req.Days); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, retentionSetting{Days: req.Days, Set: true})
+	return nil
+}
+
+// deleteRetention unsets the tenant's retention: its runs are kept for
+// good again. It answers the setting as GET does; unsetting twice is fine.
+func (a *api) deleteRetention(w http.ResponseWriter, r *http.Request, tenant string) error {
+	if err := a.deps.Store.UnsetRetention(r.Context(), tenant); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, retentionSetting{})
 	return nil
 }

@@ -83,11 +83,17 @@ func (a *api) postWebhook(w http.ResponseWriter, r *http.Request, tenant string)
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	wh, err := a.deps.Gateway.AddWebhook(r.Context(), tenant, req.URL, req.Description)
+	wh, created, err := a.deps.Gateway.AddWebhook(r.Context(), tenant, req.URL, req.Description)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, endpointOf(wh))
+	status := http.StatusCreated
+	if !created {
+		// The URL's endpoint is already there: the same one, its secret
+		// not shown again (rotate for a new one).
+		status = http.StatusOK
+	}
+	writeJSON(w, status, endpointOf(wh))
 	return nil
 }
 

@@ -102,11 +102,12 @@ func (s *Store) SessionBreaker(ctx context.Context, tenant, session string, rule
 			rule.Runs, rule.Window, rule.MinFreed*100)}, nil
 }
 
-// EventRun returns the run id an event id of the tenant was claimed for,
-// or "" when it was never submitted.
-func (s *Store) EventRun(ctx context.Context, tenant, eventID string) (string, error) {
+// EventRun returns the run id an event id of the tenant's session was
+// claimed for, or "" when it was never submitted.
+func (s *Store) EventRun(ctx context.Context, tenant, session, eventID string) (string, error) {
 	var run string
-	err := s.pool.QueryRow(ctx, `select run_id from events where tenant_id = $1 and event_id = $2`, tenant, eventID).Scan(&run)
+	err := s.pool.QueryRow(ctx, `select run_id from events where tenant_id = $1 and session_id = $2 and event_id = $3`,
+		tenant, session, eventID).Scan(&run)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil
 	}

@@ -49,32 +49,124 @@ func scanErasure(row pgx.Row) (Erasure, error) {
 // that session: no run and no offload.
 func (s *Store) StartErasure(ctx context.Context, tenant, session, requestedBy string) (e Erasure, existing bool, err error) {
 	op := "start erasure of session " + session
-	e, err = scanErasure(s.pool.QueryRow(ctx, `select `+erasureColumns+` from session_erasures
-		where tenant_id = $1 and session_id = $2 and finished_at is null`, tenant, session))
-	if err == nil {
-		return e, true, nil
-	}
-	if !errors.Is(err, ErrNotFound) {
-		return Erasure{}, false, fmt.Errorf("%s: %w", op, err)
-	}
-	var known bool
-	if err := s.pool.QueryRow(ctx, `select exists (select 1 from runs where tenant_id = $1 and session_id = $2)
-		or exists (select 1 from offloads where tenant_id = $1 and session_id = $2)`, tenant, session).Scan(&known); err != nil {
-		return Erasure{}, false, fmt.Errorf("%s: %w", op, err)
-	}
-	if !known {
-		return Erasure{}, false, fmt.Errorf("%s: %w", op, ErrNotFound)
-	}
-	id, err := newID("erase_")
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// The exclusive side of the session's write lock: a write that
+		// checked for an erasure before this one is recorded has
+		// committed when the lock is granted, so the erasure sees its
+		// rows; a write after it sees the erasure and is refused.
+		if _, err := tx.Exec(ctx, `select pg_advisory_xact_lock(`+sessionLockSQL+`)`, tenant, session); err != nil {
+			return err
+		}
+		e, err = scanErasure(tx.QueryRow(ctx, `select `+erasureColumns+` from session_erasures
+			where tenant_id = $1 and session_id = $2 and finished_at is null`, tenant, session))
+		if err == nil {
+			existing = true
+			return nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		var known bool
+		if err := tx.QueryRow(ctx, `select exists (select 1 from runs where tenant_id = $1 and session_id = $2)
+			or exists (select 1 from offloads where tenant_id = $1 and session_id = $2)`, tenant, session).Scan(&known); err != nil {
+			return err
+		}
+		if !known {
+			return ErrNotFound
+		}
+		id, err := newID("erase_")
+		if err != nil {
+			return err
+		}
+		e, err = scanErasure(tx.QueryRow(ctx, `insert into session_erasures (id, tenant_id, session_id, requested_by)
+			values ($1, $2, $3, $4) returning `+erasureColumns, id, tenant, session, Storable(requestedBy)))
+		return err
+	})
 	if err != nil {
 		return Erasure{}, false, fmt.Errorf("%s: %w", op, err)
 	}
-	e, err = scanErasure(s.pool.QueryRow(ctx, `insert into session_erasures (id, tenant_id, session_id, requested_by)
-		values ($1, $2, $3, $4) returning `+erasureColumns, id, tenant, session, Storable(requestedBy)))
-	if err != nil {
-		return Erasure{}, false, fmt.Errorf("%s: %w", op, err)
+	return e, existing, nil
+}
+
+// sessionLockSQL is the key of a session's write lock (tenant $1,
+// session $2): writes a caller starts take it shared with their erasure
+// check, StartErasure exclusive.
+const sessionLockSQL = `hashtextextended($1 || '/' || $2, 11)`
+
+// checkNotErasing takes tenant's session's write lock, shared, for tx and
+// returns ErrSessionErasing when an erasure of the session is under way.
+func checkNotErasing(ctx context.Context, tx pgx.Tx, tenant, session string) error {
+	var erasing bool
+	if err := tx.QueryRow(ctx, `select pg_advisory_xact_lock_shared(`+sessionLockSQL+`) is null, `+erasingSQL,
+		tenant, session).Scan(nil, &erasing); err != nil {
+		return fmt.Errorf("check for an erasure: %w", err)
 	}
-	return e, false, nil
+	if erasing {
+		return ErrSessionErasing
+	}
+	return nil
+}
+
+// SessionGoneError is a read of an erased session: its erasure was
+// asked for (and may still be under way), and no event has started a new
+// generation of the name since.
+type SessionGoneError struct{ Erasure Erasure }
+
+func (e *SessionGoneError) Error() string {
+	if e.Erasure.FinishedAt.IsZero() {
+		return fmt.Sprintf("session %s is being erased (erasure %s, asked at %s)", e.Erasure.Session, e.Erasure.ID,
+			e.Erasure.RequestedAt.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("session %s was erased (erasure %s, at %s)", e.Erasure.Session, e.Erasure.ID,
+		e.Erasure.FinishedAt.UTC().Format(time.RFC3339))
+}
+
+// CheckSessionGone returns a *SessionGoneError when tenant's session is
+// erased or being erased, nil for a live session or a name never used.
+// Every read of a session asks it first, so that an erased session
+// answers with its erasure rather than as a name never used.
+func (s *Store) CheckSessionGone(ctx context.Context, tenant, session string) error {
+	e, err := scanErasure(s.pool.QueryRow(ctx, `select `+erasureColumns+` from session_erasures
+		where tenant_id = $1 and session_id = $2
+		  and (finished_at is null or not exists (select 1 from sessions where tenant_id = $1 and id = $2))
+		order by requested_at desc limit 1`, tenant, session))
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("check erasure of session %s: %w", session, err)
+	}
+	return &SessionGoneError{Erasure: e}
+}
+
+// Generation is the life of a session name: Number 1 for a name never
+// erased; after an erasure, the next event starts Number 2, and so on,
+// with Previous the erasure before it.
+type Generation struct {
+	Number   int
+	Previous *Erasure
+}
+
+// SessionGeneration returns tenant's session's generation; a session with
+// no row yet is the generation its first event would start.
+func (s *Store) SessionGeneration(ctx context.Context, tenant, session string) (Generation, error) {
+	g := Generation{Number: 1}
+	err := s.pool.QueryRow(ctx, `select coalesce((select generation from sessions where tenant_id = $1 and id = $2), `+
+		generationSQL("$1", "$2")+`)`, tenant, session).Scan(&g.Number)
+	if err != nil {
+		return Generation{}, fmt.Errorf("read generation of session %s: %w", session, err)
+	}
+	if g.Number == 1 {
+		return g, nil
+	}
+	e, err := scanErasure(s.pool.QueryRow(ctx, `select `+erasureColumns+` from session_erasures
+		where tenant_id = $1 and session_id = $2 and finished_at is not null
+		order by finished_at desc limit 1`, tenant, session))
+	if err != nil {
+		return Generation{}, fmt.Errorf("read the erasure before session %s: %w", session, err)
+	}
+	g.Previous = &e
+	return g, nil
 }
 
 // ErrSessionErasing refuses an event for a session whose erasure is under
@@ -83,7 +175,7 @@ var ErrSessionErasing = errors.New("the session is being erased")
 
 // erasingSQL reports whether tenant's ($1) session ($2) has an erasure
 // under way.
-const erasingSQL = `select exists (select 1 from session_erasures
+const erasingSQL = `exists (select 1 from session_erasures
 	where tenant_id = $1 and session_id = $2 and finished_at is null)`
 
 // GetErasure returns tenant's erasure id (ErrNotFound for another

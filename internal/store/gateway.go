@@ -46,9 +46,11 @@ func (s *Store) SubmitRun(ctx context.Context, r Run, bodySHA256 string, restore
 		// transaction commits, under the lock the first statement took.
 		b := &pgx.Batch{}
 		// Nothing new lands in a session that is being erased; checked in
-		// the claim's own round trip.
+		// the claim's own round trip, under the session's write lock
+		// (see StartErasure).
 		erasing := false
-		b.Queue(erasingSQL, r.Tenant, r.Session).QueryRow(func(row pgx.Row) error { return row.Scan(&erasing) })
+		b.Queue(`select pg_advisory_xact_lock_shared(`+sessionLockSQL+`) is null, `+erasingSQL, r.Tenant, r.Session).
+			QueryRow(func(row pgx.Row) error { return row.Scan(nil, &erasing) })
 		discarded := false
 		if r.InputKey != "" {
 			b.Queue(inputLockSharedSQL+`, coalesce((select discarded from input_discards where key = $1), false)`,
@@ -159,18 +161,18 @@ func (e *claimConflictError) Error() string {
 // claimSQL creates the tenant and session when missing and claims the
 // event, in one statement (foreign keys are checked at its end); it
 // returns the run id when this claim inserted the event.
-const claimSQL = `
+var claimSQL = `
 	with tenant as (insert into tenants (id) values ($1) on conflict do nothing),
-	session as (insert into sessions (tenant_id, id) values ($1, $3) on conflict do nothing)
+	session as (insert into sessions (tenant_id, id, generation) values ($1, $3, `+generationSQL("$1", "$3")+`) on conflict do nothing)
 	insert into events (tenant_id, event_id, session_id, body_sha256, run_id)
 	values ($1, $2, $3, $4, $5)
-	on conflict (tenant_id, event_id) do nothing
+	on conflict (tenant_id, session_id, event_id) do nothing
 	returning run_id`
 
 // claimed reads the outcome of claimSQL in tx (err is its scan's error).
 // It returns "" when this claim is the first, the first claim's run id
-// for a repeat of the same session and body, and a *claimConflictError
-// for the same event id with another session or body.
+// for a repeat of the same body, and a *claimConflictError for the same
+// event id of the session with another body.
 func claimed(ctx context.Context, tx pgx.Tx, err error, tenant, session, eventID, bodySHA256 string) (string, error) {
 	if err == nil {
 		return "", nil
@@ -178,13 +180,13 @@ func claimed(ctx context.Context, tx pgx.Tx, err error, tenant, session, eventID
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return "", fmt.Errorf("insert: %w", err)
 	}
-	var storedSession, storedBody, storedRun string
-	err = tx.QueryRow(ctx, `select session_id, body_sha256, run_id from events where tenant_id = $1 and event_id = $2`,
-		tenant, eventID).Scan(&storedSession, &storedBody, &storedRun)
+	var storedBody, storedRun string
+	err = tx.QueryRow(ctx, `select body_sha256, run_id from events where tenant_id = $1 and session_id = $2 and event_id = $3`,
+		tenant, session, eventID).Scan(&storedBody, &storedRun)
 	if err != nil {
 		return "", fmt.Errorf("read first claim: %w", err)
 	}
-	if storedSession != session || storedBody != bodySHA256 {
+	if storedBody != bodySHA256 {
 		// Roll back: a refused event leaves no session row behind.
 		return "", &claimConflictError{run: storedRun}
 	}

@@ -32,7 +32,7 @@ func TestSubmitRunClaimsEachEventOnce(t *testing.T) {
 		{"duplicate delivery", "acme", "s1", "sha-a", "run-2", store.Submission{RunID: "run-1", Existing: true}},
 		{"retry of the same claim", "acme", "s1", "sha-a", "run-1", store.Submission{RunID: "run-1", Existing: true}},
 		{"same id other body", "acme", "s1", "sha-b", "run-3", store.Submission{RunID: "run-1", Conflict: true}},
-		{"same id other session", "acme", "s2", "sha-a", "run-4", store.Submission{RunID: "run-1", Conflict: true}},
+		{"same id other session", "acme", "s2", "sha-a", "run-4", store.Submission{RunID: "run-4"}},
 		{"same id other tenant", "beta", "s1", "sha-b", "run-5", store.Submission{RunID: "run-5"}},
 	}
 	for _, tt := range tests {
@@ -45,7 +45,7 @@ func TestSubmitRunClaimsEachEventOnce(t *testing.T) {
 
 	var n int
 	require.NoError(t, s.Pool().QueryRow(ctx, "select count(*) from events").Scan(&n))
-	require.Equal(t, 2, n, "one claim per tenant")
+	require.Equal(t, 3, n, "one claim per session of a tenant")
 
 	_, err = s.SubmitRun(ctx, store.Run{ID: "run-9", Tenant: "acme", Session: "s1", EventID: "ev-2"}, "", nil)
 	require.ErrorContains(t, err, "bodySHA256 is empty")
@@ -122,4 +122,53 @@ func TestSubmitRunRefusesASessionBeingErased(t *testing.T) {
 
 	require.NoError(t, s.FinishErasure(ctx, e.ID, 0, 0, nil))
 	require.NoError(t, submit("s1", "ev-1"), "the erasure finished")
+}
+
+// TestErasedSessionLifecycle: once an erasure is asked for, a caller's
+// own offload is refused like an event; reads learn the session is gone
+// (with the erasure) while it runs and after it; the next event starts
+// generation 2, which names the erasure before it and is live again.
+func TestErasedSessionLifecycle(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	_, err := s.SubmitRun(ctx, store.Run{ID: "run-1", Tenant: "acme", Session: "s1", EventID: "e1"}, "sha-1", nil)
+	require.NoError(t, err)
+	_, err = s.FailRun(ctx, "run-1", store.Failure{Message: "done"})
+	require.NoError(t, err)
+	require.NoError(t, s.CheckSessionGone(ctx, "acme", "s1"), "a live session")
+	require.NoError(t, s.CheckSessionGone(ctx, "acme", "never"), "a name never used is not gone")
+	g, err := s.SessionGeneration(ctx, "acme", "s1")
+	require.NoError(t, err)
+	require.Equal(t, store.Generation{Number: 1}, g)
+
+	e, _, err := s.StartErasure(ctx, "acme", "s1", "test")
+	require.NoError(t, err)
+	err = s.AddOffload(ctx, store.Offload{Tenant: "acme", Session: "s1", Key: "tenants/acme/offload/x", SHA256: "x"})
+	require.ErrorIs(t, err, store.ErrSessionErasing, "a caller's offload during the erasure")
+	var gone *store.SessionGoneError
+	require.ErrorAs(t, s.CheckSessionGone(ctx, "acme", "s1"), &gone, "being erased")
+	require.Equal(t, e.ID, gone.Erasure.ID)
+	require.True(t, gone.Erasure.FinishedAt.IsZero())
+	require.NoError(t, s.CheckSessionGone(ctx, "beta", "s1"), "another tenant's session of that name")
+
+	_, err = s.EraseSessionRows(ctx, e.ID, "acme", "s1")
+	require.NoError(t, err)
+	require.NoError(t, s.FinishErasure(ctx, e.ID, 0, 0, nil))
+	require.ErrorAs(t, s.CheckSessionGone(ctx, "acme", "s1"), &gone, "erased")
+	require.False(t, gone.Erasure.FinishedAt.IsZero())
+	require.Contains(t, gone.Error(), e.ID)
+
+	// The name taken again: generation 2, which says what came before.
+	g, err = s.SessionGeneration(ctx, "acme", "s1")
+	require.NoError(t, err)
+	require.Equal(t, 2, g.Number, "the generation the next event starts")
+	_, err = s.SubmitRun(ctx, store.Run{ID: "run-2", Tenant: "acme", Session: "s1", EventID: "e1"}, "sha-2", nil)
+	require.NoError(t, err, "the event id of the erased generation is free again")
+	require.NoError(t, s.CheckSessionGone(ctx, "acme", "s1"), "the new generation is live")
+	g, err = s.SessionGeneration(ctx, "acme", "s1")
+	require.NoError(t, err)
+	require.Equal(t, 2, g.Number)
+	require.NotNil(t, g.Previous)
+	require.Equal(t, e.ID, g.Previous.ID)
 }

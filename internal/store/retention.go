@@ -25,10 +25,19 @@ func (s *Store) SetRetention(ctx context.Context, tenant string, days float64) e
 	return nil
 }
 
+// UnsetRetention keeps tenant's runs for good again. The row stays with
+// no days (the runtime role deletes nothing), which no sweep matches.
+func (s *Store) UnsetRetention(ctx context.Context, tenant string) error {
+	if _, err := s.pool.Exec(ctx, `update tenant_retention set days = null, updated_at = now() where tenant_id = $1`, tenant); err != nil {
+		return fmt.Errorf("unset retention of tenant %s: %w", tenant, err)
+	}
+	return nil
+}
+
 // Retention returns tenant's retention in days; ok is false when it keeps
 // its runs for good.
 func (s *Store) Retention(ctx context.Context, tenant string) (days float64, ok bool, err error) {
-	err = s.pool.QueryRow(ctx, `select days from tenant_retention where tenant_id = $1`, tenant).Scan(&days)
+	err = s.pool.QueryRow(ctx, `select days from tenant_retention where tenant_id = $1 and days is not null`, tenant).Scan(&days)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, nil
 	}

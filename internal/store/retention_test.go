@@ -56,3 +56,33 @@ func TestRetentionPicksOnlyExpiredRuns(t *testing.T) {
 	_, err = st.GetRun(ctx, "run-old")
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
+
+// TestRetentionCanBeUnset: an unset retention reads as none, expires
+// nothing any more, and can be set again.
+func TestRetentionCanBeUnset(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := storetest.New(t)
+	_, _, err := st.CreateRun(ctx, store.Run{ID: "run-a", Tenant: "acme", Session: "s1", EventID: "a", Trigger: "manual",
+		Preset: "adaptive", Status: store.RunPending})
+	require.NoError(t, err)
+	_, err = st.FailRun(ctx, "run-a", store.Failure{Message: "done"})
+	require.NoError(t, err)
+
+	require.NoError(t, st.UnsetRetention(ctx, "acme"), "unsetting what was never set is fine")
+	require.NoError(t, st.SetRetention(ctx, "acme", 0.00001))
+	require.NoError(t, st.UnsetRetention(ctx, "acme"))
+	_, ok, err := st.Retention(ctx, "acme")
+	require.NoError(t, err)
+	require.False(t, ok, "unset: runs are kept for good")
+	time.Sleep(1200 * time.Millisecond)
+	exp, err := st.ExpiredRuns(ctx, 100)
+	require.NoError(t, err)
+	require.Empty(t, exp, "an unset retention expires nothing")
+
+	require.NoError(t, st.SetRetention(ctx, "acme", 30))
+	days, ok, err := st.Retention(ctx, "acme")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, 30.0, days)
+}

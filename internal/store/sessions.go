@@ -37,6 +37,14 @@ func (s *Store) AddOffload(ctx context.Context, o Offload) error {
 		return fmt.Errorf("%s: negative tokens %d", op, o.Tokens)
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// A caller's own offload (results:compress, no run) is a new
+		// write to the session: refused once its erasure is asked for.
+		// A run's offloads are not: the erasure waits for the run.
+		if o.RunID == "" {
+			if err := checkNotErasing(ctx, tx, o.Tenant, o.Session); err != nil {
+				return err
+			}
+		}
 		if err := ensureSession(ctx, tx, o.Tenant, o.Session); err != nil {
 			return err
 		}

@@ -39,20 +39,26 @@ func TestSubmitRun(t *testing.T) {
 	_, err = s.GetRun(ctx, "run-other")
 	require.ErrorIs(t, err, store.ErrNotFound)
 
-	// The same event id with another body, or from another session, is a
-	// conflict that writes nothing, not even the new session.
-	for name, body := range map[string]string{"other body": "body-b", "other session": "body-a"} {
-		other := r
-		if name == "other session" {
-			other.Session = "s2"
-		}
-		sub, err = s.SubmitRun(ctx, other, body, nil)
-		require.NoError(t, err, name)
-		require.Equal(t, store.Submission{RunID: "run-1", Conflict: true}, sub, name)
-	}
+	// The same event id with another body is a conflict that names the
+	// run holding the id and writes nothing.
+	other := r
+	other.ID = "run-other"
+	sub, err = s.SubmitRun(ctx, other, "body-b", nil)
+	require.NoError(t, err)
+	require.Equal(t, store.Submission{RunID: "run-1", Conflict: true}, sub)
 	var sessions int
 	require.NoError(t, s.Pool().QueryRow(ctx, `select count(*) from sessions where tenant_id = 'acme'`).Scan(&sessions))
 	require.Equal(t, 1, sessions)
+
+	// Event ids are unique per session: another session's "ev-1" is its own
+	// event and run.
+	other.Session, other.ID = "s2", "run-s2"
+	sub, err = s.SubmitRun(ctx, other, "body-a", nil)
+	require.NoError(t, err)
+	require.Equal(t, store.Submission{RunID: "run-s2"}, sub)
+	run, err := s.EventRun(ctx, "acme", "s2", r.EventID)
+	require.NoError(t, err)
+	require.Equal(t, "run-s2", run)
 
 	// Bad input is refused before anything is written.
 	_, err = s.SubmitRun(ctx, store.Run{ID: "run-2", Tenant: "acme", Session: "s1"}, "body", nil)

@@ -179,10 +179,18 @@ func (s *Store) GrantRuntime(ctx context.Context, role string) error {
 	return nil
 }
 
+// generationSQL is the generation of a session row created now: one more
+// than the erasures its name has been through (tenant and session are the
+// statement's placeholders).
+func generationSQL(tenant, session string) string {
+	return "1 + (select count(*) from session_erasures where tenant_id = " + tenant +
+		" and session_id = " + session + " and finished_at is not null)"
+}
+
 // ensureSessionSQL creates tenant $1 and its session $2 when missing.
-const ensureSessionSQL = `
+var ensureSessionSQL = `
 	with tenant as (insert into tenants (id) values ($1) on conflict do nothing)
-	insert into sessions (tenant_id, id) values ($1, $2) on conflict do nothing`
+	insert into sessions (tenant_id, id, generation) values ($1, $2, `+generationSQL("$1", "$2")+`) on conflict do nothing`
 
 // ensureSession creates the tenant and session rows if they do not exist,
 // so that callers never need a separate registration step.

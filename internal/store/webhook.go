@@ -79,25 +79,38 @@ func newID(prefix string) (string, error) {
 	return prefix + hex.EncodeToString(b[:]), nil
 }
 
-// AddWebhook registers an endpoint for tenant.
-func (s *Store) AddWebhook(ctx context.Context, tenant, url, description, secret string) (Webhook, error) {
+// AddWebhook registers an endpoint for tenant. A URL the tenant already
+// has a live endpoint for answers that endpoint, without its secret, and
+// created false: registering twice never makes a second endpoint that
+// would receive every run again under another secret.
+func (s *Store) AddWebhook(ctx context.Context, tenant, url, description, secret string) (w Webhook, created bool, err error) {
 	id, err := newID("wh_")
 	if err != nil {
-		return Webhook{}, fmt.Errorf("add webhook: %w", err)
+		return Webhook{}, false, fmt.Errorf("add webhook: %w", err)
 	}
-	w := Webhook{ID: id, Tenant: tenant, URL: url, Description: description, Secret: secret}
+	w = Webhook{ID: id, Tenant: tenant, URL: url, Description: description, Secret: secret}
 	// An operator may register an endpoint for a tenant with no run or
 	// key yet.
 	if _, err := s.pool.Exec(ctx, `insert into tenants (id) values ($1) on conflict do nothing`, tenant); err != nil {
-		return Webhook{}, fmt.Errorf("add webhook for tenant %s: %w", tenant, err)
+		return Webhook{}, false, fmt.Errorf("add webhook for tenant %s: %w", tenant, err)
 	}
 	err = s.pool.QueryRow(ctx, `
 		insert into webhook_endpoints (id, tenant_id, url, description, secret) values ($1, $2, $3, $4, $5)
+		on conflict (tenant_id, url) where deleted_at is null do nothing
 		returning created_at`, id, tenant, url, description, secret).Scan(&w.CreatedAt)
-	if err != nil {
-		return Webhook{}, fmt.Errorf("add webhook for tenant %s: %w", tenant, err)
+	if errors.Is(err, pgx.ErrNoRows) {
+		w, err = scanWebhook(s.pool.QueryRow(ctx, `select `+webhookColumns+` from webhook_endpoints
+			where tenant_id = $1 and url = $2 and deleted_at is null`, tenant, url))
+		w.Secret, w.PreviousSecret = "", ""
+		if err != nil {
+			return Webhook{}, false, fmt.Errorf("read webhook of tenant %s for its url: %w", tenant, err)
+		}
+		return w, false, nil
 	}
-	return w, nil
+	if err != nil {
+		return Webhook{}, false, fmt.Errorf("add webhook for tenant %s: %w", tenant, err)
+	}
+	return w, true, nil
 }
 
 const webhookColumns = `id, tenant_id, url, description, secret, coalesce(previous_secret, ''),

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxcompact/orchestrator/internal/store"
@@ -23,9 +24,9 @@ func TestWebhookDeliveries(t *testing.T) {
 		Preset: "adaptive", Status: store.RunSucceeded})
 	require.NoError(t, err)
 
-	w, err := st.AddWebhook(ctx, "acme", "https://hooks.example.com/a", "first", "whsec_b25l")
+	w, _, err := st.AddWebhook(ctx, "acme", "https://hooks.example.com/a", "first", "whsec_b25l")
 	require.NoError(t, err)
-	_, err = st.AddWebhook(ctx, "other", "https://hooks.example.com/o", "", "whsec_b3RoZXI=")
+	_, _, err = st.AddWebhook(ctx, "other", "https://hooks.example.com/o", "", "whsec_b3RoZXI=")
 	require.NoError(t, err)
 	ok, err := st.HasWebhooks(ctx, "acme")
 	require.NoError(t, err)
@@ -80,4 +81,43 @@ func TestWebhookDeliveries(t *testing.T) {
 	ds, err = st.PrepareDeliveries(ctx, "acme", "run-1", "run.failed")
 	require.NoError(t, err)
 	require.Empty(t, ds, "a deleted endpoint gets no new delivery")
+}
+
+// TestAddWebhookIsIdempotentPerURL: the same URL registered twice is one
+// endpoint (its secret shown only the first time); another tenant's same
+// URL is its own; a deleted endpoint's URL can be registered anew.
+func TestAddWebhookIsIdempotentPerURL(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st := storetest.New(t)
+	const url = "https://hooks.example.com/same"
+	first, created, err := st.AddWebhook(ctx, "acme", url, "", "whsec_Zmlyc3Q=")
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Equal(t, "whsec_Zmlyc3Q=", first.Secret)
+
+	again, created, err := st.AddWebhook(ctx, "acme", url, "", "whsec_c2Vjb25k")
+	require.NoError(t, err)
+	require.False(t, created, "the URL is already registered")
+	require.Equal(t, first.ID, again.ID)
+	require.Empty(t, again.Secret, "the secret is shown once, at registration")
+	list, err := st.ListWebhooks(ctx, "acme")
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	ds, err := st.Pool().Query(ctx, `select secret from webhook_endpoints where tenant_id = 'acme'`)
+	require.NoError(t, err)
+	secrets, err := pgx.CollectRows(ds, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"whsec_Zmlyc3Q="}, secrets, "the second secret was never stored")
+
+	other, created, err := st.AddWebhook(ctx, "other", url, "", "whsec_b3RoZXI=")
+	require.NoError(t, err)
+	require.True(t, created, "another tenant's endpoint for the same URL is its own")
+	require.NotEqual(t, first.ID, other.ID)
+
+	require.NoError(t, st.DeleteWebhook(ctx, "acme", first.ID))
+	renewed, created, err := st.AddWebhook(ctx, "acme", url, "", "whsec_dGhpcmQ=")
+	require.NoError(t, err)
+	require.True(t, created, "a deleted endpoint's URL registers anew")
+	require.NotEqual(t, first.ID, renewed.ID)
 }

@@ -454,7 +454,7 @@ func TestRunPageShowsTheAudit(t *testing.T) {
 	// The run's webhook deliveries, with each attempt and the answer's
 	// first bytes (escaped).
 	ctx := t.Context()
-	_, err := f.store.AddWebhook(ctx, tenantA, "https://hooks.example.com/x", "", "whsec_c2VjcmV0")
+	_, _, err := f.store.AddWebhook(ctx, tenantA, "https://hooks.example.com/x", "", "whsec_c2VjcmV0")
 	require.NoError(t, err)
 	ds, err := f.store.PrepareDeliveries(ctx, tenantA, "run-ok", "run.succeeded")
 	require.NoError(t, err)
