@@ -32,11 +32,13 @@ type SessionStatus struct {
 	Truncations     int     `json:"truncations"`
 	TruncatedTokens int     `json:"truncated_tokens"`
 	Summarisations  int     `json:"summarisations"`
-	// Runs counts the session's runs by status; Replays the replays among
-	// them.
-	Runs       map[string]int `json:"runs"`
-	Replays    int            `json:"replays"`
-	Promotions []Promotion    `json:"promotions"`
+	// Runs counts the session's runs by status, replays included; Replays
+	// the replays not promoted (what-ifs), PromotedReplays the promoted
+	// ones.
+	Runs            map[string]int `json:"runs"`
+	Replays         int            `json:"replays"`
+	PromotedReplays int            `json:"promoted_replays"`
+	Promotions      []Promotion    `json:"promotions"`
 	// Breaker is the session's loop breaker, present while open.
 	Breaker   *Breaker     `json:"breaker,omitempty"`
 	History   []HistoryRow `json:"history"`
@@ -57,8 +59,12 @@ type HistoryRow struct {
 	Type        string    `json:"type"`
 	Count       int       `json:"count"`
 	TokensSaved int       `json:"tokens_saved"`
-	// Replay: a pass of a replay (audit data, not the session's state).
-	Replay bool `json:"replay,omitempty"`
+	// Replay: a pass of a replay not promoted (a what-if, audit data);
+	// Promoted: of a promoted replay, the session's state; Superseded: of
+	// a run a promoted replay repaired (the replay's passes count instead).
+	Replay     bool `json:"replay,omitempty"`
+	Promoted   bool `json:"promoted,omitempty"`
+	Superseded bool `json:"superseded,omitempty"`
 }
 
 // Promotion is a replay made its session's state.

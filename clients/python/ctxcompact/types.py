@@ -233,7 +233,12 @@ class HistoryRow(TypedDict, total=False):
     type: str
     count: int
     tokens_saved: int
+    # replay: of a replay not promoted (a what-if); promoted: of a promoted
+    # replay (the session's state); superseded: of a run a promoted replay
+    # repaired.
     replay: bool
+    promoted: bool
+    superseded: bool
 
 
 class Promotion(TypedDict, total=False):
@@ -272,6 +277,7 @@ class SessionStatus(TypedDict, total=False):
     summarisations: int
     runs: Dict[str, int]
     replays: int
+    promoted_replays: int
     promotions: List[Promotion]
     # The session's loop breaker while open: {"open", "reason", "until"}.
     breaker: Dict[str, Any]

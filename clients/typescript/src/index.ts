@@ -262,8 +262,12 @@ export interface HistoryRow {
   type?: string;
   count?: number;
   tokens_saved?: number;
-  /** A pass of a replay (audit data, not the session's state). */
+  /** A pass of a replay not promoted (a what-if, audit data). */
   replay?: boolean;
+  /** A pass of a promoted replay, the session's state. */
+  promoted?: boolean;
+  /** A pass of a run a promoted replay repaired (the replay's passes count instead). */
+  superseded?: boolean;
 }
 
 /** A replay made its session's state: run_id the replay, replay_of the run it repairs. */
@@ -299,7 +303,9 @@ export interface SessionStatus {
   truncated_tokens?: number;
   summarisations?: number;
   runs?: Record<string, number>;
+  /** Replays not promoted (what-ifs); promoted_replays the promoted ones. */
   replays?: number;
+  promoted_replays?: number;
   promotions?: Promotion[];
   /** The session's loop breaker, present while open. */
   breaker?: { open: boolean; reason?: string; until?: string };
