@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -84,15 +87,50 @@ func TestPromoteRepairedReplay(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, sub.RunID, status.LastRunID, "the promoted replay is what the agent continues from")
 	require.Len(t, status.Promotions, 1)
+	// Status, export, UI and webhooks agree: the promoted replay is the
+	// session's run, not an audit-only replay, in place of its original.
+	var counts struct {
+		Replays         int `json:"replays"`
+		PromotedReplays int `json:"promoted_replays"`
+		History         []struct {
+			RunID      string `json:"run_id"`
+			Replay     bool   `json:"replay"`
+			Promoted   bool   `json:"promoted"`
+			Superseded bool   `json:"superseded"`
+		} `json:"history"`
+	}
+	resp, _ = a.call("GET", "/v1/sessions/s1/status", a.key, nil, &counts)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Zero(t, counts.Replays, "the only replay is promoted: none is audit only")
+	require.Equal(t, 1, counts.PromotedReplays)
+	for _, h := range counts.History {
+		require.False(t, h.Replay, "no what-if pass")
+		require.Equal(t, h.RunID == sub.RunID, h.Promoted, "%+v", h)
+		require.Equal(t, h.RunID == orig.RunID, h.Superseded, "%+v", h)
+	}
+	ui := a.uiSignIn()
+	page := a.uiGet(ui, "/ui/sessions/s1")
+	require.Contains(t, page, `<a href="/ui/runs/`+sub.RunID+`" class="run-link">`+sub.RunID+`</a> <span class="tag">promoted replay</span>`)
+	require.Contains(t, page, `id="timeline-promoted"`)
+	require.NotContains(t, page, `id="timeline-replays"`, "no what-if on the timeline")
+	require.Contains(t, a.uiGet(ui, "/ui/sessions/s1/timeline.svg"), "#2 promoted")
 
 	ds := a.deliveriesWhen(sub.RunID, func(ds []apiDelivery) bool {
 		return slices.ContainsFunc(ds, func(d apiDelivery) bool { return d.EventType == "run.promoted" && d.Status == "delivered" })
 	})
 	require.Len(t, slices.DeleteFunc(ds, func(d apiDelivery) bool { return d.EventType != "run.promoted" }), 1, "told once")
-	seen := r.waitSeen(1)
+	var seen []receivedLine
+	require.Eventually(t, func() bool {
+		seen = r.seen()
+		return slices.ContainsFunc(seen, func(l receivedLine) bool { return l.Type == "run.promoted" })
+	}, 2*time.Minute, 100*time.Millisecond)
 	require.True(t, slices.ContainsFunc(seen, func(l receivedLine) bool {
 		return l.Type == "run.promoted" && l.RunID == sub.RunID && l.Verified
 	}), "the receiver verified a run.promoted event: %+v", seen)
+	final := slices.IndexFunc(seen, func(l receivedLine) bool { return l.Type == "run.succeeded" && l.RunID == sub.RunID })
+	promoted := slices.IndexFunc(seen, func(l receivedLine) bool { return l.Type == "run.promoted" && l.RunID == sub.RunID })
+	require.GreaterOrEqual(t, final, 0, "the replay's final event reached the receiver: %+v", seen)
+	require.Less(t, final, promoted, "run.promoted after the run's own run.succeeded: %+v", seen)
 
 	var marks struct {
 		Current    string           `json:"current"`
@@ -117,15 +155,25 @@ func TestPromoteRepairedReplay(t *testing.T) {
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		var line struct {
-			Record string `json:"record"`
-			ID     string `json:"id"`
-			RunID  string `json:"run_id"`
-			Name   string `json:"name"`
+			Record       string `json:"record"`
+			ID           string `json:"id"`
+			RunID        string `json:"run_id"`
+			Name         string `json:"name"`
+			SessionState bool   `json:"session_state"`
+			Promoted     bool   `json:"promoted"`
+			RepairedBy   string `json:"repaired_by"`
 		}
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &line))
 		switch line.Record {
 		case "":
 			runs++
+			switch line.ID {
+			case sub.RunID:
+				require.True(t, line.SessionState && line.Promoted, "the promoted replay is the session's state")
+			case orig.RunID:
+				require.False(t, line.SessionState, "the run it repaired no longer is")
+				require.Equal(t, sub.RunID, line.RepairedBy)
+			}
 		case "step":
 			steps++
 			require.NotEmpty(t, line.Name)
@@ -139,6 +187,39 @@ func TestPromoteRepairedReplay(t *testing.T) {
 	resp, body = a.call("GET", "/v1/export?steps=true&format=csv", a.key, nil, &e)
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode, string(body))
 	require.Equal(t, "steps", e.Error.Field)
+}
+
+// uiSignIn signs in to the web UI with the tenant's key and returns its
+// cookie.
+func (a *apiEnv) uiSignIn() *http.Cookie {
+	a.t.Helper()
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.PostForm(a.url+"/ui/login", url.Values{"key": {a.key}})
+	require.NoError(a.t, err)
+	defer resp.Body.Close()
+	require.Equal(a.t, http.StatusSeeOther, resp.StatusCode)
+	for _, c := range resp.Cookies() {
+		if c.Value != "" {
+			return c
+		}
+	}
+	a.t.Fatal("the UI set no cookie")
+	return nil
+}
+
+// uiGet reads a page of the web UI with cookie.
+func (a *apiEnv) uiGet(cookie *http.Cookie, path string) string {
+	a.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, a.url+path, nil)
+	require.NoError(a.t, err)
+	req.AddCookie(cookie)
+	resp, err := a.client.Do(req)
+	require.NoError(a.t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(a.t, err)
+	require.Equal(a.t, http.StatusOK, resp.StatusCode, "%s: %s", path, clip(string(body), 400))
+	return string(body)
 }
 
 // clip keeps failure messages readable: an answer can hold a whole
