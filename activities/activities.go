@@ -56,6 +56,10 @@ type Activities struct {
 	// prices nothing.
 	Prices    pricing.Table
 	CostTurns int
+	// ProviderTokens counts the output of a run over a model it handles
+	// with the provider's endpoint (Anthropic's count_tokens for Claude,
+	// when ANTHROPIC_API_KEY is set); nil: every size is counted locally.
+	ProviderTokens tokens.ProviderCounter
 
 	// ids caches drift-check sources' identifiers (per worker process).
 	ids idCache

@@ -15,6 +15,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/pricing"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
 // Commit writes the compacted conversation in the caller's format, marks
@@ -123,7 +124,8 @@ func (a *Activities) measured(ctx context.Context, in CommitInput, p policy.Pres
 	if err != nil {
 		return f, err
 	}
-	after := b.Measure(conv)
+	size := a.outputSize(ctx, in.Run, conv, b)
+	after := size.Size
 	// changed: by commit itself, since the work was saved.
 	reactStats, changed, err := setReActStats(&conv, p, b, after)
 	if err != nil {
@@ -133,7 +135,7 @@ func (a *Activities) measured(ctx context.Context, in CommitInput, p policy.Pres
 		return f, err
 	}
 	f.conv, f.o = conv, commitOutcome(ctx, in, conv, p, b, after, tokensBefore, reactStats)
-	f.o.stats.Watermark = in.Watermark
+	f.o.stats.Watermark, f.o.stats.TokenCounting = in.Watermark, size.Counting
 	if f.o.stats.Cache, err = a.cacheFigures(ctx, in, conv, b, after); err != nil {
 		return f, err
 	}
@@ -142,6 +144,21 @@ func (a *Activities) measured(ctx context.Context, in CommitInput, p policy.Pres
 	}
 	f.o.stats.Cost = a.costFigures(in, p, b, int(tokensBefore), after, f.o.stats.Cache)
 	return f, nil
+}
+
+// outputSize is the size of a run's output that the limit is checked
+// against: the provider's count when a.ProviderTokens handles the run's
+// model (counted over the network, here in the activity, within the
+// counter's timeout and cached by content), else the budget's. A provider
+// that fails never fails the commit: the budget's estimate stands, and
+// the outcome's token_counting says "estimate".
+func (a *Activities) outputSize(ctx context.Context, run contract.Run, conv conversation.Conversation, b plan.Budget) tokens.Measured {
+	m, err := tokens.MeasureConversation(ctx, a.ProviderTokens, run.Model, b.Encoding, b.Overhead, conv,
+		func() int { return b.Measure(conv) })
+	if err != nil {
+		logger(ctx).Warn("provider token count failed; the output's size is the estimate", "run", run.ID, "error", err)
+	}
+	return m
 }
 
 // commitSession moves the session's state on once the run is recorded:

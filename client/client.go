@@ -154,6 +154,7 @@ type Result struct {
 	Unit            string   `json:"unit,omitempty"`
 	ContextLimit    int      `json:"context_limit,omitempty"`
 	Counter         string   `json:"counter,omitempty"`
+	TokenCounting   string   `json:"token_counting,omitempty"`
 	FreedTokens     int      `json:"freed_tokens"`
 	PreservedCount  int      `json:"preserved_count"`
 	DeletedOffloads int      `json:"deleted_offloads"`

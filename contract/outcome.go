@@ -52,6 +52,15 @@ type Outcome struct {
 	// family's safety margin when it is not the model's own tokenizer
 	// (e.g. "o200k_base×1.25 (claude)"), or "chars".
 	Counter string `json:"counter,omitempty"`
+	// TokenCounting says how tokens_after, the size checked against the
+	// limit, was counted: "encoding" (an exact local tokenizer of the
+	// model family, such as o200k_base for OpenAI models, or characters),
+	// "provider" (the provider's counting endpoint: Anthropic's
+	// count_tokens for Claude when ANTHROPIC_API_KEY is set) or
+	// "estimate" (o200k_base times the family's calibrated factor, also
+	// when the endpoint failed). Empty in runs committed before it was
+	// recorded.
+	TokenCounting string `json:"token_counting,omitempty"`
 	// FreedTokens, PreservedCount and DeletedOffloads are offload-compact's
 	// CompactResult figures.
 	FreedTokens     int `json:"freed_tokens"`

@@ -58,6 +58,9 @@ type RunStats struct {
 	// DegradedReasons are the fallbacks the run went through (see
 	// contract.Outcome.Degraded).
 	DegradedReasons []string `json:"degraded_reasons,omitempty"`
+	// TokenCounting is how the output's size was counted (see
+	// contract.Outcome.TokenCounting).
+	TokenCounting string `json:"token_counting,omitempty"`
 }
 
 // ParseStats reads the run's stats; a run without stats (not committed)
@@ -104,6 +107,7 @@ func OutcomeOf(r Run, st RunStats) contract.Outcome {
 	out.Format, out.LevelBefore, out.Drift = st.Format, st.LevelBefore, st.Drift
 	out.HistoryFailed, out.OverLimit, out.OverLimitReason = st.HistoryFailed, st.OverLimit, st.OverLimitReason
 	out.Unit, out.ContextLimit, out.Counter, out.LevelReason = st.Unit, st.ContextLimit, st.Encoding, st.LevelReason
+	out.TokenCounting = st.TokenCounting
 	out.PreservedCount, out.DeletedOffloads = st.PreservedCount, st.DeletedOffloads
 	out.Recommendation, out.ContextCompression = st.Recommendation, st.ContextCompression
 	out.HandoffKey, out.HandoffSHA256 = st.HandoffKey, st.HandoffSHA256
