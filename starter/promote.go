@@ -21,10 +21,12 @@ func newPromote() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "promote RUN",
 		Short: "Make a succeeded replay of a failed or over_limit run its session's state (the agent continues from it)",
-		Long: "Promote replay RUN: the session's status then reports it as its last run, the session's watermark moves\n" +
-			"to the one the replay reached, and the tenant's webhook endpoints get a run.promoted event. The replay\n" +
-			"must have succeeded, its original must have failed or ended over_limit, and no run of the session may\n" +
-			"have committed since the original. Promoting again prints the same promotion.",
+		Long: "Promote replay RUN: the session's status then reports it as its last run and counts it as the session's\n" +
+			"run in place of its original (status, the web UI and the export alike), the session's watermark moves\n" +
+			"to the one the replay reached, and the tenant's webhook endpoints get a run.promoted event, always after\n" +
+			"the replay's own run.succeeded. The replay must have succeeded, its original must have failed or ended\n" +
+			"over_limit, and no run of the session may have committed since the original. Promoting again prints the\n" +
+			"same promotion.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			gw, closeAll, err := openGateway(cmd.Context())
