@@ -38,6 +38,10 @@ type part struct {
 	dropOld bool // trim the oldest items first (else the last)
 	note    func(p *part) string
 	counts  map[string]int // labels of the dropped items
+	// quiet drops the note of a part left with no item: in a summary
+	// whose target is a few hundred characters, a note per part would
+	// take the room of the facts themselves.
+	quiet bool
 }
 
 func (p *part) dropped() int { return len(p.items) - (p.hi - p.lo) }
@@ -56,7 +60,7 @@ func (p *part) drop() {
 
 // noteLine is the line standing for the dropped items, "" when none is.
 func (p *part) noteLine(table bool) string {
-	if p.dropped() == 0 || p.note == nil {
+	if p.dropped() == 0 || p.note == nil || (p.quiet && p.hi == p.lo) {
 		return ""
 	}
 	text := p.note(p)
@@ -81,6 +85,16 @@ type section struct {
 	table   bool   // write the files as the three-tier session summary's artifact table
 	fixed   string // a body written as is (the recovery references)
 }
+
+// minBodyRunes is the least room the bodies get, in code points, however
+// small the target: under it a summary is headings and notes, no facts
+// (a session log block of a short conversation can be asked for 100
+// tokens). A summary may exceed a tiny target by this much.
+const minBodyRunes = 500
+
+// quietBudget is the body budget, in code points, under which a part
+// trimmed to nothing leaves no note (see part.quiet).
+const quietBudget = 1500
 
 const artifactHeader = "| Artifact | Path | Status |\n|----------|------|--------|\n"
 
@@ -123,13 +137,14 @@ func structuredLayout() []section {
 // is over its budget, each down to a floor: first the decisions, the older
 // commands, the current state, the older errors (all but the last five)
 // and the constraints; then, if that is not enough, the rest of each in
-// the same order, the older recent calls, the kept identifiers, the
-// task's opening and, last of all, the last call and the file list. The
+// the same order, the oldest of the recent calls, the kept identifiers,
+// the task's opening and, last of all, the last two calls and the file
+// list (the newest call alone may be a bare expression). The
 // recent calls and identifiers go late because they are what the drift
 // check of this summary looks for.
 var trimPhases = []struct{ part, floor int }{
 	{partDecisions, 0}, {partCommands, 1}, {partState, 1}, {partNext, 1}, {partErrors, verbatimErrors}, {partConstraints, 0},
-	{partCommands, 0}, {partState, 0}, {partNext, 0}, {partErrors, 0}, {partRecent, 1}, {partRefs, 0}, {partTask, 1},
+	{partCommands, 0}, {partState, 0}, {partNext, 0}, {partErrors, 0}, {partRecent, 2}, {partRefs, 0}, {partTask, 1},
 	{partRecent, 0}, {partFiles, 0}, {partTask, 0},
 }
 
@@ -223,9 +238,10 @@ func topCounts(counts map[string]int) string {
 
 // renderDigest writes the digest under the layout's headings within
 // target code points: the bodies get the target less the headings (at
-// least half of it), and the parts are trimmed in trimPhases order until
-// they fit. So the summary never exceeds the target by more than the
-// headings, whose shape wins at very small targets.
+// least half of it, and at least minBodyRunes beside the fixed text), and
+// the parts are trimmed in trimPhases order until they fit. So the
+// summary never exceeds the target by more than the headings and
+// minBodyRunes, whose shape and facts win at very small targets.
 func renderDigest(d transcriptDigest, level string, layout []section, target int) string {
 	ps := d.parts()
 	overhead := len(layout) - 1 // the blank lines between sections
@@ -233,6 +249,9 @@ func renderDigest(d transcriptDigest, level string, layout []section, target int
 		overhead += utf8.RuneCountInString(level + " " + s.heading + "\n")
 	}
 	budget := max(target-overhead, target/2)
+	for _, p := range ps {
+		p.quiet = budget < quietBudget
+	}
 
 	// A part's cost is summed over every section that writes it.
 	fixed := 0
@@ -257,6 +276,9 @@ func renderDigest(d transcriptDigest, level string, layout []section, target int
 			}
 		}
 	}
+	// The facts get minBodyRunes beside the fixed text (the recovery
+	// references, the table's header, the placeholders).
+	budget = max(budget, fixed+minBodyRunes)
 	noteCost := func(p int) int {
 		n := 0
 		for _, s := range layout {

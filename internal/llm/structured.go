@@ -48,6 +48,7 @@ const (
 	requestLines      = 3
 	maxDisplayedValue = 120
 	recentCalls       = 3
+	maxRecentRunes    = 200
 	// refIdentifiers is how many of the source's last identifiers the
 	// summary keeps: the drift check's default window
 	// (policy's Drift.MaxIdentifiers).
@@ -347,7 +348,7 @@ func buildDigest(events []event) transcriptDigest {
 	for i := len(events) - 1; i >= 0 && len(d.recent) < recentCalls; i-- {
 		if events[i].kind == evCall {
 			if t := strings.Join(strings.Fields(digest.CallText(events[i].text)), " "); t != "" {
-				d.recent = append(d.recent, clip(t, maxItemRunes))
+				d.recent = append(d.recent, clip(t, maxRecentRunes))
 			}
 		}
 	}
