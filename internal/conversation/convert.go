@@ -16,7 +16,8 @@ import (
 //
 // Parse validates as it goes and fails with an *Error (wrapped; use
 // errors.As) on: malformed JSON (with line and column), invalid UTF-8 in any
-// string, a value of the wrong type, an unknown role, a message with no
+// string, nesting deeper than MaxDepth (with the message and the path of
+// the field), a value of the wrong type, an unknown role, a message with no
 // content at all (null or missing content without tool calls, or an empty
 // user text), a tool result with no earlier call awaiting it, and a tool
 // call id reused while the earlier call with that id still awaits its
@@ -82,6 +83,9 @@ func parse(data []byte, f Format, pre decoded) (Conversation, error) {
 	}
 	if !utf8.Valid(data) {
 		return Conversation{}, fmt.Errorf("parse %s conversation: %w", f, checkUTF8(data, f != FormatReAct))
+	}
+	if err := checkDepth(data, f != FormatReAct); err != nil {
+		return Conversation{}, fmt.Errorf("parse %s conversation: %w", f, err)
 	}
 	c, err := parse(data, pre)
 	if err != nil {
