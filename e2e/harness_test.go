@@ -163,8 +163,8 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	c.PresetOverrides = cfg.overrides
 	c.KeepIntermediates = cfg.keepIntermediates
 	c.OverrideCaps, c.BreakerRuns = policy.Caps{}, 0
-	// Webhook receivers run on loopback, as in the dev stack.
-	c.WebhookAllowHosts = []string{"127.0.0.1"}
+	// Webhook receivers run on loopback, on ports of their own.
+	c.WebhookAllowHosts = hookAllowHosts(t)
 	e.deps = &app.Deps{Config: c, Store: e.store, Blob: e.blob, Summarizer: sum, Limits: tokens.DefaultLimits(), Metrics: cfg.metrics}
 	e.gw = e.deps.Gateway(e.client)
 	e.llmRate = cfg.llmRate

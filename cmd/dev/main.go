@@ -100,8 +100,10 @@ func run() error {
 		}
 	}
 	if os.Getenv("WEBHOOK_ALLOW_HOSTS") == "" {
-		// Webhook receivers on this machine, over plain http.
-		_ = os.Setenv("WEBHOOK_ALLOW_HOSTS", "127.0.0.1,localhost,::1")
+		// A webhook receiver on this machine's port 9000, over plain
+		// http: entries are host:port, so that an endpoint cannot reach
+		// the stack's other ports (Postgres, the API).
+		_ = os.Setenv("WEBHOOK_ALLOW_HOSTS", "127.0.0.1:9000,localhost:9000,[::1]:9000")
 	}
 	cfg, err := config.Load()
 	if err != nil {

@@ -2,8 +2,9 @@
 // the Standard Webhooks reference library (npm `standardwebhooks`), not
 // with this repository's code.
 //
-// It listens on 127.0.0.1 (an ephemeral port), prints {"port": N} on
-// stdout, then reads the endpoint's secret as the first line of stdin.
+// It listens on the socket LISTEN_FD names (else 127.0.0.1, an ephemeral
+// port), prints {"port": N} on stdout, then reads the endpoint's secret
+// as the first line of stdin.
 // PLAN (env) lists the status codes to answer, in order ("500,200"); once
 // used up it answers 200. Every request is printed as one JSON line:
 // {"id", "type", "run_id", "verified", "error", "answered"}. A delivery
@@ -50,6 +51,9 @@ const server = http.createServer((req, res) => {
   });
 });
 
-server.listen(0, "127.0.0.1", () => {
+// LISTEN_FD: a listening socket handed over by the test, whose port it
+// allow-listed beforehand.
+const listenOn = process.env.LISTEN_FD ? { fd: Number(process.env.LISTEN_FD) } : { port: 0, host: "127.0.0.1" };
+server.listen(listenOn, () => {
   process.stdout.write(JSON.stringify({ port: server.address().port }) + "\n");
 });

@@ -3,9 +3,15 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strings"
+	"syscall"
 	"time"
 )
 
@@ -17,18 +23,29 @@ type Sender struct {
 	client *http.Client
 }
 
-// Timeout bounds one attempt, connection and answer included.
-const Timeout = 30 * time.Second
+// Timeout bounds one attempt, connection, TLS, request and the bounded
+// read of the answer included: a slow or silent receiver holds a
+// worker's activity slot for at most this long.
+const Timeout = 10 * time.Second
+
+// maxHeaderBytes bounds the answer's headers; drainBytes bounds what is
+// read of the body past PrefixBytes so that the connection can be reused
+// (a longer answer costs the connection instead).
+const (
+	maxHeaderBytes = 16 << 10
+	drainBytes     = 4 << 10
+)
 
 // NewSender returns a Sender under policy p.
 func NewSender(p Policy) *Sender {
 	tr := &http.Transport{
-		DialContext:           p.dialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          16,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: Timeout,
+		DialContext:            p.dialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           16,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    5 * time.Second,
+		ResponseHeaderTimeout:  Timeout,
+		MaxResponseHeaderBytes: maxHeaderBytes,
 	}
 	return &Sender{policy: p, client: &http.Client{
 		Transport: tr,
@@ -46,12 +63,35 @@ func (s *Sender) Policy() Policy { return s.policy }
 type Attempt struct {
 	// Code is the HTTP status, 0 when there was no answer.
 	Code int
-	// Err says why the attempt failed ("" when the endpoint accepted).
+	// Err is the class of the failure ("" when the endpoint accepted):
+	// one of the Class constants, or "http <code>" for an answer that is
+	// not a 2xx. It is what the tenant sees in the delivery log, so it
+	// never carries addresses, names or port states of the network the
+	// worker dialled into.
 	Err string
+	// Detail is the failure as the transport reported it (addresses
+	// included, never the answer's body), for the worker's log only:
+	// never stored nor shown to the tenant.
+	Detail string
 	// Prefix is the start of the answer's body, at most PrefixBytes.
 	Prefix   string
 	Duration time.Duration
 }
+
+// The classes of a failed attempt without an HTTP answer.
+const (
+	ClassTimeout  = "timeout"
+	ClassRefused  = "refused"
+	ClassDNS      = "dns"
+	ClassTLS      = "tls"
+	ClassReset    = "connection reset"
+	ClassBlocked  = "blocked"
+	ClassCanceled = "canceled"
+	// ClassConnection is any other failure to get an answer.
+	ClassConnection = "connection failed"
+	// ClassInternal is a failure on the sender's side (signing).
+	ClassInternal = "internal error"
+)
 
 // Accepted reports whether the endpoint took the delivery (a 2xx).
 func (a Attempt) Accepted() bool { return a.Err == "" && a.Code >= 200 && a.Code < 300 }
@@ -67,15 +107,15 @@ func (s *Sender) Send(ctx context.Context, url, id string, secrets []string, bod
 		return a
 	}
 	if err := s.policy.CheckURL(url); err != nil {
-		return done(Attempt{Err: "endpoint URL " + err.Error()})
+		return done(Attempt{Err: ClassBlocked, Detail: "endpoint URL " + err.Error()})
 	}
 	headers, err := Headers(id, now, body, secrets...)
 	if err != nil {
-		return done(Attempt{Err: err.Error()})
+		return done(Attempt{Err: ClassInternal, Detail: err.Error()})
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return done(Attempt{Err: fmt.Sprintf("build request: %v", err)})
+		return done(Attempt{Err: ClassInternal, Detail: fmt.Sprintf("build request: %v", err)})
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "ctxcompact-webhooks/1")
@@ -84,18 +124,64 @@ func (s *Sender) Send(ctx context.Context, url, id string, secrets []string, bod
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return done(Attempt{Err: err.Error()})
+		return done(Attempt{Err: Classify(err), Detail: err.Error()})
 	}
 	defer resp.Body.Close()
 	prefix, _ := io.ReadAll(io.LimitReader(resp.Body, PrefixBytes))
 	// Drain a little more so the connection can be reused; never store it.
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainBytes))
 	a := Attempt{Code: resp.StatusCode, Prefix: string(bytes.ReplaceAll(bytes.ToValidUTF8(prefix, nil), []byte{0}, nil))}
 	if !a.Accepted() {
-		a.Err = fmt.Sprintf("endpoint answered %d", resp.StatusCode)
+		a.Err = fmt.Sprintf("http %d", resp.StatusCode)
 		if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 			a.Err += " (redirects are not followed)"
 		}
+		a.Detail = a.Err
 	}
 	return done(a)
+}
+
+// Classify names the class of a failure to get an answer: what a tenant
+// may be told (see Attempt.Err). The error's text, which can name the
+// deployment's DNS server, what an internal name resolves to or whether
+// a port is open, is not part of it.
+func Classify(err error) string {
+	var blocked *BlockedError
+	var dns *net.DNSError
+	var ne net.Error
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &blocked):
+		return ClassBlocked
+	case errors.As(err, &dns):
+		return ClassDNS
+	case isTLS(err):
+		return ClassTLS
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, syscall.ETIMEDOUT), errors.As(err, &ne) && ne.Timeout():
+		return ClassTimeout
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return ClassRefused
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return ClassReset
+	case errors.Is(err, context.Canceled):
+		return ClassCanceled
+	}
+	return ClassConnection
+}
+
+// isTLS reports whether err is a failed TLS handshake or certificate
+// check (including a plain-http answer to the TLS hello).
+func isTLS(err error) bool {
+	var (
+		header   tls.RecordHeaderError
+		alert    tls.AlertError
+		verify   *tls.CertificateVerificationError
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		invalid  x509.CertificateInvalidError
+	)
+	return errors.As(err, &header) || errors.As(err, &alert) || errors.As(err, &verify) || errors.As(err, &unknown) ||
+		errors.As(err, &hostname) || errors.As(err, &invalid) || strings.Contains(err.Error(), "tls: ")
 }

@@ -2,11 +2,19 @@ package webhook
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,16 +63,36 @@ func TestVerify(t *testing.T) {
 
 func TestCheckURL(t *testing.T) {
 	t.Parallel()
-	p := Policy{AllowHosts: []string{"127.0.0.1", "receiver.internal"}}
+	p := Policy{AllowHosts: []string{"127.0.0.1:9000", "receiver.internal", "[::1]:9001", "::2", "10.0.0.7:8080"}}
 	tests := []struct {
 		url  string
 		want string // "" accepted, else part of the error
 	}{
 		{"https://hooks.example.com/ctx", ""},
+		{"https://hooks.example.com:8443/ctx", ""},
 		{"http://127.0.0.1:9000/hook", ""},
 		{"http://receiver.internal/hook", ""},
+		{"https://receiver.internal/hook", ""},
+		{"http://[::1]:9001/hook", ""},
+		{"http://[::2]/hook", ""},
+		{"http://10.0.0.7:8080/hook", ""},
+		// An entry with a port allows that port only.
+		{"http://127.0.0.1:5432/", "port 5432 of \"127.0.0.1\" is not allowed"},
+		{"http://127.0.0.1/", "port 80 of \"127.0.0.1\" is not allowed"},
+		{"https://127.0.0.1:5432/", "port 5432"},
+		{"http://[::1]:5432/", "port 5432"},
+		// A host alone allows 80 and 443 only.
+		{"http://receiver.internal:8080/hook", "port 8080 of \"receiver.internal\" is not allowed"},
+		{"http://[::2]:9000/hook", "port 9000"},
+		// Internal address literals not listed at all.
+		{"https://10.0.0.8/hook", "internal address"},
+		{"https://169.254.169.254/latest/meta-data", "internal address"},
+		{"https://[::ffff:127.0.0.2]:443/", "internal address"},
 		{"http://hooks.example.com/ctx", "must be https"},
+		{"http://localhost:9000/hook", "must be https"},
 		{"ftp://hooks.example.com/", "is not https"},
+		{"https://hooks.example.com:0/", "not a port number"},
+		{"https://hooks.example.com:99999/", "not a port number"},
 		{"https://user:pw@hooks.example.com/", "credentials"},
 		{"https://hooks.example.com/#x", "fragment"},
 		{"", "is empty"},
@@ -81,10 +109,125 @@ func TestCheckURL(t *testing.T) {
 	}
 }
 
+// TestAllows: entries are host:port aware, names and addresses written
+// one way.
+func TestAllows(t *testing.T) {
+	t.Parallel()
+	p := Policy{AllowHosts: []string{" 127.0.0.1:9000", "LocalHost.", "::1", "[::3]", "[::4]:09002", "bad:port"}}
+	tests := []struct {
+		host, port string
+		want       bool
+	}{
+		{"127.0.0.1", "9000", true},
+		{"127.0.0.1", "9001", false},
+		{"127.0.0.1", "80", false},
+		{"::ffff:127.0.0.1", "9000", true},
+		{"localhost", "80", true},
+		{"localhost.", "443", true},
+		{"localhost", "9000", false},
+		{"::1", "443", true},
+		{"0:0::1", "80", true},
+		{"::1", "9000", false},
+		{"::3", "80", true},
+		{"::3", "9000", false},
+		{"::4", "9002", true},
+		{"::4", "443", false},
+		{"bad", "port", false},
+		{"example.com", "443", false},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, p.allows(tt.host, tt.port), "%s port %s", tt.host, tt.port)
+	}
+}
+
+// TestCheckDial: at connection time the resolved address is checked with
+// its port, so a name that now resolves inside (DNS rebinding) is refused
+// unless that address and port are allowed; an allow-listed endpoint
+// host:port reaches what its name resolves to.
+func TestCheckDial(t *testing.T) {
+	t.Parallel()
+	p := Policy{AllowHosts: []string{"127.0.0.1:9000", "10.1.2.3"}}
+	tests := []struct {
+		named    bool
+		resolved string
+		ok       bool
+	}{
+		{false, "93.184.216.34:443", true},
+		{false, "93.184.216.34:5432", true},
+		{false, "127.0.0.1:9000", true},
+		{false, "127.0.0.1:5432", false},
+		{false, "127.0.0.1:8080", false},
+		{false, "10.1.2.3:443", true},
+		{false, "10.1.2.3:5432", false},
+		{false, "[::1]:9000", false},
+		{false, "[::ffff:127.0.0.1]:9000", true},
+		{false, "169.254.169.254:80", false},
+		{false, "100.64.1.1:443", false},
+		{false, "[64:ff9b::7f00:1]:443", false},
+		{true, "127.0.0.1:5432", true},
+		{false, "not-an-address:80", false},
+	}
+	for _, tt := range tests {
+		err := p.checkDial(tt.named, tt.resolved)
+		if tt.ok {
+			require.NoError(t, err, tt.resolved)
+			continue
+		}
+		var be *BlockedError
+		require.ErrorAs(t, err, &be, tt.resolved)
+		require.Equal(t, ClassBlocked, Classify(fmt.Errorf("post: %w", err)))
+	}
+}
+
+// TestClassify: what a tenant is told of a failed attempt is a class,
+// never the transport's text.
+func TestClassify(t *testing.T) {
+	t.Parallel()
+	op := func(err error) error {
+		return &url.Error{Op: "Post", URL: "https://hooks.example.com/x", Err: &net.OpError{Op: "dial", Net: "tcp", Err: err}}
+	}
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{op(&net.DNSError{Err: "no such host", Name: "db.internal", Server: "10.0.0.2:53", IsNotFound: true}), ClassDNS},
+		{op(&net.DNSError{Err: "i/o timeout", Name: "x", Server: "10.0.0.2:53", IsTimeout: true}), ClassDNS},
+		{op(&os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}), ClassRefused},
+		{op(&os.SyscallError{Syscall: "read", Err: syscall.ECONNRESET}), ClassReset},
+		{&url.Error{Op: "Post", URL: "u", Err: io.EOF}, ClassReset},
+		{&url.Error{Op: "Post", URL: "u", Err: context.DeadlineExceeded}, ClassTimeout},
+		{&url.Error{Op: "Post", URL: "u", Err: context.Canceled}, ClassCanceled},
+		{&url.Error{Op: "Post", URL: "u", Err: x509.UnknownAuthorityError{}}, ClassTLS},
+		{&url.Error{Op: "Post", URL: "u", Err: tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}}, ClassTLS},
+		{op(&BlockedError{Address: "127.0.0.1:5432"}), ClassBlocked},
+		{errors.New("something else"), ClassConnection},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, Classify(tt.err), "%v", tt.err)
+	}
+}
+
+// sendTo posts an empty body to u under p.
+func sendTo(t *testing.T, p Policy, u string) Attempt {
+	t.Helper()
+	secret, err := NewSecret()
+	require.NoError(t, err)
+	return NewSender(p).Send(t.Context(), u, "msg_1", []string{secret}, []byte(`{}`), time.Now())
+}
+
+// requireNoNetworkText: a class names no address nor port.
+func requireNoNetworkText(t *testing.T, a Attempt, hostPort string) {
+	t.Helper()
+	host, port, err := net.SplitHostPort(hostPort)
+	require.NoError(t, err)
+	require.NotContains(t, a.Err, host)
+	require.NotContains(t, a.Err, port)
+}
+
 // TestSendRefusesInternalAddressesAndRedirects: an https-looking endpoint
 // cannot reach the deployment's own network unless the operator allowed
-// its host, a redirect is a failed attempt (never followed), and only a
-// prefix of the answer is kept.
+// its host and port, a redirect is a failed attempt (never followed), and
+// only a prefix of the answer is kept.
 func TestSendRefusesInternalAddressesAndRedirects(t *testing.T) {
 	t.Parallel()
 	var hits atomic.Int32
@@ -100,44 +243,123 @@ func TestSendRefusesInternalAddressesAndRedirects(t *testing.T) {
 			}
 			_, _ = w.Write([]byte(strings.Repeat("x", 10_000)))
 		default:
-			w.WriteHeader(http.StatusInternalServerError)
+			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 	}))
 	t.Cleanup(srv.Close)
 	u, err := url.Parse(srv.URL)
 	require.NoError(t, err)
-	secret, err := NewSecret()
-	require.NoError(t, err)
-	ctx := context.Background()
 
 	// Plain http to a host that is not allowed: refused before dialling.
-	denied := NewSender(Policy{})
-	att := denied.Send(ctx, srv.URL+"/ok", "msg_1", []string{secret}, []byte(`{}`), time.Now())
+	att := sendTo(t, Policy{}, srv.URL+"/ok")
 	require.False(t, att.Accepted())
-	require.Contains(t, att.Err, "must be https")
-	// A host the operator allowed by name reaches what it resolves to
-	// (loopback here), over plain http.
-	byName := NewSender(Policy{AllowHosts: []string{"localhost"}})
-	att = byName.Send(ctx, "http://localhost:"+u.Port()+"/ok", "msg_1", []string{secret}, []byte(`{}`), time.Now())
-	require.True(t, att.Accepted(), "an allowed host name reaches what it resolves to: %s", att.Err)
+	require.Equal(t, ClassBlocked, att.Err)
+	require.Contains(t, att.Detail, "must be https")
+	// A host the operator allowed by name and port reaches what it
+	// resolves to (loopback here), over plain http.
+	att = sendTo(t, Policy{AllowHosts: []string{"localhost:" + u.Port()}}, "http://localhost:"+u.Port()+"/ok")
+	require.True(t, att.Accepted(), "an allowed host name reaches what it resolves to: %s", att.Detail)
 	require.Len(t, att.Prefix, PrefixBytes)
 
-	allowed := NewSender(Policy{AllowHosts: []string{u.Hostname()}})
-	att = allowed.Send(ctx, srv.URL+"/redirect", "msg_1", []string{secret}, []byte(`{}`), time.Now())
+	allowed := Policy{AllowHosts: []string{u.Host}}
+	att = sendTo(t, allowed, srv.URL+"/redirect")
 	require.False(t, att.Accepted())
 	require.Equal(t, http.StatusFound, att.Code)
-	require.Contains(t, att.Err, "redirects are not followed")
-	att = allowed.Send(ctx, srv.URL+"/fail", "msg_1", []string{secret}, []byte(`{}`), time.Now())
-	require.Equal(t, http.StatusInternalServerError, att.Code)
+	require.Equal(t, "http 302 (redirects are not followed)", att.Err)
+	att = sendTo(t, allowed, srv.URL+"/fail")
+	require.Equal(t, http.StatusServiceUnavailable, att.Code)
+	require.Equal(t, "http 503", att.Err)
 	require.False(t, att.Accepted())
 	require.EqualValues(t, 3, hits.Load(), "the redirect was not followed")
 
 	// https to an internal address that is not allowed: the dialler
 	// refuses after resolution.
-	tls := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
-	t.Cleanup(tls.Close)
-	att = denied.Send(ctx, tls.URL+"/ok", "msg_1", []string{secret}, []byte(`{}`), time.Now())
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	t.Cleanup(tlsSrv.Close)
+	tu, err := url.Parse(tlsSrv.URL)
+	require.NoError(t, err)
+	att = sendTo(t, Policy{}, "https://localhost:"+tu.Port()+"/ok")
 	require.False(t, att.Accepted())
-	require.Contains(t, att.Err, "internal address")
+	require.Equal(t, ClassBlocked, att.Err)
+	require.Contains(t, att.Detail, "internal address")
+	requireNoNetworkText(t, att, tu.Host)
 	require.EqualValues(t, 3, hits.Load(), "nothing reached the internal server")
+	// Allowed on its port, the test server's certificate is not trusted.
+	att = sendTo(t, Policy{AllowHosts: []string{tu.Host}}, tlsSrv.URL+"/ok")
+	require.Equal(t, ClassTLS, att.Err, att.Detail)
+}
+
+// TestHostOnlyEntryAllowsNoOtherPort: "127.0.0.1" in the allow-list
+// allows ports 80 and 443 only: a receiver on another port of that host
+// (the database's, the API's) is refused at registration and, for a name
+// that resolves there, when dialling.
+func TestHostOnlyEntryAllowsNoOtherPort(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	t.Cleanup(srv.Close)
+	tlsSrv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	t.Cleanup(tlsSrv.Close)
+	u, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	tu, err := url.Parse(tlsSrv.URL)
+	require.NoError(t, err)
+	p := Policy{AllowHosts: []string{u.Hostname(), "localhost"}}
+
+	require.ErrorContains(t, p.CheckURL(srv.URL+"/hook"), "port "+u.Port())
+	att := sendTo(t, p, srv.URL+"/hook")
+	require.Equal(t, ClassBlocked, att.Err)
+	// A public-looking https URL whose name resolves to loopback on that
+	// port: refused by the dialler.
+	att = sendTo(t, Policy{AllowHosts: []string{u.Hostname()}}, "https://localhost:"+tu.Port()+"/hook")
+	require.Equal(t, ClassBlocked, att.Err, att.Detail)
+	require.Zero(t, hits.Load(), "no request reached a port that is not allowed")
+}
+
+// TestSendClassifiesFailures: a refused port, a connection closed
+// without an answer and a silent receiver are told as classes, with the
+// transport's text kept for the worker's log.
+func TestSendClassifiesFailures(t *testing.T) {
+	t.Parallel()
+	// A port nothing listens on.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := l.Addr().String()
+	require.NoError(t, l.Close())
+	att := sendTo(t, Policy{AllowHosts: []string{closed}}, "http://"+closed+"/hook")
+	require.Equal(t, ClassRefused, att.Err)
+	require.Contains(t, att.Detail, "refused")
+	requireNoNetworkText(t, att, closed)
+
+	// A listener that closes every connection at once.
+	eof, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = eof.Close() })
+	go func() {
+		for {
+			c, err := eof.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	att = sendTo(t, Policy{AllowHosts: []string{eof.Addr().String()}}, "http://"+eof.Addr().String()+"/hook")
+	require.Equal(t, ClassReset, att.Err, att.Detail)
+	requireNoNetworkText(t, att, eof.Addr().String())
+
+	// A receiver that never answers, under a short deadline.
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
+	t.Cleanup(slow.Close)
+	t.Cleanup(func() { close(release) })
+	su, err := url.Parse(slow.URL)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	secret, err := NewSecret()
+	require.NoError(t, err)
+	att = NewSender(Policy{AllowHosts: []string{su.Host}}).Send(ctx, slow.URL+"/hook", "msg_1", []string{secret}, []byte(`{}`), time.Now())
+	require.Equal(t, ClassTimeout, att.Err, att.Detail)
+	require.Less(t, att.Duration, Timeout)
 }
