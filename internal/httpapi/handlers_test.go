@@ -183,6 +183,21 @@ func TestErrorAnswers(t *testing.T) {
 		{"inspect huge limit", "POST", "/v1/sessions/s1/inspect", f.keyA, []byte(`{"context_limit":2147483648,"conversation":` + openAIChat + `}`), 400, CodeBadRequest, "context_limit", -1, ""},
 		{"inspect NUL model", "POST", "/v1/sessions/s1/inspect", f.keyA, []byte(`{"model":"gpt\u0000x","conversation":` + openAIChat + `}`), 400, CodeBadRequest, "model", -1, ""},
 		{"compress without text", "POST", "/v1/results:compress", f.keyA, []byte(`{"mode":"offload"}`), 400, CodeBadRequest, "text", -1, ""},
+		// Offload checks overrides as summarize does.
+		{"offload overrides not an object", "POST", "/v1/results:compress", f.keyA, []byte(`{"text":"x","mode":"offload","overrides":"notanobject"}`), 400, CodeBadRequest, "overrides", -1, ""},
+		{"offload unknown override", "POST", "/v1/results:compress", f.keyA, []byte(`{"text":"x","mode":"offload","overrides":{"bogus":1}}`), 400, CodeBadRequest, "overrides.bogus", -1, ""},
+		{"summarize unknown override", "POST", "/v1/results:compress", f.keyA, []byte(`{"text":"x","mode":"summarize","overrides":{"bogus":1}}`), 400, CodeBadRequest, "overrides.bogus", -1, ""},
+		// Retention is whole days from 1 to 36500.
+		{"retention tiny fraction", "PUT", "/v1/retention", f.keyA, []byte(`{"days":1e-300}`), 400, CodeBadRequest, "days", -1, ""},
+		{"retention fraction", "PUT", "/v1/retention", f.keyA, []byte(`{"days":1.5}`), 400, CodeBadRequest, "days", -1, ""},
+		{"retention zero", "PUT", "/v1/retention", f.keyA, []byte(`{"days":0}`), 400, CodeBadRequest, "days", -1, ""},
+		{"retention negative", "PUT", "/v1/retention", f.keyA, []byte(`{"days":-3}`), 400, CodeBadRequest, "days", -1, ""},
+		{"retention over the max", "PUT", "/v1/retention", f.keyA, []byte(`{"days":36501}`), 400, CodeBadRequest, "days", -1, ""},
+		// A tool input nested 9,000 levels deep: the message and field.
+		{"deep tool input", "POST", "/v1/sessions/s1/compact", f.keyA,
+			[]byte(`{"conversation":{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":` +
+				strings.Repeat(`{"a":`, 9000) + `1` + strings.Repeat(`}`, 9000) + `}]}]}}`),
+			400, CodeBadRequest, "conversation", 1, "content[0].input.a.a.a"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got errorAnswer
@@ -294,4 +309,17 @@ func TestLogsNeverHoldKeysOrBodies(t *testing.T) {
 	require.NotContains(t, logs, secret)
 	require.NotContains(t, logs, f.keyA)
 	require.NotContains(t, logs, "wrong-key")
+}
+
+// TestRetentionTakesWholeDays: a whole number of days within the bound is
+// set and read back.
+func TestRetentionTakesWholeDays(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for _, days := range []string{"1", "30", "30.0", "36500"} {
+		var got retentionSetting
+		resp := f.do(t, "PUT", "/v1/retention", f.keyA, []byte(`{"days":`+days+`}`), &got)
+		require.Equal(t, http.StatusOK, resp.StatusCode, days)
+		require.True(t, got.Set)
+	}
 }

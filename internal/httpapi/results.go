@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -92,6 +93,9 @@ func (a *api) postCompress(w http.ResponseWriter, r *http.Request, tenant string
 			return badRequest("tool_name", "%v", err)
 		}
 	}
+	if err := a.checkOverrides(req.Overrides); err != nil {
+		return err
+	}
 	switch req.Mode {
 	case ModeOffload:
 		return a.offload(w, r, tenant, req)
@@ -102,6 +106,35 @@ func (a *api) postCompress(w http.ResponseWriter, r *http.Request, tenant string
 	default:
 		return badRequest("mode", "mode: %q is not one of summarize, offload", req.Mode)
 	}
+}
+
+// checkOverrides checks a request's overrides in every mode as a
+// summarize run's are checked by the gateway (gateway.Gateway.settings):
+// the operator's caps, then the merge under the deployment's overrides of
+// the react-two-layer preset and its resolution, each problem a 400
+// naming the field. Offload uses no overrides, but must not take what
+// summarize refuses.
+func (a *api) checkOverrides(raw json.RawMessage) error {
+	g := a.deps.Gateway
+	if err := policy.CheckCallerOverrides(raw, g.Caps); err != nil {
+		var oe *policy.OverrideError
+		if errors.As(err, &oe) {
+			field := "overrides"
+			if oe.Field != "overrides" {
+				field += "." + oe.Field
+			}
+			return badRequest(field, "%s: %s", field, oe.Reason)
+		}
+		return badRequest("overrides", "overrides: %v", err)
+	}
+	merged, err := policy.Merge(g.Overrides[policy.ReactTwoLayer], nullIsEmpty(raw))
+	if err == nil {
+		_, err = policy.Resolve(policy.ReactTwoLayer, merged)
+	}
+	if err != nil {
+		return badRequest("overrides", "overrides: %v", err)
+	}
+	return nil
 }
 
 // offload stores the text under the tenant's offload prefix and answers
