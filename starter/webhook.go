@@ -9,6 +9,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/audit"
+	"github.com/ctxcompact/orchestrator/internal/config"
 )
 
 // newWebhooks manages a tenant's completion webhooks: the same operations
@@ -16,7 +17,7 @@ import (
 func newWebhooks() *cobra.Command {
 	cmd := &cobra.Command{Use: "webhooks", Short: "Manage a tenant's completion webhooks and read their delivery log"}
 	var tenant string
-	cmd.PersistentFlags().StringVar(&tenant, "tenant", "default", "tenant whose webhooks these are")
+	cmd.PersistentFlags().StringVar(&tenant, "tenant", config.Tenant(), "tenant whose webhooks these are (default $COMPACTOR_TENANT, else default)")
 
 	var description string
 	add := &cobra.Command{
