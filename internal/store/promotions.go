@@ -95,6 +95,14 @@ func (s *Store) Promote(ctx context.Context, tenant, runID, by string) (p Promot
 // promotable checks that replay repairs orig and that the session has not
 // moved on since orig.
 func promotable(ctx context.Context, tx pgx.Tx, replay, orig Run) error {
+	if !replay.Status.Final() {
+		// A live replay may yet fail: promoting it now would make the
+		// session's state a run that has no output. The operator waits
+		// for it (GET /v1/runs/{run}?wait=) and promotes it then; its
+		// run.promoted still follows its run.succeeded (see
+		// PrecedingDelivery).
+		return &PromoteError{Field: "run", Reason: fmt.Sprintf("replay %s is %s; wait until it succeeded, then promote it", replay.ID, replay.Status)}
+	}
 	if replay.Status != RunSucceeded {
 		return &PromoteError{Field: "run", Reason: fmt.Sprintf("replay %s is %s; only a replay that succeeded can be promoted", replay.ID, replay.Status)}
 	}

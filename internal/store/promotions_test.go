@@ -55,6 +55,14 @@ func TestPromote(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, "run", pe.Field, "a replay that failed repairs nothing")
 
+	run("replay-live", "s1", "orig")
+	_, _, err = st.Promote(ctx, "acme", "replay-live", "test")
+	require.ErrorAs(t, err, &pe)
+	require.Equal(t, "run", pe.Field)
+	require.Contains(t, pe.Reason, "wait until it succeeded", "a live replay may yet fail")
+	_, err = st.FailRun(ctx, "replay-live", store.Failure{Message: "stopped"})
+	require.NoError(t, err)
+
 	run("replay", "s1", "orig")
 	succeed("replay", "call_7")
 	_, _, err = st.Promote(ctx, "other", "replay", "test")
