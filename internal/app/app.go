@@ -42,6 +42,9 @@ type Deps struct {
 	// Metrics are the process's Prometheus metrics (the product's and the
 	// Temporal SDK's).
 	Metrics *metrics.Metrics
+	// ProviderTokens counts Claude runs' outputs with Anthropic's
+	// endpoint (nil without ANTHROPIC_API_KEY).
+	ProviderTokens tokens.ProviderCounter
 }
 
 // OpenStore opens Postgres only (migrated as Open does): the read-only
@@ -72,6 +75,10 @@ func Open(ctx context.Context, cfg config.Config) (*Deps, error) {
 	if err != nil {
 		return nil, err
 	}
+	provider, err := cfg.ProviderTokens()
+	if err != nil {
+		return nil, err
+	}
 	d, err := OpenStore(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -94,7 +101,7 @@ func Open(ctx context.Context, cfg config.Config) (*Deps, error) {
 		d.Close()
 		return nil, fmt.Errorf("summarizer: %w", err)
 	}
-	d.Blob, d.Summarizer, d.Limits, d.Metrics = bl, sum, limits, metrics.New()
+	d.Blob, d.Summarizer, d.Limits, d.Metrics, d.ProviderTokens = bl, sum, limits, metrics.New(), provider
 	return d, nil
 }
 
@@ -112,6 +119,7 @@ func (d *Deps) Activities() *activities.Activities {
 		Sender:            webhook.NewSender(webhook.Policy{AllowHosts: d.Config.WebhookAllowHosts}),
 		Prices:            d.Config.Prices,
 		CostTurns:         d.Config.CostTurns,
+		ProviderTokens:    d.ProviderTokens,
 	}
 }
 

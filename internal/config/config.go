@@ -17,6 +17,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/pricing"
 	"github.com/ctxcompact/orchestrator/internal/ratelimit"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
+	"github.com/ctxcompact/orchestrator/internal/tokens/anthropic"
 )
 
 // DefaultDatabaseURL is DATABASE_URL when it is unset: the local server's
@@ -57,6 +58,14 @@ type Config struct {
 	// LLMParallelism bounds the summaries in flight per worker, so that a
 	// burst cannot trip the provider's rate limits.
 	LLMParallelism int
+
+	// AnthropicAPIKey turns on Claude token counts by Anthropic's
+	// count_tokens endpoint (ANTHROPIC_API_KEY); empty: Claude runs are
+	// counted with o200k_base times their factor. AnthropicBaseURL is the
+	// API's root and AnthropicCountTimeout bounds one count.
+	AnthropicAPIKey       string
+	AnthropicBaseURL      string
+	AnthropicCountTimeout time.Duration
 
 	WorkerActivities int
 	// SearchAttributes sets the workflows' typed search attributes
@@ -209,6 +218,9 @@ func load(getenv func(string) string) (Config, error) {
 		BreakerMinFreed:       r.number("BREAKER_MIN_FREED", 0.05),
 		MinEventInterval:      r.durationOrZero("MIN_EVENT_INTERVAL"),
 	}
+	c.AnthropicAPIKey = r.str("ANTHROPIC_API_KEY", "")
+	c.AnthropicBaseURL = r.str("ANTHROPIC_BASE_URL", anthropic.DefaultBaseURL)
+	c.AnthropicCountTimeout = r.duration("ANTHROPIC_COUNT_TIMEOUT", anthropic.DefaultTimeout)
 	if r.err != nil {
 		return Config{}, r.err
 	}
@@ -237,6 +249,9 @@ func load(getenv func(string) string) (Config, error) {
 	// Parsed here as well as where they are used, so that a bad entry
 	// stops the process at start, not at its first run.
 	if _, err := c.TokenLimits(); err != nil {
+		return Config{}, err
+	}
+	if _, err := c.ProviderTokens(); err != nil {
 		return Config{}, err
 	}
 	if c.Prices, err = pricing.Parse(getenv("MODEL_PRICES")); err != nil {
@@ -289,6 +304,22 @@ func (c Config) TokenLimits() (tokens.Limits, error) {
 		return tokens.Limits{}, fmt.Errorf("MODEL_TOKEN_FACTORS: %w", err)
 	}
 	return limits.Merge(windows).Merge(tokens.Limits{Factors: factors}), nil
+}
+
+// ProviderTokens is the provider token counter the configuration asks
+// for: Anthropic's count_tokens for Claude models when ANTHROPIC_API_KEY
+// is set (at ANTHROPIC_BASE_URL, each count bounded by
+// ANTHROPIC_COUNT_TIMEOUT), else nil, and Claude runs are estimated. Each
+// call makes a counter with a cache of its own: make one per process.
+func (c Config) ProviderTokens() (tokens.ProviderCounter, error) {
+	if c.AnthropicAPIKey == "" {
+		return nil, nil
+	}
+	counter, err := anthropic.New(anthropic.Config{APIKey: c.AnthropicAPIKey, BaseURL: c.AnthropicBaseURL, Timeout: c.AnthropicCountTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("ANTHROPIC_BASE_URL: %w", err)
+	}
+	return counter, nil
 }
 
 // synapseOverrides maps the offload-compact design's own environment variables onto the

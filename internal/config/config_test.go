@@ -171,3 +171,36 @@ func TestTokenFactorErrorsNameTheEntry(t *testing.T) {
 		require.ErrorContains(t, err, "MODEL_TOKEN_FACTORS", tc.value)
 	}
 }
+
+// TestProviderTokens: without ANTHROPIC_API_KEY no provider counts (Claude
+// runs are estimated); with it, Anthropic's endpoint at the default or
+// the given base; a bad base or timeout stops the process, and the error
+// names the variable, never the key.
+func TestProviderTokens(t *testing.T) {
+	t.Parallel()
+	c, err := load(env(nil))
+	require.NoError(t, err)
+	require.Equal(t, "https://api.anthropic.com", c.AnthropicBaseURL)
+	require.Equal(t, 10*time.Second, c.AnthropicCountTimeout)
+	p, err := c.ProviderTokens()
+	require.NoError(t, err)
+	require.Nil(t, p, "offline: no provider counter")
+
+	c, err = load(env(map[string]string{"ANTHROPIC_API_KEY": "sk-ant-x", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9/", "ANTHROPIC_COUNT_TIMEOUT": "3s"}))
+	require.NoError(t, err)
+	require.Equal(t, 3*time.Second, c.AnthropicCountTimeout)
+	p, err = c.ProviderTokens()
+	require.NoError(t, err)
+	require.NotNil(t, p)
+	require.True(t, p.Handles("claude-sonnet-4-5"))
+	require.False(t, p.Handles("gpt-4o"))
+
+	for name, vars := range map[string]map[string]string{
+		"ANTHROPIC_BASE_URL":      {"ANTHROPIC_API_KEY": "sk-ant-secret", "ANTHROPIC_BASE_URL": "api.anthropic.com"},
+		"ANTHROPIC_COUNT_TIMEOUT": {"ANTHROPIC_API_KEY": "sk-ant-secret", "ANTHROPIC_COUNT_TIMEOUT": "quick"},
+	} {
+		_, err := load(env(vars))
+		require.ErrorContains(t, err, name)
+		require.NotContains(t, err.Error(), "sk-ant-secret")
+	}
+}
