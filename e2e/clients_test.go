@@ -79,9 +79,13 @@ func runScript(t *testing.T, env []string, name string, args ...string) string {
 
 // TestClientsIntegration runs each client's integration script against the
 // real stack (the API of `starter serve` over HTTP, as newAPIEnv serves
-// it): a real conversation offloaded by offload-compact, submitted (202 and
-// then 200), waited for, its output read; its offloads listed and
-// recovered, searched; error answers decoded.
+// it), each as its own tenant: a real conversation offloaded by
+// offload-compact, submitted (202 and then 200), waited for, its output and
+// original read; its offloads listed and recovered, searched; an
+// incremental event; the session's status; a run over its limit with its
+// handoff, replayed and the replay promoted; a session erased and then
+// gone (410); the retention set and unset; a webhook registered twice (one
+// endpoint), listed, rotated, deleted; error answers decoded.
 func TestClientsIntegration(t *testing.T) {
 	t.Parallel()
 	python, node := clientTools(t)
@@ -89,18 +93,23 @@ func TestClientsIntegration(t *testing.T) {
 	a := newAPIEnv(t, offline())
 	conv, err := filepath.Abs(filepath.Join(dataDir, "swe-agent-deepseek/django__django-11742.json"))
 	require.NoError(t, err)
-	env := func(session string) []string {
-		return []string{"CTXCOMPACT_URL=" + a.url, "CTXCOMPACT_API_KEY=" + a.key,
-			"CTXCOMPACT_CONVERSATION=" + conv, "CTXCOMPACT_SESSION=" + session}
+	// An endpoint URL the deployment allows (no run ends while one is
+	// registered: nothing is delivered to it).
+	hook := startReceiver(t, "")
+	// Retention and webhooks are the tenant's: each script has its own.
+	env := func(key, session string) []string {
+		return []string{"CTXCOMPACT_URL=" + a.url, "CTXCOMPACT_API_KEY=" + key,
+			"CTXCOMPACT_CONVERSATION=" + conv, "CTXCOMPACT_SESSION=" + session,
+			"CTXCOMPACT_WEBHOOK_URL=" + hook.url + "/" + session}
 	}
 	t.Run("python", func(t *testing.T) {
 		t.Parallel()
-		out := runScript(t, env("py-client"), python, "clients/python/tests/integration.py")
+		out := runScript(t, env(a.key, "py-client"), python, "clients/python/tests/integration.py")
 		require.Contains(t, out, "python client: ok")
 	})
 	t.Run("typescript", func(t *testing.T) {
 		t.Parallel()
-		out := runScript(t, env("ts-client"), node, "clients/typescript/dist/test/integration.js")
+		out := runScript(t, env(a.otherKey, "ts-client"), node, "clients/typescript/dist/test/integration.js")
 		require.Contains(t, out, "typescript client: ok")
 	})
 }
