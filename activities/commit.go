@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -135,6 +136,10 @@ func (a *Activities) measured(ctx context.Context, in CommitInput, p policy.Pres
 		return f, err
 	}
 	f.conv, f.o = conv, commitOutcome(ctx, in, conv, p, b, after, tokensBefore, reactStats)
+	if size.Counting == tokens.CountingProvider && f.o.over {
+		f.o.reason = providerReason(f.o.reason, conv, b, after)
+		f.o.stats.OverLimitReason = f.o.reason
+	}
 	f.o.stats.Watermark, f.o.stats.TokenCounting = in.Watermark, size.Counting
 	if f.o.stats.Cache, err = a.cacheFigures(ctx, in, conv, b, after); err != nil {
 		return f, err
@@ -159,6 +164,18 @@ func (a *Activities) outputSize(ctx context.Context, run contract.Run, conv conv
 		logger(ctx).Warn("provider token count failed; the output's size is the estimate", "run", run.ID, "error", err)
 	}
 	return m
+}
+
+// providerReason is the over-limit reason of an output the provider
+// counted: its size is the provider's, and the estimate the steps worked
+// with is named beside it.
+func providerReason(reason string, conv conversation.Conversation, b plan.Budget, after int) string {
+	est := b.Measure(conv)
+	prefix := fmt.Sprintf("%d of limit %d (%s)", est, b.Limit, b.CounterName())
+	if rest, ok := strings.CutPrefix(reason, prefix); ok {
+		return fmt.Sprintf("%d of limit %d (the provider's count; %s estimates %d)", after, b.Limit, b.CounterName(), est) + rest
+	}
+	return fmt.Sprintf("%s (the provider's count: %d)", reason, after)
 }
 
 // commitSession moves the session's state on once the run is recorded:

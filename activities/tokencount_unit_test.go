@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -93,6 +94,10 @@ func TestUnitCommitCountsWithTheProvider(t *testing.T) {
 			require.Equal(t, tt.calls, calls.Load())
 			if tt.counting == tokens.CountingProvider {
 				require.Equal(t, tt.inputTokens, res.Outcome.TokensAfter)
+			}
+			if tt.counting == tokens.CountingProvider && tt.status == "over_limit" {
+				require.True(t, strings.HasPrefix(res.Outcome.OverLimitReason, "4500 of limit 4000 (the provider's count; o200k_base×1.25 (claude) estimates "),
+					res.Outcome.OverLimitReason)
 			}
 			row, err := u.store.GetRun(t.Context(), u.run.ID)
 			require.NoError(t, err)
