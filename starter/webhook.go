@@ -22,7 +22,7 @@ func newWebhooks() *cobra.Command {
 	var description string
 	add := &cobra.Command{
 		Use:   "add URL",
-		Short: "Register an endpoint and print its secret once (https, or http on WEBHOOK_ALLOW_HOSTS)",
+		Short: "Register an endpoint and print its secret once (https, or http on a host:port in WEBHOOK_ALLOW_HOSTS)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withRecords(cmd, func(deps *app.Deps, _ *audit.Service) error {
