@@ -52,8 +52,8 @@ type Event struct {
 	Kind         string `json:"kind,omitempty"`
 	Model        string `json:"model,omitempty"`
 	ContextLimit int    `json:"context_limit,omitempty"`
-	// Conversation is the conversation in any supported format;
-	// ConversationKey names one stored before instead.
+	// Conversation is the conversation in any supported format, sent
+	// byte for byte; ConversationKey names one stored before instead.
 	Conversation    json.RawMessage `json:"conversation,omitempty"`
 	ConversationKey string          `json:"conversation_key,omitempty"`
 	// Base and Messages make an incremental event instead: the session's
@@ -275,9 +275,19 @@ func (c *Client) Submit(ctx context.Context, session string, ev Event) (*Result,
 	if ev.EventID == "" {
 		ev.EventID = newID("evt-")
 	}
+	// The conversation goes as it is, byte for byte (the archive keeps
+	// those bytes): json.Marshal would compact it and escape <, > and &.
+	conv := ev.Conversation
+	ev.Conversation = nil
 	body, err := json.Marshal(ev)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode event: %w", err)
+	}
+	if len(conv) > 0 {
+		if !json.Valid(conv) {
+			return nil, nil, errors.New("encode event: the conversation is not valid JSON")
+		}
+		body = append(append(append(body[:len(body)-1], `,"conversation":`...), conv...), '}')
 	}
 	status, data, _, err := c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(session)+"/events", nil, body, true)
 	if err != nil {

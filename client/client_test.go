@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -256,4 +257,32 @@ func TestRetentionRoutes(t *testing.T) {
 	r, err = c.UnsetRetention(ctx)
 	require.NoError(t, err)
 	require.Equal(t, Retention{}, r)
+}
+
+// TestSubmitSendsTheConversationByteForByte: the conversation's bytes
+// (spaces, & and <) reach the server unchanged; one that is not JSON is
+// refused before any request.
+func TestSubmitSendsTheConversationByteForByte(t *testing.T) {
+	t.Parallel()
+	var got []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, _ = io.ReadAll(r.Body)
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = w.Write([]byte(`{"run_id":"run-1","existing":false,"status":"pending","status_url":"/v1/runs/run-1"}`))
+	}))
+	defer srv.Close()
+	c := New(srv.URL, "k", srv.Client())
+	conv := json.RawMessage("{\"messages\": [ {\"role\": \"user\", \"content\": \"a && b <c>\"} ]}\n")
+	_, acc, err := c.Submit(context.Background(), "s1", Event{EventID: "e1", Model: "gpt-4o", Conversation: conv})
+	require.NoError(t, err)
+	require.Equal(t, "run-1", acc.RunID)
+	require.True(t, json.Valid(got), "%s", got)
+	require.Contains(t, string(got), `"conversation":`+string(conv))
+	var ev Event
+	require.NoError(t, json.Unmarshal(got, &ev))
+	require.Equal(t, "e1", ev.EventID)
+	require.Equal(t, "gpt-4o", ev.Model)
+
+	_, _, err = c.Submit(context.Background(), "s1", Event{EventID: "e2", Conversation: json.RawMessage(`{"messages": [`)})
+	require.ErrorContains(t, err, "not valid JSON")
 }

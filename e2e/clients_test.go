@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
+
+	"github.com/ctxcompact/orchestrator/client"
 )
 
 // The Python (clients/python) and TypeScript (clients/typescript) clients:
@@ -436,4 +440,177 @@ func TestClientsCoverTheAPI(t *testing.T) {
 			require.Contains(t, ops, op, "%s has no method for %s (mark one with op: %s)", c.file, op, op)
 		}
 	}
+}
+
+// TestClientsGoIntegration is the Go client's pass over the management
+// routes on the real stack, as the Python and TypeScript scripts do: the
+// original back, an incremental event, the session's status; a run over
+// its limit with its handoff, replayed and the replay promoted; a session
+// erased and then gone (*client.GoneError naming the erasure); the
+// retention set and unset; a webhook registered twice (one endpoint),
+// listed, rotated and deleted; deliveries and a redelivery of none.
+func TestClientsGoIntegration(t *testing.T) {
+	t.Parallel()
+	a := newAPIEnv(t, offline())
+	hook := startReceiver(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c := client.New(a.url, a.key, a.client)
+	input := readData(t, "swe-agent-deepseek/django__django-11742.json")
+	overrides := json.RawMessage(`{"offload":{"trigger_usage":0,"min_tokens":300}}`)
+
+	res, _, err := c.Submit(ctx, "go", client.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 200000,
+		Overrides: overrides, Conversation: input, WaitSeconds: 120})
+	require.NoError(t, err)
+	require.Equal(t, "succeeded", res.Status, res.Error)
+	orig, err := c.Original(ctx, res.RunID)
+	require.NoError(t, err)
+	require.Equal(t, input, orig, "the original, byte for byte")
+
+	// An incremental event: the answers to the output's last calls, then
+	// a user turn.
+	var out struct {
+		Messages []struct {
+			ToolCalls []struct {
+				ID string `json:"id"`
+			} `json:"tool_calls"`
+		} `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(res.Conversation, &out))
+	var appended []map[string]any
+	for _, tc := range out.Messages[len(out.Messages)-1].ToolCalls {
+		appended = append(appended, map[string]any{"role": "tool", "tool_call_id": tc.ID, "content": "done"})
+	}
+	appended = append(appended, map[string]any{"role": "user", "content": "Go on with the fix."})
+	msgs, err := json.Marshal(appended)
+	require.NoError(t, err)
+	inc, _, err := c.Submit(ctx, "go", client.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 200000,
+		Base: &client.Base{RunID: res.RunID, SHA256: res.OutputSHA256}, Messages: msgs, WaitSeconds: 120})
+	require.NoError(t, err)
+	require.Equal(t, "succeeded", inc.Status, inc.Error)
+	require.NotEqual(t, res.RunID, inc.RunID)
+
+	st, err := c.Status(ctx, "go")
+	require.NoError(t, err)
+	require.Equal(t, "go", st.Session)
+	require.Equal(t, inc.RunID, st.LastRunID)
+	require.Equal(t, 2, st.Runs["succeeded"])
+	require.Positive(t, st.Offloads)
+	ds, err := c.Deliveries(ctx, res.RunID)
+	require.NoError(t, err)
+	require.Empty(t, ds, "no webhook while the runs ran")
+	_, err = c.Redeliver(ctx, "no-such-delivery")
+	var ae *client.Error
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, http.StatusNotFound, ae.Status)
+
+	// A run over its limit hands off; its replay with a larger limit
+	// succeeds and is promoted, once.
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(input, &doc))
+	all := doc["messages"].([]any)
+	for _, tc := range out.Messages[len(out.Messages)-1].ToolCalls {
+		all = append(all, map[string]any{"role": "tool", "tool_call_id": tc.ID, "content": "done"})
+	}
+	doc["messages"] = append(all, map[string]any{"role": "user", "content": buildLog(400)})
+	big, err := json.Marshal(doc)
+	require.NoError(t, err)
+	over, _, err := c.Submit(ctx, "go-over", client.Event{Preset: "three-tier", Model: "gpt-4o", ContextLimit: 8000,
+		Conversation: big, WaitSeconds: 120})
+	require.NoError(t, err)
+	require.Equal(t, "over_limit", over.Status)
+	require.NotEmpty(t, over.Handoff, "an over-limit run hands off")
+	require.NotEmpty(t, over.HandoffKey)
+	sub, err := c.ReplayRun(ctx, over.RunID, client.Replay{RequestID: "go-replay", ContextLimit: 200000})
+	require.NoError(t, err)
+	require.False(t, sub.Existing)
+	again, err := c.ReplayRun(ctx, over.RunID, client.Replay{RequestID: "go-replay", ContextLimit: 200000})
+	require.NoError(t, err)
+	require.Equal(t, client.Submitted{RunID: sub.RunID, Existing: true, StatusURL: sub.StatusURL}, *again)
+	replay, err := c.WaitRun(ctx, sub.RunID, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, "succeeded", replay.Run.Status, replay.Run.Error)
+	require.Equal(t, over.RunID, replay.Run.ReplayOf)
+	p, err := c.Promote(ctx, sub.RunID)
+	require.NoError(t, err)
+	require.Equal(t, sub.RunID, p.RunID)
+	require.Equal(t, over.RunID, p.ReplayOf)
+	require.False(t, p.Existing)
+	p, err = c.Promote(ctx, sub.RunID)
+	require.NoError(t, err)
+	require.True(t, p.Existing, "promoting again answers the same promotion")
+	_, err = c.Promote(ctx, res.RunID)
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, http.StatusConflict, ae.Status)
+	require.Equal(t, "run", ae.Field, "not a replay")
+	st, err = c.Status(ctx, "go-over")
+	require.NoError(t, err)
+	require.Equal(t, sub.RunID, st.LastRunID)
+	require.Len(t, st.Promotions, 1)
+
+	// A session erased: its tombstone, then 410 naming the erasure.
+	_, _, err = c.Submit(ctx, "go-erase", client.Event{Preset: "offload-compact", Model: "gpt-4o", Conversation: input, WaitSeconds: 120})
+	require.NoError(t, err)
+	e, err := c.EraseSession(ctx, "go-erase")
+	require.NoError(t, err)
+	require.Equal(t, "go-erase", e.Session)
+	require.Eventually(t, func() bool {
+		e, err = c.Erasure(ctx, e.ID)
+		require.NoError(t, err)
+		return e.Status == "erased"
+	}, 3*time.Minute, 200*time.Millisecond)
+	require.Equal(t, 1, e.Runs)
+	require.NotNil(t, e.FinishedAt)
+	_, err = c.Status(ctx, "go-erase")
+	var gone *client.GoneError
+	require.ErrorAs(t, err, &gone)
+	require.Equal(t, e.ID, gone.Err.ErasureID)
+	require.NotNil(t, gone.Err.ErasedAt)
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, http.StatusGone, ae.Status)
+
+	// The retention, set and unset.
+	r, err := c.Retention(ctx)
+	require.NoError(t, err)
+	require.Equal(t, client.Retention{}, r)
+	r, err = c.SetRetention(ctx, 3650)
+	require.NoError(t, err)
+	require.Equal(t, client.Retention{Days: 3650, Set: true}, r)
+	r, err = c.Retention(ctx)
+	require.NoError(t, err)
+	require.Equal(t, client.Retention{Days: 3650, Set: true}, r)
+	r, err = c.UnsetRetention(ctx)
+	require.NoError(t, err)
+	require.Equal(t, client.Retention{}, r)
+	r, err = c.Retention(ctx)
+	require.NoError(t, err)
+	require.Equal(t, client.Retention{}, r)
+
+	// A webhook registered twice is one endpoint; listed, rotated, deleted.
+	w, created, err := c.AddWebhook(ctx, hook.url, "go client")
+	require.NoError(t, err)
+	require.True(t, created)
+	require.True(t, strings.HasPrefix(w.Secret, "whsec_"))
+	w2, created, err := c.AddWebhook(ctx, hook.url, "")
+	require.NoError(t, err)
+	require.False(t, created, "the URL is registered already")
+	require.Equal(t, w.ID, w2.ID)
+	require.Empty(t, w2.Secret)
+	ws, err := c.Webhooks(ctx)
+	require.NoError(t, err)
+	require.Len(t, ws, 1)
+	require.Equal(t, w.ID, ws[0].ID)
+	require.Empty(t, ws[0].Secret)
+	rot, err := c.RotateWebhook(ctx, w.ID)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(rot.Secret, "whsec_"))
+	require.NotEqual(t, w.Secret, rot.Secret)
+	require.NotNil(t, rot.PreviousExpiresAt)
+	require.NoError(t, c.DeleteWebhook(ctx, w.ID))
+	ws, err = c.Webhooks(ctx)
+	require.NoError(t, err)
+	require.Empty(t, ws)
+	err = c.DeleteWebhook(ctx, w.ID)
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, http.StatusNotFound, ae.Status)
 }
