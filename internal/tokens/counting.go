@@ -2,6 +2,7 @@ package tokens
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -61,6 +62,12 @@ func IsClaude(model string) bool {
 	return strings.HasPrefix(normalizeModel(model), "claude")
 }
 
+// ErrNoProviderCount is what a ProviderCounter answers for a
+// conversation it has no faithful request for (a ReAct trajectory, an
+// image in an OpenAI conversation): the local count stands, and it is
+// not a failure worth a log line.
+var ErrNoProviderCount = errors.New("no provider count for this conversation")
+
 // ProviderCounter counts a whole conversation the way the model's
 // provider bills it, over the network (an activity's work, never a
 // workflow's). internal/tokens/anthropic implements it for Claude.
@@ -85,7 +92,8 @@ type Measured struct {
 // (plus overhead) when p handles the model, the unit is tokens and it
 // answers; else local(), counted as LocalCounting says. A provider that
 // fails never fails the measure: the local count stands and the error is
-// returned beside it, for the caller to log.
+// returned beside it, for the caller to log (none for
+// ErrNoProviderCount).
 func MeasureConversation(ctx context.Context, p ProviderCounter, model, encoding string, overhead int,
 	conv conversation.Conversation, local func() int) (Measured, error) {
 	fallback := func() Measured { return Measured{Size: local(), Counting: LocalCounting(model, encoding)} }
@@ -93,6 +101,9 @@ func MeasureConversation(ctx context.Context, p ProviderCounter, model, encoding
 		return fallback(), nil
 	}
 	n, err := p.CountConversation(ctx, model, conv)
+	if errors.Is(err, ErrNoProviderCount) {
+		return fallback(), nil
+	}
 	if err != nil {
 		return fallback(), fmt.Errorf("provider token count for %s: %w", model, err)
 	}

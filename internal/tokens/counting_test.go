@@ -3,6 +3,7 @@ package tokens
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -63,6 +64,7 @@ func TestMeasureConversation(t *testing.T) {
 	}{
 		{"claude, provider answers", &fakeProvider{n: 40}, "claude-sonnet-4-5", O200kBase, Measured{45, CountingProvider}, 1, false},
 		{"claude, provider fails", &fakeProvider{err: down}, "claude-sonnet-4-5", O200kBase, Measured{100, CountingEstimate}, 1, true},
+		{"claude, no faithful request", &fakeProvider{err: fmt.Errorf("react: %w", ErrNoProviderCount)}, "claude-sonnet-4-5", O200kBase, Measured{100, CountingEstimate}, 1, false},
 		{"claude, no provider", nil, "claude-sonnet-4-5", O200kBase, Measured{100, CountingEstimate}, 0, false},
 		{"claude counted in characters", &fakeProvider{n: 40}, "claude-sonnet-4-5", Chars, Measured{100, CountingEncoding}, 0, false},
 		{"openai model", &fakeProvider{n: 40}, "gpt-4o", O200kBase, Measured{100, CountingEncoding}, 0, false},

@@ -3,17 +3,17 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
 // errUnsupported marks a conversation that has no faithful count_tokens
 // request (a ReAct trajectory, an image in an OpenAI conversation): the
 // caller falls back to the estimate.
-var errUnsupported = errors.New("conversation cannot be sent to count_tokens")
+var errUnsupported = fmt.Errorf("count_tokens request: %w", tokens.ErrNoProviderCount)
 
 // countRequest is the body of POST /v1/messages/count_tokens: the fields
 // of a Messages request that make up its input.
