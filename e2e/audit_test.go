@@ -466,7 +466,7 @@ func TestReplayFailedRunFromArchive(t *testing.T) {
 	require.NoError(t, err)
 	bulk2, err := e.gw.ReplayFailed(ctx, e.tenant, now.Add(-time.Hour), now.Add(time.Minute), gateway.ReplayRequest{RequestID: "bulk", Preset: "watermark"})
 	require.NoError(t, err)
-	require.Equal(t, []gateway.Submitted{{RunID: bulk[0].RunID, Existing: true, InputKey: bulk[0].InputKey}}, bulk2)
+	require.Equal(t, []gateway.Submitted{{RunID: bulk[0].RunID, Existing: true, InputKey: bulk[0].InputKey, Generation: 1}}, bulk2)
 	replays, err = svc.Runs(ctx, e.tenant, store.RunFilter{ReplayOf: sub.RunID})
 	require.NoError(t, err)
 	require.Len(t, replays, 2)

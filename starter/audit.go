@@ -32,7 +32,8 @@ import (
 // webhooks.
 func auditCommands() []*cobra.Command {
 	return []*cobra.Command{newRuns(), newShow(), newReplay(), newRestore(), newDiff(), newSearch(),
-		newExport(), newStatus(), newAPIKey(), newReconcile(), newWebhooks(), newSession(), newPromote(), newWatermarks()}
+		newExport(), newStatus(), newAPIKey(), newReconcile(), newWebhooks(), newSession(), newPromote(), newWatermarks(),
+		newRetention(), newErasure()}
 }
 
 // withObjects runs fn with Postgres and S3 opened from the environment,

@@ -77,6 +77,10 @@ type Recovered struct {
 // error naming the text's line count. On line range errors the returned
 // Recovered still carries TotalLines.
 func (s *Service) RecoverContext(ctx context.Context, tenant, session, id, lines string) (Recovered, error) {
+	// An erased session answers with its erasure, not as unknown.
+	if err := s.Store.CheckSessionGone(ctx, tenant, session); err != nil {
+		return Recovered{}, err
+	}
 	var data []byte
 	var err error
 	if blob.ValidateSHA256(id) == nil {
@@ -195,6 +199,9 @@ func (s *Service) SessionKnown(ctx context.Context, tenant, session string) (boo
 // a session where the tenant has neither run nor offload is ErrNotFound.
 // Hits is never nil.
 func (s *Service) SearchSession(ctx context.Context, tenant, session, query string, limit int) (SearchResult, error) {
+	if err := s.Store.CheckSessionGone(ctx, tenant, session); err != nil {
+		return SearchResult{}, err
+	}
 	known, err := s.SessionKnown(ctx, tenant, session)
 	if err != nil {
 		return SearchResult{}, err

@@ -111,6 +111,9 @@ func (s *Service) Status(ctx context.Context, tenant, session string) (SessionSt
 	if strings.TrimSpace(session) == "" {
 		return SessionStatus{}, fmt.Errorf("status: session is empty")
 	}
+	if err := s.Store.CheckSessionGone(ctx, tenant, session); err != nil {
+		return SessionStatus{}, fmt.Errorf("status: %w", err)
+	}
 	runs, err := s.allRuns(ctx, store.RunFilter{Tenant: tenant, Session: session}, 0)
 	if err != nil {
 		return SessionStatus{}, err

@@ -114,6 +114,11 @@ type Submitted struct {
 	// answer is the original run.
 	Existing bool   `json:"existing"`
 	InputKey string `json:"input_key"`
+	// Generation is the session's (1 for a name never erased); with
+	// PreviousErasure, the erasure before it, it tells a caller that the
+	// name it used was erased and this event started it anew.
+	Generation      int            `json:"session_generation"`
+	PreviousErasure *store.Erasure `json:"-"`
 }
 
 // Gateway submits events and waits for runs.
@@ -207,7 +212,8 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	if err := g.start(ctx, in); err != nil {
 		return Submitted{}, err
 	}
-	return Submitted{RunID: sub.RunID, InputKey: run.InputKey, Existing: sub.Existing}, nil
+	return Submitted{RunID: sub.RunID, InputKey: run.InputKey, Existing: sub.Existing, Generation: sub.Generation,
+		PreviousErasure: sub.PreviousErasure}, nil
 }
 
 // claim stores the original of a validated event, then claims the event

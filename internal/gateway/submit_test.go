@@ -100,7 +100,7 @@ func TestSubmitWhileTemporalIsDown(t *testing.T) {
 	// Temporal is back: the retry is the claimed run, started now.
 	sub, err := g.Submit(ctx, ev)
 	require.NoError(t, err)
-	require.Equal(t, Submitted{RunID: runID, Existing: true, InputKey: key}, sub)
+	require.Equal(t, Submitted{RunID: runID, Existing: true, InputKey: key, Generation: 1}, sub)
 	require.Len(t, signalled, 2)
 	want, err := g.inputOf(run)
 	require.NoError(t, err)
@@ -115,7 +115,7 @@ func TestSubmitWhileTemporalIsDown(t *testing.T) {
 	require.NotEqual(t, conv, []byte(ev.Conversation))
 	sub, err = g.Submit(ctx, ev)
 	require.NoError(t, err)
-	require.Equal(t, Submitted{RunID: runID, Existing: true, InputKey: key}, sub)
+	require.Equal(t, Submitted{RunID: runID, Existing: true, InputKey: key, Generation: 1}, sub)
 	require.Equal(t, key, signalled[2].InputKey)
 	require.Equal(t, []string{key}, archives(t, g, "acme"))
 
@@ -144,7 +144,7 @@ func TestSubmitConflictKeepsOnlyTheFirstOriginal(t *testing.T) {
 	ev := Event{Tenant: "acme", Session: "s1", EventID: "e1", Model: "gpt-4o", Conversation: conv1}
 	first, err := g.Submit(ctx, ev)
 	require.NoError(t, err)
-	require.Equal(t, Submitted{RunID: RunID("acme", "s1", "e1"), InputKey: key1}, first)
+	require.Equal(t, Submitted{RunID: RunID("acme", "s1", "e1"), InputKey: key1, Generation: 1}, first)
 	require.Equal(t, []string{key1}, archives(t, g, "acme"))
 
 	for _, c := range []struct {
@@ -156,12 +156,14 @@ func TestSubmitConflictKeepsOnlyTheFirstOriginal(t *testing.T) {
 		{"other limit", func(e *Event) { e.ContextLimit = 1000 }},
 		{"other kind", func(e *Event) { e.Kind = KindManual }},
 		{"other preset", func(e *Event) { e.Preset = policy.Watermark }},
-		{"other session", func(e *Event) { e.Session = "s2" }},
 	} {
 		other := ev
 		c.edit(&other)
 		_, err := g.Submit(ctx, other)
 		require.ErrorIs(t, err, ErrConflict, c.name)
+		var conflict *ConflictError
+		require.ErrorAs(t, err, &conflict, c.name)
+		require.Equal(t, first.RunID, conflict.RunID, "%s: the answer names the run holding the id", c.name)
 		require.Equal(t, []string{key1}, archives(t, g, "acme"), "%s: only the first run's original stays", c.name)
 	}
 
@@ -174,6 +176,21 @@ func TestSubmitConflictKeepsOnlyTheFirstOriginal(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, runs, 1, "a conflict records no run")
 	require.Len(t, signalled, 1)
+
+	// Event ids are unique per session: another session's "e1" is its
+	// own event.
+	wf := contract.SessionWorkflowID("acme", "s2")
+	tc.On("SignalWithStartWorkflow", mock.Anything, wf, contract.EventSignal, mock.Anything, mock.Anything,
+		contract.SessionWorkflow, contract.SessionInput{Tenant: "acme", Session: "s2"}).
+		Run(func(args mock.Arguments) { signalled = append(signalled, args.Get(3).(contract.CompactionInput)) }).
+		Return(nil, nil).Once()
+	other := ev
+	other.Session = "s2"
+	sub, err := g.Submit(ctx, other)
+	require.NoError(t, err, "the same event id in another session")
+	require.Equal(t, RunID("acme", "s2", "e1"), sub.RunID)
+	require.NotEqual(t, first.RunID, sub.RunID)
+	require.Len(t, signalled, 2)
 }
 
 // TestSubmitReusesAnArchiveKey: a conversation_key naming one of the
@@ -194,7 +211,7 @@ func TestSubmitReusesAnArchiveKey(t *testing.T) {
 	require.NoError(t, err)
 	sub, err := g.Submit(ctx, Event{Tenant: "acme", Session: "s1", EventID: "e1", ConversationKey: ref.Key})
 	require.NoError(t, err)
-	require.Equal(t, Submitted{RunID: RunID("acme", "s1", "e1"), InputKey: ref.Key}, sub)
+	require.Equal(t, Submitted{RunID: RunID("acme", "s1", "e1"), InputKey: ref.Key, Generation: 1}, sub)
 	run, err := g.Store.GetRun(ctx, sub.RunID)
 	require.NoError(t, err)
 	require.Equal(t, ref.SHA256, run.InputSHA256)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
@@ -160,8 +161,8 @@ func TestSubmitRefusesInvalidEvents(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, runs, "a refused event recorded a run")
 	for _, ev := range events {
-		if blob.ValidateTenant(ev.Tenant) != nil || ev.EventID == "" {
-			continue
+		if blob.ValidateTenant(ev.Tenant) != nil || ev.EventID == "" || !utf8.ValidString(ev.Session) || strings.ContainsRune(ev.Session, 0) {
+			continue // nothing could have been claimed under it
 		}
 		run, err := g.Store.EventRun(ctx, ev.Tenant, ev.Session, ev.EventID)
 		require.NoError(t, err)

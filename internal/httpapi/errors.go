@@ -43,6 +43,10 @@ const (
 	// authenticate too often; retry after the Retry-After header's
 	// seconds.
 	CodeRateLimited = "rate_limited"
+	// CodeGone: the session was erased (or is being erased); the body
+	// names the erasure (erasure_id) and when it finished (erased_at,
+	// absent while it runs).
+	CodeGone = "gone"
 	// CodeRangeNotSatisfiable: a line range (?lines=) that starts past
 	// the end of the text; the message and X-Total-Lines give its count.
 	CodeRangeNotSatisfiable = "range_not_satisfiable"
@@ -63,6 +67,11 @@ type apiError struct {
 	Field   string `json:"field,omitempty"`
 	Index   *int   `json:"index,omitempty"`
 	Path    string `json:"path,omitempty"`
+	// RunID is the run that holds a conflicting event id.
+	RunID string `json:"run_id,omitempty"`
+	// ErasureID and ErasedAt answer a read of an erased session (410).
+	ErasureID string     `json:"erasure_id,omitempty"`
+	ErasedAt  *time.Time `json:"erased_at,omitempty"`
 	// RetryAfter, in seconds, is sent as the Retry-After header.
 	RetryAfter int `json:"-"`
 }
@@ -144,6 +153,19 @@ func classify(err error) *apiError {
 			out.Path = "block " + strconv.Itoa(pe.Block)
 		}
 		return out
+	}
+	var gone *store.SessionGoneError
+	if errors.As(err, &gone) {
+		out := &apiError{Status: http.StatusGone, Code: CodeGone, Field: "session", Message: gone.Error(), ErasureID: gone.Erasure.ID}
+		if !gone.Erasure.FinishedAt.IsZero() {
+			t := gone.Erasure.FinishedAt.UTC()
+			out.ErasedAt = &t
+		}
+		return out
+	}
+	var conflict *gateway.ConflictError
+	if errors.As(err, &conflict) {
+		return &apiError{Status: http.StatusConflict, Code: CodeConflict, Field: "event_id", Message: err.Error(), RunID: conflict.RunID}
 	}
 	var breaker *gateway.BreakerOpenError
 	if errors.As(err, &breaker) {

@@ -59,6 +59,29 @@ type accepted struct {
 	Status    string `json:"status"`
 	StatusURL string `json:"status_url"`
 	InputKey  string `json:"input_key,omitempty"`
+	sessionGeneration
+}
+
+// sessionGeneration tells a caller which life of the session name its
+// event belongs to: 1 for a name never erased; above 1, the name was
+// erased (PreviousErasure) and this generation started after it.
+type sessionGeneration struct {
+	SessionGeneration int              `json:"session_generation,omitempty"`
+	PreviousErasure   *previousErasure `json:"previous_erasure,omitempty"`
+}
+
+// previousErasure is the erasure a session generation follows.
+type previousErasure struct {
+	ID       string    `json:"id"`
+	ErasedAt time.Time `json:"erased_at"`
+}
+
+func generationOf(sub gateway.Submitted) sessionGeneration {
+	g := sessionGeneration{SessionGeneration: sub.Generation}
+	if e := sub.PreviousErasure; e != nil {
+		g.PreviousErasure = &previousErasure{ID: e.ID, ErasedAt: e.FinishedAt.UTC()}
+	}
+	return g
 }
 
 // runResponse is the answer once a run is finished (200): its outcome
@@ -71,6 +94,7 @@ type runResponse struct {
 	// CRITICAL (or over its limit) or on a checkpoint event.
 	Handoff      json.RawMessage `json:"handoff,omitempty"`
 	Conversation json.RawMessage `json:"conversation,omitempty"`
+	sessionGeneration
 }
 
 func (a *api) postEvent(w http.ResponseWriter, r *http.Request, tenant string) error {
@@ -149,6 +173,7 @@ func (a *api) answerRun(w http.ResponseWriter, r *http.Request, tenant string, s
 		}
 		if done {
 			res.Existing = sub.Existing
+			res.sessionGeneration = generationOf(sub)
 			writeJSON(w, http.StatusOK, res)
 			return nil
 		}
@@ -161,7 +186,7 @@ func (a *api) answerRun(w http.ResponseWriter, r *http.Request, tenant string, s
 // status.
 func (a *api) accept(w http.ResponseWriter, r *http.Request, tenant string, sub gateway.Submitted) {
 	ack := accepted{RunID: sub.RunID, Existing: sub.Existing, Status: string(store.RunPending),
-		StatusURL: "/v1/runs/" + sub.RunID, InputKey: sub.InputKey}
+		StatusURL: "/v1/runs/" + sub.RunID, InputKey: sub.InputKey, sessionGeneration: generationOf(sub)}
 	// Best effort: the caller may have gone, and the id is the answer.
 	if run, err := a.deps.Store.GetRun(r.Context(), sub.RunID); err == nil && run.Tenant == tenant {
 		ack.Status = string(run.Status)

@@ -22,6 +22,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/store/storetest"
 )
 
@@ -55,6 +56,7 @@ type fixture struct {
 	keyB   string
 	logs   *lockedBuffer
 	blob   *blob.Store
+	st     *store.Store
 	client *http.Client
 }
 
@@ -80,7 +82,7 @@ func newFixtureWith(t *testing.T, set func(*Deps)) *fixture {
 	h := New(deps)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	f := &fixture{url: srv.URL, keyA: "key-a-0123456789abcdef", keyB: "key-b-0123456789abcdef", logs: logs, blob: bl, client: srv.Client()}
+	f := &fixture{url: srv.URL, keyA: "key-a-0123456789abcdef", keyB: "key-b-0123456789abcdef", logs: logs, blob: bl, st: st, client: srv.Client()}
 	require.NoError(t, st.AddAPIKey(context.Background(), "tenant-a", f.keyA))
 	require.NoError(t, st.AddAPIKey(context.Background(), "tenant-b", f.keyB))
 	return f

@@ -234,7 +234,7 @@ func (a *api) routes() []route {
 			Responses: ok(retentionSetting{})},
 		{Method: http.MethodDelete, Path: "/v1/retention", Auth: true, Handle: a.deleteRetention, Responses: ok(retentionSetting{})},
 		{Method: http.MethodPost, Path: "/v1/webhooks", Auth: true, Handle: a.postWebhook, Request: webhookRequest{},
-			Responses: map[int]any{http.StatusCreated: webhookEndpoint{}}},
+			Responses: map[int]any{http.StatusCreated: webhookEndpoint{}, http.StatusOK: webhookEndpoint{}}},
 		{Method: http.MethodGet, Path: "/v1/webhooks", Auth: true, Handle: a.listWebhooks, Responses: ok(webhookList{})},
 		{Method: http.MethodPost, Path: "/v1/webhooks/{id}/rotate", Auth: true, Handle: a.rotateWebhook, Responses: ok(webhookEndpoint{})},
 		{Method: http.MethodDelete, Path: "/v1/webhooks/{id}", Auth: true, Handle: a.deleteWebhook},
@@ -376,10 +376,40 @@ func (a *api) wrap(rt route) http.Handler {
 			a.fail(w, r, err)
 			return
 		}
+		if err := a.checkGone(r, rt, tenant); err != nil {
+			a.fail(w, r, err)
+			return
+		}
 		if err := rt.Handle(w, r, tenant); err != nil {
 			a.fail(w, r, err)
 		}
 	})
+}
+
+// checkGone answers a read of an erased session (or its erasure again)
+// with the erasure instead of as a session never used: 410 with its id
+// and when it happened. A session name taken again after its erasure is
+// a new generation and reads as any live session.
+func (a *api) checkGone(r *http.Request, rt route, tenant string) error {
+	if !rt.Auth || (r.Method != http.MethodGet && r.Method != http.MethodDelete) {
+		return nil
+	}
+	session := r.PathValue("session")
+	if session == "" && r.Method == http.MethodGet {
+		session = r.URL.Query().Get("session")
+	}
+	if session == "" || ident.Session(session) != nil {
+		return nil // no session, or one the handler refuses by name
+	}
+	if r.Method == http.MethodDelete && rt.Path != "/v1/sessions/{session}" {
+		return nil
+	}
+	err := a.deps.Store.CheckSessionGone(r.Context(), tenant, session)
+	var gone *store.SessionGoneError
+	if r.Method == http.MethodDelete && errors.As(err, &gone) && gone.Erasure.FinishedAt.IsZero() {
+		return nil // asking again joins the erasure under way
+	}
+	return err
 }
 
 // checkPathValues validates the identifiers in a request's path (see

@@ -373,6 +373,7 @@ func (t *tenantTools) toolError(tool string, err error) error {
 	var re *audit.RecoverError
 	var breaker *gateway.BreakerOpenError
 	var ide *ident.Error
+	var gone *store.SessionGoneError
 	switch {
 	case errors.As(err, &ie):
 		return ie
@@ -388,6 +389,12 @@ func (t *tenantTools) toolError(tool string, err error) error {
 			breaker.Until.UTC().Format(time.RFC3339))
 	case errors.Is(err, gateway.ErrConflict):
 		return fieldError("event_id", "%v", err)
+	case errors.As(err, &gone):
+		// As HTTP's 410: the erasure's id and time, never "not found".
+		return fieldError("session", "gone: %s", gone.Error())
+	case errors.Is(err, gateway.ErrSessionErasing):
+		// As HTTP's 409.
+		return fieldError("session", "conflict: the session is being erased; nothing new is accepted until the erasure ends")
 	case errors.Is(err, audit.ErrNotFound), errors.Is(err, store.ErrNotFound), errors.Is(err, gateway.ErrNotFound):
 		return fieldError("session", "not found: this tenant has no runs or offloads in this session")
 	case errors.Is(err, context.Canceled):

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -21,6 +22,11 @@ type Submission struct {
 	RunID    string
 	Existing bool
 	Conflict bool
+	// Generation is the session's: 1 for a name never erased, one more
+	// after each erasure; PreviousErasure is the last erasure of the
+	// name when Generation is above 1.
+	Generation      int
+	PreviousErasure *Erasure
 }
 
 // SubmitRun claims event r.EventID of r.Tenant for run r.ID, so that a
@@ -62,8 +68,25 @@ func (s *Store) SubmitRun(ctx context.Context, r Run, bodySHA256 string, restore
 			insertErr = row.Scan(&inserted)
 			return nil
 		})
+		// The session's generation, in the same round trip: a name taken
+		// again after its erasure is told so.
+		var prevID string
+		var prevAt time.Time
+		b.Queue(`select s.generation, coalesce(e.id, ''), coalesce(e.finished_at, 'epoch') from sessions s
+			left join lateral (select id, finished_at from session_erasures
+				where tenant_id = s.tenant_id and session_id = s.id and finished_at is not null
+				order by finished_at desc limit 1) e on s.generation > 1
+			where s.tenant_id = $1 and s.id = $2`, r.Tenant, r.Session).QueryRow(func(row pgx.Row) error {
+			if err := row.Scan(&sub.Generation, &prevID, &prevAt); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			return nil
+		})
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("lock original and claim: %w", err)
+		}
+		if prevID != "" {
+			sub.PreviousErasure = &Erasure{ID: prevID, Tenant: r.Tenant, Session: r.Session, FinishedAt: prevAt}
 		}
 		if erasing {
 			return ErrSessionErasing // rolls the claim back
@@ -163,7 +186,7 @@ func (e *claimConflictError) Error() string {
 // returns the run id when this claim inserted the event.
 var claimSQL = `
 	with tenant as (insert into tenants (id) values ($1) on conflict do nothing),
-	session as (insert into sessions (tenant_id, id, generation) values ($1, $3, `+generationSQL("$1", "$3")+`) on conflict do nothing)
+	session as (insert into sessions (tenant_id, id, generation) values ($1, $3, ` + generationSQL("$1", "$3") + `) on conflict do nothing)
 	insert into events (tenant_id, event_id, session_id, body_sha256, run_id)
 	values ($1, $2, $3, $4, $5)
 	on conflict (tenant_id, session_id, event_id) do nothing

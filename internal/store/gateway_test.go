@@ -21,7 +21,7 @@ func TestSubmitRunClaimsEachEventOnce(t *testing.T) {
 
 	sub, err := submit("acme", "s1", "sha-a", "run-1")
 	require.NoError(t, err)
-	require.Equal(t, store.Submission{RunID: "run-1"}, sub, "first claim")
+	require.Equal(t, store.Submission{RunID: "run-1", Generation: 1}, sub, "first claim")
 
 	tests := []struct {
 		name                  string
@@ -29,11 +29,11 @@ func TestSubmitRunClaimsEachEventOnce(t *testing.T) {
 		runID                 string
 		want                  store.Submission
 	}{
-		{"duplicate delivery", "acme", "s1", "sha-a", "run-2", store.Submission{RunID: "run-1", Existing: true}},
-		{"retry of the same claim", "acme", "s1", "sha-a", "run-1", store.Submission{RunID: "run-1", Existing: true}},
+		{"duplicate delivery", "acme", "s1", "sha-a", "run-2", store.Submission{RunID: "run-1", Existing: true, Generation: 1}},
+		{"retry of the same claim", "acme", "s1", "sha-a", "run-1", store.Submission{RunID: "run-1", Existing: true, Generation: 1}},
 		{"same id other body", "acme", "s1", "sha-b", "run-3", store.Submission{RunID: "run-1", Conflict: true}},
-		{"same id other session", "acme", "s2", "sha-a", "run-4", store.Submission{RunID: "run-4"}},
-		{"same id other tenant", "beta", "s1", "sha-b", "run-5", store.Submission{RunID: "run-5"}},
+		{"same id other session", "acme", "s2", "sha-a", "run-4", store.Submission{RunID: "run-4", Generation: 1}},
+		{"same id other tenant", "beta", "s1", "sha-b", "run-5", store.Submission{RunID: "run-5", Generation: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -52,7 +52,7 @@ func TestRuntimeRoleCannotRewriteHistory(t *testing.T) {
 	r := store.Run{ID: "run-priv", Tenant: "acme", Session: "s1", EventID: "ev-priv"}
 	sub, err := app.SubmitRun(ctx, r, "body", nil)
 	require.NoError(t, err)
-	require.Equal(t, store.Submission{RunID: r.ID}, sub)
+	require.Equal(t, store.Submission{RunID: r.ID, Generation: 1}, sub)
 	require.NoError(t, app.StartRun(ctx, r, store.RunStart{ArchiveKey: "tenants/acme/archive/k", ArchiveSHA256: "k"}))
 	require.NoError(t, app.RecordStep(ctx, store.Step{RunID: r.ID, Name: "plan", Attempt: 1, Execution: "a"}))
 	require.NoError(t, app.RecordStep(ctx, store.Step{RunID: r.ID, Name: "plan", Attempt: 1, Execution: "a"}), "a retried write adds nothing")

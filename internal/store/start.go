@@ -22,7 +22,7 @@ type RunStart struct {
 // archive is set only on a run that has none.
 var startRunSQL = `
 	with tenant as (insert into tenants (id) values ($2) on conflict do nothing),
-	session as (insert into sessions (tenant_id, id, generation) values ($2, $3, `+generationSQL("$2", "$3")+`) on conflict do nothing)
+	session as (insert into sessions (tenant_id, id, generation) values ($2, $3, ` + generationSQL("$2", "$3") + `) on conflict do nothing)
 	insert into runs as r (id, tenant_id, session_id, event_id, trigger, replay_of, status,
 		preset, model, prompt_version, level, input_key, tokens_before, chars_before, archive_key, archive_sha256)
 	values ($1, $2, $3, $4, $5, $6, 'running', $7, $8, $9, $10, $11, $12, $13, $14, $15)

@@ -19,7 +19,7 @@ func TestSubmitRun(t *testing.T) {
 
 	sub, err := s.SubmitRun(ctx, r, "body-a", nil)
 	require.NoError(t, err)
-	require.Equal(t, store.Submission{RunID: "run-1"}, sub)
+	require.Equal(t, store.Submission{RunID: "run-1", Generation: 1}, sub)
 	got, err := s.GetRun(ctx, "run-1")
 	require.NoError(t, err)
 	require.Equal(t, store.RunPending, got.Status)
@@ -35,7 +35,7 @@ func TestSubmitRun(t *testing.T) {
 	again.ID = "run-other"
 	sub, err = s.SubmitRun(ctx, again, "body-a", nil)
 	require.NoError(t, err)
-	require.Equal(t, store.Submission{RunID: "run-1", Existing: true}, sub)
+	require.Equal(t, store.Submission{RunID: "run-1", Existing: true, Generation: 1}, sub)
 	_, err = s.GetRun(ctx, "run-other")
 	require.ErrorIs(t, err, store.ErrNotFound)
 
@@ -55,7 +55,7 @@ func TestSubmitRun(t *testing.T) {
 	other.Session, other.ID = "s2", "run-s2"
 	sub, err = s.SubmitRun(ctx, other, "body-a", nil)
 	require.NoError(t, err)
-	require.Equal(t, store.Submission{RunID: "run-s2"}, sub)
+	require.Equal(t, store.Submission{RunID: "run-s2", Generation: 1}, sub)
 	run, err := s.EventRun(ctx, "acme", "s2", r.EventID)
 	require.NoError(t, err)
 	require.Equal(t, "run-s2", run)

@@ -190,7 +190,7 @@ func generationSQL(tenant, session string) string {
 // ensureSessionSQL creates tenant $1 and its session $2 when missing.
 var ensureSessionSQL = `
 	with tenant as (insert into tenants (id) values ($1) on conflict do nothing)
-	insert into sessions (tenant_id, id, generation) values ($1, $2, `+generationSQL("$1", "$2")+`) on conflict do nothing`
+	insert into sessions (tenant_id, id, generation) values ($1, $2, ` + generationSQL("$1", "$2") + `) on conflict do nothing`
 
 // ensureSession creates the tenant and session rows if they do not exist,
 // so that callers never need a separate registration step.
