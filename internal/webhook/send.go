@@ -163,7 +163,10 @@ func Classify(err error) string {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return ClassRefused
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		// net/http's own, unexported, for a connection closed before the
+		// answer came.
+		strings.Contains(err.Error(), "server closed idle connection"):
 		return ClassReset
 	case errors.Is(err, context.Canceled):
 		return ClassCanceled

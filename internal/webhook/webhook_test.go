@@ -195,6 +195,7 @@ func TestClassify(t *testing.T) {
 		{op(&os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}), ClassRefused},
 		{op(&os.SyscallError{Syscall: "read", Err: syscall.ECONNRESET}), ClassReset},
 		{&url.Error{Op: "Post", URL: "u", Err: io.EOF}, ClassReset},
+		{&url.Error{Op: "Post", URL: "u", Err: errors.New("http: server closed idle connection")}, ClassReset},
 		{&url.Error{Op: "Post", URL: "u", Err: context.DeadlineExceeded}, ClassTimeout},
 		{&url.Error{Op: "Post", URL: "u", Err: context.Canceled}, ClassCanceled},
 		{&url.Error{Op: "Post", URL: "u", Err: x509.UnknownAuthorityError{}}, ClassTLS},
