@@ -208,10 +208,11 @@ func prematureCheck(blocks []transcriptBlock, summary string) DriftCheck {
 			break // the latest result is a success: the claim may stand
 		}
 		line := lineAt(blocks[i].text, open[0])
-		if strings.Contains(Comparable(summary), Comparable(line)) {
+		if kept := keptOpenLine(blocks[i].text, line, summary); kept != "" {
 			// The summary claims done but keeps the open result with it
-			// (as the patch adds it): the reader sees both.
-			c.Note = fmt.Sprintf("the summary says %q and keeps the open result %q", claim, line)
+			// (the patch adds it, an error list marks it open): the
+			// reader sees both.
+			c.Note = fmt.Sprintf("the summary says %q and keeps the open result %q", claim, kept)
 			return c
 		}
 		c.Passed, c.Score = false, 0
@@ -243,7 +244,7 @@ func clarificationCheck(blocks []transcriptBlock, summary string) DriftCheck {
 		}
 		for _, line := range strings.Split(b.text, "\n") {
 			l := strings.TrimSpace(line)
-			if strings.HasSuffix(l, "?") && isToUser(l) {
+			if IsQuestionToUser(l) {
 				open = append(open, l)
 			}
 		}
@@ -270,6 +271,11 @@ var toUser = regexp.MustCompile(`(?i)\b(you|your|should i|shall i|would you|do y
 
 func isToUser(q string) bool { return toUser.MatchString(q) }
 
+// IsQuestionToUser reports whether a trimmed line of the assistant asks
+// the user something: what the clarification check wants kept while no
+// user message answers it.
+func IsQuestionToUser(line string) bool { return strings.HasSuffix(line, "?") && isToUser(line) }
+
 // lineAt is the line of text holding byte i, trimmed and bounded.
 func lineAt(text string, i int) string {
 	start := strings.LastIndexByte(text[:i], '\n') + 1
@@ -284,4 +290,31 @@ func lineAt(text string, i int) string {
 		line = string(r[:160])
 	}
 	return line
+}
+
+// reOpenLine is a line of a result that says what is open: an exception
+// ("KeyError: 'x'", "AssertionError"), an error or a failure report.
+var reOpenLine = regexp.MustCompile(`^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b|(?i)\berror:|\bfailed\b|\bfailures?\b`)
+
+// minOpenLine is how long a kept line must be to stand for the open
+// result: "FAILED" alone is in any summary of a test run.
+const minOpenLine = 12
+
+// keptOpenLine is the line of an open result (line, where the open sign
+// is, or one naming the exception or failure) that the summary holds, or
+// "".
+func keptOpenLine(result, line, summary string) string {
+	sum := Comparable(summary)
+	candidates := []string{line}
+	for _, l := range strings.Split(result, "\n") {
+		if l = strings.TrimSpace(l); reOpenLine.MatchString(l) {
+			candidates = append(candidates, l)
+		}
+	}
+	for _, l := range candidates {
+		if k := Comparable(l); len(k) >= minOpenLine && strings.Contains(sum, k) {
+			return l
+		}
+	}
+	return ""
 }

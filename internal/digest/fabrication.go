@@ -7,6 +7,10 @@ import (
 	"unicode"
 )
 
+// ownNotation is the structured summary's notation around what it copies
+// (llm's clip, command and error lines).
+var ownNotation = regexp.MustCompile(`…| → | — `)
+
 // CheckFabrication names the fabrication check in drift verdicts.
 const CheckFabrication = "fabrication"
 
@@ -41,12 +45,19 @@ func FabricationCheckComparable(src, summary string) DriftCheck {
 		if q == "" {
 			q = m[2]
 		}
-		key := Comparable(q)
-		if len(strings.Fields(key)) < 3 {
-			continue
+		// The summary's own notation inside a quotation (a clip's "…",
+		// a command's " → " outcome, an error's " — open") is not the
+		// source's: each piece between is checked on its own.
+		invented := false
+		for _, piece := range ownNotation.Split(q, -1) {
+			key := Comparable(piece)
+			if len(strings.Fields(key)) < 3 {
+				continue
+			}
+			checked++
+			invented = invented || !strings.Contains(src, key)
 		}
-		checked++
-		if !strings.Contains(src, key) {
+		if invented {
 			bad = append(bad, "fabricated quote: "+q)
 		}
 	}

@@ -34,6 +34,10 @@ func TestFabricationCheck(t *testing.T) {
 		{"an invented URL", "See https://example.invalid/totally-new-page for details.", false, []string{"fabricated url: https://example.invalid/totally-new-page"}},
 		{"the service's own archive key", honest + "\n- Full conversation: " + key, true, nil},
 		{"short quotes are words, not quotations", `The "fix" was "done".`, true, nil},
+		{"a command copied from an escaped tool input", `- ran: grep -rn \"never touch the tests\" .`, true, nil},
+		{"the summary's own clip and arrow inside a quote", `- {"Please fix the db_collation handling… → {"`, true, nil},
+		{"an invented piece beside the summary's arrow", `- {"Please fix the db_collation handling → and ship it to production today"}`, false,
+			[]string{"fabricated quote: Please fix the db_collation handling → and ship it to production today"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -90,7 +90,7 @@ type section struct {
 // small the target: under it a summary is headings and notes, no facts
 // (a session log block of a short conversation can be asked for 100
 // tokens). A summary may exceed a tiny target by this much.
-const minBodyRunes = 500
+const minBodyRunes = 800
 
 // quietBudget is the body budget, in code points, under which a part
 // trimmed to nothing leaves no note (see part.quiet).
@@ -136,15 +136,17 @@ func structuredLayout() []section {
 // trimPhases is the order in which parts give up items when the summary
 // is over its budget, each down to a floor: first the decisions, the older
 // commands, the current state, the older errors (all but the last five)
-// and the constraints; then, if that is not enough, the rest of each in
-// the same order, the oldest of the recent calls, the kept identifiers,
-// the task's opening and, last of all, the last two calls and the file
-// list (the newest call alone may be a bare expression). The
+// and the constraints; then, if that is not enough, the rest of the
+// commands, the state and the errors, the oldest of the recent calls, the
+// kept identifiers, the next step (a question the user has not answered
+// comes first in it), the task's opening and, last of all, the last two
+// calls and the file list (the newest call alone may be a bare
+// expression). The
 // recent calls and identifiers go late because they are what the drift
 // check of this summary looks for.
 var trimPhases = []struct{ part, floor int }{
 	{partDecisions, 0}, {partCommands, 1}, {partState, 1}, {partNext, 1}, {partErrors, verbatimErrors}, {partConstraints, 0},
-	{partCommands, 0}, {partState, 0}, {partNext, 0}, {partErrors, 0}, {partRecent, 2}, {partRefs, 0}, {partTask, 1},
+	{partCommands, 0}, {partState, 0}, {partErrors, 0}, {partRecent, 2}, {partRefs, 0}, {partNext, 0}, {partTask, 1},
 	{partRecent, 0}, {partFiles, 0}, {partTask, 0},
 }
 

@@ -48,7 +48,7 @@ const (
 	requestLines      = 3
 	maxDisplayedValue = 120
 	recentCalls       = 3
-	maxRecentRunes    = 200
+	maxRecentRunes    = 200 // each call but the newest, which gets maxItemRunes
 	// refIdentifiers is how many of the source's last identifiers the
 	// summary keeps: the drift check's default window
 	// (policy's Drift.MaxIdentifiers).
@@ -333,6 +333,19 @@ func buildDigest(events []event) transcriptDigest {
 		// request is what is pending.
 		d.next = openingLines(events[lastUser].text, requestLines, stateRunes)
 	}
+	// A question the assistant asked the user that no user message has
+	// answered yet is what is pending first.
+	var questions []string
+	for _, e := range events[lastUser+1:] {
+		if e.kind == evText && e.role == "assistant" {
+			for _, l := range proseLines(e.text) {
+				if digest.IsQuestionToUser(l) {
+					questions = append(questions, clip(l, maxItemRunes))
+				}
+			}
+		}
+	}
+	d.next = append(questions, d.next...)
 	if len(d.task) == 0 && lastSaid != "" {
 		// No user message: the assistant's first words say what it is doing.
 		for _, e := range events {
@@ -348,7 +361,11 @@ func buildDigest(events []event) transcriptDigest {
 	for i := len(events) - 1; i >= 0 && len(d.recent) < recentCalls; i-- {
 		if events[i].kind == evCall {
 			if t := strings.Join(strings.Fields(digest.CallText(events[i].text)), " "); t != "" {
-				d.recent = append(d.recent, clip(t, maxRecentRunes))
+				limit := maxRecentRunes
+				if len(d.recent) == 0 {
+					limit = maxItemRunes
+				}
+				d.recent = append(d.recent, clip(t, limit))
 			}
 		}
 	}
