@@ -79,6 +79,16 @@ type Accepted struct {
 	Existing  bool   `json:"existing"`
 	Status    string `json:"status"`
 	StatusURL string `json:"status_url"`
+	// SessionGeneration is 1 for a session name never erased; above 1
+	// the name was erased before (PreviousErasure) and started anew.
+	SessionGeneration int              `json:"session_generation,omitempty"`
+	PreviousErasure   *PreviousErasure `json:"previous_erasure,omitempty"`
+}
+
+// PreviousErasure is the erasure a session generation follows.
+type PreviousErasure struct {
+	ID       string    `json:"id"`
+	ErasedAt time.Time `json:"erased_at"`
 }
 
 // PassStat is one pass of a run.
@@ -181,6 +191,9 @@ type Result struct {
 	// limit) or on a checkpoint event.
 	Recommendation string          `json:"recommendation,omitempty"`
 	Handoff        json.RawMessage `json:"handoff,omitempty"`
+	// SessionGeneration and PreviousErasure: see Accepted.
+	SessionGeneration int              `json:"session_generation,omitempty"`
+	PreviousErasure   *PreviousErasure `json:"previous_erasure,omitempty"`
 }
 
 // Run is the part of GET /v1/runs/{run} most callers read.
@@ -219,12 +232,13 @@ type Offload struct {
 
 // Hit is one result of a recovery search.
 type Hit struct {
-	Key     string `json:"key"`
 	Kind    string `json:"kind"`
 	RunID   string `json:"run_id"`
 	Message int    `json:"message"`
 	Matches int    `json:"matches"`
-	Excerpt string `json:"excerpt"`
+	// MatchesCapped: counting stopped at 10,000 matches in this hit.
+	MatchesCapped bool   `json:"matches_capped,omitempty"`
+	Excerpt       string `json:"excerpt"`
 	// ID is what Recover reads the hit back with ("" when nothing can).
 	ID string `json:"id,omitempty"`
 }
@@ -239,6 +253,8 @@ type Error struct {
 	// field inside it.
 	Index *int   `json:"index,omitempty"`
 	Path  string `json:"path,omitempty"`
+	// RunID is the run holding an event id (a 409 naming event_id).
+	RunID string `json:"run_id,omitempty"`
 	// ErasureID and ErasedAt are set on a 410 (code "gone"): the session
 	// was erased, by that erasure (readable with Erasure).
 	ErasureID string     `json:"erasure_id,omitempty"`

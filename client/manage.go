@@ -237,12 +237,12 @@ func (c *Client) Retention(ctx context.Context) (Retention, error) {
 	return r, err
 }
 
-// SetRetention keeps the tenant's final runs for days (above 0, at most
-// 36500, fractions allowed) and returns the retention now in force.
+// SetRetention keeps the tenant's final runs for days (whole days, 1 to
+// 36500) and returns the retention now in force.
 //
 // op: PUT /v1/retention
-func (c *Client) SetRetention(ctx context.Context, days float64) (Retention, error) {
-	body, err := json.Marshal(map[string]float64{"days": days})
+func (c *Client) SetRetention(ctx context.Context, days int) (Retention, error) {
+	body, err := json.Marshal(map[string]int{"days": days})
 	if err != nil {
 		return Retention{}, fmt.Errorf("encode retention: %w", err)
 	}

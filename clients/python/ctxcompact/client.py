@@ -235,9 +235,9 @@ class Client:
         return _json(data, "retention")
 
     # op: PUT /v1/retention
-    def set_retention(self, days: float) -> Retention:
+    def set_retention(self, days: int) -> Retention:
         """PUT /v1/retention: delete the tenant's final runs days after they
-        ended (above 0, at most 36500, fractions allowed)."""
+        ended (whole days, 1 to 36500)."""
         _, data, _ = self._request("PUT", "/v1/retention", body=json.dumps({"days": days}).encode("utf-8"))
         return _json(data, "retention")
 

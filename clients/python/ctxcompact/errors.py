@@ -13,8 +13,9 @@ class ApiError(CtxcompactError):
     """An answer other than 2xx, in the API's one error shape:
     {"error": {"code", "message", "field"?, "index"?, "path"?}}.
 
-    code is stable (bad_request, unauthorized, not_found, conflict,
-    rate_limited, unavailable, range_not_satisfiable, ...). An answer that
+    code is stable (bad_request, unauthorized, not_found, gone, conflict,
+    rate_limited, unavailable, range_not_satisfiable, ...); a 410 of an
+    erased session is a GoneError. An answer that
     is not in that shape (a proxy's 502, say) gets code "http_<status>" and
     its body as the message. retry_after is the Retry-After header in
     seconds, when the server sent one.
@@ -22,7 +23,8 @@ class ApiError(CtxcompactError):
 
     def __init__(self, status: int, code: str, message: str, field: Optional[str] = None,
                  index: Optional[int] = None, path: Optional[str] = None,
-                 retry_after: Optional[int] = None, total_lines: Optional[int] = None) -> None:
+                 retry_after: Optional[int] = None, total_lines: Optional[int] = None,
+                 run_id: Optional[str] = None) -> None:
         self.status = status
         self.code = code
         self.message = message
@@ -32,6 +34,8 @@ class ApiError(CtxcompactError):
         self.retry_after = retry_after
         # total_lines is X-Total-Lines of a 416 (a line range past the end).
         self.total_lines = total_lines
+        # run_id is the run holding an event id (a 409 naming event_id).
+        self.run_id = run_id
         super().__init__(str(self))
 
     def __str__(self) -> str:
@@ -61,7 +65,7 @@ class ApiError(CtxcompactError):
             index = e.get("index")
             kwargs: Dict[str, Any] = dict(field=e.get("field") or None, index=index if isinstance(index, int) else None,
                                           path=e.get("path") or None, retry_after=retry_after,
-                                          total_lines=total_lines)
+                                          total_lines=total_lines, run_id=e.get("run_id") or None)
             if status == 410 and e["code"] == "gone":
                 return GoneError(status, e["code"], str(e.get("message", "")), erasure_id=e.get("erasure_id") or None,
                                  erased_at=e.get("erased_at") or None, **kwargs)

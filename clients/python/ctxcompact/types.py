@@ -15,7 +15,7 @@ RunStatus = Literal["pending", "running", "succeeded", "over_limit", "failed", "
 ErrorClass = Literal["bad_input", "config", "summarizer", "dependency", "timeout", "canceled", "interrupted", "internal"]
 
 # ErrorCode: the stable code of every error answer.
-ErrorCode = Literal["bad_request", "unauthorized", "not_found", "method_not_allowed", "conflict", "breaker_open", "too_large", "rate_limited", "unavailable", "range_not_satisfiable", "internal"]
+ErrorCode = Literal["bad_request", "unauthorized", "not_found", "gone", "method_not_allowed", "conflict", "breaker_open", "too_large", "rate_limited", "unavailable", "range_not_satisfiable", "internal"]
 
 # FINAL_STATUSES are the statuses a run never leaves.
 FINAL_STATUSES = frozenset({"succeeded", "over_limit", "failed", "skipped"})
@@ -56,8 +56,19 @@ class CostFigures(TypedDict, total=False):
     priced: bool
 
 
-class RunResult(TypedDict, total=False):
-    # The answer of a finished run (200 of POST .../events).
+# TokenCounting: how tokens_after, the size checked against the limit, was
+# counted (an exact local encoding, the provider's endpoint, an estimate).
+TokenCounting = Literal["encoding", "provider", "estimate"]
+
+
+class PreviousErasure(TypedDict, total=False):
+    # The erasure a session generation follows.
+    id: str
+    erased_at: str
+
+
+class RunOutcome(TypedDict, total=False):
+    # A run's outcome: the fields RunResult and RunDetail share.
     run_id: str
     existing: bool
     status: RunStatus
@@ -80,6 +91,7 @@ class RunResult(TypedDict, total=False):
     unit: str
     context_limit: int
     counter: str
+    token_counting: TokenCounting
     freed_tokens: int
     preserved_count: int
     deleted_offloads: int
@@ -98,6 +110,13 @@ class RunResult(TypedDict, total=False):
     conversation: Any
 
 
+class RunResult(RunOutcome, total=False):
+    # The answer of a finished run (200 of POST .../events): its outcome,
+    # and the session's generation (above 1 after an erasure of the name).
+    session_generation: int
+    previous_erasure: PreviousErasure
+
+
 class Accepted(TypedDict, total=False):
     # The answer while a run is not finished (202).
     run_id: str
@@ -105,6 +124,8 @@ class Accepted(TypedDict, total=False):
     status: RunStatus
     status_url: str
     input_key: str
+    session_generation: int
+    previous_erasure: PreviousErasure
 
 
 class RunRecord(TypedDict, total=False):
@@ -169,7 +190,7 @@ DriftRecord = TypedDict("DriftRecord", {
 }, total=False)
 
 
-class RunDetail(RunResult, total=False):
+class RunDetail(RunOutcome, total=False):
     # GET /v1/runs/{run}: a finished run's answer (RunResult; status and
     # error while live) plus the audit detail.
     run: RunRecord
@@ -198,7 +219,6 @@ class OffloadList(TypedDict, total=False):
 
 class Hit(TypedDict, total=False):
     # One recovery search hit; id reads it back with recover().
-    key: str
     kind: Literal["archive", "offload"]
     run_id: str
     message: int
@@ -220,6 +240,11 @@ class ErrorBody(TypedDict, total=False):
     field: str
     index: int
     path: str
+    # run_id: a 409's run holding the event id; erasure_id and erased_at: a
+    # 410's erasure of the session.
+    run_id: str
+    erasure_id: str
+    erased_at: str
 
 
 class ErrorResponse(TypedDict, total=False):

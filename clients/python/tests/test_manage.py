@@ -60,7 +60,7 @@ class ManageTest(unittest.TestCase):
             (lambda: c.erase_session("s1"), b'{"id":"e1","status":"erasing"}', "DELETE", "http://api/v1/sessions/s1"),
             (lambda: c.get_erasure("e1"), b'{"id":"e1","status":"erased"}', "GET", "http://api/v1/erasures/e1"),
             (lambda: c.get_retention(), b'{"days":0,"set":false}', "GET", "http://api/v1/retention"),
-            (lambda: c.set_retention(1.5), b'{"days":1.5,"set":true}', "PUT", "http://api/v1/retention"),
+            (lambda: c.set_retention(30), b'{"days":30,"set":true}', "PUT", "http://api/v1/retention"),
             (lambda: c.unset_retention(), b'{"days":0,"set":false}', "DELETE", "http://api/v1/retention"),
             (lambda: c.promote_replay("r-2"), b'{"run_id":"r-2","existing":false}', "POST", "http://api/v1/runs/r-2/promote"),
             (lambda: c.list_deliveries("r-2"), b'{"deliveries":[]}', "GET", "http://api/v1/runs/r-2/deliveries"),

@@ -18,7 +18,7 @@ export type RunStatus = "pending" | "running" | "succeeded" | "over_limit" | "fa
 export type ErrorClass = "bad_input" | "config" | "summarizer" | "dependency" | "timeout" | "canceled" | "interrupted" | "internal";
 
 /** The stable code of every error answer. */
-export type ErrorCode = "bad_request" | "unauthorized" | "not_found" | "method_not_allowed" | "conflict" | "breaker_open" | "too_large" | "rate_limited" | "unavailable" | "range_not_satisfiable" | "internal";
+export type ErrorCode = "bad_request" | "unauthorized" | "not_found" | "gone" | "method_not_allowed" | "conflict" | "breaker_open" | "too_large" | "rate_limited" | "unavailable" | "range_not_satisfiable" | "internal";
 
 export type Preset = "react-two-layer" | "watermark" | "offload-compact" | "auto-summarize" | "three-tier" | "adaptive";
 
@@ -86,8 +86,17 @@ export interface CostFigures {
   priced: boolean;
 }
 
-/** The answer of a finished run (200 of POST .../events). */
-export interface RunResult {
+/** How tokens_after, the size checked against the limit, was counted. */
+export type TokenCounting = "encoding" | "provider" | "estimate";
+
+/** The erasure a session generation follows. */
+export interface PreviousErasure {
+  id: string;
+  erased_at: string;
+}
+
+/** A run's outcome: the fields RunResult and RunDetail share. */
+export interface RunOutcome {
   run_id: string;
   existing?: boolean;
   status: RunStatus;
@@ -111,6 +120,7 @@ export interface RunResult {
   unit?: "tokens" | "chars";
   context_limit?: number;
   counter?: string;
+  token_counting?: TokenCounting;
   freed_tokens?: number;
   preserved_count?: number;
   deleted_offloads?: number;
@@ -129,6 +139,13 @@ export interface RunResult {
   conversation?: Conversation;
 }
 
+/** The answer of a finished run (200 of POST .../events): its outcome and the session's generation. */
+export interface RunResult extends RunOutcome {
+  /** 1 for a session name never erased; above 1 after an erasure (previous_erasure). */
+  session_generation?: number;
+  previous_erasure?: PreviousErasure;
+}
+
 /** The answer while a run is not finished (202). */
 export interface Accepted {
   run_id: string;
@@ -136,6 +153,8 @@ export interface Accepted {
   status: RunStatus;
   status_url: string;
   input_key?: string;
+  session_generation?: number;
+  previous_erasure?: PreviousErasure;
 }
 
 export interface RunRecord {
@@ -199,7 +218,7 @@ export interface DriftRecord {
 }
 
 /** GET /v1/runs/{run}: a finished run's answer (RunResult; status and error while live) plus the audit detail. */
-export interface RunDetail extends RunResult {
+export interface RunDetail extends RunOutcome {
   run: RunRecord;
   steps?: StepRecord[];
   /** The run's drift checks, oldest first (drift is the last verdict). */
@@ -227,7 +246,6 @@ export interface OffloadList {
 
 /** One recovery search hit; id reads it back with recover(). */
 export interface Hit {
-  key?: string;
   kind: "archive" | "offload";
   run_id?: string;
   message?: number;
@@ -249,6 +267,11 @@ export interface ErrorBody {
   field?: string;
   index?: number;
   path?: string;
+  /** A 409's run holding the event id. */
+  run_id?: string;
+  /** A 410's erasure of the session, and when it finished. */
+  erasure_id?: string;
+  erased_at?: string;
 }
 
 export interface ErrorResponse {
@@ -442,7 +465,7 @@ export class RawJSON {
 // ---------------------------------------------------------------------------
 
 /** The code of the answer to a read of an erased session (410, a GoneError). */
-export const CODE_GONE = "gone";
+export const CODE_GONE: ErrorCode = "gone";
 
 /** Base class of this package's errors. */
 export class CtxcompactError extends Error {
@@ -460,7 +483,7 @@ export class CtxcompactError extends Error {
  */
 export class ApiError extends CtxcompactError {
   readonly status: number;
-  readonly code: ErrorCode | typeof CODE_GONE | `http_${number}`;
+  readonly code: ErrorCode | `http_${number}`;
   /** The message the server sent (message adds status, code and field). */
   readonly apiMessage: string;
   readonly field: string | undefined;
@@ -468,9 +491,10 @@ export class ApiError extends CtxcompactError {
   readonly path: string | undefined;
   readonly retryAfter: number | undefined;
   readonly totalLines: number | undefined;
+  /** The run holding an event id (a 409 naming event_id). */
+  readonly runId: string | undefined;
 
-  constructor(status: number, body: ErrorBody | { code: typeof CODE_GONE | `http_${number}`; message: string },
-    headers?: Headers) {
+  constructor(status: number, body: ErrorBody | { code: `http_${number}`; message: string }, headers?: Headers) {
     const b: Partial<ErrorBody> = body as Partial<ErrorBody>;
     let where = "";
     if (b.field) {
@@ -485,6 +509,7 @@ export class ApiError extends CtxcompactError {
     this.path = b.path || undefined;
     this.retryAfter = intHeader(headers, "retry-after");
     this.totalLines = intHeader(headers, "x-total-lines");
+    this.runId = b.run_id || undefined;
   }
 
 
@@ -502,6 +527,7 @@ export class ApiError extends CtxcompactError {
       if (typeof e["field"] === "string" && e["field"]) body.field = e["field"];
       if (typeof e["index"] === "number") body.index = e["index"];
       if (typeof e["path"] === "string" && e["path"]) body.path = e["path"];
+      if (typeof e["run_id"] === "string" && e["run_id"]) body.run_id = e["run_id"];
       if (status === 410 && e["code"] === CODE_GONE) {
         return new GoneError(status, body, stringOrUndefined(e["erasure_id"]), stringOrUndefined(e["erased_at"]), headers);
       }
@@ -713,7 +739,7 @@ export class Client {
     return decode(a.body, "retention") as Retention;
   }
 
-  /** PUT /v1/retention: delete final runs days after they ended (above 0, at most 36500, fractions allowed). */
+  /** PUT /v1/retention: delete final runs days after they ended (whole days, 1 to 36500). */
   // op: PUT /v1/retention
   async setRetention(days: number): Promise<Retention> {
     const a = await this.request("PUT", "/v1/retention", undefined, JSON.stringify({ days }));

@@ -123,7 +123,7 @@ async function main(): Promise<void> {
     ["DELETE", "/v1/sessions/s1", (c) => c.eraseSession("s1"), { id: "e1", session: "s1", status: "erasing" }],
     ["GET", "/v1/erasures/e1", (c) => c.getErasure("e1"), { id: "e1", session: "s1", status: "erased" }],
     ["GET", "/v1/retention", (c) => c.getRetention(), { days: 0, set: false }],
-    ["PUT", "/v1/retention", (c) => c.setRetention(1.5), { days: 1.5, set: true }],
+    ["PUT", "/v1/retention", (c) => c.setRetention(30), { days: 30, set: true }],
     ["DELETE", "/v1/retention", (c) => c.unsetRetention(), { days: 0, set: false }],
     ["POST", "/v1/runs/r-2/promote", (c) => c.promoteReplay("r-2"), { run_id: "r-2", replay_of: "r-1", existing: false }],
     ["GET", "/v1/runs/r-2/deliveries", (c) => c.listDeliveries("r-2"), { deliveries: [] }],
