@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // The drift checks compare a summary with its source after normalising
@@ -100,14 +101,24 @@ func StripOwn(s string) string {
 // heredoc markers, the product's own text or quoting characters (the same
 // text is quoted one way in a command and another in prose), lowercased,
 // white space collapsed. Summary and source both go through it. A source
-// is a whole transcript (megabytes): it is made in three copies, once per
-// check.
+// is a whole transcript (megabytes): it is made in two copies (the
+// unescaped text, then the result, the product's text skipped as the
+// result is written), once per check.
 func Comparable(s string) string {
-	s = StripOwn(Unescape(s))
+	u := Unescape(s)
+	own := reOwn.FindAllStringIndex(u, -1)
 	var b strings.Builder
-	b.Grow(len(s))
-	space := false // a run of white space waits for the next word
-	for _, r := range s {
+	b.Grow(len(u))
+	space := false // a run of white space (or a piece left out) waits for the next word
+	for i := 0; i < len(u); {
+		if len(own) > 0 && i >= own[0][0] {
+			i = max(i, own[0][1])
+			own = own[1:]
+			space = space || b.Len() > 0
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(u[i:])
+		i += size
 		switch {
 		case r == '"' || r == '\'' || r == '`' || r == '“' || r == '”' || r == '‘' || r == '’':
 			continue
