@@ -15,6 +15,9 @@
 //     first-n-characters fallback) and Head (previews) stay selectable.
 //   - Identifiers and Retain feed the drift check: which paths, URLs, ids,
 //     numbers, commands and error names of a source survive in a summary.
+//     The drift check compares both sides in Comparable form (escapes,
+//     heredoc markers and quoting normalised, the product's own text left
+//     out): Required, MissingComparable and FabricationCheck.
 //   - PostProcess applies the selective tool post-processing table
 //     (preset auto-summarize).
 package digest
