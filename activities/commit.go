@@ -305,7 +305,7 @@ func (a *Activities) commitHandoff(ctx context.Context, in CommitInput, conv con
 	}
 	// The three-tier design's "Checkpoint + fresh session", made: the fresh
 	// session's conversation, stored and named on the run.
-	ref, err := a.handoff(ctx, in.Run, conv, p, b, plan.HandoffRefs{Level: string(o.level), Usage: o.usage, ArchiveKey: in.ArchiveKey}, in.HandoffSummaryKey)
+	ref, err := a.handoff(ctx, in.Run, conv, p, b, plan.HandoffRefs{Level: string(o.level), Usage: o.usage, ArchiveID: archiveID(in.ArchiveKey)}, in.HandoffSummaryKey)
 	var app *temporal.ApplicationError
 	switch {
 	case err != nil && errors.As(err, &app) && !app.NonRetryable():

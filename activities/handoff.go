@@ -65,7 +65,7 @@ func (a *Activities) handoff(ctx context.Context, run contract.Run, conv convers
 			return made
 		}
 		resp, err := llm.Extractive{}.Summarize(ctx, llm.Request{Prompt: llm.PromptSession, Text: transcript,
-			TargetChars: target, ArchiveRef: refs.ArchiveKey})
+			TargetChars: target, ArchiveRef: archiveRef(refs.ArchiveID)})
 		if err != nil {
 			return digest.Extractive(transcript, target)
 		}

@@ -77,14 +77,21 @@ func (a *Activities) restoreOffloads(ctx context.Context, run contract.Run, conv
 	}
 	// A reference is a pointer only when the store recorded it as a
 	// live offload of this tenant and session; any other text that
-	// looks like one (another tenant's key, an archive) stays text.
-	named := compress.References(conv, func(i int) bool { return !keep[i] })
+	// looks like one (another tenant's id, an archive's) stays text.
+	keyOf := offloadKeyOf(run.Tenant)
+	var named []string
+	for _, id := range compress.References(conv, func(i int) bool { return !keep[i] }) {
+		if k := keyOf(id); k != "" {
+			named = append(named, k)
+		}
+	}
 	live, err := a.Store.LiveOffloads(ctx, run.Tenant, run.Session, named)
 	if err != nil {
 		return conv, nil, 0, storeErr(fmt.Errorf("look up offloads: %w", err))
 	}
-	restored, st, err := compress.Restore(conv, func(key string) (string, error) {
-		if !live[key] {
+	restored, st, err := compress.Restore(conv, func(id string) (string, error) {
+		key := keyOf(id)
+		if key == "" || !live[key] {
 			return "", compress.ErrNotReference
 		}
 		return a.text(ctx, run.Tenant, key)
@@ -94,16 +101,28 @@ func (a *Activities) restoreOffloads(ctx context.Context, run contract.Run, conv
 	}
 	// An object a kept message still refers to is not released.
 	stillUsed := map[string]bool{}
-	for _, k := range compress.References(conv, func(i int) bool { return keep[i] }) {
-		stillUsed[k] = true
+	for _, id := range compress.References(conv, func(i int) bool { return keep[i] }) {
+		stillUsed[id] = true
 	}
 	var release []string
-	for _, k := range st.Restored {
-		if !stillUsed[k] {
-			release = append(release, k)
+	for _, id := range st.Restored {
+		if !stillUsed[id] {
+			release = append(release, keyOf(id))
 		}
 	}
 	return restored, release, len(st.Unavailable), nil
+}
+
+// offloadKeyOf maps the id a reference names to the tenant's offload key
+// ("" for text that is no offload id); the store still decides whether it
+// is an offload of the session.
+func offloadKeyOf(tenant string) func(id string) string {
+	return func(id string) string {
+		if blob.ValidateSHA256(id) != nil {
+			return ""
+		}
+		return blob.ContentKey(tenant, blob.KindOffload, id)
+	}
 }
 
 // ApplyHistory replaces the summarized messages with the summary message
@@ -266,12 +285,51 @@ func sessionSummary(run contract.Run, summary, archiveKey string) string {
 	if !strings.HasPrefix(summary, compress.SessionSummaryHeading) {
 		summary = fmt.Sprintf("%s [%s]\n\n%s", compress.SessionSummaryHeading, run.Session, summary)
 	}
-	if archiveKey != "" && !strings.Contains(summary, archiveKey) {
-		prefix, _ := blob.TenantPrefix(run.Tenant)
-		summary = strings.TrimRight(summary, "\n") + fmt.Sprintf(
-			"\n\n### Recovery References\n- Full conversation: %s\n- Offloaded content: %s%s/\n", archiveKey, prefix, blob.KindOffload)
+	if archiveKey == "" {
+		return summary
 	}
-	return summary
+	// The three-tier tier-3 references: the whole conversation and the
+	// offloads, by the ids the agent recovers them with.
+	ref := archiveRef(archiveID(archiveKey))
+	var add []string
+	if !strings.Contains(summary, ref) {
+		add = append(add, "- Full conversation: "+ref)
+	}
+	if !strings.Contains(summary, offloadsRef) {
+		add = append(add, "- Offloaded content: "+offloadsRef)
+	}
+	if len(add) == 0 {
+		return summary
+	}
+	summary = strings.TrimRight(summary, "\n")
+	if !strings.Contains(summary, "### Recovery References") {
+		summary += "\n\n### Recovery References"
+	}
+	return summary + "\n" + strings.Join(add, "\n") + "\n"
+}
+
+// offloadsRef tells the agent how to read its offloaded results back.
+const offloadsRef = "each offload reference names its id; read it with the " + compress.RecoverTool +
+	" tool (search_context finds text in them)"
+
+// archiveID is the id of an archived original: its SHA-256, which the
+// RecoverTool reads the whole conversation back with ("" for a key that
+// is no archive).
+func archiveID(key string) string {
+	_, kind, sha, err := blob.ParseContentKey(key)
+	if err != nil || kind != blob.KindArchive {
+		return ""
+	}
+	return sha
+}
+
+// archiveRef is how a summary names the archived original for the agent:
+// the tool and the id, never the storage key.
+func archiveRef(id string) string {
+	if id == "" {
+		return ""
+	}
+	return compress.RecoverTool + " id " + id
 }
 
 // historyWork is the history steps' prologue: the working conversation at

@@ -54,7 +54,7 @@ func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (res Summ
 	}
 	req := llm.Request{
 		Prompt: in.Prompt, Text: text, Context: context_, TargetTokens: in.TargetTokens,
-		TargetChars: in.TargetChars, Missing: missing, ArchiveRef: in.ArchiveKey, Model: model,
+		TargetChars: in.TargetChars, Missing: missing, ArchiveRef: archiveRef(archiveID(in.ArchiveKey)), Model: model,
 	}
 	callStart := time.Now()
 	resp, err := a.summarize(ctx, req, 0)

@@ -224,7 +224,8 @@ func TestAuditHistoryRestoreDiffSearchExport(t *testing.T) {
 		require.Len(t, offs, 1)
 		c := d.Changes[3]
 		require.Equal(t, audit.ActionReplaced, c.Action)
-		require.Contains(t, c.Note, "offloaded to "+offs[0].Key)
+		require.Contains(t, c.Note, "offloaded as "+offs[0].SHA256, "the offload's id, not its storage key")
+		require.NotContains(t, c.Note, "tenants/")
 		require.Less(t, c.After, c.Before)
 	})
 
@@ -608,7 +609,8 @@ func TestAuditCLI(t *testing.T) {
 
 	out, _ = run(true, "diff", sub.RunID, tenant)
 	require.Contains(t, out, "1 replaced")
-	require.Contains(t, out, "offloaded to tenants/"+e.tenant+"/offload/")
+	require.Regexp(t, `offloaded as [0-9a-f]{64}`, out)
+	require.NotContains(t, out, "tenants/"+e.tenant+"/offload/", "no storage key in what the diff shows")
 
 	out, _ = run(true, "search", tenant, "--session=cli", "zebra-7781")
 	require.Contains(t, out, "offload (run "+sub.RunID)

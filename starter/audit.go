@@ -515,7 +515,7 @@ func printHits(w io.Writer, hits []audit.Hit) {
 		if h.Message >= 0 {
 			where = fmt.Sprintf("%s message %d", h.Kind, h.Message)
 		}
-		fmt.Fprintf(w, "%s (run %s, %d match(es))\n  %s\n  %s\n\n", where, h.RunID, h.Matches, h.Key, oneLine(h.Excerpt))
+		fmt.Fprintf(w, "%s (run %s, %d match(es))\n  id %s\n  %s\n\n", where, h.RunID, h.Matches, h.ID, oneLine(h.Excerpt))
 	}
 }
 

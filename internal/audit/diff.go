@@ -314,8 +314,8 @@ func chars(m conversation.Message) int {
 	return n
 }
 
-// offloadRef finds an offload key in a replaced text.
-var offloadRef = regexp.MustCompile(`tenants/[A-Za-z0-9._-]+/offload/[0-9a-f]{2}/[0-9a-f]{64}`)
+// offloadRef finds an offload reference's id in a replaced text.
+var offloadRef = regexp.MustCompile(`Tool result is at: ([0-9a-f]{64})\s*$`)
 
 // maxNotes bounds the block notes of one changed message.
 const maxNotes = 4
@@ -358,8 +358,8 @@ func describe(a, b conversation.Message) string {
 			notes = append(notes, fmt.Sprintf("%s input %d → %d chars", label, utf8.RuneCountInString(x.Input), utf8.RuneCountInString(y.Input)))
 		case x.Text != y.Text:
 			note := fmt.Sprintf("%s %d → %d chars", label, utf8.RuneCountInString(x.Text), utf8.RuneCountInString(y.Text))
-			if key := offloadRef.FindString(y.Text); key != "" && !strings.Contains(x.Text, key) {
-				note += ", offloaded to " + key
+			if m := offloadRef.FindStringSubmatch(y.Text); m != nil && !strings.Contains(x.Text, m[1]) {
+				note += ", offloaded as " + m[1]
 			}
 			notes = append(notes, note)
 		}

@@ -43,7 +43,7 @@ func actions(d Diff) []string {
 func TestDiffConversations(t *testing.T) {
 	t.Parallel()
 	big := strings.Repeat("line of build output\n", 500)
-	offKey := "tenants/acme/offload/ab/" + strings.Repeat("ab", 32)
+	offID := strings.Repeat("ab", 32)
 	original := openai(t,
 		msg("system", "You are careful."),
 		msg("user", "Fix the bug."),
@@ -70,11 +70,11 @@ func TestDiffConversations(t *testing.T) {
 			output: openai(t,
 				msg("system", "You are careful."), msg("user", "Fix the bug."),
 				call("Looking at the log.", "c1", `{"command":"cat build.log"}`),
-				result("c1", "[Offloaded to "+offKey+"]\nline of build output"),
+				result("c1", "## Offloaded: bash Result\n**Id:** "+offID+"\nline of build output\nTool result is at: "+offID),
 				call("Running tests.", "c2", `{"command":"go test ./..."}`), result("c2", "ok"), msg("assistant", "Done.")),
 			want:    []string{"kept", "kept", "kept", "replaced", "kept", "kept", "kept"},
 			counts:  [5]int{6, 1, 0, 0, 0},
-			noteHas: "offloaded to " + offKey,
+			noteHas: "offloaded as " + offID,
 		},
 		{
 			name: "history summarized, last two kept",

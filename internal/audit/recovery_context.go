@@ -132,6 +132,12 @@ func (s *Service) offloaded(ctx context.Context, tenant, session, id string) ([]
 		if ok {
 			return data, nil
 		}
+		// A summary names the whole archived conversation by its id:
+		// an archive of this session's runs is read back as the caller
+		// sent it.
+		if data, ok, err := s.wholeArchive(ctx, tenant, session, id); err != nil || ok {
+			return data, err
+		}
 		return nil, &RecoverError{Code: RecoverNotFound, Message: "offload not found"}
 	}
 	data, err := s.Blob.GetVerified(ctx, key, id)
@@ -139,6 +145,25 @@ func (s *Service) offloaded(ctx context.Context, tenant, session, id string) ([]
 		return nil, fmt.Errorf("read offload: %w", err)
 	}
 	return data, nil
+}
+
+// wholeArchive reads the archived original of the session whose SHA-256
+// is sha, checked against it; ok is false when no run of the session
+// archived it.
+func (s *Service) wholeArchive(ctx context.Context, tenant, session, sha string) ([]byte, bool, error) {
+	key, ok, err := s.Store.SessionArchive(ctx, tenant, session, sha)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	owner, kind, got, err := blob.ParseContentKey(key)
+	if err != nil || owner != tenant || kind != blob.KindArchive || got != sha {
+		return nil, false, nil
+	}
+	data, err := s.Blob.GetVerified(ctx, key, sha)
+	if err != nil {
+		return nil, false, fmt.Errorf("read archive: %w", err)
+	}
+	return data, true, nil
 }
 
 // archived reads what an archive id names. The id is never a key: its

@@ -39,7 +39,9 @@ const (
 // Hit is one place the query occurs: an offloaded result, or one message
 // of an archived original.
 type Hit struct {
-	Key   string `json:"key"`
+	// Key is where the hit was found, for the service's own use: callers
+	// (and the agent) get the ID and positions, not the store's layout.
+	Key   string `json:"-"`
 	Kind  string `json:"kind"`
 	RunID string `json:"run_id"`
 	// Message is the message's position in the archived original's

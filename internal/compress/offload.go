@@ -12,7 +12,9 @@ import (
 
 // Reference layout (the three-tier reference block, plus offload-compact's
 // machine-readable pointer as the last line so that both restore paths find
-// the key).
+// the offload). A reference names the offload by its id (the content's
+// SHA-256), never by its storage key: the agent recovers it with the
+// RecoverTool, and the store's layout is none of its business.
 const (
 	refHeadingPrefix = "## Offloaded: "
 	refPointerPrefix = "Tool result is at: "
@@ -24,9 +26,9 @@ const (
 	// small and planning's size check holds.
 	MaxKeyLen = 1024
 	// planningKey stands in for the real key when PlanOffload checks that
-	// a reference is smaller than the result it replaces; it is as long as
-	// a tenant/session/sha256 key.
-	planningKey = "tenants/tenant-0000000000/sessions/session-0000000000/offloads/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.txt"
+	// a reference is smaller than the result it replaces; its id is as
+	// long as a real one (a SHA-256).
+	planningKey = "tenants/tenant-0000000000/offload/01/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 )
 
 // OffloadCandidate is a tool result worth moving to storage.
@@ -155,14 +157,15 @@ func Reference(r OffloadRef) string {
 	}
 	var sb strings.Builder
 	sb.WriteString(refHeadingPrefix + name + " Result\n")
-	sb.WriteString("**Path:** " + r.Key + "\n")
+	id := referenceID(r.Key)
+	sb.WriteString("**Id:** " + id + "\n")
 	sb.WriteString("**Tokens Saved:** " + strconv.Itoa(r.TokensSaved) + "\n")
 	sb.WriteString("**Preview:**\n")
 	for _, line := range strings.Split(r.Preview, "\n") {
 		sb.WriteString(strings.TrimRight("> "+line, " ") + "\n")
 	}
-	sb.WriteString("\n*Recover the full content with the " + RecoverTool + " tool, id: " + referenceID(r.Key) + "*\n")
-	sb.WriteString(refPointerPrefix + r.Key)
+	sb.WriteString("\n*Recover the full content with the " + RecoverTool + " tool, id: " + id + "*\n")
+	sb.WriteString(refPointerPrefix + id)
 	return sb.String()
 }
 
@@ -172,7 +175,9 @@ func Reference(r OffloadRef) string {
 const RecoverTool = "recover_context"
 
 // referenceID is the id a reference gives for its key: the key's last
-// segment, the content's SHA-256 for a content key.
+// segment, the content's SHA-256 for a content key (the offload's id,
+// which GET /v1/sessions/{session}/offloads/{id} and the RecoverTool
+// read).
 func referenceID(key string) string {
 	if i := strings.LastIndexByte(key, '/'); i >= 0 {
 		return key[i+1:]
@@ -180,12 +185,14 @@ func referenceID(key string) string {
 	return key
 }
 
-// ParseReference returns the storage key of a reference: text whose last
-// line is "Tool result is at: KEY", either as the whole text (offload-compact's
-// form) or at the end of a block that starts with "## Offloaded: " (the
-// three-tier reference block, as Reference writes it). Other text that merely quotes the
-// pointer line is not a reference.
-func ParseReference(text string) (key string, ok bool) {
+// ParseReference returns the offload id of a reference: text whose last
+// line is "Tool result is at: ID", either as the whole text
+// (offload-compact's form) or at the end of a block that starts with
+// "## Offloaded: " (the three-tier reference block, as Reference writes
+// it). Other text that merely quotes the pointer line is not a reference.
+// The id is the caller's text: it is a pointer only once the store says
+// it is an offload of the session.
+func ParseReference(text string) (id string, ok bool) {
 	text = strings.TrimRight(text, " \t\r\n")
 	last := text
 	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
@@ -197,11 +204,11 @@ func ParseReference(text string) (key string, ok bool) {
 	if !strings.HasPrefix(last, refPointerPrefix) {
 		return "", false
 	}
-	key = strings.TrimSpace(strings.TrimPrefix(last, refPointerPrefix))
-	if key == "" {
+	id = strings.TrimSpace(strings.TrimPrefix(last, refPointerPrefix))
+	if id == "" {
 		return "", false
 	}
-	return key, true
+	return id, true
 }
 
 // Placed is a candidate whose full text has been stored under Key.
@@ -241,14 +248,14 @@ func ApplyOffload(c conversation.Conversation, placed []Placed) (conversation.Co
 	return out, nil
 }
 
-// ErrNotReference is what a Restore fetch returns for a key that is not a
+// ErrNotReference is what a Restore fetch returns for an id that is not a
 // recorded offload of the conversation's session: the block keeps its text.
 var ErrNotReference = errors.New("not a recorded offload")
 
-// References lists the keys of the references in tool results of messages
+// References lists the offload ids of the references in tool results of messages
 // where pick is true, in conversation order.
 func References(c conversation.Conversation, pick func(msg int) bool) []string {
-	var keys []string
+	var ids []string
 	for i, m := range c.Messages {
 		if !pick(i) {
 			continue
@@ -257,28 +264,28 @@ func References(c conversation.Conversation, pick func(msg int) bool) []string {
 			if b.Kind != conversation.KindToolResult {
 				continue
 			}
-			if key, ok := ParseReference(b.Text); ok {
-				keys = append(keys, key)
+			if id, ok := ParseReference(b.Text); ok {
+				ids = append(ids, id)
 			}
 		}
 	}
-	return keys
+	return ids
 }
 
-// RestoreStats lists the keys Restore handled, in conversation order.
+// RestoreStats lists the offload ids Restore handled, in conversation order.
 type RestoreStats struct {
-	// Restored keys were fetched and put back.
+	// Restored ids were fetched and put back.
 	Restored []string
-	// Unavailable keys could not be fetched; their results now read
-	// "[Content unavailable: KEY]" (offload-compact).
+	// Unavailable ids could not be fetched; their results now read
+	// "[Content unavailable: ID]" (offload-compact).
 	Unavailable []string
 }
 
 // Restore puts offloaded results back before summarization (offload-compact):
 // every reference in a tool result of a non-protected message is replaced
-// by fetch(key), or by "[Content unavailable: KEY]" when fetch fails.
+// by fetch(id), or by "[Content unavailable: ID]" when fetch fails.
 // Protected messages keep their references, as offload-compact's kept messages do.
-func Restore(c conversation.Conversation, fetch func(key string) (string, error), protected []bool) (conversation.Conversation, RestoreStats, error) {
+func Restore(c conversation.Conversation, fetch func(id string) (string, error), protected []bool) (conversation.Conversation, RestoreStats, error) {
 	if fetch == nil {
 		return conversation.Conversation{}, RestoreStats{}, fmt.Errorf("restore offloaded results: fetch is nil")
 	}
@@ -296,22 +303,22 @@ func Restore(c conversation.Conversation, fetch func(key string) (string, error)
 			if b.Kind != conversation.KindToolResult {
 				continue
 			}
-			key, ok := ParseReference(b.Text)
+			id, ok := ParseReference(b.Text)
 			if !ok {
 				continue
 			}
-			text, err := fetch(key)
+			text, err := fetch(id)
 			if errors.Is(err, ErrNotReference) {
 				// Text that only looks like a reference stays as it is.
 				continue
 			}
 			if err != nil {
-				b.ReplaceResult("[Content unavailable: " + key + "]")
-				stats.Unavailable = append(stats.Unavailable, key)
+				b.ReplaceResult("[Content unavailable: " + id + "]")
+				stats.Unavailable = append(stats.Unavailable, id)
 				continue
 			}
 			b.ReplaceResult(text)
-			stats.Restored = append(stats.Restored, key)
+			stats.Restored = append(stats.Restored, id)
 		}
 	}
 	return out, stats, nil
@@ -344,6 +351,8 @@ func checkKey(key string) error {
 		return fmt.Errorf("storage key is %d bytes, limit %d", len(key), MaxKeyLen)
 	case key != strings.TrimSpace(key):
 		return fmt.Errorf("storage key %q has surrounding spaces", key)
+	case strings.TrimSpace(referenceID(key)) != referenceID(key) || referenceID(key) == "":
+		return fmt.Errorf("storage key %q has no id (its last segment)", key)
 	}
 	return nil
 }

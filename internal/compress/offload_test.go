@@ -66,17 +66,18 @@ func TestReferenceFormat(t *testing.T) {
 	t.Parallel()
 	ref := Reference(OffloadRef{Key: "t1/offload/abc.txt", ToolName: "read_file", TokensSaved: 15234, Preview: "first line\nsecond line"})
 	require.Equal(t, `## Offloaded: read_file Result
-**Path:** t1/offload/abc.txt
+**Id:** abc.txt
 **Tokens Saved:** 15234
 **Preview:**
 > first line
 > second line
 
 *Recover the full content with the recover_context tool, id: abc.txt*
-Tool result is at: t1/offload/abc.txt`, ref)
-	key, ok := ParseReference(ref)
+Tool result is at: abc.txt`, ref)
+	id, ok := ParseReference(ref)
 	require.True(t, ok)
-	require.Equal(t, "t1/offload/abc.txt", key)
+	require.Equal(t, "abc.txt", id, "the offload's id")
+	require.NotContains(t, ref, "t1/offload", "no storage key reaches the agent")
 
 	require.True(t, strings.HasPrefix(Reference(OffloadRef{Key: "k"}), "## Offloaded: tool Result\n"))
 }
@@ -142,7 +143,7 @@ func TestApplyOffloadAndRestore(t *testing.T) {
 
 	// Restore: one key readable, one not; a protected message keeps its
 	// reference (offload-compact: kept messages keep their references).
-	store := map[string]string{"k/c1": bigText(200)}
+	store := map[string]string{"c1": bigText(200)} // references name ids
 	fetch := func(key string) (string, error) {
 		if s, ok := store[key]; ok {
 			return s, nil
@@ -151,14 +152,14 @@ func TestApplyOffloadAndRestore(t *testing.T) {
 	}
 	restored, stats, err := Restore(out, fetch, nil)
 	require.NoError(t, err)
-	require.Equal(t, RestoreStats{Restored: []string{"k/c1"}, Unavailable: []string{"k/c4"}}, stats)
+	require.Equal(t, RestoreStats{Restored: []string{"c1"}, Unavailable: []string{"c4"}}, stats)
 	require.Equal(t, bigText(200), restored.Messages[3].Blocks[0].Text)
-	require.Equal(t, "[Content unavailable: k/c4]", restored.Messages[8].Blocks[0].Text)
+	require.Equal(t, "[Content unavailable: c4]", restored.Messages[8].Blocks[0].Text)
 
 	mask := Protected(out, Protection{LastN: 1})
 	restored, stats, err = Restore(out, fetch, mask)
 	require.NoError(t, err)
-	require.Equal(t, RestoreStats{Restored: []string{"k/c1"}}, stats)
+	require.Equal(t, RestoreStats{Restored: []string{"c1"}}, stats)
 	require.Equal(t, out.Messages[8], restored.Messages[8])
 
 	_, _, err = Restore(out, nil, nil)
@@ -211,6 +212,6 @@ func FuzzReference(f *testing.F) {
 		}
 		got, ok := ParseReference(Reference(OffloadRef{Key: key, ToolName: tool, TokensSaved: saved, Preview: Preview(preview)}))
 		require.True(t, ok)
-		require.Equal(t, key, got)
+		require.Equal(t, referenceID(key), got, "a reference names the key's id, never the key")
 	})
 }

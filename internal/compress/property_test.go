@@ -150,7 +150,7 @@ func propOffload(t *testing.T, in conversation.Conversation, mask []bool) {
 		require.False(t, b.IsError, "planned an error result")
 		require.Greater(t, cand.Tokens, 100)
 		key := fmt.Sprintf("tenants/t1/sessions/s1/offloads/%d-%d.txt", cand.Msg, cand.Block)
-		store[key] = b.Text
+		store[referenceID(key)] = b.Text // a reference names the id
 		placed = append(placed, Placed{OffloadCandidate: cand, Key: key, Preview: Preview(b.Text)})
 	}
 	out, err := ApplyOffload(in, placed)

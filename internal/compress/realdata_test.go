@@ -124,7 +124,7 @@ func TestRealConversations(t *testing.T) {
 		for _, cand := range cands {
 			text := in.Messages[cand.Msg].Blocks[cand.Block].Text
 			key := fmt.Sprintf("tenants/t/offload/%s-%d", strings.ReplaceAll(name, "/", "_"), cand.Msg)
-			store[key] = text
+			store[referenceID(key)] = text // a reference names the id
 			placed = append(placed, Placed{OffloadCandidate: cand, Key: key, Preview: Preview(text)})
 		}
 		out, err := ApplyOffload(in, placed)

@@ -94,6 +94,12 @@ type runResponse struct {
 	// CRITICAL (or over its limit) or on a checkpoint event.
 	Handoff      json.RawMessage `json:"handoff,omitempty"`
 	Conversation json.RawMessage `json:"conversation,omitempty"`
+}
+
+// eventResult is the 200 of an event: the run's answer and the session
+// generation it belongs to.
+type eventResult struct {
+	runResponse
 	sessionGeneration
 }
 
@@ -173,8 +179,7 @@ func (a *api) answerRun(w http.ResponseWriter, r *http.Request, tenant string, s
 		}
 		if done {
 			res.Existing = sub.Existing
-			res.sessionGeneration = generationOf(sub)
-			writeJSON(w, http.StatusOK, res)
+			writeJSON(w, http.StatusOK, eventResult{runResponse: res, sessionGeneration: generationOf(sub)})
 			return nil
 		}
 	}

@@ -270,25 +270,29 @@ func TestOffloadStoresTheResultAndAnswersAReference(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, "stored", got.Status)
 
-	prefix, err := blob.TenantPrefix("tenant-a")
-	require.NoError(t, err)
-	require.True(t, strings.HasPrefix(got.Key, prefix), "the object is under the caller's tenant: %s", got.Key)
-	key, ok := compress.ParseReference(got.Reference)
+	require.Equal(t, got.SHA256, got.ID, "the offload's id is its SHA-256")
+	id, ok := compress.ParseReference(got.Reference)
 	require.True(t, ok, got.Reference)
-	require.Equal(t, got.Key, key)
+	require.Equal(t, got.ID, id)
+	require.NotContains(t, got.Reference, "tenants/", "the reference names the id, not the storage key")
 	require.Contains(t, got.Reference, "ERROR disk /dev/sda1 full", "the reference previews the result")
 	require.Less(t, got.CharsAfter, got.CharsBefore)
 	require.Greater(t, got.Tokens, 0)
-	stored, err := f.blob.GetVerified(context.Background(), got.Key, got.SHA256)
+	// The object is under the caller's tenant.
+	stored, err := f.blob.GetVerified(context.Background(), blob.ContentKey("tenant-a", blob.KindOffload, got.ID), got.SHA256)
 	require.NoError(t, err)
 	require.Equal(t, text, string(stored))
 
-	// The offload is searchable in its session, by its tenant only.
-	var hits searchResponse
+	// The offload is searchable in its session, by its tenant only; a hit
+	// carries the id, not the key.
+	var hits struct {
+		Hits []map[string]any `json:"hits"`
+	}
 	resp = f.do(t, "GET", "/v1/sessions/tools/search?q=sda1", f.keyA, nil, &hits)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Len(t, hits.Hits, 1)
-	require.Equal(t, got.Key, hits.Hits[0].Key)
+	require.Equal(t, got.ID, hits.Hits[0]["id"])
+	require.NotContains(t, hits.Hits[0], "key")
 	var other errorAnswer
 	resp = f.do(t, "GET", "/v1/sessions/tools/search?q=sda1", f.keyB, nil, &other)
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)

@@ -178,6 +178,19 @@ func TestRecoverArchiveIDs(t *testing.T) {
 	// Tenant B reads its own archive of the same bytes in its session.
 	resp, _ = f.get(t, "/v1/sessions/s9/offloads/"+sha+".m1-3", f.keyB)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	// The archive's bare id, as a summary's recovery references name it:
+	// the whole original as the caller sent it, in its session only.
+	resp, body = f.get(t, "/v1/sessions/s1/offloads/"+sha, f.keyA)
+	require.Equal(t, http.StatusOK, resp.StatusCode, body)
+	require.Equal(t, archivedChat, body)
+	for _, tc := range []struct{ path, key string }{
+		{"/v1/sessions/s2/offloads/" + sha, f.keyA}, // another session of tenant A
+		{"/v1/sessions/s1/offloads/" + sha, f.keyB}, // tenant B's session s1
+	} {
+		resp, body := f.get(t, tc.path, tc.key)
+		require.Equal(t, http.StatusNotFound, resp.StatusCode, "%s: %s", tc.path, body)
+	}
 }
 
 func TestRecoverOffloadLines(t *testing.T) {
@@ -245,7 +258,7 @@ func TestReleasedOffloadsAreReadFromTheArchive(t *testing.T) {
 	f.do(t, http.MethodGet, "/v1/sessions/s1/search?q=func+Parse", f.keyA, nil, &res)
 	found := false
 	for _, h := range res.Hits {
-		if h.Kind == audit.HitOffload && h.Key == off.Key {
+		if h.Kind == audit.HitOffload && h.RunID == "run-a" {
 			found = true
 			require.Equal(t, recoverid.BlockOf(f.archive.SHA256, 3, 0).String(), h.ID, "the result's archive id")
 		}

@@ -55,11 +55,13 @@ type compressResponse struct {
 	Mode string `json:"mode"`
 	// Status is the run's status for summarize (succeeded, failed or
 	// skipped, with Error) and "stored" for offload.
-	Status      string `json:"status"`
-	Error       string `json:"error,omitempty"`
-	ErrorClass  string `json:"error_class,omitempty"`
-	Reference   string `json:"reference,omitempty"`
-	Key         string `json:"key,omitempty"`
+	Status     string `json:"status"`
+	Error      string `json:"error,omitempty"`
+	ErrorClass string `json:"error_class,omitempty"`
+	Reference  string `json:"reference,omitempty"`
+	// ID is the offload's id (its SHA-256), which the reference names and
+	// GET /v1/sessions/{session}/offloads/{id} reads.
+	ID          string `json:"id,omitempty"`
 	SHA256      string `json:"sha256,omitempty"`
 	Tokens      int    `json:"tokens,omitempty"`
 	RunID       string `json:"run_id,omitempty"`
@@ -159,7 +161,7 @@ func (a *api) offload(w http.ResponseWriter, r *http.Request, tenant string, req
 	}
 	chars := utf8.RuneCountInString(req.Text)
 	reference := compress.Reference(compress.OffloadRef{Key: ref.Key, ToolName: req.ToolName, TokensSaved: n, Preview: compress.Preview(req.Text)})
-	writeJSON(w, http.StatusOK, compressResponse{Mode: ModeOffload, Status: "stored", Reference: reference, Key: ref.Key, SHA256: ref.SHA256,
+	writeJSON(w, http.StatusOK, compressResponse{Mode: ModeOffload, Status: "stored", Reference: reference, ID: ref.SHA256, SHA256: ref.SHA256,
 		Tokens: n, CharsBefore: chars, CharsAfter: utf8.RuneCountInString(reference)})
 	return nil
 }

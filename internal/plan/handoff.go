@@ -80,8 +80,9 @@ type HandoffRefs struct {
 	// Level and Usage are where the session stands.
 	Level string
 	Usage float64
-	// ArchiveKey holds the whole original conversation.
-	ArchiveKey string
+	// ArchiveID names the whole original conversation: the id the
+	// RecoverTool reads it back with (never its storage key).
+	ArchiveID string
 	// Offloads are the session's live offloads: id and tool name.
 	Offloads [][2]string
 	// Summarize writes the summary of the handed-off middle of the
@@ -118,8 +119,8 @@ func Handoff(conv conversation.Conversation, p policy.Preset, refs HandoffRefs) 
 		sb.WriteString("\n\n### Recovery References")
 	}
 	sb.WriteString("\n")
-	if refs.ArchiveKey != "" && !strings.Contains(summary, refs.ArchiveKey) {
-		sb.WriteString("- Full previous conversation (archived): " + refs.ArchiveKey + "\n")
+	if refs.ArchiveID != "" && !strings.Contains(summary, refs.ArchiveID) {
+		fmt.Fprintf(&sb, "- Full previous conversation (archived): %s tool, id: %s\n", compress.RecoverTool, refs.ArchiveID)
 	}
 	for _, o := range refs.Offloads {
 		fmt.Fprintf(&sb, "- Offloaded %s result: %s tool, id: %s\n", o[1], compress.RecoverTool, o[0])

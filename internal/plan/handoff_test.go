@@ -21,7 +21,7 @@ func TestHandoffKeepsIntentSummaryAndLastTurn(t *testing.T) {
 	t.Parallel()
 	conv := sample(t)
 	p := preset(t, policy.ThreeTier, "")
-	out, ok, err := Handoff(conv, p, HandoffRefs{Level: "CRITICAL", Usage: 0.87, ArchiveKey: "tenants/t/archive/ab/abc",
+	out, ok, err := Handoff(conv, p, HandoffRefs{Level: "CRITICAL", Usage: 0.87, ArchiveID: "abc",
 		Offloads: [][2]string{{"0123", "bash"}}})
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -31,7 +31,7 @@ func TestHandoffKeepsIntentSummaryAndLastTurn(t *testing.T) {
 	require.Equal(t, conv.Messages[1], out.Messages[1], "the task, verbatim")
 	summary := out.Messages[2].Blocks[0].Text
 	require.True(t, strings.HasPrefix(summary, "## Session Handoff"))
-	require.Contains(t, summary, "tenants/t/archive/ab/abc")
+	require.Contains(t, summary, "recover_context tool, id: abc", "the archive by its id")
 	require.Contains(t, summary, "recover_context tool, id: 0123")
 	require.Contains(t, summary, "CRITICAL (87.0%")
 	n := len(conv.Messages)

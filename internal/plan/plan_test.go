@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -99,7 +100,9 @@ func TestOffloadKeysAreTheCallersAndTextsReturned(t *testing.T) {
 	require.Len(t, res.Offloads, 1)
 	require.Equal(t, big, res.Offloads[0].Text)
 	require.Equal(t, key(big), res.Offloads[0].Key)
-	require.Contains(t, res.Conv.Messages[3].Blocks[0].Text, key(big))
+	ref := res.Conv.Messages[3].Blocks[0].Text
+	require.Contains(t, ref, "Tool result is at: "+strconv.Itoa(len(big)), "the reference names the offload's id")
+	require.NotContains(t, ref, key(big), "and never its storage key")
 }
 
 func TestHistoryDecision(t *testing.T) {
