@@ -215,7 +215,12 @@ func benchFaults(ctx context.Context, st *stack, o options, rep *report) error {
 		return err
 	}
 	var lat []time.Duration
-	ok, fallbacks := 0, 0
+	// A fallback step is one of two things: the summarizer failed its
+	// attempts and the extractive fallback wrote the summary
+	// (…/fallback), or a summary failed its drift checks after repair
+	// and the deterministic summary replaced it (…/deterministic). Only
+	// the first is what the injected faults cause.
+	ok, fallbacks, replaced := 0, 0, 0
 	var firstErr error
 	for _, r := range runs {
 		if r.out.err != nil {
@@ -230,11 +235,22 @@ func benchFaults(ctx context.Context, st *stack, o options, rep *report) error {
 		}
 		ok++
 		lat = append(lat, r.out.latency)
+		var fellBack, wasReplaced bool
 		for _, s := range r.steps {
-			if s.Kind == "fallback" {
-				fallbacks++
-				break
+			if s.Kind != "fallback" {
+				continue
 			}
+			if strings.HasSuffix(s.Name, "/deterministic") {
+				wasReplaced = true
+			} else {
+				fellBack = true
+			}
+		}
+		if fellBack {
+			fallbacks++
+		}
+		if wasReplaced {
+			replaced++
 		}
 	}
 	status := map[int]int{}
@@ -257,8 +273,9 @@ func benchFaults(ctx context.Context, st *stack, o options, rep *report) error {
 	}
 	rep.add(rw)
 	note := fmt.Sprintf("5. Faults: the series of 2. (%d runs, %s per call) with `llmtest.WithFailureRate(%.2f)`: %d of %d calls failed "+
-		"(%d × 429, %d × 500); %d of the completed runs used the extractive fallback after 3 failed attempts.",
-		len(runs), ms(o.llmLatency), o.faultRate, failedCalls, total, status[http.StatusTooManyRequests], status[http.StatusInternalServerError], fallbacks)
+		"(%d × 429, %d × 500); %d of the completed runs used the extractive fallback after 3 failed attempts of a summarizer call, "+
+		"and %d had a summary that failed its drift checks after repair replaced by the deterministic one (not a fault: counted apart).",
+		len(runs), ms(o.llmLatency), o.faultRate, failedCalls, total, status[http.StatusTooManyRequests], status[http.StatusInternalServerError], fallbacks, replaced)
 	if firstErr != nil {
 		note += " First failure: " + firstErr.Error()
 	}
