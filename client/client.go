@@ -196,16 +196,45 @@ type Result struct {
 	PreviousErasure   *PreviousErasure `json:"previous_erasure,omitempty"`
 }
 
-// Run is the part of GET /v1/runs/{run} most callers read.
+// Run is a run's record, as GET /v1/runs/{run} (RunAnswer.Run) and
+// ListRuns answer it.
 type Run struct {
 	ID      string `json:"id"`
+	Tenant  string `json:"tenant,omitempty"`
 	Session string `json:"session"`
-	Status  string `json:"status"`
-	Error   string `json:"error,omitempty"`
+	EventID string `json:"event_id,omitempty"`
+	Trigger string `json:"trigger,omitempty"`
+	Preset  string `json:"preset"`
+	// Model is the summarizer's; AgentModel the agent's the caller named.
+	Model         string     `json:"model,omitempty"`
+	PromptVersion string     `json:"prompt_version,omitempty"`
+	Status        string     `json:"status"`
+	Level         string     `json:"level,omitempty"`
+	TokensBefore  int        `json:"tokens_before,omitempty"`
+	TokensAfter   int        `json:"tokens_after,omitempty"`
+	CharsBefore   int        `json:"chars_before,omitempty"`
+	CharsAfter    int        `json:"chars_after,omitempty"`
+	Ratio         float64    `json:"ratio,omitempty"`
+	DurationMS    int        `json:"duration_ms,omitempty"`
+	StartedAt     time.Time  `json:"started_at"`
+	FinishedAt    *time.Time `json:"finished_at,omitempty"`
+	Error         string     `json:"error,omitempty"`
 	// ErrorClass: see Result.ErrorClass.
-	ErrorClass string `json:"error_class,omitempty"`
-	Preset     string `json:"preset"`
-	ReplayOf   string `json:"replay_of,omitempty"`
+	ErrorClass    string          `json:"error_class,omitempty"`
+	ReplayOf      string          `json:"replay_of,omitempty"`
+	InputKey      string          `json:"input_key,omitempty"`
+	ArchiveKey    string          `json:"archive_key,omitempty"`
+	ArchiveSHA256 string          `json:"archive_sha256,omitempty"`
+	OutputKey     string          `json:"output_key,omitempty"`
+	OutputSHA256  string          `json:"output_sha256,omitempty"`
+	InputSHA256   string          `json:"input_sha256,omitempty"`
+	Stats         json.RawMessage `json:"stats,omitempty"`
+	AgentModel    string          `json:"agent_model,omitempty"`
+	ContextLimit  int             `json:"context_limit,omitempty"`
+	// Overrides are the effective overrides; ResolvedPreset the preset the
+	// run works with.
+	Overrides      json.RawMessage `json:"overrides,omitempty"`
+	ResolvedPreset json.RawMessage `json:"resolved_preset,omitempty"`
 }
 
 // Final reports whether the run will not change any more.
@@ -291,6 +320,26 @@ func (c *Client) Submit(ctx context.Context, session string, ev Event) (*Result,
 	if ev.EventID == "" {
 		ev.EventID = newID("evt-")
 	}
+	return c.submit(ctx, "/v1/sessions/"+url.PathEscape(session)+"/events", ev)
+}
+
+// Compact is the offload-compact design's manual /compact: an event of
+// kind manual (ev.Kind is not sent), answered as Submit. An empty EventID
+// gets a random one, fixed before the first attempt: each call is a new
+// event, and a retry is the same one.
+//
+// op: POST /v1/sessions/{session}/compact
+func (c *Client) Compact(ctx context.Context, session string, ev Event) (*Result, *Accepted, error) {
+	ev.Kind = ""
+	if ev.EventID == "" {
+		ev.EventID = newID("cmp-")
+	}
+	return c.submit(ctx, "/v1/sessions/"+url.PathEscape(session)+"/compact", ev)
+}
+
+// submit posts an event to path and decodes its Result (200) or Accepted
+// (202).
+func (c *Client) submit(ctx context.Context, path string, ev Event) (*Result, *Accepted, error) {
 	// The conversation goes as it is, byte for byte (the archive keeps
 	// those bytes): json.Marshal would compact it and escape <, > and &.
 	conv := ev.Conversation
@@ -305,7 +354,7 @@ func (c *Client) Submit(ctx context.Context, session string, ev Event) (*Result,
 		}
 		body = append(append(append(body[:len(body)-1], `,"conversation":`...), conv...), '}')
 	}
-	status, data, _, err := c.do(ctx, http.MethodPost, "/v1/sessions/"+url.PathEscape(session)+"/events", nil, body, true)
+	status, data, _, err := c.do(ctx, http.MethodPost, path, nil, body, true)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -180,6 +180,27 @@ var clientTypes = []struct{ schema, typ string }{
 	{"DeliveryList", "DeliveryList"},
 	{"Redelivered", "Redelivered"},
 	{"PreviousErasure", "PreviousErasure"},
+	{"RunList", "RunList"},
+	{"Diff", "Diff"},
+	{"Change", "Change"},
+	{"WatermarkList", "WatermarkList"},
+	{"WatermarkList.watermarks.items", "Watermark"},
+	{"InspectResult", "InspectResult"},
+	{"InspectResult.report", "InspectReport"},
+	{"CompressResult", "CompressResult"},
+	{"ReplaysResult", "ReplaysResult"},
+}
+
+// clientRequests maps a request schema of api/openapi.yaml to the
+// TypeScript interface and the Python method whose parameters (but the
+// path's, pathParam, and with a trailing _ dropped) are its properties.
+var clientRequests = []struct{ schema, ts, py, pathParam string }{
+	{"EventRequest", "EventRequest", "submit_event", "session"},
+	{"ReplayRequest", "ReplayRequest", "replay_run", "run_id"},
+	{"InspectRequest", "InspectRequest", "inspect", "session"},
+	{"CompressRequest", "CompressRequest", "compress_result", ""},
+	{"ReplaysRequest", "ReplaysRequest", "replay_failed", ""},
+	{"CompactRequest", "", "compact", "session"},
 }
 
 // clientEnums maps an enum of api/openapi.yaml to the union both clients
@@ -199,8 +220,7 @@ var (
 	pyFunc       = regexp.MustCompile(`(?ms)^(\w+) = TypedDict\("\w+", \{\n(.*?)^\}`)
 	pyFuncField  = regexp.MustCompile(`(?m)^    "(\w+)": `)
 	pyLiteral    = regexp.MustCompile(`(?m)^(\w+) = Literal\[(.*)\]$`)
-	pySubmit     = regexp.MustCompile(`(?s)def submit_event\((.*?)\) -> `)
-	pyReplay     = regexp.MustCompile(`(?s)def replay_run\((.*?)\) -> `)
+	pyDef        = regexp.MustCompile(`(?s)\n    def (\w+)\((.*?)\) -> `)
 	pyParam      = regexp.MustCompile(`(\w+)\s*:`)
 	tsInterface  = regexp.MustCompile(`(?ms)^export interface (\w+)(?: extends (\w+))? \{\n(.*?)^\}`)
 	tsField      = regexp.MustCompile(`(?m)^  (\w+)\??: `)
@@ -250,31 +270,28 @@ func TestClientsMatchOpenAPI(t *testing.T) {
 		require.Equal(t, want, sorted(ts[c.typ]), "TypeScript's %s has the properties of schema %s", c.typ, c.schema)
 	}
 
-	// The event request: TypeScript's EventRequest, Python's parameters.
-	want := properties(t, schemas, "EventRequest")
-	require.Equal(t, want, sorted(ts["EventRequest"]), "TypeScript's EventRequest has the properties of schema EventRequest")
-	m := pySubmit.FindStringSubmatch(string(pyClient))
-	require.NotNil(t, m, "clients/python/ctxcompact/client.py has submit_event")
-	var params []string
-	for _, p := range submatches(pyParam, m[1]) {
-		if p != "session" {
-			params = append(params, p)
+	// The requests: TypeScript's interfaces, Python's parameters.
+	pyParams := map[string][]string{}
+	for _, m := range pyDef.FindAllStringSubmatch(string(pyClient), -1) {
+		for _, p := range submatches(pyParam, m[2]) {
+			if p != "self" {
+				pyParams[m[1]] = append(pyParams[m[1]], strings.TrimSuffix(p, "_"))
+			}
 		}
 	}
-	require.Equal(t, want, sorted(params), "Python's submit_event takes the properties of schema EventRequest")
-
-	// The replay request: TypeScript's ReplayRequest, Python's parameters.
-	want = properties(t, schemas, "ReplayRequest")
-	require.Equal(t, want, sorted(ts["ReplayRequest"]), "TypeScript's ReplayRequest has the properties of schema ReplayRequest")
-	m = pyReplay.FindStringSubmatch(string(pyClient))
-	require.NotNil(t, m, "clients/python/ctxcompact/client.py has replay_run")
-	params = nil
-	for _, p := range submatches(pyParam, m[1]) {
-		if p != "run_id" {
-			params = append(params, p)
+	for _, r := range clientRequests {
+		want := properties(t, schemas, r.schema)
+		if r.ts != "" {
+			require.Equal(t, want, sorted(ts[r.ts]), "TypeScript's %s has the properties of schema %s", r.ts, r.schema)
 		}
+		params := pyParams[r.py]
+		require.NotEmpty(t, params, "clients/python/ctxcompact/client.py has %s", r.py)
+		if r.pathParam != "" {
+			require.Equal(t, r.pathParam, params[0], "Python's %s takes the path's %s first", r.py, r.pathParam)
+			params = params[1:]
+		}
+		require.Equal(t, want, sorted(params), "Python's %s takes the properties of schema %s", r.py, r.schema)
 	}
-	require.Equal(t, want, sorted(params), "Python's replay_run takes the properties of schema ReplayRequest")
 
 	// The enums.
 	pyEnums, tsEnums := map[string][]string{}, map[string][]string{}
@@ -358,19 +375,10 @@ func sorted(s []string) []string {
 }
 
 // notInClients are the operations under /v1 of api/openapi.yaml that the
-// Python and TypeScript clients leave to plain HTTP (or the starter CLI),
-// as the Go client does (client/contract_test.go). Keep it short: any
-// other operation must be a method of each client.
-var notInClients = map[string]string{
-	"POST /v1/sessions/{session}/compact":   "submitting an event of kind manual is the same",
-	"POST /v1/sessions/{session}/inspect":   "a dry run for operators; starter or HTTP",
-	"POST /v1/results:compress":             "one tool result, outside a session's flow",
-	"GET /v1/runs":                          "audit listing; starter runs or HTTP",
-	"GET /v1/runs/{run}/diff":               "audit; the web UI shows it",
-	"GET /v1/sessions/{session}/watermarks": "audit; the session's status names the current one",
-	"POST /v1/replays":                      "bulk replay, an operator's tool (starter replay)",
-	"GET /v1/export":                        "bulk export, an operator's tool (starter export)",
-}
+// Python and TypeScript clients leave to plain HTTP, each with why, as the
+// Go client's list (client/contract_test.go) does; none today. Keep it
+// short: any other operation must be a method of each client.
+var notInClients = map[string]string{}
 
 var (
 	// A client method names its operation on the line above it.
@@ -496,6 +504,53 @@ func TestClientsGoIntegration(t *testing.T) {
 	var ae *client.Error
 	require.ErrorAs(t, err, &ae)
 	require.Equal(t, http.StatusNotFound, ae.Status)
+
+	// The audit and operator routes: runs a page at a time and exported,
+	// a diff, the watermarks, an inspection, a tool result offloaded and
+	// read back, a manual compaction, a bulk replay of no failed run.
+	page, err := c.ListRuns(ctx, client.RunFilter{Session: "go", Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, page.Runs, 1)
+	require.Equal(t, inc.RunID, page.Runs[0].ID)
+	require.Equal(t, inc.RunID, page.NextAfter)
+	page, err = c.ListRuns(ctx, client.RunFilter{Session: "go", After: page.NextAfter})
+	require.NoError(t, err)
+	require.Len(t, page.Runs, 1)
+	require.Equal(t, res.RunID, page.Runs[0].ID)
+	require.Equal(t, "offload-compact", page.Runs[0].Preset)
+	exported, err := c.Export(ctx, "jsonl", client.RunFilter{Session: "go"}, false)
+	require.NoError(t, err)
+	require.Len(t, strings.Split(strings.TrimSpace(string(exported)), "\n"), 2)
+	diff, err := c.Diff(ctx, res.RunID)
+	require.NoError(t, err)
+	require.Equal(t, res.RunID, diff.RunID)
+	require.NotEmpty(t, diff.Changes)
+	require.Positive(t, diff.Replaced, "offloads replace results")
+	marks, err := c.Watermarks(ctx, "go")
+	require.NoError(t, err)
+	require.NotNil(t, marks.Watermarks)
+	ins, err := c.Inspect(ctx, "go", client.Inspection{Model: "gpt-4o", ContextLimit: 20000, Preset: "three-tier", Conversation: input})
+	require.NoError(t, err)
+	require.Equal(t, "openai", ins.Format)
+	require.Positive(t, ins.Messages)
+	require.NotEmpty(t, ins.Report.Level)
+	text := strings.Repeat("a line of a long tool result\n", 3000)
+	comp, _, err := c.CompressResult(ctx, client.Compression{Text: text, Mode: "offload", ToolName: "bash", Session: "go-results"})
+	require.NoError(t, err)
+	require.Equal(t, "offload", comp.Mode)
+	require.Contains(t, comp.Reference, comp.ID)
+	back, err := c.Recover(ctx, "go-results", comp.ID, "")
+	require.NoError(t, err)
+	require.Equal(t, text, string(back))
+	manual, _, err := c.Compact(ctx, "go-compact", client.Event{Model: "gpt-4o", ContextLimit: 200000, Conversation: input, WaitSeconds: 120})
+	require.NoError(t, err)
+	require.Equal(t, "succeeded", manual.Status, manual.Error)
+	mrun, err := c.WaitRun(ctx, manual.RunID, 0)
+	require.NoError(t, err)
+	require.Equal(t, "manual", mrun.Run.Trigger)
+	none, err := c.ReplayFailed(ctx, client.Replays{From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Minute), Statuses: []string{"failed"}})
+	require.NoError(t, err)
+	require.Empty(t, none, "no run failed")
 
 	// A run over its limit hands off; its replay with a larger limit
 	// succeeds and is promoted, once.

@@ -4,15 +4,17 @@ their output, recover what was cut, read a session's status, erase it,
 set the tenant's retention, manage webhooks and verify them (Standard
 Webhooks), replay and promote runs."""
 
-from .client import Client, EventAnswer, RawJSON, Recovered, WebhookRegistration, is_final
+from .client import Client, CompressAnswer, EventAnswer, RawJSON, Recovered, WebhookRegistration, is_final
 from .errors import ApiError, CtxcompactError, GoneError, WebhookVerificationError
 from .types import (
-    FINAL_STATUSES,
     Accepted,
+    Change,
+    CompressResult,
     Delivery,
     DeliveryAttempt,
     DeliveryList,
     DeliveryStatus,
+    Diff,
     DriftRecord,
     Erasure,
     ErasureStatus,
@@ -20,8 +22,11 @@ from .types import (
     ErrorClass,
     ErrorCode,
     ErrorResponse,
+    FINAL_STATUSES,
     HistoryRow,
     Hit,
+    InspectReport,
+    InspectResult,
     Offload,
     OffloadList,
     PassStat,
@@ -29,8 +34,10 @@ from .types import (
     PromoteResponse,
     Promotion,
     Redelivered,
+    ReplaysResult,
     Retention,
     RunDetail,
+    RunList,
     RunOutcome,
     RunRecord,
     RunResult,
@@ -40,18 +47,21 @@ from .types import (
     StepRecord,
     Submitted,
     TokenCounting,
+    Watermark,
+    WatermarkList,
     WebhookEndpoint,
     WebhookList,
 )
 from .webhook import TOLERANCE_SECONDS, verify_webhook
 
 __all__ = [
-    "Accepted", "ApiError", "Client", "CtxcompactError", "Delivery", "DeliveryAttempt", "DeliveryList",
-    "DeliveryStatus", "DriftRecord", "Erasure", "ErasureStatus", "ErrorBody", "ErrorClass", "ErrorCode",
-    "ErrorResponse", "EventAnswer", "FINAL_STATUSES", "GoneError", "HistoryRow", "Hit", "is_final", "Offload",
-    "OffloadList", "PassStat", "PreviousErasure", "PromoteResponse", "Promotion", "RawJSON", "Recovered",
-    "Redelivered", "Retention", "RunDetail", "RunOutcome", "RunRecord", "RunResult", "RunStatus", "SearchResult",
-    "SessionStatus", "StepRecord", "Submitted", "TokenCounting", "TOLERANCE_SECONDS", "verify_webhook",
-    "WebhookEndpoint", "WebhookList", "WebhookRegistration", "WebhookVerificationError",
+    "Accepted", "ApiError", "Change", "Client", "CompressAnswer", "CompressResult", "CtxcompactError", "Delivery",
+    "DeliveryAttempt", "DeliveryList", "DeliveryStatus", "Diff", "DriftRecord", "Erasure", "ErasureStatus",
+    "ErrorBody", "ErrorClass", "ErrorCode", "ErrorResponse", "EventAnswer", "FINAL_STATUSES", "GoneError",
+    "HistoryRow", "Hit", "InspectReport", "InspectResult", "is_final", "Offload", "OffloadList", "PassStat",
+    "PreviousErasure", "PromoteResponse", "Promotion", "RawJSON", "Recovered", "Redelivered", "ReplaysResult",
+    "Retention", "RunDetail", "RunList", "RunOutcome", "RunRecord", "RunResult", "RunStatus", "SearchResult",
+    "SessionStatus", "StepRecord", "Submitted", "TokenCounting", "TOLERANCE_SECONDS", "verify_webhook", "Watermark",
+    "WatermarkList", "WebhookEndpoint", "WebhookList", "WebhookRegistration", "WebhookVerificationError",
 ]
 __version__ = "1.0.0"

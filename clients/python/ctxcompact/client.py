@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from .errors import ApiError, CtxcompactError
-from .types import (FINAL_STATUSES, Accepted, Delivery, Erasure, Offload, PromoteResponse, Redelivered, Retention,
-                    RunDetail, RunResult, SearchResult, SessionStatus, Submitted, WebhookEndpoint)
+from .types import (FINAL_STATUSES, Accepted, CompressResult, Delivery, Diff, Erasure, InspectResult, Offload,
+                    PromoteResponse, Redelivered, Retention, RunDetail, RunList, RunResult, SearchResult,
+                    SessionStatus, Submitted, WatermarkList, WebhookEndpoint)
 
 _RETRY_STATUSES = (429, 503)
 
@@ -36,6 +37,16 @@ class EventAnswer:
     @property
     def finished(self) -> bool:
         return self.result is not None
+
+
+@dataclass
+class CompressAnswer:
+    """What compress_result answers: result (200), or accepted (202) when
+    a summarize run outlasted wait_seconds."""
+
+    http_status: int
+    result: Optional[CompressResult] = None
+    accepted: Optional[Accepted] = None
 
 
 @dataclass
@@ -107,23 +118,72 @@ class Client:
         gives base ({"run_id", "sha256"} of the session's latest output) and
         messages (those appended since) instead of conversation.
         """
-        fields: Dict[str, Any] = {"event_id": event_id or "evt-" + secrets.token_hex(12)}
-        for k, v in (("kind", kind), ("model", model), ("context_limit", context_limit), ("preset", preset),
-                     ("overrides", overrides), ("conversation_key", conversation_key),
-                     ("base", base), ("messages", messages), ("wait_seconds", wait_seconds)):
-            if v is not None:
-                fields[k] = v
+        return self._post_event("/v1/sessions/%s/events" % _seg(session), conversation, (
+            ("event_id", event_id or "evt-" + secrets.token_hex(12)), ("kind", kind), ("model", model),
+            ("context_limit", context_limit), ("preset", preset), ("overrides", overrides),
+            ("conversation_key", conversation_key), ("base", base), ("messages", messages),
+            ("wait_seconds", wait_seconds)))
+
+    # op: POST /v1/sessions/{session}/compact
+    def compact(self, session: str, conversation: Any = None, *, event_id: Optional[str] = None,
+                model: Optional[str] = None, context_limit: Optional[int] = None, preset: Optional[str] = None,
+                overrides: Optional[Mapping[str, Any]] = None, conversation_key: Optional[str] = None,
+                base: Optional[Mapping[str, str]] = None, messages: Optional[List[Any]] = None,
+                wait_seconds: Optional[int] = None) -> EventAnswer:
+        """POST /v1/sessions/{session}/compact: the offload-compact design's
+        manual /compact, an event of kind manual, answered as submit_event.
+        event_id None gets a random one, fixed before the first attempt:
+        each call is a new event, and a retry is the same one."""
+        return self._post_event("/v1/sessions/%s/compact" % _seg(session), conversation, (
+            ("event_id", event_id or "cmp-" + secrets.token_hex(12)), ("model", model),
+            ("context_limit", context_limit), ("preset", preset), ("overrides", overrides),
+            ("conversation_key", conversation_key), ("base", base), ("messages", messages),
+            ("wait_seconds", wait_seconds)))
+
+    def _post_event(self, path: str, conversation: Any, items: Any) -> EventAnswer:
+        fields = {k: v for k, v in items if v is not None}
         body = json.dumps(fields)
         if conversation is not None:
             conv = conversation.text if isinstance(conversation, RawJSON) else json.dumps(conversation)
-            body = body[:-1] + ', "conversation": ' + conv + "}"
-        timeout = self.timeout + (wait_seconds or 0)
-        status, data, _ = self._request("POST", "/v1/sessions/%s/events" % _seg(session), body=body.encode("utf-8"),
-                                        timeout=timeout)
+            body = (body[:-1] + ", " if fields else "{") + '"conversation": ' + conv + "}"
+        timeout = self.timeout + (fields.get("wait_seconds") or 0)
+        status, data, _ = self._request("POST", path, body=body.encode("utf-8"), timeout=timeout)
         doc = _json(data, "event answer")
         if status == 202:
             return EventAnswer(status, accepted=doc)
         return EventAnswer(status, result=doc)
+
+    # op: POST /v1/sessions/{session}/inspect
+    def inspect(self, session: str, conversation: Any, *, model: Optional[str] = None,
+                context_limit: Optional[int] = None, preset: Optional[str] = None) -> InspectResult:
+        """POST /v1/sessions/{session}/inspect: the status report of the
+        conversation sent, and what the preset's deterministic passes and the
+        budget ladder would reach; nothing is run or stored."""
+        fields: Dict[str, Any] = {k: v for k, v in (("model", model), ("context_limit", context_limit),
+                                                    ("preset", preset)) if v is not None}
+        conv = conversation.text if isinstance(conversation, RawJSON) else json.dumps(conversation)
+        body = (json.dumps(fields)[:-1] + ", " if fields else "{") + '"conversation": ' + conv + "}"
+        _, data, _ = self._request("POST", "/v1/sessions/%s/inspect" % _seg(session), body=body.encode("utf-8"))
+        return _json(data, "inspection")
+
+    # op: POST /v1/results:compress
+    def compress_result(self, text: str, mode: str, *, tool_name: Optional[str] = None, model: Optional[str] = None,
+                        session: Optional[str] = None, overrides: Optional[Mapping[str, Any]] = None,
+                        wait_seconds: Optional[int] = None) -> CompressAnswer:
+        """POST /v1/results:compress: one large tool result offloaded (mode
+        "offload": stored, a reference answered) or summarized ("summarize",
+        a run; 202 when it outlasts wait_seconds, wait_final gets it). A
+        summarize is not retried after a connection error."""
+        fields = {k: v for k, v in (("text", text), ("mode", mode), ("tool_name", tool_name), ("model", model),
+                                    ("session", session), ("overrides", overrides),
+                                    ("wait_seconds", wait_seconds)) if v is not None}
+        status, data, _ = self._request("POST", "/v1/results:compress", body=json.dumps(fields).encode("utf-8"),
+                                        timeout=self.timeout + (wait_seconds or 120),
+                                        retry_connection=mode == "offload")
+        doc = _json(data, "compression")
+        if status == 202:
+            return CompressAnswer(status, accepted=doc)
+        return CompressAnswer(status, result=doc)
 
     # op: GET /v1/runs/{run}
     def wait_run(self, run_id: str, wait: Union[int, float, str, None] = 30) -> RunDetail:
@@ -327,6 +387,58 @@ class Client:
         _, data, _ = self._request("POST", "/v1/runs/%s/promote" % _seg(run_id))
         return _json(data, "promotion")
 
+    # -- audit --------------------------------------------------------------
+
+    # op: GET /v1/runs
+    def list_runs(self, *, session: Optional[str] = None, status: Optional[str] = None,
+                  from_: Optional[str] = None, to: Optional[str] = None, limit: Optional[int] = None,
+                  after: Optional[str] = None) -> RunList:
+        """GET /v1/runs: one page of the tenant's runs, newest first; from_
+        and to (RFC 3339) bound when they started; pass next_after as after
+        for the next page."""
+        _, data, _ = self._request("GET", "/v1/runs", query=_filter(session, status, from_, to, limit, after))
+        return _json(data, "runs")
+
+    # op: GET /v1/export
+    def export_runs(self, format: str = "jsonl", *, session: Optional[str] = None, status: Optional[str] = None,
+                    from_: Optional[str] = None, to: Optional[str] = None, limit: Optional[int] = None,
+                    after: Optional[str] = None, steps: bool = False) -> str:
+        """GET /v1/export: the runs as JSON lines (with steps, a line per
+        step after each run) or CSV."""
+        q = _filter(session, status, from_, to, limit, after)
+        q["format"] = format
+        if steps:
+            q["steps"] = "true"
+        _, data, _ = self._request("GET", "/v1/export", query=q)
+        return data.decode("utf-8")
+
+    # op: GET /v1/runs/{run}/diff
+    def get_diff(self, run_id: str) -> Diff:
+        """GET /v1/runs/{run}/diff: what the run did to each message."""
+        _, data, _ = self._request("GET", "/v1/runs/%s/diff" % _seg(run_id))
+        return _json(data, "diff")
+
+    # op: GET /v1/sessions/{session}/watermarks
+    def list_watermarks(self, session: str) -> WatermarkList:
+        """GET /v1/sessions/{session}/watermarks: the watermark history,
+        oldest first, and the current watermark."""
+        _, data, _ = self._request("GET", "/v1/sessions/%s/watermarks" % _seg(session))
+        return _json(data, "watermarks")
+
+    # op: POST /v1/replays
+    def replay_failed(self, from_: str, to: str, *, request_id: Optional[str] = None, preset: Optional[str] = None,
+                      overrides: Optional[Mapping[str, Any]] = None, model: Optional[str] = None,
+                      context_limit: Optional[int] = None, statuses: Optional[List[str]] = None) -> List[Submitted]:
+        """POST /v1/replays: replays every failed (with statuses, also
+        over_limit) run that started in [from_, to) (RFC 3339); request_id
+        is made before the first attempt when None."""
+        items = (("from", from_), ("to", to), ("request_id", request_id or "rpl-" + secrets.token_hex(12)),
+                 ("preset", preset), ("overrides", overrides), ("model", model), ("context_limit", context_limit),
+                 ("statuses", statuses))
+        fields = {k: v for k, v in items if v is not None}
+        _, data, _ = self._request("POST", "/v1/replays", body=json.dumps(fields).encode("utf-8"))
+        return _json(data, "replays").get("runs") or []
+
     # -- transport ----------------------------------------------------------
 
     def _request(self, method: str, path: str, query: Optional[Mapping[str, str]] = None,
@@ -362,6 +474,12 @@ class Client:
 def is_final(status: str) -> bool:
     """Whether a run with this status will not change any more."""
     return status in FINAL_STATUSES
+
+
+def _filter(session: Optional[str], status: Optional[str], from_: Optional[str], to: Optional[str],
+            limit: Optional[int], after: Optional[str]) -> Dict[str, str]:
+    return {k: str(v) for k, v in (("session", session), ("status", status), ("from", from_), ("to", to),
+                                   ("limit", limit), ("after", after)) if v is not None}
 
 
 def _seg(s: str) -> str:

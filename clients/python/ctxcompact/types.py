@@ -394,3 +394,94 @@ class DeliveryList(TypedDict, total=False):
 class Redelivered(TypedDict, total=False):
     delivery_id: str
     workflow_id: str
+
+
+class RunList(TypedDict, total=False):
+    # One page of runs, newest first; next_after is absent on the last.
+    runs: List[RunRecord]
+    next_after: str
+
+
+class Change(TypedDict, total=False):
+    # What a run did to one message; index and out_index are -1 for none.
+    index: int
+    out_index: int
+    at: str
+    out_at: str
+    role: str
+    action: Literal["kept", "replaced", "removed", "summarized", "added"]
+    before: int
+    after: int
+    note: str
+
+
+class Diff(TypedDict, total=False):
+    run_id: str
+    changes: List[Change]
+    removed: int
+    summarized: int
+    replaced: int
+    kept: int
+    added: int
+
+
+class Watermark(TypedDict, total=False):
+    # One watermark of a session and the run that moved it there.
+    tool_use_id: str
+    run_id: str
+    at: str
+
+
+class WatermarkList(TypedDict, total=False):
+    current: str
+    watermarks: List[Watermark]
+
+
+class InspectReport(TypedDict, total=False):
+    # The level now, and what the deterministic passes and the budget
+    # ladder would reach.
+    preset: str
+    encoding: str
+    context_limit: int
+    size_before: int
+    usage: float
+    level: str
+    passes: List[PassStat]
+    size_after_deterministic: int
+    usage_after_deterministic: float
+    large_results: int
+    global_results: int
+    history: bool
+    history_note: str
+    summarized_messages: int
+    recommendation: str
+    budget: str
+    error: str
+
+
+class InspectResult(TypedDict, total=False):
+    format: str
+    messages: int
+    report: InspectReport
+
+
+class CompressResult(TypedDict, total=False):
+    # A tool result offloaded (reference, id, sha256, tokens) or summarized
+    # (run_id, text and the sizes).
+    mode: Literal["summarize", "offload"]
+    status: str
+    error: str
+    error_class: ErrorClass
+    reference: str
+    id: str
+    sha256: str
+    tokens: int
+    run_id: str
+    text: str
+    chars_before: int
+    chars_after: int
+    drift: str
+
+
+class ReplaysResult(TypedDict, total=False):
+    runs: List[Submitted]

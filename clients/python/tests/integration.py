@@ -128,6 +128,7 @@ def main():
     # No webhook was registered while the runs ran: no delivery.
     check(c.list_deliveries(a.run_id) == [], "deliveries of %s" % a.run_id)
 
+    audit(c, session, a.run_id, inc.run_id, conv)
     replay_and_promote(c, session + "-over", conv)
     erase(c, session + "-erase", conv)
     retention(c)
@@ -149,6 +150,39 @@ def main():
             check((e.status, e.code) == (status, code), "%d %s expected, got %s" % (status, code, e))
 
     print("python client: ok (run %s, %d offloads, %d hits)" % (a.run_id, len(offloads), len(hits)))
+
+
+def audit(c, session, first, second, conv):
+    """The audit and operator routes: runs listed (a page at a time) and
+    exported, a diff, the watermarks, an inspection, a tool result
+    offloaded and read back, a manual compaction, a bulk replay of no
+    failed run."""
+    page = c.list_runs(session=session, limit=1)
+    check([r["id"] for r in page.get("runs", [])] == [second] and page.get("next_after") == second, "page 1 %r" % page)
+    page = c.list_runs(session=session, after=page["next_after"])
+    check([r["id"] for r in page.get("runs", [])] == [first], "page 2 %r" % page)
+    lines = [json.loads(line) for line in c.export_runs(session=session).splitlines() if line.strip()]
+    check(sorted(r["id"] for r in lines) == sorted([first, second]), "export %r" % [r.get("id") for r in lines])
+    d = c.get_diff(first)
+    check(d.get("run_id") == first and d.get("changes") and d.get("replaced", 0) > 0, "diff %r" % {k: d.get(k) for k in (
+        "run_id", "kept", "replaced", "removed")})
+    w = c.list_watermarks(session)
+    check(isinstance(w.get("watermarks"), list) and isinstance(w.get("current"), str), "watermarks %r" % w)
+    ins = c.inspect(session, RawJSON(conv), model="gpt-4o", context_limit=20000, preset="three-tier")
+    check(ins.get("format") == "openai" and ins.get("messages", 0) > 0 and ins.get("report", {}).get("level"),
+          "inspection %r" % ins)
+    text = "".join("line %d of a long tool result\n" % i for i in range(3000))
+    off = c.compress_result(text, "offload", tool_name="bash", session=session + "-results")
+    res = off.result
+    check(res is not None and res["mode"] == "offload" and re.fullmatch(r"[0-9a-f]{64}", res.get("id", "")) is not None
+          and res["id"] in res.get("reference", ""), "offloaded %r" % (res or off.accepted))
+    check(c.recover(session + "-results", res["id"]).text == text, "the offloaded result reads back")
+    m = c.compact(session + "-compact", RawJSON(conv), model="gpt-4o", context_limit=200000, wait_seconds=120)
+    check(m.result is not None and m.result["status"] == "succeeded", "compact %r" % (m.result or m.accepted))
+    check(c.wait_run(m.run_id, wait=0)["run"].get("trigger") == "manual", "a manual event")
+    now = time.time()
+    iso = lambda t: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))  # noqa: E731
+    check(c.replay_failed(iso(now - 3600), iso(now + 60), statuses=["failed"]) == [], "no failed run to replay")
 
 
 def replay_and_promote(c, session, conv):

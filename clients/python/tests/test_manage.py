@@ -66,6 +66,17 @@ class ManageTest(unittest.TestCase):
             (lambda: c.list_deliveries("r-2"), b'{"deliveries":[]}', "GET", "http://api/v1/runs/r-2/deliveries"),
             (lambda: c.redeliver("d-1"), b'{"delivery_id":"d-1"}', "POST", "http://api/v1/deliveries/d-1/redeliver"),
             (lambda: c.session_status("s1"), b'{"session":"s1"}', "GET", "http://api/v1/sessions/s1/status"),
+            (lambda: c.list_runs(session="s1", limit=2), b'{"runs":[]}', "GET", "http://api/v1/runs?session=s1&limit=2"),
+            (lambda: c.export_runs("csv", steps=True), b"id\n", "GET", "http://api/v1/export?format=csv&steps=true"),
+            (lambda: c.get_diff("r-1"), b'{"run_id":"r-1"}', "GET", "http://api/v1/runs/r-1/diff"),
+            (lambda: c.list_watermarks("s1"), b'{"current":""}', "GET", "http://api/v1/sessions/s1/watermarks"),
+            (lambda: c.inspect("s1", {"messages": []}), b'{"format":"openai"}', "POST", "http://api/v1/sessions/s1/inspect"),
+            (lambda: c.compress_result("t", "offload"), b'{"mode":"offload","status":"stored"}', "POST",
+             "http://api/v1/results:compress"),
+            (lambda: c.compact("s1", {"messages": []}), b'{"run_id":"r","status":"succeeded"}', "POST",
+             "http://api/v1/sessions/s1/compact"),
+            (lambda: c.replay_failed("2026-01-01T00:00:00Z", "2026-01-02T00:00:00Z"), b'{"runs":[]}', "POST",
+             "http://api/v1/replays"),
         ):
             _, reqs = self.call([FakeResponse(200, answer)], fn)
             self.assertEqual((method, url), (reqs[0].get_method(), reqs[0].full_url))

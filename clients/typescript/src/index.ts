@@ -436,6 +436,145 @@ export interface Redelivered {
   workflow_id?: string;
 }
 
+/** One page of runs, newest first; next_after is absent on the last. */
+export interface RunList {
+  runs?: RunRecord[];
+  next_after?: string;
+}
+
+/** Which runs listRuns and exportRuns select; from and to (RFC 3339) bound when they started. */
+export interface RunFilter {
+  session?: string;
+  status?: RunStatus;
+  from?: string;
+  to?: string;
+  limit?: number;
+  after?: string;
+}
+
+/** What a run did to one message; index and out_index are -1 for none. */
+export interface Change {
+  index: number;
+  out_index: number;
+  at?: string;
+  out_at?: string;
+  role?: string;
+  action: "kept" | "replaced" | "removed" | "summarized" | "added";
+  before?: number;
+  after?: number;
+  note?: string;
+}
+
+export interface Diff {
+  run_id: string;
+  changes?: Change[];
+  removed?: number;
+  summarized?: number;
+  replaced?: number;
+  kept?: number;
+  added?: number;
+}
+
+/** One watermark of a session and the run that moved it there. */
+export interface Watermark {
+  tool_use_id: string;
+  run_id?: string;
+  at?: string;
+}
+
+export interface WatermarkList {
+  current?: string;
+  watermarks?: Watermark[];
+}
+
+/** The body of POST /v1/sessions/{session}/inspect. */
+export interface InspectRequest {
+  model?: string;
+  context_limit?: number;
+  preset?: Preset;
+  conversation: Conversation | RawJSON;
+}
+
+/** The level now, and what the deterministic passes and the budget ladder would reach. */
+export interface InspectReport {
+  preset?: string;
+  encoding?: string;
+  context_limit?: number;
+  size_before?: number;
+  usage?: number;
+  level?: string;
+  passes?: PassStat[];
+  size_after_deterministic?: number;
+  usage_after_deterministic?: number;
+  large_results?: number;
+  global_results?: number;
+  history?: boolean;
+  history_note?: string;
+  summarized_messages?: number;
+  recommendation?: string;
+  budget?: string;
+  error?: string;
+}
+
+export interface InspectResult {
+  format?: string;
+  messages?: number;
+  report?: InspectReport;
+}
+
+/** The body of POST /v1/sessions/{session}/compact: an event of kind manual. */
+export type CompactRequest = Omit<EventRequest, "kind">;
+
+/** The body of POST /v1/results:compress. */
+export interface CompressRequest {
+  text: string;
+  tool_name?: string;
+  model?: string;
+  mode: "summarize" | "offload";
+  session?: string;
+  overrides?: Record<string, unknown>;
+  wait_seconds?: number;
+}
+
+/** A tool result offloaded (reference, id, sha256, tokens) or summarized (run_id, text and the sizes). */
+export interface CompressResult {
+  mode: "summarize" | "offload";
+  status: string;
+  error?: string;
+  error_class?: ErrorClass;
+  reference?: string;
+  id?: string;
+  sha256?: string;
+  tokens?: number;
+  run_id?: string;
+  text?: string;
+  chars_before?: number;
+  chars_after?: number;
+  drift?: string;
+}
+
+/** What compressResult answers: the result (200) or, for a summarize run that outlasted wait_seconds, its Accepted (202). */
+export type CompressAnswer =
+  | { finished: true; httpStatus: 200; result: CompressResult }
+  | { finished: false; httpStatus: 202; accepted: Accepted };
+
+/** The body of POST /v1/replays: every failed (with statuses, also over_limit) run that started in [from, to). */
+export interface ReplaysRequest {
+  from: string;
+  to: string;
+  /** Idempotency key; omitted, the client makes one before the first attempt. */
+  request_id?: string;
+  preset?: Preset;
+  overrides?: Record<string, unknown>;
+  model?: string;
+  context_limit?: number;
+  statuses?: ("failed" | "over_limit")[];
+}
+
+export interface ReplaysResult {
+  runs?: Submitted[];
+}
+
 /** What submitEvent answers: the finished run (200) or the accepted one (202). */
 export type EventAnswer =
   | { finished: true; httpStatus: 200; runId: string; result: RunResult }
@@ -606,15 +745,48 @@ export class Client {
    */
   // op: POST /v1/sessions/{session}/events
   async submitEvent(session: string, event: EventRequest): Promise<EventAnswer> {
-    const { conversation, ...fields } = event;
-    const head: Record<string, unknown> = { ...fields, event_id: event.event_id || "evt-" + randomUUID() };
-    let body = JSON.stringify(head);
-    if (conversation !== undefined) {
-      const conv = conversation instanceof RawJSON ? conversation.text : JSON.stringify(conversation);
-      body = body.slice(0, -1) + ',"conversation":' + conv + "}";
-    }
-    const a = await this.request("POST", `/v1/sessions/${seg(session)}/events`, undefined, body,
-      (event.wait_seconds ?? 0) * 1000);
+    return this.postEvent(`/v1/sessions/${seg(session)}/events`, { ...event, event_id: event.event_id || "evt-" + randomUUID() });
+  }
+
+  /**
+   * POST /v1/sessions/{session}/compact: the offload-compact design's manual
+   * /compact, an event of kind manual, answered as submitEvent. event_id
+   * omitted gets a random one, fixed before the first attempt: each call is
+   * a new event, and a retry is the same one.
+   */
+  // op: POST /v1/sessions/{session}/compact
+  async compact(session: string, request: CompactRequest): Promise<EventAnswer> {
+    return this.postEvent(`/v1/sessions/${seg(session)}/compact`, { ...request, event_id: request.event_id || "cmp-" + randomUUID() });
+  }
+
+  /**
+   * POST /v1/sessions/{session}/inspect: the status report of the
+   * conversation sent, and what the preset's deterministic passes and the
+   * budget ladder would reach; nothing is run or stored.
+   */
+  // op: POST /v1/sessions/{session}/inspect
+  async inspect(session: string, request: InspectRequest): Promise<InspectResult> {
+    const a = await this.request("POST", `/v1/sessions/${seg(session)}/inspect`, undefined, withConversation(request));
+    return decode(a.body, "inspection") as InspectResult;
+  }
+
+  /**
+   * POST /v1/results:compress: one large tool result offloaded (stored, a
+   * reference answered) or summarized (a run; 202 when it outlasts
+   * wait_seconds, waitFinal gets it). A summarize is not retried after a
+   * connection error.
+   */
+  // op: POST /v1/results:compress
+  async compressResult(request: CompressRequest): Promise<CompressAnswer> {
+    const a = await this.request("POST", "/v1/results:compress", undefined, JSON.stringify(request),
+      (request.wait_seconds ?? 120) * 1000, request.mode === "offload");
+    const doc = decode(a.body, "compression");
+    if (a.status === 202) return { finished: false, httpStatus: 202, accepted: doc as Accepted };
+    return { finished: true, httpStatus: 200, result: doc as CompressResult };
+  }
+
+  private async postEvent(path: string, event: CompactRequest): Promise<EventAnswer> {
+    const a = await this.request("POST", path, undefined, withConversation(event), (event.wait_seconds ?? 0) * 1000);
     const doc = decode(a.body, "event answer");
     if (a.status === 202) {
       const accepted = doc as Accepted;
@@ -836,6 +1008,44 @@ export class Client {
     return decode(a.body, "promotion") as PromoteResponse;
   }
 
+  /** GET /v1/runs: one page of the tenant's runs, newest first; pass next_after as after for the next. */
+  // op: GET /v1/runs
+  async listRuns(filter: RunFilter = {}): Promise<RunList> {
+    const a = await this.request("GET", "/v1/runs", filterQuery(filter));
+    return decode(a.body, "runs") as RunList;
+  }
+
+  /** GET /v1/export: the runs as JSON lines (with steps, a line per step after each run) or CSV. */
+  // op: GET /v1/export
+  async exportRuns(format: "jsonl" | "csv" = "jsonl", filter: RunFilter = {}, steps = false): Promise<string> {
+    const q: Record<string, string> = { ...filterQuery(filter), format };
+    if (steps) q["steps"] = "true";
+    const a = await this.request("GET", "/v1/export", q);
+    return new TextDecoder().decode(a.body);
+  }
+
+  /** GET /v1/runs/{run}/diff: what the run did to each message. */
+  // op: GET /v1/runs/{run}/diff
+  async getDiff(runId: string): Promise<Diff> {
+    const a = await this.request("GET", `/v1/runs/${seg(runId)}/diff`);
+    return decode(a.body, "diff") as Diff;
+  }
+
+  /** GET /v1/sessions/{session}/watermarks: the watermark history, oldest first, and the current one. */
+  // op: GET /v1/sessions/{session}/watermarks
+  async listWatermarks(session: string): Promise<WatermarkList> {
+    const a = await this.request("GET", `/v1/sessions/${seg(session)}/watermarks`);
+    return decode(a.body, "watermarks") as WatermarkList;
+  }
+
+  /** POST /v1/replays: replays every failed (with statuses, also over_limit) run that started in [from, to). */
+  // op: POST /v1/replays
+  async replayFailed(request: ReplaysRequest): Promise<Submitted[]> {
+    const body = { ...request, request_id: request.request_id || "rpl-" + randomUUID() };
+    const a = await this.request("POST", "/v1/replays", undefined, JSON.stringify(body));
+    return (decode(a.body, "replays") as ReplaysResult).runs ?? [];
+  }
+
   private async request(method: string, path: string, query?: Record<string, string>, body?: string,
     extraTimeoutMs = 0, retryConnection = true): Promise<Answer> {
     let url = this.baseUrl + path;
@@ -959,6 +1169,21 @@ function header(headers: WebhookHeaders, name: string): string {
 
 function seg(s: string): string {
   return encodeURIComponent(s);
+}
+
+/** A request's JSON with its conversation's text as it is (a RawJSON is sent unchanged). */
+function withConversation(request: { conversation?: Conversation | RawJSON }): string {
+  const { conversation, ...fields } = request;
+  const head = JSON.stringify(fields);
+  if (conversation === undefined) return head;
+  const conv = conversation instanceof RawJSON ? conversation.text : JSON.stringify(conversation);
+  return (head === "{}" ? "{" : head.slice(0, -1) + ",") + '"conversation":' + conv + "}";
+}
+
+function filterQuery(f: RunFilter): Record<string, string> {
+  const q: Record<string, string> = {};
+  for (const [k, v] of Object.entries(f)) if (v !== undefined) q[k] = String(v);
+  return q;
 }
 
 function stringOrUndefined(v: unknown): string | undefined {

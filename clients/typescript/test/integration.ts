@@ -124,6 +124,7 @@ async function main(): Promise<void> {
   // No webhook was registered while the runs ran: no delivery.
   check((await c.listDeliveries(a.runId)).length === 0, `deliveries of ${a.runId}`);
 
+  await audit(c, session, a.runId, inc.runId, conv);
   await replayAndPromote(c, session + "-over", conv);
   await erase(c, session + "-erase", conv);
   await retention(c);
@@ -139,6 +140,43 @@ async function main(): Promise<void> {
   await expectApiError(() => c.promoteReplay(a.runId), 409, "conflict");
 
   console.log(`typescript client: ok (run ${a.runId}, ${offloads.length} offloads, ${hits.length} hits)`);
+}
+
+/**
+ * The audit and operator routes: runs listed (a page at a time) and
+ * exported, a diff, the watermarks, an inspection, a tool result offloaded
+ * and read back, a manual compaction, a bulk replay of no failed run.
+ */
+async function audit(c: Client, session: string, first: string, second: string, conv: string): Promise<void> {
+  let page = await c.listRuns({ session, limit: 1 });
+  check(JSON.stringify((page.runs ?? []).map((r) => r.id)) === JSON.stringify([second]) && page.next_after === second,
+    `page 1 ${JSON.stringify(page)}`);
+  page = await c.listRuns({ session, after: second });
+  check(JSON.stringify((page.runs ?? []).map((r) => r.id)) === JSON.stringify([first]), `page 2 ${JSON.stringify(page)}`);
+  const exported = (await c.exportRuns("jsonl", { session })).split("\n").filter((l) => l.trim() !== "")
+    .map((l) => (JSON.parse(l) as { id: string }).id).sort();
+  check(JSON.stringify(exported) === JSON.stringify([first, second].sort()), `export ${JSON.stringify(exported)}`);
+  const d = await c.getDiff(first);
+  check(d.run_id === first && (d.changes ?? []).length > 0 && (d.replaced ?? 0) > 0, `diff ${d.run_id} ${d.replaced}`);
+  const w = await c.listWatermarks(session);
+  check(Array.isArray(w.watermarks) && typeof w.current === "string", `watermarks ${JSON.stringify(w)}`);
+  const ins = await c.inspect(session, { conversation: new RawJSON(conv), model: "gpt-4o", context_limit: 20000,
+    preset: "three-tier" });
+  check(ins.format === "openai" && (ins.messages ?? 0) > 0 && ins.report?.level, `inspection ${JSON.stringify(ins)}`);
+  let text = "";
+  for (let i = 0; i < 3000; i++) text += `line ${i} of a long tool result\n`;
+  const off = await c.compressResult({ text, mode: "offload", tool_name: "bash", session: session + "-results" });
+  check(off.finished && off.result.mode === "offload" && /^[0-9a-f]{64}$/.test(off.result.id ?? "") &&
+    (off.result.reference ?? "").includes(off.result.id!), `offloaded ${JSON.stringify(off)}`);
+  check((await c.recover(session + "-results", off.result.id!)).text === text, "the offloaded result reads back");
+  const m = await c.compact(session + "-compact", { conversation: new RawJSON(conv), model: "gpt-4o", context_limit: 200000,
+    wait_seconds: 120 });
+  check(m.finished && m.result.status === "succeeded", `compact ${JSON.stringify(m)}`);
+  check((await c.waitRun(m.runId, 0)).run.trigger === "manual", "a manual event");
+  const now = Date.now();
+  const iso = (t: number) => new Date(t).toISOString();
+  const none = await c.replayFailed({ from: iso(now - 3_600_000), to: iso(now + 60_000), statuses: ["failed"] });
+  check(none.length === 0, `no failed run to replay: ${JSON.stringify(none)}`);
 }
 
 /**

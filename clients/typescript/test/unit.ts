@@ -129,6 +129,14 @@ async function main(): Promise<void> {
     ["GET", "/v1/runs/r-2/deliveries", (c) => c.listDeliveries("r-2"), { deliveries: [] }],
     ["POST", "/v1/deliveries/d-1/redeliver", (c) => c.redeliver("d-1"), { delivery_id: "d-1" }],
     ["GET", "/v1/sessions/s1/status", (c) => c.sessionStatus("s1"), { session: "s1" }],
+    ["GET", "/v1/runs?session=s1&limit=2", (c) => c.listRuns({ session: "s1", limit: 2 }), { runs: [] }],
+    ["GET", "/v1/export?format=csv&steps=true", (c) => c.exportRuns("csv", {}, true), { id: 1 }],
+    ["GET", "/v1/runs/r-1/diff", (c) => c.getDiff("r-1"), { run_id: "r-1" }],
+    ["GET", "/v1/sessions/s1/watermarks", (c) => c.listWatermarks("s1"), { current: "" }],
+    ["POST", "/v1/sessions/s1/inspect", (c) => c.inspect("s1", { conversation: { messages: [] } }), { format: "openai" }],
+    ["POST", "/v1/results:compress", (c) => c.compressResult({ text: "t", mode: "offload" }), { mode: "offload", status: "stored" }],
+    ["POST", "/v1/sessions/s1/compact", (c) => c.compact("s1", { conversation: { messages: [] } }), { run_id: "r", status: "succeeded" }],
+    ["POST", "/v1/replays", (c) => c.replayFailed({ from: "2026-01-01T00:00:00Z", to: "2026-01-02T00:00:00Z" }), { runs: [] }],
   ];
   for (const [method, path, call, answer] of routes) {
     const rs: Sent[] = [];
