@@ -2,6 +2,14 @@
 // (api/openapi.yaml): typed requests and answers, retries on 429 and 503
 // that honour Retry-After, and event ids fixed before the first attempt so
 // that a retried submission is the same event, never a second run.
+//
+// It covers every operation under /v1: events (whole or incremental),
+// runs (wait, output, original, diff, list, export), recovery (offloads,
+// search, tools), a session's status, watermarks and erasure, the
+// tenant's retention and webhooks (VerifyWebhook checks a delivery),
+// replays and promotion. Each method names its operation in its doc
+// comment ("op: METHOD /path"); TestClientCoversTheAPI holds them to the
+// document. A read of an erased session is a *GoneError.
 package client
 
 import (
@@ -299,11 +307,14 @@ type GoneError struct {
 	Err *Error
 }
 
+// Error says the API error and the erasure.
 func (e *GoneError) Error() string { return e.Err.Error() + " (erasure " + e.Err.ErasureID + ")" }
 
 // Unwrap returns the API error.
 func (e *GoneError) Unwrap() error { return e.Err }
 
+// Error says the status, the code, the field when there is one, and the
+// message.
 func (e *Error) Error() string {
 	if e.Field != "" {
 		return fmt.Sprintf("%d %s (%s): %s", e.Status, e.Code, e.Field, e.Message)
