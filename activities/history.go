@@ -35,7 +35,14 @@ func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res H
 		return res, err
 	}
 	conv, view := plan.SeparateLog(conv, known, b.Counter)
-	d := plan.History(conv, p, b, in.TokensFreed, in.Ladder || in.Run.Trigger == "manual", view)
+	force := plan.NotForced
+	switch {
+	case in.Ladder:
+		force = plan.ForcedByLadder
+	case in.Run.Trigger == "manual":
+		force = plan.ForcedManual
+	}
+	d := plan.History(conv, p, b, in.TokensFreed, force, view)
 	if !d.Run {
 		return HistoryPlan{Skip: true, Reason: d.Reason}, nil
 	}

@@ -434,6 +434,31 @@ func TestHTTPManualCompact(t *testing.T) {
 	require.NotEqual(t, res.RunID, second.RunID)
 }
 
+// TestHTTPManualCompactAtLowUsage: a manual compaction under the default
+// preset compacts the history even far under the target usage, where an
+// automatic event would stop after the deterministic passes (docs/api.md:
+// manual forces history compaction).
+func TestHTTPManualCompactAtLowUsage(t *testing.T) {
+	t.Parallel()
+	a := newAPIEnv(t, offline())
+	input := readData(t, "swe-agent-deepseek/django__django-11564.json")
+	body := eventBody(map[string]any{"model": "gpt-4o", "context_limit": 1000000, "wait_seconds": 120}, input)
+	var res apiResult
+	resp, _ := a.call("POST", "/v1/sessions/manual-low/compact", a.key, body, &res)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "succeeded", res.Status, res.Error)
+	require.Equal(t, "GREEN", res.LevelBefore, "far under the target")
+	history := false
+	for _, p := range res.Passes {
+		pass, _ := p.(map[string]any)
+		if pass["name"] == "history" && pass["applied"] == true {
+			history = true
+		}
+	}
+	require.True(t, history, "the history pass ran and applied: %v", res.Passes)
+	require.Less(t, res.TokensAfter, res.TokensBefore, "a manual compaction compacts")
+}
+
 func TestHTTPErrorPaths(t *testing.T) {
 	t.Parallel()
 	a := newAPIEnv(t, offline())

@@ -407,10 +407,17 @@ func (c *compactionRun) runPasses(ctx workflow.Context) error {
 	c.commit.WorkKey, c.commit.Watermark = det.WorkKey, det.Watermark
 	c.commit.Passes = append(c.commit.Passes, det.Passes...)
 	c.res.TokensAfter = det.Tokens
+	freed := c.plan.TokensBefore - det.Tokens
 	if det.Done {
+		// A manual compaction compacts (offload-compact's /compact): its
+		// history pass runs even when the deterministic passes reached
+		// the target. Runs recorded before this rule keep returning here.
+		if c.run.Trigger == "manual" && c.preset.History.Enabled &&
+			workflow.GetVersion(ctx, "manual-compacts", workflow.DefaultVersion, 1) >= 1 {
+			return c.historyPass(ctx, c.preset, freed, false)
+		}
 		return nil
 	}
-	freed := c.plan.TokensBefore - det.Tokens
 
 	// Layer 1 of the ReAct two-layer design: map-reduce of each huge tool result.
 	var layer1 []activities.Replacement

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
@@ -61,9 +62,12 @@ func Inspect(conv conversation.Conversation, p policy.Preset, model string, limi
 		SizeAfter: res.SizeAfter, UsageAfter: b.Usage(res.SizeAfter), LargeResults: len(res.LargeResults),
 	}
 	if !res.Done {
-		targets, _ := GlobalTargets(res.Conv, p, b, nil)
+		// Layer 2 and the history pass see the trajectory after layer 1
+		// has map-reduced its huge results, as a run does.
+		after, summarized := afterLayer1(res.Conv, p, res.LargeResults)
+		targets, _ := GlobalTargets(after, p, b, summarized)
 		r.GlobalResults = len(targets)
-		d := History(res.Conv, p, b, res.SizeBefore-res.SizeAfter, false, LogView{})
+		d := History(after, p, b, res.SizeBefore-b.Measure(after), NotForced, LogView{})
 		r.History, r.HistoryNote, r.Summarized = d.Run, d.Reason, d.Summarized
 		if d.Run {
 			// Named by its place in the caller's messages[], as every
@@ -83,6 +87,28 @@ func Inspect(conv conversation.Conversation, p policy.Preset, model string, limi
 	r.Recommendation = compress.Recommendation(compress.LevelFor(r.UsageAfter))
 	r.Budget = inspectLadder(res.Conv, p, b)
 	return r, nil
+}
+
+// afterLayer1 stands in for what layer 1 (the map-reduce of each huge
+// result) leaves: each such result shrunk to its expected summary size
+// (ratio of its characters, at most the second pass's bound), and the
+// set of their places, which layer 2 leaves alone.
+func afterLayer1(conv conversation.Conversation, p policy.Preset, large []compress.ResultLoc) (conversation.Conversation, map[[2]int]bool) {
+	if len(large) == 0 {
+		return conv, nil
+	}
+	out := conv.Clone()
+	done := map[[2]int]bool{}
+	for _, r := range large {
+		n := int(float64(r.Chars) * p.LargeResult.Ratio)
+		if p.LargeResult.SecondPassAboveChars > 0 {
+			n = min(n, p.LargeResult.SecondPassAboveChars)
+		}
+		b := &out.Messages[r.Msg].Blocks[r.Block]
+		b.ReplaceResult(strings.Repeat("summary ", max(n/8, 1)))
+		done[[2]int{r.Msg, r.Block}] = true
+	}
+	return out, done
 }
 
 // inspectLadder runs the budget ladder's deterministic steps on the

@@ -413,13 +413,29 @@ type HistoryDecision struct {
 	Reflect bool
 }
 
+// Force says why a history summary runs whatever the usage and the
+// cheaper passes.
+type Force int
+
+const (
+	// NotForced: the preset's trigger decides.
+	NotForced Force = iota
+	// ForcedByLadder: the budget ladder's summary, which keeps the
+	// largest tail that fits.
+	ForcedByLadder
+	// ForcedManual: a manual compaction (offload-compact's /compact).
+	// Under the preset's target usage a tail-filling preset would keep
+	// nearly everything, so it keeps the preset's keep_last messages
+	// instead: a manual compaction compacts.
+	ForcedManual
+)
+
 // History decides history compaction of conv, whose session log (after
 // SeparateLog) is view: the preset's trigger usage, offload-compact's
 // rule that compaction runs only when the cheaper passes freed less than
-// MaxFreedTokens, or force (a manual compact, offload-compact's
-// /compact). Everything up to the log's end is frozen: the summary covers
-// only what is new since the last block.
-func History(conv conversation.Conversation, p policy.Preset, b Budget, freed int, force bool, view LogView) HistoryDecision {
+// MaxFreedTokens, or force. Everything up to the log's end is frozen: the
+// summary covers only what is new since the last block.
+func History(conv conversation.Conversation, p policy.Preset, b Budget, freed int, force Force, view LogView) HistoryDecision {
 	h := p.History
 	if !h.Enabled {
 		return HistoryDecision{Reason: "history compaction disabled by the preset"}
@@ -428,7 +444,10 @@ func History(conv conversation.Conversation, p policy.Preset, b Budget, freed in
 		return HistoryDecision{Reason: "a ReAct trajectory never drops a turn"}
 	}
 	usage := b.Usage(b.Measure(conv))
-	if !force {
+	if force == ForcedManual && usage < p.TargetUsage {
+		p.StopAtTarget = false
+	}
+	if force == NotForced {
 		if usage < h.TriggerUsage {
 			return HistoryDecision{Reason: fmt.Sprintf("usage %.1f%% is under the %.0f%% trigger", usage*100, h.TriggerUsage*100)}
 		}

@@ -113,16 +113,19 @@ func TestHistoryDecision(t *testing.T) {
 		preset string
 		limit  int
 		freed  int
-		force  bool
+		force  Force
 		run    bool
 		reason string
 	}{
-		{"under trigger", policy.AutoSummarize, 400000, 0, false, false, "under the 50% trigger"},
-		{"over trigger", policy.AutoSummarize, 40000, 0, false, true, ""},
-		{"offload freed enough (offload-compact)", policy.OffloadCompact, 40000, 20000, false, false, "no compaction needed"},
-		{"offload freed too little (offload-compact)", policy.OffloadCompact, 40000, 1000, false, true, ""},
-		{"manual compact ignores the trigger", policy.OffloadCompact, 400000, 0, true, true, ""},
-		{"watermark never summarizes", policy.Watermark, 1000, 0, false, false, "disabled"},
+		{"under trigger", policy.AutoSummarize, 400000, 0, NotForced, false, "under the 50% trigger"},
+		{"over trigger", policy.AutoSummarize, 40000, 0, NotForced, true, ""},
+		{"offload freed enough (offload-compact)", policy.OffloadCompact, 40000, 20000, NotForced, false, "no compaction needed"},
+		{"offload freed too little (offload-compact)", policy.OffloadCompact, 40000, 1000, NotForced, true, ""},
+		{"manual compact ignores the trigger", policy.OffloadCompact, 400000, 0, ForcedManual, true, ""},
+		// A tail-filling preset far under its target would keep nearly
+		// everything; a manual compaction keeps its keep_last instead.
+		{"manual compact of a tail-filling preset at low usage", policy.Adaptive, 400000, 0, ForcedManual, true, ""},
+		{"watermark never summarizes", policy.Watermark, 1000, 0, NotForced, false, "disabled"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -150,7 +153,7 @@ func TestFewMessagesNothingToSummarize(t *testing.T) {
 	p := preset(t, policy.OffloadCompact, "")
 	b, err := NewBudget(p, "gpt-4o", 100, tokens.Limits{})
 	require.NoError(t, err)
-	d := History(conv, p, b, 0, true, LogView{})
+	d := History(conv, p, b, 0, ForcedManual, LogView{})
 	require.False(t, d.Run)
 	require.Contains(t, d.Reason, "nothing to summarize")
 }
@@ -196,7 +199,7 @@ func TestPreserveCountBelowProtection(t *testing.T) {
 		p := preset(t, policy.OffloadCompact, fmt.Sprintf(`{"history":{"keep_last":%d}}`, keep))
 		b, err := NewBudget(p, "gpt-4o", 8000, tokens.DefaultLimits())
 		require.NoError(t, err)
-		d := History(conv, p, b, 0, true, LogView{})
+		d := History(conv, p, b, 0, ForcedManual, LogView{})
 		require.True(t, d.Run)
 		// The tail is keep messages, plus the call of a result at its
 		// boundary (pairs are never cut), not the 5 the preset protects.
@@ -208,7 +211,7 @@ func TestPreserveCountBelowProtection(t *testing.T) {
 	p := preset(t, policy.OffloadCompact, `{"history":{"keep_last":1}}`)
 	b, err := NewBudget(p, "gpt-4o", 8000, tokens.DefaultLimits())
 	require.NoError(t, err)
-	require.Equal(t, len(conv.Messages)-1, History(conv, p, b, 0, true, LogView{}).Split, "the pending call alone")
+	require.Equal(t, len(conv.Messages)-1, History(conv, p, b, 0, ForcedManual, LogView{}).Split, "the pending call alone")
 }
 
 // TestCheckpointEventAppliesTheWatermark: a checkpoint event prunes at the

@@ -92,7 +92,7 @@ func TestHistoryFreezesTheLog(t *testing.T) {
 			require.NoError(t, err)
 			sep, view := SeparateLog(conv, known(block), b.Counter)
 			require.Equal(t, 3, view.End)
-			d := History(sep, p, b, 0, true, view)
+			d := History(sep, p, b, 0, ForcedByLadder, view)
 			require.True(t, d.Run, d.Reason)
 			require.True(t, d.Protected[1], "the task")
 			require.Equal(t, !tc.covered, d.Protected[2], "the earlier block")
@@ -126,7 +126,7 @@ func TestHistoryReflectsAFullLog(t *testing.T) {
 	conv := conversation.Conversation{Format: conversation.FormatOpenAI, Messages: msgs}
 	sep, view := SeparateLog(conv, known(blocks...), b.Counter)
 	require.Greater(t, view.Tokens+BlockTarget(p, b), LogBudget(p, b))
-	d := History(sep, p, b, 0, true, view)
+	d := History(sep, p, b, 0, ForcedByLadder, view)
 	require.True(t, d.Run, d.Reason)
 	require.True(t, d.Reflect)
 
