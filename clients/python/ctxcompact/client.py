@@ -142,12 +142,8 @@ class Client:
 
     def _post_event(self, path: str, conversation: Any, items: Any) -> EventAnswer:
         fields = {k: v for k, v in items if v is not None}
-        body = json.dumps(fields)
-        if conversation is not None:
-            conv = conversation.text if isinstance(conversation, RawJSON) else json.dumps(conversation)
-            body = (body[:-1] + ", " if fields else "{") + '"conversation": ' + conv + "}"
         timeout = self.timeout + (fields.get("wait_seconds") or 0)
-        status, data, _ = self._request("POST", path, body=body.encode("utf-8"), timeout=timeout)
+        status, data, _ = self._request("POST", path, body=_with_conversation(fields, conversation), timeout=timeout)
         doc = _json(data, "event answer")
         if status == 202:
             return EventAnswer(status, accepted=doc)
@@ -159,11 +155,10 @@ class Client:
         """POST /v1/sessions/{session}/inspect: the status report of the
         conversation sent, and what the preset's deterministic passes and the
         budget ladder would reach; nothing is run or stored."""
-        fields: Dict[str, Any] = {k: v for k, v in (("model", model), ("context_limit", context_limit),
-                                                    ("preset", preset)) if v is not None}
-        conv = conversation.text if isinstance(conversation, RawJSON) else json.dumps(conversation)
-        body = (json.dumps(fields)[:-1] + ", " if fields else "{") + '"conversation": ' + conv + "}"
-        _, data, _ = self._request("POST", "/v1/sessions/%s/inspect" % _seg(session), body=body.encode("utf-8"))
+        fields = {k: v for k, v in (("model", model), ("context_limit", context_limit), ("preset", preset))
+                  if v is not None}
+        _, data, _ = self._request("POST", "/v1/sessions/%s/inspect" % _seg(session),
+                                   body=_with_conversation(fields, conversation))
         return _json(data, "inspection")
 
     # op: POST /v1/results:compress
@@ -474,6 +469,16 @@ class Client:
 def is_final(status: str) -> bool:
     """Whether a run with this status will not change any more."""
     return status in FINAL_STATUSES
+
+
+def _with_conversation(fields: Mapping[str, Any], conversation: Any) -> bytes:
+    """The JSON of fields and conversation, the conversation's text as it is
+    when it is a RawJSON."""
+    body = json.dumps(fields)
+    if conversation is not None:
+        conv = conversation.text if isinstance(conversation, RawJSON) else json.dumps(conversation)
+        body = (body[:-1] + ", " if fields else "{") + '"conversation": ' + conv + "}"
+    return body.encode("utf-8")
 
 
 def _filter(session: Optional[str], status: Optional[str], from_: Optional[str], to: Optional[str],

@@ -785,7 +785,7 @@ export class Client {
     return { finished: true, httpStatus: 200, result: doc as CompressResult };
   }
 
-  private async postEvent(path: string, event: CompactRequest): Promise<EventAnswer> {
+  private async postEvent(path: string, event: EventRequest): Promise<EventAnswer> {
     const a = await this.request("POST", path, undefined, withConversation(event), (event.wait_seconds ?? 0) * 1000);
     const doc = decode(a.body, "event answer");
     if (a.status === 202) {
