@@ -325,6 +325,18 @@ func TestRecordHistories(t *testing.T) {
 		require.NotEmpty(t, res.Drift, "the history summary was drift-checked")
 		record(t, "compaction-offload-compact", fetchHistory(t, e.client, sub.RunID), input, snippets(t, openAIContents(t, input), 20), sub.InputKey)
 	})
+	t.Run("manual-low-usage", func(t *testing.T) {
+		t.Parallel()
+		// A manual compaction far under the target: the deterministic
+		// passes reach it, and the history pass runs anyway (the
+		// manual-compacts version marker).
+		e := newEnv(t)
+		input := readData(t, "swe-agent-deepseek/django__django-11564.json")
+		sub, res := e.compact(gateway.Event{Kind: gateway.KindManual, Model: "gpt-4o", ContextLimit: 1000000, Conversation: input})
+		checkRun(t, e, input, sub, res)
+		require.Less(t, res.TokensAfter, res.TokensBefore, "the manual compaction compacted")
+		record(t, "compaction-manual-low-usage", fetchHistory(t, e.client, sub.RunID), input, snippets(t, openAIContents(t, input), 20), sub.InputKey)
+	})
 	t.Run("session-log-reflection", func(t *testing.T) {
 		t.Parallel()
 		// A long session with the LLM judge on: the run recorded is one
