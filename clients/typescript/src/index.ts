@@ -745,7 +745,8 @@ export class Client {
    */
   // op: POST /v1/sessions/{session}/events
   async submitEvent(session: string, event: EventRequest): Promise<EventAnswer> {
-    return this.postEvent(`/v1/sessions/${seg(session)}/events`, { ...event, event_id: event.event_id || "evt-" + randomUUID() });
+    const event_id = event.event_id || "evt-" + randomUUID();
+    return this.postEvent(`/v1/sessions/${seg(session)}/events`, { ...event, event_id });
   }
 
   /**
@@ -756,7 +757,8 @@ export class Client {
    */
   // op: POST /v1/sessions/{session}/compact
   async compact(session: string, request: CompactRequest): Promise<EventAnswer> {
-    return this.postEvent(`/v1/sessions/${seg(session)}/compact`, { ...request, event_id: request.event_id || "cmp-" + randomUUID() });
+    const event_id = request.event_id || "cmp-" + randomUUID();
+    return this.postEvent(`/v1/sessions/${seg(session)}/compact`, { ...request, event_id });
   }
 
   /**
