@@ -45,6 +45,9 @@ type Activities struct {
 	// *store.Store in a worker).
 	Erasures  ErasureStore
 	Retention RetentionStore
+	// Executions deletes an erased session's Temporal executions (nil:
+	// they stay, holding the session's identifiers).
+	Executions ExecutionDeleter
 	// KeepIntermediates keeps a final run's intermediate objects in S3
 	// (KEEP_INTERMEDIATES, for debugging); by default they are deleted.
 	KeepIntermediates bool

@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"go.temporal.io/sdk/activity"
 
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
@@ -20,6 +21,41 @@ type ErasureStore interface {
 }
 
 var _ ErasureStore = (*store.Store)(nil)
+
+// ExecutionDeleter deletes Temporal workflow executions by id (their
+// histories and visibility records); an id with no execution is no error.
+// It returns how many it deleted.
+type ExecutionDeleter interface {
+	DeleteExecutions(ctx context.Context, namespace string, workflowIDs []string) (int, error)
+}
+
+// EraseExecutionsInput names the session and the runs whose executions go.
+type EraseExecutionsInput struct {
+	Erase contract.EraseInput `json:"erase"`
+	Runs  []string            `json:"runs"`
+}
+
+// EraseSessionExecutions deletes the session's Temporal executions: the
+// session's workflow (its id names the tenant and the session), each
+// run's compaction, webhook delivery and promotion. Their histories hold
+// the caller's identifiers (session name, event ids), never text; after
+// an erasure, Temporal keeps none of them. Safe to repeat.
+func (a *Activities) EraseSessionExecutions(ctx context.Context, in EraseExecutionsInput) (int, error) {
+	if a.Executions == nil || !activity.IsActivity(ctx) {
+		return 0, nil
+	}
+	// The executions are in the erasure's own namespace.
+	namespace := activity.GetInfo(ctx).WorkflowNamespace
+	ids := []string{contract.SessionWorkflowID(in.Erase.Tenant, in.Erase.Session)}
+	for _, run := range in.Runs {
+		ids = append(ids, run, contract.DeliveryWorkflowID(run), contract.PromotionWorkflowID(run))
+	}
+	n, err := a.Executions.DeleteExecutions(ctx, namespace, ids)
+	if err != nil {
+		return n, fmt.Errorf("delete the session's workflow executions: %w", err)
+	}
+	return n, nil
+}
 
 // SessionObjects is what a session holds in S3: keys its rows name and
 // its runs (whose prefixes hold any intermediates left). Keys only.

@@ -23,4 +23,6 @@ type EraseResult struct {
 	Rows           int `json:"rows"`
 	ObjectsDeleted int `json:"objects_deleted"`
 	ObjectsKept    int `json:"objects_kept"`
+	// Executions counts the Temporal executions deleted.
+	Executions int `json:"executions,omitempty"`
 }

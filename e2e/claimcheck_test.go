@@ -545,7 +545,7 @@ func TestRecordHistories(t *testing.T) {
 			d, err := e.client.DescribeWorkflowExecution(context.Background(), wf, "")
 			return err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
 		}, time.Minute, 100*time.Millisecond)
-		record(t, "session-erasure", fetchHistory(t, e.client, wf), input, snippets(t, openAIContents(t, input), 20), er.ID)
+		record(t, "session-erasure-executions", fetchHistory(t, e.client, wf), input, snippets(t, openAIContents(t, input), 20), er.ID)
 	})
 	t.Run("retention-sweep", func(t *testing.T) {
 		t.Parallel()

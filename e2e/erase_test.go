@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
@@ -122,20 +124,40 @@ func TestEraseSession(t *testing.T) {
 	require.NotEmpty(t, e.DeletedSHA256)
 	require.Contains(t, e.RequestedBy, "api request ")
 
-	// No route reads anything of it.
-	for _, path := range []string{"/v1/runs/" + doomedRun, "/v1/runs/" + doomedRun + "/output", "/v1/runs/" + doomedRun + "/original",
-		"/v1/sessions/doomed/offloads/" + doomedOffload, "/v1/sessions/doomed/search?q=" + eraseMarker} {
+	// No route reads anything of it: its runs are unknown, and the
+	// session's own routes answer 410 with the erasure.
+	for _, path := range []string{"/v1/runs/" + doomedRun, "/v1/runs/" + doomedRun + "/output", "/v1/runs/" + doomedRun + "/original"} {
 		resp, body := a.call("GET", path, a.key, nil, nil)
 		require.Equal(t, http.StatusNotFound, resp.StatusCode, "%s: %s", path, body)
 	}
-	var runs struct {
-		Runs []map[string]any `json:"runs"`
+	for _, c := range []struct{ method, path string }{{"GET", "/v1/sessions/doomed/offloads/" + doomedOffload},
+		{"GET", "/v1/sessions/doomed/search?q=" + eraseMarker}, {"GET", "/v1/sessions/doomed/offloads"},
+		{"GET", "/v1/sessions/doomed/status"}, {"GET", "/v1/runs?session=doomed"}, {"DELETE", "/v1/sessions/doomed"}} {
+		var gone struct {
+			Error struct {
+				Code      string `json:"code"`
+				ErasureID string `json:"erasure_id"`
+				ErasedAt  string `json:"erased_at"`
+			} `json:"error"`
+		}
+		resp, body := a.call(c.method, c.path, a.key, nil, &gone)
+		require.Equal(t, http.StatusGone, resp.StatusCode, "%s %s: %s", c.method, c.path, body)
+		require.Equal(t, "gone", gone.Error.Code)
+		require.Equal(t, e.ID, gone.Error.ErasureID, "%s %s names the erasure", c.method, c.path)
+		require.NotEmpty(t, gone.Error.ErasedAt)
 	}
-	resp, _ = a.call("GET", "/v1/runs?session=doomed", a.key, nil, &runs)
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.Empty(t, runs.Runs)
-	resp, _ = a.call("DELETE", "/v1/sessions/doomed", a.key, nil, nil)
-	require.Equal(t, http.StatusNotFound, resp.StatusCode, "an erased session is unknown")
+
+	// Temporal: the session's workflow and the run's executions are
+	// deleted (their ids and histories name the session and its events).
+	for _, id := range []string{contract.SessionWorkflowID(a.tenant, "doomed"), doomedRun} {
+		require.Eventually(t, func() bool {
+			_, err := a.env.client.DescribeWorkflowExecution(ctx, id, "")
+			var nf *serviceerror.NotFound
+			return errors.As(err, &nf)
+		}, 2*time.Minute, 500*time.Millisecond, "execution %s is gone from Temporal", id)
+	}
+	_, err = a.env.client.DescribeWorkflowExecution(ctx, contract.SessionWorkflowID(a.tenant, "kept"), "")
+	require.NoError(t, err, "the kept session's workflow stays")
 
 	// The other session reads its own, the shared bytes included.
 	resp, _ = a.call("GET", "/v1/runs/"+keptRun+"/output", a.key, nil, nil)

@@ -21,8 +21,8 @@ const (
 // SessionErasure erases a session: once its runs are final (a run in
 // flight ends first, then its objects go), its rows go through the one
 // path past the append-only triggers, then its objects (except bytes
-// another session of the tenant still holds), then the tombstone is
-// finished with the counts and digests. Each step is safe to repeat, so a
+// another session of the tenant still holds), then its Temporal
+// executions, then the tombstone is finished with the counts and digests. Each step is safe to repeat, so a
 // worker or server killed mid-way resumes where it was.
 func SessionErasure(ctx workflow.Context, in contract.EraseInput) (contract.EraseResult, error) {
 	var a *activities.Activities
@@ -58,6 +58,15 @@ func SessionErasure(ctx workflow.Context, in contract.EraseInput) (contract.Eras
 		return res, err
 	}
 	res.ObjectsDeleted, res.ObjectsKept = gone.Deleted, gone.Kept
+	// The session's executions hold its name and event ids: they go too.
+	// Erasures recorded before this step finish without it.
+	if workflow.GetVersion(ctx, "erase-executions", workflow.DefaultVersion, 1) >= 1 {
+		err := workflow.ExecuteActivity(ctx, a.EraseSessionExecutions,
+			activities.EraseExecutionsInput{Erase: in, Runs: objs.Runs}).Get(ctx, &res.Executions)
+		if err != nil {
+			return res, err
+		}
+	}
 	err = workflow.ExecuteActivity(ctx, a.FinishErasure, activities.FinishErasureInput{Erase: in, Objects: gone}).Get(ctx, nil)
 	return res, err
 }

@@ -166,6 +166,7 @@ func (w Workers) Run(interrupt <-chan interface{}) error {
 // their workers here; the tests and the bench add interceptors.
 func (d *Deps) NewWorkers(c client.Client, interceptors ...interceptor.WorkerInterceptor) Workers {
 	acts := d.Activities()
+	acts.Executions = temporalExecutions{client: c}
 	main := worker.New(c, d.Config.TaskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize: max(d.Config.WorkerActivities, 1),
 		Interceptors:                       interceptors,

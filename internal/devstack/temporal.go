@@ -200,6 +200,9 @@ func devDynamicConfig() dynamicconfig.StaticClient {
 		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,
 		// The default host cache is sized for production memory.
 		dynamicconfig.HistoryCacheHostLevelMaxSize.Key(): 8192,
+		// A deleted closed execution (an erased session's runs) waits for
+		// the transfer queue's ack level: seconds, not the default 30 s.
+		dynamicconfig.TransferProcessorUpdateAckInterval.Key(): 2 * time.Second,
 	}
 }
 
