@@ -71,6 +71,9 @@ type Deps struct {
 	// Logger receives one line per request and the cause of every 500.
 	// Request bodies, API keys and conversation text are never logged.
 	Logger *slog.Logger
+	// LLM, when set, reaches the configured summarizer endpoint for the
+	// readiness probe (nil: no endpoint configured, offline summaries).
+	LLM func(context.Context) error
 	// MCP, when set, is served at /mcp (the MCP streamable HTTP
 	// transport) behind the API's bearer authentication and the tenant's
 	// limits; it reads the caller's tenant with TenantOf.
@@ -523,6 +526,9 @@ func (a *api) ready(w http.ResponseWriter, r *http.Request, _ string) error {
 			return err
 		},
 	}
+	if a.deps.LLM != nil {
+		checks["llm"] = a.deps.LLM
+	}
 	res := readyResponse{Status: "ready", Checks: map[string]string{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -544,8 +550,16 @@ func (a *api) ready(w http.ResponseWriter, r *http.Request, _ string) error {
 	}
 	wg.Wait()
 	status := http.StatusOK
-	for _, st := range res.Checks {
-		if st != "ok" {
+	for name, st := range res.Checks {
+		switch {
+		case st == "ok":
+		case name == "llm":
+			// Runs go on with the offline summarizer, each marked
+			// degraded: the API stays ready, and says so.
+			if res.Status == "ready" {
+				res.Status = "degraded"
+			}
+		default:
 			res.Status, status = "unavailable", http.StatusServiceUnavailable
 			w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 		}

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -162,4 +163,19 @@ func (o *OpenAI) Summarize(ctx context.Context, req Request) (Response, error) {
 		PromptTokens:     resp.Usage.PromptTokens,
 		CompletionTokens: resp.Usage.CompletionTokens,
 	}, nil
+}
+
+// Ping says whether the endpoint can be reached: it lists the models
+// (GET {base}/models). An endpoint that answers at all, even with an HTTP
+// error (some compatible servers have no /models), is reachable; only a
+// failed connection or a timeout is not. The readiness probe reports it,
+// since an unreachable summarizer degrades every run to the offline one.
+func (o *OpenAI) Ping(ctx context.Context) error {
+	_, err := o.client.ListModels(ctx)
+	var apiErr *openai.APIError
+	var reqErr *openai.RequestError
+	if err == nil || errors.As(err, &apiErr) || errors.As(err, &reqErr) {
+		return nil
+	}
+	return fmt.Errorf("reach the summarizer endpoint: %w", err)
 }

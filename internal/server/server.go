@@ -35,6 +35,15 @@ const (
 	ReconcileAfter = 15 * time.Minute
 )
 
+// llmPing is the readiness check of the configured summarizer endpoint,
+// nil when none is configured (the offline summarizer needs no network).
+func llmPing(deps *app.Deps) func(context.Context) error {
+	if p, ok := deps.Summarizer.(interface{ Ping(context.Context) error }); ok {
+		return p.Ping
+	}
+	return nil
+}
+
 // Run serves the API on ln until ctx ends, then shuts down gracefully:
 // waiting requests answer 202 with their run id, requests in flight get
 // ShutdownGrace. The reconciler runs beside it.
@@ -56,7 +65,7 @@ func Run(ctx context.Context, deps *app.Deps, gw *gateway.Gateway, ln net.Listen
 		MaxWait: httpapi.DefaultMaxWait, Draining: draining, Logger: logger,
 		Limits:                ratelimit.Limits{RatePerSecond: cfg.TenantRatePerSecond, Burst: cfg.TenantBurst, Concurrent: cfg.TenantConcurrent},
 		AuthFailuresPerMinute: cfg.AuthFailuresPerMinute, TrustedProxies: cfg.TrustedProxies, UISessionTTL: cfg.UISessionTTL,
-		Metrics: deps.Metrics, MCP: mcpSvc.HTTPHandler(),
+		Metrics: deps.Metrics, MCP: mcpSvc.HTTPHandler(), LLM: llmPing(deps),
 	})
 	srv := &http.Server{
 		Handler:           handler,
