@@ -392,8 +392,12 @@ type errorView struct {
 func (u *UI) errorPage(w http.ResponseWriter, r *http.Request, tenant string, err error) {
 	var pe *pageError
 	var refused *ratelimit.Refusal
+	var gone *store.SessionGoneError
 	switch {
 	case errors.As(err, &pe):
+	case errors.As(err, &gone):
+		// As the API's 410: the erasure's id and when, never "not found".
+		pe = &pageError{Status: http.StatusGone, Message: gone.Error()}
 	case errors.Is(err, audit.ErrNotFound):
 		pe = notFound("run or session")
 	case errors.Is(err, audit.ErrNoArchive):
