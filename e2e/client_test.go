@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxcompact/orchestrator/client"
+	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation/convtest"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
@@ -164,7 +165,10 @@ func TestHandoffOnCheckpointAndAtCritical(t *testing.T) {
 	fresh := parse(t, res.Handoff)
 	require.Equal(t, in.Messages[1], fresh.Messages[1], "the task, verbatim")
 	require.True(t, strings.HasPrefix(textOf(fresh.Messages[2]), "## Session Handoff"))
-	require.Contains(t, textOf(fresh.Messages[2]), res.ArchiveKey)
+	_, _, archiveSHA, err := blob.ParseContentKey(res.ArchiveKey)
+	require.NoError(t, err)
+	require.Contains(t, textOf(fresh.Messages[2]), "recover_context id "+archiveSHA, "the handoff names the archive by its id")
+	require.NotContains(t, textOf(fresh.Messages[2]), res.ArchiveKey, "never by its storage key")
 	require.Equal(t, "Continue normally", res.Recommendation)
 
 	res, _, err = c.Submit(ctx, "ordinary", client.Event{Kind: "threshold", Preset: "three-tier", Model: "gpt-4o", ContextLimit: 128000,

@@ -546,17 +546,19 @@ func TestHTTPResultsCompress(t *testing.T) {
 	var off struct {
 		Status    string `json:"status"`
 		Reference string `json:"reference"`
-		Key       string `json:"key"`
+		ID        string `json:"id"`
 		SHA256    string `json:"sha256"`
 		Tokens    int    `json:"tokens"`
 	}
 	resp, _ := a.call("POST", "/v1/results:compress", a.key, body, &off)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	key, ok := compress.ParseReference(off.Reference)
+	id, ok := compress.ParseReference(off.Reference)
 	require.True(t, ok)
-	require.Equal(t, off.Key, key)
+	require.Equal(t, off.ID, id, "the reference names the offload's id")
+	require.Equal(t, off.SHA256, off.ID)
+	offKey := blob.ContentKey(a.tenant, blob.KindOffload, off.ID)
 	require.Positive(t, off.Tokens)
-	stored, err := a.blob.GetVerified(context.Background(), off.Key, off.SHA256)
+	stored, err := a.blob.GetVerified(context.Background(), offKey, off.SHA256)
 	require.NoError(t, err)
 	require.Equal(t, text, string(stored))
 

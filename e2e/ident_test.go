@@ -98,15 +98,21 @@ func TestIdempotencyOnMeaning(t *testing.T) {
 	require.Equal(t, acc.RunID, acc2.RunID)
 	require.True(t, acc2.Existing)
 
-	// Another conversation under the same id, in another session: 409,
-	// and that session is not created.
+	// Another conversation under the same id in the same session: 409
+	// naming the run that holds the id, and no second run.
 	changed := bytes.Replace(input, []byte("django"), []byte("DJANGO"), 1)
 	body := eventBody(map[string]any{"event_id": "same", "preset": "adaptive", "model": "gpt-4o"}, changed)
-	resp, raw = a.call("POST", "/v1/sessions/other/events", a.key, body, nil)
+	var conflict struct {
+		Error struct {
+			RunID string `json:"run_id"`
+		} `json:"error"`
+	}
+	resp, raw = a.call("POST", "/v1/sessions/s1/events", a.key, body, &conflict)
 	require.Equal(t, http.StatusConflict, resp.StatusCode, "%s", raw)
+	require.Equal(t, acc.RunID, conflict.Error.RunID, "the 409 names the run holding the id")
 	var n int
-	require.NoError(t, a.store.Pool().QueryRow(ctx, `select count(*) from sessions where tenant_id = $1 and id = 'other'`, a.tenant).Scan(&n))
-	require.Zero(t, n, "a 409 leaves no orphan session row")
+	require.NoError(t, a.store.Pool().QueryRow(ctx, `select count(*) from runs where tenant_id = $1 and session_id = 's1'`, a.tenant).Scan(&n))
+	require.Equal(t, 1, n, "a 409 records no run")
 	// ... and no object: the changed conversation's original, stored
 	// before the claim was refused, is deleted again; the first run's
 	// original stays.

@@ -133,7 +133,8 @@ func TestSharedOffloadIsNotDeleted(t *testing.T) {
 		// Session one compacts its history: the offload is restored into
 		// the summary and released.
 		_, data := e.output(r1)
-		require.Contains(t, string(data), key, "the output refers to the offload")
+		require.Contains(t, string(data), "Tool result is at: "+one[0].SHA256, "the output refers to the offload by its id")
+		require.NotContains(t, string(data), key, "never by its storage key")
 		sub, res := e.compact(gateway.Event{Session: "one", Kind: gateway.KindManual, Preset: policy.OffloadCompact, Model: "gpt-4o", ContextLimit: 200000, Conversation: data})
 		checkRun(t, e, data, sub, res)
 		left, err := e.store.ListOffloads(ctx, e.tenant, "one", false)
@@ -168,7 +169,7 @@ func TestSharedOffloadIsNotDeleted(t *testing.T) {
 		require.True(t, ok, "the object the kept message points at is not deleted")
 		var refs int
 		for _, k := range compress.References(out, func(int) bool { return true }) {
-			if k == live[0].Key {
+			if k == live[0].SHA256 { // a reference names the offload's id
 				refs++
 			}
 		}
