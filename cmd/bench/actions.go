@@ -7,6 +7,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/proto"
 )
 
 // historyCost is what a workflow's event history says it cost: its events,
@@ -15,6 +16,7 @@ import (
 type historyCost struct {
 	events  int
 	actions int
+	bytes   int // the history's encoded size, what Temporal stores
 }
 
 // costOf counts a history's events and estimates its billable actions
@@ -24,7 +26,7 @@ type historyCost struct {
 // search-attribute upsert, and the local activities of one workflow task
 // as one action (their markers share the task's completion).
 func costOf(h *historypb.History) historyCost {
-	c := historyCost{events: len(h.GetEvents())}
+	c := historyCost{events: len(h.GetEvents()), bytes: proto.Size(h)}
 	markerTask := int64(-1) // the workflow task completion whose markers were counted
 	lastCompleted := int64(0)
 	for _, e := range h.GetEvents() {
@@ -65,19 +67,20 @@ func workflowCost(ctx context.Context, c client.Client, id string) (historyCost,
 	return costOf(h), nil
 }
 
-// meanCost is the mean history events and billable actions of the
-// workflows ids; zeros for none.
-func meanCost(ctx context.Context, c client.Client, ids []string) (events, actions float64, err error) {
+// meanCost is the mean history events, billable actions and history
+// bytes of the workflows ids; zeros for none.
+func meanCost(ctx context.Context, c client.Client, ids []string) (events, actions, bytes float64, err error) {
 	if len(ids) == 0 {
-		return 0, 0, nil
+		return 0, 0, 0, nil
 	}
-	var e, a int
+	var e, a, b int
 	for _, id := range ids {
 		cost, err := workflowCost(ctx, c, id)
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
-		e, a = e+cost.events, a+cost.actions
+		e, a, b = e+cost.events, a+cost.actions, b+cost.bytes
 	}
-	return float64(e) / float64(len(ids)), float64(a) / float64(len(ids)), nil
+	n := float64(len(ids))
+	return float64(e) / n, float64(a) / n, float64(b) / n, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/pricing"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
@@ -200,11 +201,11 @@ func benchCeiling(ctx context.Context, st *stack, o options, rep *report) error 
 	// The skeleton's child workflows are read the same way: that both
 	// have the same history is what makes the skeleton the pipeline's
 	// shape.
-	pipeEvents, pipeActions, err := meanCost(ctx, st.client, sample)
+	pipeEvents, pipeActions, pipeBytes, err := meanCost(ctx, st.client, sample)
 	if err != nil {
 		return err
 	}
-	skelEvents, skelActions, err := meanCost(ctx, st.client, skelSample)
+	skelEvents, skelActions, _, err := meanCost(ctx, st.client, skelSample)
 	if err != nil {
 		return err
 	}
@@ -256,6 +257,13 @@ func benchCeiling(ctx context.Context, st *stack, o options, rep *report) error 
 	if err := objectsPerRun(ctx, st, rep); err != nil {
 		return err
 	}
+	// What a million such runs cost at list prices.
+	figures := runFigures{actions: pipeActions + 2, historyBytes: pipeBytes, model: st.cfg.SummarizerModel}
+	figures.s3Writes, figures.s3Reads = s3Classes(kinds0, kinds1, n)
+	if err := keptFigures(ctx, st, &figures); err != nil {
+		return err
+	}
+	priceRow(rep, figures, pricing.Defaults(), len(conv))
 
 	rep.note("1. Ceiling: %d concurrent callers in a closed loop, a %s warm-up then a %s window per kind of run, in the order "+
 		"bare, skeleton, pipeline, pipeline, skeleton, skeleton, pipeline, bare (the server slows down as its in-memory SQLite fills, and in this order a steady "+
