@@ -1,7 +1,7 @@
 # Every target uses the local Go toolchain (go.mod pins Go 1.26.8).
 export GOTOOLCHAIN := local
 
-.PHONY: run test vet fmt build bench bench-go fuzz
+.PHONY: run test unit vet fmt build bench bench-go fuzz
 
 ## run: compact the sample conversation on the embedded stack (Temporal, Postgres, S3, offline summarizer)
 run:
@@ -12,6 +12,20 @@ test:
 	bash deploy/test-deps.sh
 	mkdir -p artifacts
 	go test -count=1 -timeout 30m -artifacts -outputdir $(CURDIR)/artifacts ./...
+
+## unit: the tests that need no Postgres, S3, Temporal server or browser: the pure packages, the workflows on the SDK's test suite, the activities on in-memory stores (TestUnit* and the other pure activity tests); the database and S3 settings point nowhere, so a test that reaches for either fails at once
+UNIT_PACKAGES := ./client/... ./contract/... ./deploy/... ./examples/... ./workflows/... \
+	./internal/compress/... ./internal/config/... ./internal/conversation/... ./internal/digest/... \
+	./internal/ident/... ./internal/jsonscan/... ./internal/llm/... ./internal/mcp/... ./internal/plan/... \
+	./internal/policy/... ./internal/pricing/... ./internal/probe/... ./internal/ratelimit/... \
+	./internal/recoverid/... ./internal/report/... ./internal/sessionlife/... ./internal/tokens/... \
+	./internal/webhook/...
+UNIT_ACTIVITIES := ^(TestUnit|TestClassify|TestDescribe|TestChunkChars|TestConvCache|TestLoadFromTheCache|TestSummarize|TestLLMError|TestDeterministicSummaryPasses|TestPrefetched)
+unit: export TEST_DATABASE_URL := postgres://127.0.0.1:1/none?connect_timeout=1
+unit: export BLOBTEST_SERVER := none
+unit:
+	go test -count=1 $(UNIT_PACKAGES)
+	go test -count=1 -run '$(UNIT_ACTIVITIES)' ./activities/
 
 vet:
 	go vet ./...

@@ -91,3 +91,46 @@ func TestSessionBreakerTellsALoopFromALongSession(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionBreakerCountsARunThatFreesNothing: a run that freed nothing
+// at all (tokens_after == tokens_before, as when a compaction that would
+// not pay keeps its input as it came) is the plainest run that freed
+// too little. Three of them in a row open the breaker for the same
+// conversation sent again, under the deployment's default rule and under
+// a rule asking for any saving at all; one run that freed enough among
+// them keeps it closed.
+func TestSessionBreakerCountsARunThatFreesNothing(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	same := fmt.Sprintf("%064x", 7) // the conversation, sent again and again
+	commit := func(session string, before, after int64) {
+		t.Helper()
+		r, created, err := s.CreateRun(ctx, store.Run{ID: uuid.NewString(), Tenant: "acme", Session: session,
+			Trigger: "auto", InputSHA256: same, TokensBefore: before})
+		require.NoError(t, err)
+		require.True(t, created)
+		c, err := s.CommitRun(ctx, r.ID, store.RunResult{TokensAfter: after, OutputKey: "k", OutputSHA256: same})
+		require.NoError(t, err)
+		require.True(t, c.Committed)
+		time.Sleep(5 * time.Millisecond) // runs of a session start one after another
+	}
+	for range 3 {
+		commit("stuck", 1000, 1000)
+	}
+	commit("saved", 1000, 1000)
+	commit("saved", 1000, 500) // freed half
+	commit("saved", 1000, 1000)
+	for _, rule := range []store.BreakerRule{
+		{Runs: 3, Window: time.Hour, MinFreed: 0.05}, // the deployment's default
+		{Runs: 3, Window: time.Hour, MinFreed: 0.001},
+	} {
+		b, err := s.SessionBreaker(ctx, "acme", "stuck", rule, time.Now(), same)
+		require.NoError(t, err)
+		require.True(t, b.Open, "three runs that freed nothing, min freed %v", rule.MinFreed)
+		require.Contains(t, b.Reason, "freed less than")
+		b, err = s.SessionBreaker(ctx, "acme", "saved", rule, time.Now(), same)
+		require.NoError(t, err)
+		require.False(t, b.Open, "a run that freed half is no loop, min freed %v", rule.MinFreed)
+	}
+}
