@@ -42,7 +42,7 @@ type TailChoice struct {
 // its target and the tail fit under the aim (the smallest tail when even
 // that does not fit the aim). Every other preset keeps
 // its seed's History.KeepLast, and the note says when that leaves the
-// output below half the preset's target usage, since the seed's rule and
+// output below half the preset's target usage, since its keep_last rule and
 // not the budget made it so.
 func HistoryTail(conv conversation.Conversation, p policy.Preset, b Budget, protected []bool) TailChoice {
 	keep := max(p.History.KeepLast, 0)
@@ -69,7 +69,7 @@ func HistoryTail(conv conversation.Conversation, p policy.Preset, b Budget, prot
 	if aim <= 0 {
 		target := int(float64(b.Limit) * p.TargetUsage)
 		if p.TargetUsage > 0 && choice.Estimate < target/2 {
-			choice.Note = fmt.Sprintf("the seed's rule keeps the last %d messages (history.keep_last): about %d of limit %d (%.0f%%), below half the %.0f%% target",
+			choice.Note = fmt.Sprintf("the preset keeps the last %d messages (history.keep_last): about %d of limit %d (%.0f%%), below half the %.0f%% target",
 				keep, choice.Estimate, b.Limit, 100*b.Usage(choice.Estimate), 100*p.TargetUsage)
 		}
 		return choice
