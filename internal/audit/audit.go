@@ -23,8 +23,9 @@ import (
 )
 
 // ErrNotFound reports an unknown run or session, or one of another tenant:
-// the two are indistinguishable on purpose.
-var ErrNotFound = errors.New("not found")
+// the two are indistinguishable on purpose. It is the store's sentinel,
+// so that one errors.Is answers "not found" wherever it was decided.
+var ErrNotFound = store.ErrNotFound
 
 // ErrNoArchive reports a run that failed before its original was archived.
 var ErrNoArchive = errors.New("run has no archived original")

@@ -12,8 +12,8 @@ import (
 )
 
 // ErrNotFound reports a run that does not exist or belongs to another
-// tenant; the two are told apart by nobody.
-var ErrNotFound = errors.New("not found")
+// tenant; the two are told apart by nobody. It is the store's sentinel.
+var ErrNotFound = store.ErrNotFound
 
 // MaxRequestIDLen bounds a replay's request id, so that the event id it
 // makes stays within the 200 characters an event id may have.
