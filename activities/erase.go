@@ -45,7 +45,7 @@ func (a *Activities) EraseSessionExecutions(ctx context.Context, in EraseExecuti
 		return 0, nil
 	}
 	// The executions are in the erasure's own namespace.
-	namespace := activity.GetInfo(ctx).WorkflowNamespace
+	namespace := activity.GetInfo(ctx).Namespace
 	ids := []string{contract.SessionWorkflowID(in.Erase.Tenant, in.Erase.Session)}
 	for _, run := range in.Runs {
 		ids = append(ids, run, contract.DeliveryWorkflowID(run), contract.PromotionWorkflowID(run))
