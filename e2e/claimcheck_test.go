@@ -574,11 +574,14 @@ func TestRecordHistories(t *testing.T) {
 		// delivery retries once.
 		e := newEnv(t)
 		var calls atomic.Int32
-		hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hook := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			if calls.Add(1) == 1 {
 				w.WriteHeader(http.StatusInternalServerError)
 			}
 		}))
+		// On an allow-listed receiver port (WEBHOOK_ALLOW_HOSTS is host:port).
+		hook.Listener = takeHookListener(t)
+		hook.Start()
 		t.Cleanup(hook.Close)
 		_, _, err := e.gw.AddWebhook(context.Background(), e.tenant, hook.URL, "recorded")
 		require.NoError(t, err)
