@@ -9,6 +9,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/proto"
 )
 
 func event(id int64, t enumspb.EventType, set func(*historypb.HistoryEvent)) *historypb.HistoryEvent {
@@ -44,7 +45,7 @@ func TestCostOf(t *testing.T) {
 		event(9, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED, nil), // 1
 		event(10, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, nil),
 	}}
-	require.Equal(t, historyCost{events: 10, actions: 8}, costOf(h))
+	require.Equal(t, historyCost{events: 10, actions: 8, bytes: proto.Size(h)}, costOf(h))
 
 	f, err := os.Open(filepath.Join("..", "..", "workflows", "testdata", "histories", "compaction-offload-compact.json"))
 	require.NoError(t, err, "the recorded histories are in workflows/testdata")
