@@ -20,6 +20,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/pricing"
+	"github.com/ctxcompact/orchestrator/internal/ratelimit"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 	"github.com/ctxcompact/orchestrator/internal/webhook"
 )
@@ -55,6 +56,9 @@ type Activities struct {
 	// its final state).
 	Hooks  WebhookStore
 	Sender *webhook.Sender
+	// DeliverySlots bound each tenant's deliveries in flight in this
+	// worker (DELIVERY_TENANT_CONCURRENT; nil: no bound).
+	DeliverySlots *ratelimit.Slots
 	// Prices and CostTurns price each run (pricing.Saving); a nil table
 	// prices nothing.
 	Prices    pricing.Table
