@@ -76,7 +76,7 @@ func (s *stack) newScenarioWith(name string, offline bool, llmOpts ...llmtest.Op
 	// gateway) on this scenario's queues, with the summarizer timed and
 	// every activity attempt counted.
 	cfg := s.cfg
-	cfg.TaskQueue, cfg.LLMTaskQueue = queue, queue+"-llm"
+	cfg = cfg.OnTaskQueue(queue)
 	// The bench submits the same conversations again and again, some of
 	// them under their limit; the loop breaker, there to stop an agent
 	// that does so, would refuse them.

@@ -154,6 +154,15 @@ type Config struct {
 	MinEventInterval time.Duration
 }
 
+// OnTaskQueue is c with its task queue set to q and the LLM, delivery
+// and erasure queues named after it, as their defaults are: the tests
+// and the bench give each worker queues of its own this way.
+func (c Config) OnTaskQueue(q string) Config {
+	c.TaskQueue, c.LLMTaskQueue = q, q+"-llm"
+	c.DeliveryTaskQueue, c.EraseTaskQueue = q+"-deliveries", q+"-erasures"
+	return c
+}
+
 // maxBlobCacheMB keeps BLOB_CACHE_MB in bytes far from overflowing int64.
 const maxBlobCacheMB = 1 << 20
 

@@ -289,7 +289,7 @@ func (g *Gateway) inputOf(r store.Run) (contract.CompactionInput, error) {
 			Preset: r.Preset, Overrides: r.Overrides, Model: r.AgentModel, ContextLimit: r.ContextLimit, ReplayOf: r.ReplayOf,
 			Resolved: &preset,
 		},
-		InputKey: r.InputKey, InputSHA256: r.InputSHA256, LLMTaskQueue: g.LLMTaskQueue, DeliveryTaskQueue: g.deliveryQueue(),
+		InputKey: r.InputKey, InputSHA256: r.InputSHA256, LLMTaskQueue: g.LLMTaskQueue, DeliveryTaskQueue: g.DeliveryTaskQueue,
 		Visibility: g.SearchAttributes, Judge: g.Judge,
 	}, nil
 }
