@@ -138,9 +138,16 @@ type Workers struct {
 	Activities *activities.Activities
 }
 
-// all is every worker, in the order they start.
+// all is every worker, in the order they start (a queue without a worker
+// of its own has none).
 func (w Workers) all() []worker.Worker {
-	return []worker.Worker{w.Main, w.LLM, w.Deliveries, w.Erasures}
+	var ws []worker.Worker
+	for _, wk := range []worker.Worker{w.Main, w.LLM, w.Deliveries, w.Erasures} {
+		if wk != nil {
+			ws = append(ws, wk)
+		}
+	}
+	return ws
 }
 
 // Start starts every worker; when one fails, those started are stopped.
@@ -194,17 +201,19 @@ func (d *Deps) NewWorkers(c client.Client, interceptors ...interceptor.WorkerInt
 	workflows.RegisterLLM(llm, acts)
 	// The delivery and erasure workers run the same registrations: a
 	// workflow started on their queue runs there with its activities.
-	deliveries := worker.New(c, d.Config.DeliveryTaskQueue, worker.Options{
-		MaxConcurrentActivityExecutionSize: max(d.Config.DeliveryActivities, 1),
-		Interceptors:                       interceptors,
-	})
-	workflows.Register(deliveries, acts)
-	erasures := worker.New(c, d.Config.EraseTaskQueue, worker.Options{
-		MaxConcurrentActivityExecutionSize: max(d.Config.EraseActivities, 1),
-		Interceptors:                       interceptors,
-	})
-	workflows.Register(erasures, acts)
-	return Workers{Main: main, LLM: llm, Deliveries: deliveries, Erasures: erasures, Activities: acts}
+	background := func(queue string, slots int) worker.Worker {
+		if queue == d.Config.TaskQueue {
+			// One queue, one worker: the bench's configuration of
+			// before these queues (config.Load refuses it).
+			return nil
+		}
+		w := worker.New(c, queue, worker.Options{MaxConcurrentActivityExecutionSize: max(slots, 1), Interceptors: interceptors})
+		workflows.Register(w, acts)
+		return w
+	}
+	return Workers{Main: main, LLM: llm, Activities: acts,
+		Deliveries: background(d.Config.DeliveryTaskQueue, d.Config.DeliveryActivities),
+		Erasures:   background(d.Config.EraseTaskQueue, d.Config.EraseActivities)}
 }
 
 // LLMWorkerOptions are the options of the LLM task queue's worker: at
