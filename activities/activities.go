@@ -39,6 +39,12 @@ type Activities struct {
 	SummarizerModel string
 	// LLMSlots bounds the summarizer calls in flight in this worker.
 	LLMSlots chan struct{}
+	// LLMTurns, when set, bounds them instead and hands a free slot to
+	// the tenants in turn (LLM_PARALLELISM slots): the LLM worker takes
+	// in more calls than it makes at once, so that a tenant's flood
+	// waits here, where another tenant's call is served on its next
+	// turn, rather than ahead of it in the task queue.
+	LLMTurns *ratelimit.FairSlots
 	// Metrics receive the steps, runs, summarizer calls, drift verdicts
 	// and offloads (nil: none).
 	Metrics *metrics.Metrics

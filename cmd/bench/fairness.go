@@ -19,8 +19,8 @@ import (
 
 // fairMode is one configuration measurement 11 runs: "before" is the
 // worker as it was before issue 33 (deliveries and erasures on the task
-// queue with the compactions, no per-tenant delivery bound, no fairness
-// key); "after" is the deployment's defaults.
+// queue with the compactions, no per-tenant delivery bound, LLM slots
+// first come first served); "after" is the deployment's defaults.
 type fairMode struct {
 	name string
 	tune func(*config.Config)
@@ -29,15 +29,17 @@ type fairMode struct {
 var fairModes = []fairMode{
 	{name: "before", tune: func(c *config.Config) {
 		c.DeliveryTaskQueue, c.EraseTaskQueue = c.TaskQueue, c.TaskQueue
-		c.DeliveryTenantConcurrent, c.TenantFairness = 0, false
+		c.DeliveryTenantConcurrent, c.TenantFairness, c.LLMTenantTurns = 0, false, false
 	}},
 	{name: "after", tune: func(*config.Config) {}},
 }
 
+
+
 // Sizes of measurement 11.
 const (
 	fairFloodSessions  = 40
-	fairAttackRuns     = 4 // × 10 hanging endpoints: more deliveries than the 32 slots
+	fairAttackRuns     = 8 // × 10 hanging endpoints: more deliveries than the 32 slots
 	fairAttackEnds     = 10
 	fairVictimRuns     = 3
 	fairEraseDeadline  = 4 * time.Minute
@@ -89,9 +91,10 @@ func benchFairness(ctx context.Context, st *stack, o options, rep *report) error
 	}
 	rep.note("11. Fairness between tenants (issue 33): each mode on a worker of its own with the deployment's slots (WORKER_ACTIVITIES 32, "+
 		"LLM_PARALLELISM 8, summarizer %s per call, %s on %s). `before` is the worker of before: deliveries and erasures on the task queue "+
-		"with the compactions, no per-tenant delivery bound, no fairness key (the server has fairness on, so its tasks share one key: first "+
-		"in, first out). `after` is the defaults: deliveries and erasures on queues of their own (16 and 8 slots), at most 4 deliveries "+
-		"of one tenant in flight per worker, the tenant as the fairness key. Flood: one tenant submits its events over %d sessions as fast "+
+		"with the compactions, no per-tenant delivery bound, the LLM worker taking in LLM_PARALLELISM calls first in, first out. "+
+		"`after` is the defaults: deliveries and erasures on queues of their own (16 and 8 slots), at most 4 deliveries "+
+		"of one tenant in flight per worker, the LLM worker taking in 8× LLM_PARALLELISM calls and giving its slots to the tenants in "+
+		"turn (LLM_TENANT_TURNS). Flood: one tenant submits its events over %d sessions as fast "+
 		"as 16 callers can (through the gateway, not the API's rate limit) while the quiet tenant submits one event a second, each in a "+
 		"session of its own, until the flood drained; idle is the same quiet series with nothing else running. Slow webhooks: the "+
 		"attacker's %d runs each tell %d endpoints that accept and never answer (each attempt held for the sender's %s), then the victim "+

@@ -216,12 +216,24 @@ func (d *Deps) NewWorkers(c client.Client, interceptors ...interceptor.WorkerInt
 		Erasures:   background(d.Config.EraseTaskQueue, d.Config.EraseActivities)}
 }
 
+// llmIntake is how many summarizer activities the LLM worker takes in per
+// LLM slot: the calls beyond LLM_PARALLELISM wait in the worker, where
+// the tenants take turns at the slots (activities.LLMTurns), instead of
+// in the task queue, first in, first out, where one tenant's backlog
+// would be ahead of every other tenant's call.
+const llmIntake = 8
+
 // LLMWorkerOptions are the options of the LLM task queue's worker: at
-// most LLM_PARALLELISM calls in flight here, and LLM_RATE_PER_SECOND
-// calls started per second on the queue, whatever the number of workers.
+// most LLM_PARALLELISM calls in flight here, llmIntake times as many
+// taken in with LLM_TENANT_TURNS, and LLM_RATE_PER_SECOND activities
+// started per second on the queue, whatever the number of workers.
 func LLMWorkerOptions(cfg config.Config) worker.Options {
+	intake := 1
+	if cfg.LLMTenantTurns {
+		intake = llmIntake
+	}
 	return worker.Options{
-		MaxConcurrentActivityExecutionSize: max(cfg.LLMParallelism, 1),
+		MaxConcurrentActivityExecutionSize: max(cfg.LLMParallelism, 1) * intake,
 		TaskQueueActivitiesPerSecond:       cfg.LLMRatePerSecond,
 	}
 }

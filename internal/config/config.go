@@ -76,8 +76,14 @@ type Config struct {
 	// TenantFairness sends each tenant's workflows with the tenant as
 	// their Temporal fairness key, so that a server with fairness on
 	// (matching.enableFairness) dispatches the tenants' tasks in turn
-	// rather than first in, first out.
+	// rather than first in, first out. Off by default: measured on the
+	// in-process server, it slowed every tenant (BENCHMARKS.md, 11).
 	TenantFairness bool
+	// LLMTenantTurns has the LLM worker take in more summarizer calls
+	// than it makes at once and give its LLM_PARALLELISM slots to the
+	// tenants in turn, so that one tenant's backlog does not delay
+	// another's calls (LLM_TENANT_TURNS).
+	LLMTenantTurns bool
 
 	// AnthropicAPIKey turns on Claude token counts by Anthropic's
 	// count_tokens endpoint (ANTHROPIC_API_KEY); empty: Claude runs are
@@ -229,7 +235,8 @@ func load(getenv func(string) string) (Config, error) {
 		EraseTaskQueue:           r.str("ERASE_TASK_QUEUE", ""),
 		EraseActivities:          r.integer("ERASE_ACTIVITIES", 8),
 		DeliveryTenantConcurrent: r.integer("DELIVERY_TENANT_CONCURRENT", 4),
-		TenantFairness:           r.boolean("TENANT_FAIRNESS", true),
+		TenantFairness:           r.boolean("TENANT_FAIRNESS", false),
+		LLMTenantTurns:           r.boolean("LLM_TENANT_TURNS", true),
 
 		MigrateDatabaseURL: r.str("MIGRATE_DATABASE_URL", ""),
 		OverrideCaps: policy.Caps{

@@ -217,7 +217,8 @@ func TestBackgroundTaskQueues(t *testing.T) {
 	require.Equal(t, 16, c.DeliveryActivities)
 	require.Equal(t, 8, c.EraseActivities)
 	require.Equal(t, 4, c.DeliveryTenantConcurrent)
-	require.True(t, c.TenantFairness)
+	require.False(t, c.TenantFairness, "off: it slowed every tenant on the in-process server")
+	require.True(t, c.LLMTenantTurns)
 	for _, bad := range []map[string]string{
 		{"TEMPORAL_TASK_QUEUE": "q", "DELIVERY_TASK_QUEUE": "q"},
 		{"ERASE_TASK_QUEUE": "compaction-llm"},
@@ -228,8 +229,9 @@ func TestBackgroundTaskQueues(t *testing.T) {
 		_, err := load(env(bad))
 		require.Error(t, err, "%v", bad)
 	}
-	c, err = load(env(map[string]string{"DELIVERY_TENANT_CONCURRENT": "0", "TENANT_FAIRNESS": "false"}))
+	c, err = load(env(map[string]string{"DELIVERY_TENANT_CONCURRENT": "0", "TENANT_FAIRNESS": "true", "LLM_TENANT_TURNS": "false"}))
 	require.NoError(t, err)
 	require.Zero(t, c.DeliveryTenantConcurrent)
-	require.False(t, c.TenantFairness)
+	require.True(t, c.TenantFairness)
+	require.False(t, c.LLMTenantTurns)
 }

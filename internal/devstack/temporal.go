@@ -203,11 +203,6 @@ func devDynamicConfig() dynamicconfig.StaticClient {
 		// A deleted closed execution (an erased session's runs) waits for
 		// the transfer queue's ack level: seconds, not the default 30 s.
 		dynamicconfig.TransferProcessorUpdateAckInterval.Key(): 2 * time.Second,
-		// Task queues hand out the tenants' tasks in turn by their
-		// fairness key (the gateway sets the tenant, TENANT_FAIRNESS)
-		// instead of first in, first out: one tenant's backlog of runs
-		// does not delay another tenant's.
-		dynamicconfig.MatchingEnableFairness.Key(): true,
 	}
 }
 
