@@ -603,9 +603,11 @@ func TestRecordHistories(t *testing.T) {
 		// Version delivery-queue: the run starts its delivery on the
 		// delivery task queue (DELIVERY_TASK_QUEUE).
 		e := newEnv(t)
-		hook := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-		t.Cleanup(hook.Close)
-		_, _, err := e.gw.AddWebhook(context.Background(), e.tenant, hook.URL, "recorded")
+		l := takeHookListener(t)
+		hook := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = hook.Serve(l) }()
+		t.Cleanup(func() { _ = hook.Close() })
+		_, _, err := e.gw.AddWebhook(context.Background(), e.tenant, "http://"+l.Addr().String()+"/hook", "recorded")
 		require.NoError(t, err)
 		input := readData(t, "swe-agent-deepseek/django__django-11564.json")
 		sub, res := e.compact(gateway.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 60000, Conversation: input})
