@@ -34,8 +34,6 @@ var fairModes = []fairMode{
 	{name: "after", tune: func(*config.Config) {}},
 }
 
-
-
 // Sizes of measurement 11.
 const (
 	fairFloodSessions  = 40
