@@ -20,6 +20,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/pricing"
+	"github.com/ctxcompact/orchestrator/internal/ratelimit"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 	"github.com/ctxcompact/orchestrator/internal/webhook"
 )
@@ -38,6 +39,12 @@ type Activities struct {
 	SummarizerModel string
 	// LLMSlots bounds the summarizer calls in flight in this worker.
 	LLMSlots chan struct{}
+	// LLMTurns, when set, bounds them instead and hands a free slot to
+	// the tenants in turn (LLM_PARALLELISM slots): the LLM worker takes
+	// in more calls than it makes at once, so that a tenant's flood
+	// waits here, where another tenant's call is served on its next
+	// turn, rather than ahead of it in the task queue.
+	LLMTurns *ratelimit.FairSlots
 	// Metrics receive the steps, runs, summarizer calls, drift verdicts
 	// and offloads (nil: none).
 	Metrics *metrics.Metrics
@@ -55,6 +62,9 @@ type Activities struct {
 	// its final state).
 	Hooks  WebhookStore
 	Sender *webhook.Sender
+	// DeliverySlots bound each tenant's deliveries in flight in this
+	// worker (DELIVERY_TENANT_CONCURRENT; nil: no bound).
+	DeliverySlots *ratelimit.Slots
 	// Prices and CostTurns price each run (pricing.Saving); a nil table
 	// prices nothing.
 	Prices    pricing.Table

@@ -39,6 +39,10 @@ const (
 	// ErrWebhookRejected: a webhook endpoint did not accept a delivery
 	// (no answer, or not a 2xx); retried with backoff for up to a day.
 	ErrWebhookRejected = "webhook_rejected"
+	// ErrTenantBusy: the delivery's tenant has its
+	// DELIVERY_TENANT_CONCURRENT deliveries in flight in this worker; the
+	// delivery is not sent now and comes back in a few seconds.
+	ErrTenantBusy = "tenant_busy"
 )
 
 func badInput(err error) error {

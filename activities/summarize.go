@@ -57,7 +57,7 @@ func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (res Summ
 		TargetChars: in.TargetChars, Missing: missing, ArchiveRef: archiveRef(archiveID(in.ArchiveKey)), Model: model,
 	}
 	callStart := time.Now()
-	resp, err := a.summarize(ctx, req, 0)
+	resp, err := a.summarize(context.WithValue(ctx, tenantKey{}, in.Run.Tenant), req, 0)
 	rec.inputSize = int64(len(text))
 	if err != nil {
 		a.Metrics.Summarizer(a.modelFor(model), string(llm.KindOf(err)), time.Since(callStart), 0, 0)
@@ -109,7 +109,14 @@ func (a *Activities) summarize(ctx context.Context, req llm.Request, depth int) 
 // recurses: a split that held its slot while waiting for more would
 // deadlock once every slot is held by a split.
 func (a *Activities) callSummarizer(ctx context.Context, req llm.Request) (llm.Response, error) {
-	if a.LLMSlots != nil {
+	if a.LLMTurns != nil {
+		tenant, _ := ctx.Value(tenantKey{}).(string)
+		release, err := a.LLMTurns.Acquire(ctx, tenant)
+		if err != nil {
+			return llm.Response{}, err
+		}
+		defer release()
+	} else if a.LLMSlots != nil {
 		select {
 		case a.LLMSlots <- struct{}{}:
 			defer func() { <-a.LLMSlots }()
@@ -119,6 +126,10 @@ func (a *Activities) callSummarizer(ctx context.Context, req llm.Request) (llm.R
 	}
 	return a.Summarizer.Summarize(ctx, req)
 }
+
+// tenantKey carries the tenant of a summarizer call to callSummarizer,
+// for its turn at the LLM slots.
+type tenantKey struct{}
 
 // heartbeat reports liveness while a long call runs; the returned func
 // stops it.

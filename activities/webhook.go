@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -113,6 +114,15 @@ func (a *Activities) DeliverWebhook(ctx context.Context, id string) error {
 	if deleted {
 		return storeErr(a.Hooks.FailDelivery(ctx, id, "the endpoint was deleted"))
 	}
+	// One tenant's endpoints that accept and never answer hold one slot
+	// per attempt, for up to webhook.Timeout: a tenant past its share
+	// gives the activity slot back at once rather than wait for one of
+	// its own, so another tenant's delivery finds a slot free.
+	release, ok := a.DeliverySlots.TryAcquire(d.Tenant)
+	if !ok {
+		return tenantBusy(d.Tenant)
+	}
+	defer release()
 	run, err := a.Hooks.GetRun(ctx, d.RunID)
 	if err != nil {
 		return storeErr(fmt.Errorf("read run %s: %w", d.RunID, err))
@@ -186,6 +196,24 @@ func (a *Activities) send(ctx context.Context, d store.Delivery, w store.Webhook
 		return temporal.NewApplicationError(att.Err, ErrWebhookRejected)
 	}
 	return nil
+}
+
+// Tenant-busy retries come back after busyRetryMin plus up to
+// busyRetryJitter, not after the policy's growing backoff: the delivery
+// failed nothing, its tenant's other deliveries were merely in flight.
+const (
+	busyRetryMin    = time.Second
+	busyRetryJitter = 2 * time.Second
+)
+
+// tenantBusy is the retryable error of a delivery not sent because its
+// tenant has all its slots in flight. No attempt is logged: no POST was
+// made.
+func tenantBusy(tenant string) error {
+	delay := busyRetryMin + rand.N(busyRetryJitter)
+	return temporal.NewApplicationErrorWithOptions(
+		fmt.Sprintf("tenant %s has its deliveries in flight; trying again in %s", tenant, delay.Round(time.Millisecond)),
+		ErrTenantBusy, temporal.ApplicationErrorOptions{NextRetryDelay: delay})
 }
 
 // FailDelivery marks delivery id failed for good, with reason.

@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/ctxcompact/orchestrator/activities"
 	"github.com/ctxcompact/orchestrator/contract"
+	"github.com/ctxcompact/orchestrator/internal/ratelimit"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/webhook"
 )
@@ -336,4 +338,87 @@ func TestUnitDeliveryErrorIsAClass(t *testing.T) {
 	require.Len(t, att, 2)
 	require.Equal(t, "http 503", att[1].Error)
 	require.Equal(t, http.StatusServiceUnavailable, att[1].Code)
+}
+
+// TestUnitDeliveryTenantSlots: with a tenant's slots taken by endpoints
+// that accept and do not answer, its next delivery gives its activity
+// slot back at once, as a retryable tenant_busy error asking to come back
+// in 1–3 s and without an attempt in its log (no POST was made); another
+// tenant's delivery goes through meanwhile, and the busy one goes through
+// once a slot is free.
+func TestUnitDeliveryTenantSlots(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	h := newHookUnit(t)
+	h.a.DeliverySlots = ratelimit.NewSlots(2)
+
+	// The slow tenant's receiver holds every request until unblock.
+	arrived, unblock := make(chan struct{}, 8), make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-unblock
+	}))
+	t.Cleanup(slow.Close)
+	t.Cleanup(func() {
+		select {
+		case <-unblock:
+		default:
+			close(unblock)
+		}
+	})
+	su, err := url.Parse(slow.URL)
+	require.NoError(t, err)
+	au, err := url.Parse(h.hooks.endpoints["acme"].URL)
+	require.NoError(t, err)
+	h.a.Sender = webhook.NewSender(webhook.Policy{AllowHosts: []string{su.Host, au.Host}})
+	secret, err := webhook.NewSecret()
+	require.NoError(t, err)
+	h.hooks.endpoints["slow"] = store.Webhook{ID: "wh-slow", Tenant: "slow", URL: slow.URL + "/hook", Secret: secret}
+
+	prepare := func(tenant, run string) string {
+		h.hooks.runs[run] = store.Run{ID: run, Tenant: tenant, Session: "s1", Status: store.RunSucceeded}
+		ids, err := h.a.PrepareDeliveries(ctx, contract.DeliveryInput{Tenant: tenant, RunID: run})
+		require.NoError(t, err)
+		require.Len(t, ids, 1)
+		return ids[0]
+	}
+	var held sync.WaitGroup
+	for i := range 2 {
+		id := prepare("slow", fmt.Sprintf("slow-%d", i))
+		held.Add(1)
+		go func() {
+			defer held.Done()
+			_ = h.a.DeliverWebhook(context.WithoutCancel(ctx), id)
+		}()
+	}
+	for range 2 {
+		select {
+		case <-arrived:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the slow tenant's first two deliveries did not reach its receiver")
+		}
+	}
+	require.Equal(t, 2, h.a.DeliverySlots.InFlight("slow"))
+
+	busy := prepare("slow", "slow-2")
+	start := time.Now()
+	err = h.a.DeliverWebhook(ctx, busy)
+	require.Less(t, time.Since(start), time.Second, "a busy tenant's delivery does not wait for a slot")
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	require.Equal(t, activities.ErrTenantBusy, appErr.Type())
+	require.False(t, appErr.NonRetryable())
+	require.GreaterOrEqual(t, appErr.NextRetryDelay(), time.Second)
+	require.LessOrEqual(t, appErr.NextRetryDelay(), 3*time.Second)
+	require.Empty(t, h.hooks.attempts[busy], "no attempt is logged for a delivery not sent")
+
+	other := prepare("acme", "acme-1")
+	require.NoError(t, h.a.DeliverWebhook(ctx, other), "another tenant is not held up by the slow one's slots")
+	require.Len(t, h.received(), 1)
+
+	close(unblock)
+	held.Wait()
+	require.Zero(t, h.a.DeliverySlots.InFlight("slow"), "slots are given back when an attempt ends")
+	require.NoError(t, h.a.DeliverWebhook(ctx, busy), "with a slot free the delivery is sent")
+	require.Len(t, h.hooks.attempts[busy], 1)
 }

@@ -55,6 +55,10 @@ type CompactionInput struct {
 	// worker holds the queue-wide rate limit; empty is the workflow's own
 	// queue.
 	LLMTaskQueue string `json:"llm_task_queue,omitempty"`
+	// DeliveryTaskQueue is the task queue of the run's webhook delivery,
+	// whose worker's slots deliveries alone take; empty is the
+	// workflow's own queue.
+	DeliveryTaskQueue string `json:"delivery_task_queue,omitempty"`
 	// Visibility sets the run's search attributes and memo (see
 	// visibility.go); the gateway sets it when the namespace has them.
 	Visibility bool `json:"visibility,omitempty"`

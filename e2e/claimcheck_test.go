@@ -19,6 +19,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/proto"
 
@@ -599,6 +600,28 @@ func TestRecordHistories(t *testing.T) {
 			return err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
 		}, time.Minute, 100*time.Millisecond)
 		record(t, "webhook-delivery", fetchHistory(t, e.client, contract.DeliveryWorkflowID(sub.RunID)), input, snips, sub.RunID)
+	})
+	t.Run("webhook-delivery-queue", func(t *testing.T) {
+		t.Parallel()
+		// Version delivery-queue: the run starts its delivery on the
+		// delivery task queue (DELIVERY_TASK_QUEUE).
+		e := newEnv(t)
+		l := takeHookListener(t)
+		hook := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = hook.Serve(l) }()
+		t.Cleanup(func() { _ = hook.Close() })
+		_, _, err := e.gw.AddWebhook(context.Background(), e.tenant, "http://"+l.Addr().String()+"/hook", "recorded")
+		require.NoError(t, err)
+		input := readData(t, "swe-agent-deepseek/django__django-11564.json")
+		sub, res := e.compact(gateway.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 60000, Conversation: input})
+		checkRun(t, e, input, sub, res)
+		var d *workflowservice.DescribeWorkflowExecutionResponse
+		require.Eventually(t, func() bool {
+			d, err = e.client.DescribeWorkflowExecution(context.Background(), contract.DeliveryWorkflowID(sub.RunID), "")
+			return err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+		}, time.Minute, 100*time.Millisecond)
+		require.Equal(t, e.deps.Config.DeliveryTaskQueue, d.GetWorkflowExecutionInfo().GetTaskQueue(), "the delivery ran on the delivery queue")
+		record(t, "compaction-webhook-delivery-queue", fetchHistory(t, e.client, sub.RunID), input, snippets(t, openAIContents(t, input), 20), sub.InputKey)
 	})
 	t.Run("session-two-events", func(t *testing.T) {
 		t.Parallel()

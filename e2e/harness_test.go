@@ -158,7 +158,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	// The deployment's defaults, on this test's queues. A test's gateway
 	// caps no override and breaks no loop unless the test asks for it.
 	c := config.Defaults()
-	c.TaskQueue, c.LLMTaskQueue = e.taskQueue, e.llmQueue
+	c = c.OnTaskQueue(e.taskQueue)
 	c.LLMParallelism, c.LLMRatePerSecond = 16, cfg.llmRate
 	c.PresetOverrides = cfg.overrides
 	c.KeepIntermediates = cfg.keepIntermediates

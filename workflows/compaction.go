@@ -119,7 +119,7 @@ func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Out
 		recordOutcome(fctx, in, "failed", res)
 		releaseIntermediates(fctx, in.Run)
 		if failed.Notify {
-			startDelivery(fctx, in.Run)
+			startDelivery(fctx, in)
 		}
 		return contract.Outcome{RunID: in.Run.ID}, err
 	}
@@ -130,7 +130,7 @@ func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Out
 	recordOutcome(ctx, in, outcome, res)
 	releaseIntermediates(ctx, in.Run)
 	if c.notify {
-		startDelivery(ctx, in.Run)
+		startDelivery(ctx, in)
 	}
 	return res, nil
 }

@@ -63,18 +63,27 @@ func WebhookDelivery(ctx workflow.Context, in contract.DeliveryInput) error {
 	return nil
 }
 
-// startDelivery starts run's WebhookDelivery as an abandoned child, so
-// that the run ends now and its session's next run does not wait for a
-// receiver. Starting it twice (a replayed failure path) is refused by
-// its id, which is harmless.
-func startDelivery(ctx workflow.Context, run contract.Run) {
+// startDelivery starts the WebhookDelivery of in's run as an abandoned
+// child, so that the run ends now and its session's next run does not
+// wait for a receiver. Starting it twice (a replayed failure path) is
+// refused by its id, which is harmless. Since version delivery-queue it
+// starts on in.DeliveryTaskQueue, whose worker's slots deliveries alone
+// take: a receiver that never answers then holds none of the slots the
+// compactions and erasures need. Runs recorded before start it on their
+// own queue, as they did.
+func startDelivery(ctx workflow.Context, in contract.CompactionInput) {
+	run := in.Run
 	if workflow.GetVersion(ctx, "webhooks", workflow.DefaultVersion, 1) != 1 {
 		return
 	}
-	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+	opts := workflow.ChildWorkflowOptions{
 		WorkflowID:        contract.DeliveryWorkflowID(run.ID),
 		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,
-	})
+	}
+	if workflow.GetVersion(ctx, "delivery-queue", workflow.DefaultVersion, 1) == 1 {
+		opts.TaskQueue = in.DeliveryTaskQueue
+	}
+	cctx := workflow.WithChildOptions(ctx, opts)
 	f := workflow.ExecuteChildWorkflow(cctx, contract.DeliveryWorkflow, contract.DeliveryInput{Tenant: run.Tenant, RunID: run.ID})
 	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("start webhook delivery", "run", run.ID, "error", err)

@@ -41,6 +41,7 @@ func (r apiResult) perRequest(sessions int) float64 {
 func benchAPI(ctx context.Context, st *stack, sc *scenario, o options, conv []byte, limit int) (apiResult, error) {
 	gw := *sc.gw
 	gw.TaskQueue, gw.LLMTaskQueue = sc.queue+"-api", sc.queue+"-api-llm"
+	gw.DeliveryTaskQueue, gw.EraseTaskQueue = sc.queue+"-api-deliveries", sc.queue+"-api-erasures"
 	srv := httptest.NewServer(httpapi.New(httpapi.Deps{Gateway: &gw, Audit: &audit.Service{Store: st.store, Blob: st.blob},
 		Store: st.store, Blob: st.blob, MaxRequestBytes: st.cfg.MaxRequestBytes, Logger: slog.New(slog.DiscardHandler)}))
 	defer srv.Close()

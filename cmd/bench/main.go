@@ -65,6 +65,10 @@ type options struct {
 	historySizes   []int
 	historySamples int
 	historyWrites  int
+	// fairFlood is measurement 11's flood, in events, and fairIdle its
+	// quiet tenant's idle series, in runs.
+	fairFlood int
+	fairIdle  int
 }
 
 func newOptions(quick bool, dataDir string) options {
@@ -76,6 +80,7 @@ func newOptions(quick bool, dataDir string) options {
 		faultRuns: 20, engineTime: 2 * time.Second, qualityConvs: 3, probeConvs: len(probeFiles),
 		llmLatency: 500 * time.Millisecond, faultRate: 0.3,
 		historySizes: []int{1_000, 100_000}, historySamples: 500, historyWrites: 300,
+		fairFlood: 300, fairIdle: 15,
 	}
 	if quick {
 		o.ceilingWindow = 5 * time.Second
@@ -93,6 +98,8 @@ func newOptions(quick bool, dataDir string) options {
 		o.historySizes = []int{1_000, 10_000}
 		o.historySamples = 50
 		o.historyWrites = 50
+		o.fairFlood = 100
+		o.fairIdle = 5
 	}
 	return o
 }
@@ -115,7 +122,7 @@ func run() error {
 	out := flag.String("out", "", "also write the table and the machine to this Markdown file")
 	judgeOut := flag.String("judge-out", "", "with OPENAI_BASE_URL set: write measurement 8's LLM-judge grades of every run to this JSON file")
 	dataDir := flag.String("data", defaultDataDir, "folder of the shared real conversations ("+fallbackDataDir+" when the default is missing)")
-	only := flag.String("only", "", "comma-separated measurements to run (1-10); empty runs all")
+	only := flag.String("only", "", "comma-separated measurements to run (1-11); empty runs all")
 	workers := flag.Int("workers", 0, "concurrent callers of the ceiling (1.); 0 keeps the default")
 	sessions := flag.Int("sessions", 0, "concurrent sessions of the load (4.); 0 keeps the default")
 	flag.BoolVar(&verbose, "v", false, "print progress details to stderr")
@@ -179,6 +186,7 @@ func run() error {
 		{"8", "agent probes", benchProbes},
 		{"9", "history at scale", benchHistory},
 		{"10", "session life", benchSessionLife},
+		{"11", "fairness between tenants", benchFairness},
 	}
 	// dbOnly are the measurements that need Postgres alone, no stack.
 	dbOnly := map[string]bool{"9": true}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/app"
+	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
@@ -47,17 +48,19 @@ var queueSeq atomic.Int64
 // newScenario starts a worker with the deployment's settings
 // (WORKER_ACTIVITIES, LLM_PARALLELISM) and the given test server options.
 func (s *stack) newScenario(name string, llmOpts ...llmtest.Option) (*scenario, error) {
-	return s.newScenarioWith(name, false, llmOpts...)
+	return s.newScenarioWith(name, false, nil, llmOpts...)
 }
 
 // newOfflineScenario is a scenario whose summarizer is the product's
 // offline one (llm.Extractive), as a deployment without OPENAI_BASE_URL
 // runs; its test server answers nothing.
 func (s *stack) newOfflineScenario(name string) (*scenario, error) {
-	return s.newScenarioWith(name, true)
+	return s.newScenarioWith(name, true, nil)
 }
 
-func (s *stack) newScenarioWith(name string, offline bool, llmOpts ...llmtest.Option) (*scenario, error) {
+// newScenarioWith is a scenario whose configuration tune adjusts (nil:
+// the deployment's) after its queues are named.
+func (s *stack) newScenarioWith(name string, offline bool, tune func(*config.Config), llmOpts ...llmtest.Option) (*scenario, error) {
 	srv := llmtest.New(llmOpts...)
 	model := s.cfg.SummarizerModel
 	var oa llm.Summarizer = llm.Extractive{}
@@ -76,11 +79,14 @@ func (s *stack) newScenarioWith(name string, offline bool, llmOpts ...llmtest.Op
 	// gateway) on this scenario's queues, with the summarizer timed and
 	// every activity attempt counted.
 	cfg := s.cfg
-	cfg.TaskQueue, cfg.LLMTaskQueue = queue, queue+"-llm"
+	cfg = cfg.OnTaskQueue(queue)
 	// The bench submits the same conversations again and again, some of
 	// them under their limit; the loop breaker, there to stop an agent
 	// that does so, would refuse them.
 	cfg.BreakerRuns = 0
+	if tune != nil {
+		tune(&cfg)
+	}
 	deps := &app.Deps{Config: cfg, Store: s.store, Blob: s.blob, Summarizer: &timedSummarizer{inner: oa, log: calls},
 		Limits: tokens.DefaultLimits()}
 	ws := deps.NewWorkers(s.client, s.activities)

@@ -26,6 +26,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/metrics"
+	"github.com/ctxcompact/orchestrator/internal/ratelimit"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 	"github.com/ctxcompact/orchestrator/internal/webhook"
@@ -117,40 +118,61 @@ func (d *Deps) Activities() *activities.Activities {
 		Retention:         d.Store,
 		KeepIntermediates: d.Config.KeepIntermediates,
 		Sender:            webhook.NewSender(webhook.Policy{AllowHosts: d.Config.WebhookAllowHosts}),
+		DeliverySlots:     ratelimit.NewSlots(d.Config.DeliveryTenantConcurrent),
 		Prices:            d.Config.Prices,
 		CostTurns:         d.Config.CostTurns,
 		ProviderTokens:    d.ProviderTokens,
 	}
 }
 
-// Workers are the two workers of a process: Main polls the task queue
-// (workflows and the S3/Postgres steps), LLM polls the LLM task queue
-// (summarizer calls, under the queue's rate limit).
+// Workers are the workers of a process: Main polls the task queue
+// (sessions, compactions and their S3/Postgres steps), LLM the LLM task
+// queue (summarizer calls, under the queue's rate limit), Deliveries the
+// delivery queue (webhook deliveries) and Erasures the erasure queue
+// (session erasures, retention sweeps). Each has slots of its own, so a
+// flood of deliveries to receivers that never answer takes none of the
+// slots compactions and erasures need.
 type Workers struct {
-	Main, LLM worker.Worker
-	// Activities are the activities both workers run.
+	Main, LLM, Deliveries, Erasures worker.Worker
+	// Activities are the activities every worker runs.
 	Activities *activities.Activities
 }
 
-// Start starts both workers.
-func (w Workers) Start() error {
-	if err := w.Main.Start(); err != nil {
-		return fmt.Errorf("start worker: %w", err)
+// all is every worker, in the order they start (a queue without a worker
+// of its own has none).
+func (w Workers) all() []worker.Worker {
+	var ws []worker.Worker
+	for _, wk := range []worker.Worker{w.Main, w.LLM, w.Deliveries, w.Erasures} {
+		if wk != nil {
+			ws = append(ws, wk)
+		}
 	}
-	if err := w.LLM.Start(); err != nil {
-		w.Main.Stop()
-		return fmt.Errorf("start LLM worker: %w", err)
+	return ws
+}
+
+// Start starts every worker; when one fails, those started are stopped.
+func (w Workers) Start() error {
+	ws := w.all()
+	for i, wk := range ws {
+		if err := wk.Start(); err != nil {
+			for _, started := range ws[:i] {
+				started.Stop()
+			}
+			return fmt.Errorf("start worker %d of %d: %w", i+1, len(ws), err)
+		}
 	}
 	return nil
 }
 
-// Stop stops both workers, waiting for the activities in flight.
+// Stop stops every worker, waiting for the activities in flight.
 func (w Workers) Stop() {
-	w.LLM.Stop()
-	w.Main.Stop()
+	ws := w.all()
+	for i := len(ws) - 1; i >= 0; i-- {
+		ws[i].Stop()
+	}
 }
 
-// Run starts both workers and stops them when interrupt delivers.
+// Run starts the workers and stops them when interrupt delivers.
 func (w Workers) Run(interrupt <-chan interface{}) error {
 	if err := w.Start(); err != nil {
 		return err
@@ -161,9 +183,10 @@ func (w Workers) Run(interrupt <-chan interface{}) error {
 }
 
 // NewWorkers builds the worker of the task queue, with every workflow and
-// activity registered, and the worker of the LLM task queue. The worker
-// process, the dev stack, the end-to-end tests and the bench all build
-// their workers here; the tests and the bench add interceptors.
+// activity registered, and the workers of the LLM, delivery and erasure
+// task queues. The worker process, the dev stack, the end-to-end tests
+// and the bench all build their workers here; the tests and the bench
+// add interceptors.
 func (d *Deps) NewWorkers(c client.Client, interceptors ...interceptor.WorkerInterceptor) Workers {
 	acts := d.Activities()
 	acts.Executions = temporalExecutions{client: c}
@@ -176,15 +199,41 @@ func (d *Deps) NewWorkers(c client.Client, interceptors ...interceptor.WorkerInt
 	llmOpts.Interceptors = interceptors
 	llm := worker.New(c, d.Config.LLMTaskQueue, llmOpts)
 	workflows.RegisterLLM(llm, acts)
-	return Workers{Main: main, LLM: llm, Activities: acts}
+	// The delivery and erasure workers run the same registrations: a
+	// workflow started on their queue runs there with its activities.
+	background := func(queue string, slots int) worker.Worker {
+		if queue == d.Config.TaskQueue {
+			// One queue, one worker: the bench's configuration of
+			// before these queues (config.Load refuses it).
+			return nil
+		}
+		w := worker.New(c, queue, worker.Options{MaxConcurrentActivityExecutionSize: max(slots, 1), Interceptors: interceptors})
+		workflows.Register(w, acts)
+		return w
+	}
+	return Workers{Main: main, LLM: llm, Activities: acts,
+		Deliveries: background(d.Config.DeliveryTaskQueue, d.Config.DeliveryActivities),
+		Erasures:   background(d.Config.EraseTaskQueue, d.Config.EraseActivities)}
 }
 
+// llmIntake is how many summarizer activities the LLM worker takes in per
+// LLM slot: the calls beyond LLM_PARALLELISM wait in the worker, where
+// the tenants take turns at the slots (activities.LLMTurns), instead of
+// in the task queue, first in, first out, where one tenant's backlog
+// would be ahead of every other tenant's call.
+const llmIntake = 8
+
 // LLMWorkerOptions are the options of the LLM task queue's worker: at
-// most LLM_PARALLELISM calls in flight here, and LLM_RATE_PER_SECOND
-// calls started per second on the queue, whatever the number of workers.
+// most LLM_PARALLELISM calls in flight here, llmIntake times as many
+// taken in with LLM_TENANT_TURNS, and LLM_RATE_PER_SECOND activities
+// started per second on the queue, whatever the number of workers.
 func LLMWorkerOptions(cfg config.Config) worker.Options {
+	intake := 1
+	if cfg.LLMTenantTurns {
+		intake = llmIntake
+	}
 	return worker.Options{
-		MaxConcurrentActivityExecutionSize: max(cfg.LLMParallelism, 1),
+		MaxConcurrentActivityExecutionSize: max(cfg.LLMParallelism, 1) * intake,
 		TaskQueueActivitiesPerSecond:       cfg.LLMRatePerSecond,
 	}
 }
@@ -192,6 +241,7 @@ func LLMWorkerOptions(cfg config.Config) worker.Options {
 // Gateway builds the gateway that submits events to the workflows.
 func (d *Deps) Gateway(c client.Client) *gateway.Gateway {
 	return &gateway.Gateway{Store: d.Store, Blob: d.Blob, Temporal: c, TaskQueue: d.Config.TaskQueue, LLMTaskQueue: d.Config.LLMTaskQueue,
+		DeliveryTaskQueue: d.Config.DeliveryTaskQueue, EraseTaskQueue: d.Config.EraseTaskQueue, Fairness: d.Config.TenantFairness,
 		DefaultPreset: d.Config.DefaultPreset, Overrides: d.Config.PresetOverrides, Caps: d.Config.OverrideCaps,
 		Breaker: store.BreakerRule{Runs: d.Config.BreakerRuns, Window: d.Config.BreakerWindow,
 			MinFreed: d.Config.BreakerMinFreed, MinInterval: d.Config.MinEventInterval},

@@ -59,6 +59,32 @@ type Config struct {
 	// burst cannot trip the provider's rate limits.
 	LLMParallelism int
 
+	// DeliveryTaskQueue is the task queue of the webhook deliveries and
+	// EraseTaskQueue that of the session erasures and retention sweeps,
+	// each with a worker of its own (DeliveryActivities and
+	// EraseActivities slots), so that receivers that accept and never
+	// answer hold delivery slots only: never a compaction's, never an
+	// erasure's.
+	DeliveryTaskQueue  string
+	DeliveryActivities int
+	EraseTaskQueue     string
+	EraseActivities    int
+	// DeliveryTenantConcurrent bounds one tenant's deliveries in flight
+	// per worker (0: no bound), so that one tenant's slow endpoints cannot
+	// take every delivery slot either.
+	DeliveryTenantConcurrent int
+	// TenantFairness sends each tenant's workflows with the tenant as
+	// their Temporal fairness key, so that a server with fairness on
+	// (matching.enableFairness) dispatches the tenants' tasks in turn
+	// rather than first in, first out. Off by default: measured on the
+	// in-process server, it slowed every tenant (BENCHMARKS.md, 11).
+	TenantFairness bool
+	// LLMTenantTurns has the LLM worker take in more summarizer calls
+	// than it makes at once and give its LLM_PARALLELISM slots to the
+	// tenants in turn, so that one tenant's backlog does not delay
+	// another's calls (LLM_TENANT_TURNS).
+	LLMTenantTurns bool
+
 	// AnthropicAPIKey turns on Claude token counts by Anthropic's
 	// count_tokens endpoint (ANTHROPIC_API_KEY); empty: Claude runs are
 	// counted with o200k_base times their factor. AnthropicBaseURL is the
@@ -134,6 +160,15 @@ type Config struct {
 	MinEventInterval time.Duration
 }
 
+// OnTaskQueue is c with its task queue set to q and the LLM, delivery
+// and erasure queues named after it, as their defaults are: the tests
+// and the bench give each worker queues of its own this way.
+func (c Config) OnTaskQueue(q string) Config {
+	c.TaskQueue, c.LLMTaskQueue = q, q+"-llm"
+	c.DeliveryTaskQueue, c.EraseTaskQueue = q+"-deliveries", q+"-erasures"
+	return c
+}
+
 // maxBlobCacheMB keeps BLOB_CACHE_MB in bytes far from overflowing int64.
 const maxBlobCacheMB = 1 << 20
 
@@ -195,6 +230,14 @@ func load(getenv func(string) string) (Config, error) {
 		CostTurns:         r.integer("COST_TURNS", 10),
 		LogLevel:          strings.ToLower(r.str("LOG_LEVEL", "info")),
 
+		DeliveryTaskQueue:        r.str("DELIVERY_TASK_QUEUE", ""),
+		DeliveryActivities:       r.integer("DELIVERY_ACTIVITIES", 16),
+		EraseTaskQueue:           r.str("ERASE_TASK_QUEUE", ""),
+		EraseActivities:          r.integer("ERASE_ACTIVITIES", 8),
+		DeliveryTenantConcurrent: r.integer("DELIVERY_TENANT_CONCURRENT", 4),
+		TenantFairness:           r.boolean("TENANT_FAIRNESS", false),
+		LLMTenantTurns:           r.boolean("LLM_TENANT_TURNS", true),
+
 		MigrateDatabaseURL: r.str("MIGRATE_DATABASE_URL", ""),
 		OverrideCaps: policy.Caps{
 			MaxAttempts:       r.integer("OVERRIDE_MAX_ATTEMPTS", 5),
@@ -234,6 +277,27 @@ func load(getenv func(string) string) (Config, error) {
 	}
 	if c.LLMTaskQueue == c.TaskQueue {
 		return Config{}, fmt.Errorf("LLM_TASK_QUEUE: %q is TEMPORAL_TASK_QUEUE; the summarizer calls need a queue of their own", c.LLMTaskQueue)
+	}
+	if c.DeliveryTaskQueue == "" {
+		c.DeliveryTaskQueue = c.TaskQueue + "-deliveries"
+	}
+	if c.EraseTaskQueue == "" {
+		c.EraseTaskQueue = c.TaskQueue + "-erasures"
+	}
+	// Each queue has a worker of its own with its own slots: two of them
+	// sharing a name would share the slots again.
+	queues := map[string]string{c.TaskQueue: "TEMPORAL_TASK_QUEUE"}
+	for _, q := range []struct{ name, v string }{{c.LLMTaskQueue, "LLM_TASK_QUEUE"}, {c.DeliveryTaskQueue, "DELIVERY_TASK_QUEUE"}, {c.EraseTaskQueue, "ERASE_TASK_QUEUE"}} {
+		if other, ok := queues[q.name]; ok {
+			return Config{}, fmt.Errorf("%s: %q is %s; each task queue needs a name of its own", q.v, q.name, other)
+		}
+		queues[q.name] = q.v
+	}
+	if c.DeliveryActivities < 1 || c.EraseActivities < 1 {
+		return Config{}, fmt.Errorf("DELIVERY_ACTIVITIES and ERASE_ACTIVITIES must be at least 1 (got %d and %d)", c.DeliveryActivities, c.EraseActivities)
+	}
+	if c.DeliveryTenantConcurrent < 0 {
+		return Config{}, fmt.Errorf("DELIVERY_TENANT_CONCURRENT: %d is negative (0 is no bound)", c.DeliveryTenantConcurrent)
 	}
 	if c.BlobCacheMB > maxBlobCacheMB {
 		return Config{}, fmt.Errorf("BLOB_CACHE_MB: %d is more than %d (1 TiB)", c.BlobCacheMB, maxBlobCacheMB)

@@ -204,3 +204,34 @@ func TestProviderTokens(t *testing.T) {
 		require.NotContains(t, err.Error(), "sk-ant-secret")
 	}
 }
+
+// The delivery and erasure queues follow the task queue by default and
+// may not share a name with another queue: two workers on one queue
+// would share their slots again.
+func TestBackgroundTaskQueues(t *testing.T) {
+	t.Parallel()
+	c, err := load(env(map[string]string{"TEMPORAL_TASK_QUEUE": "q"}))
+	require.NoError(t, err)
+	require.Equal(t, "q-deliveries", c.DeliveryTaskQueue)
+	require.Equal(t, "q-erasures", c.EraseTaskQueue)
+	require.Equal(t, 16, c.DeliveryActivities)
+	require.Equal(t, 8, c.EraseActivities)
+	require.Equal(t, 4, c.DeliveryTenantConcurrent)
+	require.False(t, c.TenantFairness, "off: it slowed every tenant on the in-process server")
+	require.True(t, c.LLMTenantTurns)
+	for _, bad := range []map[string]string{
+		{"TEMPORAL_TASK_QUEUE": "q", "DELIVERY_TASK_QUEUE": "q"},
+		{"ERASE_TASK_QUEUE": "compaction-llm"},
+		{"DELIVERY_TASK_QUEUE": "x", "ERASE_TASK_QUEUE": "x"},
+		{"DELIVERY_ACTIVITIES": "0"},
+		{"DELIVERY_TENANT_CONCURRENT": "-1"},
+	} {
+		_, err := load(env(bad))
+		require.Error(t, err, "%v", bad)
+	}
+	c, err = load(env(map[string]string{"DELIVERY_TENANT_CONCURRENT": "0", "TENANT_FAIRNESS": "true", "LLM_TENANT_TURNS": "false"}))
+	require.NoError(t, err)
+	require.Zero(t, c.DeliveryTenantConcurrent)
+	require.True(t, c.TenantFairness)
+	require.False(t, c.LLMTenantTurns)
+}

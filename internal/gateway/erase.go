@@ -30,7 +30,7 @@ func (g *Gateway) EraseSession(ctx context.Context, tenant, session, requestedBy
 		return store.Erasure{}, "", err
 	}
 	id := contract.EraseWorkflowID(e.ID)
-	_, err = g.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: g.TaskQueue,
+	_, err = g.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: g.eraseQueue(), Priority: g.priority(tenant),
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING},
 		contract.EraseWorkflow, contract.EraseInput{ErasureID: e.ID, Tenant: tenant, Session: session})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
@@ -129,7 +130,16 @@ type Gateway struct {
 	TaskQueue string
 	// LLMTaskQueue is where a run's summarizer calls go; empty sends
 	// them to TaskQueue with the steps (no queue-wide rate limit).
-	LLMTaskQueue  string
+	LLMTaskQueue string
+	// DeliveryTaskQueue is where webhook deliveries run and
+	// EraseTaskQueue where erasures run, each polled by a worker with
+	// slots of its own; empty is TaskQueue.
+	DeliveryTaskQueue string
+	EraseTaskQueue    string
+	// Fairness starts each tenant's workflows with the tenant as their
+	// fairness key (TENANT_FAIRNESS), which their runs, activities and
+	// deliveries inherit.
+	Fairness      bool
 	DefaultPreset string
 	// Overrides are the deployment's preset overrides (preset file and
 	// SYNAPSE_COMPACT_* variables). They are merged under each event's own
@@ -279,7 +289,7 @@ func (g *Gateway) inputOf(r store.Run) (contract.CompactionInput, error) {
 			Preset: r.Preset, Overrides: r.Overrides, Model: r.AgentModel, ContextLimit: r.ContextLimit, ReplayOf: r.ReplayOf,
 			Resolved: &preset,
 		},
-		InputKey: r.InputKey, InputSHA256: r.InputSHA256, LLMTaskQueue: g.LLMTaskQueue,
+		InputKey: r.InputKey, InputSHA256: r.InputSHA256, LLMTaskQueue: g.LLMTaskQueue, DeliveryTaskQueue: g.DeliveryTaskQueue,
 		Visibility: g.SearchAttributes, Judge: g.Judge,
 	}, nil
 }
@@ -288,7 +298,7 @@ func (g *Gateway) inputOf(r store.Run) (contract.CompactionInput, error) {
 // session when it is not running.
 func (g *Gateway) start(ctx context.Context, in contract.CompactionInput) error {
 	tenant, session := in.Run.Tenant, in.Run.Session
-	opts := client.StartWorkflowOptions{ID: contract.SessionWorkflowID(tenant, session), TaskQueue: g.TaskQueue}
+	opts := client.StartWorkflowOptions{ID: contract.SessionWorkflowID(tenant, session), TaskQueue: g.TaskQueue, Priority: g.priority(tenant)}
 	if g.SearchAttributes {
 		opts.TypedSearchAttributes = contract.SessionSearchAttributes(tenant, session)
 	}
@@ -298,6 +308,46 @@ func (g *Gateway) start(ctx context.Context, in contract.CompactionInput) error 
 		return fmt.Errorf("start session workflow: %w", err)
 	}
 	return nil
+}
+
+// deliveryQueue is the task queue deliveries start on.
+func (g *Gateway) deliveryQueue() string {
+	if g.DeliveryTaskQueue != "" {
+		return g.DeliveryTaskQueue
+	}
+	return g.TaskQueue
+}
+
+// eraseQueue is the task queue erasures start on.
+func (g *Gateway) eraseQueue() string {
+	if g.EraseTaskQueue != "" {
+		return g.EraseTaskQueue
+	}
+	return g.TaskQueue
+}
+
+// priority is the priority of tenant's workflows: the tenant as their
+// fairness key, so that a server with fairness on hands out the tenants'
+// tasks in turn and one tenant's backlog does not delay another's. Every
+// tenant weighs the same.
+func (g *Gateway) priority(tenant string) temporal.Priority {
+	if !g.Fairness {
+		return temporal.Priority{}
+	}
+	return temporal.Priority{FairnessKey: fairnessKey(tenant)}
+}
+
+// fairnessKey is tenant as a fairness key, which Temporal bounds to 64
+// bytes: a longer tenant name is cut and suffixed with a hash of the
+// whole, so that two long names sharing a prefix stay apart.
+func fairnessKey(tenant string) string {
+	const limit = 64
+	if len(tenant) <= limit {
+		return tenant
+	}
+	sum := sha256.Sum256([]byte(tenant))
+	suffix := "~" + hex.EncodeToString(sum[:8])
+	return tenant[:limit-len(suffix)] + suffix
 }
 
 // checkBreaker refuses an automatic event of a session whose breaker is

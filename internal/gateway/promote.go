@@ -48,7 +48,8 @@ func (g *Gateway) announcePromotion(ctx context.Context, p store.Promotion) erro
 	// A delivery of this promotion still running is joined; one that
 	// ended is started again and sends nothing twice (deliveries are
 	// recorded per endpoint, run and event).
-	_, err = g.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: contract.PromotionWorkflowID(p.RunID), TaskQueue: g.TaskQueue},
+	_, err = g.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: contract.PromotionWorkflowID(p.RunID), TaskQueue: g.deliveryQueue(),
+		Priority: g.priority(p.Tenant)},
 		contract.DeliveryWorkflow, contract.DeliveryInput{Tenant: p.Tenant, RunID: p.RunID, Event: contract.EventPromoted})
 	if err != nil {
 		return fmt.Errorf("announce promotion of %s: %w", p.RunID, err)

@@ -136,7 +136,7 @@ func TestInputOfMapsEveryField(t *testing.T) {
 	require.NoError(t, err)
 	r.ResolvedPreset, err = json.Marshal(preset)
 	require.NoError(t, err)
-	g := &Gateway{LLMTaskQueue: "llm", SearchAttributes: true, Judge: true, TaskQueue: "steps"}
+	g := &Gateway{LLMTaskQueue: "llm", DeliveryTaskQueue: "deliveries", SearchAttributes: true, Judge: true, TaskQueue: "steps"}
 	in, err := g.inputOf(r)
 	require.NoError(t, err)
 	require.Equal(t, contract.CompactionInput{
@@ -145,7 +145,8 @@ func TestInputOfMapsEveryField(t *testing.T) {
 			Overrides: json.RawMessage(`{"history":{"attempts":2}}`), Model: "gpt-4o", ContextLimit: 64000, ReplayOf: "run-0",
 			Resolved: &preset,
 		},
-		InputKey: "tenants/acme/archive/ab/abcd", InputSHA256: "abcd", LLMTaskQueue: "llm", Visibility: true, Judge: true,
+		InputKey: "tenants/acme/archive/ab/abcd", InputSHA256: "abcd", LLMTaskQueue: "llm", DeliveryTaskQueue: "deliveries",
+		Visibility: true, Judge: true,
 	}, in)
 	requireAllSet(t, reflect.ValueOf(in.Run))
 	require.Equal(t, 2, in.Run.Resolved.History.Attempts, "the snapshot is the row's resolved preset")
@@ -155,6 +156,7 @@ func TestInputOfMapsEveryField(t *testing.T) {
 	in, err = (&Gateway{}).inputOf(r)
 	require.NoError(t, err)
 	require.Empty(t, in.LLMTaskQueue)
+	require.Empty(t, in.DeliveryTaskQueue)
 	require.False(t, in.Visibility)
 	require.False(t, in.Judge)
 	require.Equal(t, "gpt-4o", in.Run.Model, "the agent's model, not the summarizer's")

@@ -76,7 +76,7 @@ func (g *Gateway) Redeliver(ctx context.Context, tenant, id string) (workflowID 
 		return "", err
 	}
 	workflowID = contract.RedeliveryWorkflowID(d.ID, strconv.FormatInt(time.Now().UnixNano(), 36))
-	_, err = g.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflowID, TaskQueue: g.TaskQueue},
+	_, err = g.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: workflowID, TaskQueue: g.deliveryQueue(), Priority: g.priority(tenant)},
 		contract.DeliveryWorkflow, contract.DeliveryInput{Tenant: tenant, RunID: d.RunID, DeliveryID: d.ID})
 	if err != nil {
 		return "", fmt.Errorf("start redelivery of %s: %w", id, err)
