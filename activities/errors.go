@@ -15,30 +15,32 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
-// Application error types the workflows know. Retryable vs non-retryable
-// is decided here, once per dependency: store.IsRetryable for Postgres,
+// Application error types the workflows know: the Type of the Temporal
+// application errors the activities return (not Go errors: a workflow
+// reads them from the failure, by name). Retryable vs non-retryable is
+// decided here, once per dependency: store.IsRetryable for Postgres,
 // blob.IsRetryable for S3, llm.Error.Retryable for the summarizer.
 const (
-	// ErrBadInput: the conversation or the request cannot be used; no
+	// TypeBadInput: the conversation or the request cannot be used; no
 	// retry will change that.
-	ErrBadInput = "bad_input"
-	// ErrConfig: a preset or the deployment is misconfigured.
-	ErrConfig = "config"
-	// ErrLLMRejected: the summarizer refused the request for good
+	TypeBadInput = "bad_input"
+	// TypeConfig: a preset or the deployment is misconfigured.
+	TypeConfig = "config"
+	// TypeLLMRejected: the summarizer refused the request for good
 	// (authentication, a bad request).
-	ErrLLMRejected = "llm_rejected"
-	// ErrDependency: S3 or Postgres failed in a way retries will not fix.
-	ErrDependency = "dependency"
-	// ErrUnavailable: S3 or Postgres is down or timed out; retried under
+	TypeLLMRejected = "llm_rejected"
+	// TypeDependency: S3 or Postgres failed in a way retries will not fix.
+	TypeDependency = "dependency"
+	// TypeUnavailable: S3 or Postgres is down or timed out; retried under
 	// the step's policy, so an outage delays a run instead of failing it.
-	ErrUnavailable = "dependency_unavailable"
-	// ErrInternal: an error no dependency classified: a bug or input the
+	TypeUnavailable = "dependency_unavailable"
+	// TypeInternal: an error no dependency classified: a bug or input the
 	// code did not foresee. Retrying cannot fix it, so the run fails at
 	// once instead of retrying for an hour.
-	ErrInternal = "internal"
-	// ErrWebhookRejected: a webhook endpoint did not accept a delivery
+	TypeInternal = "internal"
+	// TypeWebhookRejected: a webhook endpoint did not accept a delivery
 	// (no answer, or not a 2xx); retried with backoff for up to a day.
-	ErrWebhookRejected = "webhook_rejected"
+	TypeWebhookRejected = "webhook_rejected"
 	// ErrTenantBusy: the delivery's tenant has its
 	// DELIVERY_TENANT_CONCURRENT deliveries in flight in this worker; the
 	// delivery is not sent now and comes back in a few seconds.
@@ -46,11 +48,11 @@ const (
 )
 
 func badInput(err error) error {
-	return temporal.NewNonRetryableApplicationError(err.Error(), ErrBadInput, err)
+	return temporal.NewNonRetryableApplicationError(err.Error(), TypeBadInput, err)
 }
 
 func config(err error) error {
-	return temporal.NewNonRetryableApplicationError(err.Error(), ErrConfig, err)
+	return temporal.NewNonRetryableApplicationError(err.Error(), TypeConfig, err)
 }
 
 // blobErr keeps retryable S3 errors retryable and stops the others.
@@ -59,9 +61,9 @@ func blobErr(err error) error {
 		return nil
 	}
 	if blob.IsRetryable(err) || interrupted(err) {
-		return temporal.NewApplicationErrorWithCause(err.Error(), ErrUnavailable, err)
+		return temporal.NewApplicationErrorWithCause(err.Error(), TypeUnavailable, err)
 	}
-	return temporal.NewNonRetryableApplicationError(err.Error(), ErrDependency, err)
+	return temporal.NewNonRetryableApplicationError(err.Error(), TypeDependency, err)
 }
 
 // interrupted reports a call cut short by the activity's own context
@@ -82,12 +84,12 @@ func storeErr(err error) error {
 		return nil
 	}
 	if store.IsRetryable(err) || interrupted(err) {
-		return temporal.NewApplicationErrorWithCause(err.Error(), ErrUnavailable, err)
+		return temporal.NewApplicationErrorWithCause(err.Error(), TypeUnavailable, err)
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		return temporal.NewNonRetryableApplicationError(err.Error(), ErrBadInput, err)
+		return temporal.NewNonRetryableApplicationError(err.Error(), TypeBadInput, err)
 	}
-	return temporal.NewNonRetryableApplicationError(err.Error(), ErrDependency, err)
+	return temporal.NewNonRetryableApplicationError(err.Error(), TypeDependency, err)
 }
 
 // llmErr maps a summarizer error onto Temporal's retry: a 429 retries after
@@ -99,7 +101,7 @@ func llmErr(err error) error {
 		return err
 	}
 	if !le.Retryable() {
-		return temporal.NewNonRetryableApplicationError(le.Message, ErrLLMRejected, errors.New(le.Error()))
+		return temporal.NewNonRetryableApplicationError(le.Message, TypeLLMRejected, errors.New(le.Error()))
 	}
 	// The cause is the scrubbed error only: the provider's own error
 	// (its body may echo the prompt) must not reach Temporal's history.
@@ -113,7 +115,7 @@ func llmErr(err error) error {
 // activity in record: errors already classified above (application errors
 // of any type) and cancellations keep their retry decision; anything else
 // was classified by nobody and is a bug or unforeseen input, so it stops
-// the run now with ErrInternal rather than retrying for an hour.
+// the run now with TypeInternal rather than retrying for an hour.
 func classify(err error) error {
 	if err == nil {
 		return nil
@@ -133,7 +135,7 @@ func classify(err error) error {
 	if errors.As(err, &canceled) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	return temporal.NewNonRetryableApplicationError(err.Error(), ErrInternal, err)
+	return temporal.NewNonRetryableApplicationError(err.Error(), TypeInternal, err)
 }
 
 // maxPublicMessage bounds the message a failed run or step shows its
@@ -192,18 +194,18 @@ func describeApp(app *temporal.ApplicationError) (store.ErrorClass, string) {
 		}
 	}
 	switch app.Type() {
-	case ErrBadInput:
+	case TypeBadInput:
 		return store.ErrorBadInput, app.Message()
-	case ErrConfig:
+	case TypeConfig:
 		return store.ErrorConfig, "the deployment's configuration refused the run; the operator's logs have the detail"
-	case ErrLLMRejected:
+	case TypeLLMRejected:
 		return store.ErrorSummarizer, "the summarizer refused the request: " + said
 	case string(llm.RateLimited), string(llm.ServerError), string(llm.Timeout), string(llm.ContextLength),
 		string(llm.Auth), string(llm.BadRequest), string(llm.Unknown), string(llm.Canceled):
 		return store.ErrorSummarizer, "the summarizer failed: " + said
-	case ErrUnavailable:
+	case TypeUnavailable:
 		return store.ErrorDependency, "Postgres or S3 was unavailable"
-	case ErrDependency:
+	case TypeDependency:
 		return store.ErrorDependency, "Postgres or S3 failed; the operator's logs have the detail"
 	}
 	return store.ErrorInternal, "internal error; the operator's logs have the detail"

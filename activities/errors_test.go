@@ -29,19 +29,19 @@ func TestClassify(t *testing.T) {
 		wantType  string
 		retryable bool
 	}{
-		{"plain error", errors.New("render output: unexpected shape"), ErrInternal, false},
-		{"wrapped plain error", fmt.Errorf("write compression stats: %w", errors.New("no place")), ErrInternal, false},
-		{"S3 timeout retries", blobErr(fmt.Errorf("read x: %w", context.DeadlineExceeded)), ErrUnavailable, true},
-		{"S3 not found stops", blobErr(fmt.Errorf("read x: %w", blob.ErrNotFound)), ErrDependency, false},
-		{"bad input stays bad input", badInput(errors.New("message 3: field content")), ErrBadInput, false},
-		{"config stays config", config(errors.New("unknown stage")), ErrConfig, false},
-		{"wrapped retryable keeps its class outside", fmt.Errorf("read input: %w", blobErr(context.DeadlineExceeded)), ErrUnavailable, true},
-		{"wrapped bad input keeps its class outside", fmt.Errorf("read input: %w", badInput(errors.New("not ours"))), ErrBadInput, false},
+		{"plain error", errors.New("render output: unexpected shape"), TypeInternal, false},
+		{"wrapped plain error", fmt.Errorf("write compression stats: %w", errors.New("no place")), TypeInternal, false},
+		{"S3 timeout retries", blobErr(fmt.Errorf("read x: %w", context.DeadlineExceeded)), TypeUnavailable, true},
+		{"S3 not found stops", blobErr(fmt.Errorf("read x: %w", blob.ErrNotFound)), TypeDependency, false},
+		{"bad input stays bad input", badInput(errors.New("message 3: field content")), TypeBadInput, false},
+		{"config stays config", config(errors.New("unknown stage")), TypeConfig, false},
+		{"wrapped retryable keeps its class outside", fmt.Errorf("read input: %w", blobErr(context.DeadlineExceeded)), TypeUnavailable, true},
+		{"wrapped bad input keeps its class outside", fmt.Errorf("read input: %w", badInput(errors.New("not ours"))), TypeBadInput, false},
 		// A worker stopping gracefully cancels the steps in flight: the
 		// step runs again, it does not fail the run.
-		{"Postgres call canceled by a worker stop retries", storeErr(fmt.Errorf("count live runs: %w", context.Canceled)), ErrUnavailable, true},
-		{"S3 call canceled by a worker stop retries", blobErr(fmt.Errorf("read x: %w", context.Canceled)), ErrUnavailable, true},
-		{"Postgres not found still stops", storeErr(fmt.Errorf("read run: %w", store.ErrNotFound)), ErrBadInput, false},
+		{"Postgres call canceled by a worker stop retries", storeErr(fmt.Errorf("count live runs: %w", context.Canceled)), TypeUnavailable, true},
+		{"S3 call canceled by a worker stop retries", blobErr(fmt.Errorf("read x: %w", context.Canceled)), TypeUnavailable, true},
+		{"Postgres not found still stops", storeErr(fmt.Errorf("read run: %w", store.ErrNotFound)), TypeBadInput, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -193,7 +193,7 @@ func (a *Activities) send(ctx context.Context, d store.Delivery, w store.Webhook
 	}
 	if !att.Accepted() {
 		logger(ctx).Info("webhook not accepted", "delivery", id, "endpoint", w.ID, "code", att.Code, "class", att.Err, "detail", att.Detail)
-		return temporal.NewApplicationError(att.Err, ErrWebhookRejected)
+		return temporal.NewApplicationError(att.Err, TypeWebhookRejected)
 	}
 	return nil
 }

@@ -20,8 +20,8 @@ import (
 
 // Non-retryable error types, shared with the activities.
 const (
-	ErrBadInput = activities.ErrBadInput
-	ErrConfig   = activities.ErrConfig
+	TypeBadInput = activities.TypeBadInput
+	TypeConfig   = activities.TypeConfig
 )
 
 // llmQueueKey keeps the run's LLM task queue in the workflow context, for
@@ -84,7 +84,7 @@ func llmOptions(attempts int) workflow.ActivityOptions {
 			BackoffCoefficient:     2,
 			MaximumInterval:        time.Minute,
 			MaximumAttempts:        int32(attempts),
-			NonRetryableErrorTypes: []string{ErrBadInput, ErrConfig, activities.ErrLLMRejected},
+			NonRetryableErrorTypes: []string{TypeBadInput, TypeConfig, activities.TypeLLMRejected},
 		},
 	}
 }
@@ -168,7 +168,7 @@ func (c *compactionRun) execute(ctx workflow.Context) (contract.Outcome, error) 
 	// The gateway resolved the preset once, at submit: every step works
 	// with that snapshot and none resolves it again.
 	if c.run.Resolved == nil {
-		return c.res, temporal.NewNonRetryableApplicationError("the run carries no resolved preset", ErrConfig, nil)
+		return c.res, temporal.NewNonRetryableApplicationError("the run carries no resolved preset", TypeConfig, nil)
 	}
 	c.preset = *c.run.Resolved
 	planIn := activities.PlanInput{Run: c.run, InputKey: c.in.InputKey, InputSHA256: c.in.InputSHA256}
@@ -180,7 +180,7 @@ func (c *compactionRun) execute(ctx workflow.Context) (contract.Outcome, error) 
 	// The plan step archived the original, and verified its checksum,
 	// before anything is replaced.
 	if c.plan.Archive == nil {
-		return c.res, temporal.NewNonRetryableApplicationError("plan: no archive of the original", ErrConfig, nil)
+		return c.res, temporal.NewNonRetryableApplicationError("plan: no archive of the original", TypeConfig, nil)
 	}
 	c.archive = *c.plan.Archive
 	c.res.ArchiveKey = c.archive.Key

@@ -598,9 +598,9 @@ func TestFailureMarksRunFailed(t *testing.T) {
 		name:   "bad input at plan",
 		preset: "adaptive",
 		setup: func(f *fakes) {
-			f.planErr = temporal.NewNonRetryableApplicationError("message 3: bad role", ErrBadInput, nil)
+			f.planErr = temporal.NewNonRetryableApplicationError("message 3: bad role", TypeBadInput, nil)
 		},
-		errType: ErrBadInput,
+		errType: TypeBadInput,
 		want:    []string{"Plan", "FailRun"},
 		class:   store.ErrorBadInput,
 		message: "plan: message 3: bad role",
@@ -610,7 +610,7 @@ func TestFailureMarksRunFailed(t *testing.T) {
 		setup: func(f *fakes) {
 			f.editRun = func(r *contract.Run) { r.Resolved = nil }
 		},
-		errType: ErrConfig,
+		errType: TypeConfig,
 		want:    []string{"FailRun"},
 		class:   store.ErrorConfig,
 		message: "the deployment's configuration refused the run",
@@ -619,9 +619,9 @@ func TestFailureMarksRunFailed(t *testing.T) {
 		preset: "watermark",
 		setup: func(f *fakes) {
 			f.commitErr = temporal.NewNonRetryableApplicationError(
-				`commit run: ERROR: invalid byte sequence for encoding "UTF8": 0x00 (SQLSTATE 22021)`, activities.ErrDependency, nil)
+				`commit run: ERROR: invalid byte sequence for encoding "UTF8": 0x00 (SQLSTATE 22021)`, activities.TypeDependency, nil)
 		},
-		errType: activities.ErrDependency,
+		errType: activities.TypeDependency,
 		want:    []string{"Plan", "Deterministic", "Commit", "FailRun"},
 		class:   store.ErrorDependency,
 		message: "commit: Postgres or S3 failed",
@@ -756,7 +756,7 @@ func TestIntermediatesReleasedWhenFinal(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"run-1"}, f.released)
 
-	failed := &fakes{planErr: temporal.NewNonRetryableApplicationError("message 3: bad role", ErrBadInput, nil)}
+	failed := &fakes{planErr: temporal.NewNonRetryableApplicationError("message 3: bad role", TypeBadInput, nil)}
 	_, err = runCompaction(t, failed, testRun("offload-compact", ""))
 	require.Error(t, err)
 	require.Equal(t, []string{"FailRun"}, failed.names()[1:])

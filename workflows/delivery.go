@@ -21,7 +21,7 @@ var deliveryRetry = &temporal.RetryPolicy{
 	InitialInterval:        2 * time.Second,
 	BackoffCoefficient:     2,
 	MaximumInterval:        time.Hour,
-	NonRetryableErrorTypes: []string{activities.ErrBadInput, activities.ErrDependency, activities.ErrInternal},
+	NonRetryableErrorTypes: []string{activities.TypeBadInput, activities.TypeDependency, activities.TypeInternal},
 }
 
 // WebhookDelivery tells a run's final state to its tenant's endpoints,

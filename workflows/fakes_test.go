@@ -352,7 +352,7 @@ func runCompactionInput(t *testing.T, f *fakes, in contract.CompactionInput) (co
 
 // rejected is a summarizer error no retry will fix.
 func rejected(msg string) error {
-	return temporal.NewNonRetryableApplicationError(msg, activities.ErrLLMRejected, nil)
+	return temporal.NewNonRetryableApplicationError(msg, activities.TypeLLMRejected, nil)
 }
 
 // unavailable is a summarizer error worth retrying.

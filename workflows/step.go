@@ -116,7 +116,7 @@ func stepRetry() *temporal.RetryPolicy {
 		InitialInterval:        500 * time.Millisecond,
 		BackoffCoefficient:     2,
 		MaximumInterval:        30 * time.Second,
-		NonRetryableErrorTypes: []string{ErrBadInput, ErrConfig},
+		NonRetryableErrorTypes: []string{TypeBadInput, TypeConfig},
 	}
 }
 
