@@ -107,9 +107,16 @@ func (c *checker) run(ctx context.Context, rep *Report, gen *loadGen, f *faults,
 		fail("a %d answer without 503+Retry-After (Retry-After %q) at %s: %s", x.status, x.retryAfter, x.at.Format("15:04:05"), x.body)
 	}
 	rep.Faults = map[string]int{}
+	f.mu.Lock()
 	for _, x := range f.list {
 		rep.Faults[x.kind]++
 	}
+	rep.Crashes, rep.CrashWhy = map[string]int{}, map[string]string{}
+	for k, v := range f.crashes {
+		rep.Crashes[k] = v
+		rep.CrashWhy[k] = f.crashWhy[k]
+	}
+	f.mu.Unlock()
 
 	// Every accepted event's run reaches a final status within Settle.
 	start := time.Now()

@@ -25,7 +25,11 @@ type faults struct {
 	mu   sync.Mutex
 	list []fault
 	busy map[string]bool // links with a fault on
-	wg   sync.WaitGroup
+	// crashes counts exits on their own per role; crashWhy is the last
+	// such exit's last log line.
+	crashes  map[string]int
+	crashWhy map[string]string
+	wg       sync.WaitGroup
 }
 
 func (f *faults) record(kind, target string, start, end time.Time) {
@@ -84,6 +88,7 @@ func (f *faults) kills(ctx context.Context) {
 		}
 		p := up[rand.IntN(len(up))]
 		start := time.Now()
+		p.setHeld(true)
 		p.kill()
 		f.log("fault: SIGKILL %s", p.name)
 		f.wg.Add(1)
@@ -92,9 +97,15 @@ func (f *faults) kills(ctx context.Context) {
 			// The pause ends early when the schedule stops: the end
 			// checks need every component back.
 			sleep(ctx, between(time.Second, 8*time.Second))
-			if err := f.topo.restart(context.Background(), p); err != nil {
-				f.log("restart %s: %v", p.name, err)
+			p.mu.Lock()
+			retired := p.retired // the rolling deploy replaced it meanwhile
+			p.mu.Unlock()
+			if !retired {
+				if err := p.start(); err != nil {
+					f.log("restart %s: %v", p.name, err)
+				}
 			}
+			p.setHeld(false)
 			f.record("kill "+p.role, p.name, start, time.Now())
 		}()
 	}
@@ -192,9 +203,9 @@ func (f *faults) milestones(ctx context.Context) {
 			f.log("rolling deploy: %v", err)
 			return
 		}
-		f.topo.mu.Lock()
+		old.mu.Lock()
 		old.retired = true
-		f.topo.mu.Unlock()
+		old.mu.Unlock()
 		if !old.signal(syscall.SIGTERM, 2*time.Minute) {
 			f.log("rolling deploy: %s still running 2 min after SIGTERM; killed", old.name)
 			old.kill()
@@ -203,12 +214,27 @@ func (f *faults) milestones(ctx context.Context) {
 	f.record("rolling deploy", "workers", start, time.Now())
 }
 
-// restoreAll starts whatever is down (a kill whose restart failed).
-func (f *faults) restoreAll(ctx context.Context) {
-	for _, p := range f.topo.components() {
-		if !p.running() {
-			if err := f.topo.restart(ctx, p); err != nil {
-				f.log("restore %s: %v", p.name, err)
+// supervise restarts, every half second until ctx ends, a component
+// that exited on its own (not killed by the schedule), as systemd or
+// Kubernetes would, and counts those exits per role with the last line
+// each wrote: a process that cannot start while a dependency is down
+// shows here.
+func (f *faults) supervise(ctx context.Context) {
+	for sleep(ctx, 500*time.Millisecond) {
+		for _, p := range f.topo.components() {
+			if p.running() || !p.supervised() {
+				continue
+			}
+			f.mu.Lock()
+			if f.crashes == nil {
+				f.crashes, f.crashWhy = map[string]int{}, map[string]string{}
+			}
+			f.crashes[p.role]++
+			f.crashWhy[p.role] = p.lastLine()
+			f.mu.Unlock()
+			f.log("%s exited on its own (%s); restarting", p.name, truncate(p.lastLine(), 200))
+			if err := p.start(); err != nil {
+				f.log("restart %s: %v", p.name, err)
 			}
 		}
 	}

@@ -29,8 +29,35 @@ type proc struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 	// retired is set once a rolling deploy replaced the process: the
-	// fault schedule no longer picks it.
+	// fault schedule and the supervisor leave it alone.
 	retired bool
+	// held is set while the fault schedule keeps the process down (between
+	// its SIGKILL and its restart), so that the supervisor does not
+	// restart it early.
+	held bool
+}
+
+// setHeld marks the process as kept down (or not) by the schedule.
+func (p *proc) setHeld(v bool) {
+	p.mu.Lock()
+	p.held = v
+	p.mu.Unlock()
+}
+
+// supervised reports whether the supervisor should keep it running.
+func (p *proc) supervised() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.held && !p.retired
+}
+
+// lastLine is the last line of the process's log: why it exited.
+func (p *proc) lastLine() string {
+	data := strings.TrimSpace(p.tail(2000))
+	if i := strings.LastIndex(data, "\n"); i >= 0 {
+		data = data[i+1:]
+	}
+	return data
 }
 
 // start launches the process. Its children die with the soak (Pdeathsig),

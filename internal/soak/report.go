@@ -25,14 +25,18 @@ type Report struct {
 	NetErrors      int
 	Statuses       map[int]int
 	Faults         map[string]int
-	SettledIn      time.Duration
-	DupSteps       int
-	Deliveries     int
-	HooksReceived  int
-	HooksRepeated  int
-	Objects        int
-	Replayed       int
-	Quiet, End     map[string]int64
+	// Crashes are exits on their own (not by the schedule) per role, and
+	// the last line the last of them wrote.
+	Crashes       map[string]int
+	CrashWhy      map[string]string
+	SettledIn     time.Duration
+	DupSteps      int
+	Deliveries    int
+	HooksReceived int
+	HooksRepeated int
+	Objects       int
+	Replayed      int
+	Quiet, End    map[string]int64
 
 	latFault, latQuiet, toFinal []time.Duration
 
@@ -64,6 +68,7 @@ func (r *Report) Table(w io.Writer) {
 	row("runs", fmt.Sprintf("%d (%s)", r.Runs, countMap(r.Status)))
 	row("runs of events whose 2xx the client never saw", fmt.Sprint(r.AcceptedUnseen))
 	row("faults injected", countMap(r.Faults))
+	row("processes that exited on their own (restarted by the soak's supervisor)", countMap(r.Crashes))
 	row("client retries (same event id)", fmt.Sprintf("%d (%d network errors/timeouts)", r.Retries, r.NetErrors))
 	row("HTTP answers", statusMap(r.Statuses))
 	row("submit latency outside faults p50 / p99", fmt.Sprintf("%s / %s (%d events)", pct(r.latQuiet, .5), pct(r.latQuiet, .99), len(r.latQuiet)))
@@ -75,6 +80,9 @@ func (r *Report) Table(w io.Writer) {
 	row("histories replayed", fmt.Sprint(r.Replayed))
 	row("RSS quiet → end (MB)", fmt.Sprintf("worker %d → %d, API %d → %d", r.Quiet["worker"]>>10, r.End["worker"]>>10, r.Quiet["api"]>>10, r.End["api"]>>10))
 	fmt.Fprintln(w)
+	for _, role := range sortedKeys(r.CrashWhy) {
+		fmt.Fprintf(w, "Last exit of a %s on its own: `%s`\n\n", role, truncate(r.CrashWhy[role], 300))
+	}
 	if len(r.Failures) == 0 {
 		fmt.Fprintln(w, "Every check held.")
 	} else {
@@ -90,14 +98,21 @@ func (r *Report) Table(w io.Writer) {
 	fmt.Fprintln(w)
 }
 
-func countMap(m map[string]int) string {
+func sortedKeys[V any](m map[string]V) []string {
 	var keys []string
 	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	return keys
+}
+
+func countMap(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
 	var parts []string
-	for _, k := range keys {
+	for _, k := range sortedKeys(m) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")

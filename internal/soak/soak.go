@@ -223,8 +223,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	logf("quiet memory: %v", quiet)
 
 	// The faults, for Duration, while the rest of the events are
-	// posted at an even pace over it.
+	// posted at an even pace over it; the supervisor runs until the
+	// checks end.
 	f := &faults{topo: topo, cfg: cfg, log: logf}
+	superCtx, stopSupervisor := context.WithCancel(ctx)
+	defer stopSupervisor()
+	go f.supervise(superCtx)
 	faultCtx, stopFaults := context.WithTimeout(ctx, cfg.Duration)
 	faultsDone := make(chan struct{})
 	faultStart := time.Now()
@@ -243,7 +247,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	<-faultsDone
 	cancelLoad()
 	faultEnd := time.Now()
-	f.restoreAll(ctx)
 	for i := range topo.apis {
 		if err := topo.waitAPI(ctx, i, 2*time.Minute); err != nil {
 			logf("after the faults: %v", err)

@@ -275,7 +275,10 @@ func (t *topology) liveWorkers() []*proc {
 	defer t.mu.Unlock()
 	var out []*proc
 	for _, w := range t.workers {
-		if !w.retired {
+		w.mu.Lock()
+		retired := w.retired
+		w.mu.Unlock()
+		if !retired {
 			out = append(out, w)
 		}
 	}
@@ -285,35 +288,6 @@ func (t *topology) liveWorkers() []*proc {
 // components are what the kill schedule picks from.
 func (t *topology) components() []*proc {
 	return append(append(t.liveWorkers(), t.apis...), t.temporal, t.s3proc)
-}
-
-// restart starts a killed component again, waiting for it to serve
-// where that can be seen from here.
-func (t *topology) restart(ctx context.Context, p *proc) error {
-	switch p.role {
-	case "temporal":
-		return t.startTemporal(ctx)
-	case "s3":
-		return t.startS3(ctx)
-	case "api":
-		if err := p.start(); err != nil {
-			return err
-		}
-		for i, a := range t.apis {
-			if a == p {
-				return t.waitAPI(ctx, i, 0)
-			}
-		}
-		return nil
-	default:
-		t.mu.Lock()
-		retired := p.retired
-		t.mu.Unlock()
-		if retired {
-			return nil // replaced by the rolling deploy meanwhile
-		}
-		return p.start()
-	}
 }
 
 // waitAPI waits for replica i to answer /readyz with 200; with wait 0,
