@@ -47,7 +47,7 @@ func (c *checker) close() { c.db.Close() }
 func (c *checker) waitFinal(ctx context.Context, ids []string, bound time.Duration) []string {
 	deadline := time.Now().Add(bound)
 	for {
-		rows, err := c.db.Query(ctx, `select id from runs where id = any($1) and status in ('succeeded', 'failed', 'skipped')`, ids)
+		rows, err := c.db.Query(ctx, `select id from runs where id = any($1) and status not in ('pending', 'running')`, ids)
 		final := map[string]bool{}
 		if err == nil {
 			for rows.Next() {

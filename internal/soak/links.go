@@ -25,6 +25,9 @@ type links struct {
 }
 
 func newLinks() *links {
+	// The toxics log through zerolog's global logger, at trace level by
+	// default: a line per cut connection would bury the soak's own log.
+	zerolog.SetGlobalLevel(zerolog.ErrorLevel)
 	return &links{
 		server:  toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop()),
 		proxies: map[string]*toxiproxy.Proxy{},
