@@ -214,25 +214,51 @@ func (f *faults) milestones(ctx context.Context) {
 	f.record("rolling deploy", "workers", start, time.Now())
 }
 
-// supervise restarts, every half second until ctx ends, a component
-// that exited on its own (not killed by the schedule), as systemd or
-// Kubernetes would, and counts those exits per role with the last line
-// each wrote: a process that cannot start while a dependency is down
-// shows here.
+// supervise restarts, until ctx ends, a component that exited on its
+// own (not killed by the schedule), as systemd or Kubernetes would: after
+// 1 s, doubling up to 8 s while it keeps exiting, so that a process that
+// cannot start while a dependency is down does not take the machine's
+// two cores. It counts those exits per role with the last line each
+// wrote.
 func (f *faults) supervise(ctx context.Context) {
-	for sleep(ctx, 500*time.Millisecond) {
+	type backoff struct {
+		wait  time.Duration
+		since time.Time // when it exited; it restarts at since+wait
+		start time.Time // last restart
+	}
+	state := map[*proc]*backoff{}
+	for sleep(ctx, 250*time.Millisecond) {
 		for _, p := range f.topo.components() {
 			if p.running() || !p.supervised() {
 				continue
 			}
-			f.mu.Lock()
-			if f.crashes == nil {
-				f.crashes, f.crashWhy = map[string]int{}, map[string]string{}
+			b := state[p]
+			if b == nil {
+				b = &backoff{}
+				state[p] = b
 			}
-			f.crashes[p.role]++
-			f.crashWhy[p.role] = p.lastLine()
-			f.mu.Unlock()
-			f.log("%s exited on its own (%s); restarting", p.name, truncate(p.lastLine(), 200))
+			if b.since.IsZero() {
+				// Newly seen down: a process that ran 30 s starts its
+				// backoff over.
+				if time.Since(b.start) > 30*time.Second || b.wait == 0 {
+					b.wait = time.Second
+				} else {
+					b.wait = min(b.wait*2, 8*time.Second)
+				}
+				b.since = time.Now()
+				f.mu.Lock()
+				if f.crashes == nil {
+					f.crashes, f.crashWhy = map[string]int{}, map[string]string{}
+				}
+				f.crashes[p.role]++
+				f.crashWhy[p.role] = p.lastLine()
+				f.mu.Unlock()
+				f.log("%s exited on its own (%s); restarting in %s", p.name, truncate(p.lastLine(), 200), b.wait)
+			}
+			if time.Since(b.since) < b.wait {
+				continue
+			}
+			b.since, b.start = time.Time{}, time.Now()
 			if err := p.start(); err != nil {
 				f.log("restart %s: %v", p.name, err)
 			}
