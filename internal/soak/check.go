@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
@@ -119,9 +120,8 @@ func (c *checker) run(ctx context.Context, rep *Report, gen *loadGen, f *faults,
 	f.mu.Unlock()
 
 	// Every accepted event's run reaches a final status within Settle.
-	start := time.Now()
 	missing := c.waitFinal(ctx, accepted, cfg.Settle)
-	rep.SettledIn = time.Since(start)
+	rep.SettledIn = max(time.Since(rep.FaultEnd), 0)
 	if len(missing) > 0 {
 		fail("%d accepted runs not final %s after the faults stopped: %v", len(missing), cfg.Settle, head(missing, 10))
 	}
@@ -277,10 +277,12 @@ func (c *checker) run(ctx context.Context, rep *Report, gen *loadGen, f *faults,
 
 	// Every run's history replays on the workflows of this build.
 	var ids []string
+	status := map[string]string{}
 	for _, r := range runs {
 		ids = append(ids, r.id)
+		status[r.id] = r.status
 	}
-	c.replay(ctx, rep, ids, cfg.ReplayMax, fail)
+	c.replay(ctx, rep, ids, status, cfg.ReplayMax, fail)
 }
 
 func addCount(m map[string]int, k string) map[string]int {
@@ -293,7 +295,7 @@ func addCount(m map[string]int, k string) map[string]int {
 
 // replay fetches each run's Compaction history from the server and
 // replays it with the workflows registered as workflows.Register does.
-func (c *checker) replay(ctx context.Context, rep *Report, ids []string, limit int, fail func(string, ...any)) {
+func (c *checker) replay(ctx context.Context, rep *Report, ids []string, status map[string]string, limit int, fail func(string, ...any)) {
 	tc, err := client.Dial(client.Options{HostPort: c.topo.temporalAddr, Namespace: c.topo.namespace,
 		Logger: sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
 	if err != nil {
@@ -312,11 +314,24 @@ func (c *checker) replay(ctx context.Context, rep *Report, ids []string, limit i
 	r.RegisterWorkflowWithOptions(workflows.SessionErasure, workflow.RegisterOptions{Name: contract.EraseWorkflow})
 	r.RegisterWorkflowWithOptions(workflows.RetentionSweep, workflow.RegisterOptions{Name: contract.RetentionWorkflow})
 	quiet := sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler))
+	rep.Workflows = map[string]int{}
 	for _, id := range ids {
 		err := r.ReplayWorkflowExecution(ctx, tc.WorkflowService(), quiet, c.topo.namespace, workflow.Execution{ID: id})
 		rep.Replayed++
 		if err != nil {
 			fail("replay of run %s: %v", id, err)
+		}
+		// A run committed as succeeded or over its limit must have a
+		// workflow that completed, not one that failed after the commit.
+		d, err := tc.DescribeWorkflowExecution(ctx, id, "")
+		if err != nil {
+			fail("describe run %s's workflow: %v", id, err)
+			continue
+		}
+		st := d.WorkflowExecutionInfo.Status
+		rep.Workflows[strings.ToLower(strings.TrimPrefix(st.String(), "WORKFLOW_EXECUTION_STATUS_"))]++
+		if (status[id] == "succeeded" || status[id] == "over_limit") && st != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+			fail("run %s is %s but its Compaction workflow ended %s", id, status[id], st)
 		}
 	}
 }

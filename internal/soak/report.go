@@ -36,7 +36,9 @@ type Report struct {
 	HooksRepeated int
 	Objects       int
 	Replayed      int
-	Quiet, End    map[string]int64
+	// Workflows counts the runs' Compaction executions by status.
+	Workflows  map[string]int
+	Quiet, End map[string]int64
 
 	latFault, latQuiet, toFinal []time.Duration
 
@@ -74,10 +76,10 @@ func (r *Report) Table(w io.Writer) {
 	row("submit latency outside faults p50 / p99", fmt.Sprintf("%s / %s (%d events)", pct(r.latQuiet, .5), pct(r.latQuiet, .99), len(r.latQuiet)))
 	row("submit latency during faults p50 / p99", fmt.Sprintf("%s / %s (%d events)", pct(r.latFault, .5), pct(r.latFault, .99), len(r.latFault)))
 	row("event to final run p50 / p99", fmt.Sprintf("%s / %s", pct(r.toFinal, .5), pct(r.toFinal, .99)))
-	row("all runs final after the faults stopped, within", r.SettledIn.Round(time.Second).String())
+	row("every run final, after the faults stopped, within", r.SettledIn.Round(time.Second).String())
 	row("duplicate step rows / duplicate deliveries", fmt.Sprintf("%d / 0 of %d (receiver saw %d ids, %d more than once)", r.DupSteps, r.Deliveries, r.HooksReceived, r.HooksRepeated))
 	row("S3 objects verified (SHA-256)", fmt.Sprint(r.Objects))
-	row("histories replayed", fmt.Sprint(r.Replayed))
+	row("histories replayed; Compaction workflows by status", fmt.Sprintf("%d; %s", r.Replayed, countMap(r.Workflows)))
 	row("RSS quiet → end (MB)", fmt.Sprintf("worker %d → %d, API %d → %d", r.Quiet["worker"]>>10, r.End["worker"]>>10, r.Quiet["api"]>>10, r.End["api"]>>10))
 	fmt.Fprintln(w)
 	for _, role := range sortedKeys(r.CrashWhy) {

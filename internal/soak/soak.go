@@ -232,7 +232,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	faultCtx, stopFaults := context.WithTimeout(ctx, cfg.Duration)
 	faultsDone := make(chan struct{})
 	faultStart := time.Now()
-	go func() { f.run(faultCtx); close(faultsDone) }()
+	var faultEnd time.Time // written before faultsDone closes
+	go func() {
+		f.run(faultCtx)
+		faultEnd = time.Now()
+		logf("faults stopped after %s (every fault lifted, every component restarted)", faultEnd.Sub(faultStart).Round(time.Second))
+		close(faultsDone)
+	}()
 	rest := jobs[warm:]
 	pace := time.Duration(0)
 	if len(rest) > 0 {
@@ -246,13 +252,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	stopFaults()
 	<-faultsDone
 	cancelLoad()
-	faultEnd := time.Now()
+	postedAt := time.Now()
 	for i := range topo.apis {
 		if err := topo.waitAPI(ctx, i, 2*time.Minute); err != nil {
 			logf("after the faults: %v", err)
 		}
 	}
-	logf("faults stopped after %s; checking", faultEnd.Sub(faultStart).Round(time.Second))
+	logf("posting ended %s after the faults; checking", postedAt.Sub(faultEnd).Round(time.Second))
 
 	rep := &Report{Config: cfg, Samples: len(samples), Quiet: quiet, FaultStart: faultStart, FaultEnd: faultEnd}
 	chk.run(ctx, rep, gen, f, hooks, cfg)
