@@ -1,7 +1,7 @@
 # Every target uses the local Go toolchain (go.mod pins Go 1.26.8).
 export GOTOOLCHAIN := local
 
-.PHONY: run test unit vet fmt build bench bench-go fuzz
+.PHONY: run test unit vet fmt build bench bench-go fuzz soak
 
 ## run: compact the sample conversation on the embedded stack (Temporal, Postgres, S3, offline summarizer)
 run:
@@ -41,6 +41,11 @@ build:
 ## bench: the system benchmarks on the real stack, written to BENCHMARKS.md (`go run ./cmd/bench -quick`: a 2-minute check)
 bench:
 	go run ./cmd/bench -out BENCHMARKS.md -judge-out BENCHMARKS-judge.json
+
+## soak: the chaos soak of the production topology in processes (2,000 events over 10 minutes of faults; SOAK_FLAGS adds or overrides flags, e.g. SOAK_FLAGS='-benchmarks BENCHMARKS.md'; docs/testing.md)
+soak:
+	bash deploy/install-versitygw.sh
+	go run ./cmd/soak -events 2000 -sessions 60 -tenants 3 -workers 2 -duration 10m $(SOAK_FLAGS)
 
 ## bench-go: the engine's Go micro-benchmarks
 bench-go:

@@ -239,10 +239,28 @@ func run() error {
 
 	fmt.Println(rep.table())
 	if *out != "" {
-		if err := os.WriteFile(*out, []byte(rep.markdown()), 0o644); err != nil {
+		if err := os.WriteFile(*out, []byte(rep.markdown()+soakSection(*out)), 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", *out, err)
 		}
 		fmt.Fprintln(os.Stderr, "bench: wrote", *out)
 	}
 	return nil
+}
+
+// soakSectionHeading starts the part of BENCHMARKS.md that `make soak
+// -benchmarks` appends to (cmd/soak); the bench keeps it when it rewrites
+// the file, since a soak takes far longer than a bench to redo.
+const soakSectionHeading = "\n## Chaos soak"
+
+// soakSection is that part of the file at path, "" if it has none.
+func soakSection(path string) string {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	i := strings.Index(string(old), soakSectionHeading)
+	if i < 0 {
+		return ""
+	}
+	return string(old[i:])
 }

@@ -1,0 +1,173 @@
+package soak
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// proc is one component of the topology in its own process (a worker, an
+// API replica, the Temporal server, versitygw). It can be killed and
+// started again with the same arguments, so that a restarted API replica
+// or Temporal server comes back on the same port and the proxies in
+// front of it need no change.
+type proc struct {
+	name string
+	role string // "worker", "api", "temporal", "s3"
+	bin  string
+	args []string
+	env  []string
+	log  string // appended to across restarts
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	// retired is set once a rolling deploy replaced the process: the
+	// fault schedule and the supervisor leave it alone.
+	retired bool
+	// held is set while the fault schedule keeps the process down (between
+	// its SIGKILL and its restart), so that the supervisor does not
+	// restart it early.
+	held bool
+}
+
+// setHeld marks the process as kept down (or not) by the schedule.
+func (p *proc) setHeld(v bool) {
+	p.mu.Lock()
+	p.held = v
+	p.mu.Unlock()
+}
+
+// supervised reports whether the supervisor should keep it running.
+func (p *proc) supervised() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.held && !p.retired
+}
+
+// lastLine is the last line of the process's log: why it exited.
+func (p *proc) lastLine() string {
+	data := strings.TrimSpace(p.tail(2000))
+	if i := strings.LastIndex(data, "\n"); i >= 0 {
+		data = data[i+1:]
+	}
+	return data
+}
+
+// start launches the process. Its children die with the soak (Pdeathsig),
+// so an interrupted soak leaves nothing behind.
+func (p *proc) start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(f, "\n=== %s start %s\n", time.Now().UTC().Format(time.RFC3339Nano), p.name)
+	cmd := exec.Command(p.bin, p.args...)
+	cmd.Env = p.env
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("start %s: %w", p.name, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		_ = f.Close()
+		close(exited)
+	}()
+	p.cmd, p.exited = cmd, exited
+	return nil
+}
+
+// running reports whether the last started process is still alive.
+func (p *proc) running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return false
+	}
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// signal sends sig and waits up to wait for the process to exit; it
+// reports whether it did.
+func (p *proc) signal(sig syscall.Signal, wait time.Duration) bool {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	if cmd == nil {
+		return true
+	}
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-exited:
+		return true
+	case <-time.After(wait):
+		return false
+	}
+}
+
+// kill is SIGKILL, waiting for the process to be gone.
+func (p *proc) kill() { p.signal(syscall.SIGKILL, 10*time.Second) }
+
+// pid is the current process's id, 0 when none runs.
+func (p *proc) pid() int {
+	if !p.running() {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd.Process.Pid
+}
+
+// rssKB is the process's resident set (VmRSS in /proc/<pid>/status), in
+// KB; 0 when it does not run.
+func (p *proc) rssKB() int64 {
+	pid := p.pid()
+	if pid == 0 {
+		return 0
+	}
+	return readRSS(pid)
+}
+
+func readRSS(pid int) int64 {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// tail is the last n bytes of the process's log, for a failure report.
+func (p *proc) tail(n int) string {
+	data, err := os.ReadFile(p.log)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	if len(data) > n {
+		data = data[len(data)-n:]
+	}
+	return string(data)
+}

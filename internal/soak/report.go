@@ -1,0 +1,129 @@
+package soak
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Report is what a soak run measured and found.
+type Report struct {
+	Config     Config
+	Samples    int
+	FaultStart time.Time
+	FaultEnd   time.Time
+
+	Posted, Accepted, Refused, GaveUp int
+	// AcceptedUnseen are runs of events whose accepting answer the client
+	// never got (a timeout, a killed replica); its retry then got 200.
+	AcceptedUnseen int
+	Runs           int
+	Status         map[string]int
+	Retries        int
+	NetErrors      int
+	Statuses       map[int]int
+	Faults         map[string]int
+	// Crashes are exits on their own (not by the schedule) per role, and
+	// the last line the last of them wrote.
+	Crashes       map[string]int
+	CrashWhy      map[string]string
+	SettledIn     time.Duration
+	DupSteps      int
+	Deliveries    int
+	HooksReceived int
+	HooksRepeated int
+	Objects       int
+	Replayed      int
+	// Workflows counts the runs' Compaction executions by status.
+	Workflows  map[string]int
+	Quiet, End map[string]int64
+
+	latFault, latQuiet, toFinal []time.Duration
+
+	// Failures are the checks that did not hold; empty means the soak
+	// passed.
+	Failures []string
+}
+
+func pct(d []time.Duration, p float64) string {
+	if len(d) == 0 {
+		return "–"
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(p * float64(len(s)-1))
+	return s[i].Round(time.Millisecond).String()
+}
+
+// Table writes the report as a Markdown table with the findings after it.
+func (r *Report) Table(w io.Writer) {
+	c := r.Config
+	fmt.Fprintf(w, "### Chaos soak, %s\n\n", r.FaultStart.UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(w, "`go run ./cmd/soak -events %d -sessions %d -tenants %d -workers %d -duration %s -fault-rate %g` (%d conversations × formats from %s)\n\n",
+		c.Events, c.Sessions, c.Tenants, c.Workers, c.Duration, c.FaultRate, r.Samples, c.DataDir)
+	row := func(k, v string) { fmt.Fprintf(w, "| %s | %s |\n", k, v) }
+	fmt.Fprintln(w, "| measure | value |")
+	fmt.Fprintln(w, "|---|---|")
+	row("events posted (valid + invalid)", fmt.Sprintf("%d (%d accepted, %d refused 4xx, %d given up)", r.Posted, r.Accepted, r.Refused, r.GaveUp))
+	row("runs", fmt.Sprintf("%d (%s)", r.Runs, countMap(r.Status)))
+	row("runs of events whose 2xx the client never saw", fmt.Sprint(r.AcceptedUnseen))
+	row("faults injected", countMap(r.Faults))
+	row("processes that exited on their own (restarted by the soak's supervisor)", countMap(r.Crashes))
+	row("client retries (same event id)", fmt.Sprintf("%d (%d network errors/timeouts)", r.Retries, r.NetErrors))
+	row("HTTP answers", statusMap(r.Statuses))
+	row("submit latency outside faults p50 / p99", fmt.Sprintf("%s / %s (%d events)", pct(r.latQuiet, .5), pct(r.latQuiet, .99), len(r.latQuiet)))
+	row("submit latency during faults p50 / p99", fmt.Sprintf("%s / %s (%d events)", pct(r.latFault, .5), pct(r.latFault, .99), len(r.latFault)))
+	row("event to final run p50 / p99", fmt.Sprintf("%s / %s", pct(r.toFinal, .5), pct(r.toFinal, .99)))
+	row("every run final, after the faults stopped, within", r.SettledIn.Round(time.Second).String())
+	row("duplicate step rows / duplicate deliveries", fmt.Sprintf("%d / 0 of %d (receiver saw %d ids, %d more than once)", r.DupSteps, r.Deliveries, r.HooksReceived, r.HooksRepeated))
+	row("S3 objects verified (SHA-256)", fmt.Sprint(r.Objects))
+	row("histories replayed; Compaction workflows by status", fmt.Sprintf("%d; %s", r.Replayed, countMap(r.Workflows)))
+	row("RSS quiet → end (MB)", fmt.Sprintf("worker %d → %d, API %d → %d", r.Quiet["worker"]>>10, r.End["worker"]>>10, r.Quiet["api"]>>10, r.End["api"]>>10))
+	fmt.Fprintln(w)
+	for _, role := range sortedKeys(r.CrashWhy) {
+		fmt.Fprintf(w, "Last exit of a %s on its own: `%s`\n\n", role, truncate(r.CrashWhy[role], 300))
+	}
+	if len(r.Failures) == 0 {
+		fmt.Fprintln(w, "Every check held.")
+	} else {
+		fmt.Fprintf(w, "%d checks failed:\n\n", len(r.Failures))
+		for i, f := range r.Failures {
+			if i == 30 {
+				fmt.Fprintf(w, "- … and %d more\n", len(r.Failures)-30)
+				break
+			}
+			fmt.Fprintf(w, "- %s\n", f)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func countMap(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var parts []string
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func statusMap(m map[int]int) string {
+	s := map[string]int{}
+	for k, v := range m {
+		s[fmt.Sprint(k)] = v
+	}
+	return countMap(s)
+}
