@@ -527,7 +527,7 @@ func TestRecordHistories(t *testing.T) {
 		input := readData(t, "swe-agent-deepseek/django__django-11564.json")
 		sub, res := e.compact(gateway.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 60000, Conversation: input})
 		checkRun(t, e, input, sub, res)
-		record(t, "compaction-release-intermediates", fetchHistory(t, e.client, sub.RunID), input, snippets(t, openAIContents(t, input), 20), sub.InputKey)
+		record(t, "compaction-release-after-commit", fetchHistory(t, e.client, sub.RunID), input, snippets(t, openAIContents(t, input), 20), sub.InputKey)
 	})
 	t.Run("session-erasure", func(t *testing.T) {
 		t.Parallel()

@@ -825,9 +825,20 @@ func releaseIntermediates(ctx workflow.Context, run contract.Run) {
 		return
 	}
 	var a *activities.Activities
-	lctx := workflow.WithLocalActivityOptions(ctx, localStepOptions())
 	var res activities.ReleaseResult
-	if err := workflow.ExecuteLocalActivity(lctx, a.ReleaseIntermediates, activities.ReleaseInput{Run: run}).Get(ctx, &res); err != nil {
+	var fut workflow.Future
+	// As a regular activity, scheduled only once the workflow task that
+	// ran the commit has completed: the markers of every step up to the
+	// commit are then in the history, so a timed-out workflow task never
+	// runs those steps again after their intermediates are gone (which
+	// failed a committed run's workflow under a slow link to Temporal).
+	// Runs recorded before this keep the local activity.
+	if workflow.GetVersion(ctx, "release-after-commit", workflow.DefaultVersion, 1) >= 1 {
+		fut = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stepOptions()), a.ReleaseIntermediates, activities.ReleaseInput{Run: run})
+	} else {
+		fut = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, localStepOptions()), a.ReleaseIntermediates, activities.ReleaseInput{Run: run})
+	}
+	if err := fut.Get(ctx, &res); err != nil {
 		workflow.GetLogger(ctx).Warn("release intermediates", "run", run.ID, "error", err)
 	}
 }

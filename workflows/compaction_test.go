@@ -653,18 +653,21 @@ func TestFailureMarksRunFailed(t *testing.T) {
 
 func TestStepsRunLocallyAndSummariesOnTheLLMQueue(t *testing.T) {
 	t.Parallel()
-	steps := []string{"Plan", "Deterministic", "PrepareHistory", "CheckDrift", "ApplyHistory", "Commit", "ReleaseIntermediates"}
+	// The steps up to the commit run locally; the release of the
+	// intermediates is a regular activity on the workflow's own queue
+	// (scheduled after the commit's workflow task is recorded).
+	steps := []string{"Plan", "Deterministic", "PrepareHistory", "CheckDrift", "ApplyHistory", "Commit"}
 	tests := []struct {
 		name       string
 		llmQueue   string
-		wantQueue  string
+		wantQueues map[string]bool
 		wantLocal  []string
 		wantRemote []string
 	}{
-		{name: "LLM task queue set", llmQueue: "llm-q", wantQueue: "llm-q",
-			wantLocal: steps, wantRemote: []string{"Summarize"}},
-		{name: "no LLM task queue: the workflow's own", wantQueue: "default-test-taskqueue",
-			wantLocal: steps, wantRemote: []string{"Summarize"}},
+		{name: "LLM task queue set", llmQueue: "llm-q", wantQueues: map[string]bool{"llm-q": true, "default-test-taskqueue": true},
+			wantLocal: steps, wantRemote: []string{"Summarize", "ReleaseIntermediates"}},
+		{name: "no LLM task queue: the workflow's own", wantQueues: map[string]bool{"default-test-taskqueue": true},
+			wantLocal: steps, wantRemote: []string{"Summarize", "ReleaseIntermediates"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -692,7 +695,7 @@ func TestStepsRunLocallyAndSummariesOnTheLLMQueue(t *testing.T) {
 			require.NoError(t, env.GetWorkflowError())
 			require.Equal(t, tt.wantLocal, local, "local activities")
 			require.Equal(t, tt.wantRemote, remote, "regular activities")
-			require.Equal(t, map[string]bool{tt.wantQueue: true}, queues)
+			require.Equal(t, tt.wantQueues, queues)
 		})
 	}
 }

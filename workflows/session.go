@@ -104,6 +104,10 @@ func queuedRuns(queue []contract.CompactionInput) []string {
 	return ids
 }
 
+// RunTaskTimeout is the workflow task timeout of a run's Compaction
+// workflow.
+const RunTaskTimeout = 30 * time.Second
+
 // runChild runs one event as its Compaction child workflow and waits for
 // it. A run records its own failure, so the session only logs it and
 // goes on.
@@ -115,6 +119,11 @@ func runChild(ctx workflow.Context, ev contract.CompactionInput) {
 		// A run never hangs: past this it times out, and the reconciler
 		// marks its row failed (gateway.Reconcile).
 		WorkflowExecutionTimeout: RunTimeout,
+		// A run's workflow task runs its local steps; under a slow link
+		// to Temporal the default 10 s expired mid-task and the steps ran
+		// again (the chaos soak's finding). A worker that dies mid-task
+		// is noticed by the sticky queue's 5 s timeout first.
+		WorkflowTaskTimeout: RunTaskTimeout,
 	}
 	if ev.Visibility {
 		childOpts.TypedSearchAttributes = runSearchAttributes(ev)
