@@ -470,7 +470,7 @@ func (s *Store) CommitRun(ctx context.Context, id string, res RunResult) (Commit
 func (s *Store) finishWithSteps(ctx context.Context, steps []Step, logs []LogBlock, webhooks *bool, sql string, args ...any) (int64, error) {
 	var batch pgx.Batch
 	for _, st := range steps {
-		if err := queueStep(&batch, st); err != nil {
+		if err := queueStepIf(&batch, st, true); err != nil {
 			return 0, err
 		}
 	}

@@ -461,3 +461,33 @@ func TestCommitRunReadsTheTenantsWebhooks(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, store.Commit{Committed: true, Webhooks: false}, c, "a deleted endpoint")
 }
+
+// TestRepeatedCommitRecordsNoStepTwice: a workflow task that timed out
+// runs its local steps and the commit again, each step a new execution;
+// the repeated commit changes nothing and records none of those steps a
+// second time (the chaos soak's duplicate step rows).
+func TestRepeatedCommitRecordsNoStepTwice(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	r := newRun(t, s, "acme", "s1")
+	require.NoError(t, s.StartRun(ctx, r, store.RunStart{}))
+	steps := func(execution string) []store.Step {
+		return []store.Step{
+			{RunID: r.ID, Name: "plan", Attempt: 1, Execution: execution},
+			{RunID: r.ID, Name: "history/apply", Attempt: 1, Execution: execution},
+		}
+	}
+	c, err := s.CommitRun(ctx, r.ID, store.RunResult{TokensAfter: 10, OutputKey: "k", OutputSHA256: "ab", Steps: steps("first")})
+	require.NoError(t, err)
+	require.True(t, c.Committed)
+	c, err = s.CommitRun(ctx, r.ID, store.RunResult{TokensAfter: 10, OutputKey: "k", OutputSHA256: "ab", Steps: steps("second")})
+	require.NoError(t, err)
+	require.False(t, c.Committed)
+	got, err := s.ListSteps(ctx, r.ID)
+	require.NoError(t, err)
+	require.Len(t, got, 2, "one row per step, from the commit that counted")
+	for _, st := range got {
+		require.Equal(t, "first", st.Execution)
+	}
+}

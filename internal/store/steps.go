@@ -36,6 +36,15 @@ func (s *Store) RecordStep(ctx context.Context, steps ...Step) error {
 
 // queueStep checks a step record and queues its insert on batch.
 func queueStep(batch *pgx.Batch, st Step) error {
+	return queueStepIf(batch, st, false)
+}
+
+// queueStepIf is queueStep; with live set, the step is recorded only
+// while its run is not final yet. A run's steps go with its commit or
+// failure; a workflow task that timed out runs its local steps and the
+// commit again, and that repeated commit (which changes nothing) must not
+// record a second row of each step either.
+func queueStepIf(batch *pgx.Batch, st Step, live bool) error {
 	op := fmt.Sprintf("record step %q attempt %d of run %s", st.Name, st.Attempt, st.RunID)
 	if err := requireNonEmpty(op, [2]string{"RunID", st.RunID}, [2]string{"Name", st.Name}); err != nil {
 		return err
@@ -46,10 +55,15 @@ func queueStep(batch *pgx.Batch, st Step) error {
 	if st.Duration < 0 {
 		return fmt.Errorf("%s: negative duration %s", op, st.Duration)
 	}
+	guard := ""
+	if live {
+		guard = ` where exists (select 1 from runs where id = $1 and status in ('pending', 'running'))`
+	}
 	batch.Queue(`
 		insert into run_steps (run_id, name, attempt, kind, input_size, output_size,
 			prompt_tokens, completion_tokens, model, prompt_version, duration, error, at, execution)
-		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, coalesce($13, now()), $14)
+		select $1::text, $2::text, $3::integer, $4::text, $5::bigint, $6::bigint, $7::integer, $8::integer,
+			$9::text, $10::text, $11::interval, $12::text, coalesce($13::timestamptz, now()), $14::text`+guard+`
 		on conflict (run_id, name, attempt, execution) do nothing`,
 		st.RunID, st.Name, st.Attempt, st.Kind, st.InputSize, st.OutputSize,
 		st.PromptTokens, st.CompletionTokens, st.Model, st.PromptVersion, st.Duration, Storable(st.Error),
