@@ -12,9 +12,11 @@ import (
 )
 
 // TestStepsAreLocalAndSummariesUseTheLLMQueue checks the shape of a run on
-// the server: the S3/Postgres steps are local activities (markers in the
-// history, no activity tasks), and every activity task is a summarizer
-// call on the LLM task queue, where the queue-wide rate limit holds.
+// the server: the S3/Postgres steps up to the commit are local activities
+// (markers in the history, no activity tasks), every summarizer call is an
+// activity task on the LLM task queue, where the queue-wide rate limit
+// holds, and the one other activity task is the release of the
+// intermediates, on the run's own queue after the commit is recorded.
 func TestStepsAreLocalAndSummariesUseTheLLMQueue(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -23,12 +25,17 @@ func TestStepsAreLocalAndSummariesUseTheLLMQueue(t *testing.T) {
 	checkRun(t, e, input, sub, res)
 
 	h := fetchHistory(t, e.client, sub.RunID)
-	scheduled, markers := 0, 0
+	scheduled, markers, released := 0, 0, 0
 	for _, ev := range h.Events {
 		switch ev.GetEventType() {
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 			a := ev.GetActivityTaskScheduledEventAttributes()
-			require.Equal(t, "Summarize", a.GetActivityType().GetName(), "only summarizer calls are activity tasks")
+			if a.GetActivityType().GetName() == "ReleaseIntermediates" {
+				require.Equal(t, e.taskQueue, a.GetTaskQueue().GetName(), "the release runs on the run's own queue")
+				released++
+				continue
+			}
+			require.Equal(t, "Summarize", a.GetActivityType().GetName(), "only summarizer calls and the release are activity tasks")
 			require.Equal(t, e.llmQueue, a.GetTaskQueue().GetName(), "summarizer calls go to the LLM task queue")
 			scheduled++
 		case enumspb.EVENT_TYPE_MARKER_RECORDED:
@@ -38,6 +45,7 @@ func TestStepsAreLocalAndSummariesUseTheLLMQueue(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, scheduled, 1, "the history summary is an activity")
+	require.Equal(t, 1, released, "the intermediates are released once, as an activity task")
 	require.GreaterOrEqual(t, markers, 6, "plan (with the archive), deterministic, prepare, drift, apply and commit ran as local activities")
 }
 
