@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+
+	"github.com/ctxcompact/orchestrator/internal/jsonscan"
 )
 
 // MaxDepth bounds how deeply a conversation's JSON nests (objects and
@@ -19,22 +21,11 @@ const MaxDepth = 128
 // level max+1 of data (valid JSON), or -1 when data stays within max.
 func depthExceeded(data []byte, max int) int {
 	depth := 0
-	inString, escaped := false, false
-	for i, c := range data {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
+	for i := 0; i < len(data); i++ {
+		switch data[i] {
 		case '"':
-			inString = true
+			// Brackets inside a string are text: skip it whole.
+			i = jsonscan.StringEnd(data, i) - 1
 		case '{', '[':
 			depth++
 			if depth > max {
