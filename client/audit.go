@@ -262,18 +262,7 @@ func (c *Client) CompressResult(ctx context.Context, req Compression) (*Compress
 	if err != nil {
 		return nil, nil, err
 	}
-	if status == http.StatusAccepted {
-		var a Accepted
-		if err := json.Unmarshal(data, &a); err != nil {
-			return nil, nil, fmt.Errorf("decode 202: %w", err)
-		}
-		return nil, &a, nil
-	}
-	var r Compressed
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, nil, fmt.Errorf("decode compression: %w", err)
-	}
-	return &r, nil, nil
+	return finishedOrAccepted[Compressed](status, data, "compression")
 }
 
 // ReplayFailed replays every failed (and, with Statuses, over-limit) run

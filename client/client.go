@@ -369,6 +369,12 @@ func (c *Client) submit(ctx context.Context, path string, ev Event) (*Result, *A
 	if err != nil {
 		return nil, nil, err
 	}
+	return finishedOrAccepted[Result](status, data, "result")
+}
+
+// finishedOrAccepted decodes the answer of a request that may finish
+// within its wait (200: a T) or be accepted to finish later (202).
+func finishedOrAccepted[T any](status int, data []byte, what string) (*T, *Accepted, error) {
 	if status == http.StatusAccepted {
 		var a Accepted
 		if err := json.Unmarshal(data, &a); err != nil {
@@ -376,9 +382,9 @@ func (c *Client) submit(ctx context.Context, path string, ev Event) (*Result, *A
 		}
 		return nil, &a, nil
 	}
-	var r Result
+	var r T
 	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, nil, fmt.Errorf("decode result: %w", err)
+		return nil, nil, fmt.Errorf("decode %s: %w", what, err)
 	}
 	return &r, nil, nil
 }
