@@ -14,8 +14,8 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
-// compactRequest is the body of POST /v1/sessions/{session}/compact, seed
-// 002's manual /compact: an event without a kind.
+// compactRequest is the body of POST /v1/sessions/{session}/compact, a
+// manual compaction: an event without a kind.
 type compactRequest struct {
 	EventID      string `json:"event_id"`
 	Model        string `json:"model"`
