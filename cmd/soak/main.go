@@ -46,7 +46,7 @@ func run() error {
 	flag.StringVar(&cfg.PostgresURL, "postgres", envOr("SOAK_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 		"admin URL of the Postgres cluster; the run creates its own database there")
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep the run's database and folder")
-	flag.StringVar(&cfg.DataDir, "data", "testdata/conversations", "conversations to post")
+	flag.StringVar(&cfg.DataDir, "data", "testdata/conversations", "folders of conversations to post, comma-separated (e.g. testdata/conversations,../shared/data)")
 	flag.StringVar(&cfg.Dir, "dir", "", "folder for the processes' state and logs (default: a new temporary one)")
 	bench := flag.String("benchmarks", "", "append the table to this file (BENCHMARKS.md)")
 	flag.Parse()

@@ -55,7 +55,7 @@ type Config struct {
 	// database there and drops it at the end unless Keep.
 	PostgresURL string
 	Keep        bool
-	DataDir     string // conversations (testdata/conversations)
+	DataDir     string // folders of conversations, comma-separated (testdata/conversations)
 	Bins        Bins
 	// WorkerEnv is added to each worker's environment.
 	WorkerEnv []string
@@ -103,9 +103,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(cfg.Log, "%s soak: %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))
 	}
-	samples, err := readSamples(cfg.DataDir)
-	if err != nil {
-		return nil, err
+	var samples []sample
+	for _, dir := range strings.Split(cfg.DataDir, ",") {
+		more, err := readSamples(strings.TrimSpace(dir))
+		if err != nil {
+			return nil, err
+		}
+		samples = append(samples, more...)
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, err
