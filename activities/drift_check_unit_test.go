@@ -10,6 +10,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/digest"
 	"github.com/ctxcompact/orchestrator/internal/llm"
+	"github.com/ctxcompact/orchestrator/internal/recap"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -135,7 +136,7 @@ func TestUnitDeterministicSummaryKeepsRecentIdentifiers(t *testing.T) {
 	prep, err := u.a.PrepareHistory(t.Context(), activities.HistoryInput{Run: u.run, WorkKey: in.Key})
 	require.NoError(t, err)
 	source := u.get(prep.TranscriptKey)
-	resp, err := llm.Extractive{}.Summarize(t.Context(), llm.Request{Prompt: llm.PromptHistory, Text: source, TargetTokens: u.run.Resolved.History.TargetTokens})
+	resp, err := recap.Extractive{}.Summarize(t.Context(), llm.Request{Prompt: llm.PromptHistory, Text: source, TargetTokens: u.run.Resolved.History.TargetTokens})
 	require.NoError(t, err)
 	score, missing := activities.Retention(source, resp.Text, u.run.Resolved.Drift.MaxIdentifiers)
 	require.GreaterOrEqual(t, score, u.run.Resolved.Drift.MinRetention, "missing: %v", missing)

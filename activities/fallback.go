@@ -8,6 +8,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/digest"
 	"github.com/ctxcompact/orchestrator/internal/llm"
+	"github.com/ctxcompact/orchestrator/internal/recap"
 )
 
 // Fallback makes a summary without an LLM: the extractive summarizer, or
@@ -65,7 +66,7 @@ func structuredFallback(ctx context.Context, in FallbackInput, text string) (str
 	if strings.TrimSpace(text) == "" {
 		return digest.Extractive(text, max(in.TargetChars, 200)), nil
 	}
-	resp, err := llm.Extractive{}.Summarize(ctx, llm.Request{Prompt: in.Prompt, Text: text,
+	resp, err := recap.Extractive{}.Summarize(ctx, llm.Request{Prompt: in.Prompt, Text: text,
 		TargetChars: max(in.TargetChars, 200), ArchiveRef: in.ArchiveKey})
 	if err != nil {
 		return "", badInput(fmt.Errorf("extractive %s summary: %w", in.Prompt, err))

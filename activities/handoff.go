@@ -11,6 +11,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/recap"
 )
 
 // PrepareHandoff writes the transcript a CRITICAL handoff summarizes, so
@@ -64,7 +65,7 @@ func (a *Activities) handoff(ctx context.Context, run contract.Run, conv convers
 		if made != "" {
 			return made
 		}
-		resp, err := llm.Extractive{}.Summarize(ctx, llm.Request{Prompt: llm.PromptSession, Text: transcript,
+		resp, err := recap.Extractive{}.Summarize(ctx, llm.Request{Prompt: llm.PromptSession, Text: transcript,
 			TargetChars: target, ArchiveRef: archiveRef(refs.ArchiveID)})
 		if err != nil {
 			return digest.Extractive(transcript, target)

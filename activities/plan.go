@@ -8,7 +8,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
-	"github.com/ctxcompact/orchestrator/internal/llm"
+	"github.com/ctxcompact/orchestrator/internal/recap"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -101,7 +101,7 @@ func (a *Activities) archiveInput(ctx context.Context, tenant, key, sha string, 
 
 // modelFor is the summarizer model a run will use, as recorded on it.
 func (a *Activities) modelFor(presetModel string) string {
-	if _, offline := a.Summarizer.(llm.Extractive); offline {
+	if _, offline := a.Summarizer.(recap.Extractive); offline {
 		return "extractive"
 	}
 	if presetModel != "" {

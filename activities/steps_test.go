@@ -15,8 +15,8 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
-	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/recap"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/store/storetest"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
@@ -51,7 +51,7 @@ func newStepEnvInput(t *testing.T, kind string) *stepEnv {
 	require.NoError(t, err, "the test conversation must be in testdata")
 	counted, s3 := blobtest.WithCounter()
 	e := &stepEnv{t: t, store: storetest.New(t), blob: blobtest.New(t, counted), data: data, s3: s3}
-	a := &activities.Activities{Store: e.store, Blob: e.blob, Summarizer: llm.Extractive{}, Limits: tokens.DefaultLimits(),
+	a := &activities.Activities{Store: e.store, Blob: e.blob, Summarizer: recap.Extractive{}, Limits: tokens.DefaultLimits(),
 		LLMSlots: make(chan struct{}, 1)}
 	var suite testsuite.WorkflowTestSuite
 	e.env = suite.NewTestActivityEnvironment()

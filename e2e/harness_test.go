@@ -35,6 +35,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
 	"github.com/ctxcompact/orchestrator/internal/metrics"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/recap"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/store/storetest"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
@@ -139,7 +140,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	if e.blob == nil {
 		e.blob = blobtest.New(t)
 	}
-	var sum llm.Summarizer = llm.Extractive{}
+	var sum llm.Summarizer = recap.Extractive{}
 	if !cfg.offline {
 		e.llm = llmtest.New(cfg.llmOpts...)
 		t.Cleanup(e.llm.Close)

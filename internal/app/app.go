@@ -27,6 +27,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/metrics"
 	"github.com/ctxcompact/orchestrator/internal/ratelimit"
+	"github.com/ctxcompact/orchestrator/internal/recap"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 	"github.com/ctxcompact/orchestrator/internal/webhook"
@@ -97,13 +98,22 @@ func Open(ctx context.Context, cfg config.Config) (*Deps, error) {
 		d.Close()
 		return nil, fmt.Errorf("s3 bucket %s: %w", cfg.S3Bucket, err)
 	}
-	sum, err := llm.New(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: cfg.SummarizerModel, Timeout: cfg.LLMTimeout})
+	sum, err := NewSummarizer(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: cfg.SummarizerModel, Timeout: cfg.LLMTimeout})
 	if err != nil {
 		d.Close()
 		return nil, fmt.Errorf("summarizer: %w", err)
 	}
 	d.Blob, d.Summarizer, d.Limits, d.Metrics, d.ProviderTokens = bl, sum, limits, metrics.New(), provider
 	return d, nil
+}
+
+// NewSummarizer returns the offline summarizer (recap.Extractive) when
+// cfg.BaseURL is empty, else the client of the OpenAI-compatible endpoint.
+func NewSummarizer(cfg llm.Config) (llm.Summarizer, error) {
+	if cfg.BaseURL == "" {
+		return recap.Extractive{}, nil
+	}
+	return llm.NewOpenAI(cfg)
 }
 
 // Activities builds the activity struct over the dependencies.

@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,10 +19,4 @@ func TestJudgeVerdict(t *testing.T) {
 		_, err := ParseJudgeVerdict(bad)
 		require.Error(t, err, bad)
 	}
-
-	resp, err := Extractive{}.Summarize(context.Background(), Request{Prompt: PromptJudge, TargetTokens: 800, Text: transcript, Context: "Migrate billing from Flask to FastAPI; open question: keep the legacy /v1/refund route or remove it?"})
-	require.NoError(t, err)
-	checks, err = ParseJudgeVerdict(resp.Text)
-	require.NoError(t, err, "the offline judge answers in the schema")
-	require.True(t, checks[0].Passed)
 }

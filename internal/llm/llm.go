@@ -1,8 +1,10 @@
-// Package llm summarizes text for the compression strategies: over any
-// OpenAI-compatible chat completions endpoint (go-openai), or offline with an
-// extractive summarizer that needs no model. Prompts are embedded and
-// versioned; every error is classified here, in one place, so that the
-// Temporal activities above can decide what to retry.
+// Package llm is what talks to a model and what prepares for one: the
+// Summarizer contract (Request, Response), the client of any
+// OpenAI-compatible chat completions endpoint (go-openai), the embedded
+// and versioned prompts, the drift judge's schema and its deterministic
+// stand-in, and the classification of every error, in one place, so that
+// the Temporal activities above can decide what to retry. The offline
+// summarizer that needs no model is package recap.
 package llm
 
 import (
@@ -11,9 +13,9 @@ import (
 	"time"
 )
 
-// charsPerToken is the rough ratio used where a target is given in one unit
-// and needed in the other.
-const charsPerToken = 4
+// CharsPerToken is the rough ratio used where a target is given in one unit
+// and needed in the other (here and by the offline summarizer, recap).
+const CharsPerToken = 4
 
 // Request asks for one summary.
 type Request struct {
@@ -96,8 +98,9 @@ type Summarizer interface {
 
 // Config configures the OpenAI-compatible summarizer.
 type Config struct {
-	// BaseURL is the API base, e.g. https://api.openai.com/v1. Empty selects
-	// the offline extractive summarizer in New.
+	// BaseURL is the API base, e.g. https://api.openai.com/v1. A deployment
+	// without one uses the offline summarizer (recap.Extractive) instead
+	// (app.NewSummarizer).
 	BaseURL string
 	// APIKey is sent as a bearer token; it may be empty for local servers.
 	APIKey string
@@ -115,12 +118,3 @@ const (
 	DefaultTimeout         = 2 * time.Minute
 	DefaultMaxTokensFactor = 1.2
 )
-
-// New returns the offline Extractive summarizer when cfg.BaseURL is empty,
-// else the OpenAI-compatible one.
-func New(cfg Config) (Summarizer, error) {
-	if cfg.BaseURL == "" {
-		return Extractive{}, nil
-	}
-	return NewOpenAI(cfg)
-}

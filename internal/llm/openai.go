@@ -73,7 +73,7 @@ func NewOpenAI(cfg Config) (*OpenAI, error) {
 func MaxTokens(req Request, factor float64) int {
 	target := req.TargetTokens
 	if target <= 0 && req.TargetChars > 0 {
-		target = (req.TargetChars + charsPerToken - 1) / charsPerToken
+		target = (req.TargetChars + CharsPerToken - 1) / CharsPerToken
 	}
 	if target <= 0 {
 		return 0

@@ -304,25 +304,6 @@ func TestNewOpenAIConfigErrors(t *testing.T) {
 	}
 }
 
-func TestNewPicksOfflineWithoutBaseURL(t *testing.T) {
-	t.Parallel()
-	sum, err := llm.New(llm.Config{})
-	require.NoError(t, err)
-	require.IsType(t, llm.Extractive{}, sum)
-
-	s := llmtest.New()
-	defer s.Close()
-	sum, err = llm.New(llm.Config{BaseURL: s.URL(), Model: "m"})
-	require.NoError(t, err)
-	require.IsType(t, &llm.OpenAI{}, sum)
-	resp, err := sum.Summarize(context.Background(), llm.Request{Prompt: llm.PromptBrief, Text: source})
-	require.NoError(t, err)
-	require.False(t, resp.Offline)
-
-	_, err = llm.New(llm.Config{BaseURL: s.URL()})
-	require.ErrorContains(t, err, "Model is empty")
-}
-
 // TestTextIsSentAsGoOpenAIWouldEncodeIt: the user text reaches the
 // provider whole, encoded in the body exactly as json.Marshal encodes it,
 // with a Content-Length that is the body's, and no trace of the

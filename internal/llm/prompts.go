@@ -198,10 +198,10 @@ func dataFor(req Request) PromptData {
 		ArchiveRef:   req.ArchiveRef,
 	}
 	if d.TargetTokens <= 0 && d.TargetChars > 0 {
-		d.TargetTokens = (d.TargetChars + charsPerToken - 1) / charsPerToken
+		d.TargetTokens = (d.TargetChars + CharsPerToken - 1) / CharsPerToken
 	}
 	if d.TargetChars <= 0 && d.TargetTokens > 0 {
-		d.TargetChars = d.TargetTokens * charsPerToken
+		d.TargetChars = d.TargetTokens * CharsPerToken
 	}
 	return d
 }

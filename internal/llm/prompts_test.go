@@ -95,25 +95,6 @@ func TestEveryTemplateRenders(t *testing.T) {
 	}
 }
 
-func TestHistorySectionsInPromptOrder(t *testing.T) {
-	t.Parallel()
-	p, err := LoadPrompt(PromptHistory)
-	require.NoError(t, err)
-	var got []string
-	for _, m := range regexp.MustCompile(`(?m)^## (.+)$`).FindAllStringSubmatch(p.System, -1) {
-		got = append(got, m[1])
-	}
-	require.Equal(t, HistorySections, got, "offline and LLM summaries share the headings")
-
-	p, err = LoadPrompt(PromptSession)
-	require.NoError(t, err)
-	got = nil
-	for _, m := range regexp.MustCompile(`(?m)^### (.+)$`).FindAllStringSubmatch(p.System, -1) {
-		got = append(got, m[1])
-	}
-	require.Equal(t, SessionSections, got)
-}
-
 func TestRenderTargetsConvert(t *testing.T) {
 	t.Parallel()
 	p, err := LoadPrompt(PromptChunk)

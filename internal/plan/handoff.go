@@ -88,7 +88,7 @@ type HandoffRefs struct {
 	// Summarize writes the summary of the handed-off middle of the
 	// session from its transcript, within about targetChars; nil is
 	// digest.Extractive. The worker passes the structured offline
-	// summary (llm.Extractive, the three-tier session sections).
+	// summary (recap.Extractive, the three-tier session sections).
 	Summarize func(transcript string, targetChars int) string
 }
 

@@ -1,4 +1,4 @@
-package llm
+package recap
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package llm
+package recap
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/stretchr/testify/require"
 )
 
@@ -53,13 +54,13 @@ func TestExtractiveEveryPrompt(t *testing.T) {
 	long := strings.Repeat(transcript, 20)
 	tests := []struct {
 		name  string
-		req   Request
+		req   llm.Request
 		check func(t *testing.T, out string)
 	}{
-		{"chunk", Request{Prompt: PromptChunk, Text: long, TargetChars: 600}, nil},
-		{"merge", Request{Prompt: PromptMerge, Text: long, TargetChars: 600}, nil},
-		{"result", Request{Prompt: PromptResult, Text: long, Context: "thought/action", TargetTokens: 150}, nil},
-		{"brief", Request{Prompt: PromptBrief, Text: long}, func(t *testing.T, out string) {
+		{"chunk", llm.Request{Prompt: llm.PromptChunk, Text: long, TargetChars: 600}, nil},
+		{"merge", llm.Request{Prompt: llm.PromptMerge, Text: long, TargetChars: 600}, nil},
+		{"result", llm.Request{Prompt: llm.PromptResult, Text: long, Context: "thought/action", TargetTokens: 150}, nil},
+		{"brief", llm.Request{Prompt: llm.PromptBrief, Text: long}, func(t *testing.T, out string) {
 			// A conversation gets the structured summary, within the
 			// target plus its headings.
 			require.Equal(t, StructuredSections, headings(out, "##"))
@@ -67,7 +68,7 @@ func TestExtractiveEveryPrompt(t *testing.T) {
 			require.Contains(t, bodyOf(out, "##", "Files Touched"), "internal/blob/upload.go")
 			require.Contains(t, bodyOf(out, "##", "Errors and Resolutions"), "FAIL: TestUpload")
 		}},
-		{"history", Request{Prompt: PromptHistory, Text: transcript, TargetTokens: 400}, func(t *testing.T, out string) {
+		{"history", llm.Request{Prompt: llm.PromptHistory, Text: transcript, TargetTokens: 400}, func(t *testing.T, out string) {
 			require.Equal(t, HistorySections, headings(out, "##"))
 			require.Contains(t, bodyOf(out, "##", "Project Overview"), "add retries to the uploader")
 			require.Contains(t, bodyOf(out, "##", "Pending Tasks"), "req_8812734", "the last user request is pending")
@@ -78,7 +79,7 @@ func TestExtractiveEveryPrompt(t *testing.T) {
 			require.Contains(t, bodyOf(out, "##", "Key Decisions"), "exponential backoff")
 			require.Contains(t, bodyOf(out, "##", "Technical Context"), "go test ./internal/blob/... → exit 1")
 		}},
-		{"session", Request{Prompt: PromptSession, Text: transcript, TargetTokens: 400, ArchiveRef: "s3://b/t1/archive/9f2c.json"}, func(t *testing.T, out string) {
+		{"session", llm.Request{Prompt: llm.PromptSession, Text: transcript, TargetTokens: 400, ArchiveRef: "s3://b/t1/archive/9f2c.json"}, func(t *testing.T, out string) {
 			require.Equal(t, SessionSections, headings(out, "###"))
 			require.Contains(t, bodyOf(out, "###", "Session Intent"), "add retries to the uploader")
 			require.Contains(t, bodyOf(out, "###", "Artifacts Created"), "| upload_test.go | internal/blob/upload_test.go | created |")
@@ -89,7 +90,7 @@ func TestExtractiveEveryPrompt(t *testing.T) {
 			require.Contains(t, bodyOf(out, "###", "Key Decisions"), "exponential backoff")
 			require.Equal(t, "- Full conversation: s3://b/t1/archive/9f2c.json", strings.TrimSpace(bodyOf(out, "###", "Recovery References")))
 		}},
-		{"repair", Request{Prompt: PromptRepair, Text: transcript, TargetTokens: 400, Context: "## Current Status\n- done",
+		{"repair", llm.Request{Prompt: llm.PromptRepair, Text: transcript, TargetTokens: 400, Context: "## Current Status\n- done",
 			Missing: []string{"req_8812734", "not-in-source-42"}}, func(t *testing.T, out string) {
 			require.True(t, strings.HasPrefix(out, "## Current Status\n- done"), "the previous summary is kept")
 			omitted := bodyOf(out, "##", "Omitted Items")
@@ -102,7 +103,7 @@ func TestExtractiveEveryPrompt(t *testing.T) {
 			t.Parallel()
 			resp, err := Extractive{}.Summarize(context.Background(), tc.req)
 			require.NoError(t, err)
-			p, err := LoadPrompt(tc.req.Prompt)
+			p, err := llm.LoadPrompt(tc.req.Prompt)
 			require.NoError(t, err)
 			require.True(t, resp.Offline)
 			require.Equal(t, ExtractiveModel, resp.Model)
@@ -126,8 +127,8 @@ func TestExtractiveEveryPrompt(t *testing.T) {
 
 func TestExtractiveRepairUsesSummaryLevel(t *testing.T) {
 	t.Parallel()
-	resp, err := Extractive{}.Summarize(context.Background(), Request{
-		Prompt: PromptRepair, Text: transcript, TargetTokens: 100, Context: "### Session Intent\n- x", Missing: []string{"upload.go"},
+	resp, err := Extractive{}.Summarize(context.Background(), llm.Request{
+		Prompt: llm.PromptRepair, Text: transcript, TargetTokens: 100, Context: "### Session Intent\n- x", Missing: []string{"upload.go"},
 	})
 	require.NoError(t, err)
 	require.Contains(t, resp.Text, "\n### Omitted Items\n")
@@ -135,14 +136,14 @@ func TestExtractiveRepairUsesSummaryLevel(t *testing.T) {
 
 func TestExtractiveRefusesBadRequests(t *testing.T) {
 	t.Parallel()
-	_, err := Extractive{}.Summarize(context.Background(), Request{Prompt: PromptHistory, Text: "x"})
-	require.Equal(t, BadRequest, KindOf(err))
+	_, err := Extractive{}.Summarize(context.Background(), llm.Request{Prompt: llm.PromptHistory, Text: "x"})
+	require.Equal(t, llm.BadRequest, llm.KindOf(err))
 	require.ErrorContains(t, err, "needs TargetTokens")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = Extractive{}.Summarize(ctx, Request{Prompt: PromptBrief, Text: "x"})
-	require.Equal(t, Canceled, KindOf(err))
+	_, err = Extractive{}.Summarize(ctx, llm.Request{Prompt: llm.PromptBrief, Text: "x"})
+	require.Equal(t, llm.Canceled, llm.KindOf(err))
 }
 
 func TestParseTranscript(t *testing.T) {
@@ -206,13 +207,13 @@ func TestExtractiveOnRealConversation(t *testing.T) {
 		prompt, level string
 		want          []string
 	}{
-		{PromptHistory, "##", HistorySections},
-		{PromptSession, "###", SessionSections},
+		{llm.PromptHistory, "##", HistorySections},
+		{llm.PromptSession, "###", SessionSections},
 	} {
 		t.Run(tc.prompt, func(t *testing.T) {
 			t.Parallel()
-			const target = 8000 * charsPerToken
-			resp, err := Extractive{}.Summarize(context.Background(), Request{
+			const target = 8000 * llm.CharsPerToken
+			resp, err := Extractive{}.Summarize(context.Background(), llm.Request{
 				Prompt: tc.prompt, Text: text, TargetTokens: 8000, ArchiveRef: "s3://archive/django-11564",
 			})
 			require.NoError(t, err)
@@ -230,7 +231,7 @@ func TestExtractiveOnRealConversation(t *testing.T) {
 
 func BenchmarkExtractiveHistory(b *testing.B) {
 	text := sweTranscript(b)
-	req := Request{Prompt: PromptHistory, Text: text, TargetTokens: 8000}
+	req := llm.Request{Prompt: llm.PromptHistory, Text: text, TargetTokens: 8000}
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
 		if _, err := (Extractive{}).Summarize(context.Background(), req); err != nil {

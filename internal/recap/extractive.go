@@ -1,4 +1,4 @@
-package llm
+package recap
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ctxcompact/orchestrator/internal/digest"
+	"github.com/ctxcompact/orchestrator/internal/llm"
 )
 
 // ExtractiveModel is the Response.Model of the offline summarizer.
@@ -34,32 +35,32 @@ const ExtractiveModel = "extractive"
 // message of unknown role.
 type Extractive struct{}
 
-// Summarize implements Summarizer.
-func (Extractive) Summarize(ctx context.Context, req Request) (Response, error) {
+// Summarize implements llm.Summarizer.
+func (Extractive) Summarize(ctx context.Context, req llm.Request) (llm.Response, error) {
 	if err := ctx.Err(); err != nil {
-		return Response{}, &Error{Kind: Canceled, Message: "call canceled by the caller", Err: err}
+		return llm.Response{}, &llm.Error{Kind: llm.Canceled, Message: "call canceled by the caller", Err: err}
 	}
 	if err := req.Validate(); err != nil {
-		return Response{}, badRequest(err)
+		return llm.Response{}, badRequest(err)
 	}
-	p, err := LoadPrompt(req.Prompt)
+	p, err := llm.LoadPrompt(req.Prompt)
 	if err != nil {
-		return Response{}, badRequest(err)
+		return llm.Response{}, badRequest(err)
 	}
 	target := extractiveTarget(req)
 	var text string
 	switch req.Prompt {
-	case PromptHistory:
+	case llm.PromptHistory:
 		events, _ := parseEvents(req.Text)
 		text = renderDigest(buildDigest(events).withRefs(req.Text), "##", historyLayout(), target)
-	case PromptSession:
+	case llm.PromptSession:
 		events, _ := parseEvents(req.Text)
 		text = renderDigest(buildDigest(events).withRefs(req.Text), "###", sessionLayout(req.ArchiveRef), target)
-	case PromptRepair:
+	case llm.PromptRepair:
 		text = repairSummary(req.Context, req.Text, req.Missing)
-	case PromptJudge:
-		text = HeuristicVerdict(req.Text, req.Context)
-	case PromptChunk, PromptMerge, PromptResult:
+	case llm.PromptJudge:
+		text = llm.HeuristicVerdict(req.Text, req.Context)
+	case llm.PromptChunk, llm.PromptMerge, llm.PromptResult:
 		// The react-two-layer map-reduce over tool output: no conversation here,
 		// even when the output happens to hold "user:" lines.
 		text = digest.Extractive(req.Text, target)
@@ -70,7 +71,7 @@ func (Extractive) Summarize(ctx context.Context, req Request) (Response, error) 
 			text = digest.Extractive(req.Text, target)
 		}
 	}
-	return Response{
+	return llm.Response{
 		Text:          text,
 		Model:         ExtractiveModel,
 		PromptVersion: p.Version,
@@ -78,14 +79,20 @@ func (Extractive) Summarize(ctx context.Context, req Request) (Response, error) 
 	}, nil
 }
 
+// badRequest is the llm.Error of a request refused before any work, as the
+// model's client would refuse it.
+func badRequest(err error) *llm.Error {
+	return &llm.Error{Kind: llm.BadRequest, Message: err.Error(), Err: err}
+}
+
 // extractiveTarget is the character budget: the request's, or the ReAct
 // two-layer design's 10% when a brief summary comes without one.
-func extractiveTarget(req Request) int {
+func extractiveTarget(req llm.Request) int {
 	switch {
 	case req.TargetChars > 0:
 		return req.TargetChars
 	case req.TargetTokens > 0:
-		return req.TargetTokens * charsPerToken
+		return req.TargetTokens * llm.CharsPerToken
 	default:
 		return max(len(req.Text)/10, 200)
 	}

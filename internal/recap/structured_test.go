@@ -1,4 +1,4 @@
-package llm
+package recap
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ctxcompact/orchestrator/internal/digest"
+	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/stretchr/testify/require"
 )
 
@@ -113,9 +114,9 @@ var structuredPrompts = []struct {
 	headings      []string
 	files         string // the heading of the file list
 }{
-	{PromptHistory, "##", HistorySections, "Code Changes"},
-	{PromptSession, "###", SessionSections, "Artifacts Created"},
-	{PromptBrief, "##", StructuredSections, "Files Touched"},
+	{llm.PromptHistory, "##", HistorySections, "Code Changes"},
+	{llm.PromptSession, "###", SessionSections, "Artifacts Created"},
+	{llm.PromptBrief, "##", StructuredSections, "Files Touched"},
 }
 
 func TestStructuredOnRealRun(t *testing.T) {
@@ -128,7 +129,7 @@ func TestStructuredOnRealRun(t *testing.T) {
 		t.Run(tc.prompt, func(t *testing.T) {
 			t.Parallel()
 			const target = 8000
-			req := Request{Prompt: tc.prompt, Text: text, TargetChars: target, ArchiveRef: "s3://archive/django-11742"}
+			req := llm.Request{Prompt: tc.prompt, Text: text, TargetChars: target, ArchiveRef: "s3://archive/django-11742"}
 			resp, err := Extractive{}.Summarize(context.Background(), req)
 			require.NoError(t, err)
 			out := resp.Text
@@ -144,7 +145,7 @@ func TestStructuredOnRealRun(t *testing.T) {
 					}
 				}
 			}
-			if tc.prompt == PromptSession {
+			if tc.prompt == llm.PromptSession {
 				require.Contains(t, files, "| __init__.py | ./django/db/models/fields/__init__.py | read, copied, written, git diff |")
 				require.Contains(t, files, "| test_issue.py | test_issue.py | created, ran, written |")
 			} else {
@@ -190,7 +191,7 @@ func TestStructuredSmallTarget(t *testing.T) {
 		t.Run(tc.prompt, func(t *testing.T) {
 			t.Parallel()
 			const target = 2000
-			resp, err := Extractive{}.Summarize(context.Background(), Request{Prompt: tc.prompt, Text: text, TargetChars: target, ArchiveRef: "s3://a"})
+			resp, err := Extractive{}.Summarize(context.Background(), llm.Request{Prompt: tc.prompt, Text: text, TargetChars: target, ArchiveRef: "s3://a"})
 			require.NoError(t, err)
 			out := resp.Text
 			require.Equal(t, tc.headings, headings(out, tc.level))
@@ -544,8 +545,8 @@ func TestParseEvents(t *testing.T) {
 func TestRepairUsesDigestLines(t *testing.T) {
 	t.Parallel()
 	text := blockTranscript(loadRun(t, realRun))
-	resp, err := Extractive{}.Summarize(context.Background(), Request{
-		Prompt: PromptRepair, Text: text, TargetTokens: 400, Context: "### Session Intent\n- x",
+	resp, err := Extractive{}.Summarize(context.Background(), llm.Request{
+		Prompt: llm.PromptRepair, Text: text, TargetTokens: 400, Context: "### Session Intent\n- x",
 		Missing: []string{"__init__.py.backup", "test_sqlite", "not-in-source-42"},
 	})
 	require.NoError(t, err)
@@ -559,14 +560,14 @@ func TestRepairUsesDigestLines(t *testing.T) {
 func TestBriefKeepsDigestForPlainText(t *testing.T) {
 	t.Parallel()
 	text := strings.Repeat("line one with /etc/hosts\nanother line\n", 200)
-	resp, err := Extractive{}.Summarize(context.Background(), Request{Prompt: PromptBrief, Text: text, TargetChars: 300})
+	resp, err := Extractive{}.Summarize(context.Background(), llm.Request{Prompt: llm.PromptBrief, Text: text, TargetChars: 300})
 	require.NoError(t, err)
 	require.Equal(t, digest.Extractive(text, 300), resp.Text, "text without role markers is no conversation")
 }
 
 func BenchmarkStructuredHistory(b *testing.B) {
 	text := blockTranscript(loadRun(b, realRun))
-	req := Request{Prompt: PromptHistory, Text: text, TargetChars: 8000}
+	req := llm.Request{Prompt: llm.PromptHistory, Text: text, TargetChars: 8000}
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
 		if _, err := (Extractive{}).Summarize(context.Background(), req); err != nil {
