@@ -99,7 +99,7 @@ func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Out
 	degraded := &degradations{}
 	ctx = workflow.WithValue(ctx, degradedKey{}, degraded)
 	ctx, steps := withStepLog(ctx)
-	c := &compactionRun{in: in, run: in.Run, res: contract.Outcome{RunID: in.Run.ID}, degraded: degraded}
+	c := &runStages{in: in, run: in.Run, res: contract.Outcome{RunID: in.Run.ID}, degraded: degraded}
 	res, err := c.execute(ctx)
 	if err != nil {
 		var a *activities.Activities
@@ -135,12 +135,12 @@ func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Out
 	return res, nil
 }
 
-// compactionRun is one run of the Compaction workflow: its input, the
-// preset snapshot it works with, what the plan step found, and the
-// commit its steps build. Its methods are the run's stages; each reads
-// and moves on this state (the working key, the passes, the figures), so
-// none passes it along.
-type compactionRun struct {
+// runStages is the stages of one Compaction run and the state they
+// share: the run's input, the preset snapshot it works with, what the
+// plan step found, and the commit its steps build. Each method is a stage
+// (execute runs them in order); each reads and moves on this state (the
+// working key, the passes, the figures), so none passes it along.
+type runStages struct {
 	in      contract.CompactionInput
 	run     contract.Run
 	preset  policy.Preset
@@ -161,7 +161,7 @@ type compactionRun struct {
 
 // execute runs the stages: plan, the passes and the ladder, the handoff,
 // commit. It sets notify from the commit.
-func (c *compactionRun) execute(ctx workflow.Context) (contract.Outcome, error) {
+func (c *runStages) execute(ctx workflow.Context) (contract.Outcome, error) {
 	var a *activities.Activities
 	logger := workflow.GetLogger(ctx)
 
@@ -194,7 +194,7 @@ func (c *compactionRun) execute(ctx workflow.Context) (contract.Outcome, error) 
 		early = startHandoffSummary(ctx, c.run, c.preset, c.archive, c.in.InputKey)
 	}
 	if !c.plan.Skip {
-		if err := c.compact(ctx); err != nil {
+		if err := c.passesAndBudget(ctx); err != nil {
 			return c.res, err
 		}
 	} else {
@@ -217,10 +217,10 @@ func (c *compactionRun) execute(ctx workflow.Context) (contract.Outcome, error) 
 	return out.Outcome, nil
 }
 
-// compact runs the preset's passes, then the budget ladder while the
-// output is over the ladder's goal, then the relief of a run that fits
-// but would end RED or above.
-func (c *compactionRun) compact(ctx workflow.Context) error {
+// passesAndBudget runs the preset's passes, then what the budget asks:
+// the budget ladder while the output is over the ladder's goal, then the
+// relief of a run that fits but would end RED or above.
+func (c *runStages) passesAndBudget(ctx workflow.Context) error {
 	var a *activities.Activities
 	if err := c.runPasses(ctx); err != nil {
 		return err
@@ -256,7 +256,7 @@ func (c *compactionRun) compact(ctx workflow.Context) error {
 // trajectory, which never drops a turn) → cut the largest results to head
 // and tail, naming the archive → offload the small results left. Whatever is still over the limit after that, commit says
 // so: the run ends over_limit with the reason.
-func (c *compactionRun) budgetLadder(ctx workflow.Context) error {
+func (c *runStages) budgetLadder(ctx workflow.Context) error {
 	var a *activities.Activities
 	c.commit.Ladder = true
 	step := func(stage string) (activities.FitResult, error) {
@@ -312,7 +312,7 @@ type handoffMade struct {
 // beside its passes (early); any other makes it now. Commit builds the
 // handoff around it; when the summarizer fails, commit makes the
 // structured offline summary itself.
-func (c *compactionRun) handoffSummary(ctx workflow.Context, early workflow.Future) error {
+func (c *runStages) handoffSummary(ctx workflow.Context, early workflow.Future) error {
 	if early == nil {
 		after := compress.LevelFor(float64(c.res.TokensAfter) / float64(max(c.plan.ContextLimit, 1)))
 		made := c.plan.LevelBefore == string(compress.LevelCritical) || after == compress.LevelCritical ||
@@ -397,7 +397,7 @@ func makeHandoffSummary(ctx workflow.Context, run contract.Run, preset policy.Pr
 
 // runPasses runs the deterministic and LLM passes, updating commit with
 // the final working key and what was done.
-func (c *compactionRun) runPasses(ctx workflow.Context) error {
+func (c *runStages) runPasses(ctx workflow.Context) error {
 	var a *activities.Activities
 
 	var det activities.DeterministicResult
@@ -457,7 +457,7 @@ func (c *compactionRun) runPasses(ctx workflow.Context) error {
 // mapReduce summarizes one huge result: chunks in parallel (bounded), merge,
 // a second pass when the merge is still too big, a fallback when the LLM
 // keeps failing, and a drift check of the final text against the source.
-func (c *compactionRun) mapReduce(ctx workflow.Context, step string, t activities.Target) (activities.Replacement, string, error) {
+func (c *runStages) mapReduce(ctx workflow.Context, step string, t activities.Target) (activities.Replacement, string, error) {
 	var a *activities.Activities
 	lr := c.preset.LargeResult
 	var chunks activities.ChunkResult
@@ -508,7 +508,7 @@ func (c *compactionRun) mapReduce(ctx workflow.Context, step string, t activitie
 // globalPass is layer 2 of the ReAct two-layer design: once usage passes
 // the trigger, every result above the minimum size is compressed with its
 // thought and action as context; a failed turn keeps its original result.
-func (c *compactionRun) globalPass(ctx workflow.Context, exclude []activities.Replacement) error {
+func (c *runStages) globalPass(ctx workflow.Context, exclude []activities.Replacement) error {
 	var a *activities.Activities
 	var g activities.GlobalResult
 	if err := runStep(ctx, a.PlanGlobal, activities.GlobalInput{Run: c.run, WorkKey: c.commit.WorkKey, Exclude: exclude}).Get(ctx, &g); err != nil {
@@ -559,7 +559,7 @@ func (c *compactionRun) globalPass(ctx workflow.Context, exclude []activities.Re
 // With ladder set it is the budget ladder's history step: forced, with the
 // ladder's preset (plan.LadderHistoryPreset), its steps named "budget/…".
 // Without it, its steps keep the names recorded histories hold.
-func (c *compactionRun) historyPass(ctx workflow.Context, preset policy.Preset, freed int, ladder bool) error {
+func (c *runStages) historyPass(ctx workflow.Context, preset policy.Preset, freed int, ladder bool) error {
 	var a *activities.Activities
 	name, prepareStep := "history", ""
 	if ladder {
