@@ -6,9 +6,14 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
-// Only S3 keys and small metadata cross Temporal: every type in this file
-// (and in types_later.go) is an activity input or result, and none of them
-// carries conversation text. Texts travel as S3 keys.
+// Only S3 keys and small metadata cross Temporal: every type of the
+// types*.go files is an activity input or result, and none of them carries
+// conversation text. Texts travel as S3 keys. This file holds what every
+// step shares and the steps up to the tool results' passes: plan, archive,
+// the deterministic passes, the budget ladder, map-reduce and the ReAct
+// two-layer design's layer 2; types_history.go the history summary,
+// types_drift.go the drift check, types_commit.go the end of a run
+// (handoff, commit, failure).
 
 // Recorded is embedded in every step's result: the record of the step's
 // successful attempt, which the workflow writes with the run's end.
@@ -220,6 +225,23 @@ type MergeResult struct {
 	Recorded
 	Key   string `json:"key"`
 	Chars int    `json:"chars"`
+}
+
+// GlobalInput plans the ReAct two-layer design's layer 2 over the working conversation.
+type GlobalInput struct {
+	Run     contract.Run `json:"run"`
+	WorkKey string       `json:"work_key"`
+	// Exclude lists results already compressed by layer 1, which are not
+	// compressed again.
+	Exclude []Replacement `json:"exclude,omitempty"`
+}
+
+// GlobalResult lists the results to compress; empty when usage is under
+// the trigger.
+type GlobalResult struct {
+	Recorded
+	Targets []Target `json:"targets,omitempty"`
+	Usage   float64  `json:"usage"`
 }
 
 // Replacement puts the text at TextKey in place of one tool result.
