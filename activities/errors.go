@@ -17,34 +17,37 @@ import (
 
 // Application error types the workflows know: the Type of the Temporal
 // application errors the activities return (not Go errors: a workflow
-// reads them from the failure, by name). Retryable vs non-retryable is
-// decided here, once per dependency: store.IsRetryable for Postgres,
-// blob.IsRetryable for S3, llm.Error.Retryable for the summarizer.
+// reads them from the failure, by name). They are named here only, beside
+// their classification (describeApp maps each onto the run's
+// store.ErrorClass). Retryable vs non-retryable is decided here, once per
+// dependency: store.IsRetryable for Postgres, blob.IsRetryable for S3,
+// llm.Error.Retryable for the summarizer. A type that is a run's error
+// class as it stands is spelled by that class, so the two cannot drift.
 const (
 	// TypeBadInput: the conversation or the request cannot be used; no
 	// retry will change that.
-	TypeBadInput = "bad_input"
+	TypeBadInput = string(store.ErrorBadInput)
 	// TypeConfig: a preset or the deployment is misconfigured.
-	TypeConfig = "config"
+	TypeConfig = string(store.ErrorConfig)
 	// TypeLLMRejected: the summarizer refused the request for good
 	// (authentication, a bad request).
 	TypeLLMRejected = "llm_rejected"
 	// TypeDependency: S3 or Postgres failed in a way retries will not fix.
-	TypeDependency = "dependency"
+	TypeDependency = string(store.ErrorDependency)
 	// TypeUnavailable: S3 or Postgres is down or timed out; retried under
 	// the step's policy, so an outage delays a run instead of failing it.
 	TypeUnavailable = "dependency_unavailable"
 	// TypeInternal: an error no dependency classified: a bug or input the
 	// code did not foresee. Retrying cannot fix it, so the run fails at
 	// once instead of retrying for an hour.
-	TypeInternal = "internal"
+	TypeInternal = string(store.ErrorInternal)
 	// TypeWebhookRejected: a webhook endpoint did not accept a delivery
 	// (no answer, or not a 2xx); retried with backoff for up to a day.
 	TypeWebhookRejected = "webhook_rejected"
-	// ErrTenantBusy: the delivery's tenant has its
+	// TypeTenantBusy: the delivery's tenant has its
 	// DELIVERY_TENANT_CONCURRENT deliveries in flight in this worker; the
 	// delivery is not sent now and comes back in a few seconds.
-	ErrTenantBusy = "tenant_busy"
+	TypeTenantBusy = "tenant_busy"
 )
 
 func badInput(err error) error {

@@ -213,7 +213,7 @@ func tenantBusy(tenant string) error {
 	delay := busyRetryMin + rand.N(busyRetryJitter)
 	return temporal.NewApplicationErrorWithOptions(
 		fmt.Sprintf("tenant %s has its deliveries in flight; trying again in %s", tenant, delay.Round(time.Millisecond)),
-		ErrTenantBusy, temporal.ApplicationErrorOptions{NextRetryDelay: delay})
+		TypeTenantBusy, temporal.ApplicationErrorOptions{NextRetryDelay: delay})
 }
 
 // FailDelivery marks delivery id failed for good, with reason.

@@ -406,7 +406,7 @@ func TestUnitDeliveryTenantSlots(t *testing.T) {
 	require.Less(t, time.Since(start), time.Second, "a busy tenant's delivery does not wait for a slot")
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, err, &appErr)
-	require.Equal(t, activities.ErrTenantBusy, appErr.Type())
+	require.Equal(t, activities.TypeTenantBusy, appErr.Type())
 	require.False(t, appErr.NonRetryable())
 	require.GreaterOrEqual(t, appErr.NextRetryDelay(), time.Second)
 	require.LessOrEqual(t, appErr.NextRetryDelay(), 3*time.Second)

@@ -121,7 +121,7 @@ func TestAuditHistoryRestoreDiffSearchExport(t *testing.T) {
 		require.Len(t, second, 1)
 		require.NotEqual(t, first[0].ID, second[0].ID)
 		_, err = svc.Runs(ctx, other, store.RunFilter{AfterID: first[0].ID})
-		require.ErrorIs(t, err, audit.ErrNotFound, "another tenant's run is no cursor")
+		require.ErrorIs(t, err, store.ErrNotFound, "another tenant's run is no cursor")
 	})
 
 	t.Run("show has steps and drift", func(t *testing.T) {
@@ -324,13 +324,13 @@ func TestAuditHistoryRestoreDiffSearchExport(t *testing.T) {
 	t.Run("another tenant sees nothing", func(t *testing.T) {
 		for _, run := range []string{compactRun, offloadRun} {
 			_, err := svc.Run(ctx, other, run)
-			require.ErrorIs(t, err, audit.ErrNotFound)
+			require.ErrorIs(t, err, store.ErrNotFound)
 			_, err = svc.Restore(ctx, other, run)
-			require.ErrorIs(t, err, audit.ErrNotFound)
+			require.ErrorIs(t, err, store.ErrNotFound)
 			_, err = svc.Diff(ctx, other, run)
-			require.ErrorIs(t, err, audit.ErrNotFound)
+			require.ErrorIs(t, err, store.ErrNotFound)
 			_, err = e.gw.Replay(ctx, other, run, gateway.ReplayRequest{RequestID: "x"})
-			require.ErrorIs(t, err, gateway.ErrNotFound)
+			require.ErrorIs(t, err, store.ErrNotFound)
 		}
 		runs, err := svc.Runs(ctx, other, store.RunFilter{})
 		require.NoError(t, err)
@@ -339,7 +339,7 @@ func TestAuditHistoryRestoreDiffSearchExport(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, hits)
 		_, err = svc.Status(ctx, other, "offload")
-		require.ErrorIs(t, err, audit.ErrNotFound)
+		require.ErrorIs(t, err, store.ErrNotFound)
 		var buf bytes.Buffer
 		require.NoError(t, svc.Export(ctx, other, store.RunFilter{}, audit.FormatJSONL, false, &buf))
 		require.Empty(t, buf.String())
@@ -530,7 +530,7 @@ func TestReplayFailedSelectsByTimeRange(t *testing.T) {
 	require.ErrorAs(t, err, &ie)
 	require.Equal(t, "request_id", ie.Field)
 	_, err = e.gw.Replay(ctx, e.tenant, "run-unknown", gateway.ReplayRequest{RequestID: "q3"})
-	require.ErrorIs(t, err, gateway.ErrNotFound)
+	require.ErrorIs(t, err, store.ErrNotFound)
 }
 
 // auditEnvVars points the starter at the test's Postgres schema, bucket,

@@ -18,12 +18,6 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/policy"
 )
 
-// Non-retryable error types, shared with the activities.
-const (
-	TypeBadInput = activities.TypeBadInput
-	TypeConfig   = activities.TypeConfig
-)
-
 // llmQueueKey keeps the run's LLM task queue in the workflow context, for
 // the summarizer calls deep in the passes.
 type llmQueueKey struct{}
@@ -84,7 +78,7 @@ func llmOptions(attempts int) workflow.ActivityOptions {
 			BackoffCoefficient:     2,
 			MaximumInterval:        time.Minute,
 			MaximumAttempts:        int32(attempts),
-			NonRetryableErrorTypes: []string{TypeBadInput, TypeConfig, activities.TypeLLMRejected},
+			NonRetryableErrorTypes: []string{activities.TypeBadInput, activities.TypeConfig, activities.TypeLLMRejected},
 		},
 	}
 }
@@ -168,7 +162,7 @@ func (c *runStages) execute(ctx workflow.Context) (contract.Outcome, error) {
 	// The gateway resolved the preset once, at submit: every step works
 	// with that snapshot and none resolves it again.
 	if c.run.Resolved == nil {
-		return c.res, temporal.NewNonRetryableApplicationError("the run carries no resolved preset", TypeConfig, nil)
+		return c.res, temporal.NewNonRetryableApplicationError("the run carries no resolved preset", activities.TypeConfig, nil)
 	}
 	c.preset = *c.run.Resolved
 	planIn := activities.PlanInput{Run: c.run, InputKey: c.in.InputKey, InputSHA256: c.in.InputSHA256}
@@ -180,7 +174,7 @@ func (c *runStages) execute(ctx workflow.Context) (contract.Outcome, error) {
 	// The plan step archived the original, and verified its checksum,
 	// before anything is replaced.
 	if c.plan.Archive == nil {
-		return c.res, temporal.NewNonRetryableApplicationError("plan: no archive of the original", TypeConfig, nil)
+		return c.res, temporal.NewNonRetryableApplicationError("plan: no archive of the original", activities.TypeConfig, nil)
 	}
 	c.archive = *c.plan.Archive
 	c.res.ArchiveKey = c.archive.Key

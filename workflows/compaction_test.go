@@ -598,9 +598,9 @@ func TestFailureMarksRunFailed(t *testing.T) {
 		name:   "bad input at plan",
 		preset: "adaptive",
 		setup: func(f *fakes) {
-			f.planErr = temporal.NewNonRetryableApplicationError("message 3: bad role", TypeBadInput, nil)
+			f.planErr = temporal.NewNonRetryableApplicationError("message 3: bad role", activities.TypeBadInput, nil)
 		},
-		errType: TypeBadInput,
+		errType: activities.TypeBadInput,
 		want:    []string{"Plan", "FailRun"},
 		class:   store.ErrorBadInput,
 		message: "plan: message 3: bad role",
@@ -610,7 +610,7 @@ func TestFailureMarksRunFailed(t *testing.T) {
 		setup: func(f *fakes) {
 			f.editRun = func(r *contract.Run) { r.Resolved = nil }
 		},
-		errType: TypeConfig,
+		errType: activities.TypeConfig,
 		want:    []string{"FailRun"},
 		class:   store.ErrorConfig,
 		message: "the deployment's configuration refused the run",
@@ -759,7 +759,7 @@ func TestIntermediatesReleasedWhenFinal(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"run-1"}, f.released)
 
-	failed := &fakes{planErr: temporal.NewNonRetryableApplicationError("message 3: bad role", TypeBadInput, nil)}
+	failed := &fakes{planErr: temporal.NewNonRetryableApplicationError("message 3: bad role", activities.TypeBadInput, nil)}
 	_, err = runCompaction(t, failed, testRun("offload-compact", ""))
 	require.Error(t, err)
 	require.Equal(t, []string{"FailRun"}, failed.names()[1:])

@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/ctxcompact/orchestrator/activities"
 	"github.com/ctxcompact/orchestrator/contract"
 )
 
@@ -116,7 +117,7 @@ func stepRetry() *temporal.RetryPolicy {
 		InitialInterval:        500 * time.Millisecond,
 		BackoffCoefficient:     2,
 		MaximumInterval:        30 * time.Second,
-		NonRetryableErrorTypes: []string{TypeBadInput, TypeConfig},
+		NonRetryableErrorTypes: []string{activities.TypeBadInput, activities.TypeConfig},
 	}
 }
 

@@ -5,7 +5,7 @@
 // status report, and exports of the history.
 //
 // Every method takes the caller's tenant and never returns another
-// tenant's data: a run of another tenant is ErrNotFound, exactly like a
+// tenant's data: a run of another tenant is store.ErrNotFound, exactly like a
 // run that does not exist, and every S3 key read is checked to lie under
 // the caller's tenant prefix.
 package audit
@@ -21,11 +21,6 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
-
-// ErrNotFound reports an unknown run or session, or one of another tenant:
-// the two are indistinguishable on purpose. It is the store's sentinel,
-// so that one errors.Is answers "not found" wherever it was decided.
-var ErrNotFound = store.ErrNotFound
 
 // ErrNoArchive reports a run that failed before its original was archived.
 var ErrNoArchive = errors.New("run has no archived original")
@@ -110,17 +105,17 @@ func (s *Service) Restore(ctx context.Context, tenant, runID string) ([]byte, er
 	return s.archive(ctx, r)
 }
 
-// run reads a run of tenant; anything else is ErrNotFound.
+// run reads a run of tenant; anything else is store.ErrNotFound.
 func (s *Service) run(ctx context.Context, tenant, runID string) (store.Run, error) {
 	if err := blob.ValidateTenant(tenant); err != nil {
 		return store.Run{}, fmt.Errorf("run %s: %w", runID, err)
 	}
 	if strings.TrimSpace(runID) == "" {
-		return store.Run{}, fmt.Errorf("run id is empty: %w", ErrNotFound)
+		return store.Run{}, fmt.Errorf("run id is empty: %w", store.ErrNotFound)
 	}
 	r, err := s.Store.GetRunForTenant(ctx, tenant, runID)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Run{}, fmt.Errorf("run %s: %w", runID, ErrNotFound)
+		return store.Run{}, fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
 	}
 	if err != nil {
 		return store.Run{}, err

@@ -14,7 +14,7 @@ func (s *Service) Outcome(_ context.Context, r store.Run) (contract.Outcome, err
 }
 
 // RunOutcome is the outcome of run runID of tenant (another tenant's run
-// is ErrNotFound).
+// is store.ErrNotFound).
 func (s *Service) RunOutcome(ctx context.Context, tenant, runID string) (contract.Outcome, error) {
 	r, err := s.run(ctx, tenant, runID)
 	if err != nil {

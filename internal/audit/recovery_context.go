@@ -32,7 +32,7 @@ const (
 // RecoverError is a recovery the caller got wrong: an id that names
 // nothing, or a bad line range. Field names the argument ("id", "lines",
 // or "" for an id that is well formed but unknown); Message is safe to
-// show. A RecoverNotFound error is also ErrNotFound.
+// show. A RecoverNotFound error is also store.ErrNotFound.
 type RecoverError struct {
 	Code    string
 	Field   string
@@ -43,9 +43,9 @@ type RecoverError struct {
 
 func (e *RecoverError) Error() string { return e.Message }
 
-// Is makes a RecoverNotFound error match ErrNotFound.
+// Is makes a RecoverNotFound error match store.ErrNotFound.
 func (e *RecoverError) Is(target error) bool {
-	return target == ErrNotFound && e.Code == RecoverNotFound
+	return target == store.ErrNotFound && e.Code == RecoverNotFound
 }
 
 // Recovered is what a recover id names, or the asked line range of it.
@@ -221,7 +221,7 @@ func (s *Service) SessionKnown(ctx context.Context, tenant, session string) (boo
 }
 
 // SearchSession is the recovery search of a known session (SearchScan):
-// a session where the tenant has neither run nor offload is ErrNotFound.
+// a session where the tenant has neither run nor offload is store.ErrNotFound.
 // Hits is never nil.
 func (s *Service) SearchSession(ctx context.Context, tenant, session, query string, limit int) (SearchResult, error) {
 	if err := s.Store.CheckSessionGone(ctx, tenant, session); err != nil {
@@ -232,7 +232,7 @@ func (s *Service) SearchSession(ctx context.Context, tenant, session, query stri
 		return SearchResult{}, err
 	}
 	if !known {
-		return SearchResult{}, fmt.Errorf("session %s: %w", session, ErrNotFound)
+		return SearchResult{}, fmt.Errorf("session %s: %w", session, store.ErrNotFound)
 	}
 	res, err := s.SearchScan(ctx, tenant, session, query, limit)
 	if err != nil {

@@ -75,7 +75,7 @@ func TestRecoveryRefusesAnotherTenantsArchive(t *testing.T) {
 		{"the whole archive", theirs.SHA256},
 	} {
 		got, err := svc.RecoverContext(ctx, "acme", "s1", tc.id, "")
-		require.ErrorIs(t, err, audit.ErrNotFound, tc.name)
+		require.ErrorIs(t, err, store.ErrNotFound, tc.name)
 		require.Empty(t, got.Data, tc.name)
 	}
 	got, err = svc.RecoverContext(ctx, "acme", "s1", result, "")

@@ -103,7 +103,7 @@ func summaryPass(p store.PassStat) bool {
 
 // Status reports a session's context status from its last succeeded run,
 // its live offloads and its watermark, with the compression history of
-// every succeeded run. A session without runs of tenant is ErrNotFound.
+// every succeeded run. A session without runs of tenant is store.ErrNotFound.
 func (s *Service) Status(ctx context.Context, tenant, session string) (SessionStatus, error) {
 	if err := blob.ValidateTenant(tenant); err != nil {
 		return SessionStatus{}, fmt.Errorf("status: %w", err)
@@ -119,7 +119,7 @@ func (s *Service) Status(ctx context.Context, tenant, session string) (SessionSt
 		return SessionStatus{}, err
 	}
 	if len(runs) == 0 {
-		return SessionStatus{}, fmt.Errorf("session %s: %w", session, ErrNotFound)
+		return SessionStatus{}, fmt.Errorf("session %s: %w", session, store.ErrNotFound)
 	}
 	promotions, err := s.Store.Promotions(ctx, tenant, session)
 	if err != nil {

@@ -23,7 +23,7 @@ func (g *Gateway) Promote(ctx context.Context, tenant, runID, by string) (p stor
 	}
 	p, fresh, err = g.Store.Promote(ctx, tenant, runID, by)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Promotion{}, false, fmt.Errorf("run %s: %w", runID, ErrNotFound)
+		return store.Promotion{}, false, fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
 	}
 	if err != nil {
 		return store.Promotion{}, false, err

@@ -11,10 +11,6 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
-// ErrNotFound reports a run that does not exist or belongs to another
-// tenant; the two are told apart by nobody. It is the store's sentinel.
-var ErrNotFound = store.ErrNotFound
-
 // MaxRequestIDLen bounds a replay's request id, so that the event id it
 // makes stays within the 200 characters an event id may have.
 const MaxRequestIDLen = 128
@@ -56,7 +52,7 @@ func (g *Gateway) Replay(ctx context.Context, tenant, runID string, req ReplayRe
 	}
 	orig, err := g.Store.GetRunForTenant(ctx, tenant, runID)
 	if errors.Is(err, store.ErrNotFound) {
-		return Submitted{}, fmt.Errorf("run %s: %w", runID, ErrNotFound)
+		return Submitted{}, fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
 	}
 	if err != nil {
 		return Submitted{}, fmt.Errorf("read run %s: %w", runID, err)

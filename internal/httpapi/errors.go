@@ -14,7 +14,6 @@ import (
 
 	"go.temporal.io/api/serviceerror"
 
-	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
@@ -177,7 +176,7 @@ func classify(err error) *apiError {
 		return &apiError{Status: http.StatusConflict, Code: CodeConflict, Field: "session", Message: err.Error()}
 	case errors.Is(err, gateway.ErrConflict):
 		return &apiError{Status: http.StatusConflict, Code: CodeConflict, Field: "event_id", Message: err.Error()}
-	case errors.Is(err, gateway.ErrNotFound), errors.Is(err, audit.ErrNotFound), errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return notFound("resource")
 	}
 	if what := Outage(err); what != "" {

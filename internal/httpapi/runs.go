@@ -31,7 +31,7 @@ func (a *api) listRuns(w http.ResponseWriter, r *http.Request, tenant string) er
 		return err
 	}
 	runs, err := a.deps.Audit.Runs(r.Context(), tenant, f)
-	if f.AfterID != "" && errors.Is(err, audit.ErrNotFound) {
+	if f.AfterID != "" && errors.Is(err, store.ErrNotFound) {
 		// Another tenant's run id is as unknown as a made-up one.
 		return badRequest("after", "after: unknown run %q", f.AfterID)
 	}
@@ -377,7 +377,7 @@ func (e *exportWriter) Write(p []byte) (int, error) {
 
 // notFoundAs names what was not found in the answer; other errors pass.
 func notFoundAs(err error, what string) error {
-	if errors.Is(err, audit.ErrNotFound) || errors.Is(err, gateway.ErrNotFound) || errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return notFound(what)
 	}
 	return err

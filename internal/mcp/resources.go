@@ -48,8 +48,7 @@ func (t *tenantTools) readRun(ctx context.Context, uri, suffix string, read func
 	}
 	data, err := read(ctx, t.tenant, run)
 	switch {
-	case errors.Is(err, audit.ErrNotFound), errors.Is(err, audit.ErrNoOutput), errors.Is(err, audit.ErrNoArchive),
-		errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, audit.ErrNoOutput), errors.Is(err, audit.ErrNoArchive):
 		return nil, sdk.ResourceNotFoundError(uri)
 	case err != nil:
 		t.svc.log.Error("mcp resource read failed", "resource", suffix, "run", run, "tenant", t.tenant, "error", err)

@@ -337,7 +337,7 @@ func (t *tenantTools) status(ctx context.Context, _ *sdk.CallToolRequest, in Sta
 	}
 	a := t.svc.deps.Audit
 	st, err := a.Status(ctx, t.tenant, in.Session)
-	if errors.Is(err, audit.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		// A session not compacted yet has a status too: nothing so far.
 		return nil, StatusResult{SessionStatus: audit.SessionStatus{Tenant: t.tenant, Session: in.Session, Runs: map[string]int{},
 			Promotions: []store.Promotion{}, History: []audit.HistoryRow{}, Level: "GREEN"}, RecentRuns: []RunSummary{}}, nil
@@ -395,7 +395,7 @@ func (t *tenantTools) toolError(tool string, err error) error {
 	case errors.Is(err, gateway.ErrSessionErasing):
 		// As HTTP's 409.
 		return fieldError("session", "conflict: the session is being erased; nothing new is accepted until the erasure ends")
-	case errors.Is(err, audit.ErrNotFound), errors.Is(err, store.ErrNotFound), errors.Is(err, gateway.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return fieldError("session", "not found: this tenant has no runs or offloads in this session")
 	case errors.Is(err, context.Canceled):
 		return errors.New("canceled")

@@ -25,7 +25,11 @@ import (
 )
 
 // ErrNotFound reports that the requested row does not exist. Errors returned
-// by Get*, and by state changes of a missing run, wrap it.
+// by Get*, and by state changes of a missing run, wrap it. It is the one
+// not-found sentinel above the store too: audit, gateway, httpapi, mcp and
+// webui return and test it for an unknown run or session, or one of
+// another tenant (the two are indistinguishable on purpose), so that one
+// errors.Is answers "not found" wherever it was decided.
 var ErrNotFound = errors.New("not found")
 
 // ErrRunFinal reports an attempt to change a run that has already succeeded,

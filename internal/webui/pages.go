@@ -284,7 +284,7 @@ func (u *UI) runsPage(w http.ResponseWriter, r *http.Request, tenant string) err
 		return err
 	}
 	runs, err := u.deps.Audit.Runs(r.Context(), tenant, f)
-	if f.AfterID != "" && errors.Is(err, audit.ErrNotFound) {
+	if f.AfterID != "" && errors.Is(err, store.ErrNotFound) {
 		// Another tenant's run id is as unknown as a made-up one.
 		return badRequest("after", "unknown run %q", f.AfterID)
 	}

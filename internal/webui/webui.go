@@ -398,7 +398,7 @@ func (u *UI) errorPage(w http.ResponseWriter, r *http.Request, tenant string, er
 	case errors.As(err, &gone):
 		// As the API's 410: the erasure's id and when, never "not found".
 		pe = &pageError{Status: http.StatusGone, Message: gone.Error()}
-	case errors.Is(err, audit.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		pe = notFound("run or session")
 	case errors.Is(err, audit.ErrNoArchive):
 		pe = &pageError{Status: http.StatusNotFound, Message: "this run has no archived original (it failed before archiving)"}
