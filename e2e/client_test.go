@@ -194,9 +194,9 @@ func TestHandoffOnCheckpointAndAtCritical(t *testing.T) {
 	require.NotEmpty(t, res.Handoff, "CRITICAL hands off")
 }
 
-// TestSessionDriftChecksAreStored: a history summary is checked by seed
-// 004's four checks besides identifier retention, and each verdict is in
-// the run's audit record.
+// TestSessionDriftChecksAreStored: a history summary is checked by the
+// three-tier design's four drift checks besides identifier retention, and
+// each verdict is in the run's audit record.
 func TestSessionDriftChecksAreStored(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, offline())

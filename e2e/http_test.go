@@ -682,9 +682,10 @@ func TestHTTPWaitEndsWithTheRunIDAndTheRunGoesOn(t *testing.T) {
 	require.Equal(t, "succeeded", d.Run.Status, d.Run.Error)
 }
 
-// TestHTTPOffloadCompactFailureAndOverLimit: a summarizer that refuses makes seed
-// 002's success false (history unchanged); a user message larger than the
-// limit ends over_limit with the reason, in the answer and in the run.
+// TestHTTPOffloadCompactFailureAndOverLimit: a summarizer that refuses
+// makes the offload-compact design's success false (history unchanged); a
+// user message larger than the limit ends over_limit with the reason, in
+// the answer and in the run.
 func TestHTTPOffloadCompactFailureAndOverLimit(t *testing.T) {
 	t.Parallel()
 	a := newAPIEnv(t, withLLM(llmtest.WithScript(llmtest.Fault401{})))

@@ -29,8 +29,8 @@ type mrRun struct {
 
 // benchMapReduce compacts a ReAct trajectory holding a 300,000-character
 // tool result with react-two-layer, once with the chunks summarized in
-// parallel (the preset's parallelism, 8) and once one after another (seed
-// 000's loop), the summarizer taking 500 ms per call.
+// parallel (the preset's parallelism, 8) and once one after another (the
+// ReAct two-layer design's loop), the summarizer taking 500 ms per call.
 func benchMapReduce(ctx context.Context, st *stack, o options, rep *report) error {
 	sc, err := st.newScenario("mapreduce", llmtest.WithLatency(o.llmLatency))
 	if err != nil {

@@ -113,8 +113,9 @@ func Handoff(conv conversation.Conversation, p policy.Preset, refs HandoffRefs) 
 	}
 	summary := strings.TrimSpace(summarize(transcript, HandoffSummaryChars))
 	sb.WriteString(summary)
-	// A structured summary ends with its own recovery references (seed
-	// 004's last section): the offloads go on under it.
+	// A structured summary ends with its own recovery references (the
+	// last section of the three-tier session summary): the offloads go on
+	// under it.
 	if !strings.Contains(summary, "### Recovery References") {
 		sb.WriteString("\n\n### Recovery References")
 	}

@@ -40,8 +40,8 @@ type TailChoice struct {
 // messages with every call and its result on the same side and a pending
 // call kept, such that the protected messages before it, the summary at
 // its target and the tail fit under the aim (the smallest tail when even
-// that does not fit the aim). Every other preset keeps
-// its seed's History.KeepLast, and the note says when that leaves the
+// that does not fit the aim). Every other preset keeps the fixed tail
+// of its design, History.KeepLast, and the note says when that leaves the
 // output below half the preset's target usage, since its keep_last rule and
 // not the budget made it so.
 func HistoryTail(conv conversation.Conversation, p policy.Preset, b Budget, protected []bool) TailChoice {

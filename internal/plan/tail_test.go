@@ -13,8 +13,8 @@ import (
 
 // TestHistoryTail: a preset that fills its tail (adaptive, the ladder of
 // every preset) keeps the largest tail under its aim, with pairs intact;
-// a seed's fixed tail stays as the seed says, and the note says when that
-// leaves the output below half the target.
+// a design's fixed tail (keep_last) stays as the design says, and the note
+// says when that leaves the output below half the target.
 func TestHistoryTail(t *testing.T) {
 	t.Parallel()
 	conv := sample(t)

@@ -93,7 +93,7 @@ func TestResolve(t *testing.T) {
 	p, err = Resolve(OffloadCompact, json.RawMessage(`{"history":{"keep_last":7}}`))
 	require.NoError(t, err)
 	require.Equal(t, 7, p.History.KeepLast)
-	require.Equal(t, 8000, p.History.TargetTokens, "fields not overridden keep the seed's value")
+	require.Equal(t, 8000, p.History.TargetTokens, "fields not overridden keep the preset's value")
 
 	_, err = Resolve("nope", nil)
 	require.ErrorContains(t, err, `unknown preset "nope"`)
