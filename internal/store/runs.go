@@ -129,7 +129,6 @@ type RunPlan struct {
 	Model         string
 	PromptVersion string
 	Level         string
-	InputKey      string
 	TokensBefore  int64
 	CharsBefore   int64
 }
@@ -371,41 +370,6 @@ func (s *Store) runStatus(ctx context.Context, id string) (RunStatus, error) {
 		return "", err
 	}
 	return RunStatus(status), nil
-}
-
-// RecordArchive stores where the original conversation was archived and its
-// sha256. Recording the same archive again is a no-op, even after the run
-// finished; a different archive for the same run is an error, because the
-// original is archived once before anything is replaced.
-func (s *Store) RecordArchive(ctx context.Context, id, key, sha256 string) error {
-	op := "record archive of run " + id
-	if err := requireNonEmpty(op, [2]string{"key", key}, [2]string{"sha256", sha256}); err != nil {
-		return err
-	}
-	tag, err := s.pool.Exec(ctx, `
-		update runs set archive_key = $2, archive_sha256 = $3, updated_at = now()
-		where id = $1 and status in ('pending', 'running') and archive_key = ''`, id, key, sha256)
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if tag.RowsAffected() == 1 {
-		return nil
-	}
-	var status, storedKey, storedSHA string
-	err = s.pool.QueryRow(ctx, `select status, archive_key, archive_sha256 from runs where id = $1`, id).
-		Scan(&status, &storedKey, &storedSHA)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("%s: %w", op, ErrNotFound)
-	case err != nil:
-		return fmt.Errorf("%s: %w", op, err)
-	case storedKey == key && storedSHA == sha256:
-		return nil
-	case storedKey != "":
-		return fmt.Errorf("%s: already archived as %s (sha256 %s)", op, storedKey, storedSHA)
-	default:
-		return fmt.Errorf("%s: status %s: %w", op, status, ErrRunFinal)
-	}
 }
 
 // Commit is what CommitRun did.
