@@ -12,7 +12,7 @@ import (
 )
 
 // RunStatus is the state of a compaction run. pending and running are live;
-// succeeded, over_limit, failed and skipped are final and frozen.
+// succeeded, over_limit and failed are final and frozen.
 type RunStatus string
 
 // Run states.
@@ -24,7 +24,6 @@ const (
 	// over the model's limit; Error holds the reason. Never a success.
 	RunOverLimit RunStatus = "over_limit"
 	RunFailed    RunStatus = "failed"
-	RunSkipped   RunStatus = "skipped"
 )
 
 // ErrorClass says what kind of failure ended a failed run. Callers switch
@@ -65,7 +64,7 @@ type Failure struct {
 
 // Final reports whether no further state change is allowed.
 func (s RunStatus) Final() bool {
-	return s == RunSucceeded || s == RunOverLimit || s == RunFailed || s == RunSkipped
+	return s == RunSucceeded || s == RunOverLimit || s == RunFailed
 }
 
 // Committed reports whether the run stored an output: succeeded, or
@@ -479,26 +478,16 @@ func (s *Store) finishWithSteps(ctx context.Context, steps []Step, logs []LogBlo
 // round trip. Like CommitRun it changes only a live run and reports
 // whether it did. A failure without a class is ErrorInternal.
 func (s *Store) FailRun(ctx context.Context, id string, f Failure, steps ...Step) (bool, error) {
+	op := "fail run " + id
 	if f.Class == "" {
 		f.Class = ErrorInternal
 	}
-	return s.finish(ctx, "fail run "+id, id, RunFailed, f.Class, f.Message, steps...)
-}
-
-// SkipRun marks a live run skipped (nothing to do, or superseded) with the
-// reason stored in Error. Like CommitRun it changes only a live run and
-// reports whether it did.
-func (s *Store) SkipRun(ctx context.Context, id, reason string) (bool, error) {
-	return s.finish(ctx, "skip run "+id, id, RunSkipped, "", reason)
-}
-
-func (s *Store) finish(ctx context.Context, op, id string, status RunStatus, class ErrorClass, msg string, steps ...Step) (bool, error) {
-	if strings.TrimSpace(msg) == "" {
+	if strings.TrimSpace(f.Message) == "" {
 		return false, fmt.Errorf("%s: message is empty", op)
 	}
 	rows, err := s.finishWithSteps(ctx, steps, nil, nil, `
-		update runs set status = $2, error = $3, error_class = $4, finished_at = now(), updated_at = now()
-		where id = $1 and status in ('pending', 'running')`, id, string(status), Storable(msg), string(class))
+		update runs set status = 'failed', error = $2, error_class = $3, finished_at = now(), updated_at = now()
+		where id = $1 and status in ('pending', 'running')`, id, Storable(f.Message), string(f.Class))
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
 	}

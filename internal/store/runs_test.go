@@ -107,11 +107,8 @@ func TestCommitRunCommitsOnce(t *testing.T) {
 	require.Equal(t, "GREEN", got.Level)
 	require.False(t, got.FinishedAt.IsZero())
 
-	// A final run stays final: no fail, no skip, no running, no plan, no archive.
+	// A final run stays final: no fail, no running, no plan, no archive.
 	ok, err := s.FailRun(ctx, r.ID, store.Failure{Message: "late failure"})
-	require.NoError(t, err)
-	require.False(t, ok)
-	ok, err = s.SkipRun(ctx, r.ID, "late skip")
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.ErrorIs(t, s.StartRun(ctx, r.ID, r.Tenant, r.Session, store.RunStart{}), store.ErrRunFinal)
@@ -177,18 +174,21 @@ func TestFailRunThenCommit(t *testing.T) {
 	require.Zero(t, got.TokensAfter)
 }
 
-func TestSkipRun(t *testing.T) {
+// TestNoSkippedStatus: the final statuses are succeeded, over_limit and
+// failed; the database refuses any other, "skipped" (which no code path
+// ever wrote) included.
+func TestNoSkippedStatus(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
+	ctx := t.Context()
 	r := newRun(t, s, "acme", "s1")
-	ok, err := s.SkipRun(t.Context(), r.ID, "below threshold")
+	_, err := s.Pool().Exec(ctx, `update runs set status = 'skipped', error = 'below threshold', finished_at = now() where id = $1`, r.ID)
+	require.ErrorContains(t, err, "violates check constraint")
+	_, _, err = s.CreateRun(ctx, store.Run{ID: "run-skipped", Tenant: "acme", Session: "s1", Status: "skipped"})
+	require.ErrorContains(t, err, `unknown status "skipped"`)
+	got, err := s.GetRun(ctx, r.ID)
 	require.NoError(t, err)
-	require.True(t, ok)
-	got, err := s.GetRun(t.Context(), r.ID)
-	require.NoError(t, err)
-	require.Equal(t, store.RunSkipped, got.Status)
-	require.Equal(t, "below threshold", got.Error)
-	require.True(t, got.Status.Final())
+	require.Equal(t, store.RunPending, got.Status)
 }
 
 func TestMissingRun(t *testing.T) {
