@@ -113,7 +113,7 @@ type Run struct {
 	InputSHA256  string
 	// ResolvedPreset is the preset the run works with (policy.Preset as
 	// JSON: built-in numbers under the effective overrides), resolved at
-	// submit; nil for runs submitted before it was recorded.
+	// submit: every run the gateway records has one.
 	ResolvedPreset json.RawMessage
 	StartedAt      time.Time
 	FinishedAt     time.Time // zero while the run is live
