@@ -31,10 +31,7 @@ func (a *Activities) Commit(ctx context.Context, in CommitInput) (res CommitResu
 	if err != nil {
 		return res, err
 	}
-	tokensBefore, err := a.tokensBefore(ctx, run, in.TokensBefore)
-	if err != nil {
-		return res, err
-	}
+	tokensBefore := int64(in.TokensBefore)
 	out, err := a.finalOutput(ctx, in, p, b, tokensBefore)
 	if err != nil {
 		return res, err
@@ -216,20 +213,6 @@ func (a *Activities) recordedOutcome(ctx context.Context, runID string) (contrac
 	return o, nil
 }
 
-// tokensBefore is the run's size before compaction: as the workflow
-// passed it from the plan, else as the run's row recorded it (a run
-// started before the workflow passed the plan's figure).
-func (a *Activities) tokensBefore(ctx context.Context, run contract.Run, passed int) (int64, error) {
-	if passed != 0 {
-		return int64(passed), nil
-	}
-	stored, err := a.Store.GetRun(ctx, run.ID)
-	if err != nil {
-		return 0, storeErr(fmt.Errorf("read run: %w", err))
-	}
-	return stored.TokensBefore, nil
-}
-
 // setReActStats gives a ReAct trajectory its compression stats. A bare
 // list of turns has no place for them: they go to the run's stats (and
 // the response) only, and the output stays a list; changed reports
@@ -363,12 +346,12 @@ func (a *Activities) commitRun(ctx context.Context, rec *attempt, in CommitInput
 	return c, nil
 }
 
-// outputBytes is the run's output: the saved working copy's own bytes
-// when the last step saved it (a "work" object is the rendering of the
-// conversation commit loaded) and commit changed nothing, so that the
-// output is not rendered a second time; else the conversation rendered,
-// which also gives the caller's input back in canonical form when no
-// pass changed it.
+// outputBytes is the run's output: when commit changed nothing, the bytes
+// at workKey, so that the output is not rendered a second time: the saved
+// working copy (a "work" object is the rendering of the conversation
+// commit loaded), or the input, the caller's own bytes, which the gateway
+// stored as the archive, when no pass changed it; else the conversation
+// rendered.
 func (a *Activities) outputBytes(ctx context.Context, tenant, workKey string, conv conversation.Conversation, changed bool) ([]byte, error) {
 	if _, kind, sha, err := blob.ParseContentKey(workKey); err == nil && (kind == blob.KindWork || kind == blob.KindArchive) && !changed {
 		return a.getVerified(ctx, tenant, workKey, sha)

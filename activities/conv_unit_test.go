@@ -1,6 +1,7 @@
 package activities_test
 
 import (
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -15,40 +16,59 @@ import (
 
 // The steps that work on a whole conversation, on the in-memory stores.
 
-// TestUnitPlan: the plan step starts the run with its figures and archive
-// and hands its record back; an input stored as an archive is the archive
-// (no write), any other input is copied to one.
+// TestUnitPlan: the plan step starts the run with its figures and
+// archive and hands its record back; the archive is the input the gateway
+// stored, recorded with no write.
 func TestUnitPlan(t *testing.T) {
 	t.Parallel()
-	for _, tt := range []struct {
-		kind string
-		puts int
-	}{
-		{kind: blob.KindArchive, puts: 0},
-		{kind: blob.KindInput, puts: 1},
-	} {
-		t.Run(tt.kind, func(t *testing.T) {
+	u := newUnit(t)
+	in, data := u.conversation()
+	before := u.blob.putCount()
+	res, err := u.a.Plan(t.Context(), activities.PlanInput{Run: u.run, InputKey: in.Key, InputSHA256: in.SHA256})
+	require.NoError(t, err)
+	require.Zero(t, u.blob.putCount()-before, "the input is the archive: nothing is written")
+	require.NotNil(t, res.Archive)
+	require.Equal(t, activities.ArchiveResult{Key: in.Key, SHA256: in.SHA256, Size: int64(len(data))}, *res.Archive)
+	require.Positive(t, res.TokensBefore)
+	require.False(t, res.Skip)
+	require.NotNil(t, res.StepRecord)
+	require.Equal(t, "plan", res.StepRecord.Name)
+	require.Empty(t, u.store.stepNames(), "the record goes back to the workflow")
+
+	run, err := u.store.GetRun(t.Context(), u.run.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.RunRunning, run.Status)
+	require.Equal(t, in.Key, run.ArchiveKey)
+	require.Equal(t, in.SHA256, run.ArchiveSHA256)
+	require.Equal(t, int64(res.TokensBefore), run.TokensBefore)
+}
+
+// TestUnitPlanRefusesAnInputThatIsNotAnArchive: only the gateway starts
+// runs, and it stores every input as its archive. An input of another
+// kind (an output, a working copy) is never copied nor recorded as the
+// original: the step fails for good, writes nothing and leaves the run
+// pending without an archive.
+func TestUnitPlanRefusesAnInputThatIsNotAnArchive(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{blob.KindOutput, blob.KindWork, blob.KindOffload} {
+		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
 			u := newUnit(t)
-			in, data := u.conversation(tt.kind)
-			before := u.blob.putCount()
-			res, err := u.a.Plan(t.Context(), activities.PlanInput{Run: u.run, InputKey: in.Key, InputSHA256: in.SHA256})
+			data, err := os.ReadFile("../testdata/conversations/django__django-11742.json")
 			require.NoError(t, err)
-			require.Equal(t, tt.puts, u.blob.putCount()-before)
-			require.NotNil(t, res.Archive)
-			require.Equal(t, in.SHA256, res.Archive.SHA256)
-			require.Equal(t, string(data), u.get(res.Archive.Key))
-			require.Positive(t, res.TokensBefore)
-			require.False(t, res.Skip)
-			require.NotNil(t, res.StepRecord)
-			require.Equal(t, "plan", res.StepRecord.Name)
-			require.Empty(t, u.store.stepNames(), "the record goes back to the workflow")
-
+			in, err := u.blob.PutContent(t.Context(), u.run.Tenant, kind, data)
+			require.NoError(t, err)
+			before := u.blob.putCount()
+			_, err = u.a.Plan(t.Context(), activities.PlanInput{Run: u.run, InputKey: in.Key, InputSHA256: in.SHA256})
+			require.ErrorContains(t, err, "is not the archive")
+			var app *temporal.ApplicationError
+			require.ErrorAs(t, err, &app)
+			require.True(t, app.NonRetryable())
+			require.Zero(t, u.blob.putCount()-before, "nothing is copied")
 			run, err := u.store.GetRun(t.Context(), u.run.ID)
 			require.NoError(t, err)
-			require.Equal(t, store.RunRunning, run.Status)
-			require.Equal(t, res.Archive.Key, run.ArchiveKey)
-			require.Equal(t, int64(res.TokensBefore), run.TokensBefore)
+			require.Equal(t, store.RunPending, run.Status)
+			require.Empty(t, run.ArchiveKey)
 		})
 	}
 }
@@ -58,29 +78,10 @@ func TestUnitPlan(t *testing.T) {
 func TestUnitPlanRefusesADamagedInput(t *testing.T) {
 	t.Parallel()
 	u := newUnit(t)
-	in, _ := u.conversation(blob.KindInput)
+	in, _ := u.conversation()
 	_, err := u.a.Plan(t.Context(), activities.PlanInput{Run: u.run, InputKey: in.Key, InputSHA256: blob.SHA256Hex(nil)})
 	require.Error(t, err)
 	require.Equal(t, []string{"plan"}, u.store.stepNames(), "a failed step writes its own record")
-}
-
-// TestUnitArchive: the archive step copies the input to its archive key
-// and records it on the run.
-func TestUnitArchive(t *testing.T) {
-	t.Parallel()
-	u := newUnit(t)
-	in, data := u.conversation(blob.KindInput)
-	res, err := u.a.Archive(t.Context(), activities.ArchiveInput{Run: u.run, InputKey: in.Key, InputSHA256: in.SHA256})
-	require.NoError(t, err)
-	_, kind, sha, err := blob.ParseContentKey(res.Key)
-	require.NoError(t, err)
-	require.Equal(t, blob.KindArchive, kind)
-	require.Equal(t, in.SHA256, sha)
-	require.Equal(t, int64(len(data)), res.Size)
-	require.Equal(t, string(data), u.get(res.Key))
-	run, err := u.store.GetRun(t.Context(), u.run.ID)
-	require.NoError(t, err)
-	require.Equal(t, res.Key, run.ArchiveKey)
 }
 
 // TestUnitDeterministic: passes that change nothing hand on the input's
@@ -100,7 +101,7 @@ func TestUnitDeterministic(t *testing.T) {
 			t.Parallel()
 			u := newUnit(t)
 			u.run.Preset, u.run.ContextLimit, u.run.Resolved = tt.preset, tt.limit, resolve(t, tt.preset)
-			in, data := u.conversation(blob.KindInput)
+			in, data := u.conversation()
 			res, err := u.a.Deterministic(t.Context(), activities.DeterministicInput{Run: u.run, WorkKey: in.Key})
 			require.NoError(t, err)
 			require.NotNil(t, res.StepRecord)
@@ -135,7 +136,7 @@ func TestUnitFitBudget(t *testing.T) {
 			t.Parallel()
 			u := newUnit(t)
 			u.run.ContextLimit = 8000
-			in, _ := u.conversation(blob.KindInput)
+			in, _ := u.conversation()
 			res, err := u.a.FitBudget(t.Context(), activities.FitInput{Run: u.run, WorkKey: in.Key, Stage: tt.stage})
 			require.NoError(t, err)
 			require.Equal(t, tt.applied, res.Pass.Applied)
@@ -155,7 +156,7 @@ func TestUnitFitBudget(t *testing.T) {
 		t.Parallel()
 		u := newUnit(t)
 		u.run.ContextLimit = 8000
-		in, _ := u.conversation(blob.KindInput)
+		in, _ := u.conversation()
 		_, err := u.a.FitBudget(t.Context(), activities.FitInput{Run: u.run, WorkKey: in.Key, Stage: "no-such-stage"})
 		var app *temporal.ApplicationError
 		require.ErrorAs(t, err, &app)
@@ -169,7 +170,7 @@ func TestUnitPlanGlobal(t *testing.T) {
 	t.Parallel()
 	u := newUnit(t)
 	u.run.Preset, u.run.Resolved = policy.ReactTwoLayer, resolve(t, policy.ReactTwoLayer)
-	in, _ := u.conversation(blob.KindInput)
+	in, _ := u.conversation()
 	res, err := u.a.PlanGlobal(t.Context(), activities.GlobalInput{Run: u.run, WorkKey: in.Key})
 	require.NoError(t, err)
 	require.Positive(t, res.Usage)
@@ -192,7 +193,7 @@ func TestUnitPlanGlobal(t *testing.T) {
 func TestUnitApplyResults(t *testing.T) {
 	t.Parallel()
 	u := newUnit(t)
-	in, _ := u.conversation(blob.KindInput)
+	in, _ := u.conversation()
 	conv, err := conversation.ParseAny([]byte(u.get(in.Key)))
 	require.NoError(t, err)
 	msg, block := -1, -1

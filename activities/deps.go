@@ -13,8 +13,7 @@ import (
 type RunStore interface {
 	// Runs.
 	GetRun(ctx context.Context, id string) (store.Run, error)
-	StartRun(ctx context.Context, r store.Run, st store.RunStart) error
-	RecordArchive(ctx context.Context, id, key, sha256 string) error
+	StartRun(ctx context.Context, id, tenant, session string, st store.RunStart) error
 	CommitRun(ctx context.Context, id string, res store.RunResult) (store.Commit, error)
 	FailRun(ctx context.Context, id string, f store.Failure, steps ...store.Step) (bool, error)
 
@@ -43,7 +42,6 @@ type ObjectStore interface {
 	GetVerified(ctx context.Context, key, wantSHA string) ([]byte, error)
 	PutContent(ctx context.Context, tenant, kind string, data []byte) (blob.Ref, error)
 	PutContentString(ctx context.Context, tenant, kind, text string) (blob.Ref, error)
-	PutContentVerified(ctx context.Context, tenant, kind string, data []byte) (blob.Ref, error)
 	// A run's intermediates, under its own prefix (blob.RunContentKey).
 	PutRunContent(ctx context.Context, tenant, runID, kind string, data []byte) (blob.Ref, error)
 	PutRunContentString(ctx context.Context, tenant, runID, kind, text string) (blob.Ref, error)

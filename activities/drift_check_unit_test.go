@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxcompact/orchestrator/activities"
-	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/digest"
 	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/recap"
@@ -132,7 +131,7 @@ func TestUnitOwnRepairPassesItsCheck(t *testing.T) {
 func TestUnitDeterministicSummaryKeepsRecentIdentifiers(t *testing.T) {
 	t.Parallel()
 	u := newUnit(t)
-	in, _ := u.conversation(blob.KindInput)
+	in, _ := u.conversation()
 	prep, err := u.a.PrepareHistory(t.Context(), activities.HistoryInput{Run: u.run, WorkKey: in.Key})
 	require.NoError(t, err)
 	source := u.get(prep.TranscriptKey)

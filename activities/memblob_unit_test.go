@@ -71,10 +71,6 @@ func (m *memBlob) PutContentString(ctx context.Context, tenant, kind, text strin
 	return m.PutContent(ctx, tenant, kind, []byte(text))
 }
 
-func (m *memBlob) PutContentVerified(ctx context.Context, tenant, kind string, data []byte) (blob.Ref, error) {
-	return m.PutContent(ctx, tenant, kind, data)
-}
-
 func (m *memBlob) Get(_ context.Context, key string) ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

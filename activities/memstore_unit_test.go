@@ -54,33 +54,22 @@ func (m *memStore) GetRun(_ context.Context, id string) (store.Run, error) {
 	return r, nil
 }
 
-func (m *memStore) StartRun(_ context.Context, r store.Run, st store.RunStart) error {
+func (m *memStore) StartRun(_ context.Context, id, tenant, session string, st store.RunStart) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	cur, ok := m.runs[r.ID]
+	cur, ok := m.runs[id]
 	if !ok {
-		cur = r
+		return fmt.Errorf("start run %s: %w", id, errNoRun)
+	}
+	if cur.Tenant != tenant || cur.Session != session {
+		return fmt.Errorf("start run %s: id already used by session %q/%q", id, cur.Tenant, cur.Session)
 	}
 	cur.Status, cur.Preset, cur.Model, cur.Level = store.RunRunning, st.Preset, st.Model, st.Level
 	cur.TokensBefore, cur.CharsBefore = st.TokensBefore, st.CharsBefore
 	if cur.ArchiveKey == "" {
 		cur.ArchiveKey, cur.ArchiveSHA256 = st.ArchiveKey, st.ArchiveSHA256
 	}
-	m.runs[r.ID] = cur
-	return nil
-}
-
-func (m *memStore) RecordArchive(_ context.Context, id, key, sha256 string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r, ok := m.runs[id]
-	if !ok {
-		return fmt.Errorf("record archive %s: %w", id, errNoRun)
-	}
-	if r.ArchiveKey == "" {
-		r.ArchiveKey, r.ArchiveSHA256 = key, sha256
-	}
-	m.runs[id] = r
+	m.runs[id] = cur
 	return nil
 }
 

@@ -17,9 +17,9 @@ import (
 // the conversation it saves: no text goes to the workflow or the logs.
 
 // runArchive is the key and SHA-256 of the run's archived original: key
-// when the workflow passed it, else what the run's row recorded (a run
-// started before the step was given it). ok is false when the run has
-// none.
+// when the workflow passed it, else what the run's row recorded (the plan
+// step records it before any pass runs; ApplyResults, whose input names
+// no archive, reads it there). ok is false when the run has none.
 func (a *Activities) runArchive(ctx context.Context, run contract.Run, key string) (string, string, bool, error) {
 	if key == "" {
 		r, err := a.Store.GetRun(ctx, run.ID)

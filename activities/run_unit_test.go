@@ -21,7 +21,7 @@ import (
 // gateway stores it (an archive).
 func (u *unit) planned() (blob.Ref, activities.PlanResult) {
 	u.t.Helper()
-	in, _ := u.conversation(blob.KindArchive)
+	in, _ := u.conversation()
 	res, err := u.a.Plan(u.t.Context(), activities.PlanInput{Run: u.run, InputKey: in.Key, InputSHA256: in.SHA256})
 	require.NoError(u.t, err)
 	return in, res
@@ -45,7 +45,7 @@ func TestUnitPrepareHistory(t *testing.T) {
 			t.Parallel()
 			u := newUnit(t)
 			u.run.Trigger, u.run.ContextLimit = tt.trigger, tt.limit
-			in, _ := u.conversation(blob.KindInput)
+			in, _ := u.conversation()
 			res, err := u.a.PrepareHistory(t.Context(), activities.HistoryInput{Run: u.run, WorkKey: in.Key})
 			require.NoError(t, err)
 			require.Equal(t, tt.skip, res.Skip)
@@ -91,7 +91,7 @@ func TestUnitApplyHistory(t *testing.T) {
 func TestUnitPrepareHandoff(t *testing.T) {
 	t.Parallel()
 	u := newUnit(t)
-	in, _ := u.conversation(blob.KindInput)
+	in, _ := u.conversation()
 	res, err := u.a.PrepareHandoff(t.Context(), activities.HandoffInput{Run: u.run, WorkKey: in.Key})
 	require.NoError(t, err)
 	require.False(t, res.Skip)

@@ -38,14 +38,9 @@ type stepEnv struct {
 	s3    *blobtest.RequestCounter
 }
 
+// The input is stored as the gateway stores it: once, as the archive of
+// the caller's bytes, its SHA-256 checked by S3.
 func newStepEnv(t *testing.T) *stepEnv {
-	t.Helper()
-	return newStepEnvInput(t, blob.KindInput)
-}
-
-// newStepEnvInput is newStepEnv with the input stored under kind: the
-// gateway stores it as an archive, runs submitted before it did as input.
-func newStepEnvInput(t *testing.T, kind string) *stepEnv {
 	t.Helper()
 	data, err := os.ReadFile("../testdata/conversations/django__django-11742.json")
 	require.NoError(t, err, "the test conversation must be in testdata")
@@ -58,11 +53,7 @@ func newStepEnvInput(t *testing.T, kind string) *stepEnv {
 	e.env.RegisterActivity(a)
 
 	ctx := t.Context()
-	if kind == blob.KindArchive {
-		e.input, err = e.blob.PutContentVerified(ctx, "acme", kind, data)
-	} else {
-		e.input, err = e.blob.PutContent(ctx, "acme", kind, data)
-	}
+	e.input, err = e.blob.PutContentVerified(ctx, "acme", blob.KindArchive, data)
 	require.NoError(t, err)
 	e.run = contract.Run{ID: testRunID(t), Tenant: "acme", Session: "s1", EventID: "ev-1", Trigger: "manual",
 		Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 4000}
@@ -141,42 +132,25 @@ func TestPlanArchivesAndStartsTheRun(t *testing.T) {
 	require.Empty(t, e.steps(), "nothing written before the run ends")
 }
 
-// TestPlanArchive: an input the gateway stored as an archive is the run's
-// archive, with no second upload; an input stored as input (a run
-// submitted before) is copied to its archive key. Either way the archive
-// restores the original byte for byte and is on the run's row.
+// TestPlanArchive: the input the gateway stored as an archive is the
+// run's archive, with no second upload; it restores the original byte for
+// byte from S3 and is on the run's row.
 func TestPlanArchive(t *testing.T) {
 	t.Parallel()
-	for _, tt := range []struct {
-		kind     string
-		samePuts int
-	}{
-		{kind: blob.KindArchive, samePuts: 0},
-		{kind: blob.KindInput, samePuts: 1},
-	} {
-		t.Run(tt.kind, func(t *testing.T) {
-			t.Parallel()
-			e := newStepEnvInput(t, tt.kind)
-			before := e.s3.Count(http.MethodPut)
-			res := e.plan()
-			require.Equal(t, tt.samePuts, e.s3.Count(http.MethodPut)-before, "S3 PUTs of the plan step")
-			require.NotNil(t, res.Archive)
-			_, kind, sha, err := blob.ParseContentKey(res.Archive.Key)
-			require.NoError(t, err)
-			require.Equal(t, blob.KindArchive, kind)
-			require.Equal(t, e.input.SHA256, sha)
-			if tt.kind == blob.KindArchive {
-				require.Equal(t, e.input.Key, res.Archive.Key, "the input is the archive")
-			}
-			archived, err := e.blob.GetVerifiedFromS3(t.Context(), res.Archive.Key, res.Archive.SHA256)
-			require.NoError(t, err)
-			require.Equal(t, e.data, archived)
-			run, err := e.store.GetRun(t.Context(), e.run.ID)
-			require.NoError(t, err)
-			require.Equal(t, res.Archive.Key, run.ArchiveKey)
-			require.Equal(t, res.Archive.SHA256, run.ArchiveSHA256)
-		})
-	}
+	e := newStepEnv(t)
+	before := e.s3.Count(http.MethodPut)
+	res := e.plan()
+	require.Zero(t, e.s3.Count(http.MethodPut)-before, "S3 PUTs of the plan step")
+	require.NotNil(t, res.Archive)
+	require.Equal(t, e.input.Key, res.Archive.Key, "the input is the archive")
+	require.Equal(t, e.input.SHA256, res.Archive.SHA256)
+	archived, err := e.blob.GetVerifiedFromS3(t.Context(), res.Archive.Key, res.Archive.SHA256)
+	require.NoError(t, err)
+	require.Equal(t, e.data, archived)
+	run, err := e.store.GetRun(t.Context(), e.run.ID)
+	require.NoError(t, err)
+	require.Equal(t, res.Archive.Key, run.ArchiveKey)
+	require.Equal(t, res.Archive.SHA256, run.ArchiveSHA256)
 }
 
 // TestCommitWritesTheGatheredRecords: commit writes the run's gathered
@@ -228,17 +202,16 @@ func TestFailRunWritesTheGatheredRecords(t *testing.T) {
 
 // TestCommitOutputsTheSavedWorkAsIs: when the last step saved the working
 // conversation, commit puts those very bytes out instead of rendering the
-// conversation again; a conversation no step changed (the input) is
-// rendered, so the caller gets it back in canonical form.
+// conversation again; a conversation no step changed (the input, which
+// the gateway stored as its archive) goes back as the caller's own bytes.
 func TestCommitOutputsTheSavedWorkAsIs(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
 		kind string
-		asIs bool
 	}{
-		{name: "a saved working copy goes out as it is", kind: blob.KindWork, asIs: true},
-		{name: "an unchanged input is rendered", kind: blob.KindInput},
+		{name: "a saved working copy goes out as it is", kind: blob.KindWork},
+		{name: "an unchanged input goes out as it is", kind: blob.KindArchive},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -261,11 +234,7 @@ func TestCommitOutputsTheSavedWorkAsIs(t *testing.T) {
 			require.NoError(t, val.Get(&out))
 			output, err := e.blob.GetVerified(t.Context(), out.Outcome.OutputKey, out.Outcome.OutputSHA256)
 			require.NoError(t, err)
-			if tt.asIs {
-				require.Equal(t, indented.Bytes(), output)
-			} else {
-				require.Equal(t, canonical, output)
-			}
+			require.Equal(t, indented.Bytes(), output, "not the rendering %d bytes long", len(canonical))
 		})
 	}
 }

@@ -51,16 +51,10 @@ type PlanResult struct {
 	// empty conversation); the run still commits the input unchanged.
 	Skip   bool   `json:"skip"`
 	Reason string `json:"reason,omitempty"`
-	// Archive is the verified copy of the original, when the input asked
-	// the plan step to make it.
+	// Archive is the run's original as the plan step recorded it: the
+	// input, which the gateway stored as its archive. Every plan that
+	// succeeds sets it.
 	Archive *ArchiveResult `json:"archive,omitempty"`
-}
-
-// ArchiveInput archives the original.
-type ArchiveInput struct {
-	Run         contract.Run `json:"run"`
-	InputKey    string       `json:"input_key"`
-	InputSHA256 string       `json:"input_sha256"`
 }
 
 // ArchiveResult is where the verified copy of the original lives.

@@ -15,8 +15,8 @@ type CommitInput struct {
 	Run        contract.Run `json:"run"`
 	WorkKey    string       `json:"work_key"`
 	ArchiveKey string       `json:"archive_key"`
-	// TokensBefore is the plan's measure of the input (0 in runs started
-	// before it was passed: commit reads it from the run row).
+	// TokensBefore is the plan's measure of the input, as the workflow
+	// passed it from the plan step (0 only for an empty conversation).
 	TokensBefore int `json:"tokens_before,omitempty"`
 	// LevelBefore is the plan's level of the input and Drift the run's
 	// drift verdict (passed, repaired, patched; empty without a checked

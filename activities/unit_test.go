@@ -63,13 +63,14 @@ func (u *unit) get(key string) string {
 	return text
 }
 
-// conversation stores the test conversation (a real SWE-agent run) under
-// kind and returns its ref and bytes.
-func (u *unit) conversation(kind string) (blob.Ref, []byte) {
+// conversation stores the test conversation (a real SWE-agent run) as
+// the gateway stores a run's input, as its archive, and returns its ref
+// and bytes.
+func (u *unit) conversation() (blob.Ref, []byte) {
 	u.t.Helper()
 	data, err := os.ReadFile("../testdata/conversations/django__django-11742.json")
 	require.NoError(u.t, err, "the test conversation must be in testdata")
-	ref, err := u.blob.PutContent(u.t.Context(), u.run.Tenant, kind, data)
+	ref, err := u.blob.PutContent(u.t.Context(), u.run.Tenant, blob.KindArchive, data)
 	require.NoError(u.t, err)
 	return ref, data
 }

@@ -42,7 +42,7 @@ func (a *Activities) notify(ctx context.Context, tenant string) (bool, error) {
 }
 
 // EventType is the webhook event of a run that ended with status:
-// "run.succeeded", "run.over_limit", "run.failed" or "run.skipped".
+// "run.succeeded", "run.over_limit" or "run.failed".
 func EventType(status store.RunStatus) string { return "run." + string(status) }
 
 // PrepareDeliveries records one delivery of run's final state per live

@@ -248,7 +248,7 @@ type Run struct {
 // Final reports whether the run will not change any more.
 func (r Run) Final() bool {
 	switch r.Status {
-	case "succeeded", "over_limit", "failed", "skipped":
+	case "succeeded", "over_limit", "failed":
 		return true
 	}
 	return false

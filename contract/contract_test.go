@@ -18,12 +18,12 @@ func TestCompactionInputWireFormat(t *testing.T) {
 	in := CompactionInput{
 		Run: Run{ID: "r1", Tenant: "acme", Session: "s1", EventID: "e1", Trigger: "threshold", Preset: "watermark",
 			Overrides: json.RawMessage(`{"history":{"keep_last":3}}`), Model: "gpt-4o", ContextLimit: 1000, ReplayOf: "r0"},
-		InputKey: "tenants/acme/input/ab/abc", InputSHA256: "abc", LLMTaskQueue: "q-llm",
+		InputKey: "tenants/acme/archive/ab/abc", InputSHA256: "abc", LLMTaskQueue: "q-llm",
 		Visibility: true, Judge: true,
 	}
 	const golden = `{"run":{"id":"r1","tenant":"acme","session":"s1","event_id":"e1","trigger":"threshold","preset":"watermark",` +
 		`"overrides":{"history":{"keep_last":3}},"model":"gpt-4o","context_limit":1000,"replay_of":"r0"},` +
-		`"input_key":"tenants/acme/input/ab/abc","input_sha256":"abc","llm_task_queue":"q-llm",` +
+		`"input_key":"tenants/acme/archive/ab/abc","input_sha256":"abc","llm_task_queue":"q-llm",` +
 		`"visibility":true,"judge":true}`
 	data, err := json.Marshal(in)
 	require.NoError(t, err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/audit"
+	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
@@ -474,8 +475,8 @@ func TestReplayFailedRunFromArchive(t *testing.T) {
 }
 
 // TestReplayFailedSelectsByTimeRange replays runs recorded as failed in
-// the past: a run row and its archive written directly, as an older
-// deployment would have left them, with no workflow history to read.
+// the past: run rows written directly, as the gateway and the plan step
+// record them, with no workflow history to read.
 func TestReplayFailedSelectsByTimeRange(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, offline())
@@ -483,23 +484,24 @@ func TestReplayFailedSelectsByTimeRange(t *testing.T) {
 	defer cancel()
 	input := auditConversation(t, "Please fix ticket QUOKKA-9.", "ok")
 	now := time.Now()
-	// A run that failed before archiving is replayed from its input.
-	old := func(id, session string, age time.Duration, archived bool) {
-		in, err := e.blob.PutContent(ctx, e.tenant, "input", input)
+	// The gateway stores the original once, as its archive, which is the
+	// run's input; the plan step records it as the archive. A run that
+	// failed before its plan step did is replayed from its input.
+	old := func(id, session string, age time.Duration, planned bool) {
+		in, err := e.blob.PutContentVerified(ctx, e.tenant, blob.KindArchive, input)
 		require.NoError(t, err)
-		_, _, err = e.store.CreateRun(ctx, store.Run{ID: id, Tenant: e.tenant, Session: session, EventID: id,
-			Trigger: gateway.KindManual, Preset: "watermark", InputKey: in.Key, StartedAt: now.Add(-age)})
-		require.NoError(t, err)
-		if archived {
-			ref, err := e.blob.PutContent(ctx, e.tenant, "archive", input)
-			require.NoError(t, err)
-			require.NoError(t, e.store.RecordArchive(ctx, id, ref.Key, ref.SHA256))
+		r := store.Run{ID: id, Tenant: e.tenant, Session: session, EventID: id, Trigger: gateway.KindManual,
+			Preset: "watermark", InputKey: in.Key, InputSHA256: in.SHA256, StartedAt: now.Add(-age)}
+		if planned {
+			r.ArchiveKey, r.ArchiveSHA256 = in.Key, in.SHA256
 		}
+		_, _, err = e.store.CreateRun(ctx, r)
+		require.NoError(t, err)
 		_, err = e.store.FailRun(ctx, id, store.Failure{Message: "worker lost"})
 		require.NoError(t, err)
 	}
 	old("run-two-days", "a", 48*time.Hour, true)
-	old("run-not-archived", "b", 36*time.Hour, false)
+	old("run-not-planned", "b", 36*time.Hour, false)
 	old("run-two-weeks", "c", 14*24*time.Hour, true)
 
 	subs, err := e.gw.ReplayFailed(ctx, e.tenant, now.Add(-72*time.Hour), now.Add(-24*time.Hour), gateway.ReplayRequest{RequestID: "q1"})
@@ -520,7 +522,7 @@ func TestReplayFailedSelectsByTimeRange(t *testing.T) {
 		require.Equal(t, input, restored)
 		replayOf[r.ReplayOf] = r.Session
 	}
-	require.Equal(t, map[string]string{"run-two-days": "a", "run-not-archived": "b"}, replayOf)
+	require.Equal(t, map[string]string{"run-two-days": "a", "run-not-planned": "b"}, replayOf)
 
 	_, err = e.gw.ReplayFailed(ctx, e.tenant, now, now.Add(-time.Hour), gateway.ReplayRequest{RequestID: "q2"})
 	var ie *gateway.InputError

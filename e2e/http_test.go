@@ -161,7 +161,7 @@ func (a *apiEnv) pollRun(statusURL string) apiRunDetail {
 		resp, _ := a.call("GET", statusURL, a.key, nil, &d)
 		require.Equal(a.t, http.StatusOK, resp.StatusCode)
 		switch d.Run.Status {
-		case "succeeded", "over_limit", "failed", "skipped":
+		case "succeeded", "over_limit", "failed":
 			return d
 		}
 		require.True(a.t, time.Now().Before(deadline), "run %s still %s", d.Run.ID, d.Run.Status)

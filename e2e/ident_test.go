@@ -44,9 +44,9 @@ func TestIdentifiersAreValidatedAtTheEdge(t *testing.T) {
 		})
 	}
 	for _, key := range []string{
-		"tenants/" + a.tenant + "/../" + a.otherTenant + "/input/ab/" + strings.Repeat("ab", 32),
-		"tenants/" + a.otherTenant + "/input/ab/" + strings.Repeat("ab", 32),
-		"tenants/" + a.tenant + "/input/ab/../../x",
+		"tenants/" + a.tenant + "/../" + a.otherTenant + "/archive/ab/" + strings.Repeat("ab", 32),
+		"tenants/" + a.otherTenant + "/archive/ab/" + strings.Repeat("ab", 32),
+		"tenants/" + a.tenant + "/archive/ab/../../x",
 	} {
 		body, err := json.Marshal(map[string]any{"event_id": "key-" + key[len(key)-4:], "preset": "adaptive", "conversation_key": key})
 		require.NoError(t, err)

@@ -388,7 +388,7 @@ func TestWebUI(t *testing.T) {
 		require.GreaterOrEqual(t, chartWidth(t, ctx, chart), 0.95, "%s takes the page's width", chart)
 	}
 	shot(t, ctx, "overview.png", "")
-	checkChart(t, ctx, a.url, "/ui/overview/runs.svg?days=7", []string{"succeeded", "over_limit", "failed", "skipped or live"})
+	checkChart(t, ctx, a.url, "/ui/overview/runs.svg?days=7", []string{"succeeded", "over_limit", "failed", "live"})
 	checkChart(t, ctx, a.url, "/ui/overview/tokens.svg?days=7", nil)
 	step(t, ctx, "back to the overview", chromedp.Navigate(a.url+"/ui/overview?days=7"), chromedp.WaitVisible(chromedp.CSS("#totals")))
 

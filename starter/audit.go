@@ -96,7 +96,7 @@ type runFilterFlags struct {
 
 func (f *runFilterFlags) add(cmd *cobra.Command, limitDefault int) {
 	cmd.Flags().StringVar(&f.session, "session", "", "only this session")
-	cmd.Flags().StringVar(&f.status, "status", "", "only this status: pending, running, succeeded, over_limit, failed, skipped")
+	cmd.Flags().StringVar(&f.status, "status", "", "only this status: pending, running, succeeded, over_limit, failed")
 	cmd.Flags().StringVar(&f.from, "from", "", "started at or after (RFC 3339, date, or duration ago like 24h)")
 	cmd.Flags().StringVar(&f.to, "to", "", "started before (same forms as --from)")
 	cmd.Flags().StringVar(&f.replayOf, "replay-of", "", "only replays of this run")
@@ -107,7 +107,7 @@ func (f *runFilterFlags) add(cmd *cobra.Command, limitDefault int) {
 func (f *runFilterFlags) filter(now time.Time) (store.RunFilter, error) {
 	out := store.RunFilter{Session: f.session, Status: store.RunStatus(f.status), ReplayOf: f.replayOf, AfterID: f.after, Limit: f.limit}
 	if f.status != "" && !out.Status.Valid() {
-		return out, fmt.Errorf("--status %q: want pending, running, succeeded, over_limit, failed or skipped", f.status)
+		return out, fmt.Errorf("--status %q: want pending, running, succeeded, over_limit or failed", f.status)
 	}
 	if f.limit < 0 {
 		return out, fmt.Errorf("--limit %d: must not be negative", f.limit)

@@ -89,7 +89,7 @@ func printStatus(w io.Writer, st audit.SessionStatus) {
 		fmt.Fprintf(w, "- **Watermark:** %s\n", st.Watermark)
 	}
 	var counts []string
-	for _, s := range []store.RunStatus{store.RunSucceeded, store.RunOverLimit, store.RunFailed, store.RunSkipped, store.RunRunning, store.RunPending} {
+	for _, s := range []store.RunStatus{store.RunSucceeded, store.RunOverLimit, store.RunFailed, store.RunRunning, store.RunPending} {
 		if n := st.Runs[string(s)]; n > 0 {
 			counts = append(counts, fmt.Sprintf("%d %s", n, s))
 		}

@@ -73,7 +73,7 @@ func TestBudgetLadder(t *testing.T) {
 			if tt.name == "opted out by an explicit setting" {
 				run = testRun(tt.preset, `{"budget":{"enabled":false}}`)
 			}
-			_, err := runCompactionInput(t, f, contract.CompactionInput{Run: run, InputKey: "t1/input/abc", InputSHA256: "abc"})
+			_, err := runCompactionInput(t, f, contract.CompactionInput{Run: run, InputKey: "t1/archive/abc", InputSHA256: "abc"})
 			require.NoError(t, err)
 
 			var ladder []string
@@ -111,7 +111,7 @@ func TestJudgeAsksTheSummarizerForTheVerdict(t *testing.T) {
 	t.Parallel()
 	for _, judge := range []bool{true, false} {
 		f := &fakes{}
-		_, err := runCompactionInput(t, f, contract.CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/input/abc", InputSHA256: "abc", Judge: judge})
+		_, err := runCompactionInput(t, f, contract.CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/archive/abc", InputSHA256: "abc", Judge: judge})
 		require.NoError(t, err)
 		steps := summarizeSteps(f)
 		in, called := steps["history/judge/0"]
@@ -150,7 +150,7 @@ func TestHandoffSummary(t *testing.T) {
 		note        string
 	}{
 		{name: "started CRITICAL, no history: beside the passes", preset: "react-two-layer", format: "openai", levelBefore: "CRITICAL",
-			prep: "t1/input/abc", key: sumKey("handoff/summarize"), note: "summary by m, drift passed"},
+			prep: "t1/archive/abc", key: sumKey("handoff/summarize"), note: "summary by m, drift passed"},
 		{name: "started CRITICAL, history skipped: after the passes", preset: "three-tier", format: "openai", levelBefore: "CRITICAL",
 			prep: "work/det", key: sumKey("handoff/summarize"), note: "summary by m, drift passed"},
 		{name: "started CRITICAL, history made: reused", preset: "three-tier", format: "openai", levelBefore: "CRITICAL", history: true,
@@ -170,7 +170,7 @@ func TestHandoffSummary(t *testing.T) {
 			if tt.trigger != "" {
 				run.Trigger = tt.trigger
 			}
-			_, err := runCompactionInput(t, f, contract.CompactionInput{Run: run, InputKey: "t1/input/abc", InputSHA256: "abc"})
+			_, err := runCompactionInput(t, f, contract.CompactionInput{Run: run, InputKey: "t1/archive/abc", InputSHA256: "abc"})
 			require.NoError(t, err)
 			commit := inputsOf[activities.CommitInput](f)[0]
 			prep := inputsOf[activities.HandoffInput](f)

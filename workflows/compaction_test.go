@@ -84,11 +84,12 @@ func TestCompactionStepOrder(t *testing.T) {
 	}
 }
 
-// TestArchiveInPlan: the plan step archives the original, there is no
-// archive step of its own, and every later step gets the plan's archive.
+// TestArchiveInPlan: the plan step records the original's archive (the
+// input the gateway stored), no other step archives, and every later step
+// gets the plan's archive.
 func TestArchiveInPlan(t *testing.T) {
 	t.Parallel()
-	in := contract.CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/input/abc", InputSHA256: "abc"}
+	in := contract.CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/archive/abc", InputSHA256: "abc"}
 	f := &fakes{}
 	res, err := runCompactionInput(t, f, in)
 	require.NoError(t, err)
@@ -109,7 +110,7 @@ func TestBatchedStepRecords(t *testing.T) {
 		}
 		return out
 	}
-	in := contract.CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/input/abc", InputSHA256: "abc"}
+	in := contract.CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/archive/abc", InputSHA256: "abc"}
 
 	f := &fakes{}
 	_, err := runCompactionInput(t, f, in)
@@ -711,7 +712,7 @@ func TestStepsGetTheRunsSnapshot(t *testing.T) {
 		p.SummarizerModel = "model-of-the-plan"
 		p.History.TargetTokens = 1234
 	}
-	in := contract.CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/input/abc", InputSHA256: "abc"}
+	in := contract.CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/archive/abc", InputSHA256: "abc"}
 	_, err := runCompactionInput(t, f, in)
 	require.NoError(t, err)
 

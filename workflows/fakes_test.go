@@ -156,11 +156,6 @@ func (f *fakes) install(env *testsuite.TestWorkflowEnvironment) {
 			p.StepRecord = stepOf(in.Run, "plan")
 			return p, nil
 		})
-	env.OnActivity(a.Archive, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.ArchiveInput) (activities.ArchiveResult, error) {
-			f.record("Archive", in)
-			return activities.ArchiveResult{Key: "archive/" + in.InputSHA256, SHA256: in.InputSHA256, Size: 10}, nil
-		})
 	env.OnActivity(a.Deterministic, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.DeterministicInput) (activities.DeterministicResult, error) {
 			f.record("Deterministic", in)
@@ -324,7 +319,7 @@ func bare(run contract.Run) contract.Run {
 // returns its result and error.
 func runCompaction(t *testing.T, f *fakes, run contract.Run) (contract.Outcome, error) {
 	t.Helper()
-	return runCompactionInput(t, f, contract.CompactionInput{Run: run, InputKey: "t1/input/abc", InputSHA256: "abc"})
+	return runCompactionInput(t, f, contract.CompactionInput{Run: run, InputKey: "t1/archive/abc", InputSHA256: "abc"})
 }
 
 // runCompactionInput is runCompaction with the whole input.

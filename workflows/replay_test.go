@@ -46,15 +46,16 @@ func TestReplayRecordedHistories(t *testing.T) {
 }
 
 // TestReplayDetectsChangedWorkflow proves the replay test can fail: a
-// Compaction that skips the plan step does not replay a recorded run.
+// Compaction that skips the plan step, and fails the run at once, does
+// not replay a recorded run.
 func TestReplayDetectsChangedWorkflow(t *testing.T) {
 	t.Parallel()
 	changed := func(ctx workflow.Context, in contract.CompactionInput) (contract.Outcome, error) {
 		var a *activities.Activities
 		ctx = workflow.WithActivityOptions(ctx, stepOptions())
-		var archive activities.ArchiveResult
-		err := workflow.ExecuteActivity(ctx, a.Archive, activities.ArchiveInput{Run: in.Run, InputKey: in.InputKey, InputSHA256: in.InputSHA256}).Get(ctx, &archive)
-		return contract.Outcome{RunID: in.Run.ID, ArchiveKey: archive.Key}, err
+		var failed activities.FailResult
+		err := workflow.ExecuteActivity(ctx, a.FailRun, activities.FailInput{RunID: in.Run.ID, Message: "changed"}).Get(ctx, &failed)
+		return contract.Outcome{RunID: in.Run.ID}, err
 	}
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(changed, workflow.RegisterOptions{Name: "Compaction"})

@@ -20,7 +20,7 @@ import (
 func event(id string) contract.CompactionInput {
 	return contract.CompactionInput{
 		Run:      contract.Run{ID: "run-" + id, Tenant: "t1", Session: "s1", EventID: id, Preset: "adaptive"},
-		InputKey: "t1/input/" + id, InputSHA256: id,
+		InputKey: "t1/archive/" + id, InputSHA256: id,
 	}
 }
 

@@ -304,7 +304,7 @@ func TestObjectKind(t *testing.T) {
 		{"/bench", "bucket"},
 		{"/bench/", "bucket"},
 		{"/bench/tenants/acme/work/ab/abcdef", "work"},
-		{"/bench/tenants/acme/input/ab/abcdef", "input"},
+		{"/bench/tenants/acme/archive/ab/abcdef", "archive"},
 		{"/bench/something/else", "other"},
 	}
 	for _, tt := range tests {

@@ -402,7 +402,7 @@ func objectsPerRun(ctx context.Context, st *stack, rep *report) error {
 		return fmt.Errorf("list objects: %w", err)
 	}
 	var runs int
-	if err := st.store.Pool().QueryRow(ctx, `select count(*) from runs where status in ('succeeded', 'over_limit', 'failed', 'skipped')`).Scan(&runs); err != nil {
+	if err := st.store.Pool().QueryRow(ctx, `select count(*) from runs where status in ('succeeded', 'over_limit', 'failed')`).Scan(&runs); err != nil {
 		return fmt.Errorf("count runs: %w", err)
 	}
 	intermediates := 0

@@ -465,8 +465,8 @@ func measureWrites(ctx context.Context, hs *store.Store, fill historyFill, p *hi
 				return err
 			}),
 			timed("StartRun", func() error {
-				return hs.StartRun(ctx, run, store.RunStart{RunPlan: store.RunPlan{Preset: policy.AutoSummarize, Model: "extractive",
-					Level: "RED", InputKey: key, TokensBefore: 96000, CharsBefore: 384000}, ArchiveKey: key, ArchiveSHA256: sha})
+				return hs.StartRun(ctx, run.ID, run.Tenant, run.Session, store.RunStart{RunPlan: store.RunPlan{Preset: policy.AutoSummarize,
+					Model: "extractive", Level: "RED", TokensBefore: 96000, CharsBefore: 384000}, ArchiveKey: key, ArchiveSHA256: sha})
 			}),
 			timed("RecordDrift", func() error {
 				return hs.RecordDrift(ctx, store.Drift{RunID: runID, Step: "history", Score: 0.83, Passed: true, Verdict: "kept 83% of the identifiers"})

@@ -47,9 +47,9 @@ func TestRecoveryRefusesAnotherTenantsArchive(t *testing.T) {
 	require.NoError(t, err)
 
 	_, _, err = st.CreateRun(ctx, store.Run{ID: "own", Tenant: "acme", Session: "s1", EventID: "own", Trigger: "manual",
-		Preset: "adaptive", Status: store.RunRunning})
+		Preset: "adaptive", Status: store.RunRunning, InputKey: ours.Key, InputSHA256: ours.SHA256,
+		ArchiveKey: ours.Key, ArchiveSHA256: ours.SHA256})
 	require.NoError(t, err)
-	require.NoError(t, st.RecordArchive(ctx, "own", ours.Key, ours.SHA256))
 	time.Sleep(5 * time.Millisecond) // the forged run is the session's latest
 	_, _, err = st.CreateRun(ctx, store.Run{ID: "forged", Tenant: "acme", Session: "s1", EventID: "forged", Trigger: "manual",
 		Preset: "adaptive", Status: store.RunRunning})

@@ -85,7 +85,7 @@ func TestCacheGetMissFillsCache(t *testing.T) {
 	opt, counter := blobtest.WithCounter()
 	store := blobtest.New(t, opt, withCache(1<<20))
 	data := []byte("written by another worker")
-	key := blob.ContentKey("acme", blob.KindInput, blob.SHA256Hex(data))
+	key := blob.ContentKey("acme", blob.KindArchive, blob.SHA256Hex(data))
 	rawPut(t, store, key, data)
 	counter.Reset()
 
@@ -205,9 +205,9 @@ func TestCacheNeverCachesPut(t *testing.T) {
 	sum := blob.SHA256Hex(data)
 	upper := strings.ToUpper(sum)
 	for _, key := range []string{
-		"tenants/acme/input/zz/" + sum,                  // wrong fan-out segment
-		"x/tenants/acme/input/" + sum[:2] + "/" + sum,   // extra prefix
-		"tenants/acme/input/" + upper[:2] + "/" + upper, // not lowercase hex
+		"tenants/acme/archive/zz/" + sum,                  // wrong fan-out segment
+		"x/tenants/acme/archive/" + sum[:2] + "/" + sum,   // extra prefix
+		"tenants/acme/archive/" + upper[:2] + "/" + upper, // not lowercase hex
 	} {
 		rawPut(t, store, key, data)
 		_, err := store.Get(ctx, key)
@@ -278,7 +278,7 @@ func TestCacheDisabledWithZero(t *testing.T) {
 	ctx := context.Background()
 	opt, counter := blobtest.WithCounter()
 	store := blobtest.New(t, opt, withCache(0))
-	ref, err := store.PutContent(ctx, "acme", blob.KindInput, []byte("not cached"))
+	ref, err := store.PutContent(ctx, "acme", blob.KindArchive, []byte("not cached"))
 	require.NoError(t, err)
 	counter.Reset()
 

@@ -8,10 +8,8 @@ import (
 // Kinds of content stored under a tenant. They are the second path segment of
 // a content key, so listing one tenant's archives is a single prefix scan.
 const (
-	// KindInput holds the originals of runs submitted before the gateway
-	// stored each original once, as its archive (KindArchive); such runs
-	// still read them and copy them to their archive.
-	KindInput   = "input"
+	// KindArchive holds the originals: the gateway stores the caller's
+	// bytes once, as their archive, which is also the run's input.
 	KindArchive = "archive"
 	KindOffload = "offload"
 	KindOutput  = "output"

@@ -47,13 +47,13 @@ func TestContentKey(t *testing.T) {
 	tests := []struct {
 		name, tenant, kind, sha, want string
 	}{
-		{"input", "acme", blob.KindInput, sha, "tenants/acme/input/" + sha[:2] + "/" + sha},
+		{"output", "acme", blob.KindOutput, sha, "tenants/acme/output/" + sha[:2] + "/" + sha},
 		{"archive", "t-1", blob.KindArchive, sha, "tenants/t-1/archive/" + sha[:2] + "/" + sha},
-		{"bad tenant", "a/b", blob.KindInput, sha, ""},
+		{"bad tenant", "a/b", blob.KindArchive, sha, ""},
 		{"bad kind", "acme", "in/put", sha, ""},
 		{"empty kind", "acme", "", sha, ""},
-		{"short sha", "acme", blob.KindInput, "ab", ""},
-		{"uppercase sha", "acme", blob.KindInput, strings.ToUpper(sha), ""},
+		{"short sha", "acme", blob.KindArchive, "ab", ""},
+		{"uppercase sha", "acme", blob.KindArchive, strings.ToUpper(sha), ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

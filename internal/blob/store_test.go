@@ -67,20 +67,20 @@ func TestPutContentAddressesAndDeduplicates(t *testing.T) {
 	data := []byte(`{"messages":[{"role":"user","content":"` + strings.Repeat("hi ", 100<<10) + `"}]}`)
 	counter.Reset()
 
-	first, err := store.PutContent(ctx, "acme", blob.KindInput, data)
+	first, err := store.PutContent(ctx, "acme", blob.KindArchive, data)
 	require.NoError(t, err)
-	require.Equal(t, blob.ContentKey("acme", blob.KindInput, blob.SHA256Hex(data)), first.Key)
-	require.Equal(t, "tenants/acme/input/"+first.SHA256[:2]+"/"+first.SHA256, first.Key)
+	require.Equal(t, blob.ContentKey("acme", blob.KindArchive, blob.SHA256Hex(data)), first.Key)
+	require.Equal(t, "tenants/acme/archive/"+first.SHA256[:2]+"/"+first.SHA256, first.Key)
 	require.Equal(t, int64(len(data)), first.Size)
 	require.Equal(t, 1, counter.Count(http.MethodPut))
 
-	second, err := store.PutContent(ctx, "acme", blob.KindInput, data)
+	second, err := store.PutContent(ctx, "acme", blob.KindArchive, data)
 	require.NoError(t, err)
 	require.Equal(t, first, second)
 	require.Equal(t, 1, counter.Count(http.MethodPut), "second PutContent of the same bytes must not upload")
 	require.Equal(t, 2, counter.Count(http.MethodHead))
 
-	other, err := store.PutContent(ctx, "globex", blob.KindInput, data)
+	other, err := store.PutContent(ctx, "globex", blob.KindArchive, data)
 	require.NoError(t, err)
 	require.NotEqual(t, first.Key, other.Key, "tenants must not share keys")
 	require.Equal(t, first.SHA256, other.SHA256)
@@ -96,7 +96,7 @@ func TestPutContentUploadsSmallObjectsWithoutAsking(t *testing.T) {
 	counter.Reset()
 
 	for range 2 {
-		ref, err := store.PutContent(ctx, "acme", blob.KindInput, data)
+		ref, err := store.PutContent(ctx, "acme", blob.KindArchive, data)
 		require.NoError(t, err)
 		got, err := store.GetVerifiedFromS3(ctx, ref.Key, ref.SHA256)
 		require.NoError(t, err)
@@ -226,14 +226,14 @@ func TestUnavailableServerIsRetryable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	store, proxy := blobtest.NewBehindProxy(t)
-	ref, err := store.PutContent(ctx, "acme", blob.KindInput, []byte("before the outage"))
+	ref, err := store.PutContent(ctx, "acme", blob.KindArchive, []byte("before the outage"))
 	require.NoError(t, err)
 
 	proxy.Down()
 	_, err = store.Get(ctx, ref.Key)
 	require.Error(t, err)
 	require.True(t, blob.IsRetryable(err), "outage must be retryable: %v", err)
-	_, err = store.PutContent(ctx, "acme", blob.KindInput, []byte("during the outage"))
+	_, err = store.PutContent(ctx, "acme", blob.KindArchive, []byte("during the outage"))
 	require.Error(t, err)
 	require.True(t, blob.IsRetryable(err), "outage must be retryable: %v", err)
 
@@ -241,7 +241,7 @@ func TestUnavailableServerIsRetryable(t *testing.T) {
 	got, err := store.GetVerified(ctx, ref.Key, ref.SHA256)
 	require.NoError(t, err)
 	require.Equal(t, "before the outage", string(got))
-	_, err = store.PutContent(ctx, "acme", blob.KindInput, []byte("after the outage"))
+	_, err = store.PutContent(ctx, "acme", blob.KindArchive, []byte("after the outage"))
 	require.NoError(t, err)
 }
 
@@ -250,7 +250,7 @@ func TestInvalidInputIsRejected(t *testing.T) {
 	ctx := context.Background()
 	store := blobtest.New(t)
 
-	_, err := store.PutContent(ctx, "../etc", blob.KindInput, []byte("x"))
+	_, err := store.PutContent(ctx, "../etc", blob.KindArchive, []byte("x"))
 	require.ErrorContains(t, err, "tenant")
 	_, err = store.PutContent(ctx, "acme", "Bad/Kind", []byte("x"))
 	require.ErrorContains(t, err, "kind")
@@ -381,7 +381,7 @@ func TestUploadsSignTheirBody(t *testing.T) {
 	rec := &headerRecorder{}
 	store := blobtest.New(t, func(c *blob.Config) { c.HTTPClient = &http.Client{Transport: rec} })
 	data := []byte("a conversation to keep")
-	_, err := store.PutContent(ctx, "acme", blob.KindInput, data)
+	_, err := store.PutContent(ctx, "acme", blob.KindArchive, data)
 	require.NoError(t, err)
 	_, err = store.PutContentVerified(ctx, "acme", blob.KindArchive, data)
 	require.NoError(t, err)

@@ -38,11 +38,9 @@ func ReplayEventID(runID, requestID string) string {
 
 // Replay submits run runID of tenant again, as a new run of the same
 // session that links to it (ReplayOf), reading the conversation from the
-// run's verified archive (or, for a run that failed before archiving, its
-// content-addressed input). Settings the request leaves empty come from
-// the original's row in Postgres, never from Temporal: its preset,
-// overrides, agent model and context limit (runs submitted before the row
-// held them: the agent model and limit recorded in their stats).
+// run's original (see original). Settings the request leaves empty come
+// from the original's row in Postgres, recorded at submit, never from
+// Temporal: its preset, overrides, agent model and context limit.
 func (g *Gateway) Replay(ctx context.Context, tenant, runID string, req ReplayRequest) (Submitted, error) {
 	if err := checkRequestID(req.RequestID); err != nil {
 		return Submitted{}, err
@@ -57,12 +55,9 @@ func (g *Gateway) Replay(ctx context.Context, tenant, runID string, req ReplayRe
 	if err != nil {
 		return Submitted{}, fmt.Errorf("read run %s: %w", runID, err)
 	}
-	source := orig.ArchiveKey
-	if source == "" {
-		source = orig.InputKey
-	}
-	if source == "" {
-		return Submitted{}, &InputError{Field: "run", Err: fmt.Errorf("run %s has neither an archived original nor an input", runID)}
+	source, err := original(orig)
+	if err != nil {
+		return Submitted{}, err
 	}
 
 	ev := Event{
@@ -74,30 +69,33 @@ func (g *Gateway) Replay(ctx context.Context, tenant, runID string, req ReplayRe
 	if ev.Preset == "" {
 		ev.Preset = orig.Preset
 	}
-	// The run row holds what the caller asked for (runs submitted since
-	// migration 008 do); older rows have only the figures of their stats.
-	if orig.AgentModel != "" || orig.ContextLimit > 0 || len(orig.Overrides) > 0 {
-		if samePreset && len(ev.Overrides) == 0 {
-			ev.Overrides, ev.recordedOverrides = orig.Overrides, true
-		}
-		if ev.Model == "" {
-			ev.Model = orig.AgentModel
-		}
-		if ev.ContextLimit == 0 {
-			ev.ContextLimit = orig.ContextLimit
-		}
-		return g.Submit(ctx, ev)
+	// The run row holds what the caller asked for: an empty model or a
+	// zero limit is what it asked for too (the preset's defaults), never a
+	// figure the run worked out.
+	if samePreset && len(ev.Overrides) == 0 {
+		ev.Overrides, ev.recordedOverrides = orig.Overrides, true
 	}
-	stats, _ := orig.ParseStats() // figures only; a bad stats row leaves them empty
 	if ev.Model == "" {
-		ev.Model = stats.AgentModel
+		ev.Model = orig.AgentModel
 	}
-	// The recorded limit is in the original preset's unit (characters or
-	// tokens), so it only carries over to the same preset.
-	if ev.ContextLimit == 0 && samePreset {
-		ev.ContextLimit = stats.ContextLimit
+	if ev.ContextLimit == 0 {
+		ev.ContextLimit = orig.ContextLimit
 	}
 	return g.Submit(ctx, ev)
+}
+
+// original is the key of run r's original conversation: its input. The
+// gateway stored the caller's bytes once, as their content-addressed
+// archive, before it recorded the run, and the plan step records that
+// same object as the run's archive; a run that failed before its plan
+// step ran (a bad preset, an outage through every retry, a workflow that
+// never started) has no archive recorded, but has the original as its
+// input all the same, and is replayed from it.
+func original(r store.Run) (string, error) {
+	if r.InputKey == "" {
+		return "", &InputError{Field: "run", Err: fmt.Errorf("run %s has no stored original", r.ID)}
+	}
+	return r.InputKey, nil
 }
 
 // ReplayFailed replays every failed run of tenant that started in [from,

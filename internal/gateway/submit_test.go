@@ -223,3 +223,34 @@ func TestSubmitReusesAnArchiveKey(t *testing.T) {
 	require.Equal(t, ref.Key, sub.InputKey)
 	require.Equal(t, []string{ref.Key}, archives(t, g, "acme"))
 }
+
+// TestSubmitStoresAnOutputKeyAsAnArchive: a conversation_key naming one
+// of the tenant's outputs (what MCP's compress_to_checkpoint without
+// messages sends: the session's latest output) is read and stored again
+// as the run's archive; the run's input, which the plan step records as
+// the archive and refuses when it is not one, is never the output key.
+func TestSubmitStoresAnOutputKeyAsAnArchive(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tc := mocks.NewClient(t)
+	g := testGateway(t, tc)
+	var signalled []contract.CompactionInput
+	expectSignal(tc, &signalled).Return(nil, nil).Once()
+
+	conv := anthropicConv(t, "toolu_1", "ls")
+	out, err := g.Blob.PutContent(ctx, "acme", blob.KindOutput, conv)
+	require.NoError(t, err)
+	sub, err := g.Submit(ctx, Event{Tenant: "acme", Session: "s1", EventID: "e1", ConversationKey: out.Key})
+	require.NoError(t, err)
+	archive := blob.ContentKey("acme", blob.KindArchive, out.SHA256)
+	require.Equal(t, archive, sub.InputKey)
+	require.Equal(t, []string{archive}, archives(t, g, "acme"))
+	stored, err := g.Blob.Get(ctx, archive)
+	require.NoError(t, err)
+	require.Equal(t, conv, stored, "the output's exact bytes")
+	_, err = g.Blob.Get(ctx, out.Key)
+	require.NoError(t, err, "the output stays")
+	require.Len(t, signalled, 1)
+	require.Equal(t, archive, signalled[0].InputKey)
+	require.Equal(t, out.SHA256, signalled[0].InputSHA256)
+}

@@ -158,7 +158,7 @@ func TestErrorAnswers(t *testing.T) {
 			400, CodeBadRequest, "conversation", 1, "content[0].tool_use_id"},
 		{"compact has no kind", "POST", "/v1/sessions/s1/compact", f.keyA, event(`,"kind":"manual"`), 400, CodeBadRequest, "kind", -1, ""},
 		{"foreign conversation key", "POST", "/v1/sessions/s1/events", f.keyA,
-			[]byte(`{"event_id":"e1","conversation_key":"tenants/tenant-b/input/abc"}`), 400, CodeBadRequest, "conversation_key", -1, ""},
+			[]byte(`{"event_id":"e1","conversation_key":"tenants/tenant-b/archive/abc"}`), 400, CodeBadRequest, "conversation_key", -1, ""},
 		{"unknown run", "GET", "/v1/runs/run-nope", f.keyA, nil, 404, CodeNotFound, "", -1, ""},
 		{"unknown run original", "GET", "/v1/runs/run-nope/original", f.keyA, nil, 404, CodeNotFound, "", -1, ""},
 		{"unknown run diff", "GET", "/v1/runs/run-nope/diff", f.keyA, nil, 404, CodeNotFound, "", -1, ""},

@@ -86,15 +86,14 @@ func newRecoveryFixture(t *testing.T) *recoveryFixture {
 	require.NoError(t, err)
 	f.conv, err = conversation.ParseAny([]byte(archivedChat))
 	require.NoError(t, err)
-	r, _, err := st.CreateRun(ctx, store.Run{ID: "run-a", Tenant: "tenant-a", Session: "s1"})
+	_, _, err = st.CreateRun(ctx, store.Run{ID: "run-a", Tenant: "tenant-a", Session: "s1",
+		ArchiveKey: f.archive.Key, ArchiveSHA256: f.archive.SHA256})
 	require.NoError(t, err)
-	require.NoError(t, st.RecordArchive(ctx, r.ID, f.archive.Key, f.archive.SHA256))
 	// Tenant B archived the very same bytes in its own session s1.
 	b, err := bl.PutContentVerified(ctx, "tenant-b", blob.KindArchive, []byte(archivedChat))
 	require.NoError(t, err)
-	rb, _, err := st.CreateRun(ctx, store.Run{ID: "run-b", Tenant: "tenant-b", Session: "s9"})
+	_, _, err = st.CreateRun(ctx, store.Run{ID: "run-b", Tenant: "tenant-b", Session: "s9", ArchiveKey: b.Key, ArchiveSHA256: b.SHA256})
 	require.NoError(t, err)
-	require.NoError(t, st.RecordArchive(ctx, rb.ID, b.Key, b.SHA256))
 
 	f.result = "line 1\nline 2\nline 3\n"
 	off, err := bl.PutContent(ctx, "tenant-a", blob.KindOffload, []byte(f.result))

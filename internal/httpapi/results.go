@@ -53,8 +53,8 @@ type compressRequest struct {
 // SHA256 and Tokens; summarize fills RunID, Text, the sizes and Drift.
 type compressResponse struct {
 	Mode string `json:"mode"`
-	// Status is the run's status for summarize (succeeded, failed or
-	// skipped, with Error) and "stored" for offload.
+	// Status is the run's status for summarize (succeeded, or over_limit
+	// or failed with Error) and "stored" for offload.
 	Status     string `json:"status"`
 	Error      string `json:"error,omitempty"`
 	ErrorClass string `json:"error_class,omitempty"`

@@ -68,7 +68,7 @@ func runFilter(r *http.Request, tenant string) (store.RunFilter, error) {
 		}
 	}
 	if f.Status != "" && !f.Status.Valid() {
-		return f, badRequest("status", "status: %q is not one of pending, running, succeeded, over_limit, failed, skipped", f.Status)
+		return f, badRequest("status", "status: %q is not one of pending, running, succeeded, over_limit, failed", f.Status)
 	}
 	var err error
 	if f.From, err = queryTime(q, "from"); err != nil {

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
 // TestSessionArchiveOnlyForItsTenantAndSession: an archive digest resolves
@@ -17,11 +19,11 @@ func TestSessionArchiveOnlyForItsTenantAndSession(t *testing.T) {
 	sha := strings.Repeat("ab", 32)
 	key := "tenants/acme/archive/ab/" + sha
 	r := newRun(t, s, "acme", "s1")
-	require.NoError(t, s.RecordArchive(ctx, r.ID, key, sha))
+	require.NoError(t, s.StartRun(ctx, r.ID, r.Tenant, r.Session, store.RunStart{ArchiveKey: key, ArchiveSHA256: sha}))
 	newRun(t, s, "acme", "s2")
 	// Another tenant archived the same bytes under its own key.
 	o := newRun(t, s, "other", "s9")
-	require.NoError(t, s.RecordArchive(ctx, o.ID, "tenants/other/archive/ab/"+sha, sha))
+	require.NoError(t, s.StartRun(ctx, o.ID, o.Tenant, o.Session, store.RunStart{ArchiveKey: "tenants/other/archive/ab/" + sha, ArchiveSHA256: sha}))
 
 	got, ok, err := s.SessionArchive(ctx, "acme", "s1", sha)
 	require.NoError(t, err)

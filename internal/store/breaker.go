@@ -50,7 +50,7 @@ func (s *Store) SessionBreaker(ctx context.Context, tenant, session string, rule
 	n := max(rule.Runs, 1)
 	rows, err := s.pool.Query(ctx, `
 		select status, tokens_before, tokens_after, started_at, trigger, input_sha256, output_sha256 from runs
-		where tenant_id = $1 and session_id = $2 and replay_of is null and status <> 'skipped'
+		where tenant_id = $1 and session_id = $2 and replay_of is null
 		order by started_at desc, id desc limit $3`, tenant, session, n)
 	if err != nil {
 		return Breaker{}, fmt.Errorf("read breaker of %s/%s: %w", tenant, session, err)

@@ -16,7 +16,6 @@ type DailyRuns struct {
 	Succeeded int
 	OverLimit int
 	Failed    int
-	Skipped   int
 	// Live counts the runs still pending or running.
 	Live int
 	// Replays counts the what-if replays among the day's runs (of any
@@ -32,7 +31,7 @@ type DailyRuns struct {
 
 // Total is the number of the day's runs, whatever their outcome.
 func (d DailyRuns) Total() int {
-	return d.Succeeded + d.OverLimit + d.Failed + d.Skipped + d.Live
+	return d.Succeeded + d.OverLimit + d.Failed + d.Live
 }
 
 // DailyRunStats returns, oldest first, one row per UTC day on which a run
@@ -47,7 +46,6 @@ func (s *Store) DailyRunStats(ctx context.Context, tenant string, since time.Tim
 			count(*) filter (where status = 'succeeded'),
 			count(*) filter (where status = 'over_limit'),
 			count(*) filter (where status = 'failed'),
-			count(*) filter (where status = 'skipped'),
 			count(*) filter (where status in ('pending', 'running')),
 			count(*) filter (where runs.replay_of is not null and promoted.run_id is null),
 			coalesce(sum(tokens_before - tokens_after)
@@ -64,7 +62,7 @@ func (s *Store) DailyRunStats(ctx context.Context, tenant string, since time.Tim
 	}
 	days, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (DailyRuns, error) {
 		var d DailyRuns
-		err := row.Scan(&d.Day, &d.Succeeded, &d.OverLimit, &d.Failed, &d.Skipped, &d.Live, &d.Replays, &d.TokensSaved)
+		err := row.Scan(&d.Day, &d.Succeeded, &d.OverLimit, &d.Failed, &d.Live, &d.Replays, &d.TokensSaved)
 		d.Day = time.Date(d.Day.Year(), d.Day.Month(), d.Day.Day(), 0, 0, 0, 0, time.UTC)
 		return d, err
 	})

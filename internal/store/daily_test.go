@@ -23,7 +23,7 @@ func TestDailyRunStatsCountsByDayAndOutcome(t *testing.T) {
 		if status.Final() {
 			r.FinishedAt = started.Add(time.Minute)
 		}
-		if status == store.RunOverLimit || status == store.RunFailed || status == store.RunSkipped {
+		if status == store.RunOverLimit || status == store.RunFailed {
 			r.Error = "reason"
 		}
 		_, created, err := s.CreateRun(ctx, r)
@@ -38,8 +38,7 @@ func TestDailyRunStatsCountsByDayAndOutcome(t *testing.T) {
 	create("acme", day1.Add(3*time.Hour), store.RunOverLimit, 9000, 8000, "")
 	create("acme", day1.Add(23*time.Hour+59*time.Minute), store.RunFailed, 700, 0, "")
 	create("acme", day1.Add(4*time.Hour), store.RunSucceeded, 1000, 10, first)
-	// Day 2: a skipped run and a live one.
-	create("acme", day2.Add(time.Minute), store.RunSkipped, 0, 0, "")
+	// Day 2: a live run.
 	create("acme", day2.Add(2*time.Minute), store.RunRunning, 300, 0, "")
 	// Before the window, and another tenant: not counted.
 	create("acme", day1.Add(-time.Minute), store.RunSucceeded, 100, 1, "")
@@ -49,7 +48,7 @@ func TestDailyRunStatsCountsByDayAndOutcome(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []store.DailyRuns{
 		{Day: day1, Succeeded: 3, OverLimit: 1, Failed: 1, Replays: 1, TokensSaved: 600 + 400 + 1000},
-		{Day: day2, Skipped: 1, Live: 1},
+		{Day: day2, Live: 1},
 	}, got)
 	require.Equal(t, 5, got[0].Total())
 

@@ -33,15 +33,17 @@ func TestSessionObjectsListsEveryKey(t *testing.T) {
 		for i, committed := range []bool{true, false} {
 			id := fmt.Sprintf("%s-%s-%d", tenant, sess, i)
 			name := func(what string) string { return fmt.Sprintf("%s-%s-%d-%s", tenant, sess, i, what) }
-			in, archive := key(tenant, blob.KindInput, name("input")), key(tenant, blob.KindArchive, name("archive"))
+			// The gateway stores the original as the run's input and
+			// archive at once: one object, named twice.
+			archive := key(tenant, blob.KindArchive, name("archive"))
 			_, _, err := s.CreateRun(ctx, store.Run{ID: id, Tenant: tenant, Session: sess, EventID: id, Trigger: "auto",
-				Preset: "adaptive", InputKey: in})
+				Preset: "adaptive", InputKey: archive})
 			require.NoError(t, err)
-			require.NoError(t, s.StartRun(ctx, store.Run{ID: id, Tenant: tenant, Session: sess, EventID: id, Trigger: "auto"},
-				store.RunStart{RunPlan: store.RunPlan{InputKey: in}, ArchiveKey: archive, ArchiveSHA256: fmt.Sprintf("%064x", i+1)}))
+			require.NoError(t, s.StartRun(ctx, id, tenant, sess,
+				store.RunStart{ArchiveKey: archive, ArchiveSHA256: fmt.Sprintf("%064x", i+1)}))
 			offload := key(tenant, blob.KindOffload, name("offload"))
 			require.NoError(t, s.AddOffload(ctx, store.Offload{Tenant: tenant, Session: sess, RunID: id, Key: offload, ToolID: "call_1"}))
-			keys = append(keys, in, archive, offload)
+			keys = append(keys, archive, offload)
 			if !committed {
 				_, err = s.FailRun(ctx, id, store.Failure{Message: "the summarizer is down"})
 				require.NoError(t, err)
@@ -66,7 +68,7 @@ func TestSessionObjectsListsEveryKey(t *testing.T) {
 
 	keys, runs, err := s.SessionObjects(ctx, "acme", "s1")
 	require.NoError(t, err)
-	require.ElementsMatch(t, want, keys, "input, archive, output, handoff and offload keys of the session, nothing else")
-	require.Len(t, keys, 9, "two inputs, archives and run offloads, one output and handoff, the caller's offload")
+	require.ElementsMatch(t, want, keys, "archive, output, handoff and offload keys of the session, nothing else")
+	require.Len(t, keys, 7, "two archives and run offloads, one output and handoff, the caller's offload")
 	require.Equal(t, []string{"acme-s1-0", "acme-s1-1"}, runs, "the session's runs, whose prefixes hold intermediates")
 }

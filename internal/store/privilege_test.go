@@ -53,7 +53,7 @@ func TestRuntimeRoleCannotRewriteHistory(t *testing.T) {
 	sub, err := app.SubmitRun(ctx, r, "body", nil)
 	require.NoError(t, err)
 	require.Equal(t, store.Submission{RunID: r.ID, Generation: 1}, sub)
-	require.NoError(t, app.StartRun(ctx, r, store.RunStart{ArchiveKey: "tenants/acme/archive/k", ArchiveSHA256: "k"}))
+	require.NoError(t, app.StartRun(ctx, r.ID, r.Tenant, r.Session, store.RunStart{ArchiveKey: "tenants/acme/archive/k", ArchiveSHA256: "k"}))
 	require.NoError(t, app.RecordStep(ctx, store.Step{RunID: r.ID, Name: "plan", Attempt: 1, Execution: "a"}))
 	require.NoError(t, app.RecordStep(ctx, store.Step{RunID: r.ID, Name: "plan", Attempt: 1, Execution: "a"}), "a retried write adds nothing")
 	require.NoError(t, app.RecordStep(ctx, store.Step{RunID: r.ID, Name: "plan", Attempt: 1, Execution: "b"}), "a re-run after a worker death")

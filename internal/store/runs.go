@@ -12,7 +12,7 @@ import (
 )
 
 // RunStatus is the state of a compaction run. pending and running are live;
-// succeeded, over_limit, failed and skipped are final and frozen.
+// succeeded, over_limit and failed are final and frozen.
 type RunStatus string
 
 // Run states.
@@ -24,7 +24,6 @@ const (
 	// over the model's limit; Error holds the reason. Never a success.
 	RunOverLimit RunStatus = "over_limit"
 	RunFailed    RunStatus = "failed"
-	RunSkipped   RunStatus = "skipped"
 )
 
 // ErrorClass says what kind of failure ended a failed run. Callers switch
@@ -65,7 +64,7 @@ type Failure struct {
 
 // Final reports whether no further state change is allowed.
 func (s RunStatus) Final() bool {
-	return s == RunSucceeded || s == RunOverLimit || s == RunFailed || s == RunSkipped
+	return s == RunSucceeded || s == RunOverLimit || s == RunFailed
 }
 
 // Committed reports whether the run stored an output: succeeded, or
@@ -114,7 +113,7 @@ type Run struct {
 	InputSHA256  string
 	// ResolvedPreset is the preset the run works with (policy.Preset as
 	// JSON: built-in numbers under the effective overrides), resolved at
-	// submit; nil for runs submitted before it was recorded.
+	// submit: every run the gateway records has one.
 	ResolvedPreset json.RawMessage
 	StartedAt      time.Time
 	FinishedAt     time.Time // zero while the run is live
@@ -129,7 +128,6 @@ type RunPlan struct {
 	Model         string
 	PromptVersion string
 	Level         string
-	InputKey      string
 	TokensBefore  int64
 	CharsBefore   int64
 }
@@ -373,41 +371,6 @@ func (s *Store) runStatus(ctx context.Context, id string) (RunStatus, error) {
 	return RunStatus(status), nil
 }
 
-// RecordArchive stores where the original conversation was archived and its
-// sha256. Recording the same archive again is a no-op, even after the run
-// finished; a different archive for the same run is an error, because the
-// original is archived once before anything is replaced.
-func (s *Store) RecordArchive(ctx context.Context, id, key, sha256 string) error {
-	op := "record archive of run " + id
-	if err := requireNonEmpty(op, [2]string{"key", key}, [2]string{"sha256", sha256}); err != nil {
-		return err
-	}
-	tag, err := s.pool.Exec(ctx, `
-		update runs set archive_key = $2, archive_sha256 = $3, updated_at = now()
-		where id = $1 and status in ('pending', 'running') and archive_key = ''`, id, key, sha256)
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if tag.RowsAffected() == 1 {
-		return nil
-	}
-	var status, storedKey, storedSHA string
-	err = s.pool.QueryRow(ctx, `select status, archive_key, archive_sha256 from runs where id = $1`, id).
-		Scan(&status, &storedKey, &storedSHA)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("%s: %w", op, ErrNotFound)
-	case err != nil:
-		return fmt.Errorf("%s: %w", op, err)
-	case storedKey == key && storedSHA == sha256:
-		return nil
-	case storedKey != "":
-		return fmt.Errorf("%s: already archived as %s (sha256 %s)", op, storedKey, storedSHA)
-	default:
-		return fmt.Errorf("%s: status %s: %w", op, status, ErrRunFinal)
-	}
-}
-
 // Commit is what CommitRun did.
 type Commit struct {
 	// Committed is true when this call finished the run, false when it
@@ -515,26 +478,16 @@ func (s *Store) finishWithSteps(ctx context.Context, steps []Step, logs []LogBlo
 // round trip. Like CommitRun it changes only a live run and reports
 // whether it did. A failure without a class is ErrorInternal.
 func (s *Store) FailRun(ctx context.Context, id string, f Failure, steps ...Step) (bool, error) {
+	op := "fail run " + id
 	if f.Class == "" {
 		f.Class = ErrorInternal
 	}
-	return s.finish(ctx, "fail run "+id, id, RunFailed, f.Class, f.Message, steps...)
-}
-
-// SkipRun marks a live run skipped (nothing to do, or superseded) with the
-// reason stored in Error. Like CommitRun it changes only a live run and
-// reports whether it did.
-func (s *Store) SkipRun(ctx context.Context, id, reason string) (bool, error) {
-	return s.finish(ctx, "skip run "+id, id, RunSkipped, "", reason)
-}
-
-func (s *Store) finish(ctx context.Context, op, id string, status RunStatus, class ErrorClass, msg string, steps ...Step) (bool, error) {
-	if strings.TrimSpace(msg) == "" {
+	if strings.TrimSpace(f.Message) == "" {
 		return false, fmt.Errorf("%s: message is empty", op)
 	}
 	rows, err := s.finishWithSteps(ctx, steps, nil, nil, `
-		update runs set status = $2, error = $3, error_class = $4, finished_at = now(), updated_at = now()
-		where id = $1 and status in ('pending', 'running')`, id, string(status), Storable(msg), string(class))
+		update runs set status = 'failed', error = $2, error_class = $3, finished_at = now(), updated_at = now()
+		where id = $1 and status in ('pending', 'running')`, id, Storable(f.Message), string(f.Class))
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
 	}

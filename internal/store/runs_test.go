@@ -80,8 +80,8 @@ func TestCommitRunCommitsOnce(t *testing.T) {
 	s := newStore(t)
 	ctx := t.Context()
 	r := newRun(t, s, "acme", "s1")
-	require.NoError(t, s.StartRun(ctx, r, store.RunStart{}))
-	require.NoError(t, s.StartRun(ctx, r, store.RunStart{}), "retried StartRun")
+	require.NoError(t, s.StartRun(ctx, r.ID, r.Tenant, r.Session, store.RunStart{}))
+	require.NoError(t, s.StartRun(ctx, r.ID, r.Tenant, r.Session, store.RunStart{}), "retried StartRun")
 
 	res := store.RunResult{TokensAfter: 300, CharsAfter: 1200, Ratio: 0.25, OutputKey: "acme/out/1",
 		OutputSHA256: "ab", Level: "GREEN", Stats: json.RawMessage(`{"freed": 900}`)}
@@ -107,15 +107,13 @@ func TestCommitRunCommitsOnce(t *testing.T) {
 	require.Equal(t, "GREEN", got.Level)
 	require.False(t, got.FinishedAt.IsZero())
 
-	// A final run stays final: no fail, no skip, no running, no plan.
+	// A final run stays final: no fail, no running, no plan, no archive.
 	ok, err := s.FailRun(ctx, r.ID, store.Failure{Message: "late failure"})
 	require.NoError(t, err)
 	require.False(t, ok)
-	ok, err = s.SkipRun(ctx, r.ID, "late skip")
-	require.NoError(t, err)
-	require.False(t, ok)
-	require.ErrorIs(t, s.StartRun(ctx, r, store.RunStart{}), store.ErrRunFinal)
-	require.ErrorIs(t, s.StartRun(ctx, r, store.RunStart{RunPlan: store.RunPlan{Preset: "x"}}), store.ErrRunFinal)
+	require.ErrorIs(t, s.StartRun(ctx, r.ID, r.Tenant, r.Session, store.RunStart{}), store.ErrRunFinal)
+	require.ErrorIs(t, s.StartRun(ctx, r.ID, r.Tenant, r.Session, store.RunStart{RunPlan: store.RunPlan{Preset: "x"}}), store.ErrRunFinal)
+	require.ErrorIs(t, s.StartRun(ctx, r.ID, r.Tenant, r.Session, store.RunStart{ArchiveKey: "k", ArchiveSHA256: "h"}), store.ErrRunFinal)
 	got, err = s.GetRun(ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, committed, got)
@@ -176,18 +174,21 @@ func TestFailRunThenCommit(t *testing.T) {
 	require.Zero(t, got.TokensAfter)
 }
 
-func TestSkipRun(t *testing.T) {
+// TestNoSkippedStatus: the final statuses are succeeded, over_limit and
+// failed; the database refuses any other, "skipped" (which no code path
+// ever wrote) included.
+func TestNoSkippedStatus(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
+	ctx := t.Context()
 	r := newRun(t, s, "acme", "s1")
-	ok, err := s.SkipRun(t.Context(), r.ID, "below threshold")
+	_, err := s.Pool().Exec(ctx, `update runs set status = 'skipped', error = 'below threshold', finished_at = now() where id = $1`, r.ID)
+	require.ErrorContains(t, err, "violates check constraint")
+	_, _, err = s.CreateRun(ctx, store.Run{ID: "run-skipped", Tenant: "acme", Session: "s1", Status: "skipped"})
+	require.ErrorContains(t, err, `unknown status "skipped"`)
+	got, err := s.GetRun(ctx, r.ID)
 	require.NoError(t, err)
-	require.True(t, ok)
-	got, err := s.GetRun(t.Context(), r.ID)
-	require.NoError(t, err)
-	require.Equal(t, store.RunSkipped, got.Status)
-	require.Equal(t, "below threshold", got.Error)
-	require.True(t, got.Status.Final())
+	require.Equal(t, store.RunPending, got.Status)
 }
 
 func TestMissingRun(t *testing.T) {
@@ -200,7 +201,7 @@ func TestMissingRun(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrNotFound)
 	_, err = s.FailRun(ctx, "missing", store.Failure{Message: "x"})
 	require.ErrorIs(t, err, store.ErrNotFound)
-	require.ErrorIs(t, s.RecordArchive(ctx, "missing", "k", "h"), store.ErrNotFound)
+	require.ErrorIs(t, s.StartRun(ctx, "missing", "acme", "s1", store.RunStart{}), store.ErrNotFound)
 }
 
 func TestStartRunPlanAndArchive(t *testing.T) {
@@ -210,9 +211,9 @@ func TestStartRunPlanAndArchive(t *testing.T) {
 	r := newRun(t, s, "acme", "s1")
 
 	plan := store.RunPlan{Preset: "three-tier", Model: "m", PromptVersion: "p1", Level: "ORANGE",
-		InputKey: "acme/in/k", TokensBefore: 160000, CharsBefore: 640000}
-	require.NoError(t, s.StartRun(ctx, r, store.RunStart{RunPlan: plan}))
-	require.NoError(t, s.StartRun(ctx, r, store.RunStart{RunPlan: store.RunPlan{Level: "RED"}}), "zero fields keep values")
+		TokensBefore: 160000, CharsBefore: 640000}
+	require.NoError(t, s.StartRun(ctx, r.ID, r.Tenant, r.Session, store.RunStart{RunPlan: plan}))
+	require.NoError(t, s.StartRun(ctx, r.ID, r.Tenant, r.Session, store.RunStart{RunPlan: store.RunPlan{Level: "RED"}}), "zero fields keep values")
 	got, err := s.GetRun(ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, store.RunRunning, got.Status)
@@ -220,16 +221,16 @@ func TestStartRunPlanAndArchive(t *testing.T) {
 	require.Equal(t, "RED", got.Level)
 	require.Equal(t, int64(160000), got.TokensBefore)
 	require.Equal(t, int64(640000), got.CharsBefore)
-	require.Equal(t, "acme/in/k", got.InputKey)
 
-	require.NoError(t, s.RecordArchive(ctx, r.ID, "acme/archive/h1", "h1"))
-	require.NoError(t, s.RecordArchive(ctx, r.ID, "acme/archive/h1", "h1"), "retry")
-	require.ErrorContains(t, s.RecordArchive(ctx, r.ID, "acme/archive/h2", "h2"), "already archived")
+	// A retried plan that archives sets the archive once.
+	archived := store.RunStart{ArchiveKey: "acme/archive/h1", ArchiveSHA256: "h1"}
+	require.NoError(t, s.StartRun(ctx, r.ID, r.Tenant, r.Session, archived))
+	require.NoError(t, s.StartRun(ctx, r.ID, r.Tenant, r.Session, archived), "retry")
+	require.ErrorContains(t, s.StartRun(ctx, r.ID, r.Tenant, r.Session, store.RunStart{ArchiveKey: "acme/archive/h2", ArchiveSHA256: "h2"}), "already archived")
 
 	c, err := s.CommitRun(ctx, r.ID, store.RunResult{TokensAfter: 1})
 	require.NoError(t, err)
 	require.True(t, c.Committed)
-	require.NoError(t, s.RecordArchive(ctx, r.ID, "acme/archive/h1", "h1"), "retry after commit")
 	got, err = s.GetRun(ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, "acme/archive/h1", got.ArchiveKey)
@@ -239,7 +240,7 @@ func TestStartRunPlanAndArchive(t *testing.T) {
 	r2 := newRun(t, s, "acme", "s1")
 	_, err = s.FailRun(ctx, r2.ID, store.Failure{Message: "boom"})
 	require.NoError(t, err)
-	require.ErrorIs(t, s.RecordArchive(ctx, r2.ID, "k", "h"), store.ErrRunFinal)
+	require.ErrorIs(t, s.StartRun(ctx, r2.ID, r2.Tenant, r2.Session, archived), store.ErrRunFinal)
 }
 
 func TestReplayRun(t *testing.T) {
@@ -471,7 +472,7 @@ func TestRepeatedCommitRecordsNoStepTwice(t *testing.T) {
 	s := newStore(t)
 	ctx := t.Context()
 	r := newRun(t, s, "acme", "s1")
-	require.NoError(t, s.StartRun(ctx, r, store.RunStart{}))
+	require.NoError(t, s.StartRun(ctx, r.ID, r.Tenant, r.Session, store.RunStart{}))
 	steps := func(execution string) []store.Step {
 		return []store.Step{
 			{RunID: r.ID, Name: "plan", Attempt: 1, Execution: execution},

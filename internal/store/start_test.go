@@ -15,7 +15,7 @@ func TestSubmitRun(t *testing.T) {
 	ctx := t.Context()
 	r := store.Run{ID: "run-1", Tenant: "acme", Session: "s1", EventID: "ev-1", Trigger: "manual", Preset: "three-tier",
 		AgentModel: "gpt-4o", ContextLimit: 40000, Overrides: json.RawMessage(`{"history":{"keep_last":3}}`),
-		InputKey: "tenants/acme/input/ab/abc", InputSHA256: "abc", ResolvedPreset: json.RawMessage(`{"name":"three-tier"}`)}
+		InputKey: "tenants/acme/archive/ab/abc", InputSHA256: "abc", ResolvedPreset: json.RawMessage(`{"name":"three-tier"}`)}
 
 	sub, err := s.SubmitRun(ctx, r, "body-a", nil)
 	require.NoError(t, err)
@@ -72,12 +72,19 @@ func TestStartRun(t *testing.T) {
 	s := newStore(t)
 	ctx := t.Context()
 
-	// A run the gateway did not record is created, running.
+	// A run the gateway did not record is not created.
 	r := store.Run{ID: "run-new", Tenant: "acme", Session: "s9", EventID: "ev", Trigger: "threshold"}
 	start := store.RunStart{RunPlan: store.RunPlan{Preset: "adaptive", Level: "RED", TokensBefore: 100},
 		ArchiveKey: "tenants/acme/archive/a", ArchiveSHA256: "a"}
-	require.NoError(t, s.StartRun(ctx, r, start))
-	require.NoError(t, s.StartRun(ctx, r, start), "a retry")
+	require.ErrorIs(t, s.StartRun(ctx, r.ID, r.Tenant, r.Session, start), store.ErrNotFound)
+	_, err := s.GetRun(ctx, r.ID)
+	require.ErrorIs(t, err, store.ErrNotFound)
+
+	// A run the gateway recorded starts running with its plan and archive.
+	_, err = s.SubmitRun(ctx, r, "body", nil)
+	require.NoError(t, err)
+	require.NoError(t, s.StartRun(ctx, r.ID, r.Tenant, r.Session, start))
+	require.NoError(t, s.StartRun(ctx, r.ID, r.Tenant, r.Session, start), "a retry")
 	got, err := s.GetRun(ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, store.RunRunning, got.Status)
@@ -88,19 +95,19 @@ func TestStartRun(t *testing.T) {
 	// Another archive for the same run is refused; the first stays.
 	other := start
 	other.ArchiveKey, other.ArchiveSHA256 = "tenants/acme/archive/b", "b"
-	require.ErrorContains(t, s.StartRun(ctx, r, other), "already archived")
+	require.ErrorContains(t, s.StartRun(ctx, r.ID, r.Tenant, r.Session, other), "already archived")
 	got, err = s.GetRun(ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, "a", got.ArchiveSHA256)
 
 	// A run id of another tenant or session is not taken over.
-	stolen := r
-	stolen.Tenant = "evil"
-	require.ErrorContains(t, s.StartRun(ctx, stolen, store.RunStart{}), "already used")
+	require.ErrorContains(t, s.StartRun(ctx, r.ID, "evil", r.Session, store.RunStart{}), "already used")
+	require.ErrorContains(t, s.StartRun(ctx, r.ID, r.Tenant, "s1", store.RunStart{}), "already used")
 	got, err = s.GetRun(ctx, r.ID)
 	require.NoError(t, err)
 	require.Equal(t, "acme", got.Tenant)
 
 	// Half an archive is refused before anything is written.
-	require.ErrorContains(t, s.StartRun(ctx, r, store.RunStart{ArchiveKey: "k"}), "go together")
+	require.ErrorContains(t, s.StartRun(ctx, r.ID, r.Tenant, r.Session, store.RunStart{ArchiveKey: "k"}), "go together")
+	require.ErrorContains(t, s.StartRun(ctx, r.ID, "", r.Session, store.RunStart{}), "tenant is empty")
 }

@@ -77,7 +77,7 @@ func (r Run) ParseStats() (RunStats, error) {
 }
 
 // Outcome is run r's outcome, read from its row and stats. A run that did
-// not commit (failed, skipped or still live) has its status and error
+// not commit (failed or still live) has its status and error
 // only.
 func (r Run) Outcome() (contract.Outcome, error) {
 	st, err := r.ParseStats()

@@ -33,7 +33,7 @@ import (
 var ErrNotFound = errors.New("not found")
 
 // ErrRunFinal reports an attempt to change a run that has already succeeded,
-// failed or been skipped in a way that is not a harmless retry.
+// ended over_limit or failed, in a way that is not a harmless retry.
 var ErrRunFinal = errors.New("run is final")
 
 // versionTableName is tern's bookkeeping table, created in the current schema

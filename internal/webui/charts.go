@@ -461,7 +461,7 @@ func dailyRunsSVG(days []store.DailyRuns) ([]byte, error) {
 		{"succeeded", colorOK, func(d store.DailyRuns) int { return d.Succeeded }},
 		{"over_limit", colorOver, func(d store.DailyRuns) int { return d.OverLimit }},
 		{"failed", colorFailed, func(d store.DailyRuns) int { return d.Failed }},
-		{"skipped or live", colorOther, func(d store.DailyRuns) int { return d.Skipped + d.Live }},
+		{"live", colorOther, func(d store.DailyRuns) int { return d.Live }},
 	}
 	width := barWidth(len(days))
 	var below *plotter.BarChart

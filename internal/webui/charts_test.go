@@ -121,7 +121,7 @@ func TestDailySVGs(t *testing.T) {
 	runs, err := dailyRunsSVG(days)
 	require.NoError(t, err)
 	texts := svgTexts(t, runs)
-	for _, want := range []string{"succeeded", "over_limit", "failed", "skipped or live", days[89].Day.Format("01-02")} {
+	for _, want := range []string{"succeeded", "over_limit", "failed", "live", days[89].Day.Format("01-02")} {
 		require.Contains(t, texts, want)
 	}
 	tokens, err := tokensSavedSVG(days[:7])
@@ -274,7 +274,7 @@ func TestChartsLayout(t *testing.T) {
 		{"empty timeline", func() ([]byte, error) { return timelineSVG(nil) }, []string{"limit (100%)", "GREEN"}},
 		{"steps", func() ([]byte, error) { return stepsSVG(steps, start) }, []string{"attempt", "failed attempt"}},
 		{"one step", func() ([]byte, error) { return stepsSVG(steps[:1], start) }, []string{"attempt", "failed attempt"}},
-		{"runs per day, 7 days", func() ([]byte, error) { return dailyRunsSVG(days(7)) }, []string{"succeeded", "over_limit", "failed", "skipped or live"}},
+		{"runs per day, 7 days", func() ([]byte, error) { return dailyRunsSVG(days(7)) }, []string{"succeeded", "over_limit", "failed", "live"}},
 		{"runs per day, 30 days", func() ([]byte, error) { return dailyRunsSVG(days(30)) }, []string{"succeeded"}},
 		{"runs per day, 90 days", func() ([]byte, error) { return dailyRunsSVG(days(90)) }, []string{"succeeded"}},
 		{"tokens saved, 90 days", func() ([]byte, error) { return tokensSavedSVG(days(90)) }, nil},

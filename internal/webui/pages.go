@@ -212,7 +212,7 @@ type runsView struct {
 
 // statuses lists every run status for the filter.
 var statuses = []string{string(store.RunPending), string(store.RunRunning), string(store.RunSucceeded),
-	string(store.RunOverLimit), string(store.RunFailed), string(store.RunSkipped)}
+	string(store.RunOverLimit), string(store.RunFailed)}
 
 // parseRunFilter reads the runs page's query. Every bad value is a 400
 // naming its field; the tenant always comes from the key.
@@ -816,7 +816,6 @@ func (u *UI) overviewPage(w http.ResponseWriter, r *http.Request, tenant string)
 		v.Total.Succeeded += d.Succeeded
 		v.Total.OverLimit += d.OverLimit
 		v.Total.Failed += d.Failed
-		v.Total.Skipped += d.Skipped
 		v.Total.Live += d.Live
 		v.Total.Replays += d.Replays
 		v.Total.TokensSaved += d.TokensSaved

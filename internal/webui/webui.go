@@ -42,10 +42,6 @@ const Prefix = "/ui/"
 // store.OpenUISession), never the API key.
 const cookieName = "compactor_ui_session"
 
-// legacyCookie held the API key itself in earlier versions; it is cleared
-// wherever it is seen.
-const legacyCookie = "compactor_ui_key"
-
 // DefaultSessionTTL is how long a sign-in lasts when Deps.SessionTTL is
 // zero (UI_SESSION_TTL's default): a working day.
 const DefaultSessionTTL = 12 * time.Hour
@@ -209,7 +205,7 @@ func (u *UI) auth(h handlerFunc) http.Handler {
 			return
 		}
 		if tenant == "" {
-			clearCookies(w, r)
+			clearCookie(w, r)
 			http.Redirect(w, r, "/ui/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
@@ -266,23 +262,9 @@ func overTLS(r *http.Request) bool {
 	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
-// clearCookies signs the browser out, and drops the cookie of earlier
-// versions that held the key itself.
-func clearCookies(w http.ResponseWriter, r *http.Request) {
-	clearCookie(w, r, cookieName)
-	clearLegacyCookie(w, r)
-}
-
-// clearLegacyCookie drops the cookie of earlier versions when the browser
-// still sends it.
-func clearLegacyCookie(w http.ResponseWriter, r *http.Request) {
-	if _, err := r.Cookie(legacyCookie); err == nil {
-		clearCookie(w, r, legacyCookie)
-	}
-}
-
-func clearCookie(w http.ResponseWriter, r *http.Request, name string) {
-	http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: Prefix, MaxAge: -1,
+// clearCookie signs the browser out: it drops the session cookie.
+func clearCookie(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: Prefix, MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
 }
 
@@ -328,7 +310,7 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if !ok {
 		u.deps.AuthFailures.Fail(addr)
-		clearCookies(w, r)
+		clearCookie(w, r)
 		u.render(w, r, http.StatusUnauthorized, "login", "", loginView{Next: next, Message: "unknown, expired or revoked API key"})
 		return
 	}
@@ -339,7 +321,6 @@ func (u *UI) login(w http.ResponseWriter, r *http.Request) {
 			u.log.Warn("ui sign-in: end the earlier session", "error", err)
 		}
 	}
-	clearLegacyCookie(w, r)
 	setCookie(w, r, sess)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
@@ -353,7 +334,7 @@ func (u *UI) logout(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	clearCookies(w, r)
+	clearCookie(w, r)
 	http.Redirect(w, r, "/ui/login", http.StatusSeeOther)
 }
 

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Literal, TypedDict
 
 # RunStatus: succeeded is under the model's limit; over_limit committed its
 # best output but is still over (see over_limit_reason).
-RunStatus = Literal["pending", "running", "succeeded", "over_limit", "failed", "skipped"]
+RunStatus = Literal["pending", "running", "succeeded", "over_limit", "failed"]
 
 # ErrorClass: what kind of failure a failed run had.
 ErrorClass = Literal["bad_input", "config", "summarizer", "dependency", "timeout", "canceled", "interrupted", "internal"]
@@ -18,7 +18,7 @@ ErrorClass = Literal["bad_input", "config", "summarizer", "dependency", "timeout
 ErrorCode = Literal["bad_request", "unauthorized", "not_found", "gone", "method_not_allowed", "conflict", "breaker_open", "too_large", "rate_limited", "unavailable", "range_not_satisfiable", "internal"]
 
 # FINAL_STATUSES are the statuses a run never leaves.
-FINAL_STATUSES = frozenset({"succeeded", "over_limit", "failed", "skipped"})
+FINAL_STATUSES = frozenset({"succeeded", "over_limit", "failed"})
 
 
 class PassStat(TypedDict, total=False):

@@ -12,7 +12,7 @@ import { createHash, createHmac, randomUUID, timingSafeEqual } from "node:crypto
 // ---------------------------------------------------------------------------
 
 /** succeeded is under the model's limit; over_limit committed its best output but is still over. */
-export type RunStatus = "pending" | "running" | "succeeded" | "over_limit" | "failed" | "skipped";
+export type RunStatus = "pending" | "running" | "succeeded" | "over_limit" | "failed";
 
 /** What kind of failure a failed run had. */
 export type ErrorClass = "bad_input" | "config" | "summarizer" | "dependency" | "timeout" | "canceled" | "interrupted" | "internal";
@@ -587,7 +587,7 @@ export interface Recovered {
   lines?: string;
 }
 
-export const FINAL_STATUSES: readonly RunStatus[] = ["succeeded", "over_limit", "failed", "skipped"];
+export const FINAL_STATUSES: readonly RunStatus[] = ["succeeded", "over_limit", "failed"];
 
 /** Whether a run with this status will not change any more. */
 export function isFinal(status: string): boolean {

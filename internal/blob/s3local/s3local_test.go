@@ -32,7 +32,7 @@ func TestPutGetListDeleteThroughSDK(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, srv.Close()) })
 	store := newStore(t, srv)
 
-	ref, err := store.PutContent(ctx, "acme", blob.KindInput, []byte("hello"))
+	ref, err := store.PutContent(ctx, "acme", blob.KindArchive, []byte("hello"))
 	require.NoError(t, err)
 	_, err = store.Put(ctx, "misc/other", []byte("other"))
 	require.NoError(t, err)
