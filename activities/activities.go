@@ -76,6 +76,9 @@ type Activities struct {
 
 	// ids caches drift-check sources' identifiers (per worker process).
 	ids idCache
+	// sources caches drift-check sources' comparable form and required
+	// identifiers (per worker process).
+	sources sourceCache
 	// convs caches parsed working conversations (per worker process).
 	convs convCache
 	// counts caches token counts by text digest (per worker process).

@@ -29,10 +29,6 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 	if err != nil {
 		return res, err
 	}
-	ids, err := a.identifiers(ctx, in.Run.Tenant, in.SourceKey)
-	if err != nil {
-		return res, err
-	}
 	summary, err := a.text(ctx, in.Run.Tenant, in.SummaryKey)
 	if err != nil {
 		return res, err
@@ -41,8 +37,12 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 	if err != nil {
 		return res, err
 	}
-	src := digest.Comparable(source)
-	score, missing := retention(digest.Required(ids, src), summary, p.Drift.MaxIdentifiers)
+	cs, err := a.checked(in.SourceKey, source)
+	if err != nil {
+		return res, err
+	}
+	src := cs.comparable
+	score, missing := retention(cs.required, summary, p.Drift.MaxIdentifiers)
 	idPassed := score >= p.Drift.MinRetention
 	res = DriftResult{Score: score, Passed: idPassed}
 	checks, missing := a.driftChecks(ctx, in, source, src, summary, &res, missing)

@@ -1,7 +1,7 @@
 package activities
 
 import (
-	"context"
+	"errors"
 	"testing"
 	"time"
 	"unsafe"
@@ -18,14 +18,20 @@ func TestPrefetchedIdentifiersServeTheDriftCheck(t *testing.T) {
 	// No blob store: the check must not read the source again.
 	a := &Activities{}
 	a.prefetchIdentifiers(key, text)
-	require.Eventually(t, func() bool { return a.ids.cache().Contains(key) }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return a.sources.cache().Contains(key) }, 10*time.Second, 5*time.Millisecond)
 
-	ids, err := a.identifiers(context.Background(), "t", key)
+	ids, err := a.ids.get(key, func() (string, error) { return "", errors.New("read again") })
 	require.NoError(t, err)
 	require.Equal(t, digest.Identifiers(text), ids)
 	require.NotEmpty(t, ids)
+	// The check's comparable source and required identifiers are made
+	// once, by the prefetch: another text under the same key is not read.
+	cs, err := a.checked(key, "another text")
+	require.NoError(t, err)
+	require.Equal(t, digest.Comparable(text), cs.comparable)
+	require.Equal(t, digest.Required(digest.Identifiers(text), digest.Comparable(text)), cs.required)
 
-	score, missing := retention(ids, "query.py:1423 was edited", 0)
+	score, missing := retention(cs.required, "query.py:1423 was edited", 0)
 	want, wantMissing := Retention(text, "query.py:1423 was edited", 0)
 	require.Equal(t, want, score, "the cached path scores as the direct one")
 	require.Equal(t, wantMissing, missing)

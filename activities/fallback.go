@@ -31,7 +31,17 @@ func (a *Activities) Fallback(ctx context.Context, in FallbackInput) (res Summar
 		}
 		out = digest.Truncate(text, p.LargeResult.TruncateChars)
 	case "extractive":
-		out, err = structuredFallback(ctx, in, text)
+		var required []digest.Identifier
+		if StructuredPrompt(in.Prompt) && strings.TrimSpace(text) != "" {
+			// The identifiers it must keep are the drift check's, made
+			// once for both (the replacement is checked next).
+			cs, err := a.checked(in.SourceKey, text)
+			if err != nil {
+				return res, err
+			}
+			required = cs.required
+		}
+		out, err = structuredFallback(ctx, in, text, required)
 		if err != nil {
 			return res, err
 		}
@@ -59,14 +69,14 @@ func StructuredPrompt(prompt string) bool {
 // structuredFallback is the extractive summary of text: in the sections
 // of a structured prompt (history, session, brief) when the input names
 // one, the selected lines of digest.Extractive otherwise (a tool result).
-func structuredFallback(ctx context.Context, in FallbackInput, text string) (string, error) {
+func structuredFallback(ctx context.Context, in FallbackInput, text string, required []digest.Identifier) (string, error) {
 	if !StructuredPrompt(in.Prompt) {
 		return digest.Extractive(text, max(in.TargetChars, 200)), nil
 	}
 	if strings.TrimSpace(text) == "" {
 		return digest.Extractive(text, max(in.TargetChars, 200)), nil
 	}
-	resp, err := recap.Extractive{}.Summarize(ctx, llm.Request{Prompt: in.Prompt, Text: text,
+	resp, err := recap.Extractive{Required: required}.Summarize(ctx, llm.Request{Prompt: in.Prompt, Text: text,
 		TargetChars: max(in.TargetChars, 200), ArchiveRef: in.ArchiveKey})
 	if err != nil {
 		return "", badInput(fmt.Errorf("extractive %s summary: %w", in.Prompt, err))

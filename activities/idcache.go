@@ -1,7 +1,6 @@
 package activities
 
 import (
-	"context"
 	"strings"
 	"sync"
 
@@ -63,12 +62,73 @@ func (c *idCache) get(key string, text func() (string, error)) ([]digest.Identif
 	return v.([]digest.Identifier), nil
 }
 
-// identifiers returns the identifiers of the text at key.
-func (a *Activities) identifiers(ctx context.Context, tenant, key string) ([]digest.Identifier, error) {
-	if key == "" {
-		return nil, nil
+// checkedSource is what every drift check of one source needs besides
+// the source itself: its Comparable form (digest.Comparable, as long as
+// the source) and the identifiers a summary of it must keep
+// (digest.Required). Making them was about two thirds of a check's time,
+// and a history summary's source is checked up to four times (the
+// summary, each repair, the deterministic replacement).
+type checkedSource struct {
+	comparable string
+	required   []digest.Identifier
+}
+
+// sourceCache remembers the checkedSource of recent drift-check sources
+// by S3 key, like idCache (content-addressed keys never go stale). An
+// entry is as large as its source, so it holds fewer entries than
+// idCache: a few sources are those of the checks in flight. Its zero
+// value is ready to use.
+type sourceCache struct {
+	once   sync.Once
+	recent *lru.Cache[string, checkedSource]
+	flight singleflight.Group
+}
+
+// sourceCacheSize bounds sourceCache by entries.
+const sourceCacheSize = 8
+
+func (c *sourceCache) cache() *lru.Cache[string, checkedSource] {
+	c.once.Do(func() {
+		recent, err := lru.New[string, checkedSource](sourceCacheSize)
+		if err != nil {
+			panic(err) // only for a size below 1
+		}
+		c.recent = recent
+	})
+	return c.recent
+}
+
+// get makes the checkedSource of the source at key once while the cache
+// holds it; ids are the source's identifiers.
+func (c *sourceCache) get(key string, ids []digest.Identifier, text func() (string, error)) (checkedSource, error) {
+	v, err, _ := c.flight.Do(key, func() (any, error) {
+		if cs, ok := c.cache().Get(key); ok {
+			return cs, nil
+		}
+		t, err := text()
+		if err != nil {
+			return nil, err
+		}
+		src := digest.Comparable(t)
+		cs := checkedSource{comparable: src, required: keepIDs(digest.Required(ids, src))}
+		c.cache().Add(key, cs)
+		return cs, nil
+	})
+	if err != nil {
+		return checkedSource{}, err
 	}
-	return a.ids.get(key, func() (string, error) { return a.text(ctx, tenant, key) })
+	return v.(checkedSource), nil
+}
+
+// checked returns the checkedSource of text, the source at key, from the
+// caches when they hold it.
+func (a *Activities) checked(key, text string) (checkedSource, error) {
+	read := func() (string, error) { return text, nil }
+	ids, err := a.ids.get(key, read)
+	if err != nil {
+		return checkedSource{}, err
+	}
+	return a.sources.get(key, ids, read)
 }
 
 // keepIDs copies the identifiers' values out of their source: they are
@@ -82,12 +142,15 @@ func keepIDs(ids []digest.Identifier) []digest.Identifier {
 }
 
 // prefetchIdentifiers extracts the identifiers of a future drift-check
-// source in the background, while the summarizer works on it, so that the
+// source, and its checkedSource, in the background, while the summarizer works on it, so that the
 // check after the summary finds them ready. It holds no activity context:
 // it only fills the bounded cache, and a check in another worker process
 // extracts them itself.
 func (a *Activities) prefetchIdentifiers(key, text string) {
 	go func() {
-		_, _ = a.ids.get(key, func() (string, error) { return text, nil })
+		ids, err := a.ids.get(key, func() (string, error) { return text, nil })
+		if err == nil {
+			_, _ = a.sources.get(key, ids, func() (string, error) { return text, nil })
+		}
 	}()
 }

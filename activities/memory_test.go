@@ -109,10 +109,12 @@ func TestLargeRunStepsAllocateWithinBounds(t *testing.T) {
 	step("history/prepare", 13, func() {
 		hp, err = a.PrepareHistory(ctx, HistoryInput{Run: run, WorkKey: dr.WorkKey})
 		require.NoError(t, err)
-		// The transcript's identifiers are extracted beside the
-		// summarizer call (prefetchIdentifiers): the step is charged with
-		// them, whenever they end.
-		_, err = a.identifiers(ctx, run.Tenant, hp.TranscriptKey)
+		// The transcript's identifiers and comparable form are made
+		// beside the summarizer call (prefetchIdentifiers): the step is
+		// charged with them, whenever they end.
+		transcript, err := a.text(ctx, run.Tenant, hp.TranscriptKey)
+		require.NoError(t, err)
+		_, err = a.checked(hp.TranscriptKey, transcript)
 		require.NoError(t, err)
 	})
 	require.False(t, hp.Skip, hp.Reason)

@@ -11,6 +11,13 @@ const (
 // EventSignal is the signal that hands a session workflow a new event.
 const EventSignal = "event"
 
+// OutcomeUpdate answers a compaction run's outcome as soon as the run's
+// final state is recorded (its commit, or its failure), before the
+// release of its intermediates and the start of its webhook delivery,
+// which the workflow's own result waits for. The update fails with the
+// run's error when the run failed.
+const OutcomeUpdate = "outcome"
+
 // QueueQuery returns the run ids waiting in a session's queue.
 const QueueQuery = "queue"
 

@@ -47,6 +47,9 @@ func fetchHistory(t *testing.T, c client.Client, workflowID string) *historypb.H
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// A waiter is answered before the run's workflow closes
+	// (contract.OutcomeUpdate): the history is read once it has.
+	_ = c.GetWorkflow(ctx, workflowID, "").Get(ctx, nil)
 	it := c.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	h := &historypb.History{}
 	for it.HasNext() {
@@ -528,6 +531,22 @@ func TestRecordHistories(t *testing.T) {
 		sub, res := e.compact(gateway.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 60000, Conversation: input})
 		checkRun(t, e, input, sub, res)
 		record(t, "compaction-release-after-commit", fetchHistory(t, e.client, sub.RunID), input, snippets(t, openAIContents(t, input), 20), sub.InputKey)
+	})
+	t.Run("outcome-update", func(t *testing.T) {
+		t.Parallel()
+		// A run whose waiter was answered by the outcome update, before
+		// the release of its intermediates.
+		e := newEnv(t)
+		input := readData(t, "swe-agent-deepseek/django__django-11564.json")
+		sub, res := e.compact(gateway.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 60000, Conversation: input})
+		checkRun(t, e, input, sub, res)
+		h := fetchHistory(t, e.client, sub.RunID)
+		updated := false
+		for _, ev := range h.Events {
+			updated = updated || ev.GetWorkflowExecutionUpdateCompletedEventAttributes() != nil
+		}
+		require.True(t, updated, "the waiter was answered by the outcome update")
+		record(t, "compaction-outcome-update", h, input, snippets(t, openAIContents(t, input), 20), sub.InputKey)
 	})
 	t.Run("session-erasure", func(t *testing.T) {
 		t.Parallel()

@@ -203,6 +203,10 @@ func (e *env) compact(ev gateway.Event) (gateway.Submitted, contract.Outcome) {
 	require.NoError(e.t, err)
 	res, err := e.gw.Wait(ctx, sub.RunID)
 	require.NoError(e.t, err, "run %s", sub.RunID)
+	// Wait answers once the run is recorded; what follows it (the release
+	// of its intermediates, its delivery's start) is done by the time
+	// its workflow closes, which the tests' checks of it need.
+	require.NoError(e.t, e.client.GetWorkflow(ctx, sub.RunID, "").Get(ctx, nil), "run %s", sub.RunID)
 	return sub, res
 }
 

@@ -94,6 +94,13 @@ func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Out
 	ctx = workflow.WithValue(ctx, degradedKey{}, degraded)
 	ctx, steps := withStepLog(ctx)
 	c := &runStages{in: in, run: in.Run, res: contract.Outcome{RunID: in.Run.ID}, degraded: degraded}
+	ans := &answer{}
+	if err := workflow.SetUpdateHandler(ctx, contract.OutcomeUpdate, ans.wait); err != nil {
+		return c.res, fmt.Errorf("set the outcome update handler: %w", err)
+	}
+	// A waiter's update completes once the answer is set; the workflow
+	// does not close under it.
+	defer func() { _ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }) }()
 	res, err := c.execute(ctx)
 	if err != nil {
 		var a *activities.Activities
@@ -111,6 +118,7 @@ func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Out
 			workflow.GetLogger(ctx).Error("record run failure", "run", in.Run.ID, "error", ferr)
 		}
 		recordOutcome(fctx, in, "failed", res)
+		ans.set(contract.Outcome{RunID: in.Run.ID}, err)
 		releaseIntermediates(fctx, in.Run)
 		if failed.Notify {
 			startDelivery(fctx, in)
@@ -122,11 +130,33 @@ func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Out
 		outcome = "over_limit"
 	}
 	recordOutcome(ctx, in, outcome, res)
+	ans.set(res, nil)
 	releaseIntermediates(ctx, in.Run)
 	if c.notify {
 		startDelivery(ctx, in)
 	}
 	return res, nil
+}
+
+// answer is a run's outcome for the waiters of contract.OutcomeUpdate,
+// set once the run's final state is recorded.
+type answer struct {
+	done bool
+	res  contract.Outcome
+	err  error
+}
+
+func (a *answer) set(res contract.Outcome, err error) {
+	a.done, a.res, a.err = true, res, err
+}
+
+// wait is the update's handler: it returns the outcome once set. A
+// waiter that arrives after it is set is answered at once.
+func (a *answer) wait(ctx workflow.Context) (contract.Outcome, error) {
+	if err := workflow.Await(ctx, func() bool { return a.done }); err != nil {
+		return contract.Outcome{}, err
+	}
+	return a.res, a.err
 }
 
 // runStages is the stages of one Compaction run and the state they

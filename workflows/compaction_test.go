@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/ctxcompact/orchestrator/activities"
 	"github.com/ctxcompact/orchestrator/contract"
@@ -765,4 +766,58 @@ func TestIntermediatesReleasedWhenFinal(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, []string{"FailRun"}, failed.names()[1:])
 	require.Equal(t, []string{"run-1"}, failed.released, "a failed run's intermediates go too")
+}
+
+// TestOutcomeUpdateAnswersBeforeTheRelease: a waiter of the outcome
+// update gets the committed outcome before the run releases its
+// intermediates (the release and the delivery's start are off the
+// caller's path), and a failed run's waiter gets its error.
+func TestOutcomeUpdateAnswersBeforeTheRelease(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		planErr error
+	}{{name: "committed"}, {name: "failed", planErr: temporal.NewNonRetryableApplicationError("no plan", activities.TypeBadInput, nil)}} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakes{planErr: tt.planErr}
+			env := newTestEnv()
+			f.install(env)
+			var answered []string // the activities called before the answer
+			released := -1        // the releases done before the answer
+			var got contract.Outcome
+			var gotErr error
+			env.RegisterDelayedCallback(func() {
+				env.UpdateWorkflow(contract.OutcomeUpdate, "waiter", &testsuite.TestUpdateCallback{
+					OnAccept: func() {},
+					OnReject: func(err error) { t.Errorf("the update was rejected: %v", err) },
+					OnComplete: func(v any, err error) {
+						answered = f.names()
+						f.mu.Lock()
+						released = len(f.released)
+						f.mu.Unlock()
+						gotErr = err
+						if err == nil {
+							got = v.(contract.Outcome)
+						}
+					},
+				})
+			}, 0)
+			env.ExecuteWorkflow(Compaction, contract.CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/input/abc", InputSHA256: "abc"})
+			require.True(t, env.IsWorkflowCompleted())
+			require.NotEmpty(t, answered, "the waiter was answered")
+			require.Zero(t, released, "answered before the release")
+			require.Equal(t, []string{"run-1"}, f.released, "the run released its intermediates after the answer")
+			if tt.planErr != nil {
+				require.Error(t, gotErr)
+				require.Contains(t, answered, "FailRun", "answered once the failure is recorded")
+				return
+			}
+			require.NoError(t, gotErr)
+			require.Equal(t, "Commit", answered[len(answered)-1], "answered once the commit is recorded")
+			var res contract.Outcome
+			require.NoError(t, env.GetWorkflowResult(&res))
+			require.Equal(t, res, got, "the update answers the workflow's result")
+		})
+	}
 }

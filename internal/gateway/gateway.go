@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -635,9 +636,13 @@ func (g *Gateway) Progress(ctx context.Context, runID string) (contract.Progress
 	return p, nil
 }
 
-// Wait waits for a run to finish and returns its result. A run still
-// queued behind another run of its session has no workflow yet; Wait polls
-// until it starts.
+// Wait waits for a run to finish and returns its result. It asks the
+// run's workflow for its outcome (contract.OutcomeUpdate), which answers
+// as soon as the run's final state is recorded, without waiting for the
+// release of its intermediates or the start of its webhook delivery. A
+// run still queued behind another run of its session has no workflow
+// yet; Wait polls until it starts. A run whose workflow has closed is
+// answered by the workflow's result.
 func (g *Gateway) Wait(ctx context.Context, runID string) (contract.Outcome, error) {
 	var res contract.Outcome
 	// The child workflow usually starts within a workflow task of the
@@ -645,10 +650,28 @@ func (g *Gateway) Wait(ctx context.Context, runID string) (contract.Outcome, err
 	// is polled less often.
 	delay := 20 * time.Millisecond
 	for {
-		err := g.Temporal.GetWorkflow(ctx, runID, "").Get(ctx, &res)
+		h, err := g.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+			WorkflowID: runID, UpdateName: contract.OutcomeUpdate, WaitForStage: client.WorkflowUpdateStageCompleted,
+		})
+		if err == nil {
+			err = h.Get(ctx, &res)
+			return res, err
+		}
 		var nf *serviceerror.NotFound
 		if !errors.As(err, &nf) {
 			return res, err
+		}
+		// Not found: not started yet, or closed already (an update is
+		// refused once the workflow has closed).
+		d, derr := g.Temporal.DescribeWorkflowExecution(ctx, runID, "")
+		switch {
+		case derr == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+			err := g.Temporal.GetWorkflow(ctx, runID, "").Get(ctx, &res)
+			return res, err
+		case derr == nil:
+			continue // started between the two calls
+		case !errors.As(derr, &nf):
+			return res, derr
 		}
 		select {
 		case <-ctx.Done():

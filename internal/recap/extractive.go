@@ -33,10 +33,15 @@ const ExtractiveModel = "extractive"
 // as a transcript when lines start with a role marker ("user:",
 // "Assistant:", "[tool] …", "## user"); text without markers is one
 // message of unknown role.
-type Extractive struct{}
+type Extractive struct {
+	// Required are the identifiers a summary of the request's text must
+	// keep (digest.Required), when the caller already has them (the drift
+	// check's cache of its source); nil: they are found in the text.
+	Required []digest.Identifier
+}
 
 // Summarize implements llm.Summarizer.
-func (Extractive) Summarize(ctx context.Context, req llm.Request) (llm.Response, error) {
+func (e Extractive) Summarize(ctx context.Context, req llm.Request) (llm.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return llm.Response{}, &llm.Error{Kind: llm.Canceled, Message: "call canceled by the caller", Err: err}
 	}
@@ -52,10 +57,10 @@ func (Extractive) Summarize(ctx context.Context, req llm.Request) (llm.Response,
 	switch req.Prompt {
 	case llm.PromptHistory:
 		events, _ := parseEvents(req.Text)
-		text = renderDigest(buildDigest(events).withRefs(req.Text), "##", historyLayout(), target)
+		text = renderDigest(buildDigest(events).withRefs(req.Text, e.Required), "##", historyLayout(), target)
 	case llm.PromptSession:
 		events, _ := parseEvents(req.Text)
-		text = renderDigest(buildDigest(events).withRefs(req.Text), "###", sessionLayout(req.ArchiveRef), target)
+		text = renderDigest(buildDigest(events).withRefs(req.Text, e.Required), "###", sessionLayout(req.ArchiveRef), target)
 	case llm.PromptRepair:
 		text = repairSummary(req.Context, req.Text, req.Missing)
 	case llm.PromptJudge:
@@ -66,7 +71,7 @@ func (Extractive) Summarize(ctx context.Context, req llm.Request) (llm.Response,
 		text = digest.Extractive(req.Text, target)
 	default:
 		if events, ok := parseEvents(req.Text); ok {
-			text = renderDigest(buildDigest(events).withRefs(req.Text), "##", structuredLayout(), target)
+			text = renderDigest(buildDigest(events).withRefs(req.Text, e.Required), "##", structuredLayout(), target)
 		} else {
 			text = digest.Extractive(req.Text, target)
 		}

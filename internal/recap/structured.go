@@ -619,9 +619,13 @@ func errorLines(text string, failed, readOnly bool) []string {
 // refIdentifiers that a summary must keep, as the drift check counts them)
 // that none of its lines holds: a reservation code or an e-mail address
 // read in a tool result is a fact the agent needs, and the offline
-// summary, which only copies, can keep it.
-func (d transcriptDigest) withRefs(source string) transcriptDigest {
-	ids := digest.Required(digest.Identifiers(source), digest.Comparable(source))
+// summary, which only copies, can keep it. required, when not nil, are
+// those identifiers as the caller found them already.
+func (d transcriptDigest) withRefs(source string, required []digest.Identifier) transcriptDigest {
+	ids := required
+	if ids == nil {
+		ids = digest.Required(digest.Identifiers(source), digest.Comparable(source))
+	}
 	if len(ids) > refIdentifiers {
 		ids = ids[len(ids)-refIdentifiers:]
 	}
