@@ -54,7 +54,7 @@ func TestReplayDetectsChangedWorkflow(t *testing.T) {
 		ctx = workflow.WithActivityOptions(ctx, stepOptions())
 		var archive activities.ArchiveResult
 		err := workflow.ExecuteActivity(ctx, a.Archive, activities.ArchiveInput{Run: in.Run, InputKey: in.InputKey, InputSHA256: in.InputSHA256}).Get(ctx, &archive)
-		return contract.Outcome{RunID: in.Run.ID, ArchiveKey: archive.Key}, err
+		return contract.Outcome{RunID: in.Run.ID, Stats: contract.Stats{ArchiveKey: archive.Key}}, err
 	}
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(changed, workflow.RegisterOptions{Name: "Compaction"})

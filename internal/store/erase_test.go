@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
@@ -48,7 +49,7 @@ func TestSessionObjectsListsEveryKey(t *testing.T) {
 				continue
 			}
 			output, handoff := key(tenant, blob.KindOutput, name("output")), key(tenant, blob.KindOutput, name("handoff"))
-			stats, err := json.Marshal(store.RunStats{Unit: "tokens", HandoffKey: handoff, HandoffSHA256: fmt.Sprintf("%064x", 9)})
+			stats, err := json.Marshal(store.RunStats{Stats: contract.Stats{Unit: "tokens", HandoffKey: handoff, HandoffSHA256: fmt.Sprintf("%064x", 9)}})
 			require.NoError(t, err)
 			c, err := s.CommitRun(ctx, id, store.RunResult{TokensAfter: 10, OutputKey: output, OutputSHA256: fmt.Sprintf("%064x", 8),
 				Stats: stats})
