@@ -264,12 +264,14 @@ func commitOutcome(ctx context.Context, in CommitInput, conv conversation.Conver
 		logger(ctx).Warn("run ends over its limit", "run", in.Run.ID, "size", after, "limit", b.Limit)
 	}
 	o.stats = store.RunStats{
-		Passes: in.Passes, UsageAfter: usage, AgentModel: in.Run.Model, ContextLimit: b.Limit,
-		Encoding: b.Counter.Name(), Unit: unitOf(b), HistoryFailed: in.HistoryFailed,
-		Recommendation: compress.Recommendation(o.level), ArchiveKey: in.ArchiveKey,
-		OverLimit: o.over, OverLimitReason: o.reason, PreservedCount: in.Preserved, DeletedOffloads: len(in.DeleteOffloads),
-		LevelBefore: in.LevelBefore, Drift: in.Drift, Format: string(conv.Format), LevelReason: plan.LevelReason(conv, p, b),
-		DegradedReasons: in.Degraded,
+		Stats: contract.Stats{
+			Passes: in.Passes, ContextLimit: b.Limit, Unit: unitOf(b), HistoryFailed: in.HistoryFailed,
+			Recommendation: compress.Recommendation(o.level), ArchiveKey: in.ArchiveKey,
+			OverLimit: o.over, OverLimitReason: o.reason, PreservedCount: in.Preserved, DeletedOffloads: len(in.DeleteOffloads),
+			LevelBefore: in.LevelBefore, Drift: in.Drift, Format: string(conv.Format), LevelReason: plan.LevelReason(conv, p, b),
+			DegradedReasons: in.Degraded,
+		},
+		UsageAfter: usage, AgentModel: in.Run.Model, Encoding: b.Counter.Name(),
 	}
 	if reactStats != nil {
 		o.stats.ContextCompression = mustJSON(map[string]any{"enabled": true, "stats": reactStats})

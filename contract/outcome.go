@@ -4,11 +4,13 @@ import "encoding/json"
 
 // Outcome is a run's result, the one type every reader gets: the
 // Compaction workflow's result, the commit step's, the HTTP answer of a
-// finished run (which adds the conversation), `starter compact` and
-// `starter replay`, the audit and the Go client (which keeps a standalone
-// copy, checked field by field against this one). The store maps it to
-// the run's row and stats (store.OutcomeOf). Keys and figures only, never
-// conversation text.
+// finished run (which adds the conversation), the MCP checkpoint, the
+// completion webhook, `starter compact` and `starter replay`, the audit
+// and the Go client (which keeps a standalone copy, checked field by
+// field against this one). Its fields are the run's row (store.OutcomeOf
+// maps them) and the Stats its commit recorded, embedded so that a field
+// added to Stats is recorded, read back and answered with no mapping of
+// its own. Keys and figures only, never conversation text.
 type Outcome struct {
 	RunID  string `json:"run_id"`
 	Status string `json:"status"`
@@ -16,28 +18,50 @@ type Outcome struct {
 	// ErrorClass says what kind of failure a failed run had
 	// (store.ErrorClass); Error is then a message safe to show.
 	ErrorClass   string  `json:"error_class,omitempty"`
-	Format       string  `json:"format,omitempty"`
 	TokensBefore int     `json:"tokens_before"`
 	TokensAfter  int     `json:"tokens_after"`
 	Ratio        float64 `json:"ratio"`
-	LevelBefore  string  `json:"level_before,omitempty"`
 	LevelAfter   string  `json:"level_after,omitempty"`
+	// Degraded is set when the run reached its result through a fallback
+	// (the summarizer failed and the offline summary stood in, a summary
+	// was replaced after failing its checks, the LLM judge was
+	// unreachable); Stats.DegradedReasons say which, without the
+	// operator's hosts or errors.
+	Degraded bool `json:"degraded"`
+	// Success is offload-compact's success: the run committed under its
+	// limit and the history summary, if one was wanted, was made.
+	Success bool `json:"success"`
+	// Counter is what measured the sizes: the encoding, with the model
+	// family's safety margin when it is not the model's own tokenizer
+	// (e.g. "o200k_base×1.25 (claude)"), or "chars". The stats record it
+	// as "encoding" (store.RunStats).
+	Counter string `json:"counter,omitempty"`
+	// FreedTokens is offload-compact's CompactResult figure: tokens
+	// before less tokens after.
+	FreedTokens  int    `json:"freed_tokens"`
+	OutputKey    string `json:"output_key,omitempty"`
+	OutputSHA256 string `json:"output_sha256,omitempty"`
+	// Stats are the figures only the run's stats hold. A run that did
+	// not commit has none (Passes is then empty).
+	Stats
+}
+
+// Stats are what a run's commit records in its stats beside the row
+// (runs.stats, through store.RunStats), each one a field of the run's
+// Outcome as it is answered: a new outcome figure is added here, once.
+type Stats struct {
+	// Format is the conversation's wire format (openai, anthropic, react).
+	Format      string `json:"format,omitempty"`
+	LevelBefore string `json:"level_before,omitempty"`
 	// Drift is the verdict of the run's last drift check: "", "passed",
 	// "repaired" or "patched".
 	Drift string `json:"drift,omitempty"`
 	// HistoryFailed is offload-compact's "success: false": the summary
 	// could not be made and the history was left unchanged.
 	HistoryFailed bool `json:"history_failed"`
-	// Degraded is set when the run reached its result through a fallback
-	// (the summarizer failed and the offline summary stood in, a summary
-	// was replaced after failing its checks, the LLM judge was
-	// unreachable); DegradedReasons say which, without the operator's
-	// hosts or errors.
-	Degraded        bool     `json:"degraded"`
+	// DegradedReasons are the fallbacks the run went through (see
+	// Outcome.Degraded).
 	DegradedReasons []string `json:"degraded_reasons,omitempty"`
-	// Success is offload-compact's success: the run committed under its
-	// limit and the history summary, if one was wanted, was made.
-	Success bool `json:"success"`
 	// OverLimit is set when the output is still over the model's limit
 	// (status over_limit); OverLimitReason says why.
 	OverLimit       bool   `json:"over_limit"`
@@ -48,10 +72,6 @@ type Outcome struct {
 	// Unit is the unit of the sizes: "tokens", or "chars" (react-two-layer).
 	Unit         string `json:"unit,omitempty"`
 	ContextLimit int    `json:"context_limit,omitempty"`
-	// Counter is what measured the sizes: the encoding, with the model
-	// family's safety margin when it is not the model's own tokenizer
-	// (e.g. "o200k_base×1.25 (claude)"), or "chars".
-	Counter string `json:"counter,omitempty"`
 	// TokenCounting says how tokens_after, the size checked against the
 	// limit, was counted: "encoding" (an exact local tokenizer of the
 	// model family, such as o200k_base for OpenAI models, or characters),
@@ -61,9 +81,8 @@ type Outcome struct {
 	// when the endpoint failed). Empty in runs committed before it was
 	// recorded.
 	TokenCounting string `json:"token_counting,omitempty"`
-	// FreedTokens, PreservedCount and DeletedOffloads are offload-compact's
+	// PreservedCount and DeletedOffloads are offload-compact's
 	// CompactResult figures.
-	FreedTokens     int `json:"freed_tokens"`
 	PreservedCount  int `json:"preserved_count"`
 	DeletedOffloads int `json:"deleted_offloads"`
 	// ContextCompression is the ReAct two-layer design's stats for a ReAct
@@ -72,9 +91,8 @@ type Outcome struct {
 	ContextCompression json.RawMessage `json:"context_compression,omitempty"`
 	// Recommendation is the three-tier design's action for the level after.
 	Recommendation string `json:"recommendation,omitempty"`
-	ArchiveKey     string `json:"archive_key,omitempty"`
-	OutputKey      string `json:"output_key,omitempty"`
-	OutputSHA256   string `json:"output_sha256,omitempty"`
+	// ArchiveKey names the archived original (the row's, when it has one).
+	ArchiveKey string `json:"archive_key,omitempty"`
 	// HandoffKey names the fresh session's conversation, made when a run
 	// ends CRITICAL (or over its limit) or on a checkpoint event.
 	HandoffKey    string     `json:"handoff_key,omitempty"`

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/store/storetest"
 )
@@ -34,7 +35,7 @@ func TestStatusFollowsPromotion(t *testing.T) {
 		_, _, err := st.CreateRun(ctx, store.Run{ID: r.id, Tenant: "acme", Session: "s1", EventID: r.id, Trigger: "manual",
 			Preset: "adaptive", Status: store.RunPending, ReplayOf: r.replayOf})
 		require.NoError(t, err)
-		stats, err := json.Marshal(store.RunStats{Passes: truncated, ContextLimit: 1000, UsageAfter: float64(r.after) / 1000})
+		stats, err := json.Marshal(store.RunStats{Stats: contract.Stats{Passes: truncated, ContextLimit: 1000}, UsageAfter: float64(r.after) / 1000})
 		require.NoError(t, err)
 		res := store.RunResult{TokensAfter: r.after, Stats: stats}
 		if r.over {

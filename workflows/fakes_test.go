@@ -256,8 +256,8 @@ func (f *fakes) install(env *testsuite.TestWorkflowEnvironment) {
 			}
 			return activities.CommitResult{Committed: true, Outcome: contract.Outcome{RunID: in.Run.ID, Status: "succeeded",
 				OutputKey: "out/" + in.WorkKey, OutputSHA256: "sha", TokensBefore: in.TokensBefore, TokensAfter: 1000, Ratio: 0.01,
-				LevelBefore: in.LevelBefore, LevelAfter: "normal", Drift: in.Drift, Passes: in.Passes, HistoryFailed: in.HistoryFailed,
-				PreservedCount: in.Preserved, ArchiveKey: in.ArchiveKey}}, nil
+				LevelAfter: "normal", Stats: contract.Stats{LevelBefore: in.LevelBefore, Drift: in.Drift, Passes: in.Passes,
+					HistoryFailed: in.HistoryFailed, PreservedCount: in.Preserved, ArchiveKey: in.ArchiveKey}}}, nil
 		})
 	env.OnActivity(a.ReleaseIntermediates, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.ReleaseInput) (activities.ReleaseResult, error) {

@@ -214,14 +214,17 @@ func newHistoryFill() (historyFill, error) {
 		return historyFill{}, err
 	}
 	stats, err := json.Marshal(store.RunStats{
-		Format: "openai", UsageAfter: 0.48, AgentModel: "gpt-4o", ContextLimit: 128000, Encoding: "o200k_base", Unit: "tokens",
-		Recommendation: "continue", ArchiveKey: blob.ContentKey(historyTenant, blob.KindArchive, strings.Repeat("ab", 32)),
-		PreservedCount: 12, LevelBefore: "RED", Drift: "passed",
-		Passes: []contract.PassStat{
-			{Name: "truncate-inputs", Applied: true, Count: 4, TokensSaved: 12000},
-			{Name: "dedupe", Applied: false},
-			{Name: "summarize-history", Applied: true, Count: 1, TokensSaved: 48000, Note: "turns 3-41 summarized"},
+		Stats: contract.Stats{
+			Format: "openai", ContextLimit: 128000, Unit: "tokens",
+			Recommendation: "continue", ArchiveKey: blob.ContentKey(historyTenant, blob.KindArchive, strings.Repeat("ab", 32)),
+			PreservedCount: 12, LevelBefore: "RED", Drift: "passed",
+			Passes: []contract.PassStat{
+				{Name: "truncate-inputs", Applied: true, Count: 4, TokensSaved: 12000},
+				{Name: "dedupe", Applied: false},
+				{Name: "summarize-history", Applied: true, Count: 1, TokensSaved: 48000, Note: "turns 3-41 summarized"},
+			},
 		},
+		UsageAfter: 0.48, AgentModel: "gpt-4o", Encoding: "o200k_base",
 	})
 	if err != nil {
 		return historyFill{}, err

@@ -79,6 +79,18 @@ func (s *Service) Run(ctx context.Context, tenant, runID string) (RunDetail, err
 	if err != nil {
 		return RunDetail{}, err
 	}
+	return s.Detail(ctx, r)
+}
+
+// RunRow returns the row of a run of tenant: another tenant's run, or
+// none, is ErrNotFound.
+func (s *Service) RunRow(ctx context.Context, tenant, runID string) (store.Run, error) {
+	return s.run(ctx, tenant, runID)
+}
+
+// Detail adds the steps and drift verdicts of run r, a row RunRow
+// returned, to it.
+func (s *Service) Detail(ctx context.Context, r store.Run) (RunDetail, error) {
 	steps, err := s.Store.ListSteps(ctx, r.ID)
 	if err != nil {
 		return RunDetail{}, err
@@ -103,6 +115,18 @@ func (s *Service) Restore(ctx context.Context, tenant, runID string) ([]byte, er
 		return nil, err
 	}
 	return s.archive(ctx, r)
+}
+
+// OriginalOf is Restore of run r, a row RunRow returned: ErrNoArchive
+// when it has none.
+func (s *Service) OriginalOf(ctx context.Context, r store.Run) ([]byte, error) {
+	return s.archive(ctx, r)
+}
+
+// OutputOf is Output of run r, a row RunRow returned: ErrNoOutput when
+// it has none.
+func (s *Service) OutputOf(ctx context.Context, r store.Run) ([]byte, error) {
+	return s.output(ctx, r)
 }
 
 // run reads a run of tenant; anything else is store.ErrNotFound.

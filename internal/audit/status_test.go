@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/store/storetest"
@@ -42,7 +43,7 @@ func statusSession(t *testing.T, st *store.Store, promote bool) {
 		_, _, err := st.CreateRun(ctx, store.Run{ID: r.id, Tenant: "acme", Session: "s1", EventID: r.id, Trigger: "manual",
 			Preset: "adaptive", Status: store.RunPending, ReplayOf: r.replayOf})
 		require.NoError(t, err)
-		stats, err := json.Marshal(store.RunStats{Passes: r.passes, ContextLimit: 1000, UsageAfter: 0.5, Unit: "tokens"})
+		stats, err := json.Marshal(store.RunStats{Stats: contract.Stats{Passes: r.passes, ContextLimit: 1000, Unit: "tokens"}, UsageAfter: 0.5})
 		require.NoError(t, err)
 		res := store.RunResult{TokensAfter: 500, Stats: stats}
 		if r.over {

@@ -31,7 +31,7 @@ func TestReplayReadsTheOriginalAndTheRow(t *testing.T) {
 	conv := openAIConv(t, "call_2", "cat")
 	in, err := g.Blob.PutContentVerified(ctx, "acme", blob.KindArchive, conv)
 	require.NoError(t, err)
-	stats, err := json.Marshal(store.RunStats{AgentModel: "claude-sonnet-4", ContextLimit: 50000})
+	stats, err := json.Marshal(store.RunStats{AgentModel: "claude-sonnet-4", Stats: contract.Stats{ContextLimit: 50000}})
 	require.NoError(t, err)
 	// Failed before its plan step: an input, no archive recorded; the
 	// caller named neither a model nor a limit.

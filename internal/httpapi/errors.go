@@ -18,6 +18,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/ratelimit"
+	"github.com/ctxcompact/orchestrator/internal/runread"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -153,14 +154,21 @@ func classify(err error) *apiError {
 		}
 		return out
 	}
-	var gone *store.SessionGoneError
-	if errors.As(err, &gone) {
+	switch runread.Status(err) {
+	case http.StatusGone:
+		var gone *store.SessionGoneError
+		errors.As(err, &gone)
 		out := &apiError{Status: http.StatusGone, Code: CodeGone, Field: "session", Message: gone.Error(), ErasureID: gone.Erasure.ID}
 		if !gone.Erasure.FinishedAt.IsZero() {
 			t := gone.Erasure.FinishedAt.UTC()
 			out.ErasedAt = &t
 		}
 		return out
+	case http.StatusNotFound:
+		if missing := runread.Missing(err); missing != "" {
+			return &apiError{Status: http.StatusNotFound, Code: CodeNotFound, Message: missing}
+		}
+		return notFound("resource")
 	}
 	var conflict *gateway.ConflictError
 	if errors.As(err, &conflict) {
@@ -176,8 +184,6 @@ func classify(err error) *apiError {
 		return &apiError{Status: http.StatusConflict, Code: CodeConflict, Field: "session", Message: err.Error()}
 	case errors.Is(err, gateway.ErrConflict):
 		return &apiError{Status: http.StatusConflict, Code: CodeConflict, Field: "event_id", Message: err.Error()}
-	case errors.Is(err, store.ErrNotFound):
-		return notFound("resource")
 	}
 	if what := Outage(err); what != "" {
 		return unavailable(what)

@@ -3,8 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -193,50 +191,20 @@ func (a *api) accept(w http.ResponseWriter, r *http.Request, tenant string, sub 
 	ack := accepted{RunID: sub.RunID, Existing: sub.Existing, Status: string(store.RunPending),
 		StatusURL: "/v1/runs/" + sub.RunID, InputKey: sub.InputKey, sessionGeneration: generationOf(sub)}
 	// Best effort: the caller may have gone, and the id is the answer.
-	if run, err := a.deps.Store.GetRun(r.Context(), sub.RunID); err == nil && run.Tenant == tenant {
+	if run, err := a.runs.Run(r.Context(), tenant, sub.RunID); err == nil {
 		ack.Status = string(run.Status)
 	}
 	w.Header().Set("Location", ack.StatusURL)
 	writeJSON(w, http.StatusAccepted, ack)
 }
 
-// waitRun waits up to wait for a run of tenant. done is false when the
-// wait ended first. The answer is read from the run's row, the one source
-// of truth; Temporal only says when a live run ends.
+// waitRun waits up to wait for a run of tenant (runread.Reader.Wait) and
+// answers its result once it is final; done is false when the wait ended
+// first.
 func (a *api) waitRun(ctx context.Context, tenant, runID string, wait time.Duration) (runResponse, bool, error) {
-	run, err := a.deps.Store.GetRun(ctx, runID)
-	if err != nil {
-		return runResponse{}, false, fmt.Errorf("read run %s: %w", runID, err)
-	}
-	if run.Tenant != tenant {
-		return runResponse{}, false, notFound("run")
-	}
-	if !run.Status.Final() {
-		wctx, cancel := context.WithTimeout(ctx, wait)
-		defer cancel()
-		if a.deps.Draining != nil {
-			stop := context.AfterFunc(a.deps.Draining, cancel)
-			defer stop()
-		}
-		_, werr := a.deps.Gateway.Wait(wctx, runID)
-		if werr != nil && (ctx.Err() != nil || (a.deps.Draining != nil && a.deps.Draining.Err() != nil)) {
-			// The caller left or the server is stopping: the run goes
-			// on durably, and the run id (if anyone still reads it) is
-			// the answer.
-			return runResponse{}, false, nil
-		}
-		// The run ended, failed, or the wait ended: its row says which.
-		if run, err = a.deps.Store.GetRun(ctx, runID); err != nil {
-			return runResponse{}, false, fmt.Errorf("read run %s: %w", runID, err)
-		}
-		if !run.Status.Final() {
-			if werr == nil || errors.Is(werr, context.DeadlineExceeded) {
-				// A workflow that ended without recording its run is
-				// the reconciler's to mark.
-				return runResponse{}, false, nil
-			}
-			return runResponse{}, false, fmt.Errorf("wait for run %s: %w", runID, werr)
-		}
+	run, err := a.runs.Wait(ctx, tenant, runID, wait)
+	if err != nil || !run.Status.Final() {
+		return runResponse{}, false, notFoundAs(err, "run")
 	}
 	out, err := a.fromStore(ctx, run)
 	return out, err == nil, err
@@ -245,31 +213,11 @@ func (a *api) waitRun(ctx context.Context, tenant, runID string, wait time.Durat
 // fromStore builds the answer from the run's row and stats (its outcome)
 // and, for a committed run, its output and handoff from S3.
 func (a *api) fromStore(ctx context.Context, run store.Run) (runResponse, error) {
-	o, err := a.deps.Audit.Outcome(ctx, run)
+	res, err := a.runs.Result(ctx, run, true)
 	if err != nil {
 		return runResponse{}, err
 	}
-	out := runResponse{Outcome: o}
-	if !run.Status.Committed() {
-		return out, nil
-	}
-	if o.HandoffKey != "" {
-		if out.Handoff, err = a.output(ctx, run.Tenant, o.HandoffKey, o.HandoffSHA256); err != nil {
-			return runResponse{}, err
-		}
-	}
-	data, err := a.output(ctx, run.Tenant, run.OutputKey, run.OutputSHA256)
-	if err != nil {
-		return runResponse{}, err
-	}
-	out.Conversation = data
-	return out, nil
-}
-
-// output reads a run's compacted conversation or handoff, checking that
-// the key is the tenant's (audit.Service.Verified).
-func (a *api) output(ctx context.Context, tenant, key, sha string) ([]byte, error) {
-	return a.auditService().Verified(ctx, tenant, key, sha)
+	return runResponse{Outcome: res.Outcome, Handoff: res.Handoff, Conversation: res.Conversation}, nil
 }
 
 // auditService is the audit service the API was given, or one over its store

@@ -27,6 +27,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/ident"
 	"github.com/ctxcompact/orchestrator/internal/metrics"
 	"github.com/ctxcompact/orchestrator/internal/ratelimit"
+	"github.com/ctxcompact/orchestrator/internal/runread"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/webui"
 )
@@ -118,6 +119,9 @@ type api struct {
 	// and inspections counts them per tenant (maxTenantInspections).
 	inspecting  chan struct{}
 	inspections tenantCount
+	// runs reads, waits for and downloads runs, as the MCP server and
+	// the web UI do.
+	runs *runread.Reader
 }
 
 // maxInspections bounds the inspections one API process measures at once:
@@ -170,6 +174,10 @@ func New(deps Deps) http.Handler {
 		authFailures: ratelimit.NewAuthFailures(deps.AuthFailuresPerMinute), inspecting: make(chan struct{}, maxInspections)}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
+	}
+	a.runs = &runread.Reader{Audit: a.auditService(), Draining: deps.Draining}
+	if deps.Gateway != nil && deps.Gateway.Temporal != nil {
+		a.runs.Workflows = deps.Gateway
 	}
 	for _, rt := range a.routes() {
 		a.mux.Handle(rt.Method+" "+rt.Path, a.wrap(rt))
@@ -379,7 +387,8 @@ func (a *api) wrap(rt route) http.Handler {
 			a.fail(w, r, err)
 			return
 		}
-		if err := a.checkGone(r, rt, tenant); err != nil {
+		r, err := a.checkGone(r, rt, tenant)
+		if err != nil {
 			a.fail(w, r, err)
 			return
 		}
@@ -392,27 +401,32 @@ func (a *api) wrap(rt route) http.Handler {
 // checkGone answers a read of an erased session (or its erasure again)
 // with the erasure instead of as a session never used: 410 with its id
 // and when it happened. A session name taken again after its erasure is
-// a new generation and reads as any live session.
-func (a *api) checkGone(r *http.Request, rt route, tenant string) error {
+// a new generation and reads as any live session. The request it
+// returns carries the check (store.CheckSessionGoneOnce), so that the
+// handler's audit reads of the session do not ask Postgres again.
+func (a *api) checkGone(r *http.Request, rt route, tenant string) (*http.Request, error) {
 	if !rt.Auth || (r.Method != http.MethodGet && r.Method != http.MethodDelete) {
-		return nil
+		return r, nil
 	}
 	session := r.PathValue("session")
 	if session == "" && r.Method == http.MethodGet {
 		session = r.URL.Query().Get("session")
 	}
 	if session == "" || ident.Session(session) != nil {
-		return nil // no session, or one the handler refuses by name
+		return r, nil // no session, or one the handler refuses by name
 	}
 	if r.Method == http.MethodDelete && rt.Path != "/v1/sessions/{session}" {
-		return nil
+		return r, nil
 	}
-	err := a.deps.Store.CheckSessionGone(r.Context(), tenant, session)
+	ctx, err := a.deps.Store.CheckSessionGoneOnce(r.Context(), tenant, session)
 	var gone *store.SessionGoneError
 	if r.Method == http.MethodDelete && errors.As(err, &gone) && gone.Erasure.FinishedAt.IsZero() {
-		return nil // asking again joins the erasure under way
+		return r, nil // asking again joins the erasure under way
 	}
-	return err
+	if err != nil {
+		return r, err
+	}
+	return r.WithContext(ctx), nil
 }
 
 // checkPathValues validates the identifiers in a request's path (see

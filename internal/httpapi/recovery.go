@@ -1,9 +1,6 @@
 package httpapi
 
 import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,66 +10,25 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/compress"
+	"github.com/ctxcompact/orchestrator/internal/runread"
 )
 
 // getOutput answers a finished run's compacted conversation, byte for
 // byte in the caller's format, with its SHA-256: how an integrator gets
-// the result of a run that answered 202 (replays included).
+// the result of a run that answered 202 (replays included). A run that
+// did not commit is a 409 saying how to wait for it.
 func (a *api) getOutput(w http.ResponseWriter, r *http.Request, tenant string) error {
-	run, err := a.deps.Store.GetRun(r.Context(), r.PathValue("run"))
+	d, err := a.runs.Download(r.Context(), tenant, r.PathValue("run"), runread.Output)
+	if errors.Is(err, audit.ErrNoOutput) {
+		return &apiError{Status: http.StatusConflict, Code: CodeConflict, Field: "run",
+			Message: fmt.Sprintf("run is %s: it has no output (GET /v1/runs/%s?wait=30s waits for it to finish)", d.Run.Status, d.Run.ID)}
+	}
 	if err != nil {
 		return notFoundAs(err, "run")
 	}
-	if run.Tenant != tenant {
-		return notFound("run")
-	}
-	if !run.Status.Committed() {
-		return &apiError{Status: http.StatusConflict, Code: CodeConflict, Field: "run",
-			Message: fmt.Sprintf("run is %s: it has no output (GET /v1/runs/%s?wait=30s waits for it to finish)", run.Status, run.ID)}
-	}
-	data, err := a.output(r.Context(), tenant, run.OutputKey, run.OutputSHA256)
-	if err != nil {
-		return err
-	}
-	w.Header().Set("X-Run-Status", string(run.Status))
-	writeBytes(w, "application/json", data)
+	w.Header().Set("X-Run-Status", string(d.Run.Status))
+	runread.Write(w, "application/json", "", d.Data)
 	return nil
-}
-
-// writeBytes answers data as is, with its SHA-256 in X-Content-SHA256.
-func writeBytes(w http.ResponseWriter, contentType string, data []byte) {
-	sum := sha256.Sum256(data)
-	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("X-Content-SHA256", hex.EncodeToString(sum[:]))
-	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(data)
-}
-
-// waitFinal waits up to wait for run id to be final, polling the store
-// (the source of truth for a run's status) with a growing interval.
-func (a *api) waitFinal(ctx context.Context, id string, wait time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	delay := 50 * time.Millisecond
-	for {
-		run, err := a.deps.Store.GetRun(ctx, id)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		if run.Status.Final() {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(delay):
-		}
-		delay = min(delay*2, time.Second)
-	}
 }
 
 // queryWait reads ?wait= (a Go duration such as 30s, or seconds), capped
@@ -169,7 +125,7 @@ func (a *api) getOffload(w http.ResponseWriter, r *http.Request, tenant string) 
 	if rec.From > 0 {
 		w.Header().Set("X-Lines", fmt.Sprintf("%d-%d", rec.From, rec.To))
 	}
-	writeBytes(w, "text/plain; charset=utf-8", rec.Data)
+	runread.Write(w, "text/plain; charset=utf-8", "", rec.Data)
 	return nil
 }
 

@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -15,6 +13,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/ident"
+	"github.com/ctxcompact/orchestrator/internal/runread"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -117,20 +116,17 @@ func (a *api) getRun(w http.ResponseWriter, r *http.Request, tenant string) erro
 	if err != nil {
 		return err
 	}
-	if wait > 0 {
-		// Long poll: answer as soon as the run is final, or after wait.
-		if _, err := a.deps.Audit.Run(r.Context(), tenant, r.PathValue("run")); err != nil {
-			return notFoundAs(err, "run")
-		}
-		if err := a.waitFinal(r.Context(), r.PathValue("run"), wait); err != nil {
-			return err
-		}
-	}
-	d, err := a.deps.Audit.Run(r.Context(), tenant, r.PathValue("run"))
+	// Long poll: the answer comes as soon as the run is final, or after
+	// wait with the run as it is then (wait 0 reads it at once).
+	run, err := a.runs.Wait(r.Context(), tenant, r.PathValue("run"), wait)
 	if err != nil {
 		return notFoundAs(err, "run")
 	}
-	res, err := a.fromStore(r.Context(), d.Run)
+	d, err := a.auditService().Detail(r.Context(), run)
+	if err != nil {
+		return err
+	}
+	res, err := a.fromStore(r.Context(), run)
 	if err != nil {
 		return err
 	}
@@ -150,16 +146,11 @@ type runAnswer struct {
 // getOriginal restores a run's original conversation byte for byte, with
 // its SHA-256 so the caller can check it.
 func (a *api) getOriginal(w http.ResponseWriter, r *http.Request, tenant string) error {
-	data, err := a.deps.Audit.Restore(r.Context(), tenant, r.PathValue("run"))
+	d, err := a.runs.Download(r.Context(), tenant, r.PathValue("run"), runread.Original)
 	if err != nil {
 		return notFoundAs(err, "run")
 	}
-	sum := sha256.Sum256(data)
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-SHA256", hex.EncodeToString(sum[:]))
-	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(data)
+	runread.Write(w, "application/json", "", d.Data)
 	return nil
 }
 
@@ -375,10 +366,16 @@ func (e *exportWriter) Write(p []byte) (int, error) {
 	return e.w.Write(p)
 }
 
-// notFoundAs names what was not found in the answer; other errors pass.
+// notFoundAs names what was not found in the answer (runread.Status):
+// an unknown one, or another tenant's, is "<what> not found", a run
+// without the conversation asked for says which it lacks; other errors,
+// an erased session's included, pass.
 func notFoundAs(err error, what string) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return notFound(what)
+	if runread.Status(err) != http.StatusNotFound {
+		return err
 	}
-	return err
+	if missing := runread.Missing(err); missing != "" {
+		return &apiError{Status: http.StatusNotFound, Code: CodeNotFound, Message: missing}
+	}
+	return notFound(what)
 }

@@ -7,9 +7,10 @@
 // or the tenant of the environment over stdio (`starter mcp`).
 //
 // The tools reuse what the HTTP API runs: the gateway for submitting
-// events (the same validation), and the audit service for status,
-// recovery and search (the same id and session checks). Conversation text
-// never goes to the logs.
+// events (the same validation), package runread for waiting for a run
+// and reading its answer and conversations (the same wait, the same
+// not found), and the audit service for status, recovery and search (the
+// same id and session checks). Conversation text never goes to the logs.
 package mcp
 
 import (
@@ -29,6 +30,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/httpapi"
+	"github.com/ctxcompact/orchestrator/internal/runread"
 )
 
 // Tool names.
@@ -73,7 +75,9 @@ type Deps struct {
 
 // Service builds MCP servers over the deployment, one per tenant.
 type Service struct {
-	deps    Deps
+	deps Deps
+	// runs waits for and reads runs as the HTTP API and the web UI do.
+	runs    *runread.Reader
 	log     *slog.Logger
 	schemas *sdk.SchemaCache
 	// in and out are the tools' JSON schemas, built once.
@@ -98,6 +102,10 @@ func New(deps Deps) (*Service, error) {
 		in: map[string]*jsonschema.Schema{}, out: map[string]*jsonschema.Schema{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.runs = &runread.Reader{Audit: deps.Audit, Draining: deps.Draining}
+	if deps.Gateway.Temporal != nil {
+		s.runs.Workflows = deps.Gateway
 	}
 	for name, types := range map[string][2]reflect.Type{
 		ToolCheckpoint: {reflect.TypeFor[CheckpointInput](), reflect.TypeFor[CheckpointResult]()},

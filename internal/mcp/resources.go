@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/httpapi"
 	"github.com/ctxcompact/orchestrator/internal/ident"
-	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/runread"
 )
 
 // runsPrefix starts every resource URI.
@@ -31,31 +31,32 @@ func runOf(uri, suffix string) (string, bool) {
 }
 
 func (t *tenantTools) readOutput(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
-	return t.readRun(ctx, req.Params.URI, "output", t.svc.deps.Audit.Output)
+	return t.readRun(ctx, req.Params.URI, runread.Output)
 }
 
 func (t *tenantTools) readOriginal(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
-	return t.readRun(ctx, req.Params.URI, "original", t.svc.deps.Audit.Restore)
+	return t.readRun(ctx, req.Params.URI, runread.Original)
 }
 
-// readRun answers a run's conversation resource, read by read for this
-// tenant only: another tenant's run, an unknown one, or a run without
-// that conversation (an output before the run committed) is not found.
-func (t *tenantTools) readRun(ctx context.Context, uri, suffix string, read func(context.Context, string, string) ([]byte, error)) (*sdk.ReadResourceResult, error) {
-	run, ok := runOf(uri, suffix)
+// readRun answers a run's conversation resource (runread.Reader.Download)
+// for this tenant only: another tenant's run, an unknown one, or a run
+// without that conversation (an output before the run committed) is not
+// found.
+func (t *tenantTools) readRun(ctx context.Context, uri string, part runread.Part) (*sdk.ReadResourceResult, error) {
+	run, ok := runOf(uri, string(part))
 	if !ok {
 		return nil, sdk.ResourceNotFoundError(uri)
 	}
-	data, err := read(ctx, t.tenant, run)
+	d, err := t.svc.runs.Download(ctx, t.tenant, run, part)
 	switch {
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, audit.ErrNoOutput), errors.Is(err, audit.ErrNoArchive):
+	case runread.Status(err) == http.StatusNotFound:
 		return nil, sdk.ResourceNotFoundError(uri)
 	case err != nil:
-		t.svc.log.Error("mcp resource read failed", "resource", suffix, "run", run, "tenant", t.tenant, "error", err)
+		t.svc.log.Error("mcp resource read failed", "resource", part, "run", run, "tenant", t.tenant, "error", err)
 		if what := httpapi.Outage(err); what != "" {
 			return nil, fmt.Errorf("%s is unavailable; retry later", what)
 		}
 		return nil, errors.New("internal error (the operator's logs have the detail)")
 	}
-	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(data)}}}, nil
+	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(d.Data)}}}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -15,10 +16,10 @@ import (
 
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/audit"
-	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/httpapi"
 	"github.com/ctxcompact/orchestrator/internal/ident"
+	"github.com/ctxcompact/orchestrator/internal/runread"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -237,57 +238,24 @@ func conversationArg(raw json.RawMessage) (json.RawMessage, error) {
 }
 
 // waitRun waits up to wait for a submitted run and answers its result
-// once it is final, else its id and status. The answer is read from the
-// run's row, the one source of truth; Temporal only says when a live run
-// ends (as the HTTP API's wait).
+// once it is final, else its id and status: runread.Reader.Wait, the
+// HTTP API's wait.
 func (t *tenantTools) waitRun(ctx context.Context, sub gateway.Submitted, wait time.Duration) (CheckpointResult, error) {
-	a := t.svc.deps.Audit
 	res := CheckpointResult{RunID: sub.RunID, Existing: sub.Existing,
-		OutputURI: "ctxcompact://runs/" + sub.RunID + "/output", OriginalURI: "ctxcompact://runs/" + sub.RunID + "/original"}
-	o, err := a.RunOutcome(ctx, t.tenant, sub.RunID)
+		OutputURI: runsPrefix + sub.RunID + "/output", OriginalURI: runsPrefix + sub.RunID + "/original"}
+	run, err := t.svc.runs.Wait(ctx, t.tenant, sub.RunID, wait)
 	if err != nil {
-		return res, fmt.Errorf("read run %s: %w", sub.RunID, err)
+		return res, err
 	}
-	if !store.RunStatus(o.Status).Final() && wait > 0 {
-		wctx, cancel := context.WithTimeout(ctx, wait)
-		defer cancel()
-		if d := t.svc.deps.Draining; d != nil {
-			stop := context.AfterFunc(d, cancel)
-			defer stop()
-		}
-		_, werr := t.svc.deps.Gateway.Wait(wctx, sub.RunID)
-		if werr != nil && ctx.Err() != nil {
-			return res, ctx.Err()
-		}
-		// The run ended, failed, or the wait ended: its row says which.
-		if o, err = a.RunOutcome(ctx, t.tenant, sub.RunID); err != nil {
-			return res, fmt.Errorf("read run %s: %w", sub.RunID, err)
-		}
-		draining := t.svc.deps.Draining != nil && t.svc.deps.Draining.Err() != nil
-		if !store.RunStatus(o.Status).Final() && werr != nil && !errors.Is(werr, context.DeadlineExceeded) && !draining {
-			return res, fmt.Errorf("wait for run %s: %w", sub.RunID, werr)
-		}
-	}
-	res.Status = o.Status
-	status := store.RunStatus(o.Status)
-	if !status.Final() {
-		if res.Status == "" {
-			res.Status = string(store.RunPending)
-		}
+	res.Status = string(run.Status)
+	if !run.Status.Final() {
 		return res, nil
 	}
-	res.Final, res.Outcome = true, &o
-	if !status.Committed() {
-		return res, nil
+	r, err := t.svc.runs.Result(ctx, run, false)
+	if err != nil {
+		return res, err
 	}
-	if o.HandoffKey != "" {
-		if err := blob.CheckOwned(t.tenant, o.HandoffKey); err != nil {
-			return res, fmt.Errorf("run %s handoff: %w", sub.RunID, err)
-		}
-		if res.Handoff, err = a.Blob.GetVerified(ctx, o.HandoffKey, o.HandoffSHA256); err != nil {
-			return res, fmt.Errorf("run %s handoff: %w", sub.RunID, err)
-		}
-	}
+	res.Final, res.Outcome, res.Handoff = true, &r.Outcome, r.Handoff
 	return res, nil
 }
 
@@ -374,6 +342,7 @@ func (t *tenantTools) toolError(tool string, err error) error {
 	var breaker *gateway.BreakerOpenError
 	var ide *ident.Error
 	var gone *store.SessionGoneError
+	status := runread.Status(err)
 	switch {
 	case errors.As(err, &ie):
 		return ie
@@ -389,13 +358,13 @@ func (t *tenantTools) toolError(tool string, err error) error {
 			breaker.Until.UTC().Format(time.RFC3339))
 	case errors.Is(err, gateway.ErrConflict):
 		return fieldError("event_id", "%v", err)
-	case errors.As(err, &gone):
+	case status == http.StatusGone && errors.As(err, &gone):
 		// As HTTP's 410: the erasure's id and time, never "not found".
 		return fieldError("session", "gone: %s", gone.Error())
 	case errors.Is(err, gateway.ErrSessionErasing):
 		// As HTTP's 409.
 		return fieldError("session", "conflict: the session is being erased; nothing new is accepted until the erasure ends")
-	case errors.Is(err, store.ErrNotFound):
+	case status == http.StatusNotFound:
 		return fieldError("session", "not found: this tenant has no runs or offloads in this session")
 	case errors.Is(err, context.Canceled):
 		return errors.New("canceled")

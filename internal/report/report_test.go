@@ -14,8 +14,8 @@ import (
 // a run under RED has no level line.
 func TestRunNamesCounterAndLevelReason(t *testing.T) {
 	t.Parallel()
-	red := contract.Outcome{RunID: "r1", Status: "succeeded", OutputKey: "k", Unit: "tokens", LevelAfter: "RED",
-		Counter: "o200k_base×1.25 (claude)", LevelReason: "80% of limit 40000 (o200k_base×1.25 (claude)) after every step: a ReAct trajectory never drops a turn"}
+	red := contract.Outcome{RunID: "r1", Status: "succeeded", OutputKey: "k", LevelAfter: "RED", Counter: "o200k_base×1.25 (claude)",
+		Stats: contract.Stats{Unit: "tokens", LevelReason: "80% of limit 40000 (o200k_base×1.25 (claude)) after every step: a ReAct trajectory never drops a turn"}}
 	var sb strings.Builder
 	Run(&sb, red)
 	require.Contains(t, sb.String(), "counter  o200k_base×1.25 (claude)")

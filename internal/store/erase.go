@@ -124,8 +124,13 @@ func (e *SessionGoneError) Error() string {
 // CheckSessionGone returns a *SessionGoneError when tenant's session is
 // erased or being erased, nil for a live session or a name never used.
 // Every read of a session asks it first, so that an erased session
-// answers with its erasure rather than as a name never used.
+// answers with its erasure rather than as a name never used. Under a
+// context CheckSessionGoneOnce marked for the same session it answers
+// nil at once: the read asked already.
 func (s *Store) CheckSessionGone(ctx context.Context, tenant, session string) error {
+	if c, ok := ctx.Value(sessionCheckedKey{}).(sessionChecked); ok && c == (sessionChecked{tenant, session}) {
+		return nil
+	}
 	e, err := scanErasure(s.pool.QueryRow(ctx, `select `+erasureColumns+` from session_erasures
 		where tenant_id = $1 and session_id = $2
 		  and (finished_at is null or not exists (select 1 from sessions where tenant_id = $1 and id = $2))
@@ -137,6 +142,26 @@ func (s *Store) CheckSessionGone(ctx context.Context, tenant, session string) er
 		return fmt.Errorf("check erasure of session %s: %w", session, err)
 	}
 	return &SessionGoneError{Erasure: e}
+}
+
+// sessionCheckedKey marks a context whose read found its session not
+// gone (CheckSessionGoneOnce).
+type sessionCheckedKey struct{}
+
+// sessionChecked is the session a context's read checked.
+type sessionChecked struct{ tenant, session string }
+
+// CheckSessionGoneOnce is CheckSessionGone for a whole read: when the
+// session is not gone it returns ctx marked, and every later
+// CheckSessionGone of that session under the marked context answers
+// without asking Postgres again. A read asks once however many layers
+// check (the HTTP API checks a request's session before its handler,
+// whose audit reads check it too). On an error ctx comes back unmarked.
+func (s *Store) CheckSessionGoneOnce(ctx context.Context, tenant, session string) (context.Context, error) {
+	if err := s.CheckSessionGone(ctx, tenant, session); err != nil {
+		return ctx, err
+	}
+	return context.WithValue(ctx, sessionCheckedKey{}, sessionChecked{tenant, session}), nil
 }
 
 // Generation is the life of a session name: Number 1 for a name never

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
@@ -50,7 +51,7 @@ func TestSessionObjectsListsEveryKey(t *testing.T) {
 				continue
 			}
 			output, handoff := key(tenant, blob.KindOutput, name("output")), key(tenant, blob.KindOutput, name("handoff"))
-			stats, err := json.Marshal(store.RunStats{Unit: "tokens", HandoffKey: handoff, HandoffSHA256: fmt.Sprintf("%064x", 9)})
+			stats, err := json.Marshal(store.RunStats{Stats: contract.Stats{Unit: "tokens", HandoffKey: handoff, HandoffSHA256: fmt.Sprintf("%064x", 9)}})
 			require.NoError(t, err)
 			c, err := s.CommitRun(ctx, id, store.RunResult{TokensAfter: 10, OutputKey: output, OutputSHA256: fmt.Sprintf("%064x", 8),
 				Stats: stats})
@@ -71,4 +72,40 @@ func TestSessionObjectsListsEveryKey(t *testing.T) {
 	require.ElementsMatch(t, want, keys, "archive, output, handoff and offload keys of the session, nothing else")
 	require.Len(t, keys, 7, "two archives and run offloads, one output and handoff, the caller's offload")
 	require.Equal(t, []string{"acme-s1-0", "acme-s1-1"}, runs, "the session's runs, whose prefixes hold intermediates")
+}
+
+// TestCheckSessionGoneOnce: a read that found its session live asks
+// Postgres no more for it (an erasure asked for since is not seen under
+// its context, which is what makes the second check a no-op), while
+// every other session, another tenant's of the same name included, and
+// every context not marked are still checked; a gone session is not
+// marked.
+func TestCheckSessionGoneOnce(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := newStore(t)
+	for _, id := range []string{"a1", "a2"} {
+		_, _, err := s.CreateRun(ctx, store.Run{ID: id, Tenant: "acme", Session: "s" + id[1:], EventID: id, Trigger: "manual",
+			Preset: "adaptive", Status: store.RunPending})
+		require.NoError(t, err)
+	}
+	_, _, err := s.CreateRun(ctx, store.Run{ID: "b1", Tenant: "beta", Session: "s1", EventID: "b1", Trigger: "manual",
+		Preset: "adaptive", Status: store.RunPending})
+	require.NoError(t, err)
+
+	checked, err := s.CheckSessionGoneOnce(ctx, "acme", "s1")
+	require.NoError(t, err)
+	for _, tc := range []struct{ tenant, session string }{{"acme", "s1"}, {"acme", "s2"}, {"beta", "s1"}} {
+		_, _, err := s.StartErasure(ctx, tc.tenant, tc.session, "test")
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.CheckSessionGone(checked, "acme", "s1"), "checked once for this read")
+	var gone *store.SessionGoneError
+	require.ErrorAs(t, s.CheckSessionGone(ctx, "acme", "s1"), &gone, "another read asks again")
+	require.ErrorAs(t, s.CheckSessionGone(checked, "acme", "s2"), &gone, "another session")
+	require.ErrorAs(t, s.CheckSessionGone(checked, "beta", "s1"), &gone, "another tenant's session of the name")
+
+	again, err := s.CheckSessionGoneOnce(ctx, "acme", "s2")
+	require.ErrorAs(t, err, &gone)
+	require.ErrorAs(t, s.CheckSessionGone(again, "acme", "s2"), &gone, "a gone session is not marked")
 }

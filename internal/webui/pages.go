@@ -3,12 +3,9 @@ package webui
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"html/template"
-	"mime"
 	"net/http"
 	"net/url"
 	"slices"
@@ -16,11 +13,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/ident"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/runread"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -313,17 +312,22 @@ func (u *UI) runsPage(w http.ResponseWriter, r *http.Request, tenant string) err
 
 // --- one run ---
 
-// parseStats reads a run's stats; unreadable stats show as none.
-func parseStats(r store.Run) store.RunStats {
-	st, _ := r.ParseStats()
-	return st
+// outcomeOf is a run's outcome as the API answers it; unreadable stats
+// show as none.
+func outcomeOf(r store.Run) contract.Outcome {
+	o, err := r.Outcome()
+	if err != nil {
+		r.Stats = nil
+		o, _ = r.Outcome() // the row alone: no stats to fail on
+	}
+	return o
 }
 
 // limitOf is the context limit a run was measured against: the one its
 // commit recorded, else the one the caller asked for.
-func limitOf(r store.Run, s store.RunStats) int64 {
-	if s.ContextLimit > 0 {
-		return int64(s.ContextLimit)
+func limitOf(r store.Run, o contract.Outcome) int64 {
+	if o.ContextLimit > 0 {
+		return int64(o.ContextLimit)
 	}
 	return int64(r.ContextLimit)
 }
@@ -407,7 +411,7 @@ type driftRow struct {
 type runView struct {
 	Run         runRow
 	Raw         store.Run
-	Stats       store.RunStats
+	Outcome     contract.Outcome
 	Limit       int64
 	UsageBefore float64
 	UsageAfter  float64
@@ -441,12 +445,12 @@ func (u *UI) runPage(w http.ResponseWriter, r *http.Request, tenant string) erro
 	if err != nil {
 		return err
 	}
-	st := parseStats(d.Run)
+	st := outcomeOf(d.Run)
 	rows, err := u.promotedRows(r.Context(), tenant, []store.Run{d.Run})
 	if err != nil {
 		return err
 	}
-	v := runView{Run: rows[0], Raw: d.Run, Stats: st, Limit: limitOf(d.Run, st), Committed: d.Run.Status.Committed(),
+	v := runView{Run: rows[0], Raw: d.Run, Outcome: st, Limit: limitOf(d.Run, st), Committed: d.Run.Status.Committed(),
 		PromptTokens: d.PromptTokens, CompletionTokens: d.CompletionTokens, HasOriginal: d.Run.ArchiveKey != "",
 		HasHandoff: d.Run.Status.Committed() && st.HandoffKey != ""}
 	if v.Limit > 0 {
@@ -580,70 +584,22 @@ func (u *UI) stepsChart(w http.ResponseWriter, r *http.Request, tenant string) e
 	return nil
 }
 
-// Downloads of a run.
-const (
-	original = "original"
-	output   = "output"
-)
-
-// download serves a run's original or output as a file, byte for byte,
-// with its SHA-256.
-func (u *UI) download(which string) handlerFunc {
+// download serves a run's original, output or handoff as a file, byte
+// for byte, with its SHA-256 (runread.Reader.Download: scoped to the
+// tenant, a handoff's key checked to be the tenant's before it is read).
+func (u *UI) download(part runread.Part) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, tenant string) error {
 		id, err := pathRun(r)
 		if err != nil {
 			return err
 		}
-		var data []byte
-		if which == original {
-			data, err = u.deps.Audit.Restore(r.Context(), tenant, id)
-		} else {
-			data, err = u.deps.Audit.Output(r.Context(), tenant, id)
-		}
+		d, err := u.runs.Download(r.Context(), tenant, id, part)
 		if err != nil {
 			return err
 		}
-		writeDownload(w, id+"-"+which+".json", data)
+		runread.Write(w, "application/json", d.Filename(), d.Data)
 		return nil
 	}
-}
-
-// handoff serves the fresh-session conversation a run made when it ended
-// CRITICAL, over its limit or at a checkpoint, as GET /v1/runs/{run}
-// returns it: the run's outcome is read through the audit service, scoped
-// to the tenant (another tenant's run is not found; a run that did not
-// commit has no handoff), and its handoff key is checked to be the
-// tenant's before it is read and verified.
-func (u *UI) handoff(w http.ResponseWriter, r *http.Request, tenant string) error {
-	id, err := pathRun(r)
-	if err != nil {
-		return err
-	}
-	o, err := u.deps.Audit.RunOutcome(r.Context(), tenant, id)
-	if err != nil {
-		return err
-	}
-	if o.HandoffKey == "" {
-		return &pageError{Status: http.StatusNotFound, Message: "this run has no handoff (only a run that ends CRITICAL, over its limit or at a checkpoint makes one)"}
-	}
-	data, err := u.deps.Audit.Verified(r.Context(), tenant, o.HandoffKey, o.HandoffSHA256)
-	if err != nil {
-		return fmt.Errorf("run %s handoff: %w", id, err)
-	}
-	writeDownload(w, id+"-handoff.json", data)
-	return nil
-}
-
-// writeDownload answers data as a JSON file named name, with its SHA-256.
-func writeDownload(w http.ResponseWriter, name string, data []byte) {
-	sum := sha256.Sum256(data)
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
-	h.Set("X-Content-SHA256", hex.EncodeToString(sum[:]))
-	h.Set("Content-Length", strconv.Itoa(len(data)))
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(data)
 }
 
 // writeSVG answers a chart.
@@ -719,7 +675,7 @@ func timelinePoints(newestFirst []store.Run, promoted store.RunPromotions) []tim
 		if !r.Status.Committed() {
 			continue
 		}
-		st := parseStats(r)
+		st := outcomeOf(r)
 		limit := limitOf(r, st)
 		if limit <= 0 {
 			continue
