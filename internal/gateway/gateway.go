@@ -654,7 +654,13 @@ func (g *Gateway) Wait(ctx context.Context, runID string) (contract.Outcome, err
 			WorkflowID: runID, UpdateName: contract.OutcomeUpdate, WaitForStage: client.WorkflowUpdateStageCompleted,
 		})
 		if err == nil {
-			err = h.Get(ctx, &res)
+			if err = h.Get(ctx, &res); err == nil || ctx.Err() != nil {
+				return res, err
+			}
+			// A failed run (or an update the workflow could not answer):
+			// its workflow's result says it as it always has, a
+			// *temporal.WorkflowExecutionError.
+			err = g.Temporal.GetWorkflow(ctx, runID, "").Get(ctx, &res)
 			return res, err
 		}
 		var nf *serviceerror.NotFound
