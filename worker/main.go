@@ -1,6 +1,7 @@
 // Command worker runs the compaction workflows and activities. It reads
 // its configuration from the environment (docs/configuration.md) and stops cleanly
-// on SIGINT/SIGTERM, letting running activities finish.
+// on SIGINT/SIGTERM, letting running activities finish for up to
+// WORKER_STOP_TIMEOUT.
 package main
 
 import (

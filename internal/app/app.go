@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -146,7 +147,16 @@ type Workers struct {
 	Main, LLM, Deliveries, Erasures worker.Worker
 	// Activities are the activities every worker runs.
 	Activities *activities.Activities
+	// StopTimeout is the workers' WorkerStopTimeout: Stop returns at
+	// most stopMargin after it.
+	StopTimeout time.Duration
 }
+
+// stopMargin is how long past StopTimeout Stop waits for the workers to
+// let go of their pollers: a worker cut off from Temporal (the chaos
+// soak's partition during a rolling deploy) held its process for over 2
+// minutes after SIGTERM.
+const stopMargin = 5 * time.Second
 
 // all is every worker, in the order they start (a queue without a worker
 // of its own has none).
@@ -174,11 +184,35 @@ func (w Workers) Start() error {
 	return nil
 }
 
-// Stop stops every worker, waiting for the activities in flight.
-func (w Workers) Stop() {
+// Stop stops every worker at once, each waiting up to StopTimeout for
+// its activities in flight, and returns when all have stopped or
+// stopMargin after StopTimeout, whichever comes first. What a worker had
+// not finished is retried by Temporal on another worker: every step is
+// idempotent. It reports whether every worker stopped in time.
+func (w Workers) Stop() bool {
 	ws := w.all()
-	for i := len(ws) - 1; i >= 0; i-- {
-		ws[i].Stop()
+	var wg sync.WaitGroup
+	for _, wk := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wk.Stop()
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	bound := time.NewTimer(w.StopTimeout + stopMargin)
+	defer bound.Stop()
+	select {
+	case <-done:
+		return true
+	case <-bound.C:
+		slog.Warn("workers still stopping; exiting without them (Temporal retries their unfinished tasks elsewhere)",
+			"after", w.StopTimeout+stopMargin)
+		return false
 	}
 }
 
@@ -203,6 +237,7 @@ func (d *Deps) NewWorkers(c client.Client, interceptors ...interceptor.WorkerInt
 	main := worker.New(c, d.Config.TaskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize: max(d.Config.WorkerActivities, 1),
 		Interceptors:                       interceptors,
+		WorkerStopTimeout:                  d.Config.WorkerStopTimeout,
 	})
 	workflows.Register(main, acts)
 	llmOpts := LLMWorkerOptions(d.Config)
@@ -217,11 +252,12 @@ func (d *Deps) NewWorkers(c client.Client, interceptors ...interceptor.WorkerInt
 			// before these queues (config.Load refuses it).
 			return nil
 		}
-		w := worker.New(c, queue, worker.Options{MaxConcurrentActivityExecutionSize: max(slots, 1), Interceptors: interceptors})
+		w := worker.New(c, queue, worker.Options{MaxConcurrentActivityExecutionSize: max(slots, 1), Interceptors: interceptors,
+			WorkerStopTimeout: d.Config.WorkerStopTimeout})
 		workflows.Register(w, acts)
 		return w
 	}
-	return Workers{Main: main, LLM: llm, Activities: acts,
+	return Workers{Main: main, LLM: llm, Activities: acts, StopTimeout: d.Config.WorkerStopTimeout,
 		Deliveries: background(d.Config.DeliveryTaskQueue, d.Config.DeliveryActivities),
 		Erasures:   background(d.Config.EraseTaskQueue, d.Config.EraseActivities)}
 }
@@ -245,6 +281,7 @@ func LLMWorkerOptions(cfg config.Config) worker.Options {
 	return worker.Options{
 		MaxConcurrentActivityExecutionSize: max(cfg.LLMParallelism, 1) * intake,
 		TaskQueueActivitiesPerSecond:       cfg.LLMRatePerSecond,
+		WorkerStopTimeout:                  cfg.WorkerStopTimeout,
 	}
 }
 

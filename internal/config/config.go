@@ -47,6 +47,12 @@ type Config struct {
 	OpenAIAPIKey    string
 	SummarizerModel string
 	LLMTimeout      time.Duration
+	// WorkerStopTimeout is how long a stopping worker (SIGINT/SIGTERM)
+	// lets the activities in flight finish; a few seconds past it the
+	// process exits whatever still holds it (a poll to an unreachable
+	// Temporal), and Temporal gives the unfinished tasks to another
+	// worker.
+	WorkerStopTimeout time.Duration
 	// LLMTaskQueue is the task queue of the summarizer calls, apart from
 	// the steps so that one rate limit holds across every worker: one
 	// queue per LLM provider account.
@@ -216,6 +222,7 @@ func load(getenv func(string) string) (Config, error) {
 		OpenAIAPIKey:      r.str("OPENAI_API_KEY", ""),
 		SummarizerModel:   r.str("SUMMARIZER_MODEL", "gpt-4o-mini"),
 		LLMTimeout:        r.duration("LLM_TIMEOUT", 120*time.Second),
+		WorkerStopTimeout: r.duration("WORKER_STOP_TIMEOUT", 30*time.Second),
 		LLMParallelism:    r.integer("LLM_PARALLELISM", 8),
 		LLMTaskQueue:      r.str("LLM_TASK_QUEUE", ""),
 		LLMRatePerSecond:  r.number("LLM_RATE_PER_SECOND", 0),
