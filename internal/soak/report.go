@@ -16,6 +16,9 @@ type Report struct {
 	FaultEnd   time.Time
 
 	Posted, Accepted, Refused, GaveUp int
+	// Unposted are the events the load's time (Duration + Settle) ran
+	// out for before a client took them: never sent, so never accepted.
+	Unposted int
 	// AcceptedUnseen are runs of events whose accepting answer the client
 	// never got (a timeout, a killed replica); its retry then got 200.
 	AcceptedUnseen int
@@ -66,7 +69,7 @@ func (r *Report) Table(w io.Writer) {
 	row := func(k, v string) { fmt.Fprintf(w, "| %s | %s |\n", k, v) }
 	fmt.Fprintln(w, "| measure | value |")
 	fmt.Fprintln(w, "|---|---|")
-	row("events posted (valid + invalid)", fmt.Sprintf("%d (%d accepted, %d refused 4xx, %d given up)", r.Posted, r.Accepted, r.Refused, r.GaveUp))
+	row("events posted (valid + invalid)", fmt.Sprintf("%d (%d accepted, %d refused 4xx, %d given up); %d not posted (the load's time ran out)", r.Posted, r.Accepted, r.Refused, r.GaveUp, r.Unposted))
 	row("runs", fmt.Sprintf("%d (%s)", r.Runs, countMap(r.Status)))
 	row("runs of events whose 2xx the client never saw", fmt.Sprint(r.AcceptedUnseen))
 	row("faults injected", countMap(r.Faults))
