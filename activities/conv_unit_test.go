@@ -43,6 +43,33 @@ func TestUnitPlan(t *testing.T) {
 	require.Equal(t, int64(res.TokensBefore), run.TokensBefore)
 }
 
+// TestUnitPlanOfAFinalRun: a plan step that finds its run final already
+// (committed by an execution of its steps whose workflow task Temporal
+// never recorded: the chaos soak's worker cut off after the commit) hands
+// back the recorded outcome instead of failing the run, and changes
+// nothing.
+func TestUnitPlanOfAFinalRun(t *testing.T) {
+	t.Parallel()
+	u := newUnit(t)
+	in, _ := u.conversation()
+	pin := activities.PlanInput{Run: u.run, InputKey: in.Key, InputSHA256: in.SHA256}
+	first, err := u.a.Plan(t.Context(), pin)
+	require.NoError(t, err)
+	require.Nil(t, first.Final, "a live run is planned")
+	_, err = u.store.CommitRun(t.Context(), u.run.ID, store.RunResult{TokensAfter: 10, OutputKey: in.Key, OutputSHA256: in.SHA256})
+	require.NoError(t, err)
+
+	again, err := u.a.Plan(t.Context(), pin)
+	require.NoError(t, err, "a final run is not a failure")
+	require.NotNil(t, again.Final)
+	require.Equal(t, string(store.RunSucceeded), again.Final.Status)
+	require.Equal(t, u.run.ID, again.Final.RunID)
+	require.Equal(t, in.Key, again.Final.OutputKey)
+	run, err := u.store.GetRun(t.Context(), u.run.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.RunSucceeded, run.Status, "the row is unchanged")
+}
+
 // TestUnitPlanRefusesAnInputThatIsNotAnArchive: only the gateway starts
 // runs, and it stores every input as its archive. An input of another
 // kind (an output, a working copy) is never copied nor recorded as the

@@ -64,6 +64,9 @@ func (m *memStore) StartRun(_ context.Context, id, tenant, session string, st st
 	if cur.Tenant != tenant || cur.Session != session {
 		return fmt.Errorf("start run %s: id already used by session %q/%q", id, cur.Tenant, cur.Session)
 	}
+	if cur.Status.Final() {
+		return fmt.Errorf("start run %s: status %s: %w", id, cur.Status, store.ErrRunFinal)
+	}
 	cur.Status, cur.Preset, cur.Model, cur.Level = store.RunRunning, st.Preset, st.Model, st.Level
 	cur.TokensBefore, cur.CharsBefore = st.TokensBefore, st.CharsBefore
 	if cur.ArchiveKey == "" {

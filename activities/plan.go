@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
@@ -61,7 +62,17 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (res PlanResult, er
 	res.Archive = &archive
 	rec.outputSize = archive.Size
 	if err := a.Store.StartRun(ctx, run.ID, run.Tenant, run.Session, start); err != nil {
-		return res, storeErr(fmt.Errorf("start run: %w", err))
+		if !errors.Is(err, store.ErrRunFinal) {
+			return res, storeErr(fmt.Errorf("start run: %w", err))
+		}
+		// Final already: an earlier execution of this run's steps ended
+		// it, in a workflow task Temporal never recorded (its worker lost
+		// Temporal after the commit). The run's answer is its row's.
+		final, err := a.recordedOutcome(ctx, run.ID)
+		if err != nil {
+			return res, err
+		}
+		res.Final = &final
 	}
 	return res, nil
 }

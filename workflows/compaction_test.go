@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/ctxcompact/orchestrator/activities"
 	"github.com/ctxcompact/orchestrator/contract"
@@ -818,6 +819,44 @@ func TestOutcomeUpdateAnswersBeforeTheRelease(t *testing.T) {
 			var res contract.Outcome
 			require.NoError(t, env.GetWorkflowResult(&res))
 			require.Equal(t, res, got, "the update answers the workflow's result")
+		})
+	}
+}
+
+// TestCompactionOfARunFinalAlready: when the plan step finds the run
+// final (committed by an execution of its steps whose workflow task
+// Temporal never recorded), the workflow ends with the recorded outcome,
+// runs no other step, records no failure and starts the run's webhook
+// delivery, which the lost task never started; a run recorded failed
+// ends failed.
+func TestCompactionOfARunFinalAlready(t *testing.T) {
+	t.Parallel()
+	for _, status := range []string{"succeeded", "failed"} {
+		t.Run(status, func(t *testing.T) {
+			t.Parallel()
+			f := &fakes{}
+			final := contract.Outcome{RunID: "run-1", Status: status, TokensAfter: 900}
+			f.plan = activities.PlanResult{Format: "openai", TokensBefore: 100000, LevelBefore: "critical", ContextLimit: 128000, Final: &final}
+			env := newTestEnv()
+			f.install(env)
+			var delivered []string
+			env.RegisterWorkflowWithOptions(func(_ workflow.Context, in contract.DeliveryInput) error {
+				delivered = append(delivered, in.RunID)
+				return nil
+			}, workflow.RegisterOptions{Name: contract.DeliveryWorkflow})
+			env.ExecuteWorkflow(Compaction, contract.CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/input/abc", InputSHA256: "abc"})
+			require.True(t, env.IsWorkflowCompleted())
+			if status == "failed" {
+				require.Error(t, env.GetWorkflowError())
+				require.Equal(t, []string{"Plan", "FailRun"}, f.names())
+				return
+			}
+			require.NoError(t, env.GetWorkflowError())
+			var res contract.Outcome
+			require.NoError(t, env.GetWorkflowResult(&res))
+			require.Equal(t, final, res, "the recorded outcome")
+			require.Equal(t, []string{"Plan"}, f.names(), "no step runs again, no failure is recorded")
+			require.Equal(t, []string{"run-1"}, delivered, "the run's webhook is told")
 		})
 	}
 }
