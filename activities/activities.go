@@ -65,6 +65,10 @@ type Activities struct {
 	// DeliverySlots bound each tenant's deliveries in flight in this
 	// worker (DELIVERY_TENANT_CONCURRENT; nil: no bound).
 	DeliverySlots *ratelimit.Slots
+	// Admission admits a tenant's runs under TenantRunsInFlight
+	// (TENANT_RUNS_IN_FLIGHT; 0 or a nil store: every run at once).
+	Admission          AdmissionStore
+	TenantRunsInFlight int
 	// Prices and CostTurns price each run (pricing.Saving); a nil table
 	// prices nothing.
 	Prices    pricing.Table

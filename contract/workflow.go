@@ -18,7 +18,13 @@ const EventSignal = "event"
 // run's error when the run failed.
 const OutcomeUpdate = "outcome"
 
-// QueueQuery returns the run ids waiting in a session's queue.
+// AdmitSignal tells a session workflow that its run waiting for
+// admission (TENANT_RUNS_IN_FLIGHT) was admitted by another session of
+// the tenant whose run ended; its value is the run id.
+const AdmitSignal = "admitted"
+
+// QueueQuery returns the run ids waiting in a session's queue, the run
+// waiting for admission first.
 const QueueQuery = "queue"
 
 // SessionInput is the state of a session workflow, carried across

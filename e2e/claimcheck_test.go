@@ -682,4 +682,70 @@ func TestRecordHistories(t *testing.T) {
 		snips := append(snippets(t, openAIContents(t, inputs[0]), 10), snippets(t, openAIContents(t, inputs[1]), 10)...)
 		record(t, "session-two-events", h, append(append([]byte{}, inputs[0]...), inputs[1]...), snips, subs[1].InputKey)
 	})
+	t.Run("session-admission", func(t *testing.T) {
+		t.Parallel()
+		// One run of the tenant in flight at a time: of two sessions'
+		// events submitted together, one waits for admission and is
+		// told by the other's session when its run ended (the admission
+		// version marker). Both sessions are recorded.
+		e := newEnv(t, withRunsInFlight(1))
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		input := readData(t, "swe-agent-deepseek/django__django-12308.json")
+		sessions := []string{"admit-a", "admit-b"}
+		var subs []gateway.Submitted
+		for _, s := range sessions {
+			sub, err := e.gw.Submit(ctx, gateway.Event{Tenant: e.tenant, Session: s, EventID: "ev-0",
+				Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 60000, Conversation: input})
+			require.NoError(t, err)
+			subs = append(subs, sub)
+		}
+		for _, sub := range subs {
+			res, err := e.gw.Wait(ctx, sub.RunID)
+			require.NoError(t, err)
+			checkRun(t, e, input, sub, res)
+		}
+		// Each session then waits idle on its timer: record once both do.
+		kinds := map[string]string{}
+		hs := map[string]*historypb.History{}
+		require.Eventually(t, func() bool {
+			for _, s := range sessions {
+				h := fetchHistory(t, e.client, contract.SessionWorkflowID(e.tenant, s))
+				// Idle: the timer started after its run, and its last
+				// workflow task (the one that saw the signal it sent
+				// arrive, for the session that handed on) completed.
+				idle := false
+				for _, ev := range h.Events {
+					switch ev.EventType {
+					case enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED:
+						idle = false
+					case enumspb.EVENT_TYPE_TIMER_STARTED:
+						idle = true
+					}
+				}
+				last := h.Events[len(h.Events)-1].EventType
+				if !idle || (last != enumspb.EVENT_TYPE_TIMER_STARTED && last != enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) {
+					return false
+				}
+				hs[s] = h
+				for _, ev := range h.Events {
+					switch ev.EventType {
+					case enumspb.EVENT_TYPE_EXTERNAL_WORKFLOW_EXECUTION_SIGNALED:
+						kinds[s] = "handoff"
+					case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+						if ev.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == contract.AdmitSignal {
+							kinds[s] = "waited"
+						}
+					}
+				}
+			}
+			return true
+		}, time.Minute, 100*time.Millisecond)
+		require.ElementsMatch(t, []string{"handoff", "waited"}, []string{kinds[sessions[0]], kinds[sessions[1]]},
+			"one session handed its slot on, the other waited for it")
+		snips := snippets(t, openAIContents(t, input), 10)
+		for i, s := range sessions {
+			record(t, "session-admission-"+kinds[s], hs[s], input, snips, subs[i].InputKey)
+		}
+	})
 }

@@ -104,6 +104,18 @@ type envConfig struct {
 	// keepIntermediates keeps the runs' intermediate objects
 	// (KEEP_INTERMEDIATES), for tests that read them afterwards.
 	keepIntermediates bool
+	// runsInFlight, when set, is TENANT_RUNS_IN_FLIGHT (-1: no bound).
+	runsInFlight int
+}
+
+// withRunsInFlight sets TENANT_RUNS_IN_FLIGHT (0: no bound).
+func withRunsInFlight(n int) envOption {
+	return func(c *envConfig) {
+		c.runsInFlight = n
+		if n == 0 {
+			c.runsInFlight = -1
+		}
+	}
 }
 
 // keepIntermediates keeps the runs' intermediates in S3 once they are
@@ -163,6 +175,9 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	c.LLMParallelism, c.LLMRatePerSecond = 16, cfg.llmRate
 	c.PresetOverrides = cfg.overrides
 	c.KeepIntermediates = cfg.keepIntermediates
+	if cfg.runsInFlight != 0 {
+		c.TenantRunsInFlight = max(cfg.runsInFlight, 0)
+	}
 	c.OverrideCaps, c.BreakerRuns = policy.Caps{}, 0
 	// Webhook receivers run on loopback, on ports of their own.
 	c.WebhookAllowHosts = hookAllowHosts(t)
@@ -182,7 +197,7 @@ func (e *env) startWorker() {
 	ws := e.deps.NewWorkers(e.client)
 	require.NoError(e.t, ws.Start())
 	e.worker, e.acts = ws.Main, ws.Activities
-	e.t.Cleanup(ws.Stop)
+	e.t.Cleanup(func() { ws.Stop() })
 }
 
 // compact submits a conversation and waits for its run.

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/ctxcompact/orchestrator/activities"
 	"github.com/ctxcompact/orchestrator/contract"
 )
 
@@ -66,10 +67,21 @@ func Session(ctx workflow.Context, in contract.SessionInput) error {
 		}
 	}
 
+	// Admission (TENANT_RUNS_IN_FLIGHT): sessions of before it run
+	// their events at once, as they did.
+	admission := workflow.GetVersion(ctx, "admission", workflow.DefaultVersion, 1) >= 1
+	admits := workflow.GetSignalChannel(ctx, contract.AdmitSignal)
+	// freed is set while a run of this session ended and its slot has
+	// not been handed on (the next Admit call does it).
+	freed := false
 	runs := 0
 	for {
 		drain()
 		if len(queue) == 0 {
+			if freed {
+				admit(ctx, in.Tenant, "")
+				freed = false
+			}
 			if !waitForEvent(ctx, signals, add) {
 				drain()
 				if len(queue) == 0 {
@@ -79,12 +91,27 @@ func Session(ctx workflow.Context, in contract.SessionInput) error {
 			continue
 		}
 		ev := queue[0]
+		if admission {
+			// The run stays first in the queue while it waits, where
+			// QueueQuery (and so the reconciler) sees it.
+			awaitAdmission(ctx, in.Tenant, ev.Run.ID, admits, signals, add)
+			freed = false
+		}
 		queue = queue[1:]
 		seen = append(seen, ev.Run.EventID)
 		runChild(ctx, ev)
+		freed = admission
 		runs++
 		if runs >= maxRunsPerSession || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			if freed {
+				admit(ctx, in.Tenant, "")
+			}
 			drain()
+			// Admissions already acted on (a run that found itself
+			// admitted before its signal came): nothing to carry.
+			var stale string
+			for admits.ReceiveAsync(&stale) {
+			}
 			if len(seen) > seenLimit {
 				seen = seen[len(seen)-seenLimit:]
 			}
@@ -93,6 +120,82 @@ func Session(ctx workflow.Context, in contract.SessionInput) error {
 			})
 		}
 	}
+}
+
+// Rechecks of a run waiting for admission: the signal of the session
+// whose run freed a slot is the way it learns of one; the recheck only
+// covers a slot freed without one (a run whose session workflow was
+// terminated, a raised bound, a signal lost with a crashed Admit call),
+// so it backs off from admitRecheckFirst to admitRecheckMax.
+const (
+	admitRecheckFirst = 30 * time.Second
+	admitRecheckMax   = 5 * time.Minute
+)
+
+// awaitAdmission returns once run runID of tenant is admitted
+// (TENANT_RUNS_IN_FLIGHT), taking in the session's events meanwhile.
+//
+// Why the wait lives here: a run waiting for admission is a session
+// workflow blocked on a signal and a timer, which takes no task-queue
+// slot, no activity slot and no Postgres connection, so thousands of
+// waiting runs cost nothing while they wait, and the worker's queues hold
+// only admitted runs' tasks, where another tenant's run is never behind a
+// flood. Postgres decides (store.Admit: an atomic admission under the
+// tenant's lock, oldest waiting run first, and a final run's slot free by
+// the update that makes it final); a session whose run ended hands the
+// slot on in its next Admit call, which tells the sessions it admitted
+// by AdmitSignal. A recheck with backoff covers a slot freed without a
+// signal.
+func awaitAdmission(ctx workflow.Context, tenant, runID string, admits, signals workflow.ReceiveChannel, add func(contract.CompactionInput)) {
+	wait := admitRecheckFirst
+	for !admit(ctx, tenant, runID) {
+		tctx, cancel := workflow.WithCancel(ctx)
+		timer := workflow.NewTimer(tctx, wait)
+		admitted, recheck := false, false
+		for !admitted && !recheck {
+			sel := workflow.NewSelector(ctx)
+			sel.AddReceive(admits, func(c workflow.ReceiveChannel, _ bool) {
+				var id string
+				c.Receive(ctx, &id)
+				// An admission this session acted on before its
+				// signal came is not this run's.
+				admitted = id == runID
+			})
+			sel.AddReceive(signals, func(c workflow.ReceiveChannel, _ bool) {
+				var ev contract.CompactionInput
+				c.Receive(ctx, &ev)
+				add(ev)
+			})
+			sel.AddFuture(timer, func(workflow.Future) { recheck = true })
+			sel.Select(ctx)
+		}
+		cancel()
+		if admitted {
+			return
+		}
+		wait = min(2*wait, admitRecheckMax)
+	}
+}
+
+// admit runs the Admit step for runID of tenant (empty: only hand a freed
+// slot on) and tells the sessions of the other runs it admitted. It
+// reports whether runID may start. Postgres failing for the step's hour
+// lets the run start: admission is fairness, and the run's own steps
+// meet the same outage.
+func admit(ctx workflow.Context, tenant, runID string) bool {
+	var a *activities.Activities
+	var res activities.AdmitResult
+	lctx := workflow.WithLocalActivityOptions(ctx, localStepOptions())
+	if err := workflow.ExecuteLocalActivity(lctx, a.Admit, activities.AdmitInput{Tenant: tenant, RunID: runID}).Get(ctx, &res); err != nil {
+		workflow.GetLogger(ctx).Error("admission failed; the run starts", "run", runID, "error", err)
+		return true
+	}
+	for _, o := range res.Others {
+		// Not waited for: a session that is gone has its run started
+		// again by the reconciler, admitted already.
+		workflow.SignalExternalWorkflow(ctx, contract.SessionWorkflowID(tenant, o.Session), "", contract.AdmitSignal, o.RunID)
+	}
+	return res.Admitted
 }
 
 // queuedRuns are the run ids of the queued events, in order.

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/ctxcompact/orchestrator/activities"
 	"github.com/ctxcompact/orchestrator/contract"
 )
 
@@ -46,7 +47,14 @@ type sessionHarness struct {
 }
 
 func newSessionHarness(childTime time.Duration, fail map[string]error) *sessionHarness {
+	// No bound: every run is admitted at once.
+	return newSessionHarnessWith(childTime, fail, &activities.Activities{})
+}
+
+// newSessionHarnessWith is a harness whose steps (admission) are acts'.
+func newSessionHarnessWith(childTime time.Duration, fail map[string]error, acts *activities.Activities) *sessionHarness {
 	h := &sessionHarness{env: newTestEnv(), childTime: childTime, fail: fail}
+	h.env.RegisterActivity(acts)
 	h.env.OnWorkflow(Compaction, mock.Anything, mock.Anything).After(childTime).Return(
 		func(ctx workflow.Context, in contract.CompactionInput) (contract.Outcome, error) {
 			if err := h.fail[in.Run.EventID]; err != nil {

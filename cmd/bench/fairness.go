@@ -20,7 +20,8 @@ import (
 // fairMode is one configuration measurement 11 runs: "before" is the
 // worker as it was before issue 33 (deliveries and erasures on the task
 // queue with the compactions, no per-tenant delivery bound, LLM slots
-// first come first served); "after" is the deployment's defaults.
+// first come first served, no admission per tenant); "after" is the
+// deployment's defaults.
 type fairMode struct {
 	name string
 	tune func(*config.Config)
@@ -30,6 +31,7 @@ var fairModes = []fairMode{
 	{name: "before", tune: func(c *config.Config) {
 		c.DeliveryTaskQueue, c.EraseTaskQueue = c.TaskQueue, c.TaskQueue
 		c.DeliveryTenantConcurrent, c.TenantFairness, c.LLMTenantTurns = 0, false, false
+		c.TenantRunsInFlight = 0
 	}},
 	{name: "after", tune: func(*config.Config) {}},
 }
@@ -92,12 +94,13 @@ func benchFairness(ctx context.Context, st *stack, o options, rep *report) error
 		"with the compactions, no per-tenant delivery bound, the LLM worker taking in LLM_PARALLELISM calls first in, first out. "+
 		"`after` is the defaults: deliveries and erasures on queues of their own (16 and 8 slots), at most 4 deliveries "+
 		"of one tenant in flight per worker, the LLM worker taking in 8× LLM_PARALLELISM calls and giving its slots to the tenants in "+
-		"turn (LLM_TENANT_TURNS). Flood: one tenant submits its events over %d sessions as fast "+
+		"turn (LLM_TENANT_TURNS), at most %d runs of one tenant in flight (TENANT_RUNS_IN_FLIGHT; 0: no bound), the others waiting "+
+		"for admission in their session workflows. Flood: one tenant submits its events over %d sessions as fast "+
 		"as 16 callers can (through the gateway, not the API's rate limit) while the quiet tenant submits one event a second, each in a "+
 		"session of its own, until the flood drained; idle is the same quiet series with nothing else running. Slow webhooks: the "+
 		"attacker's %d runs each tell %d endpoints that accept and never answer (each attempt held for the sender's %s), then the victim "+
 		"makes %d runs whose delivery to an endpoint answering at once is timed from the run's end, then erases a session.",
-		ms(o.llmLatency), pipelinePreset, shortName(criticalFile), fairFloodSessions, fairAttackRuns, fairAttackEnds, webhook.Timeout, fairVictimRuns)
+		ms(o.llmLatency), pipelinePreset, shortName(criticalFile), st.cfg.TenantRunsInFlight, fairFloodSessions, fairAttackRuns, fairAttackEnds, webhook.Timeout, fairVictimRuns)
 	return nil
 }
 

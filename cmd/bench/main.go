@@ -125,6 +125,7 @@ func run() error {
 	only := flag.String("only", "", "comma-separated measurements to run (1-11); empty runs all")
 	workers := flag.Int("workers", 0, "concurrent callers of the ceiling (1.); 0 keeps the default")
 	sessions := flag.Int("sessions", 0, "concurrent sessions of the load (4.); 0 keeps the default")
+	flood := flag.Int("flood", 0, "events of the flooding tenant (11.); 0 keeps the default (300, -quick 100)")
 	flag.BoolVar(&verbose, "v", false, "print progress details to stderr")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole bench process to this file (use with -only)")
 	flag.StringVar(&windowProfiles, "window-profiles", "", "write the CPU profile of each profiled window of the ceiling (1.) to this folder, named by kind and window")
@@ -169,6 +170,9 @@ func run() error {
 	}
 	if *sessions > 0 {
 		opts.loadSessions = *sessions
+	}
+	if *flood > 0 {
+		opts.fairFlood = *flood
 	}
 	rep := &report{opts: opts}
 	phases := []struct {

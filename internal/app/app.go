@@ -121,18 +121,20 @@ func NewSummarizer(cfg llm.Config) (llm.Summarizer, error) {
 func (d *Deps) Activities() *activities.Activities {
 	return &activities.Activities{
 		Store: d.Store, Blob: d.Blob, Summarizer: d.Summarizer, Limits: d.Limits,
-		SummarizerModel:   d.Config.SummarizerModel,
-		LLMSlots:          make(chan struct{}, max(d.Config.LLMParallelism, 1)),
-		Metrics:           d.Metrics,
-		Hooks:             d.Store,
-		Erasures:          d.Store,
-		Retention:         d.Store,
-		KeepIntermediates: d.Config.KeepIntermediates,
-		Sender:            webhook.NewSender(webhook.Policy{AllowHosts: d.Config.WebhookAllowHosts}),
-		DeliverySlots:     ratelimit.NewSlots(d.Config.DeliveryTenantConcurrent),
-		Prices:            d.Config.Prices,
-		CostTurns:         d.Config.CostTurns,
-		ProviderTokens:    d.ProviderTokens,
+		SummarizerModel:    d.Config.SummarizerModel,
+		LLMSlots:           make(chan struct{}, max(d.Config.LLMParallelism, 1)),
+		Metrics:            d.Metrics,
+		Hooks:              d.Store,
+		Erasures:           d.Store,
+		Retention:          d.Store,
+		KeepIntermediates:  d.Config.KeepIntermediates,
+		Sender:             webhook.NewSender(webhook.Policy{AllowHosts: d.Config.WebhookAllowHosts}),
+		DeliverySlots:      ratelimit.NewSlots(d.Config.DeliveryTenantConcurrent),
+		Admission:          d.Store,
+		TenantRunsInFlight: d.Config.TenantRunsInFlight,
+		Prices:             d.Config.Prices,
+		CostTurns:          d.Config.CostTurns,
+		ProviderTokens:     d.ProviderTokens,
 	}
 }
 

@@ -90,6 +90,13 @@ type Config struct {
 	// tenants in turn, so that one tenant's backlog does not delay
 	// another's calls (LLM_TENANT_TURNS).
 	LLMTenantTurns bool
+	// TenantRunsInFlight bounds one tenant's compaction runs in flight
+	// across the deployment (TENANT_RUNS_IN_FLIGHT; 0: no bound): a run
+	// next in its session waits for admission in its session workflow,
+	// outside the task queues, while its tenant has that many running,
+	// so that a flooding tenant's backlog never stands in the queues
+	// ahead of another tenant's run (store.Admit, workflows.Session).
+	TenantRunsInFlight int
 
 	// AnthropicAPIKey turns on Claude token counts by Anthropic's
 	// count_tokens endpoint (ANTHROPIC_API_KEY); empty: Claude runs are
@@ -175,6 +182,12 @@ func (c Config) OnTaskQueue(q string) Config {
 	return c
 }
 
+// DefaultTenantRunsInFlight is TENANT_RUNS_IN_FLIGHT's default: with
+// two summarizer calls of 500 ms a run, 8 runs in flight keep a flood's
+// throughput where it was without a bound on a 2-core worker, while
+// another tenant's run starts at once (BENCHMARKS.md, 11).
+const DefaultTenantRunsInFlight = 8
+
 // maxBlobCacheMB keeps BLOB_CACHE_MB in bytes far from overflowing int64.
 const maxBlobCacheMB = 1 << 20
 
@@ -244,6 +257,7 @@ func load(getenv func(string) string) (Config, error) {
 		DeliveryTenantConcurrent: r.integer("DELIVERY_TENANT_CONCURRENT", 4),
 		TenantFairness:           r.boolean("TENANT_FAIRNESS", false),
 		LLMTenantTurns:           r.boolean("LLM_TENANT_TURNS", true),
+		TenantRunsInFlight:       r.integer("TENANT_RUNS_IN_FLIGHT", DefaultTenantRunsInFlight),
 
 		MigrateDatabaseURL: r.str("MIGRATE_DATABASE_URL", ""),
 		OverrideCaps: policy.Caps{
@@ -302,6 +316,9 @@ func load(getenv func(string) string) (Config, error) {
 	}
 	if c.DeliveryActivities < 1 || c.EraseActivities < 1 {
 		return Config{}, fmt.Errorf("DELIVERY_ACTIVITIES and ERASE_ACTIVITIES must be at least 1 (got %d and %d)", c.DeliveryActivities, c.EraseActivities)
+	}
+	if c.TenantRunsInFlight < 0 {
+		return Config{}, fmt.Errorf("TENANT_RUNS_IN_FLIGHT: %d is negative (0 is no bound)", c.TenantRunsInFlight)
 	}
 	if c.DeliveryTenantConcurrent < 0 {
 		return Config{}, fmt.Errorf("DELIVERY_TENANT_CONCURRENT: %d is negative (0 is no bound)", c.DeliveryTenantConcurrent)

@@ -219,18 +219,22 @@ func TestBackgroundTaskQueues(t *testing.T) {
 	require.Equal(t, 4, c.DeliveryTenantConcurrent)
 	require.False(t, c.TenantFairness, "off: it slowed every tenant on the in-process server")
 	require.True(t, c.LLMTenantTurns)
+	require.Equal(t, DefaultTenantRunsInFlight, c.TenantRunsInFlight)
 	for _, bad := range []map[string]string{
 		{"TEMPORAL_TASK_QUEUE": "q", "DELIVERY_TASK_QUEUE": "q"},
 		{"ERASE_TASK_QUEUE": "compaction-llm"},
 		{"DELIVERY_TASK_QUEUE": "x", "ERASE_TASK_QUEUE": "x"},
 		{"DELIVERY_ACTIVITIES": "0"},
 		{"DELIVERY_TENANT_CONCURRENT": "-1"},
+		{"TENANT_RUNS_IN_FLIGHT": "-1"},
 	} {
 		_, err := load(env(bad))
 		require.Error(t, err, "%v", bad)
 	}
-	c, err = load(env(map[string]string{"DELIVERY_TENANT_CONCURRENT": "0", "TENANT_FAIRNESS": "true", "LLM_TENANT_TURNS": "false"}))
+	c, err = load(env(map[string]string{"DELIVERY_TENANT_CONCURRENT": "0", "TENANT_FAIRNESS": "true", "LLM_TENANT_TURNS": "false",
+		"TENANT_RUNS_IN_FLIGHT": "0"}))
 	require.NoError(t, err)
+	require.Zero(t, c.TenantRunsInFlight)
 	require.Zero(t, c.DeliveryTenantConcurrent)
 	require.True(t, c.TenantFairness)
 	require.False(t, c.LLMTenantTurns)

@@ -1,0 +1,60 @@
+package activities
+
+import (
+	"context"
+	"errors"
+
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+// AdmissionStore is what admission asks of Postgres (a *store.Store in a
+// worker).
+type AdmissionStore interface {
+	Admit(ctx context.Context, tenant, runID string, bound int) (store.Admission, error)
+}
+
+var _ AdmissionStore = (*store.Store)(nil)
+
+// AdmitInput asks for a session's next run to be admitted (RunID), or,
+// with RunID empty, only for the slot a run of the session freed to go
+// to the tenant's oldest waiting run.
+type AdmitInput struct {
+	Tenant string `json:"tenant"`
+	RunID  string `json:"run_id,omitempty"`
+}
+
+// AdmitResult says whether the run may start, and which other runs of the
+// tenant were admitted, with their sessions, whose workflows the session
+// tells (contract.AdmitSignal).
+type AdmitResult struct {
+	Admitted bool          `json:"admitted"`
+	Others   []AdmittedRun `json:"others,omitempty"`
+}
+
+// AdmittedRun is another session's run an Admit call admitted.
+type AdmittedRun struct {
+	RunID   string `json:"run_id"`
+	Session string `json:"session"`
+}
+
+// Admit admits runs of a tenant under TENANT_RUNS_IN_FLIGHT
+// (store.Admit); without a bound (or a store) every run is admitted and
+// nothing is written. A local activity of the session workflow: it
+// takes no slot while the run waits, since the wait is the session's.
+func (a *Activities) Admit(ctx context.Context, in AdmitInput) (AdmitResult, error) {
+	if a.TenantRunsInFlight < 1 || a.Admission == nil {
+		return AdmitResult{Admitted: in.RunID != ""}, nil
+	}
+	if in.Tenant == "" {
+		return AdmitResult{}, badInput(errors.New("admit: empty tenant"))
+	}
+	got, err := a.Admission.Admit(ctx, in.Tenant, in.RunID, a.TenantRunsInFlight)
+	if err != nil {
+		return AdmitResult{}, storeErr(err)
+	}
+	res := AdmitResult{Admitted: got.Admitted}
+	for _, o := range got.Others {
+		res.Others = append(res.Others, AdmittedRun{RunID: o.RunID, Session: o.Session})
+	}
+	return res, nil
+}

@@ -1,0 +1,140 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Admission is what one call of Admit decided.
+type Admission struct {
+	// Admitted says the run asked about may start: it is admitted (now or
+	// before), or it is not waiting at all (already running or final,
+	// or unknown to Postgres), so admission has nothing to hold it for.
+	Admitted bool
+	// Others are the tenant's other waiting runs this call admitted,
+	// oldest first: their sessions are waiting to be told.
+	Others []AdmittedRun
+}
+
+// AdmittedRun is a run an Admit call admitted, and its session.
+type AdmittedRun struct {
+	RunID   string
+	Session string
+}
+
+// admissionLockSQL takes the tenant's admission lock for the rest of the
+// transaction: the count of the tenant's runs in flight and the runs it
+// admits are read and written by one caller at a time, so that two
+// callers cannot both take the last slot. An advisory lock rather than a
+// row lock: a lock on the tenant's row would also queue the inserts of
+// its sessions and runs behind it (their foreign key checks). Advisory
+// locks are the database's, so the key names the schema too: deployments
+// (and tests) in other schemas of one database do not wait on each other.
+const admissionLockSQL = `select pg_advisory_xact_lock(hashtextextended('ctxcompact.admission/' || current_schema() || '/' || $1, 0))`
+
+// admissionAskSQL marks run $2 as waiting for admission, once: it keeps
+// the time it first asked.
+const admissionAskSQL = `
+	update runs set admission_asked_at = now(), updated_at = now()
+	where id = $2 and tenant_id = $1 and status = 'pending' and admission_asked_at is null and admitted_at is null`
+
+// admissionAdmitSQL admits the tenant's oldest waiting runs while fewer
+// than $2 are in flight. In flight is running, or pending and admitted: a
+// run that becomes final leaves the count in the same update, and a
+// running run that never asked (one of before admission, or of a
+// deployment without a bound) still counts.
+const admissionAdmitSQL = `
+	with live as (
+		select count(*) as n from runs
+		where tenant_id = $1 and (status = 'running' or (status = 'pending' and admitted_at is not null))
+	), pick as (
+		select id from runs
+		where tenant_id = $1 and status = 'pending' and admission_asked_at is not null and admitted_at is null
+		order by started_at, id
+		limit greatest($2 - (select n from live), 0)
+	), admitted as (
+		update runs r set admitted_at = now(), updated_at = now()
+		from pick where r.id = pick.id
+		returning r.id, r.session_id, r.started_at
+	)
+	select id, session_id from admitted order by started_at, id`
+
+// admissionStateSQL reads where run $2 stands after the admission.
+const admissionStateSQL = `select status, admitted_at is not null from runs where id = $2 and tenant_id = $1`
+
+// Admit asks, for run runID of tenant, whether it may start now that it is
+// next in its session, with at most bound of the tenant's runs in flight
+// (bound < 1: no bound, everything is admitted and nothing is written).
+// In one transaction under the tenant's lock it marks the run waiting,
+// then admits the tenant's oldest waiting runs (by submission) into the
+// free slots, this run or others. Its answer says whether this run is
+// admitted and which other runs were, whose sessions the caller tells.
+// An empty runID only admits others: what a session does when its run
+// ended and nothing else of it waits, so that the freed slot goes on.
+//
+// It is safe to repeat: a run is admitted once, and a repeated call finds
+// it admitted. One round trip (a batch runs as one implicit transaction).
+func (s *Store) Admit(ctx context.Context, tenant, runID string, bound int) (Admission, error) {
+	op := "admit runs of tenant " + tenant
+	if tenant == "" {
+		return Admission{}, fmt.Errorf("%s: empty tenant", op)
+	}
+	if bound < 1 {
+		return Admission{Admitted: true}, nil
+	}
+	b := &pgx.Batch{}
+	b.Queue(admissionLockSQL, tenant)
+	b.Queue(admissionAskSQL, tenant, runID)
+	b.Queue(admissionAdmitSQL, tenant, bound)
+	b.Queue(admissionStateSQL, tenant, runID)
+	br := s.pool.SendBatch(ctx, b)
+	var out Admission
+	err := func() error {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("lock: %w", err)
+		}
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("mark waiting: %w", err)
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return fmt.Errorf("admit: %w", err)
+		}
+		got, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (AdmittedRun, error) {
+			var a AdmittedRun
+			return a, row.Scan(&a.RunID, &a.Session)
+		})
+		if err != nil {
+			return fmt.Errorf("admit: %w", err)
+		}
+		for _, a := range got {
+			if a.RunID != runID {
+				out.Others = append(out.Others, a)
+			}
+		}
+		var status RunStatus
+		var isAdmitted bool
+		err = br.QueryRow().Scan(&status, &isAdmitted)
+		switch {
+		case runID == "" || errors.Is(err, pgx.ErrNoRows):
+			// Nothing to hold: no run asked, or one Postgres does not
+			// know (its plan step creates it).
+			out.Admitted = runID != ""
+		case err != nil:
+			return fmt.Errorf("read run %s: %w", runID, err)
+		default:
+			out.Admitted = isAdmitted || status != RunPending
+		}
+		return nil
+	}()
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return Admission{}, fmt.Errorf("%s: %w", op, err)
+	}
+	return out, nil
+}
