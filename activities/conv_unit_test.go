@@ -68,6 +68,18 @@ func TestUnitPlanOfAFinalRun(t *testing.T) {
 	run, err := u.store.GetRun(t.Context(), u.run.ID)
 	require.NoError(t, err)
 	require.Equal(t, store.RunSucceeded, run.Status, "the row is unchanged")
+
+	// A run the reconciler marked failed stays failed: the step fails
+	// for good, saying so.
+	failed := newUnit(t)
+	fin, _ := failed.conversation()
+	_, err = failed.store.FailRun(t.Context(), failed.run.ID, store.Failure{Message: "worker lost"})
+	require.NoError(t, err)
+	_, err = failed.a.Plan(t.Context(), activities.PlanInput{Run: failed.run, InputKey: fin.Key, InputSHA256: fin.SHA256})
+	require.ErrorContains(t, err, "already recorded failed")
+	var app *temporal.ApplicationError
+	require.ErrorAs(t, err, &app)
+	require.True(t, app.NonRetryable())
 }
 
 // TestUnitPlanRefusesAnInputThatIsNotAnArchive: only the gateway starts

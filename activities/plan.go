@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"go.temporal.io/sdk/temporal"
+
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
@@ -71,6 +73,10 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (res PlanResult, er
 		final, err := a.recordedOutcome(ctx, run.ID)
 		if err != nil {
 			return res, err
+		}
+		if final.Status == string(store.RunFailed) {
+			// Failed meanwhile (the reconciler): it stays failed.
+			return res, temporal.NewNonRetryableApplicationError("the run was already recorded failed: "+final.Error, TypeInternal, nil)
 		}
 		res.Final = &final
 	}

@@ -55,8 +55,8 @@ type PlanResult struct {
 	// input, which the gateway stored as its archive. Every plan that
 	// succeeds sets it.
 	Archive *ArchiveResult `json:"archive,omitempty"`
-	// Final is the run's recorded outcome when the run was final before
-	// this plan step: an earlier execution of its steps committed (or
+	// Final is the run's recorded outcome when the run had succeeded (or
+	// ended over its limit) before this plan step: an earlier execution of its steps committed (or
 	// failed) it in a workflow task that Temporal never recorded, the
 	// worker cut off from Temporal after the commit (the chaos soak's
 	// finding). The workflow ends with it instead of running again.

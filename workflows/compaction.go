@@ -16,7 +16,6 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	planpkg "github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
-	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
 // llmQueueKey keeps the run's LLM task queue in the workflow context, for
@@ -202,13 +201,10 @@ func (c *runStages) execute(ctx workflow.Context) (contract.Outcome, error) {
 	}
 	c.res.Format, c.res.TokensBefore, c.res.LevelBefore = c.plan.Format, c.plan.TokensBefore, c.plan.LevelBefore
 	if c.plan.Final != nil && workflow.GetVersion(ctx, "plan-final", workflow.DefaultVersion, 1) == 1 {
-		// Committed (or failed) by an execution of these steps whose
+		// Committed by an execution of these steps whose
 		// workflow task was lost: the run ends as recorded, its webhook
 		// told (the lost task's delivery never started).
 		logger.Warn("run already final when planned; ending with its recorded outcome", "run", c.run.ID, "status", c.plan.Final.Status)
-		if c.plan.Final.Status == string(store.RunFailed) {
-			return c.res, temporal.NewNonRetryableApplicationError("the run was already recorded failed: "+c.plan.Final.Error, activities.TypeInternal, nil)
-		}
 		c.notify = true
 		return *c.plan.Final, nil
 	}
