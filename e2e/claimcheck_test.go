@@ -47,9 +47,6 @@ func fetchHistory(t *testing.T, c client.Client, workflowID string) *historypb.H
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	// A waiter is answered before the run's workflow closes
-	// (contract.OutcomeUpdate): the history is read once it has.
-	_ = c.GetWorkflow(ctx, workflowID, "").Get(ctx, nil)
 	it := c.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	h := &historypb.History{}
 	for it.HasNext() {
