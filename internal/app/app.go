@@ -149,8 +149,11 @@ type Workers struct {
 	Main, LLM, Deliveries, Erasures worker.Worker
 	// Activities are the activities every worker runs.
 	Activities *activities.Activities
-	// StopTimeout is the workers' WorkerStopTimeout: Stop returns at
-	// most stopMargin after it.
+	// StopTimeout bounds Stop (WORKER_STOP_TIMEOUT): it returns at most
+	// stopMargin after it. The SDK's own WorkerStopTimeout stays 0 (an
+	// activity in flight is not waited for: Temporal retries it on
+	// another worker); with it set, a run's chunk summaries were no
+	// longer called in parallel in the e2e suite, for a reason not found.
 	StopTimeout time.Duration
 }
 
@@ -186,8 +189,7 @@ func (w Workers) Start() error {
 	return nil
 }
 
-// Stop stops every worker at once, each waiting up to StopTimeout for
-// its activities in flight, and returns when all have stopped or
+// Stop stops every worker at once and returns when all have stopped or
 // stopMargin after StopTimeout, whichever comes first. What a worker had
 // not finished is retried by Temporal on another worker: every step is
 // idempotent. It reports whether every worker stopped in time.
@@ -239,7 +241,6 @@ func (d *Deps) NewWorkers(c client.Client, interceptors ...interceptor.WorkerInt
 	main := worker.New(c, d.Config.TaskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize: max(d.Config.WorkerActivities, 1),
 		Interceptors:                       interceptors,
-		WorkerStopTimeout:                  d.Config.WorkerStopTimeout,
 	})
 	workflows.Register(main, acts)
 	llmOpts := LLMWorkerOptions(d.Config)
@@ -254,8 +255,7 @@ func (d *Deps) NewWorkers(c client.Client, interceptors ...interceptor.WorkerInt
 			// before these queues (config.Load refuses it).
 			return nil
 		}
-		w := worker.New(c, queue, worker.Options{MaxConcurrentActivityExecutionSize: max(slots, 1), Interceptors: interceptors,
-			WorkerStopTimeout: d.Config.WorkerStopTimeout})
+		w := worker.New(c, queue, worker.Options{MaxConcurrentActivityExecutionSize: max(slots, 1), Interceptors: interceptors})
 		workflows.Register(w, acts)
 		return w
 	}
@@ -274,11 +274,7 @@ const llmIntake = 8
 // LLMWorkerOptions are the options of the LLM task queue's worker: at
 // most LLM_PARALLELISM calls in flight here, llmIntake times as many
 // taken in with LLM_TENANT_TURNS, and LLM_RATE_PER_SECOND activities
-// started per second on the queue, whatever the number of workers. It has
-// no WorkerStopTimeout: with one set (SDK v1.50.0), one run's chunk
-// summaries were no longer called in parallel (the e2e test of the ReAct
-// two-layer map-reduce), for a reason not found; a stopping worker's
-// summarizer calls are retried elsewhere after their heartbeat timeout.
+// started per second on the queue, whatever the number of workers.
 func LLMWorkerOptions(cfg config.Config) worker.Options {
 	intake := 1
 	if cfg.LLMTenantTurns {

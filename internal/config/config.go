@@ -47,11 +47,10 @@ type Config struct {
 	OpenAIAPIKey    string
 	SummarizerModel string
 	LLMTimeout      time.Duration
-	// WorkerStopTimeout is how long a stopping worker (SIGINT/SIGTERM)
-	// lets the activities in flight finish; a few seconds past it the
-	// process exits whatever still holds it (a poll to an unreachable
-	// Temporal), and Temporal gives the unfinished tasks to another
-	// worker.
+	// WorkerStopTimeout bounds a stopping worker (SIGINT/SIGTERM): a few
+	// seconds past it the process exits whatever still holds it (a poll
+	// to an unreachable Temporal), and Temporal gives the unfinished
+	// tasks to another worker.
 	WorkerStopTimeout time.Duration
 	// LLMTaskQueue is the task queue of the summarizer calls, apart from
 	// the steps so that one rate limit holds across every worker: one
