@@ -1,7 +1,7 @@
 // Command worker runs the compaction workflows and activities. It reads
-// its configuration from the environment (docs/configuration.md) and stops cleanly
-// on SIGINT/SIGTERM, letting running activities finish for up to
-// WORKER_STOP_TIMEOUT.
+// its configuration from the environment (docs/configuration.md) and stops
+// on SIGINT/SIGTERM within WORKER_STOP_TIMEOUT (and 5 s); what it had in
+// flight, Temporal retries on another worker.
 package main
 
 import (
@@ -47,8 +47,8 @@ func run() error {
 	}
 	w := p.NewWorkers(p.Temporal)
 	slog.Info("worker started", "temporal", cfg.TemporalAddress, "namespace", cfg.TemporalNamespace, "task_queue", cfg.TaskQueue, "llm_task_queue", cfg.LLMTaskQueue, "llm_rate_per_second", cfg.LLMRatePerSecond)
-	// worker.InterruptCh stops polling on a signal and waits for the
-	// activities in flight, which is the graceful shutdown we want.
+	// worker.InterruptCh ends Run on a signal; Run stops the workers at
+	// once, bounded by WORKER_STOP_TIMEOUT.
 	if err := w.Run(worker.InterruptCh()); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
