@@ -362,9 +362,12 @@ func TestWebhookCLI(t *testing.T) {
 	sub, _ := e.compact(gateway.Event{Model: "gpt-4o", Conversation: readData(t, "swe-agent-deepseek/django__django-11564.json")})
 	l := r.waitSeen(1)[0]
 	require.True(t, l.Verified, l.Error)
-	out, _ = run(true, "deliveries", sub.RunID)
+	// The receiver answers before the delivery's row records its 200.
+	require.Eventually(t, func() bool {
+		out, _ = run(true, "deliveries", sub.RunID)
+		return strings.Contains(out, "200")
+	}, 30*time.Second, 200*time.Millisecond, "the delivery is recorded delivered")
 	require.Contains(t, out, l.ID)
-	require.Contains(t, out, "200")
 	out, _ = run(true, "redeliver", l.ID)
 	require.Contains(t, out, "redelivery of "+l.ID)
 	require.Equal(t, l.ID, r.waitSeen(2)[1].ID)
