@@ -675,7 +675,8 @@ func (g *Gateway) Wait(ctx context.Context, runID string) (contract.Outcome, err
 			err := g.Temporal.GetWorkflow(ctx, runID, "").Get(ctx, &res)
 			return res, err
 		case derr == nil:
-			continue // started between the two calls
+			// Started between the two calls: asked again after the
+			// delay, never in a tight loop.
 		case !errors.As(derr, &nf):
 			return res, derr
 		}
