@@ -392,7 +392,8 @@ func TestRecordHistories(t *testing.T) {
 	})
 	t.Run("react-two-layer", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
+		// Calls that take a while, so that the parallel chunks overlap.
+		e := newEnv(t, withLLM(llmtest.WithLatency(300*time.Millisecond)))
 		huge := hugeText(t)[:300000]
 		openai := withHugeResult(t, readData(t, "swe-agent-deepseek/django__django-11742.json"), 30, huge)
 		input := reactFromOpenAI(t, openai)
@@ -683,8 +684,9 @@ func TestRecordHistories(t *testing.T) {
 		t.Parallel()
 		// One run of the tenant in flight at a time: of two sessions'
 		// events submitted together, one waits for admission and is
-		// told by the other's session when its run ended (the admission
-		// version marker). Both sessions are recorded.
+		// told by the other's run when it ended (the admission and
+		// admission-handoff version markers). The waiting session and
+		// the run that handed its slot on are recorded.
 		e := newEnv(t, withRunsInFlight(1))
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
@@ -702,47 +704,40 @@ func TestRecordHistories(t *testing.T) {
 			require.NoError(t, err)
 			checkRun(t, e, input, sub, res)
 		}
-		// Each session then waits idle on its timer: record once both do.
-		kinds := map[string]string{}
-		hs := map[string]*historypb.History{}
+		snips := snippets(t, openAIContents(t, input), 10)
+		// The run that handed its slot on signalled the other session.
+		handoff := -1
+		for i, sub := range subs {
+			require.NoError(t, e.client.GetWorkflow(ctx, sub.RunID, "").Get(ctx, nil))
+			for _, ev := range fetchHistory(t, e.client, sub.RunID).Events {
+				if ev.EventType == enumspb.EVENT_TYPE_EXTERNAL_WORKFLOW_EXECUTION_SIGNALED {
+					handoff = i
+				}
+			}
+		}
+		require.NotEqual(t, -1, handoff, "one run handed its slot on")
+		record(t, "compaction-admission-handoff", fetchHistory(t, e.client, subs[handoff].RunID), input, snips, subs[handoff].InputKey)
+		// The other session waited, and then waits idle on its timer.
+		waited := 1 - handoff
+		var h *historypb.History
 		require.Eventually(t, func() bool {
-			for _, s := range sessions {
-				h := fetchHistory(t, e.client, contract.SessionWorkflowID(e.tenant, s))
-				// Idle: the timer started after its run, and its last
-				// workflow task (the one that saw the signal it sent
-				// arrive, for the session that handed on) completed.
-				idle := false
-				for _, ev := range h.Events {
-					switch ev.EventType {
-					case enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED:
-						idle = false
-					case enumspb.EVENT_TYPE_TIMER_STARTED:
-						idle = true
-					}
-				}
-				last := h.Events[len(h.Events)-1].EventType
-				if !idle || (last != enumspb.EVENT_TYPE_TIMER_STARTED && last != enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) {
-					return false
-				}
-				hs[s] = h
-				for _, ev := range h.Events {
-					switch ev.EventType {
-					case enumspb.EVENT_TYPE_EXTERNAL_WORKFLOW_EXECUTION_SIGNALED:
-						kinds[s] = "handoff"
-					case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
-						if ev.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == contract.AdmitSignal {
-							kinds[s] = "waited"
-						}
+			h = fetchHistory(t, e.client, contract.SessionWorkflowID(e.tenant, sessions[waited]))
+			idle, signalled := false, false
+			for _, ev := range h.Events {
+				switch ev.EventType {
+				case enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED:
+					idle = false
+				case enumspb.EVENT_TYPE_TIMER_STARTED:
+					idle = true
+				case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+					if ev.GetWorkflowExecutionSignaledEventAttributes().GetSignalName() == contract.AdmitSignal {
+						signalled = true
 					}
 				}
 			}
-			return true
-		}, time.Minute, 100*time.Millisecond)
-		require.ElementsMatch(t, []string{"handoff", "waited"}, []string{kinds[sessions[0]], kinds[sessions[1]]},
-			"one session handed its slot on, the other waited for it")
-		snips := snippets(t, openAIContents(t, input), 10)
-		for i, s := range sessions {
-			record(t, "session-admission-"+kinds[s], hs[s], input, snips, subs[i].InputKey)
-		}
+			last := h.Events[len(h.Events)-1].EventType
+			return signalled && idle && (last == enumspb.EVENT_TYPE_TIMER_STARTED || last == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)
+		}, time.Minute, 100*time.Millisecond, "the other session was told by the admitted signal")
+		record(t, "session-admission-waited", h, input, snips, subs[waited].InputKey)
 	})
 }

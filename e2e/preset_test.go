@@ -13,6 +13,7 @@ import (
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
@@ -255,7 +256,10 @@ func reactFromOpenAI(t *testing.T, data []byte) []byte {
 
 func TestReactTwoLayerMapReducesHugeResultInParallel(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	// Calls that take a while, as a real summarizer's do: an answer given
+	// at once could end before the next chunk's call arrives, and the
+	// chunks would look sequential although they were sent together.
+	e := newEnv(t, withLLM(llmtest.WithLatency(300*time.Millisecond)))
 	input := reactFromOpenAI(t, withHugeResult(t, readData(t, "swe-agent-deepseek/django__django-11742.json"), 30, hugeText(t)))
 	in := parse(t, input)
 	require.Equal(t, conversation.FormatReAct, in.Format)

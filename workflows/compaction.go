@@ -119,6 +119,7 @@ func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Out
 		}
 		recordOutcome(fctx, in, "failed", res)
 		ans.set(contract.Outcome{RunID: in.Run.ID}, err)
+		handOnSlot(fctx, in.Run)
 		releaseIntermediates(fctx, in.Run)
 		if failed.Notify {
 			startDelivery(fctx, in)
@@ -131,6 +132,7 @@ func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Out
 	}
 	recordOutcome(ctx, in, outcome, res)
 	ans.set(res, nil)
+	handOnSlot(ctx, in.Run)
 	releaseIntermediates(ctx, in.Run)
 	if c.notify {
 		startDelivery(ctx, in)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
@@ -658,8 +659,9 @@ func TestStepsRunLocallyAndSummariesOnTheLLMQueue(t *testing.T) {
 	t.Parallel()
 	// The steps up to the commit run locally; the release of the
 	// intermediates is a regular activity on the workflow's own queue
-	// (scheduled after the commit's workflow task is recorded).
-	steps := []string{"Plan", "Deterministic", "PrepareHistory", "CheckDrift", "ApplyHistory", "Commit"}
+	// (scheduled after the commit's workflow task is recorded). The
+	// admission slot is handed on locally after the commit.
+	steps := []string{"Plan", "Deterministic", "PrepareHistory", "CheckDrift", "ApplyHistory", "Commit", "Admit"}
 	tests := []struct {
 		name       string
 		llmQueue   string
@@ -851,6 +853,40 @@ func TestCompactionOfARunFinalAlready(t *testing.T) {
 			require.Equal(t, final, res, "the recorded outcome")
 			require.Equal(t, []string{"Plan"}, f.names(), "no step runs again, no failure is recorded")
 			require.Equal(t, []string{"run-1"}, delivered, "the run's webhook is told")
+		})
+	}
+}
+
+// TestCompactionHandsItsSlotOn: a run that became final, committed or
+// failed, hands its tenant's admission slot on at once (an Admit for no
+// run after its last step) and tells the session of the run it admitted.
+func TestCompactionHandsItsSlotOn(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name    string
+		planErr error
+	}{{name: "committed"}, {name: "failed", planErr: temporal.NewNonRetryableApplicationError("no plan", activities.TypeBadInput, nil)}} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakes{planErr: tt.planErr, admit: activities.AdmitResult{Others: []activities.AdmittedRun{{RunID: "run-9", Session: "s2"}}}}
+			env := newTestEnv()
+			f.install(env)
+			var told []string
+			env.OnSignalExternalWorkflow(mock.Anything, contract.SessionWorkflowID("t1", "s2"), "", contract.AdmitSignal, mock.Anything).Return(
+				func(_, _, _, _ string, arg interface{}) error {
+					told = append(told, arg.(string))
+					return nil
+				})
+			env.ExecuteWorkflow(Compaction, contract.CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/input/abc", InputSHA256: "abc"})
+			require.True(t, env.IsWorkflowCompleted())
+			steps := f.names()
+			last := "Commit"
+			if tt.planErr != nil {
+				last = "FailRun"
+			}
+			require.Equal(t, last, steps[len(steps)-1])
+			require.Equal(t, []string{fmt.Sprintf("t1 \"\" after %d steps", len(steps))}, f.handedOn, "one handoff, once the run is final")
+			require.Equal(t, []string{"run-9"}, told, "the admitted run's session is told")
 		})
 	}
 }

@@ -36,6 +36,11 @@ type call struct {
 type fakes struct {
 	// released lists the runs whose intermediates were released.
 	released []string
+	// handedOn lists, for each Admit call, the run asked about ("" when
+	// a finished run hands its slot on) and the steps called before it;
+	// admit is their answer.
+	handedOn []string
+	admit    activities.AdmitResult
 	plan     activities.PlanResult
 	planErr  error
 	// editPreset, when set, changes the run's snapshot of its preset
@@ -267,6 +272,14 @@ func (f *fakes) install(env *testsuite.TestWorkflowEnvironment) {
 			defer f.mu.Unlock()
 			f.released = append(f.released, in.Run.ID)
 			return activities.ReleaseResult{Deleted: 3}, nil
+		})
+	env.OnActivity(a.Admit, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.AdmitInput) (activities.AdmitResult, error) {
+			// Kept apart from the steps' calls, as released is.
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.handedOn = append(f.handedOn, fmt.Sprintf("%s %q after %d steps", in.Tenant, in.RunID, len(f.calls)))
+			return f.admit, nil
 		})
 	env.OnActivity(a.FailRun, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.FailInput) (activities.FailResult, error) {

@@ -259,3 +259,18 @@ func waitForEvent(ctx workflow.Context, signals workflow.ReceiveChannel, add fun
 	sel.Select(ctx)
 	return got
 }
+
+// handOnSlot hands the slot of a run that just became final to its
+// tenant's oldest waiting run, in the run's own last workflow task. The
+// waiting run's session hears at once, rather than after this run's
+// session has woken for its child's end (a workflow task and a round trip
+// later), which under a flood was most of a waiting tenant's delay. The
+// session still hands on after its child too (admit with no run); that
+// call finds nothing left to do, and covers a run whose workflow ended
+// without reaching this.
+func handOnSlot(ctx workflow.Context, run contract.Run) {
+	if workflow.GetVersion(ctx, "admission-handoff", workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	admit(ctx, run.Tenant, "")
+}
