@@ -16,7 +16,7 @@ import (
 // TestTenantRunsInFlight is admission on the real stack: one tenant's 8
 // events in 8 sessions, submitted at once under TENANT_RUNS_IN_FLIGHT=2,
 // never have more than 2 runs in flight, all end, the waiting ones being
-// admitted by the sessions whose runs ended; another tenant's event,
+// admitted by the runs that ended (handing their slots on); another tenant's event,
 // submitted after the flood, is admitted at once and ends before it.
 func TestTenantRunsInFlight(t *testing.T) {
 	t.Parallel()

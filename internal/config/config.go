@@ -181,11 +181,13 @@ func (c Config) OnTaskQueue(q string) Config {
 	return c
 }
 
-// DefaultTenantRunsInFlight is TENANT_RUNS_IN_FLIGHT's default: with
-// two summarizer calls of 500 ms a run, 8 runs in flight keep a flood's
-// throughput where it was without a bound on a 2-core worker, while
-// another tenant's run starts at once (BENCHMARKS.md, 11).
-const DefaultTenantRunsInFlight = 8
+// DefaultTenantRunsInFlight is TENANT_RUNS_IN_FLIGHT's default. On the
+// bench's 2-core stack (two summarizer calls of 500 ms a run) a flood
+// drained at 1.9 runs/s with 4 and 2.0 with 8, while a quiet tenant's
+// p99 was 2.9× its idle figure with 4 and 3.8× with 8; 2 gave 2.4× but
+// halved the flood (BENCHMARKS.md, 11). A deployment with more workers
+// raises it.
+const DefaultTenantRunsInFlight = 4
 
 // maxBlobCacheMB keeps BLOB_CACHE_MB in bytes far from overflowing int64.
 const maxBlobCacheMB = 1 << 20
