@@ -890,3 +890,17 @@ func TestCompactionHandsItsSlotOn(t *testing.T) {
 		})
 	}
 }
+
+// TestCompactionHandOnFailing: a handoff that keeps failing (Postgres
+// down) gives up after handOnTimeout; the run still succeeds, releases
+// its intermediates and ends.
+func TestCompactionHandOnFailing(t *testing.T) {
+	t.Parallel()
+	f := &fakes{admitErr: errors.New("connect: connection refused")}
+	res, err := runCompaction(t, f, testRun("offload-compact", ""))
+	require.NoError(t, err)
+	require.Equal(t, "succeeded", res.Status)
+	require.Greater(t, len(f.handedOn), 1, "the handoff was retried")
+	require.LessOrEqual(t, len(f.handedOn), 10, "for a minute, not a step's hour")
+	require.Equal(t, []string{"run-1"}, f.released, "the release still came")
+}

@@ -41,6 +41,7 @@ type fakes struct {
 	// admit is their answer.
 	handedOn []string
 	admit    activities.AdmitResult
+	admitErr error
 	plan     activities.PlanResult
 	planErr  error
 	// editPreset, when set, changes the run's snapshot of its preset
@@ -279,7 +280,7 @@ func (f *fakes) install(env *testsuite.TestWorkflowEnvironment) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.handedOn = append(f.handedOn, fmt.Sprintf("%s %q after %d steps", in.Tenant, in.RunID, len(f.calls)))
-			return f.admit, nil
+			return f.admit, f.admitErr
 		})
 	env.OnActivity(a.FailRun, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.FailInput) (activities.FailResult, error) {

@@ -183,10 +183,19 @@ func awaitAdmission(ctx workflow.Context, tenant, runID string, admits, signals 
 // lets the run start: admission is fairness, and the run's own steps
 // meet the same outage.
 func admit(ctx workflow.Context, tenant, runID string) bool {
+	return admitWithin(ctx, localStepOptions(), tenant, runID)
+}
+
+// admitWithin is admit with the step's options.
+func admitWithin(ctx workflow.Context, opts workflow.LocalActivityOptions, tenant, runID string) bool {
 	var a *activities.Activities
 	var res activities.AdmitResult
-	lctx := workflow.WithLocalActivityOptions(ctx, localStepOptions())
+	lctx := workflow.WithLocalActivityOptions(ctx, opts)
 	if err := workflow.ExecuteLocalActivity(lctx, a.Admit, activities.AdmitInput{Tenant: tenant, RunID: runID}).Get(ctx, &res); err != nil {
+		if runID == "" {
+			workflow.GetLogger(ctx).Warn("handing a freed admission slot on failed; the next Admit call or a recheck does it", "tenant", tenant, "error", err)
+			return false
+		}
 		workflow.GetLogger(ctx).Error("admission failed; the run starts", "run", runID, "error", err)
 		return true
 	}
@@ -267,10 +276,17 @@ func waitForEvent(ctx workflow.Context, signals workflow.ReceiveChannel, add fun
 // later), which under a flood was most of a waiting tenant's delay. The
 // session still hands on after its child too (admit with no run); that
 // call finds nothing left to do, and covers a run whose workflow ended
-// without reaching this.
+// without reaching this. It tries for a minute at most (Postgres down):
+// the workflow's release and delivery come after it, and the session's
+// call and the waiting sessions' rechecks do the handoff later anyway.
 func handOnSlot(ctx workflow.Context, run contract.Run) {
 	if workflow.GetVersion(ctx, "admission-handoff", workflow.DefaultVersion, 1) < 1 {
 		return
 	}
-	admit(ctx, run.Tenant, "")
+	opts := localStepOptions()
+	opts.StartToCloseTimeout, opts.ScheduleToCloseTimeout = handOnTimeout/2, handOnTimeout
+	admitWithin(ctx, opts, run.Tenant, "")
 }
+
+// handOnTimeout bounds a finished run's handoff of its slot.
+const handOnTimeout = time.Minute
