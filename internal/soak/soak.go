@@ -64,14 +64,13 @@ type Config struct {
 	Log       io.Writer
 }
 
-// Defaults fills what is zero.
-
 // The warm-up's size and the bound for its runs to be final.
 const (
 	warmMax   = 200
 	warmFinal = 3 * time.Minute
 )
 
+// Defaults fills what is zero.
 func (c *Config) Defaults() {
 	if c.Tenants == 0 {
 		c.Tenants = 3
