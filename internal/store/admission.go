@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -14,10 +15,23 @@ type Admission struct {
 	// before), or it is not waiting at all (already running or final,
 	// or unknown to Postgres), so admission has nothing to hold it for.
 	Admitted bool
-	// Others are the tenant's other waiting runs this call admitted,
-	// oldest first: their sessions are waiting to be told.
+	// Others are the tenant's other runs whose sessions the caller
+	// tells, oldest first: the waiting runs this call admitted, and runs
+	// admitted earlier that are still pending after admitRetell (their
+	// session's signal was likely lost with a step whose result was
+	// never recorded, and each holds a slot while it is not told).
 	Others []AdmittedRun
 }
+
+// admitRetell is how long an admitted run may stay pending before Admit
+// names it again. Its session starts it within a workflow task of the
+// signal, so 5 s is seconds past what a told session needs; a session
+// told twice ignores the second signal. Without it, a signal lost with a
+// crashed or timed-out workflow task (the step's retry admits nothing
+// new, so it names nobody) left the run to its session's recheck, 30 s
+// doubling to 5 minutes, holding one of its tenant's slots all along:
+// in the chaos soak a tenant's slots were mostly such runs.
+const admitRetell = 5 * time.Second
 
 // AdmittedRun is a run an Admit call admitted, and its session.
 type AdmittedRun struct {
@@ -59,8 +73,13 @@ const admissionAdmitSQL = `
 		update runs r set admitted_at = now(), updated_at = now()
 		from pick where r.id = pick.id
 		returning r.id, r.session_id, r.started_at
+	), untold as (
+		-- The statement's snapshot: the runs admitted just above are not
+		-- admitted in it, so no run is named twice.
+		select id, session_id, started_at from runs
+		where tenant_id = $1 and status = 'pending' and admitted_at < now() - $3::interval
 	)
-	select id, session_id from admitted order by started_at, id`
+	select id, session_id from (select * from admitted union all select * from untold) named order by started_at, id`
 
 // admissionStateSQL reads where run $2 stands after the admission.
 const admissionStateSQL = `select status, admitted_at is not null from runs where id = $2 and tenant_id = $1`
@@ -71,7 +90,8 @@ const admissionStateSQL = `select status, admitted_at is not null from runs wher
 // In one transaction under the tenant's lock it marks the run waiting,
 // then admits the tenant's oldest waiting runs (by submission) into the
 // free slots, this run or others. Its answer says whether this run is
-// admitted and which other runs were, whose sessions the caller tells.
+// admitted and which other runs were, or were and still wait to be
+// started (admitRetell), whose sessions the caller tells.
 // An empty runID only admits others: what a session does when its run
 // ended and nothing else of it waits, so that the freed slot goes on.
 //
@@ -88,7 +108,7 @@ func (s *Store) Admit(ctx context.Context, tenant, runID string, bound int) (Adm
 	b := &pgx.Batch{}
 	b.Queue(admissionLockSQL, tenant)
 	b.Queue(admissionAskSQL, tenant, runID)
-	b.Queue(admissionAdmitSQL, tenant, bound)
+	b.Queue(admissionAdmitSQL, tenant, bound, s.retell)
 	b.Queue(admissionStateSQL, tenant, runID)
 	br := s.pool.SendBatch(ctx, b)
 	var out Admission

@@ -44,6 +44,8 @@ func admittedRuns(t *testing.T, s *store.Store, tenant string) map[string]bool {
 func TestAdmitBoundsATenantsRunsInFlight(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
+	// No admitted run is named again here, however slow the test.
+	s.SetAdmitRetell(time.Hour)
 	ctx := t.Context()
 	const bound, n = 3, 24
 	runs := make([]store.Run, n)
@@ -147,6 +149,45 @@ func TestAdmitBoundsATenantsRunsInFlight(t *testing.T) {
 		require.True(t, again.Admitted)
 		require.Empty(t, again.Others)
 	}
+}
+
+// TestAdmitRetellsARunLeftPending: an admitted run that is still pending
+// after the retell delay is named again by every Admit call (its session
+// may never have been told), until it starts; a run admitted by the call
+// itself is named once.
+func TestAdmitRetellsARunLeftPending(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	s.SetAdmitRetell(time.Hour)
+	a, b := newRun(t, s, "acme", "sa"), newRun(t, s, "acme", "sb")
+	got, err := s.Admit(ctx, "acme", a.ID, 1)
+	require.NoError(t, err)
+	require.True(t, got.Admitted)
+	got, err = s.Admit(ctx, "acme", b.ID, 1)
+	require.NoError(t, err)
+	require.False(t, got.Admitted, "a holds the one slot")
+	require.Empty(t, got.Others, "a was admitted a moment ago")
+
+	// a's session was never told: past the delay, each call names it.
+	s.SetAdmitRetell(time.Millisecond)
+	time.Sleep(10 * time.Millisecond)
+	for range 2 {
+		got, err = s.Admit(ctx, "acme", "", 1)
+		require.NoError(t, err)
+		require.Equal(t, []store.AdmittedRun{{RunID: a.ID, Session: "sa"}}, got.Others)
+	}
+	// Once it runs it is not named; when it ends, b is admitted and named
+	// once by the call that admitted it.
+	require.NoError(t, s.StartRun(ctx, a.ID, a.Tenant, a.Session, store.RunStart{}))
+	got, err = s.Admit(ctx, "acme", "", 1)
+	require.NoError(t, err)
+	require.Empty(t, got.Others)
+	_, err = s.CommitRun(ctx, a.ID, store.RunResult{TokensAfter: 1})
+	require.NoError(t, err)
+	got, err = s.Admit(ctx, "acme", "", 1)
+	require.NoError(t, err)
+	require.Equal(t, []store.AdmittedRun{{RunID: b.ID, Session: "sb"}}, got.Others)
 }
 
 // TestAdmitWithoutBound: no bound admits everything and writes nothing;

@@ -47,6 +47,9 @@ const pingAfterIdle = time.Second
 // Store is the Postgres repository. It is safe for concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
+	// retell is how long an admitted run may stay pending before Admit
+	// names it again (admitRetell; tests shorten it).
+	retell time.Duration
 }
 
 // Open connects to the database at databaseURL (a postgres:// URL or a
@@ -83,7 +86,7 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to %s: %w", describe(cfg), scrub(err, password))
 	}
-	return &Store{pool: pool}, nil
+	return &Store{pool: pool, retell: admitRetell}, nil
 }
 
 // Close closes every connection of the pool; it waits for acquired ones.
