@@ -771,16 +771,20 @@ func TestIntermediatesReleasedWhenFinal(t *testing.T) {
 	require.Equal(t, []string{"run-1"}, failed.released, "a failed run's intermediates go too")
 }
 
+// finalEnds are the two ways a run becomes final: committed, or failed
+// (here at its plan step).
+var finalEnds = []struct {
+	name    string
+	planErr error
+}{{name: "committed"}, {name: "failed", planErr: temporal.NewNonRetryableApplicationError("no plan", activities.TypeBadInput, nil)}}
+
 // TestOutcomeUpdateAnswersBeforeTheRelease: a waiter of the outcome
 // update gets the committed outcome before the run releases its
 // intermediates (the release and the delivery's start are off the
 // caller's path), and a failed run's waiter gets its error.
 func TestOutcomeUpdateAnswersBeforeTheRelease(t *testing.T) {
 	t.Parallel()
-	for _, tt := range []struct {
-		name    string
-		planErr error
-	}{{name: "committed"}, {name: "failed", planErr: temporal.NewNonRetryableApplicationError("no plan", activities.TypeBadInput, nil)}} {
+	for _, tt := range finalEnds {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := &fakes{planErr: tt.planErr}
@@ -862,10 +866,7 @@ func TestCompactionOfARunFinalAlready(t *testing.T) {
 // run after its last step) and tells the session of the run it admitted.
 func TestCompactionHandsItsSlotOn(t *testing.T) {
 	t.Parallel()
-	for _, tt := range []struct {
-		name    string
-		planErr error
-	}{{name: "committed"}, {name: "failed", planErr: temporal.NewNonRetryableApplicationError("no plan", activities.TypeBadInput, nil)}} {
+	for _, tt := range finalEnds {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f := &fakes{planErr: tt.planErr, admit: activities.AdmitResult{Others: []activities.AdmittedRun{{RunID: "run-9", Session: "s2"}}}}
