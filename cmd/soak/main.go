@@ -43,6 +43,7 @@ func run() error {
 	flag.DurationVar(&cfg.Settle, "settle", 5*time.Minute, "bound for every accepted run to be final once the faults stopped")
 	flag.IntVar(&cfg.Concurrency, "concurrency", 8, "clients posting at once")
 	flag.IntVar(&cfg.ReplayMax, "replay-max", 0, "replay at most this many runs' histories (0: all)")
+	flag.IntVar(&cfg.RunsInFlight, "runs-in-flight", 0, "the workers' TENANT_RUNS_IN_FLIGHT (0: its default); under faults a run takes longer and the bound caps a tenant's pace")
 	flag.StringVar(&cfg.PostgresURL, "postgres", envOr("SOAK_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
 		"admin URL of the Postgres cluster; the run creates its own database there")
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep the run's database and folder")

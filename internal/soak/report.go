@@ -64,8 +64,12 @@ func pct(d []time.Duration, p float64) string {
 func (r *Report) Table(w io.Writer) {
 	c := r.Config
 	fmt.Fprintf(w, "### Chaos soak, %s\n\n", r.FaultStart.UTC().Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintf(w, "`go run ./cmd/soak -events %d -sessions %d -tenants %d -workers %d -duration %s -fault-rate %g` (%d conversations × formats from %s)\n\n",
-		c.Events, c.Sessions, c.Tenants, c.Workers, c.Duration, c.FaultRate, r.Samples, c.DataDir)
+	inFlight := ""
+	if c.RunsInFlight > 0 {
+		inFlight = fmt.Sprintf(" -runs-in-flight %d", c.RunsInFlight)
+	}
+	fmt.Fprintf(w, "`go run ./cmd/soak -events %d -sessions %d -tenants %d -workers %d -duration %s -fault-rate %g%s` (%d conversations × formats from %s)\n\n",
+		c.Events, c.Sessions, c.Tenants, c.Workers, c.Duration, c.FaultRate, inFlight, r.Samples, c.DataDir)
 	row := func(k, v string) { fmt.Fprintf(w, "| %s | %s |\n", k, v) }
 	fmt.Fprintln(w, "| measure | value |")
 	fmt.Fprintln(w, "|---|---|")

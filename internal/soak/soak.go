@@ -59,6 +59,9 @@ type Config struct {
 	Bins        Bins
 	// WorkerEnv is added to each worker's environment.
 	WorkerEnv []string
+	// RunsInFlight is the workers' TENANT_RUNS_IN_FLIGHT (0: their
+	// default).
+	RunsInFlight int
 	// ReplayMax bounds the runs whose history is replayed (0: all).
 	ReplayMax int
 	Log       io.Writer

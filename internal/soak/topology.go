@@ -153,6 +153,9 @@ func startTopology(ctx context.Context, cfg Config, hookAddr string) (*topology,
 	}
 	t.workerEnv, t.apiEnv = envFor("worker"), envFor("api")
 	t.workerEnv = append(t.workerEnv, cfg.WorkerEnv...)
+	if cfg.RunsInFlight > 0 {
+		t.workerEnv = append(t.workerEnv, fmt.Sprintf("TENANT_RUNS_IN_FLIGHT=%d", cfg.RunsInFlight))
+	}
 
 	for i := 0; i < cfg.Workers; i++ {
 		if _, err := t.addWorker(); err != nil {
