@@ -17,21 +17,25 @@ type Admission struct {
 	Admitted bool
 	// Others are the tenant's other runs whose sessions the caller
 	// tells, oldest first: the waiting runs this call admitted, and runs
-	// admitted earlier that are still pending after admitRetell (their
-	// session's signal was likely lost with a step whose result was
-	// never recorded, and each holds a slot while it is not told).
+	// admitted earlier that are still pending, each at most once per
+	// admitRetell (their session's signal may have been lost with a step
+	// whose result was never recorded, and each holds a slot while it
+	// is not told).
 	Others []AdmittedRun
 }
 
-// admitRetell is how long an admitted run may stay pending before Admit
-// names it again. Its session starts it within a workflow task of the
-// signal, so 5 s is seconds past what a told session needs; a session
-// told twice ignores the second signal. Without it, a signal lost with a
-// crashed or timed-out workflow task (the step's retry admits nothing
-// new, so it names nobody) left the run to its session's recheck, 30 s
-// doubling to 5 minutes, holding one of its tenant's slots all along:
-// in the chaos soak a tenant's slots were mostly such runs.
-const admitRetell = 5 * time.Second
+// admitRetell is how often at most an admitted run that is still
+// pending is named again. Without it, a signal lost with a crashed or
+// timed-out workflow task (the step's retry admits nothing new, so it
+// names nobody) left the run to its session's recheck, 30 s doubling to
+// 5 minutes, holding one of its tenant's slots all along: in the chaos
+// soak a tenant's slots were mostly such runs. Once per period, not at
+// every call: naming every such run at every call (the first version)
+// sent a session a signal a second while its run's first workflow task
+// waited in the task queue behind those very signals' tasks, and the
+// slots stayed idle longer. A session told twice ignores the second
+// signal.
+const admitRetell = 15 * time.Second
 
 // AdmittedRun is a run an Admit call admitted, and its session.
 type AdmittedRun struct {
@@ -74,10 +78,13 @@ const admissionAdmitSQL = `
 		from pick where r.id = pick.id
 		returning r.id, r.session_id, r.started_at
 	), untold as (
-		-- The statement's snapshot: the runs admitted just above are not
-		-- admitted in it, so no run is named twice.
-		select id, session_id, started_at from runs
-		where tenant_id = $1 and status = 'pending' and admitted_at < now() - $3::interval
+		-- Named again at most once per $3: updated_at is when it was
+		-- admitted or last named. The statement's snapshot does not see
+		-- the runs admitted just above as admitted, so no run is named
+		-- twice by one call.
+		update runs r set updated_at = now()
+		where tenant_id = $1 and status = 'pending' and admitted_at is not null and updated_at < now() - $3::interval
+		returning r.id, r.session_id, r.started_at
 	)
 	select id, session_id from (select * from admitted union all select * from untold) named order by started_at, id`
 

@@ -152,7 +152,7 @@ func TestAdmitBoundsATenantsRunsInFlight(t *testing.T) {
 }
 
 // TestAdmitRetellsARunLeftPending: an admitted run that is still pending
-// after the retell delay is named again by every Admit call (its session
+// is named again by an Admit call once per retell period (its session
 // may never have been told), until it starts; a run admitted by the call
 // itself is named once.
 func TestAdmitRetellsARunLeftPending(t *testing.T) {
@@ -169,14 +169,21 @@ func TestAdmitRetellsARunLeftPending(t *testing.T) {
 	require.False(t, got.Admitted, "a holds the one slot")
 	require.Empty(t, got.Others, "a was admitted a moment ago")
 
-	// a's session was never told: past the delay, each call names it.
-	s.SetAdmitRetell(time.Millisecond)
-	time.Sleep(10 * time.Millisecond)
-	for range 2 {
-		got, err = s.Admit(ctx, "acme", "", 1)
+	// a's session was never told: past the delay a call names it, and
+	// the calls within the next period do not.
+	const period = 500 * time.Millisecond
+	s.SetAdmitRetell(period)
+	retold := func(after time.Duration) []store.AdmittedRun {
+		t.Helper()
+		time.Sleep(after)
+		got, err := s.Admit(ctx, "acme", "", 1)
 		require.NoError(t, err)
-		require.Equal(t, []store.AdmittedRun{{RunID: a.ID, Session: "sa"}}, got.Others)
+		return got.Others
 	}
+	named := []store.AdmittedRun{{RunID: a.ID, Session: "sa"}}
+	require.Equal(t, named, retold(period+100*time.Millisecond))
+	require.Empty(t, retold(0), "named once per period")
+	require.Equal(t, named, retold(period+100*time.Millisecond), "and again in the next")
 	// Once it runs it is not named; when it ends, b is admitted and named
 	// once by the call that admitted it.
 	require.NoError(t, s.StartRun(ctx, a.ID, a.Tenant, a.Session, store.RunStart{}))
