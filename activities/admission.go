@@ -24,14 +24,16 @@ type AdmitInput struct {
 }
 
 // AdmitResult says whether the run may start, and which other runs of the
-// tenant were admitted, with their sessions, whose workflows the session
-// tells (contract.AdmitSignal).
+// tenant to tell (contract.AdmitSignal), with their sessions: those this
+// call admitted, and those admitted before and still pending, named again
+// at most once per period (store.Admission.Others).
 type AdmitResult struct {
 	Admitted bool          `json:"admitted"`
 	Others   []AdmittedRun `json:"others,omitempty"`
 }
 
-// AdmittedRun is another session's run an Admit call admitted.
+// AdmittedRun is another session's run an Admit call admitted or named
+// again.
 type AdmittedRun struct {
 	RunID   string `json:"run_id"`
 	Session string `json:"session"`

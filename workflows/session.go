@@ -275,7 +275,7 @@ func waitForEvent(ctx workflow.Context, signals workflow.ReceiveChannel, add fun
 // session has woken for its child's end (a workflow task and a round trip
 // later), which under a flood was most of a waiting tenant's delay. The
 // session still hands on after its child too (admit with no run); that
-// call finds nothing left to do, and covers a run whose workflow ended
+// call has no slot left to hand on unless this run's workflow ended
 // without reaching this. It tries for a minute at most (Postgres down):
 // the workflow's release and delivery come after it, and the session's
 // call and the waiting sessions' rechecks do the handoff later anyway.

@@ -37,7 +37,8 @@ type Admission struct {
 // signal.
 const admitRetell = 15 * time.Second
 
-// AdmittedRun is a run an Admit call admitted, and its session.
+// AdmittedRun is a run an Admit call admitted or named again, and its
+// session.
 type AdmittedRun struct {
 	RunID   string
 	Session string
