@@ -16,7 +16,7 @@ test:
 ## unit: the tests that need no Postgres, S3, Temporal server or browser: the pure packages, the workflows on the SDK's test suite, the activities on in-memory stores (TestUnit* and the other pure activity tests); the database and S3 settings point nowhere, so a test that reaches for either fails at once
 UNIT_PACKAGES := ./client/... ./contract/... ./deploy/... ./examples/... ./workflows/... \
 	./internal/app/... ./internal/compress/... ./internal/config/... ./internal/conversation/... \
-	./internal/digest/... ./internal/ident/... ./internal/jsonscan/... ./internal/llm/... \
+	./internal/digest/... ./internal/ident/... ./internal/jsonscan/... ./internal/llm/... ./internal/metrics/... \
 	./internal/mcp/... ./internal/plan/... ./internal/policy/... ./internal/pricing/... \
 	./internal/probe/... ./internal/ratelimit/... ./internal/recap/... ./internal/recoverid/... \
 	./internal/report/... ./internal/sessionlife/... ./internal/tokens/... ./internal/webhook/...

@@ -54,6 +54,7 @@ func (a *Activities) Admit(ctx context.Context, in AdmitInput) (AdmitResult, err
 	if err != nil {
 		return AdmitResult{}, storeErr(err)
 	}
+	a.Metrics.Admission(got.Waited, got.Retold)
 	res := AdmitResult{Admitted: got.Admitted}
 	for _, o := range got.Others {
 		res.Others = append(res.Others, AdmittedRun{RunID: o.RunID, Session: o.Session})

@@ -34,6 +34,9 @@ func run() error {
 		return err
 	}
 	defer p.Close()
+	if cfg.TenantRunsInFlight > 0 {
+		p.Metrics.WatchAdmission(p.AdmissionLoad)
+	}
 	if cfg.MetricsAddr != "" {
 		stopMetrics, err := app.ServeMetrics(cfg.MetricsAddr, p.Metrics)
 		if err != nil {

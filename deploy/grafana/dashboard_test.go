@@ -1,6 +1,7 @@
 package grafana
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -48,8 +49,8 @@ func TestDashboardUsesRegisteredMetrics(t *testing.T) {
 			exprs++
 		}
 	}
-	require.GreaterOrEqual(t, quantiles, 9, "every quantile panel was checked")
-	require.GreaterOrEqual(t, exprs, 19, "every query was checked")
+	require.GreaterOrEqual(t, quantiles, 11, "every quantile panel was checked")
+	require.GreaterOrEqual(t, exprs, 26, "every query was checked")
 }
 
 // exportedKinds returns the type of every metric family the product
@@ -64,6 +65,8 @@ func exportedKinds(t *testing.T) map[string]dto.MetricType {
 	m.Drift("intent", true)
 	m.Offload(1)
 	m.HTTP("GET /healthz", 200, 0)
+	m.Admission([]time.Duration{time.Second}, 1)
+	m.WatchAdmission(func(context.Context) (metrics.AdmissionLoad, error) { return metrics.AdmissionLoad{Waiting: 1}, nil })
 	// The SDK's metrics, as a worker reports them (flushed by Close).
 	h := m.SDKHandler()
 	h.Timer("temporal_workflow_task_schedule_to_start_latency").Record(20 * time.Millisecond)

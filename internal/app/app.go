@@ -230,6 +230,16 @@ func (w Workers) Run(interrupt <-chan interface{}) error {
 	return nil
 }
 
+// AdmissionLoad reads where admission stands for the admission gauges
+// (metrics.WatchAdmission).
+func (d *Deps) AdmissionLoad(ctx context.Context) (metrics.AdmissionLoad, error) {
+	l, err := d.Store.AdmissionLoad(ctx)
+	if err != nil {
+		return metrics.AdmissionLoad{}, err
+	}
+	return metrics.AdmissionLoad{Waiting: l.Waiting, InFlight: l.InFlight, TenantsWaiting: l.TenantsWaiting, OldestWait: l.OldestWait}, nil
+}
+
 // NewWorkers builds the worker of the task queue, with every workflow and
 // activity registered, and the workers of the LLM, delivery and erasure
 // task queues. The worker process, the dev stack, the end-to-end tests

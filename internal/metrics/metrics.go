@@ -6,6 +6,8 @@
 package metrics
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -43,6 +45,8 @@ type Metrics struct {
 	cacheTokens   *prometheus.CounterVec
 	netSaving     *prometheus.CounterVec
 	reflections   *prometheus.CounterVec
+	admitWait     prometheus.Histogram
+	admitRetold   prometheus.Counter
 
 	sdkScope tally.Scope
 	closer   func() error
@@ -92,9 +96,14 @@ func New() *Metrics {
 		Help: "Net saving of committed runs over the agent's next COST_TURNS calls, after the summarizer's cost and the cache re-write (priced runs only), by sign."}, []string{"preset", "sign"})
 	m.reflections = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "compactor_log_reflections_total",
 		Help: "Runs that condensed their session's summary log into one block."}, []string{"preset"})
+	m.admitWait = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "compactor_admission_wait_seconds",
+		Help:    "How long a run waited for its tenant's admission slot (TENANT_RUNS_IN_FLIGHT), from its first ask to its admission.",
+		Buckets: prometheus.ExponentialBuckets(0.05, 2, 17)})
+	m.admitRetold = prometheus.NewCounter(prometheus.CounterOpts{Name: "compactor_admission_retold_total",
+		Help: "Admitted runs still pending named again to their session: each is an admission signal presumed lost."})
 	for _, c := range []prometheus.Collector{m.runs, m.overLimit, m.tokensBefore, m.tokensAfter, m.ratio, m.stepDuration,
 		m.stepAttempts, m.llmCalls, m.llmLatency, m.llmTokens, m.drift, m.offloads, m.offloadBytes, m.httpRequests, m.httpDurations,
-		m.cacheTokens, m.netSaving, m.reflections} {
+		m.cacheTokens, m.netSaving, m.reflections, m.admitWait, m.admitRetold} {
 		f(c)
 	}
 	return m
@@ -192,6 +201,80 @@ func (m *Metrics) Step(kind string, attempt int, d time.Duration, err error) {
 	}
 	m.stepDuration.WithLabelValues(kind, result).Observe(d.Seconds())
 	m.stepAttempts.WithLabelValues(kind, result, retry).Inc()
+}
+
+// Admission records one Admit call: the waits of the runs it admitted
+// and how many admitted runs it named again.
+func (m *Metrics) Admission(waited []time.Duration, retold int) {
+	if m == nil {
+		return
+	}
+	for _, d := range waited {
+		m.admitWait.Observe(d.Seconds())
+	}
+	m.admitRetold.Add(float64(retold))
+}
+
+// AdmissionLoad is where admission stands across every tenant, as the
+// admission gauges report it.
+type AdmissionLoad struct {
+	Waiting, InFlight, TenantsWaiting int
+	OldestWait                        time.Duration
+}
+
+// admissionReadTimeout bounds the gauges' read at a scrape: a Postgres
+// that does not answer costs the scrape this much, not its own timeout.
+const admissionReadTimeout = 2 * time.Second
+
+// WatchAdmission registers the admission gauges, read by read at each
+// scrape: runs waiting for a slot, runs holding one, tenants waiting, and
+// the oldest wait (the figure to alert on; docs/operations.md). A read
+// that fails reports none of them for that scrape, so an alert on their
+// absence sees it. Call it once, in one process per deployment (the
+// worker): the figures are the database's, not the process's.
+func (m *Metrics) WatchAdmission(read func(context.Context) (AdmissionLoad, error)) {
+	if m == nil {
+		return
+	}
+	m.Registry.MustRegister(&admissionGauges{read: read})
+}
+
+var (
+	admissionWaitingDesc = prometheus.NewDesc("compactor_admission_waiting_runs",
+		"Runs waiting for their tenant's admission slot (TENANT_RUNS_IN_FLIGHT).", nil, nil)
+	admissionInFlightDesc = prometheus.NewDesc("compactor_admission_in_flight_runs",
+		"Runs holding an admission slot: running, or admitted and not started yet.", nil, nil)
+	admissionTenantsDesc = prometheus.NewDesc("compactor_admission_tenants_waiting",
+		"Tenants with at least one run waiting for admission.", nil, nil)
+	admissionOldestDesc = prometheus.NewDesc("compactor_admission_oldest_wait_seconds",
+		"How long the longest-waiting run has waited for admission (0 when none waits).", nil, nil)
+)
+
+// admissionGauges is a collector that reads the admission figures from
+// Postgres at each scrape rather than keeping a copy that could go stale.
+type admissionGauges struct {
+	read func(context.Context) (AdmissionLoad, error)
+}
+
+func (g *admissionGauges) Describe(ch chan<- *prometheus.Desc) {
+	ch <- admissionWaitingDesc
+	ch <- admissionInFlightDesc
+	ch <- admissionTenantsDesc
+	ch <- admissionOldestDesc
+}
+
+func (g *admissionGauges) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), admissionReadTimeout)
+	defer cancel()
+	l, err := g.read(ctx)
+	if err != nil {
+		slog.Warn("admission gauges not reported", "error", err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(admissionWaitingDesc, prometheus.GaugeValue, float64(l.Waiting))
+	ch <- prometheus.MustNewConstMetric(admissionInFlightDesc, prometheus.GaugeValue, float64(l.InFlight))
+	ch <- prometheus.MustNewConstMetric(admissionTenantsDesc, prometheus.GaugeValue, float64(l.TenantsWaiting))
+	ch <- prometheus.MustNewConstMetric(admissionOldestDesc, prometheus.GaugeValue, l.OldestWait.Seconds())
 }
 
 // Summarizer records one summarizer call: result is "ok" or the error

@@ -22,6 +22,13 @@ type Admission struct {
 	// whose result was never recorded, and each holds a slot while it
 	// is not told).
 	Others []AdmittedRun
+	// Waited is how long each run this call admitted had waited, from
+	// its first ask to now (the run asked about included when admitted
+	// now): what the admission wait metric observes, once per run.
+	Waited []time.Duration
+	// Retold counts the runs named again (admitted before, still
+	// pending): each is a session's signal presumed lost.
+	Retold int
 }
 
 // admitRetell is how often at most an admitted run that is still
@@ -77,7 +84,7 @@ const admissionAdmitSQL = `
 	), admitted as (
 		update runs r set admitted_at = now(), updated_at = now()
 		from pick where r.id = pick.id
-		returning r.id, r.session_id, r.started_at
+		returning r.id, r.session_id, r.started_at, now() - r.admission_asked_at as waited, false as retold
 	), untold as (
 		-- Named again at most once per $3: updated_at is when it was
 		-- admitted or last named. The statement's snapshot does not see
@@ -85,9 +92,9 @@ const admissionAdmitSQL = `
 		-- twice by one call.
 		update runs r set updated_at = now()
 		where tenant_id = $1 and status = 'pending' and admitted_at is not null and updated_at < now() - $3::interval
-		returning r.id, r.session_id, r.started_at
+		returning r.id, r.session_id, r.started_at, interval '0' as waited, true as retold
 	)
-	select id, session_id from (select * from admitted union all select * from untold) named order by started_at, id`
+	select id, session_id, waited, retold from (select * from admitted union all select * from untold) named order by started_at, id`
 
 // admissionStateSQL reads where run $2 stands after the admission.
 const admissionStateSQL = `select status, admitted_at is not null from runs where id = $2 and tenant_id = $1`
@@ -131,16 +138,26 @@ func (s *Store) Admit(ctx context.Context, tenant, runID string, bound int) (Adm
 		if err != nil {
 			return fmt.Errorf("admit: %w", err)
 		}
-		got, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (AdmittedRun, error) {
-			var a AdmittedRun
-			return a, row.Scan(&a.RunID, &a.Session)
+		type named struct {
+			run    AdmittedRun
+			waited time.Duration
+			retold bool
+		}
+		got, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (named, error) {
+			var n named
+			return n, row.Scan(&n.run.RunID, &n.run.Session, &n.waited, &n.retold)
 		})
 		if err != nil {
 			return fmt.Errorf("admit: %w", err)
 		}
-		for _, a := range got {
-			if a.RunID != runID {
-				out.Others = append(out.Others, a)
+		for _, n := range got {
+			if n.retold {
+				out.Retold++
+			} else {
+				out.Waited = append(out.Waited, n.waited)
+			}
+			if n.run.RunID != runID {
+				out.Others = append(out.Others, n.run)
 			}
 		}
 		var status RunStatus
@@ -165,4 +182,35 @@ func (s *Store) Admit(ctx context.Context, tenant, runID string, bound int) (Adm
 		return Admission{}, fmt.Errorf("%s: %w", op, err)
 	}
 	return out, nil
+}
+
+// AdmissionLoad is where admission stands across every tenant: what the
+// worker's admission gauges report at each scrape.
+type AdmissionLoad struct {
+	// Waiting is the runs that asked and wait for a slot.
+	Waiting int
+	// InFlight is the runs holding a slot: running, or admitted and
+	// still pending.
+	InFlight int
+	// TenantsWaiting is the tenants with at least one waiting run.
+	TenantsWaiting int
+	// OldestWait is how long the longest-waiting run has waited (zero
+	// when none waits).
+	OldestWait time.Duration
+}
+
+// admissionLoadSQL reads AdmissionLoad. Each part's filter is its partial
+// index's predicate (schema 022), so neither reads the final runs.
+const admissionLoadSQL = `
+	select w.n, (select count(*) from runs where status = 'running' or (status = 'pending' and admitted_at is not null)), w.tenants, w.oldest
+	from (select count(*) as n, count(distinct tenant_id) as tenants, coalesce(now() - min(admission_asked_at), interval '0') as oldest
+		from runs where status = 'pending' and admission_asked_at is not null and admitted_at is null) w`
+
+// AdmissionLoad reads where admission stands across every tenant.
+func (s *Store) AdmissionLoad(ctx context.Context) (AdmissionLoad, error) {
+	var l AdmissionLoad
+	if err := s.pool.QueryRow(ctx, admissionLoadSQL).Scan(&l.Waiting, &l.InFlight, &l.TenantsWaiting, &l.OldestWait); err != nil {
+		return AdmissionLoad{}, fmt.Errorf("read admission load: %w", err)
+	}
+	return l, nil
 }

@@ -178,6 +178,8 @@ func TestAdmitRetellsARunLeftPending(t *testing.T) {
 		time.Sleep(after)
 		got, err := s.Admit(ctx, "acme", "", 1)
 		require.NoError(t, err)
+		require.Equal(t, len(got.Others), got.Retold, "every run named is one named again")
+		require.Empty(t, got.Waited, "nobody was admitted")
 		return got.Others
 	}
 	named := []store.AdmittedRun{{RunID: a.ID, Session: "sa"}}
@@ -195,6 +197,65 @@ func TestAdmitRetellsARunLeftPending(t *testing.T) {
 	got, err = s.Admit(ctx, "acme", "", 1)
 	require.NoError(t, err)
 	require.Equal(t, []store.AdmittedRun{{RunID: b.ID, Session: "sb"}}, got.Others)
+	require.Zero(t, got.Retold, "b is admitted, not named again")
+}
+
+// TestAdmitReportsWaitsAndLoad: an Admit call reports how long each run
+// it admitted waited, once; AdmissionLoad counts the waiting runs, the
+// runs holding a slot and the tenants waiting across every tenant, and
+// the oldest wait.
+func TestAdmitReportsWaitsAndLoad(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	s.SetAdmitRetell(time.Hour)
+	ctx := t.Context()
+	load := func() store.AdmissionLoad {
+		t.Helper()
+		l, err := s.AdmissionLoad(ctx)
+		require.NoError(t, err)
+		return l
+	}
+	require.Equal(t, store.AdmissionLoad{}, load(), "nothing asked yet")
+
+	a, b, c := newRun(t, s, "acme", "sa"), newRun(t, s, "acme", "sb"), newRun(t, s, "beta", "sc")
+	// A pending run that never asked (no bound when it was submitted)
+	// neither waits nor holds a slot.
+	newRun(t, s, "gamma", "sd")
+	got, err := s.Admit(ctx, "acme", a.ID, 1)
+	require.NoError(t, err)
+	require.True(t, got.Admitted)
+	require.Len(t, got.Waited, 1, "a itself was admitted by this call")
+	require.Less(t, got.Waited[0], time.Minute)
+	got, err = s.Admit(ctx, "acme", b.ID, 1)
+	require.NoError(t, err)
+	require.False(t, got.Admitted)
+	require.Empty(t, got.Waited)
+	got, err = s.Admit(ctx, "beta", c.ID, 1)
+	require.NoError(t, err)
+	require.True(t, got.Admitted)
+
+	const pause = 200 * time.Millisecond
+	time.Sleep(pause)
+	l := load()
+	require.Equal(t, 1, l.Waiting, "b waits")
+	require.Equal(t, 2, l.InFlight, "a and c hold their tenants' slots")
+	require.Equal(t, 1, l.TenantsWaiting)
+	require.GreaterOrEqual(t, l.OldestWait, pause)
+
+	// a ends: the next call admits b, and reports its wait once.
+	require.NoError(t, s.StartRun(ctx, a.ID, a.Tenant, a.Session, store.RunStart{}))
+	_, err = s.CommitRun(ctx, a.ID, store.RunResult{TokensAfter: 1})
+	require.NoError(t, err)
+	got, err = s.Admit(ctx, "acme", "", 1)
+	require.NoError(t, err)
+	require.Equal(t, []store.AdmittedRun{{RunID: b.ID, Session: "sb"}}, got.Others)
+	require.Len(t, got.Waited, 1)
+	require.GreaterOrEqual(t, got.Waited[0], pause)
+	got, err = s.Admit(ctx, "acme", b.ID, 1)
+	require.NoError(t, err)
+	require.True(t, got.Admitted)
+	require.Empty(t, got.Waited, "b's wait was reported by the call that admitted it")
+	require.Equal(t, store.AdmissionLoad{InFlight: 2}, load())
 }
 
 // TestAdmitWithoutBound: no bound admits everything and writes nothing;
