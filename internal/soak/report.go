@@ -3,6 +3,7 @@ package soak
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -96,15 +97,45 @@ func (r *Report) Table(w io.Writer) {
 		fmt.Fprintln(w, "Every check held.")
 	} else {
 		fmt.Fprintf(w, "%d checks failed:\n\n", len(r.Failures))
-		for i, f := range r.Failures {
-			if i == 30 {
-				fmt.Fprintf(w, "- … and %d more\n", len(r.Failures)-30)
-				break
+		for _, g := range groupFailures(r.Failures) {
+			if g.n == 1 {
+				fmt.Fprintf(w, "- %s\n", g.first)
+			} else {
+				fmt.Fprintf(w, "- %d × %s (the first)\n", g.n, g.first)
 			}
-			fmt.Fprintf(w, "- %s\n", f)
 		}
 	}
 	fmt.Fprintln(w)
+}
+
+// failureGroup is failures that differ only in their ids and figures.
+type failureGroup struct {
+	first string
+	n     int
+}
+
+// failureShape is a failure's text with its ids and figures blanked:
+// "replay of run run-1a2b: not found" and "replay of run run-9f8e: not
+// found" have one shape.
+var failureShape = regexp.MustCompile(`[0-9a-f]*[0-9][0-9a-f]*`)
+
+// groupFailures groups failures of one shape, in the order each shape
+// first failed, so that a long list (a backlog seen by several checks)
+// still names every kind of failure once.
+func groupFailures(failures []string) []failureGroup {
+	var groups []failureGroup
+	at := map[string]int{}
+	for _, f := range failures {
+		shape := failureShape.ReplaceAllString(f, "#")
+		i, ok := at[shape]
+		if !ok {
+			i = len(groups)
+			at[shape] = i
+			groups = append(groups, failureGroup{first: f})
+		}
+		groups[i].n++
+	}
+	return groups
 }
 
 func sortedKeys[V any](m map[string]V) []string {
