@@ -36,7 +36,7 @@ func newMCP() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p, err := app.Start(ctx, cfg)
+			p, err := app.StartWaiting(ctx, cfg)
 			if err != nil {
 				return err
 			}

@@ -30,7 +30,7 @@ func newServe() *cobra.Command {
 // serve runs the API until ctx ends, then shuts down gracefully.
 func serve(ctx context.Context, cfg config.Config) error {
 	logger := app.Logger(cfg)
-	p, err := app.Start(ctx, cfg)
+	p, err := app.StartWaiting(ctx, cfg)
 	if err != nil {
 		return err
 	}

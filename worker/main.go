@@ -29,7 +29,7 @@ func run() error {
 	}
 	ctx, stop := app.SignalContext()
 	defer stop()
-	p, err := app.Start(ctx, cfg)
+	p, err := app.StartWaiting(ctx, cfg)
 	if err != nil {
 		return err
 	}

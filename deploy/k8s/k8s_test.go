@@ -13,9 +13,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
+
+	"github.com/ctxcompact/orchestrator/internal/config"
 )
 
 // doc is one manifest, read generically.
@@ -127,6 +130,11 @@ func TestManifestsDeployWhatShips(t *testing.T) {
 	// Ready means Postgres, S3 and Temporal answer: /readyz, not /healthz.
 	gw := container(t, byKind(docs, "Deployment", "compactor-gateway"))
 	require.Equal(t, "/readyz", gw["readinessProbe"].(map[string]any)["httpGet"].(map[string]any)["path"])
+	// It may wait STARTUP_TIMEOUT for them at start: the liveness probe
+	// must not restart it meanwhile.
+	startup := gw["startupProbe"].(map[string]any)
+	window := time.Duration(startup["periodSeconds"].(int)*startup["failureThreshold"].(int)) * time.Second
+	require.GreaterOrEqual(t, window, config.DefaultStartupTimeout, "the startup probe outlasts STARTUP_TIMEOUT")
 
 	// Every variable the examples set is documented.
 	for _, kind := range []string{"ConfigMap", "Secret"} {

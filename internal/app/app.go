@@ -76,11 +76,11 @@ func OpenStore(ctx context.Context, cfg config.Config) (*Deps, error) {
 func Open(ctx context.Context, cfg config.Config) (*Deps, error) {
 	limits, err := cfg.TokenLimits()
 	if err != nil {
-		return nil, err
+		return nil, &invalidConfig{err}
 	}
 	provider, err := cfg.ProviderTokens()
 	if err != nil {
-		return nil, err
+		return nil, &invalidConfig{err}
 	}
 	d, err := OpenStore(ctx, cfg)
 	if err != nil {
@@ -102,7 +102,7 @@ func Open(ctx context.Context, cfg config.Config) (*Deps, error) {
 	sum, err := NewSummarizer(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: cfg.SummarizerModel, Timeout: cfg.LLMTimeout})
 	if err != nil {
 		d.Close()
-		return nil, fmt.Errorf("summarizer: %w", err)
+		return nil, &invalidConfig{fmt.Errorf("summarizer: %w", err)}
 	}
 	d.Blob, d.Summarizer, d.Limits, d.Metrics, d.ProviderTokens = bl, sum, limits, metrics.New(), provider
 	return d, nil

@@ -52,6 +52,11 @@ type Config struct {
 	// to an unreachable Temporal), and Temporal gives the unfinished
 	// tasks to another worker.
 	WorkerStopTimeout time.Duration
+	// StartupTimeout is how long a long-running server (the worker,
+	// `starter serve`, `starter mcp`) keeps trying dependencies that do
+	// not answer yet at start before it exits (0: it exits at the first
+	// failure).
+	StartupTimeout time.Duration
 	// LLMTaskQueue is the task queue of the summarizer calls, apart from
 	// the steps so that one rate limit holds across every worker: one
 	// queue per LLM provider account.
@@ -181,6 +186,10 @@ func (c Config) OnTaskQueue(q string) Config {
 	return c
 }
 
+// DefaultStartupTimeout is STARTUP_TIMEOUT's default: longer than a
+// Postgres or Temporal restart, shorter than an outage worth a page.
+const DefaultStartupTimeout = 2 * time.Minute
+
 // DefaultTenantRunsInFlight is TENANT_RUNS_IN_FLIGHT's default. On the
 // bench's 2-core stack (two summarizer calls of 500 ms a run) a flood
 // drained at 1.9 runs/s with 4 and 2.0 with 8, while a quiet tenant's
@@ -237,6 +246,7 @@ func load(getenv func(string) string) (Config, error) {
 		SummarizerModel:   r.str("SUMMARIZER_MODEL", "gpt-4o-mini"),
 		LLMTimeout:        r.duration("LLM_TIMEOUT", 120*time.Second),
 		WorkerStopTimeout: r.duration("WORKER_STOP_TIMEOUT", 30*time.Second),
+		StartupTimeout:    r.durationOff("STARTUP_TIMEOUT", DefaultStartupTimeout),
 		LLMParallelism:    r.integer("LLM_PARALLELISM", 8),
 		LLMTaskQueue:      r.str("LLM_TASK_QUEUE", ""),
 		LLMRatePerSecond:  r.number("LLM_RATE_PER_SECOND", 0),
@@ -522,11 +532,15 @@ func (r *reader) list(name string) []string {
 
 // durationOrZero reads a duration that may be 0 (off); empty is 0.
 func (r *reader) durationOrZero(name string) time.Duration {
-	v := strings.TrimSpace(r.getenv(name))
-	if v == "" || v == "0" {
+	return r.durationOff(name, 0)
+}
+
+// durationOff reads a duration that may be 0 (off); empty is def.
+func (r *reader) durationOff(name string, def time.Duration) time.Duration {
+	if strings.TrimSpace(r.getenv(name)) == "0" {
 		return 0
 	}
-	return r.duration(name, 0)
+	return r.duration(name, def)
 }
 
 func (r *reader) fail(err error) {

@@ -70,6 +70,7 @@ func TestErrorsNameTheVariable(t *testing.T) {
 		"BREAKER_WINDOW":                 {"BREAKER_WINDOW": "a while"},
 		"BREAKER_MIN_FREED":              {"BREAKER_MIN_FREED": "2"},
 		"MIN_EVENT_INTERVAL":             {"MIN_EVENT_INTERVAL": "often"},
+		"STARTUP_TIMEOUT":                {"STARTUP_TIMEOUT": "-1s"},
 		"MODEL_CONTEXT_LIMITS":           {"MODEL_CONTEXT_LIMITS": "gpt-4o"},
 		"MODEL_TOKEN_FACTORS":            {"MODEL_TOKEN_FACTORS": "claude=9"},
 	}
@@ -118,6 +119,15 @@ func TestCapsLimitsAndBreakerFromTheEnvironment(t *testing.T) {
 	require.Zero(t, c.BreakerRuns)
 	require.Equal(t, 10*time.Second, c.MinEventInterval)
 	require.Equal(t, "postgres://owner@db/x", c.MigrateDatabaseURL)
+}
+
+func TestStartupTimeout(t *testing.T) {
+	t.Parallel()
+	for value, want := range map[string]time.Duration{"": 2 * time.Minute, "0": 0, "45s": 45 * time.Second} {
+		c, err := load(env(map[string]string{"STARTUP_TIMEOUT": value}))
+		require.NoError(t, err)
+		require.Equal(t, want, c.StartupTimeout, "STARTUP_TIMEOUT=%q", value)
+	}
 }
 
 func TestTokenLimits(t *testing.T) {

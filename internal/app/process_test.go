@@ -1,0 +1,75 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestRetryStart: a dependency that answers after a few refusals is
+// waited for; a configuration error, the timeout and a stop end the
+// wait, each saying why.
+func TestRetryStart(t *testing.T) {
+	t.Parallel()
+	refused := errors.New("connect: connection refused")
+	tests := []struct {
+		name     string
+		timeout  time.Duration
+		failures int   // calls that fail before one succeeds
+		err      error // what the failing calls return
+		calls    int // 0: at least two
+		wantErr  string // "" succeeds
+	}{
+		{name: "answers at once", timeout: time.Minute, calls: 1},
+		{name: "answers after two refusals", timeout: time.Minute, failures: 2, err: refused, calls: 3},
+		{name: "a configuration error is not retried", timeout: time.Minute, failures: 5, err: &invalidConfig{errors.New("summarizer: llm config: bad URL")},
+			calls: 1, wantErr: "bad URL"},
+		{name: "no timeout: one call", timeout: 0, failures: 5, err: refused, calls: 1, wantErr: "connection refused"},
+		// How many calls fit in the timeout depends on the machine's
+		// pace: at least two (calls 0 says so).
+		{name: "gives up at the timeout", timeout: 50 * time.Millisecond, failures: 100, err: refused,
+			wantErr: "in 50ms (STARTUP_TIMEOUT): connect: connection refused"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			calls := 0
+			got, err := retryStart(t.Context(), tt.timeout, 10*time.Millisecond, func(context.Context) (string, error) {
+				calls++
+				if calls <= tt.failures {
+					return "", tt.err
+				}
+				return "open", nil
+			})
+			if tt.calls == 0 {
+				require.GreaterOrEqual(t, calls, 2)
+				require.ErrorContains(t, err, "gave up after")
+			} else {
+				require.Equal(t, tt.calls, calls)
+			}
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, "open", got)
+		})
+	}
+}
+
+// TestRetryStartStopsWithItsContext: a process told to stop while it
+// waits for its dependencies stops at once, not at the timeout.
+func TestRetryStartStopsWithItsContext(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(t.Context())
+	start := time.Now()
+	_, err := retryStart(ctx, 2*time.Hour, time.Hour, func(context.Context) (int, error) {
+		cancel()
+		return 0, errors.New("connect: connection refused")
+	})
+	require.ErrorContains(t, err, "stopped while waiting for the dependencies")
+	require.Less(t, time.Since(start), time.Minute)
+}
