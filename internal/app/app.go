@@ -74,6 +74,12 @@ func OpenStore(ctx context.Context, cfg config.Config) (*Deps, error) {
 // if missing) and builds the summarizer: offline extractive when no
 // OPENAI_BASE_URL is set.
 func Open(ctx context.Context, cfg config.Config) (*Deps, error) {
+	return openDeps(ctx, cfg, startup{})
+}
+
+// openDeps is Open with each dependency opened as st says: once, or
+// again until it answers (StartWaiting).
+func openDeps(ctx context.Context, cfg config.Config, st startup) (*Deps, error) {
 	limits, err := cfg.TokenLimits()
 	if err != nil {
 		return nil, &invalidConfig{err}
@@ -82,22 +88,31 @@ func Open(ctx context.Context, cfg config.Config) (*Deps, error) {
 	if err != nil {
 		return nil, &invalidConfig{err}
 	}
-	d, err := OpenStore(ctx, cfg)
-	if err != nil {
+	var d *Deps
+	if err := st.do(ctx, func(ctx context.Context) (err error) {
+		d, err = OpenStore(ctx, cfg)
+		return err
+	}); err != nil {
 		return nil, err
 	}
-	bl, err := blob.New(ctx, blob.Config{
-		Endpoint: cfg.S3Endpoint, Region: cfg.S3Region, Bucket: cfg.S3Bucket,
-		AccessKey: cfg.S3AccessKey, SecretKey: cfg.S3SecretKey, PathStyle: cfg.S3PathStyle,
-		CacheBytes: int64(cfg.BlobCacheMB) << 20,
-	})
-	if err != nil {
+	var bl *blob.Store
+	if err := st.do(ctx, func(ctx context.Context) error {
+		b, err := blob.New(ctx, blob.Config{
+			Endpoint: cfg.S3Endpoint, Region: cfg.S3Region, Bucket: cfg.S3Bucket,
+			AccessKey: cfg.S3AccessKey, SecretKey: cfg.S3SecretKey, PathStyle: cfg.S3PathStyle,
+			CacheBytes: int64(cfg.BlobCacheMB) << 20,
+		})
+		if err != nil {
+			return &invalidConfig{fmt.Errorf("open s3: %w", err)}
+		}
+		if err := b.EnsureBucket(ctx); err != nil {
+			return fmt.Errorf("s3 bucket %s: %w", cfg.S3Bucket, err)
+		}
+		bl = b
+		return nil
+	}); err != nil {
 		d.Close()
-		return nil, fmt.Errorf("open s3: %w", err)
-	}
-	if err := bl.EnsureBucket(ctx); err != nil {
-		d.Close()
-		return nil, fmt.Errorf("s3 bucket %s: %w", cfg.S3Bucket, err)
+		return nil, err
 	}
 	sum, err := NewSummarizer(llm.Config{BaseURL: cfg.OpenAIBaseURL, APIKey: cfg.OpenAIAPIKey, Model: cfg.SummarizerModel, Timeout: cfg.LLMTimeout})
 	if err != nil {

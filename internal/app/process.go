@@ -29,61 +29,76 @@ type Process struct {
 // Start opens the dependencies (see Open) and dials Temporal. On error
 // nothing stays open.
 func Start(ctx context.Context, cfg config.Config) (*Process, error) {
-	deps, err := Open(ctx, cfg)
+	return startWith(ctx, cfg, startup{})
+}
+
+// StartWaiting is Start for the long-running servers (the worker, `starter
+// serve`, `starter mcp`): a dependency that does not answer yet (Postgres,
+// S3 or Temporal still starting, or cut off for a moment) is tried again,
+// from one second doubling to startRetryMax, each failure logged, until
+// STARTUP_TIMEOUT has passed since the start. Each is opened in turn and
+// kept: a process needs its three links up one after another, not all at
+// once. A process that exited at the first refused connection was
+// restarted by its supervisor with a backoff of its own (Kubernetes' grows
+// to five minutes); in the chaos soak, workers started by a rolling deploy
+// under link faults stayed down for four minutes, each start meeting a
+// fault on one link or another. A configuration that cannot work (an
+// unreadable limit, a bad summarizer URL) is not retried: waiting does not
+// fix it.
+func StartWaiting(ctx context.Context, cfg config.Config) (*Process, error) {
+	return startWith(ctx, cfg, startup{deadline: time.Now().Add(cfg.StartupTimeout), timeout: cfg.StartupTimeout, first: time.Second})
+}
+
+func startWith(ctx context.Context, cfg config.Config, st startup) (*Process, error) {
+	deps, err := openDeps(ctx, cfg, st)
 	if err != nil {
 		return nil, err
 	}
-	c, err := DialWith(cfg, deps.Metrics)
-	if err != nil {
+	var c client.Client
+	if err := st.do(ctx, func(context.Context) (err error) {
+		c, err = DialWith(cfg, deps.Metrics)
+		return err
+	}); err != nil {
 		deps.Close()
 		return nil, err
 	}
 	return &Process{Deps: deps, Temporal: c}, nil
 }
 
-// StartWaiting is Start for the long-running servers (the worker, `starter
-// serve`, `starter mcp`): a dependency that does not answer yet (Postgres,
-// S3 or Temporal still starting, or cut off for a moment) is tried again,
-// from one second doubling to startRetryMax, for cfg.StartupTimeout
-// (STARTUP_TIMEOUT), each failure logged. A process that exited at the
-// first refused connection was restarted by its supervisor with a backoff
-// of its own (Kubernetes' grows to five minutes), so a short outage at
-// start cost minutes of a worker; the chaos soak counted hundreds of such
-// exits. A configuration that cannot work (an unreadable limit, a bad
-// summarizer URL) is not retried: waiting does not fix it.
-func StartWaiting(ctx context.Context, cfg config.Config) (*Process, error) {
-	return retryStart(ctx, cfg.StartupTimeout, time.Second, func(ctx context.Context) (*Process, error) {
-		return Start(ctx, cfg)
-	})
-}
-
-// startRetryMax is the longest pause between two attempts of StartWaiting.
+// startRetryMax is the longest pause between two attempts of a step of
+// StartWaiting.
 const startRetryMax = 10 * time.Second
 
-// retryStart calls open until it succeeds, fails with an *invalidConfig,
-// ctx ends, or timeout has passed since the first call (0: one call).
-// It pauses first, doubling to startRetryMax, between calls.
-func retryStart[T any](ctx context.Context, timeout, first time.Duration, open func(context.Context) (T, error)) (T, error) {
-	deadline := time.Now().Add(timeout)
-	pause := first
+// startup says how the steps of opening the dependencies run: once each
+// (the zero value), or each again until it succeeds, before deadline.
+type startup struct {
+	deadline time.Time
+	timeout  time.Duration // what deadline came from, for the error
+	first    time.Duration // the first pause, doubling to startRetryMax
+}
+
+// do runs step until it succeeds, fails with an *invalidConfig, ctx
+// ends, or the next try would start past the deadline.
+func (st startup) do(ctx context.Context, step func(context.Context) error) error {
+	pause := st.first
 	for attempt := 1; ; attempt++ {
-		v, err := open(ctx)
+		err := step(ctx)
 		var invalid *invalidConfig
 		switch {
 		case err == nil:
-			return v, nil
+			return nil
 		case errors.As(err, &invalid):
-			return v, err
-		case time.Now().Add(pause).After(deadline):
+			return err
+		case st.deadline.IsZero() || time.Now().Add(pause).After(st.deadline):
 			if attempt == 1 {
-				return v, err
+				return err
 			}
-			return v, fmt.Errorf("gave up after %d attempts in %s (STARTUP_TIMEOUT): %w", attempt, timeout, err)
+			return fmt.Errorf("gave up after %d attempts within %s (STARTUP_TIMEOUT): %w", attempt, st.timeout, err)
 		}
 		slog.Warn("a dependency is not answering yet; trying again", "attempt", attempt, "in", pause, "error", err)
 		select {
 		case <-ctx.Done():
-			return v, fmt.Errorf("stopped while waiting for the dependencies: %w", err)
+			return fmt.Errorf("stopped while waiting for the dependencies: %w", err)
 		case <-time.After(pause):
 		}
 		pause = min(2*pause, startRetryMax)

@@ -12,15 +12,15 @@ import (
 // TestRetryStart: a dependency that answers after a few refusals is
 // waited for; a configuration error, the timeout and a stop end the
 // wait, each saying why.
-func TestRetryStart(t *testing.T) {
+func TestStartupStep(t *testing.T) {
 	t.Parallel()
 	refused := errors.New("connect: connection refused")
 	tests := []struct {
 		name     string
 		timeout  time.Duration
-		failures int   // calls that fail before one succeeds
-		err      error // what the failing calls return
-		calls    int // 0: at least two
+		failures int    // calls that fail before one succeeds
+		err      error  // what the failing calls return
+		calls    int    // 0: at least two
 		wantErr  string // "" succeeds
 	}{
 		{name: "answers at once", timeout: time.Minute, calls: 1},
@@ -31,18 +31,24 @@ func TestRetryStart(t *testing.T) {
 		// How many calls fit in the timeout depends on the machine's
 		// pace: at least two (calls 0 says so).
 		{name: "gives up at the timeout", timeout: 50 * time.Millisecond, failures: 100, err: refused,
-			wantErr: "in 50ms (STARTUP_TIMEOUT): connect: connection refused"},
+			wantErr: "within 50ms (STARTUP_TIMEOUT): connect: connection refused"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			calls := 0
-			got, err := retryStart(t.Context(), tt.timeout, 10*time.Millisecond, func(context.Context) (string, error) {
+			st := startup{timeout: tt.timeout, first: 10 * time.Millisecond}
+			if tt.timeout > 0 {
+				st.deadline = time.Now().Add(tt.timeout)
+			}
+			got := ""
+			err := st.do(t.Context(), func(context.Context) error {
 				calls++
 				if calls <= tt.failures {
-					return "", tt.err
+					return tt.err
 				}
-				return "open", nil
+				got = "open"
+				return nil
 			})
 			if tt.calls == 0 {
 				require.GreaterOrEqual(t, calls, 2)
@@ -60,15 +66,16 @@ func TestRetryStart(t *testing.T) {
 	}
 }
 
-// TestRetryStartStopsWithItsContext: a process told to stop while it
+// TestStartupStopsWithItsContext: a process told to stop while it
 // waits for its dependencies stops at once, not at the timeout.
-func TestRetryStartStopsWithItsContext(t *testing.T) {
+func TestStartupStopsWithItsContext(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
 	start := time.Now()
-	_, err := retryStart(ctx, 2*time.Hour, time.Hour, func(context.Context) (int, error) {
+	st := startup{deadline: time.Now().Add(2 * time.Hour), timeout: 2 * time.Hour, first: time.Hour}
+	err := st.do(ctx, func(context.Context) error {
 		cancel()
-		return 0, errors.New("connect: connection refused")
+		return errors.New("connect: connection refused")
 	})
 	require.ErrorContains(t, err, "stopped while waiting for the dependencies")
 	require.Less(t, time.Since(start), time.Minute)
