@@ -8,6 +8,7 @@ package k8s
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -126,6 +127,12 @@ func TestManifestsDeployWhatShips(t *testing.T) {
 	require.NotEmpty(t, wenv["METRICS_ADDR"], "the worker serves its metrics")
 	port := wenv["METRICS_ADDR"][strings.LastIndex(wenv["METRICS_ADDR"], ":")+1:]
 	require.Equal(t, port, worker.get("spec", "template", "metadata", "annotations").(map[string]any)["prometheus.io/port"])
+
+	// A rolling deploy replaces a worker only with a ready one, and the
+	// worker is ready once it opened its dependencies.
+	require.Equal(t, "/readyz", container(t, worker)["readinessProbe"].(map[string]any)["httpGet"].(map[string]any)["path"])
+	require.Equal(t, port, fmt.Sprint(container(t, worker)["readinessProbe"].(map[string]any)["httpGet"].(map[string]any)["port"]))
+	require.Equal(t, 0, worker.get("spec", "strategy", "rollingUpdate").(map[string]any)["maxUnavailable"])
 
 	// Ready means Postgres, S3 and Temporal answer: /readyz, not /healthz.
 	gw := container(t, byKind(docs, "Deployment", "compactor-gateway"))

@@ -376,7 +376,7 @@ func migrate(ctx context.Context, cfg config.Config) error {
 	return nil
 }
 
-// ServeMetrics serves m at http://addr/metrics until the returned stop is
+// ServeMetrics serves m at http://addr/metrics, and 200 at /readyz, until the returned stop is
 // called.
 func ServeMetrics(addr string, m *metrics.Metrics) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
@@ -385,6 +385,10 @@ func ServeMetrics(addr string, m *metrics.Metrics) (stop func(), err error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
+	// A process serves its metrics once its dependencies are open
+	// (StartWaiting returned): the worker's readiness probe, which holds
+	// a rolling deploy's old workers until the new ones got that far.
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return func() { _ = srv.Close() }, nil

@@ -3,10 +3,15 @@ package app
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/metrics"
 )
 
 // TestRetryStart: a dependency that answers after a few refusals is
@@ -79,4 +84,27 @@ func TestStartupStopsWithItsContext(t *testing.T) {
 	})
 	require.ErrorContains(t, err, "stopped while waiting for the dependencies")
 	require.Less(t, time.Since(start), time.Minute)
+}
+
+// TestServeMetricsAnswersReadiness: the metrics server, started once the
+// dependencies are open, answers the worker's readiness probe and serves
+// the metrics.
+func TestServeMetricsAnswersReadiness(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	stop, err := ServeMetrics(addr, metrics.New())
+	require.NoError(t, err)
+	defer stop()
+	for path, want := range map[string]string{"/readyz": "ok", "/metrics": "go_goroutines"} {
+		resp, err := http.Get("http://" + addr + path)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, resp.Body.Close())
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+		require.Contains(t, string(body), want, path)
+	}
 }
