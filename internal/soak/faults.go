@@ -173,7 +173,7 @@ func (f *faults) linkFaults(ctx context.Context) {
 // milestones are the once-per-run faults: a full 30 s partition of both
 // Postgres links at 30% of the run (the machine's Postgres is shared, so
 // it is cut off rather than restarted), and a rolling deploy of the
-// workers at 50%: each in turn gets SIGTERM after a new one started.
+// workers at 50%: each in turn gets SIGTERM once a new one is ready.
 func (f *faults) milestones(ctx context.Context) {
 	defer f.wg.Done()
 	begin := time.Now()
@@ -199,9 +199,15 @@ func (f *faults) milestones(ctx context.Context) {
 	start = time.Now()
 	f.log("fault: rolling deploy of the workers")
 	for _, old := range f.topo.liveWorkers() {
-		if _, err := f.topo.addWorker(); err != nil {
+		nw, err := f.topo.addWorker()
+		if err != nil {
 			f.log("rolling deploy: %v", err)
 			return
+		}
+		// An old worker goes once its replacement is ready, as with the
+		// manifest's maxUnavailable 0 and readiness probe.
+		if !nw.waitReady(ctx, 3*time.Minute) {
+			f.log("rolling deploy: %s not ready after 3 min; %s goes anyway", nw.name, old.name)
 		}
 		old.mu.Lock()
 		old.retired = true

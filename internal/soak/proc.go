@@ -2,7 +2,9 @@ package soak
 
 import (
 	"bufio"
+	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -24,6 +26,10 @@ type proc struct {
 	args []string
 	env  []string
 	log  string // appended to across restarts
+	// ready is the URL that answers 200 once the process opened its
+	// dependencies (a worker's /readyz on its METRICS_ADDR); empty when
+	// not watched.
+	ready string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -170,4 +176,24 @@ func (p *proc) tail(n int) string {
 		data = data[len(data)-n:]
 	}
 	return string(data)
+}
+
+// waitReady waits up to limit for p's ready URL to answer 200, as a
+// Kubernetes readiness probe does; it reports whether it did.
+func (p *proc) waitReady(ctx context.Context, limit time.Duration) bool {
+	if p.ready == "" {
+		return true
+	}
+	c := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if resp, err := c.Get(p.ready); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return true
+			}
+		}
+		sleep(ctx, 500*time.Millisecond)
+	}
+	return false
 }

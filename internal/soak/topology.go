@@ -263,10 +263,17 @@ func (t *topology) startS3(ctx context.Context) error {
 
 // addWorker starts one more worker process.
 func (t *topology) addWorker() (*proc, error) {
+	// Its own METRICS_ADDR, for its /readyz (the rolling deploy waits
+	// for it, as the Kubernetes manifest's readiness probe does).
+	metrics, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
 	t.mu.Lock()
 	t.nextID++
 	p := &proc{name: fmt.Sprintf("worker-%d", t.nextID), role: "worker", bin: t.cfg.Bins.Worker,
-		log: filepath.Join(t.dir, fmt.Sprintf("worker-%d.log", t.nextID)), env: t.workerEnv}
+		log: filepath.Join(t.dir, fmt.Sprintf("worker-%d.log", t.nextID)),
+		env: append(append([]string(nil), t.workerEnv...), "METRICS_ADDR="+metrics), ready: "http://" + metrics + "/readyz"}
 	t.workers = append(t.workers, p)
 	t.mu.Unlock()
 	return p, p.start()
