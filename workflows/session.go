@@ -233,8 +233,10 @@ func runChild(ctx workflow.Context, ev contract.CompactionInput) {
 		WorkflowExecutionTimeout: RunTimeout,
 		// A run's workflow task runs its local steps; under a slow link
 		// to Temporal the default 10 s expired mid-task and the steps ran
-		// again (the chaos soak's finding). A worker that dies mid-task
-		// is noticed by the sticky queue's 5 s timeout first.
+		// again (the chaos soak's finding). The price: a worker that dies
+		// mid-task holds the run this long, until the task times out (the
+		// sticky queue's 5 s covers only a task not started yet); the
+		// soak's killed workers cost their runs 30 s each.
 		WorkflowTaskTimeout: RunTaskTimeout,
 	}
 	if ev.Visibility {
