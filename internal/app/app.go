@@ -376,8 +376,8 @@ func migrate(ctx context.Context, cfg config.Config) error {
 	return nil
 }
 
-// ServeMetrics serves m at http://addr/metrics, and 200 at /readyz, until the returned stop is
-// called.
+// ServeMetrics serves m at http://addr/metrics, and 200 at /readyz,
+// until the returned stop is called.
 func ServeMetrics(addr string, m *metrics.Metrics) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
