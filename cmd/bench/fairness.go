@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
+	"github.com/ctxcompact/orchestrator/internal/ratelimit"
 	"github.com/ctxcompact/orchestrator/internal/webhook"
 )
 
@@ -25,6 +27,12 @@ import (
 type fairMode struct {
 	name string
 	tune func(*config.Config)
+	// apiLimit paces the flood's callers by the API's per-tenant limit
+	// (TENANT_RATE_PER_SECOND, TENANT_BURST, TENANT_CONCURRENT at their
+	// defaults), as a client posting as fast as it can over HTTP meets
+	// it: a refused request waits its Retry-After and is sent again.
+	// The flood only: the slow-webhook case does not run it.
+	apiLimit bool
 }
 
 var fairModes = []fairMode{
@@ -34,6 +42,7 @@ var fairModes = []fairMode{
 		c.TenantRunsInFlight = 0
 	}},
 	{name: "after", tune: func(*config.Config) {}},
+	{name: "after-api-limit", tune: func(*config.Config) {}, apiLimit: true},
 }
 
 // Sizes of measurement 11.
@@ -77,6 +86,9 @@ func benchFairness(ctx context.Context, st *stack, o options, rep *report) error
 			target:   "p99 ≤ 2×", met: metIf(r.ratio() <= 2)})
 	}
 	for _, m := range fairModes {
+		if m.apiLimit {
+			continue
+		}
 		r, err := benchSlowHooks(ctx, st, o, m, conv, limit)
 		if err != nil {
 			return fmt.Errorf("slow webhooks, %s: %w", m.name, err)
@@ -96,11 +108,14 @@ func benchFairness(ctx context.Context, st *stack, o options, rep *report) error
 		"of one tenant in flight per worker, the LLM worker taking in 8× LLM_PARALLELISM calls and giving its slots to the tenants in "+
 		"turn (LLM_TENANT_TURNS), at most %d runs of one tenant in flight (TENANT_RUNS_IN_FLIGHT; 0: no bound), the others waiting "+
 		"for admission in their session workflows. Flood: one tenant submits its events over %d sessions as fast "+
-		"as 16 callers can (through the gateway, not the API's rate limit) while the quiet tenant submits one event a second, each in a "+
+		"as 16 callers can (through the gateway: not the API's per-tenant limit, except in `after-api-limit`, "+
+		"where each call first passes that limiter at its defaults, %.0f/s with a burst of %d, waiting its Retry-After when refused, "+
+		"as a client posting over HTTP does) while the quiet tenant submits one event a second, each in a "+
 		"session of its own, until the flood drained; idle is the same quiet series with nothing else running. Slow webhooks: the "+
 		"attacker's %d runs each tell %d endpoints that accept and never answer (each attempt held for the sender's %s), then the victim "+
 		"makes %d runs whose delivery to an endpoint answering at once is timed from the run's end, then erases a session.",
-		ms(o.llmLatency), pipelinePreset, shortName(criticalFile), st.cfg.TenantRunsInFlight, fairFloodSessions, fairAttackRuns, fairAttackEnds, webhook.Timeout, fairVictimRuns)
+		ms(o.llmLatency), pipelinePreset, shortName(criticalFile), st.cfg.TenantRunsInFlight, fairFloodSessions,
+		st.cfg.TenantRatePerSecond, st.cfg.TenantBurst, fairAttackRuns, fairAttackEnds, webhook.Timeout, fairVictimRuns)
 	return nil
 }
 
@@ -141,6 +156,12 @@ func quietSeries(ctx context.Context, sc *scenario, conv []byte, limit int, tena
 				firstErr = out.err
 			}
 			lat = append(lat, out.latency)
+			if verbose && out.latency > 2*time.Second {
+				// Where a slow quiet run falls in the series, for reading
+				// the tail against the flood's phases.
+				fmt.Fprintf(os.Stderr, "bench:   %s quiet run %d (%s) took %s, submitted at %s\n", prefix, i, out.runID,
+					ms(out.latency), out.start.Format("15:04:05.000"))
+			}
 		}()
 		select {
 		case <-ctx.Done():
@@ -179,8 +200,29 @@ func benchFlood(ctx context.Context, st *stack, o options, m fairMode, conv []by
 		defer close(quiet)
 		quietLat, quietErr = quietSeries(ctx, sc, conv, limit, "quiet-"+m.name, "loaded", 0, stop)
 	}()
+	var limiter *ratelimit.Tenants
+	if m.apiLimit {
+		limiter = ratelimit.NewTenants(ratelimit.Limits{RatePerSecond: st.cfg.TenantRatePerSecond, Burst: st.cfg.TenantBurst,
+			Concurrent: st.cfg.TenantConcurrent})
+	}
 	forEach(o.fairFlood, 16, func(i int) {
 		in, err := withTail(conv, fmt.Sprintf("Flood %d.", i))
+		release := func() {}
+		for limiter != nil && err == nil {
+			rel, refused := limiter.Acquire("flood-" + m.name)
+			if refused == nil {
+				release = rel
+				break
+			}
+			var r *ratelimit.Refusal
+			if !errors.As(refused, &r) {
+				err = refused
+				break
+			}
+			if !sleepCtx(ctx, r.RetryAfter) {
+				err = ctx.Err()
+			}
+		}
 		if err == nil {
 			var sub gateway.Submitted
 			sub, err = sc.gw.Submit(ctx, gateway.Event{Tenant: "flood-" + m.name, Session: fmt.Sprintf("flood-%d", i%fairFloodSessions),
@@ -188,6 +230,7 @@ func benchFlood(ctx context.Context, st *stack, o options, m fairMode, conv []by
 				Preset: pipelinePreset, Conversation: in})
 			runIDs[i] = sub.RunID
 		}
+		release()
 		if err != nil {
 			mu.Lock()
 			submitErr = err
@@ -198,6 +241,10 @@ func benchFlood(ctx context.Context, st *stack, o options, m fairMode, conv []by
 		close(stop)
 		<-quiet
 		return r, fmt.Errorf("flood submit: %w", submitErr)
+	}
+	if verbose {
+		fmt.Fprintf(os.Stderr, "bench:   fairness %s: flood of %d submitted from %s to %s\n", m.name, o.fairFlood,
+			start.Format("15:04:05.000"), time.Now().Format("15:04:05.000"))
 	}
 	var first time.Time
 	var failed int
@@ -430,4 +477,16 @@ func benchSlowHooks(ctx context.Context, st *stack, o options, m fairMode, conv 
 			m.name, ms(percentile(r.idleHook, 100)), ms(percentile(r.loadedHook, 100)), ms(r.idleErase), r.eraseText())
 	}
 	return r, err
+}
+
+// sleepCtx sleeps d, or less when ctx ends first (false).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
