@@ -206,8 +206,8 @@ func (f *faults) milestones(ctx context.Context) {
 		}
 		// An old worker goes once its replacement is ready, as with the
 		// manifest's maxUnavailable 0 and readiness probe.
-		if !nw.waitReady(ctx, 3*time.Minute) {
-			f.log("rolling deploy: %s not ready after 3 min; %s goes anyway", nw.name, old.name)
+		if err := nw.waitReady(ctx, 3*time.Minute, false); err != nil {
+			f.log("rolling deploy: %s goes anyway: %v", old.name, truncate(err.Error(), 300))
 		}
 		old.mu.Lock()
 		old.retired = true

@@ -179,10 +179,12 @@ func (p *proc) tail(n int) string {
 }
 
 // waitReady waits up to limit for p's ready URL to answer 200, as a
-// Kubernetes readiness probe does; it reports whether it did.
-func (p *proc) waitReady(ctx context.Context, limit time.Duration) bool {
+// Kubernetes readiness probe does. With exitFails, a process that has
+// exited fails the wait at once (a start that cannot succeed); without,
+// the wait goes on through a restart by the supervisor.
+func (p *proc) waitReady(ctx context.Context, limit time.Duration, exitFails bool) error {
 	if p.ready == "" {
-		return true
+		return nil
 	}
 	c := &http.Client{Timeout: 2 * time.Second}
 	deadline := time.Now().Add(limit)
@@ -190,10 +192,13 @@ func (p *proc) waitReady(ctx context.Context, limit time.Duration) bool {
 		if resp, err := c.Get(p.ready); err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return true
+				return nil
 			}
 		}
-		sleep(ctx, 500*time.Millisecond)
+		if exitFails && !p.running() {
+			return fmt.Errorf("%s exited: %s", p.name, p.tail(4000))
+		}
+		sleep(ctx, 200*time.Millisecond)
 	}
-	return false
+	return fmt.Errorf("%s not ready after %s: %s", p.name, limit, p.tail(4000))
 }

@@ -273,8 +273,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	<-faultsDone
 	cancelLoad()
 	postedAt := time.Now()
-	for i := range topo.apis {
-		if err := topo.waitAPI(ctx, i, 2*time.Minute); err != nil {
+	for _, a := range topo.apis {
+		if err := a.waitReady(ctx, 2*time.Minute, true); err != nil {
 			logf("after the faults: %v", err)
 		}
 	}

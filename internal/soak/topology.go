@@ -168,14 +168,15 @@ func startTopology(ctx context.Context, cfg Config, hookAddr string) (*topology,
 			return nil, err
 		}
 		p := &proc{name: fmt.Sprintf("api-%d", i+1), role: "api", bin: cfg.Bins.Starter, args: []string{"serve"},
-			log: filepath.Join(t.dir, fmt.Sprintf("api-%d.log", i+1)), env: append(append([]string{}, t.apiEnv...), "HTTP_ADDR="+addr)}
+			log: filepath.Join(t.dir, fmt.Sprintf("api-%d.log", i+1)), env: append(append([]string{}, t.apiEnv...), "HTTP_ADDR="+addr),
+			ready: "http://" + addr + "/readyz"}
 		if err := p.start(); err != nil {
 			return nil, err
 		}
 		t.apis, t.apiAddrs = append(t.apis, p), append(t.apiAddrs, addr)
 	}
-	for i := range t.apis {
-		if err := t.waitAPI(ctx, i, 2*time.Minute); err != nil {
+	for _, a := range t.apis {
+		if err := a.waitReady(ctx, 2*time.Minute, true); err != nil {
 			return nil, err
 		}
 	}
@@ -298,31 +299,6 @@ func (t *topology) liveWorkers() []*proc {
 // components are what the kill schedule picks from.
 func (t *topology) components() []*proc {
 	return append(append(t.liveWorkers(), t.apis...), t.temporal, t.s3proc)
-}
-
-// waitAPI waits for replica i to answer /readyz with 200; with wait 0,
-// only for it to answer at all (a dependency may be partitioned away).
-func (t *topology) waitAPI(ctx context.Context, i int, wait time.Duration) error {
-	c := &http.Client{Timeout: 2 * time.Second}
-	limit := wait
-	if limit == 0 {
-		limit = time.Minute
-	}
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		resp, err := c.Get("http://" + t.apiAddrs[i] + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if wait == 0 || resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if !t.apis[i].running() {
-			return fmt.Errorf("%s exited: %s", t.apis[i].name, t.apis[i].tail(4000))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return fmt.Errorf("%s not ready after %s: %s", t.apis[i].name, limit, t.apis[i].tail(4000))
 }
 
 // apiKey creates an API key for tenant with the starter's CLI.
