@@ -379,6 +379,27 @@ func TestRecordHistories(t *testing.T) {
 		require.Contains(t, []string{"repaired", "patched", "replaced", "replaced+patched"}, res.Drift)
 		record(t, "compaction-drift-repair", fetchHistory(t, e.client, sub.RunID), input, snippets(t, openAIContents(t, input), 20), sub.InputKey)
 	})
+	t.Run("drift-replacement-beside-repair", func(t *testing.T) {
+		t.Parallel()
+		// The same bar: the deterministic replacement is made beside the
+		// repair's summarizer call, as a regular activity (the
+		// replacement-beside-repair version marker).
+		e := newEnv(t)
+		input := readData(t, "swe-agent-deepseek/django__django-12308.json")
+		sub, res := e.compact(gateway.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 30000,
+			Overrides: json.RawMessage(`{"drift":{"min_retention":1}}`), Conversation: input})
+		checkRun(t, e, input, sub, res)
+		require.Contains(t, []string{"repaired", "replaced", "replaced+patched"}, res.Drift)
+		h := fetchHistory(t, e.client, sub.RunID)
+		scheduled := 0
+		for _, ev := range h.Events {
+			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == "Fallback" {
+				scheduled++
+			}
+		}
+		require.Equal(t, 1, scheduled, "the replacement was scheduled as an activity beside the repair")
+		record(t, "compaction-drift-replacement-beside-repair", h, input, snippets(t, openAIContents(t, input), 20), sub.InputKey)
+	})
 	t.Run("history-failed", func(t *testing.T) {
 		t.Parallel()
 		// The summarizer refuses the key: offload-compact leaves the history as it

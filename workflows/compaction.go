@@ -693,6 +693,16 @@ func driftGate(ctx workflow.Context, run contract.Run, preset policy.Preset, ste
 	if err != nil || d.Passed {
 		return summaryKey, "passed", err
 	}
+	// The deterministic replacement does not depend on the repairs: it is
+	// made and checked beside the first repair's summarizer call, so that
+	// a summary that still fails after its repairs is replaced at once
+	// rather than after two more steps. A repair that passes leaves it
+	// unused (its object goes with the run's intermediates).
+	var spare workflow.Future
+	if deterministic != nil && preset.Drift.RepairPasses > 0 &&
+		workflow.GetVersion(ctx, "replacement-beside-repair", workflow.DefaultVersion, 1) == 1 {
+		spare = g.startReplacement(ctx, *deterministic)
+	}
 	for pass := 1; pass <= preset.Drift.RepairPasses; pass++ {
 		repaired, rerr := summarizeOrFallback(ctx, activities.SummarizeInput{
 			Run: run, Step: fmt.Sprintf("%s/repair/%d", step, pass), Prompt: "repair", SourceKey: sourceKey,
@@ -707,13 +717,67 @@ func driftGate(ctx workflow.Context, run contract.Run, preset policy.Preset, ste
 			return "", "", err
 		}
 		if nd.Passed {
+			if spare != nil {
+				// Waited for, though unused: the run's intermediates
+				// are released after its commit, and the replacement
+				// must not write its object after that.
+				var unused replaced
+				if err := spare.Get(ctx, &unused); err != nil {
+					workflow.GetLogger(ctx).Warn("unused deterministic replacement failed", "run", run.ID, "error", err)
+				}
+			}
 			return repaired.Key, "repaired", nil
 		}
 		if nd.Score >= d.Score {
 			summaryKey, d = repaired.Key, nd
 		}
 	}
-	return g.lastResort(ctx, summaryKey, d, deterministic)
+	return g.lastResort(ctx, summaryKey, d, deterministic, spare)
+}
+
+// replaced is a deterministic replacement summary and its drift check.
+type replaced struct {
+	Key   string
+	Check activities.DriftResult
+}
+
+// replace makes the deterministic replacement and checks it.
+func (g gate) replace(ctx workflow.Context, deterministic activities.FallbackInput) (replaced, error) {
+	return g.replaceWith(ctx, runStep(ctx, (*activities.Activities)(nil).Fallback, deterministic))
+}
+
+// replaceWith checks the deterministic replacement that made will give.
+func (g gate) replaceWith(ctx workflow.Context, made workflow.Future) (replaced, error) {
+	var fb activities.SummarizeResult
+	if err := made.Get(ctx, &fb); err != nil {
+		return replaced{}, fmt.Errorf("deterministic summary: %w", err)
+	}
+	d, err := g.check(ctx, g.preset.Drift.RepairPasses+1, fb.Key, true)
+	if err != nil {
+		return replaced{}, err
+	}
+	return replaced{Key: fb.Key, Check: d}, nil
+}
+
+// startReplacement makes and checks the deterministic replacement in a
+// coroutine, beside what the workflow does next; the future gets a
+// replaced.
+//
+// The replacement is a regular activity here, not a local one: a
+// workflow task that runs local activities sends its commands only once
+// they are done, so as a local activity it would run before the repair's
+// summarizer call is even scheduled. As a regular activity it is
+// scheduled with the call, and its check runs in the workflow task its
+// result starts, while the call is out.
+func (g gate) startReplacement(ctx workflow.Context, deterministic activities.FallbackInput) workflow.Future {
+	var a *activities.Activities
+	made := recording(ctx, workflow.ExecuteActivity(ctx, a.Fallback, deterministic))
+	future, settable := workflow.NewFuture(ctx)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		r, err := g.replaceWith(ctx, made)
+		settable.Set(r, err)
+	})
+	return future
 }
 
 // gate is what each check of one summary's drift gate needs.
@@ -764,26 +828,29 @@ func (g gate) check(ctx workflow.Context, pass int, key string, offline bool) (a
 }
 
 // lastResort ends the gate of a summary that failed its repairs: the
-// deterministic replacement when there is one, checked again, and then
-// what is still missing appended.
+// deterministic replacement when there is one (spare, when it was started
+// beside the repairs), checked again, and then what is still missing
+// appended.
 func (g gate) lastResort(ctx workflow.Context, summaryKey string, d activities.DriftResult,
-	deterministic *activities.FallbackInput) (string, string, error) {
+	deterministic *activities.FallbackInput, spare workflow.Future) (string, string, error) {
 	var a *activities.Activities
 	verdict := "patched"
 	if deterministic != nil {
 		degrade(ctx, "a summary failed its drift checks after repair: the deterministic summary replaced it")
-		var fb activities.SummarizeResult
-		if err := runStep(ctx, a.Fallback, *deterministic).Get(ctx, &fb); err != nil {
-			return "", "", fmt.Errorf("deterministic summary: %w", err)
+		var r replaced
+		var err error
+		if spare != nil {
+			err = spare.Get(ctx, &r)
+		} else {
+			r, err = g.replace(ctx, *deterministic)
 		}
-		nd, err := g.check(ctx, g.preset.Drift.RepairPasses+1, fb.Key, true)
 		if err != nil {
 			return "", "", err
 		}
-		if nd.Passed {
-			return fb.Key, "replaced", nil
+		if r.Check.Passed {
+			return r.Key, "replaced", nil
 		}
-		summaryKey, d, verdict = fb.Key, nd, "replaced+patched"
+		summaryKey, d, verdict = r.Key, r.Check, "replaced+patched"
 	}
 	var patched activities.SummarizeResult
 	if err := runStep(ctx, a.Patch, activities.PatchInput{Run: g.run, Step: g.step + "/patch", SummaryKey: summaryKey, MissingKey: d.MissingKey}).Get(ctx, &patched); err != nil {

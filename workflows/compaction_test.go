@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -424,19 +425,23 @@ func TestDriftGate(t *testing.T) {
 		repairs    int
 		// replaced: the deterministic summary replaced the LLM's.
 		replaced bool
-		patch    *activities.PatchInput
+		// spare: the deterministic replacement was made beside the
+		// repairs (an LLM summary that failed its first check), used or
+		// not.
+		spare bool
+		patch *activities.PatchInput
 	}{{
 		name: "passes at once", drift: map[int]activities.DriftResult{0: pass},
 		verdict: "passed", applied: first,
 	}, {
 		name: "repair passes", drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0"), 1: pass},
-		verdict: "repaired", applied: repair1, repairs: 1,
+		verdict: "repaired", applied: repair1, repairs: 1, spare: true,
 	}, {
 		name: "an LLM summary failing after repair is replaced by the deterministic one", drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0"), 1: fail(0.5, "missing/1")},
-		verdict: "replaced", applied: deterministic, repairs: 1, replaced: true,
+		verdict: "replaced", applied: deterministic, repairs: 1, replaced: true, spare: true,
 	}, {
 		name: "the deterministic one misses items too: they are appended to it", drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0"), 1: fail(0.5, "missing/1"), 2: fail(0.7, "missing/2")},
-		verdict: "replaced+patched", applied: "patched(" + deterministic + ")", repairs: 1, replaced: true,
+		verdict: "replaced+patched", applied: "patched(" + deterministic + ")", repairs: 1, replaced: true, spare: true,
 		patch: &activities.PatchInput{Step: "history/patch", SummaryKey: deterministic, MissingKey: "missing/2"},
 	}, {
 		name: "offline summary failing after repair: patch the better summary", offline: true, drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0"), 1: fail(0.5, "missing/1")},
@@ -453,7 +458,7 @@ func TestDriftGate(t *testing.T) {
 	}, {
 		name: "second of two repair passes passes", overrides: `{"drift":{"repair_passes":2}}`,
 		drift:   map[int]activities.DriftResult{0: fail(0.3, "missing/0"), 1: fail(0.4, "missing/1"), 2: pass},
-		verdict: "repaired", applied: sumKey("history/repair/2"), repairs: 2,
+		verdict: "repaired", applied: sumKey("history/repair/2"), repairs: 2, spare: true,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -489,13 +494,16 @@ func TestDriftGate(t *testing.T) {
 				}, repairs[0], "the repair names what is missing")
 			}
 			checks := inputsOf[activities.DriftInput](f)
-			require.Len(t, checks, tt.repairs+1-boolInt(tt.repairFail)+boolInt(tt.replaced))
+			require.Len(t, checks, tt.repairs+1-boolInt(tt.repairFail)+boolInt(tt.spare))
+			// The replacement's check runs beside the repairs: the
+			// checks are numbered 0…n-1 in any order.
+			sort.Slice(checks, func(i, j int) bool { return checks[i].Pass < checks[j].Pass })
 			for i, c := range checks {
 				require.Equal(t, i, c.Pass)
 				require.Equal(t, "transcript", c.SourceKey)
 			}
 			fallbacks := inputsOf[activities.FallbackInput](f)
-			if tt.replaced {
+			if tt.spare {
 				require.Equal(t, []activities.FallbackInput{{Run: bare(run), Step: "history/summarize/deterministic", SourceKey: "transcript",
 					TargetChars: 8000 * 4, Mode: "extractive", Prompt: "history", ArchiveKey: "archive/abc"}}, fallbacks)
 				require.Equal(t, deterministic, checks[len(checks)-1].SummaryKey, "the deterministic summary is checked")
@@ -512,6 +520,69 @@ func TestDriftGate(t *testing.T) {
 			want := *tt.patch
 			want.Run = bare(run)
 			require.Equal(t, want, patches[0])
+		})
+	}
+}
+
+// TestDriftGateReplacesBesideTheRepair checks that the deterministic
+// replacement of an LLM summary that failed its first check, and the
+// replacement's own check, run while the repair's summarizer call is out,
+// whether the repair then passes (the replacement is left unused) or not
+// (it is used as it is, with no step after the repair's check).
+func TestDriftGateReplacesBesideTheRepair(t *testing.T) {
+	t.Parallel()
+	fail := activities.DriftResult{Score: 0.3, MissingCount: 3, MissingKey: "missing"}
+	tests := []struct {
+		name    string
+		drift   map[int]activities.DriftResult
+		verdict string
+	}{
+		{name: "the repair passes", drift: map[int]activities.DriftResult{0: fail}, verdict: "repaired"},
+		{name: "the repair fails", drift: map[int]activities.DriftResult{0: fail, 1: fail}, verdict: "replaced"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &fakes{drift: tt.drift, summarizeDelay: time.Minute}
+			env := newTestEnv()
+			f.install(env)
+			// Beside the repair: after the first summary's call ended and
+			// before the repair's did (the second call to end).
+			var mu sync.Mutex
+			callsDone := 0
+			var beside []string
+			env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+				mu.Lock()
+				defer mu.Unlock()
+				if info.ActivityType.Name == "Fallback" && callsDone == 1 {
+					beside = append(beside, "Fallback")
+				}
+			})
+			env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, _ error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if info.ActivityType.Name == "Summarize" {
+					callsDone++
+				}
+			})
+			env.SetOnLocalActivityStartedListener(func(_ *activity.Info, _ context.Context, args []interface{}) {
+				mu.Lock()
+				defer mu.Unlock()
+				if len(args) == 1 {
+					if in, ok := args[0].(activities.DriftInput); ok && in.Pass == 2 && callsDone == 1 {
+						beside = append(beside, in.Step)
+					}
+				}
+			})
+			run := testRun("offload-compact", "")
+			env.ExecuteWorkflow(Compaction, contract.CompactionInput{Run: run, InputKey: "k", InputSHA256: "abc"})
+			require.True(t, env.IsWorkflowCompleted())
+			require.NoError(t, env.GetWorkflowError())
+			var res contract.Outcome
+			require.NoError(t, env.GetWorkflowResult(&res))
+			require.Equal(t, tt.verdict, res.Drift)
+			require.Equal(t, []string{"Fallback", "history/drift/2"}, beside,
+				"the replacement and its check ran while the repair call was out")
 		})
 	}
 }

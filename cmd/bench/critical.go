@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
@@ -137,7 +140,41 @@ func benchCritical(ctx context.Context, st *stack, o options, rep *report) error
 		len(runs), pipelinePreset, shortName(criticalFile), humanBytes(len(conv)), ms(percentile(wf, 50)), percentileF(wfRatios, 50),
 		stepBreakdown(runs))
 	rep.note("2. Slowest run of the series: %s", describeRun(slowest(runs)))
+	if verbose {
+		fmt.Fprintf(os.Stderr, "bench: 2. history of a middle run of the series:\n")
+		printTimeline(ctx, st, runs[len(runs)/2].out.runID)
+		fmt.Fprintf(os.Stderr, "bench: 2. history of the slowest run:\n")
+		printTimeline(ctx, st, slowest(runs).out.runID)
+	}
 	return nil
+}
+
+// printTimeline prints the Temporal history of run id to stderr, each
+// event at its offset from the run's start: where the critical path's
+// time goes between the steps (workflow tasks, dispatch of the summarizer
+// calls), which the step rows do not show.
+func printTimeline(ctx context.Context, st *stack, id string) {
+	it := st.client.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var first time.Time
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "  history of %s: %v\n", id, err)
+			return
+		}
+		at := e.GetEventTime().AsTime()
+		if first.IsZero() {
+			first = at
+		}
+		what := ""
+		if a := e.GetActivityTaskScheduledEventAttributes(); a != nil {
+			what = a.GetActivityType().GetName()
+		}
+		if m := e.GetMarkerRecordedEventAttributes(); m != nil {
+			what = m.GetMarkerName()
+		}
+		fmt.Fprintf(os.Stderr, "  %8.1f ms  %s %s\n", float64(at.Sub(first).Microseconds())/1000, e.GetEventType(), what)
+	}
 }
 
 // slowest is the run with the longest end-to-end time.
