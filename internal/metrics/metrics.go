@@ -9,6 +9,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,11 +56,19 @@ type Metrics struct {
 // sizeBuckets span a small chat to a 1M-token session.
 var sizeBuckets = prometheus.ExponentialBuckets(1000, 2, 11)
 
+// liveHeapRule adds the runtime's live heap as of the last collection
+// (go_gc_heap_live_bytes) to the Go collector's defaults: the process's
+// memory apart from the garbage not yet collected, which is what says
+// whether a process came back to its quiet level after a load (its RSS
+// follows GOGC's headroom and the runtime's scavenging as well).
+var liveHeapRule = collectors.GoRuntimeMetricsRule{Matcher: regexp.MustCompile(`^/gc/heap/live:bytes$`)}
+
 // New registers every metric in a fresh registry, with the Go runtime and
 // process collectors.
 func New() *Metrics {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(liveHeapRule)),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	f := func(c prometheus.Collector) { reg.MustRegister(c) }
 	m := &Metrics{Registry: reg}
 	m.runs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "compactor_runs_total",

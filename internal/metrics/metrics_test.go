@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -77,4 +78,23 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	m.Admission([]time.Duration{time.Second}, 1)
 	m.WatchAdmission(func(context.Context) (metrics.AdmissionLoad, error) { return metrics.AdmissionLoad{}, nil })
 	m.Step("plan", 1, time.Millisecond, nil)
+}
+
+// TestLiveHeapIsExported: the runtime's live heap after the last
+// collection is among the Go collector's metrics, and it follows what is
+// live (the soak reads it to say whether a process came back to its
+// quiet level).
+func TestLiveHeapIsExported(t *testing.T) {
+	t.Parallel()
+	m := metrics.New()
+	runtime.GC()
+	before := gathered(t, m)["go_gc_heap_live_bytes"]
+	require.Positive(t, before, "go_gc_heap_live_bytes is exported")
+	held := make([]byte, 64<<20)
+	for i := range held {
+		held[i] = 1
+	}
+	runtime.GC()
+	require.Greater(t, gathered(t, m)["go_gc_heap_live_bytes"], before+32<<20, "a 64 MB live slice shows")
+	runtime.KeepAlive(held)
 }

@@ -281,6 +281,20 @@ func (c *checker) run(ctx context.Context, rep *Report, gen *loadGen, f *faults,
 			fail("%s memory %d MB after the soak, quiet level %d MB (bound: twice it + %d MB)", role, e>>10, q>>10, memorySlackKB>>10)
 		}
 	}
+	// The live heap, without GOGC's headroom: back to its quiet level
+	// but for the caches. A role whose heap was not read at either time
+	// (its /metrics did not answer) is said so, not passed.
+	rep.EndHeap = liveHeap(ctx, c.topo)
+	for _, role := range []string{"worker", "api"} {
+		q, qok := rep.QuietHeap[role]
+		e, eok := rep.EndHeap[role]
+		switch {
+		case !qok || !eok:
+			fail("%s live heap not read (quiet %v, end %v): its /metrics did not answer", role, qok, eok)
+		case e > q+memorySlackKB:
+			fail("%s live heap %d MB after the soak, quiet level %d MB (bound: it + %d MB)", role, e>>10, q>>10, memorySlackKB>>10)
+		}
+	}
 
 	// Every final run's history replays on the workflows of this build.
 	// A run not final is reported above, and may have no workflow yet

@@ -166,6 +166,41 @@ func readRSS(pid int) int64 {
 	return 0
 }
 
+// liveHeapBytes reads the process's live heap (go_gc_heap_live_bytes)
+// from the /metrics beside its ready URL.
+func (p *proc) liveHeapBytes(ctx context.Context) (int64, error) {
+	base, ok := strings.CutSuffix(p.ready, "/readyz")
+	if !ok {
+		return 0, fmt.Errorf("%s has no metrics address", p.name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("%s metrics: %w", p.name, err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_gc_heap_live_bytes "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return 0, fmt.Errorf("%s metrics: go_gc_heap_live_bytes %q: %w", p.name, v, err)
+			}
+			return int64(f), nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("%s metrics: %w", p.name, err)
+	}
+	return 0, fmt.Errorf("%s metrics: no go_gc_heap_live_bytes (status %d)", p.name, resp.StatusCode)
+}
+
 // tail is the last n bytes of the process's log, for a failure report.
 func (p *proc) tail(n int) string {
 	data, err := os.ReadFile(p.log)

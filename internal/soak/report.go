@@ -41,8 +41,12 @@ type Report struct {
 	Objects       int
 	Replayed      int
 	// Workflows counts the runs' Compaction executions by status.
-	Workflows  map[string]int
-	Quiet, End map[string]int64
+	Workflows map[string]int
+	// Quiet and End are the largest RSS per role (KB) after the warm-up
+	// and after the checks; QuietHeap and EndHeap the largest live heap
+	// (KB) at the same times.
+	Quiet, End         map[string]int64
+	QuietHeap, EndHeap map[string]int64
 
 	latFault, latQuiet, toFinal []time.Duration
 
@@ -89,6 +93,7 @@ func (r *Report) Table(w io.Writer) {
 	row("S3 objects verified (SHA-256)", fmt.Sprint(r.Objects))
 	row("histories replayed; Compaction workflows by status", fmt.Sprintf("%d; %s", r.Replayed, countMap(r.Workflows)))
 	row("RSS quiet → end (MB)", fmt.Sprintf("worker %d → %d, API %d → %d", r.Quiet["worker"]>>10, r.End["worker"]>>10, r.Quiet["api"]>>10, r.End["api"]>>10))
+	row("live heap quiet → end (MB)", fmt.Sprintf("worker %d → %d, API %d → %d", r.QuietHeap["worker"]>>10, r.EndHeap["worker"]>>10, r.QuietHeap["api"]>>10, r.EndHeap["api"]>>10))
 	fmt.Fprintln(w)
 	for _, role := range sortedKeys(r.CrashWhy) {
 		fmt.Fprintf(w, "Last exit of a %s on its own: `%s`\n\n", role, truncate(r.CrashWhy[role], 300))

@@ -240,7 +240,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("warm-up: %d runs not final after %s without faults (%v)", len(missing), warmFinal, head(missing, 5))
 	}
 	quiet := memory(topo)
-	logf("quiet memory: %v", quiet)
+	quietHeap := liveHeap(ctx, topo)
+	logf("quiet memory: RSS %v KB, live heap %v KB", quiet, quietHeap)
 
 	// The faults, for Duration, while the rest of the events are
 	// posted at an even pace over it; the supervisor runs until the
@@ -280,7 +281,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	logf("posting ended %s after the faults; checking", postedAt.Sub(faultEnd).Round(time.Second))
 
-	rep := &Report{Config: cfg, Samples: len(samples), Quiet: quiet, FaultStart: faultStart, FaultEnd: faultEnd, Unposted: unposted}
+	rep := &Report{Config: cfg, Samples: len(samples), Quiet: quiet, QuietHeap: quietHeap, FaultStart: faultStart, FaultEnd: faultEnd, Unposted: unposted}
 	chk.run(ctx, rep, gen, f, hooks, cfg)
 	return rep, nil
 }
@@ -317,6 +318,20 @@ func memory(t *topology) map[string]int64 {
 	out := map[string]int64{}
 	for _, p := range append(t.liveWorkers(), t.apis...) {
 		out[p.role] = max(out[p.role], p.rssKB())
+	}
+	return out
+}
+
+// liveHeap is the largest live heap per role (worker, api) of the live
+// processes, in KB: the Go runtime's heap after each one's last
+// collection (go_gc_heap_live_bytes on its /metrics). A process that does
+// not answer is left out.
+func liveHeap(ctx context.Context, t *topology) map[string]int64 {
+	out := map[string]int64{}
+	for _, p := range append(t.liveWorkers(), t.apis...) {
+		if b, err := p.liveHeapBytes(ctx); err == nil {
+			out[p.role] = max(out[p.role], b>>10)
+		}
 	}
 	return out
 }
