@@ -702,6 +702,14 @@ func driftGate(ctx workflow.Context, run contract.Run, preset policy.Preset, ste
 	if deterministic != nil && preset.Drift.RepairPasses > 0 &&
 		workflow.GetVersion(ctx, "replacement-beside-repair", workflow.DefaultVersion, 1) == 1 {
 		spare = g.startReplacement(ctx, *deterministic)
+		// Waited for on every way out, used or not: the run's
+		// intermediates are released after its commit or its failure,
+		// and the replacement must not write its object after that.
+		defer func() {
+			if err := spare.Get(ctx, nil); err != nil {
+				workflow.GetLogger(ctx).Warn("deterministic replacement beside the repair failed", "run", run.ID, "error", err)
+			}
+		}()
 	}
 	for pass := 1; pass <= preset.Drift.RepairPasses; pass++ {
 		repaired, rerr := summarizeOrFallback(ctx, activities.SummarizeInput{
@@ -717,15 +725,6 @@ func driftGate(ctx workflow.Context, run contract.Run, preset policy.Preset, ste
 			return "", "", err
 		}
 		if nd.Passed {
-			if spare != nil {
-				// Waited for, though unused: the run's intermediates
-				// are released after its commit, and the replacement
-				// must not write its object after that.
-				var unused replaced
-				if err := spare.Get(ctx, &unused); err != nil {
-					workflow.GetLogger(ctx).Warn("unused deterministic replacement failed", "run", run.ID, "error", err)
-				}
-			}
 			return repaired.Key, "repaired", nil
 		}
 		if nd.Score >= d.Score {
@@ -735,33 +734,37 @@ func driftGate(ctx workflow.Context, run contract.Run, preset policy.Preset, ste
 	return g.lastResort(ctx, summaryKey, d, deterministic, spare)
 }
 
-// replaced is a deterministic replacement summary and its drift check.
-type replaced struct {
+// replacementMade is a deterministic replacement summary and its drift
+// check.
+type replacementMade struct {
 	Key   string
 	Check activities.DriftResult
 }
 
-// replace makes the deterministic replacement and checks it.
-func (g gate) replace(ctx workflow.Context, deterministic activities.FallbackInput) (replaced, error) {
-	return g.replaceWith(ctx, runStep(ctx, (*activities.Activities)(nil).Fallback, deterministic))
+// makeReplacement makes the deterministic replacement as a local step
+// and checks it.
+func (g gate) makeReplacement(ctx workflow.Context, deterministic activities.FallbackInput) (replacementMade, error) {
+	var a *activities.Activities
+	return g.checkReplacement(ctx, runStep(ctx, a.Fallback, deterministic))
 }
 
-// replaceWith checks the deterministic replacement that made will give.
-func (g gate) replaceWith(ctx workflow.Context, made workflow.Future) (replaced, error) {
+// checkReplacement checks the deterministic replacement that made (its
+// Fallback step) gives.
+func (g gate) checkReplacement(ctx workflow.Context, made workflow.Future) (replacementMade, error) {
 	var fb activities.SummarizeResult
 	if err := made.Get(ctx, &fb); err != nil {
-		return replaced{}, fmt.Errorf("deterministic summary: %w", err)
+		return replacementMade{}, fmt.Errorf("deterministic summary: %w", err)
 	}
 	d, err := g.check(ctx, g.preset.Drift.RepairPasses+1, fb.Key, true)
 	if err != nil {
-		return replaced{}, err
+		return replacementMade{}, err
 	}
-	return replaced{Key: fb.Key, Check: d}, nil
+	return replacementMade{Key: fb.Key, Check: d}, nil
 }
 
 // startReplacement makes and checks the deterministic replacement in a
 // coroutine, beside what the workflow does next; the future gets a
-// replaced.
+// replacementMade.
 //
 // The replacement is a regular activity here, not a local one: a
 // workflow task that runs local activities sends its commands only once
@@ -774,7 +777,7 @@ func (g gate) startReplacement(ctx workflow.Context, deterministic activities.Fa
 	made := recording(ctx, workflow.ExecuteActivity(ctx, a.Fallback, deterministic))
 	future, settable := workflow.NewFuture(ctx)
 	workflow.Go(ctx, func(ctx workflow.Context) {
-		r, err := g.replaceWith(ctx, made)
+		r, err := g.checkReplacement(ctx, made)
 		settable.Set(r, err)
 	})
 	return future
@@ -837,12 +840,12 @@ func (g gate) lastResort(ctx workflow.Context, summaryKey string, d activities.D
 	verdict := "patched"
 	if deterministic != nil {
 		degrade(ctx, "a summary failed its drift checks after repair: the deterministic summary replaced it")
-		var r replaced
+		var r replacementMade
 		var err error
 		if spare != nil {
 			err = spare.Get(ctx, &r)
 		} else {
-			r, err = g.replace(ctx, *deterministic)
+			r, err = g.makeReplacement(ctx, *deterministic)
 		}
 		if err != nil {
 			return "", "", err

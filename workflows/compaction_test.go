@@ -425,40 +425,50 @@ func TestDriftGate(t *testing.T) {
 		repairs    int
 		// replaced: the deterministic summary replaced the LLM's.
 		replaced bool
-		// spare: the deterministic replacement was made beside the
-		// repairs (an LLM summary that failed its first check), used or
-		// not.
-		spare bool
-		patch *activities.PatchInput
+		// made: the deterministic replacement of an LLM summary that
+		// failed its first check was made (beside the repairs when there
+		// are any), used or not.
+		made bool
+		// passes are the drift checks' pass numbers, in order (the
+		// replacement's, repair passes + 1, runs beside the repairs).
+		passes []int
+		patch  *activities.PatchInput
 	}{{
 		name: "passes at once", drift: map[int]activities.DriftResult{0: pass},
-		verdict: "passed", applied: first,
+		verdict: "passed", applied: first, passes: []int{0},
 	}, {
 		name: "repair passes", drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0"), 1: pass},
-		verdict: "repaired", applied: repair1, repairs: 1, spare: true,
+		verdict: "repaired", applied: repair1, repairs: 1, made: true, passes: []int{0, 1, 2},
 	}, {
 		name: "an LLM summary failing after repair is replaced by the deterministic one", drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0"), 1: fail(0.5, "missing/1")},
-		verdict: "replaced", applied: deterministic, repairs: 1, replaced: true, spare: true,
+		verdict: "replaced", applied: deterministic, repairs: 1, replaced: true, made: true, passes: []int{0, 1, 2},
 	}, {
 		name: "the deterministic one misses items too: they are appended to it", drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0"), 1: fail(0.5, "missing/1"), 2: fail(0.7, "missing/2")},
-		verdict: "replaced+patched", applied: "patched(" + deterministic + ")", repairs: 1, replaced: true, spare: true,
+		verdict: "replaced+patched", applied: "patched(" + deterministic + ")", repairs: 1, replaced: true, made: true, passes: []int{0, 1, 2},
 		patch: &activities.PatchInput{Step: "history/patch", SummaryKey: deterministic, MissingKey: "missing/2"},
 	}, {
 		name: "offline summary failing after repair: patch the better summary", offline: true, drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0"), 1: fail(0.5, "missing/1")},
-		verdict: "patched", applied: "patched(" + repair1 + ")", repairs: 1,
+		verdict: "patched", applied: "patched(" + repair1 + ")", repairs: 1, passes: []int{0, 1},
 		patch: &activities.PatchInput{Step: "history/patch", SummaryKey: repair1, MissingKey: "missing/1"},
 	}, {
 		name: "offline, repair is worse: patch the first summary", offline: true, drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0"), 1: fail(0.2, "missing/1")},
-		verdict: "patched", applied: "patched(" + first + ")", repairs: 1,
+		verdict: "patched", applied: "patched(" + first + ")", repairs: 1, passes: []int{0, 1},
 		patch: &activities.PatchInput{Step: "history/patch", SummaryKey: first, MissingKey: "missing/0"},
 	}, {
 		name: "offline, repair call fails: patch the first summary", offline: true, drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0")}, repairFail: true,
-		verdict: "patched", applied: "patched(" + first + ")", repairs: 1,
+		verdict: "patched", applied: "patched(" + first + ")", repairs: 1, passes: []int{0},
 		patch: &activities.PatchInput{Step: "history/patch", SummaryKey: first, MissingKey: "missing/0"},
+	}, {
+		name: "an LLM summary whose repair call fails is replaced", drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0")}, repairFail: true,
+		verdict: "replaced", applied: deterministic, repairs: 1, replaced: true, made: true, passes: []int{0, 2},
+	}, {
+		name: "no repair pass: the replacement is made after the first check", overrides: `{"drift":{"repair_passes":0}}`,
+		drift:   map[int]activities.DriftResult{0: fail(0.3, "missing/0")},
+		verdict: "replaced", applied: deterministic, replaced: true, made: true, passes: []int{0, 1},
 	}, {
 		name: "second of two repair passes passes", overrides: `{"drift":{"repair_passes":2}}`,
 		drift:   map[int]activities.DriftResult{0: fail(0.3, "missing/0"), 1: fail(0.4, "missing/1"), 2: pass},
-		verdict: "repaired", applied: sumKey("history/repair/2"), repairs: 2, spare: true,
+		verdict: "repaired", applied: sumKey("history/repair/2"), repairs: 2, made: true, passes: []int{0, 1, 2, 3},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -494,16 +504,17 @@ func TestDriftGate(t *testing.T) {
 				}, repairs[0], "the repair names what is missing")
 			}
 			checks := inputsOf[activities.DriftInput](f)
-			require.Len(t, checks, tt.repairs+1-boolInt(tt.repairFail)+boolInt(tt.spare))
-			// The replacement's check runs beside the repairs: the
-			// checks are numbered 0…n-1 in any order.
+			// The replacement's check runs beside the repairs: in any
+			// order with theirs.
 			sort.Slice(checks, func(i, j int) bool { return checks[i].Pass < checks[j].Pass })
-			for i, c := range checks {
-				require.Equal(t, i, c.Pass)
+			var passes []int
+			for _, c := range checks {
+				passes = append(passes, c.Pass)
 				require.Equal(t, "transcript", c.SourceKey)
 			}
+			require.Equal(t, tt.passes, passes)
 			fallbacks := inputsOf[activities.FallbackInput](f)
-			if tt.spare {
+			if tt.made {
 				require.Equal(t, []activities.FallbackInput{{Run: bare(run), Step: "history/summarize/deterministic", SourceKey: "transcript",
 					TargetChars: 8000 * 4, Mode: "extractive", Prompt: "history", ArchiveKey: "archive/abc"}}, fallbacks)
 				require.Equal(t, deterministic, checks[len(checks)-1].SummaryKey, "the deterministic summary is checked")

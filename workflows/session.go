@@ -220,8 +220,9 @@ func queuedRuns(queue []contract.CompactionInput) []string {
 // workflow. Its floor is the link to Temporal: the SDK keeps a task that
 // runs local steps alive by completing it at 80% of the timeout, counted
 // from when the worker got the task, so the task's delivery and that
-// completion must both cross the link within the last 20%: with 2.5 s
-// each way (the chaos soak's worst latency with jitter), above 25 s.
+// completion must both cross the link within the last 20%: with 3 s
+// each way (the chaos soak's worst, 2 s of latency and 1 s of jitter),
+// 30 s, with no margin left.
 const RunTaskTimeout = 30 * time.Second
 
 // runChild runs one event as its Compaction child workflow and waits for

@@ -231,7 +231,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			warmRuns = append(warmRuns, s.runID)
 		}
 	}
-	chk, err := newChecker(ctx, topo)
+	chk, err := newChecker(ctx, topo, logf)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +240,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("warm-up: %d runs not final after %s without faults (%v)", len(missing), warmFinal, head(missing, 5))
 	}
 	quiet := memory(topo)
-	quietHeap := liveHeap(ctx, topo)
+	quietHeap := liveHeap(ctx, topo, logf)
 	logf("quiet memory: RSS %v KB, live heap %v KB", quiet, quietHeap)
 
 	// The faults, for Duration, while the rest of the events are
@@ -326,12 +326,15 @@ func memory(t *topology) map[string]int64 {
 // processes, in KB: the Go runtime's heap after each one's last
 // collection (go_gc_heap_live_bytes on its /metrics). A process that does
 // not answer is left out.
-func liveHeap(ctx context.Context, t *topology) map[string]int64 {
+func liveHeap(ctx context.Context, t *topology, logf func(string, ...any)) map[string]int64 {
 	out := map[string]int64{}
 	for _, p := range append(t.liveWorkers(), t.apis...) {
-		if b, err := p.liveHeapBytes(ctx); err == nil {
-			out[p.role] = max(out[p.role], b>>10)
+		b, err := p.liveHeapBytes(ctx)
+		if err != nil {
+			logf("live heap: %v", err)
+			continue
 		}
+		out[p.role] = max(out[p.role], b>>10)
 	}
 	return out
 }
