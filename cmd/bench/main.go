@@ -68,6 +68,8 @@ type options struct {
 	// fairFlood is measurement 11's flood, in events, and fairIdle its
 	// quiet tenant's idle series, in runs.
 	fairFlood int
+	// fairModes are the modes of measurement 11 to run; nil runs all.
+	fairModes map[string]bool
 	fairIdle  int
 }
 
@@ -126,6 +128,7 @@ func run() error {
 	workers := flag.Int("workers", 0, "concurrent callers of the ceiling (1.); 0 keeps the default")
 	sessions := flag.Int("sessions", 0, "concurrent sessions of the load (4.); 0 keeps the default")
 	flood := flag.Int("flood", 0, "events of the flooding tenant (11.); 0 keeps the default (300, -quick 100)")
+	fairOnly := flag.String("fair-modes", "", "comma-separated modes of measurement 11 to run (before, after, after-api-limit); empty runs all")
 	flag.BoolVar(&verbose, "v", false, "print progress details to stderr")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole bench process to this file (use with -only)")
 	flag.StringVar(&windowProfiles, "window-profiles", "", "write the CPU profile of each profiled window of the ceiling (1.) to this folder, named by kind and window")
@@ -173,6 +176,21 @@ func run() error {
 	}
 	if *flood > 0 {
 		opts.fairFlood = *flood
+	}
+	if *fairOnly != "" {
+		known := map[string]bool{}
+		for _, m := range fairModes {
+			known[m.name] = true
+		}
+		opts.fairModes = map[string]bool{}
+		for _, m := range strings.Split(*fairOnly, ",") {
+			m = strings.TrimSpace(m)
+			if !known[m] {
+				fmt.Fprintf(os.Stderr, "bench: -fair-modes: unknown mode %q (before, after, after-api-limit)\n", m)
+				os.Exit(2)
+			}
+			opts.fairModes[m] = true
+		}
 	}
 	rep := &report{opts: opts}
 	phases := []struct {
