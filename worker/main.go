@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"os"
 
-	"go.temporal.io/sdk/worker"
-
 	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/config"
 )
@@ -50,9 +48,9 @@ func run() error {
 	}
 	w := p.NewWorkers(p.Temporal)
 	slog.Info("worker started", "temporal", cfg.TemporalAddress, "namespace", cfg.TemporalNamespace, "task_queue", cfg.TaskQueue, "llm_task_queue", cfg.LLMTaskQueue, "llm_rate_per_second", cfg.LLMRatePerSecond)
-	// worker.InterruptCh ends Run on a signal; Run stops the workers at
-	// once, bounded by WORKER_STOP_TIMEOUT.
-	if err := w.Run(worker.InterruptCh()); err != nil {
+	// Run ends with ctx, on SIGINT or SIGTERM, however early it came, and
+	// stops the workers at once, bounded by WORKER_STOP_TIMEOUT.
+	if err := w.Run(ctx); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
 	return nil

@@ -235,12 +235,18 @@ func (w Workers) Stop() bool {
 	}
 }
 
-// Run starts the workers and stops them when interrupt delivers.
-func (w Workers) Run(interrupt <-chan interface{}) error {
+// Run starts the workers and stops them once ctx ends: the process's
+// signal context (SignalContext), registered before anything else, so a
+// SIGTERM that arrives while the process is still starting stops it too.
+// (Run took worker.InterruptCh() before, a second registration made after
+// the dependencies were open: a SIGTERM between the two was seen only by
+// the first, and in the chaos soak's rolling deploy the worker ran on
+// until it was killed two minutes later.)
+func (w Workers) Run(ctx context.Context) error {
 	if err := w.Start(); err != nil {
 		return err
 	}
-	<-interrupt
+	<-ctx.Done()
 	w.Stop()
 	return nil
 }

@@ -1,6 +1,8 @@
 package app
 
 import (
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +17,8 @@ type stopper struct {
 }
 
 func (s stopper) Stop() { s.stop() }
+
+func (s stopper) Start() error { return nil }
 
 // TestWorkersStopAtOnceAndBounded: a stopping process stops its workers
 // at once (one worker's slow stop does not hold the others' back), and
@@ -45,5 +49,38 @@ func TestWorkersStopAtOnceAndBounded(t *testing.T) {
 	case <-stopped:
 	default:
 		t.Fatal("the other worker was stopped too")
+	}
+}
+
+// TestWorkersRunStopsOnASignalDuringStartup: a SIGTERM that arrives
+// while the process is still starting (after its signal context is made,
+// before its workers run) stops it once they run. With Run waiting on
+// worker.InterruptCh(), registered only then, the signal was lost and the
+// chaos soak's rolling deploy had to kill the worker two minutes later.
+// Not parallel: it signals the test process.
+func TestWorkersRunStopsOnASignalDuringStartup(t *testing.T) {
+	ctx, stop := SignalContext()
+	defer stop()
+	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGTERM))
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the signal context did not see SIGTERM")
+	}
+
+	stopped := make(chan struct{})
+	w := Workers{Main: stopper{stop: func() { close(stopped) }}, StopTimeout: time.Second}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not end after a SIGTERM that came before it")
+	}
+	select {
+	case <-stopped:
+	default:
+		t.Fatal("the workers were not stopped")
 	}
 }
