@@ -254,14 +254,22 @@ func benchFlood(ctx context.Context, st *stack, o options, m fairMode, conv []by
 	}
 	var first time.Time
 	var failed int
+	var firstErr error
+	// Each wait is bounded by the flood's own size at a run a second
+	// (10 minutes at least): a long flood's last runs end well after
+	// the first waits began.
+	waitFor := max(10*time.Minute, time.Duration(o.fairFlood)*time.Second)
 	forEach(len(runIDs), 32, func(i int) {
-		wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+		wctx, cancel := context.WithTimeout(ctx, waitFor)
 		defer cancel()
 		_, err := sc.gw.Wait(wctx, runIDs[i])
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
 			failed++
+			if firstErr == nil {
+				firstErr = fmt.Errorf("run %s: %w", runIDs[i], err)
+			}
 			return
 		}
 		if now := time.Now(); first.IsZero() || now.Before(first) {
@@ -278,7 +286,7 @@ func benchFlood(ctx context.Context, st *stack, o options, m fairMode, conv []by
 			m.name, o.fairFlood, r.drain.Round(time.Second), failed, ms(percentile(r.idle, 99)), ms(percentile(r.loaded, 99)), len(r.loaded))
 	}
 	if failed > 0 {
-		return r, fmt.Errorf("%d flood runs did not end", failed)
+		return r, fmt.Errorf("%d flood runs did not end; the first: %w", failed, firstErr)
 	}
 	return r, quietErr
 }
