@@ -15,8 +15,10 @@ import (
 // the server: the S3/Postgres steps up to the commit are local activities
 // (markers in the history, no activity tasks), every summarizer call is an
 // activity task on the LLM task queue, where the queue-wide rate limit
-// holds, and the one other activity task is the release of the
-// intermediates, on the run's own queue after the commit is recorded.
+// holds, and the other activity tasks, on the run's own queue, are the
+// release of the intermediates after the commit is recorded and, when the
+// history summary failed its first drift check, its deterministic
+// replacement made beside the repair.
 func TestStepsAreLocalAndSummariesUseTheLLMQueue(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -25,17 +27,25 @@ func TestStepsAreLocalAndSummariesUseTheLLMQueue(t *testing.T) {
 	checkRun(t, e, input, sub, res)
 
 	h := fetchHistory(t, e.client, sub.RunID)
-	scheduled, markers, released := 0, 0, 0
+	scheduled, markers, released, replacements := 0, 0, 0, 0
 	for _, ev := range h.Events {
 		switch ev.GetEventType() {
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 			a := ev.GetActivityTaskScheduledEventAttributes()
-			if a.GetActivityType().GetName() == "ReleaseIntermediates" {
+			switch a.GetActivityType().GetName() {
+			case "ReleaseIntermediates":
 				require.Equal(t, e.taskQueue, a.GetTaskQueue().GetName(), "the release runs on the run's own queue")
 				released++
 				continue
+			case "Fallback":
+				// The deterministic replacement made beside a repair's
+				// summarizer call (docs/architecture.md), when the
+				// summary failed its first drift check.
+				require.Equal(t, e.taskQueue, a.GetTaskQueue().GetName(), "the replacement runs on the run's own queue")
+				replacements++
+				continue
 			}
-			require.Equal(t, "Summarize", a.GetActivityType().GetName(), "only summarizer calls and the release are activity tasks")
+			require.Equal(t, "Summarize", a.GetActivityType().GetName(), "only summarizer calls, the release and a replacement beside a repair are activity tasks")
 			require.Equal(t, e.llmQueue, a.GetTaskQueue().GetName(), "summarizer calls go to the LLM task queue")
 			scheduled++
 		case enumspb.EVENT_TYPE_MARKER_RECORDED:
@@ -46,6 +56,7 @@ func TestStepsAreLocalAndSummariesUseTheLLMQueue(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, scheduled, 1, "the history summary is an activity")
 	require.Equal(t, 1, released, "the intermediates are released once, as an activity task")
+	require.LessOrEqual(t, replacements, 1, "at most one replacement for the run's one history summary")
 	require.GreaterOrEqual(t, markers, 6, "plan (with the archive), deterministic, prepare, drift, apply and commit ran as local activities")
 }
 
