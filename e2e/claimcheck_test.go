@@ -366,30 +366,30 @@ func TestRecordHistories(t *testing.T) {
 		require.NotEmpty(t, runID, "a compaction of the session reflected its log")
 		record(t, "compaction-session-log-reflection", fetchHistory(t, e.client, runID), input, snippets(t, openAIContents(t, input), 15), inputKey)
 	})
-	t.Run("drift-repair", func(t *testing.T) {
-		t.Parallel()
+	// driftRepair compacts a real run with a bar no extractive summary
+	// clears: the repair path. llmtest is an LLM: a summary of it that
+	// still fails is replaced by the deterministic one.
+	driftRepair := func(t *testing.T) (*env, []byte, gateway.Submitted, contract.Outcome) {
 		e := newEnv(t)
 		input := readData(t, "swe-agent-deepseek/django__django-12308.json")
-		// A bar no extractive summary clears: the repair and patch path.
 		sub, res := e.compact(gateway.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 30000,
 			Overrides: json.RawMessage(`{"drift":{"min_retention":1}}`), Conversation: input})
 		checkRun(t, e, input, sub, res)
-		// llmtest is an LLM: a summary of it that still fails is replaced
-		// by the deterministic one (replaced+patched).
 		require.Contains(t, []string{"repaired", "patched", "replaced", "replaced+patched"}, res.Drift)
+		return e, input, sub, res
+	}
+	t.Run("drift-repair", func(t *testing.T) {
+		t.Parallel()
+		e, input, sub, _ := driftRepair(t)
 		record(t, "compaction-drift-repair", fetchHistory(t, e.client, sub.RunID), input, snippets(t, openAIContents(t, input), 20), sub.InputKey)
 	})
 	t.Run("drift-replacement-beside-repair", func(t *testing.T) {
 		t.Parallel()
-		// The same bar: the deterministic replacement is made beside the
-		// repair's summarizer call, as a regular activity (the
+		// The same path, with the deterministic replacement made beside
+		// the repair's summarizer call, as a regular activity (the
 		// replacement-beside-repair version marker).
-		e := newEnv(t)
-		input := readData(t, "swe-agent-deepseek/django__django-12308.json")
-		sub, res := e.compact(gateway.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 30000,
-			Overrides: json.RawMessage(`{"drift":{"min_retention":1}}`), Conversation: input})
-		checkRun(t, e, input, sub, res)
-		require.Contains(t, []string{"repaired", "replaced", "replaced+patched"}, res.Drift)
+		e, input, sub, res := driftRepair(t)
+		require.Contains(t, []string{"repaired", "replaced", "replaced+patched"}, res.Drift, "an LLM summary is never patched as it is")
 		h := fetchHistory(t, e.client, sub.RunID)
 		scheduled := 0
 		for _, ev := range h.Events {
