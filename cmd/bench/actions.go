@@ -53,16 +53,25 @@ func costOf(h *historypb.History) historyCost {
 	return c
 }
 
-// workflowCost reads the history of workflow id and returns its cost.
-func workflowCost(ctx context.Context, c client.Client, id string) (historyCost, error) {
+// readHistory reads the whole history of workflow id.
+func readHistory(ctx context.Context, c client.Client, id string) (*historypb.History, error) {
 	it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	h := &historypb.History{}
 	for it.HasNext() {
 		e, err := it.Next()
 		if err != nil {
-			return historyCost{}, fmt.Errorf("history of %s: %w", id, err)
+			return nil, fmt.Errorf("history of %s: %w", id, err)
 		}
 		h.Events = append(h.Events, e)
+	}
+	return h, nil
+}
+
+// workflowCost reads the history of workflow id and returns its cost.
+func workflowCost(ctx context.Context, c client.Client, id string) (historyCost, error) {
+	h, err := readHistory(ctx, c, id)
+	if err != nil {
+		return historyCost{}, err
 	}
 	return costOf(h), nil
 }

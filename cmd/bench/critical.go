@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
 	"github.com/ctxcompact/orchestrator/internal/store"
@@ -154,14 +152,13 @@ func benchCritical(ctx context.Context, st *stack, o options, rep *report) error
 // time goes between the steps (workflow tasks, dispatch of the summarizer
 // calls), which the step rows do not show.
 func printTimeline(ctx context.Context, st *stack, id string) {
-	it := st.client.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	h, err := readHistory(ctx, st.client, id)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "  %v\n", err)
+		return
+	}
 	var first time.Time
-	for it.HasNext() {
-		e, err := it.Next()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "  history of %s: %v\n", id, err)
-			return
-		}
+	for _, e := range h.Events {
 		at := e.GetEventTime().AsTime()
 		if first.IsZero() {
 			first = at
