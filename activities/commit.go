@@ -86,7 +86,7 @@ type final struct {
 // block) and says so in a "skip" pass.
 func (a *Activities) finalOutput(ctx context.Context, in CommitInput, p policy.Preset, b plan.Budget, tokensBefore int64) (final, error) {
 	f, err := a.measured(ctx, in, p, b, tokensBefore, in.WorkKey)
-	if err != nil || !skipUnprofitable(p, b, tokensBefore, f.o) {
+	if err != nil || !skipUnprofitable(in.Run.Trigger, p, b, tokensBefore, f.o) {
 		return f, err
 	}
 	cost := *f.o.stats.Cost
@@ -107,10 +107,14 @@ func (a *Activities) finalOutput(ctx context.Context, in CommitInput, p policy.P
 // cost.skip_unprofitable keeps out: the input was under the limit (the
 // session did not need it yet), the output fits, and the compaction
 // costs the agent more over its next calls than it saves, the
-// summarizer's cost aside (spent by now either way).
-func skipUnprofitable(p policy.Preset, b plan.Budget, tokensBefore int64, o outcome) bool {
+// summarizer's cost aside (spent by now either way). Only a threshold
+// event is the service's own call to make: a checkpoint or manual event
+// is the caller's intent (seed 002 makes manual compaction
+// unconditional; a checkpoint must prune and move its watermark), so
+// cost never overrides it.
+func skipUnprofitable(trigger string, p policy.Preset, b plan.Budget, tokensBefore int64, o outcome) bool {
 	c := o.stats.Cost
-	return p.Cost.SkipUnprofitable && !o.over && tokensBefore <= int64(b.Limit) && c != nil && c.Priced &&
+	return (trigger == contract.TriggerThreshold || trigger == "") && p.Cost.SkipUnprofitable && !o.over && tokensBefore <= int64(b.Limit) && c != nil && c.Priced &&
 		c.NetSavingUSD+c.SummarizerUSD < 0
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxcompact/orchestrator/activities"
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/pricing"
@@ -19,14 +20,29 @@ import (
 // cost.skip_unprofitable the run keeps the input as it came, byte for
 // byte, moves nothing of its session (watermark, log) and says so in a
 // "skip" pass; without the option the compaction is committed, priced
-// with its negative saving.
+// with its negative saving. The option decides threshold events only: a
+// checkpoint or manual event is the caller's intent and is compacted,
+// its watermark saved, whatever it costs.
 func TestUnitCommitSkipsAnUnprofitableCompaction(t *testing.T) {
 	t.Parallel()
-	for _, skip := range []bool{true, false} {
+	tests := []struct {
+		name     string
+		trigger  string
+		option   bool
+		wantSkip bool
+	}{
+		{"threshold, option on", contract.TriggerThreshold, true, true},
+		{"threshold, option off", contract.TriggerThreshold, false, false},
+		{"checkpoint, option on", contract.TriggerCheckpoint, true, false},
+		{"manual, option on", contract.TriggerManual, true, false},
+	}
+	for _, tt := range tests {
+		skip := tt.wantSkip
 		u := newUnit(t)
 		ctx := t.Context()
+		u.run.Trigger = tt.trigger
 		u.run.ContextLimit = 100_000
-		u.run.Resolved.Cost.SkipUnprofitable = skip
+		u.run.Resolved.Cost.SkipUnprofitable = tt.option
 		u.a.Prices, u.a.CostTurns = pricing.Defaults(), 1
 		archive, pr := u.planned()
 		orig, err := conversation.ParseAny([]byte(u.get(archive.Key)))
@@ -51,16 +67,16 @@ func TestUnitCommitSkipsAnUnprofitableCompaction(t *testing.T) {
 		require.NoError(t, err)
 		skipped := slices.ContainsFunc(o.Passes, func(p activities.PassStat) bool { return p.Name == "skip" })
 		if skip {
-			require.True(t, skipped, "the run says it skipped")
+			require.True(t, skipped, "%s: the run says it skipped", tt.name)
 			require.Equal(t, u.get(archive.Key), u.get(o.OutputKey), "the input, byte for byte")
 			require.Equal(t, o.TokensBefore, o.TokensAfter)
 			require.Equal(t, 0, o.Cache.RewriteTokens, "nothing for the agent's cache to write again")
 			require.Empty(t, watermark, "a skipped run moves no watermark")
 			continue
 		}
-		require.False(t, skipped)
-		require.Equal(t, string(data), u.get(o.OutputKey))
+		require.False(t, skipped, tt.name)
+		require.Equal(t, string(data), u.get(o.OutputKey), tt.name)
 		require.Negative(t, o.Cost.NetSavingUSD, "re-writing the whole prefix for nothing costs more than it saves")
-		require.Equal(t, "call_9", watermark)
+		require.Equal(t, "call_9", watermark, "%s: the watermark is saved", tt.name)
 	}
 }

@@ -64,6 +64,11 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (res PlanResult, er
 	res.Archive = &archive
 	rec.outputSize = archive.Size
 	if err := a.Store.StartRun(ctx, run.ID, run.Tenant, run.Session, start); err != nil {
+		if errors.Is(err, store.ErrBaseSuperseded) {
+			// Its output would fork the session: the caller continues
+			// from the latest output instead.
+			return res, badInput(err)
+		}
 		if !errors.Is(err, store.ErrRunFinal) {
 			return res, storeErr(fmt.Errorf("start run: %w", err))
 		}

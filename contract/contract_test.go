@@ -2,10 +2,13 @@ package contract
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcompact/orchestrator/internal/ident"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 )
 
@@ -67,4 +70,50 @@ func TestSearchAttributesListsEveryKey(t *testing.T) {
 		require.Contains(t, names, key)
 	}
 	require.Len(t, names, 4)
+}
+
+// TestSessionWorkflowIDCarriesEveryValidName: every name the API accepts
+// (ident.Session), from every Unicode category it lets through, gives a
+// workflow id Temporal's gRPC headers can carry (printable ASCII), no two
+// names share an id, and a name of printable ASCII keeps the id it had
+// before non-ASCII names were encoded (running sessions must not fork).
+func TestSessionWorkflowIDCarriesEveryValidName(t *testing.T) {
+	t.Parallel()
+	names := []string{"s1", "my session", "a%C3%A9", "100%", "x:y@z", "~tilde~", "été", "a%20b", "a b"}
+	for _, table := range unicode.Categories {
+		var runes []rune
+		for _, r := range table.R16 {
+			runes = append(runes, rune(r.Lo), rune(r.Hi))
+		}
+		for _, r := range table.R32 {
+			runes = append(runes, rune(r.Lo), rune(r.Hi))
+		}
+		for _, r := range runes {
+			names = append(names, "s"+string(r)+"x", string(r)+"-name")
+		}
+	}
+	ids := map[string]string{}
+	for _, name := range names {
+		if ident.Session(name) != nil {
+			continue
+		}
+		id := SessionWorkflowID("acme", name)
+		for i := 0; i < len(id); i++ {
+			require.Truef(t, id[i] >= 0x20 && id[i] <= 0x7e, "name %q: id %q has byte %#x at %d", name, id, id[i], i)
+		}
+		if other, dup := ids[id]; dup {
+			require.Equalf(t, other, name, "names %q and %q share id %q", other, name, id)
+		}
+		ids[id] = name
+		ascii := true
+		for _, r := range name {
+			ascii = ascii && r >= 0x20 && r <= 0x7e
+		}
+		if ascii {
+			require.Equal(t, "session/acme/"+name, id, "a plain name keeps its id")
+		} else {
+			require.True(t, strings.HasPrefix(id, "session-u/acme/"), id)
+		}
+	}
+	require.Greater(t, len(ids), 100, "names from every accepted category were checked")
 }

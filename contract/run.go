@@ -15,6 +15,15 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/policy"
 )
 
+// The triggers of a run (the event's kind): the service decides a
+// threshold event's compaction (an empty trigger, from before kinds were
+// recorded, is one); a checkpoint or manual event is the caller's intent.
+const (
+	TriggerThreshold  = "threshold"
+	TriggerCheckpoint = "checkpoint"
+	TriggerManual     = "manual"
+)
+
 // Run identifies a compaction run and the settings every step needs.
 type Run struct {
 	ID        string          `json:"id"`

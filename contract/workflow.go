@@ -1,5 +1,7 @@
 package contract
 
+import "net/url"
+
 // The workflows' registered names.
 const (
 	// SessionWorkflow serializes the runs of one session.
@@ -38,8 +40,29 @@ type SessionInput struct {
 
 // SessionWorkflowID is the id of a session's workflow: one per tenant and
 // session, so that at most one compaction runs per session at a time.
+//
+// Temporal carries a workflow id in gRPC headers, which take printable
+// ASCII only. A name of printable ASCII keeps the id it has always had
+// (running sessions must not fork); any other name (été, 会话) is
+// percent-encoded under its own prefix, "session-u/", which no plain
+// name's id can have, so two names never share an id. Tenants are
+// ASCII already (blob.ValidateTenant).
 func SessionWorkflowID(tenant, session string) string {
-	return "session/" + tenant + "/" + session
+	if printableASCII(session) {
+		return "session/" + tenant + "/" + session
+	}
+	return "session-u/" + tenant + "/" + url.PathEscape(session)
+}
+
+// printableASCII reports whether s has only the bytes a gRPC header
+// value may carry (space to '~').
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // ProgressQuery returns the steps of a live compaction run that have

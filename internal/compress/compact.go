@@ -83,9 +83,26 @@ const LogBlockOpening = "<session-log block="
 // LogBlockText frames summary as the session log's block label ("3", or
 // "1-4" for a reflection of blocks 1 to 4): stable delimiters that show
 // the agent (and a reader) where each block starts and ends.
+//
+// The delimiters are the service's alone: wherever a summary copied them
+// (a tool result or a user quoting a block, an LLM echoing its input),
+// they are escaped (EscapeDelimiters), so that no text inside a block can
+// open or close one, or name a label.
 func LogBlockText(label, summary string) string {
-	return LogBlockOpening + `"` + label + `">` + "\n" + strings.TrimSpace(summary) + "\n</session-log>"
+	return LogBlockOpening + `"` + label + `">` + "\n" + EscapeDelimiters(strings.TrimSpace(summary)) + "\n" + logBlockClosing
 }
+
+// logBlockClosing closes a log block.
+const logBlockClosing = "</session-log>"
+
+// delimiterEscaper writes the log's delimiters with "&lt;" for "<", as
+// HTML would: the text still reads the same to the agent, and is never
+// a frame.
+var delimiterEscaper = strings.NewReplacer("<session-log", "&lt;session-log", "</session-log", "&lt;/session-log")
+
+// EscapeDelimiters escapes the session log's delimiters in text copied
+// into a block.
+func EscapeDelimiters(text string) string { return delimiterEscaper.Replace(text) }
 
 // IsLogBlock reports whether text is framed as a log block: the
 // opening starts one of its first three lines (after the summary style's
@@ -98,6 +115,23 @@ func IsLogBlock(text string) bool {
 		}
 	}
 	return false
+}
+
+// LogBlockLabel is the label a log block's frame names ("3", "1-4"):
+// read from the frame's opening on one of its first three lines, as
+// IsLogBlock finds it, never from the body. "" when text has no frame.
+func LogBlockLabel(text string) string {
+	for i, line := range strings.SplitN(text, "\n", 4) {
+		if i >= 3 {
+			break
+		}
+		line = strings.TrimPrefix(line, summaryFirstPrefix)
+		if rest, ok := strings.CutPrefix(line, LogBlockOpening+`"`); ok {
+			label, _, _ := strings.Cut(rest, `"`)
+			return label
+		}
+	}
+	return ""
 }
 
 // LogBlockBody is the summary a log block's text frames (LogBlockText),

@@ -19,6 +19,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
@@ -31,9 +33,9 @@ import (
 
 // Event kinds.
 const (
-	KindThreshold  = "threshold"
-	KindCheckpoint = "checkpoint"
-	KindManual     = "manual"
+	KindThreshold  = contract.TriggerThreshold
+	KindCheckpoint = contract.TriggerCheckpoint
+	KindManual     = contract.TriggerManual
 )
 
 // ErrConflict is returned when an event id of a session is reused with
@@ -221,7 +223,7 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 		return Submitted{}, err
 	}
 	if err := g.start(ctx, in); err != nil {
-		return Submitted{}, err
+		return Submitted{}, g.startFailed(ctx, run.ID, err)
 	}
 	return Submitted{RunID: sub.RunID, InputKey: run.InputKey, Existing: sub.Existing, Generation: sub.Generation,
 		PreviousErasure: sub.PreviousErasure}, nil
@@ -243,6 +245,9 @@ func (g *Gateway) claim(ctx context.Context, ev Event, overrides json.RawMessage
 		AgentModel: ev.Model, ContextLimit: ev.ContextLimit, Overrides: overrides, InputSHA256: ref.SHA256,
 		ResolvedPreset: resolved,
 	}
+	if ev.Base != nil {
+		run.BaseRunID = ev.Base.RunID
+	}
 	sub, err := g.Store.SubmitRun(ctx, run, hash, func(ctx context.Context) error {
 		_, err := g.Blob.PutContentVerified(ctx, ev.Tenant, blob.KindArchive, data)
 		return err
@@ -254,6 +259,8 @@ func (g *Gateway) claim(ctx context.Context, ev Event, overrides json.RawMessage
 		g.discardOriginal(ctx, ev.Tenant, ref.Key)
 	}
 	switch {
+	case errors.As(err, new(*BaseHeldError)):
+		return store.Run{}, sub, err
 	case errors.Is(err, store.ErrSessionErasing):
 		// Nothing new lands in a session that is being erased.
 		return store.Run{}, sub, ErrSessionErasing
@@ -309,6 +316,45 @@ func (g *Gateway) start(ctx context.Context, in contract.CompactionInput) error 
 		return fmt.Errorf("start session workflow: %w", err)
 	}
 	return nil
+}
+
+// startFailed decides what a failed start of run id leaves behind. An
+// outage (Temporal down, slow or overloaded, or the call cut short)
+// leaves the run pending, claimed with everything it needs, for the
+// caller's retry or the reconciler. Temporal refusing the start itself
+// will refuse every retry too: the run is failed now, with the reason,
+// so that it never waits forever (nor an erasure of its session behind
+// it), and the caller is told the same.
+func (g *Gateway) startFailed(ctx context.Context, id string, err error) error {
+	if temporalTransient(err) {
+		return err
+	}
+	reason := "the session workflow could not be started: " + err.Error()
+	if _, ferr := g.Store.FailRun(ctx, id, store.Failure{Class: store.ErrorInternal, Message: reason}); ferr != nil {
+		return fmt.Errorf("%w (and recording the run failed: %v)", err, ferr)
+	}
+	return fmt.Errorf("run %s failed: %w", id, err)
+}
+
+// temporalTransient reports whether a Temporal client error may pass on
+// a retry: the service is down, slow or overloaded, or the call was cut
+// short. Anything else (an invalid argument, a refused header) is
+// permanent.
+func temporalTransient(err error) bool {
+	var unavail *serviceerror.Unavailable
+	var deadline *serviceerror.DeadlineExceeded
+	var exhausted *serviceerror.ResourceExhausted
+	var canceled *serviceerror.Canceled
+	switch {
+	case errors.As(err, &unavail), errors.As(err, &deadline), errors.As(err, &exhausted), errors.As(err, &canceled),
+		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return true
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Canceled, codes.Aborted:
+		return true
+	}
+	return false
 }
 
 // deliveryQueue is the task queue deliveries start on.

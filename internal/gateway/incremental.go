@@ -18,6 +18,10 @@ import (
 // taken from the caller as a key), appends the messages and goes on as
 // for a whole conversation. The upload is then the new turns alone.
 
+// BaseHeldError refuses an incremental event whose base another live run
+// already continues (409, naming that run).
+type BaseHeldError = store.BaseHeldError
+
 var hexSHA256 = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // checkBase checks an incremental event's fields before anything is read.
@@ -81,6 +85,16 @@ func (g *Gateway) baseOutput(ctx context.Context, ev Event) (store.Output, error
 			return store.Output{}, &InputError{Field: "base.run_id", Err: fmt.Errorf("%s is not an output of session %s", ev.Base.RunID, ev.Session)}
 		}
 		return store.Output{RunID: r.ID, Key: r.OutputKey, SHA256: r.OutputSHA256}, nil
+	}
+	// One live run extends a base: a second event on it would make a
+	// second output, each with one delta. The claim's unique index
+	// decides a race; this names the holder before anything is stored.
+	holder, err := g.Store.BaseExtension(ctx, ev.Base.RunID)
+	if err != nil {
+		return store.Output{}, err
+	}
+	if holder != "" {
+		return store.Output{}, &BaseHeldError{Base: ev.Base.RunID, RunID: holder}
 	}
 	latest, err := g.Store.LatestOutput(ctx, ev.Tenant, ev.Session)
 	if errors.Is(err, store.ErrNotFound) {

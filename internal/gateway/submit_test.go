@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/mock"
@@ -11,6 +12,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
@@ -253,4 +256,50 @@ func TestSubmitStoresAnOutputKeyAsAnArchive(t *testing.T) {
 	require.Len(t, signalled, 1)
 	require.Equal(t, archive, signalled[0].InputKey)
 	require.Equal(t, out.SHA256, signalled[0].InputSHA256)
+}
+
+// TestSubmitFailsTheRunWhenTemporalRefusesTheStart: a start Temporal
+// refuses (not an outage) would be refused on every retry, so the run
+// is failed at once with the reason, never left pending (where it would
+// hold its session's erasure forever); an outage leaves it pending, as
+// TestSubmitWhileTemporalIsDown shows.
+func TestSubmitFailsTheRunWhenTemporalRefusesTheStart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tc := mocks.NewClient(t)
+	g := testGateway(t, tc)
+	var signalled []contract.CompactionInput
+	expectSignal(tc, &signalled).Return(nil, serviceerror.NewInvalidArgument("header key contains value with non-printable ASCII characters")).Once()
+
+	ev := Event{Tenant: "acme", Session: "s1", EventID: "e1", Model: "gpt-4o", ContextLimit: 128000,
+		Conversation: openAIConv(t, "call_2", "cat")}
+	_, err := g.Submit(ctx, ev)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "non-printable")
+	run, err := g.Store.GetRun(ctx, RunID("acme", "s1", "e1"))
+	require.NoError(t, err)
+	require.Equal(t, store.RunFailed, run.Status, "a refused start is not left pending")
+	require.Contains(t, run.Error, "the session workflow could not be started")
+}
+
+// TestTemporalTransient: which start errors leave the run pending.
+func TestTemporalTransient(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"unavailable", serviceerror.NewUnavailable("down"), true},
+		{"deadline", serviceerror.NewDeadlineExceeded("slow"), true},
+		{"exhausted", &serviceerror.ResourceExhausted{Message: "busy"}, true},
+		{"context deadline, wrapped", fmt.Errorf("start: %w", context.DeadlineExceeded), true},
+		{"gRPC unavailable, wrapped", fmt.Errorf("start: %w", status.Error(codes.Unavailable, "conn refused")), true},
+		{"invalid argument", serviceerror.NewInvalidArgument("bad id"), false},
+		{"gRPC internal (a refused header)", status.Error(codes.Internal, "header key contains value with non-printable ASCII characters"), false},
+		{"namespace not found", serviceerror.NewNamespaceNotFound("nope"), false},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, temporalTransient(tt.err), tt.name)
+	}
 }

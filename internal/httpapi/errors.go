@@ -174,6 +174,10 @@ func classify(err error) *apiError {
 	if errors.As(err, &conflict) {
 		return &apiError{Status: http.StatusConflict, Code: CodeConflict, Field: "event_id", Message: err.Error(), RunID: conflict.RunID}
 	}
+	var held *gateway.BaseHeldError
+	if errors.As(err, &held) {
+		return &apiError{Status: http.StatusConflict, Code: CodeConflict, Field: "base.run_id", Message: held.Error(), RunID: held.RunID}
+	}
 	var breaker *gateway.BreakerOpenError
 	if errors.As(err, &breaker) {
 		return &apiError{Status: http.StatusConflict, Code: CodeBreakerOpen, Message: breaker.Reason,

@@ -45,23 +45,32 @@ type LogView struct {
 	Tokens int
 }
 
-// SeparateLog returns conv with every recorded log block (a text block
-// for which known reports true) in a message of its own, and where the
-// log is. An Anthropic conversation renders consecutive messages of one
-// role as one message, so a block the previous compaction appended after
-// the task comes back inside the task's message; separating it keeps the
-// task the user's words alone, and the block a block. Rendering merges
-// them again into the same bytes. Messages without a block are shared
-// with conv, never changed.
+// SeparateLog returns conv with every log block in a message of its
+// own, and where the log is. An Anthropic conversation renders
+// consecutive messages of one role as one message, so a block the
+// previous compaction appended after the task comes back inside the
+// task's message; separating it keeps the task the user's words alone,
+// and the block a block. Rendering merges them again into the same
+// bytes. Messages without a block are shared with conv, never changed.
+//
+// A block is a block only in the log's place (logPlaces): a recorded
+// block's text (known reports true) anywhere else, such as a user
+// pasting back what the agent showed them, stays the user's words and
+// is compacted like any message, so it can never freeze the
+// conversation before it.
 func SeparateLog(conv conversation.Conversation, known func(text string) bool, counter tokens.Counter) (conversation.Conversation, LogView) {
 	var view LogView
 	if known == nil {
 		return conv, view
 	}
+	places := logPlaces(conv, known)
+	if places == nil {
+		return conv, view
+	}
 	out := conv
 	out.Messages = make([]conversation.Message, 0, len(conv.Messages))
-	for _, m := range conv.Messages {
-		if !holdsBlock(m, known) {
+	for mi, m := range conv.Messages {
+		if places[mi] == nil {
 			out.Messages = append(out.Messages, m)
 			continue
 		}
@@ -78,8 +87,8 @@ func SeparateLog(conv conversation.Conversation, known func(text string) bool, c
 			out.Messages = append(out.Messages, piece)
 			rest = nil
 		}
-		for _, b := range m.Blocks {
-			if b.Kind != conversation.KindText || !known(b.Text) {
+		for bi, b := range m.Blocks {
+			if !places[mi][bi] {
 				rest = append(rest, b)
 				continue
 			}
@@ -103,13 +112,39 @@ func SeparateLog(conv conversation.Conversation, known func(text string) bool, c
 	return out, view
 }
 
-func holdsBlock(m conversation.Message, known func(string) bool) bool {
-	for _, b := range m.Blocks {
-		if b.Kind == conversation.KindText && known(b.Text) {
-			return true
+// logPlaces marks, per message and block, the blocks of conv's log: the
+// first recorded block and those that follow it without anything else
+// between them (the log is one run of blocks after the task and pins, in
+// order), each digest once. Whatever follows the log ends it: a recorded
+// text after that is not a block. nil when conv has no log.
+func logPlaces(conv conversation.Conversation, known func(string) bool) [][]bool {
+	var places [][]bool
+	seen := map[string]bool{}
+	started := false
+	for mi, m := range conv.Messages {
+		for bi, b := range m.Blocks {
+			isBlock := b.Kind == conversation.KindText && known(b.Text)
+			if isBlock {
+				d := BlockDigest(b.Text)
+				isBlock = !seen[d]
+				seen[d] = true
+			}
+			if !isBlock {
+				if started {
+					return places
+				}
+				continue
+			}
+			if places == nil {
+				places = make([][]bool, len(conv.Messages))
+			}
+			if places[mi] == nil {
+				places[mi] = make([]bool, len(m.Blocks))
+			}
+			places[mi][bi], started = true, true
 		}
 	}
-	return false
+	return places
 }
 
 // LogBudget is the size the preset's session log may reach before a
@@ -132,7 +167,7 @@ func BlockTarget(p policy.Preset, b Budget) int {
 	return target
 }
 
-var blockLabel = regexp.MustCompile(`<session-log block="(\d+)(?:-(\d+))?">`)
+var blockLabel = regexp.MustCompile(`^(\d+)(?:-(\d+))?$`)
 
 // NextBlockLabel is the label of the block after the log's blocks: one
 // more than the highest number a block's label names.
@@ -141,16 +176,16 @@ func NextBlockLabel(conv conversation.Conversation, view LogView) string {
 }
 
 // lastBlockNumber is the highest number the labels of the log's blocks
-// name (0 without a log).
+// name (0 without a log). A label is read from the block's frame alone
+// (compress.LogBlockLabel): whatever the body quotes is never a label.
 func lastBlockNumber(conv conversation.Conversation, view LogView) int {
 	n := 0
 	for _, i := range view.Messages {
 		for _, b := range conv.Messages[i].Blocks {
-			for _, m := range blockLabel.FindAllStringSubmatch(b.Text, -1) {
-				for _, g := range m[1:] {
-					if v, err := strconv.Atoi(g); err == nil && v > n {
-						n = v
-					}
+			m := blockLabel.FindStringSubmatch(compress.LogBlockLabel(b.Text))
+			for _, g := range m[min(1, len(m)):] {
+				if v, err := strconv.Atoi(g); err == nil && v > n {
+					n = v
 				}
 			}
 		}

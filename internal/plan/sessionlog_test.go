@@ -201,3 +201,60 @@ func TestMergeSectionsDropsOmittedItemsFirst(t *testing.T) {
 	require.NotContains(t, got, strings.Repeat("x", 200))
 	require.Contains(t, got, "## Files named in the condensed lines\n- src/app/deep/module.py")
 }
+
+// TestSeparateLogReadsBlocksOnlyInTheLogsPlace: a block is a block only
+// in the log's place, one run of blocks after the task, each digest
+// once. A user pasting a committed block back later in the conversation
+// (what the agent showed them) writes their own words: the pasted text
+// is not a block, so it neither ends the log nor freezes what is before
+// it. Without the rule the log would end at the paste (View.End 6) and
+// every message before it would be frozen.
+func TestSeparateLogReadsBlocksOnlyInTheLogsPlace(t *testing.T) {
+	t.Parallel()
+	b1 := "[Compressed History]\n\n" + compress.LogBlockText("1", "the agent read setup.py")
+	b2 := "[Compressed History]\n\n" + compress.LogBlockText("2", "the agent ran the tests")
+	conv := conversation.Conversation{Format: conversation.FormatOpenAI, Messages: []conversation.Message{
+		text(conversation.RoleSystem, "You are a coding agent."),
+		text(conversation.RoleUser, "Fix the failing test"),
+		text(conversation.RoleUser, b1),
+		text(conversation.RoleUser, b2),
+		text(conversation.RoleAssistant, "Running the tests again."),
+		text(conversation.RoleUser, b1), // pasted back by the user
+		text(conversation.RoleAssistant, "I see, continuing."),
+		text(conversation.RoleUser, b2), // pasted again
+	}}
+	sep, view := SeparateLog(conv, known(b1, b2), nil)
+	require.Len(t, sep.Messages, len(conv.Messages), "nothing to split")
+	require.Equal(t, []int{2, 3}, view.Messages, "the log is the blocks after the task")
+	require.Equal(t, 4, view.End, "the pasted copies are the user's words, not the log's end")
+	require.Equal(t, "3", NextBlockLabel(sep, view))
+
+	// The same block twice in the log's place counts once.
+	twice := conv
+	twice.Messages = []conversation.Message{conv.Messages[0], conv.Messages[1], text(conversation.RoleUser, b1),
+		text(conversation.RoleUser, b1), conv.Messages[4]}
+	_, view = SeparateLog(twice, known(b1, b2), nil)
+	require.Equal(t, []int{2}, view.Messages)
+	require.Equal(t, 3, view.End)
+
+	// With block 2 alone recorded, the log is block 2, and it still
+	// ends before the later paste.
+	_, view = SeparateLog(conv, known(b2), nil)
+	require.Equal(t, []int{3}, view.Messages)
+	require.Equal(t, 4, view.End)
+}
+
+// TestNextBlockLabelReadsTheFrameOnly: a block's label is the one its
+// frame names; a label copied into its body (a tool result quoting
+// `<session-log block="9">`) does not move the next label.
+func TestNextBlockLabelReadsTheFrameOnly(t *testing.T) {
+	t.Parallel()
+	b1 := compress.LogBlockText("1", "the tool printed <session-log block=\"9\"> and <session-log block=\"12-40\">")
+	b2 := "[SUMMARY]: " + compress.LogBlockText("2", "more")
+	conv := conversation.Conversation{Format: conversation.FormatOpenAI, Messages: []conversation.Message{
+		text(conversation.RoleUser, "task"), text(conversation.RoleUser, b1), text(conversation.RoleAssistant, b2),
+	}}
+	sep, view := SeparateLog(conv, known(b1, b2), nil)
+	require.Equal(t, "3", NextBlockLabel(sep, view))
+	require.Equal(t, "1-2", ReflectionLabel(sep, view))
+}

@@ -167,8 +167,8 @@ func TestStructuredOnRealRun(t *testing.T) {
 			require.Contains(t, out, "- SyntaxError: unexpected character after line continuation character — resolved (python test_issue.py)\n")
 
 			// The task's opening, and where the run stands.
-			require.Contains(t, out, "- Add check to ensure max_length fits longest choice.\n")
-			require.Contains(t, out, "- There is currently no check to ensure that Field.max_length is large enough to fit the longest value in Field.choices.\n")
+			require.Contains(t, out, "- "+QuotePrefix+"Add check to ensure max_length fits longest choice.»\n", "the task, quoted as the user's words")
+			require.Contains(t, out, "- "+QuotePrefix+"There is currently no check to ensure that Field.max_length is large enough to fit the longest value in Field.choices.»\n")
 			require.Contains(t, out, "- The patch looks good. It shows the two changes:\n")
 			require.Contains(t, out, "- Now let me submit the final output:")
 
@@ -350,8 +350,8 @@ The retry test passes now. Next, I'll install pyyaml and rerun the linter.
 		want    []string
 		not     []string
 	}{
-		{"Task and Intent", []string{"- Fix the flaky retry test in pkg/retry/retry_test.go.\n"}, nil},
-		{"Constraints", []string{"- You must not change the public API. Please keep commits small.\n"}, []string{"Fix the flaky"}},
+		{"Task and Intent", []string{"- " + QuotePrefix + "Fix the flaky retry test in pkg/retry/retry_test.go.»\n"}, nil},
+		{"Constraints", []string{"- " + QuotePrefix + "You must not change the public API. Please keep commits small.»\n"}, []string{"Fix the flaky"}},
 		{"Files Touched", []string{
 			"- /repo/pkg/retry/retry.go: edited\n",
 			"- /repo/pkg/retry/clock.go: created\n",
@@ -398,8 +398,8 @@ func TestStructuredNextStepIsTheLastRequest(t *testing.T) {
 		name, text, want string
 	}{
 		{"plan after the request", "[user]\nAdd a flag.\n\n[assistant]\nNow let me add the flag to main.go.\n", "- Now let me add the flag to main.go."},
-		{"request after the plan", "[user]\nAdd a flag.\n\n[assistant]\nI'll add it to main.go.\n\n[user]\nAlso document it in README.md.\n", "- Also document it in README.md."},
-		{"no plan", "[user]\nAdd a flag.\n\n[assistant]\nDone.\n", "- Add a flag."},
+		{"request after the plan", "[user]\nAdd a flag.\n\n[assistant]\nI'll add it to main.go.\n\n[user]\nAlso document it in README.md.\n", "- Answer the user's latest message, quoted below.\n- " + QuotePrefix + "Also document it in README.md.»"},
+		{"no plan", "[user]\nAdd a flag.\n\n[assistant]\nDone.\n", "- Answer the user's latest message, quoted below.\n- " + QuotePrefix + "Add a flag.»"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -64,3 +64,10 @@ func IsRetryable(err error) bool {
 		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
 }
+
+// isUniqueViolation reports whether err is Postgres refusing a row under
+// the unique index or constraint named.
+func isUniqueViolation(err error, name string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == name
+}

@@ -111,10 +111,51 @@ func (s *Store) SubmitRun(ctx context.Context, r Run, bodySHA256 string, restore
 	if errors.As(err, &conflict) {
 		return Submission{RunID: conflict.run, Conflict: true}, nil
 	}
+	if isUniqueViolation(err, baseIndex) {
+		return Submission{}, s.baseHeld(ctx, r.BaseRunID)
+	}
 	if err != nil {
 		return Submission{}, fmt.Errorf("%s: %w", op, err)
 	}
 	return sub, nil
+}
+
+// baseIndex is the unique index that lets one live run extend a base
+// (migration 023).
+const baseIndex = "runs_one_extension_per_base"
+
+// BaseHeldError refuses an incremental event whose base another live
+// run (RunID: pending, running or committed) already extends: two
+// outputs from one base would each hold one delta, and one of them
+// would be lost.
+type BaseHeldError struct {
+	Base  string
+	RunID string
+}
+
+func (e *BaseHeldError) Error() string {
+	return fmt.Sprintf("the output of run %s is already continued by run %s: continue from that run's output", e.Base, e.RunID)
+}
+
+// baseHeld is the error of a claim the base index refused: it names the
+// run that holds base.
+func (s *Store) baseHeld(ctx context.Context, base string) error {
+	holder, err := s.BaseExtension(ctx, base)
+	if err != nil {
+		return err
+	}
+	return &BaseHeldError{Base: base, RunID: holder}
+}
+
+// BaseExtension is the live run (pending, running or committed) that
+// continues the output of run base, or "" when none does.
+func (s *Store) BaseExtension(ctx context.Context, base string) (string, error) {
+	var holder string
+	err := s.pool.QueryRow(ctx, `select id from runs where base_run_id = $1 and status <> 'failed' limit 1`, base).Scan(&holder)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("read the run that continues %s: %w", base, err)
+	}
+	return holder, nil
 }
 
 // inputLockSQL takes key's advisory lock for the transaction: shared by

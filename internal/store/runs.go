@@ -115,10 +115,13 @@ type Run struct {
 	// JSON: built-in numbers under the effective overrides), resolved at
 	// submit: every run the gateway records has one.
 	ResolvedPreset json.RawMessage
-	StartedAt      time.Time
-	FinishedAt     time.Time // zero while the run is live
-	UpdatedAt      time.Time
-	Stats          json.RawMessage // the commit's RunStats as JSON (see ParseStats), nil if none
+	// BaseRunID is the run whose output an incremental event continued
+	// ("" for a whole conversation): one live run extends a base.
+	BaseRunID  string
+	StartedAt  time.Time
+	FinishedAt time.Time // zero while the run is live
+	UpdatedAt  time.Time
+	Stats      json.RawMessage // the commit's RunStats as JSON (see ParseStats), nil if none
 }
 
 // RunPlan holds what the plan step learns about a live run. Zero fields
@@ -321,15 +324,15 @@ func createRun(ctx context.Context, tx pgx.Tx, r Run) (bool, error) {
 			status, tokens_before, tokens_after, chars_before, chars_after, ratio,
 			input_key, archive_key, archive_sha256, output_key, output_sha256, level, error,
 			replay_of, started_at, finished_at, stats, agent_model, context_limit, overrides, input_sha256,
-			resolved_preset)
+			resolved_preset, base_run_id)
 		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-			$22, coalesce($23, now()), $24, $25, $26, $27, $28, $29, $30)
+			$22, coalesce($23, now()), $24, $25, $26, $27, $28, $29, $30, $31)
 		on conflict (id) do nothing`,
 		r.ID, r.Tenant, r.Session, r.EventID, r.Trigger, r.Preset, r.Model, r.PromptVersion,
 		string(r.Status), r.TokensBefore, r.TokensAfter, r.CharsBefore, r.CharsAfter, r.Ratio,
 		r.InputKey, r.ArchiveKey, r.ArchiveSHA256, r.OutputKey, r.OutputSHA256, r.Level, r.Error,
 		nullIfEmpty(r.ReplayOf), nullIfZero(r.StartedAt), finished, stats,
-		r.AgentModel, r.ContextLimit, overrides, r.InputSHA256, resolved)
+		r.AgentModel, r.ContextLimit, overrides, r.InputSHA256, resolved, nullIfEmpty(r.BaseRunID))
 	if err != nil {
 		return false, fmt.Errorf("insert: %w", err)
 	}

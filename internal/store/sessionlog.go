@@ -84,12 +84,7 @@ type Output struct {
 // none.
 func (s *Store) LatestOutput(ctx context.Context, tenant, session string) (Output, error) {
 	var o Output
-	err := s.pool.QueryRow(ctx, `
-		select r.id, r.output_key, r.output_sha256 from runs r
-		left join promotions p on p.run_id = r.id
-		where r.tenant_id = $1 and r.session_id = $2 and r.status in ('succeeded', 'over_limit') and r.output_key <> ''
-			and (r.replay_of is null or p.run_id is not null)
-		order by coalesce(p.promoted_at, r.finished_at) desc, r.id desc limit 1`, tenant, session).Scan(&o.RunID, &o.Key, &o.SHA256)
+	err := s.pool.QueryRow(ctx, latestOutputSQL("$1", "$2"), tenant, session).Scan(&o.RunID, &o.Key, &o.SHA256)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Output{}, fmt.Errorf("latest output of session %s: %w", session, ErrNotFound)
 	}
@@ -97,4 +92,18 @@ func (s *Store) LatestOutput(ctx context.Context, tenant, session string) (Outpu
 		return Output{}, fmt.Errorf("latest output of session %s: %w", session, err)
 	}
 	return o, nil
+}
+
+// latestOutputSQL selects the id, output key and output SHA-256 of the
+// latest output of the session of tenant (both SQL expressions): the
+// latest committed run's, a replay's only once promoted (from its
+// promotion). LatestOutput reads it, and StartRun checks an incremental
+// run's base against it.
+func latestOutputSQL(tenant, session string) string {
+	return `
+		select lr.id, lr.output_key, lr.output_sha256 from runs lr
+		left join promotions lp on lp.run_id = lr.id
+		where lr.tenant_id = ` + tenant + ` and lr.session_id = ` + session + ` and lr.status in ('succeeded', 'over_limit') and lr.output_key <> ''
+			and (lr.replay_of is null or lp.run_id is not null)
+		order by coalesce(lp.promoted_at, lr.finished_at) desc, lr.id desc limit 1`
 }

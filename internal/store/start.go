@@ -19,7 +19,7 @@ type RunStart struct {
 // startRunSQL moves a live run the gateway recorded to running with its
 // plan figures and archive in one statement. Zero figures keep the stored
 // values; an archive is set only on a run that has none.
-const startRunSQL = `
+var startRunSQL = `
 	update runs as r set
 		status = 'running',
 		preset = coalesce(nullif($4::text, ''), r.preset),
@@ -32,7 +32,20 @@ const startRunSQL = `
 		archive_sha256 = case when r.archive_key = '' then $11::text else r.archive_sha256 end,
 		updated_at = now()
 	where r.id = $1 and r.tenant_id = $2 and r.session_id = $3 and r.status in ('pending', 'running')
+		and ` + baseIsLatestSQL + `
 	returning archive_key, archive_sha256`
+
+// baseIsLatestSQL holds for a run (r) that continues no base, or whose
+// base is still its session's latest output when it starts: another run
+// of the session (a whole conversation, a promoted replay) may have
+// committed since the event was accepted, and an output built on the
+// older base would fork the session. A run already running passed it.
+var baseIsLatestSQL = `(r.base_run_id is null or r.status = 'running' or
+		r.base_run_id = (select id from (` + latestOutputSQL("r.tenant_id", "r.session_id") + `) latest))`
+
+// ErrBaseSuperseded is StartRun refusing an incremental run whose base
+// is no longer its session's latest output.
+var ErrBaseSuperseded = errors.New("the run's base is no longer the session's latest output")
 
 // StartRun marks run id of tenant and session running with what its plan
 // step found, and its archive when st has one, in one round trip. The
@@ -68,8 +81,9 @@ func (s *Store) StartRun(ctx context.Context, id, tenant, session string, st Run
 // explainNotStarted says why StartRun changed no row: the run does not
 // exist, is final, or its id belongs to another tenant or session.
 func (s *Store) explainNotStarted(ctx context.Context, op, id, tenant, session string) error {
-	var status, storedTenant, storedSession string
-	err := s.pool.QueryRow(ctx, `select status, tenant_id, session_id from runs where id = $1`, id).Scan(&status, &storedTenant, &storedSession)
+	var status, storedTenant, storedSession, base string
+	err := s.pool.QueryRow(ctx, `select status, tenant_id, session_id, coalesce(base_run_id, '') from runs where id = $1`, id).
+		Scan(&status, &storedTenant, &storedSession, &base)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return fmt.Errorf("%s: %w", op, ErrNotFound)
@@ -77,6 +91,12 @@ func (s *Store) explainNotStarted(ctx context.Context, op, id, tenant, session s
 		return fmt.Errorf("%s: %w", op, err)
 	case storedTenant != tenant || storedSession != session:
 		return fmt.Errorf("%s: id already used by session %q/%q", op, storedTenant, storedSession)
+	case status == string(RunPending) && base != "":
+		latest, err := s.LatestOutput(ctx, tenant, session)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		return fmt.Errorf("%s: it continues run %s, and run %s's output is the session's latest now: %w", op, base, latest.RunID, ErrBaseSuperseded)
 	default:
 		return fmt.Errorf("%s: status %s: %w", op, status, ErrRunFinal)
 	}

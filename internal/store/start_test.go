@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -110,4 +112,86 @@ func TestStartRun(t *testing.T) {
 	// Half an archive is refused before anything is written.
 	require.ErrorContains(t, s.StartRun(ctx, r.ID, r.Tenant, r.Session, store.RunStart{ArchiveKey: "k"}), "go together")
 	require.ErrorContains(t, s.StartRun(ctx, r.ID, "", r.Session, store.RunStart{}), "tenant is empty")
+}
+
+// TestOneLiveRunExtendsABase: two incremental events on one base would
+// make two outputs, each with one delta. The claim's unique index lets
+// one live run (pending, running or committed) extend a base, also
+// under a race of claims; the refusal names the holder. A failed
+// extension frees its base. A run whose base is no longer the session's
+// latest output when it starts (a whole conversation committed since)
+// is refused by StartRun with ErrBaseSuperseded.
+func TestOneLiveRunExtendsABase(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	start := store.RunStart{RunPlan: store.RunPlan{Preset: "adaptive"}}
+	commit := func(id string) {
+		t.Helper()
+		require.NoError(t, s.StartRun(ctx, id, "acme", "s1", start))
+		c, err := s.CommitRun(ctx, id, store.RunResult{OutputKey: "tenants/acme/output/" + id, OutputSHA256: id})
+		require.NoError(t, err)
+		require.True(t, c.Committed)
+	}
+	base := store.Run{ID: "run-base", Tenant: "acme", Session: "s1", EventID: "ev-base", Trigger: "threshold"}
+	_, err := s.SubmitRun(ctx, base, "body-base", nil)
+	require.NoError(t, err)
+	commit(base.ID)
+
+	// Eight racing claims on one base: exactly one is accepted.
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() {
+			r := store.Run{ID: fmt.Sprintf("run-d%d", i), Tenant: "acme", Session: "s1", EventID: fmt.Sprintf("ev-d%d", i),
+				Trigger: "threshold", BaseRunID: base.ID}
+			_, errs[i] = s.SubmitRun(ctx, r, fmt.Sprintf("body-d%d", i), nil)
+		})
+	}
+	wg.Wait()
+	winner := ""
+	for i, err := range errs {
+		if err == nil {
+			require.Empty(t, winner, "a second extension of one base was accepted")
+			winner = fmt.Sprintf("run-d%d", i)
+		}
+	}
+	require.NotEmpty(t, winner)
+	for _, err := range errs {
+		if err != nil {
+			var held *store.BaseHeldError
+			require.ErrorAs(t, err, &held)
+			require.Equal(t, winner, held.RunID, "the refusal names the run that holds the base")
+		}
+	}
+	holder, err := s.BaseExtension(ctx, base.ID)
+	require.NoError(t, err)
+	require.Equal(t, winner, holder)
+
+	// Failed, the winner frees the base; a retry of its own event is
+	// still its run.
+	_, err = s.FailRun(ctx, winner, store.Failure{Message: "summarizer down"})
+	require.NoError(t, err)
+	next := store.Run{ID: "run-next", Tenant: "acme", Session: "s1", EventID: "ev-next", Trigger: "threshold", BaseRunID: base.ID}
+	_, err = s.SubmitRun(ctx, next, "body-next", nil)
+	require.NoError(t, err, "a failed extension frees its base")
+
+	// A whole conversation commits before the extension starts: its base
+	// is no longer the latest, and it may not start.
+	whole := store.Run{ID: "run-whole", Tenant: "acme", Session: "s1", EventID: "ev-whole", Trigger: "threshold"}
+	_, err = s.SubmitRun(ctx, whole, "body-whole", nil)
+	require.NoError(t, err)
+	commit(whole.ID)
+	err = s.StartRun(ctx, next.ID, "acme", "s1", start)
+	require.ErrorIs(t, err, store.ErrBaseSuperseded)
+	require.ErrorContains(t, err, "run-whole")
+	got, err := s.GetRun(ctx, next.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.RunPending, got.Status)
+
+	// An extension of the latest output starts.
+	last := store.Run{ID: "run-last", Tenant: "acme", Session: "s1", EventID: "ev-last", Trigger: "threshold", BaseRunID: whole.ID}
+	_, err = s.SubmitRun(ctx, last, "body-last", nil)
+	require.NoError(t, err)
+	require.NoError(t, s.StartRun(ctx, last.ID, "acme", "s1", start))
 }
