@@ -290,7 +290,8 @@ type Error struct {
 	// field inside it.
 	Index *int   `json:"index,omitempty"`
 	Path  string `json:"path,omitempty"`
-	// RunID is the run holding an event id (a 409 naming event_id).
+	// RunID is the run holding an event id (a 409 naming event_id) or a
+	// base (a 409 naming base.run_id, a *BaseHeldError).
 	RunID string `json:"run_id,omitempty"`
 	// ErasureID and ErasedAt are set on a 410 (code "gone"): the session
 	// was erased, by that erasure (readable with Erasure).
@@ -312,6 +313,24 @@ func (e *GoneError) Error() string { return e.Err.Error() + " (erasure " + e.Err
 
 // Unwrap returns the API error.
 func (e *GoneError) Unwrap() error { return e.Err }
+
+// BaseHeldError refuses an incremental event whose base another event
+// already continues: HTTP 409, field base.run_id. Err.RunID is the run
+// that holds the base; continue from its output (wait for it, then send
+// the turns appended since as an event on that run's output). It wraps
+// the *Error (errors.As finds either).
+type BaseHeldError struct {
+	Err *Error
+}
+
+// Error says the API error and the run that holds the base.
+func (e *BaseHeldError) Error() string { return e.Err.Error() + " (held by run " + e.Err.RunID + ")" }
+
+// Unwrap returns the API error.
+func (e *BaseHeldError) Unwrap() error { return e.Err }
+
+// HoldingRun is the run that already continues the base.
+func (e *BaseHeldError) HoldingRun() string { return e.Err.RunID }
 
 // Error says the status, the code, the field when there is one, and the
 // message.
@@ -589,6 +608,9 @@ func (c *Client) once(req *http.Request) (int, []byte, http.Header, error) {
 	}
 	if ae.Status == http.StatusGone && ae.Code == CodeGone {
 		return 0, nil, nil, &GoneError{Err: ae}
+	}
+	if ae.Status == http.StatusConflict && ae.Field == "base.run_id" && ae.RunID != "" {
+		return 0, nil, nil, &BaseHeldError{Err: ae}
 	}
 	return 0, nil, nil, ae
 }

@@ -159,6 +159,33 @@ func TestGoneErrorNamesTheErasure(t *testing.T) {
 	require.Equal(t, 1, calls, "a 410 is not retried")
 }
 
+// TestBaseHeldErrorNamesTheHoldingRun: a 409 on an incremental event's
+// base is a *BaseHeldError naming the run that already continues it; a
+// 409 on the event id is a plain *Error.
+func TestBaseHeldErrorNamesTheHoldingRun(t *testing.T) {
+	t.Parallel()
+	answer := `{"error":{"code":"conflict","field":"base.run_id","run_id":"run-b","message":"the output of run run-a is already continued by run run-b"}}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusConflict)
+		_, _ = w.Write([]byte(answer))
+	}))
+	defer srv.Close()
+	c := New(srv.URL, "k", srv.Client())
+	_, _, err := c.Submit(context.Background(), "s1", Event{EventID: "e2", Base: &Base{RunID: "run-a", SHA256: strings.Repeat("a", 64)},
+		Messages: json.RawMessage(`[{"role":"user","content":"next"}]`)})
+	var held *BaseHeldError
+	require.ErrorAs(t, err, &held)
+	require.Equal(t, "run-b", held.HoldingRun())
+	var ae *Error
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, "base.run_id", ae.Field)
+
+	answer = `{"error":{"code":"conflict","field":"event_id","run_id":"run-a","message":"reused"}}`
+	_, _, err = c.Submit(context.Background(), "s1", Event{EventID: "e1", Conversation: json.RawMessage(`[]`)})
+	require.NotErrorAs(t, err, &held)
+	require.ErrorAs(t, err, &ae)
+}
+
 // TestAddWebhookSaysWhetherItCreated: 201 is a new endpoint with its
 // secret, 200 the existing one without.
 func TestAddWebhookSaysWhetherItCreated(t *testing.T) {

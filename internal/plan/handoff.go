@@ -105,7 +105,7 @@ func Handoff(conv conversation.Conversation, p policy.Preset, refs HandoffRefs) 
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "## Session Handoff\n\nThe previous session was checkpointed at %s (%.1f%% of the context). "+
-		"This fresh session keeps the task and the constraints as written, this summary, and the last turn.\n\n", refs.Level, refs.Usage*100)
+		"This fresh session keeps the task and the constraints as written, the summary log's blocks (when the session has them), this summary of what came after them, and the last turn.\n\n", refs.Level, refs.Usage*100)
 	sb.WriteString("### Summary of the previous session\n")
 	summarize := refs.Summarize
 	if summarize == nil {
@@ -168,12 +168,46 @@ func HandoffTranscript(conv conversation.Conversation, p policy.Preset) (split i
 	pr := Protection(p)
 	pr.System, pr.FirstUser, pr.LastN = true, true, 0
 	protected = compress.Protected(conv, pr)
+	protectLog(conv, p, first, protected)
 	split = compress.SplitPoint(conv, keep, protected)
 	transcript = Transcript(conv, split, protected)
 	if strings.TrimSpace(transcript) == "" {
 		return 0, nil, "", false
 	}
 	return split, protected, transcript, true
+}
+
+// protectLog protects the session's summary log in a handoff: its
+// blocks (or the reflection that replaced them), after the task and the
+// pins, each with its recovery line. A handoff summarizes what the log
+// does not hold yet, and the fresh session carries the log as it was,
+// byte for byte: summarizing the blocks again would keep only the
+// newest of them (the run's own history summary covers only what came
+// after the last block). Without a log (the preset keeps none) earlier
+// summaries are part of the middle, as the source design does.
+func protectLog(conv conversation.Conversation, p policy.Preset, first int, protected []bool) {
+	if !p.History.Enabled || !p.History.Log.Enabled {
+		return
+	}
+	for i := first + 1; i < len(conv.Messages); i++ {
+		switch {
+		case isLogBlockMessage(conv.Messages[i]):
+			protected[i] = true
+		case !protected[i]:
+			return
+		}
+	}
+}
+
+// isLogBlockMessage reports whether m holds a session log block, framed
+// as LogBlockText frames one.
+func isLogBlockMessage(m conversation.Message) bool {
+	for _, b := range m.Blocks {
+		if b.Kind == conversation.KindText && compress.IsLogBlock(b.Text) {
+			return true
+		}
+	}
+	return false
 }
 
 // hasText reports whether a message carries text the user wrote.

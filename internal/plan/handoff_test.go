@@ -161,3 +161,44 @@ func TestTranscriptIsWrittenOnce(t *testing.T) {
 	alloc := memtest.Allocated(func() { text = Transcript(big, len(big.Messages), nil) })
 	require.Less(t, alloc, uint64(len(text))*3/2, "a transcript of %d bytes allocated %d", len(text), alloc)
 }
+
+// TestHandoffCarriesTheWholeLog: a handoff in a session that already has
+// a summary log keeps every block (and a reflection that replaced
+// earlier ones) byte for byte, each with its recovery line, in every
+// preset that keeps a log; the handoff's own summary covers what came
+// after them. Without the log's protection the blocks were part of the
+// middle and only the newest summary survived. A preset without a log
+// summarizes them again, as the source design does.
+func TestHandoffCarriesTheWholeLog(t *testing.T) {
+	t.Parallel()
+	reflection := "[Compressed History]\n\n" + compress.LogBlockText("1-3", "Reflection of 3 session log blocks: REFLECTED-MARK\n\nRecover the summarized messages 2-40 with the recover_context tool, id: aaa.m2-40")
+	block4 := "[Compressed History]\n\n" + compress.LogBlockText("4", "BLOCK4-MARK the agent ran the tests\n\nRecover the summarized messages 41-60 with the recover_context tool, id: aaa.m41-60")
+	for _, name := range []string{policy.ThreeTier, policy.Adaptive, policy.OffloadCompact, policy.AutoSummarize} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			conv := sample(t)
+			withLog := conv
+			withLog.Messages = append([]conversation.Message{conv.Messages[0], conv.Messages[1],
+				text(conversation.RoleUser, reflection), text(conversation.RoleUser, block4)}, conv.Messages[2:]...)
+			p := preset(t, name, "")
+			out, ok, err := Handoff(withLog, p, HandoffRefs{Level: "CRITICAL", Usage: 0.9, ArchiveID: "abc"})
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.NoError(t, conversation.CheckPairing(out))
+			rendered, err := conversation.Render(out)
+			require.NoError(t, err)
+			all := string(rendered)
+			_, _, transcript, _ := HandoffTranscript(withLog, p)
+			if !p.History.Log.Enabled {
+				require.Contains(t, transcript, "BLOCK4-MARK", "without a log the blocks are summarized again")
+				return
+			}
+			require.Equal(t, reflection, out.Messages[2].Blocks[0].Text, "the reflection, byte for byte")
+			require.Equal(t, block4, out.Messages[3].Blocks[0].Text, "every block, byte for byte")
+			require.Contains(t, all, "id: aaa.m2-40", "the reflection's recovery line")
+			require.Contains(t, all, "id: aaa.m41-60", "the block's recovery line")
+			require.NotContains(t, transcript, "BLOCK4-MARK", "the handoff summarizes what the log does not hold")
+			require.True(t, strings.HasPrefix(out.Messages[4].Blocks[0].Text, "## Session Handoff"), "the handoff's summary follows the log")
+		})
+	}
+}

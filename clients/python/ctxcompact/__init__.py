@@ -5,7 +5,7 @@ set the tenant's retention, manage webhooks and verify them (Standard
 Webhooks), replay and promote runs."""
 
 from .client import Client, CompressAnswer, EventAnswer, RawJSON, Recovered, WebhookRegistration, is_final
-from .errors import ApiError, CtxcompactError, GoneError, WebhookVerificationError
+from .errors import ApiError, BaseHeldError, CtxcompactError, GoneError, WebhookVerificationError
 from .types import (
     Accepted,
     Change,
@@ -57,7 +57,7 @@ from .webhook import TOLERANCE_SECONDS, verify_webhook
 __all__ = [
     "Accepted", "ApiError", "Change", "Client", "CompressAnswer", "CompressResult", "CtxcompactError", "Delivery",
     "DeliveryAttempt", "DeliveryList", "DeliveryStatus", "Diff", "DriftRecord", "Erasure", "ErasureStatus",
-    "ErrorBody", "ErrorClass", "ErrorCode", "ErrorResponse", "EventAnswer", "FINAL_STATUSES", "GoneError",
+    "BaseHeldError", "ErrorBody", "ErrorClass", "ErrorCode", "ErrorResponse", "EventAnswer", "FINAL_STATUSES", "GoneError",
     "HistoryRow", "Hit", "InspectReport", "InspectResult", "is_final", "Offload", "OffloadList", "PassStat",
     "PreviousErasure", "PromoteResponse", "Promotion", "RawJSON", "Recovered", "Redelivered", "ReplaysResult",
     "Retention", "RunDetail", "RunList", "RunOutcome", "RunRecord", "RunResult", "RunStatus", "SearchResult",

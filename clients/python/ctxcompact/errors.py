@@ -69,6 +69,8 @@ class ApiError(CtxcompactError):
             if status == 410 and e["code"] == "gone":
                 return GoneError(status, e["code"], str(e.get("message", "")), erasure_id=e.get("erasure_id") or None,
                                  erased_at=e.get("erased_at") or None, **kwargs)
+            if status == 409 and e.get("field") == "base.run_id" and e.get("run_id"):
+                return BaseHeldError(status, e["code"], str(e.get("message", "")), **kwargs)
             return cls(status, e["code"], str(e.get("message", "")), **kwargs)
         return cls(status, "http_%d" % status, text.strip(), retry_after=retry_after, total_lines=total_lines)
 
@@ -83,6 +85,13 @@ class GoneError(ApiError):
         self.erasure_id = erasure_id
         self.erased_at = erased_at
         super().__init__(status, code, message, **kwargs)
+
+
+class BaseHeldError(ApiError):
+    """An incremental event whose base another event already continues:
+    HTTP 409, field base.run_id. run_id names the run that holds the
+    base: continue from its output (wait for it, then send the turns
+    appended since on that output)."""
 
 
 class WebhookVerificationError(CtxcompactError):

@@ -9,7 +9,7 @@ from unittest import mock
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from ctxcompact import ApiError, Client, GoneError  # noqa: E402
+from ctxcompact import ApiError, BaseHeldError, Client, GoneError  # noqa: E402
 from test_errors import FakeResponse, http_error  # noqa: E402
 
 
@@ -30,6 +30,19 @@ class GoneErrorTest(unittest.TestCase):
         e = ApiError.from_response(410, b"gone away")
         self.assertNotIsInstance(e, GoneError)
         self.assertEqual("http_410", e.code)
+
+
+class BaseHeldErrorTest(unittest.TestCase):
+    def test_a_409_on_the_base_names_the_holding_run(self):
+        body = b'{"error":{"code":"conflict","field":"base.run_id","run_id":"run-b",' \
+               b'"message":"the output of run run-a is already continued by run run-b"}}'
+        e = ApiError.from_response(409, body)
+        self.assertIsInstance(e, BaseHeldError)
+        self.assertEqual(("base.run_id", "run-b"), (e.field, e.run_id))
+
+    def test_a_409_on_the_event_id_is_not(self):
+        body = b'{"error":{"code":"conflict","field":"event_id","run_id":"run-a","message":"reused"}}'
+        self.assertNotIsInstance(ApiError.from_response(409, body), BaseHeldError)
 
 
 class ManageTest(unittest.TestCase):

@@ -670,6 +670,9 @@ export class ApiError extends CtxcompactError {
       if (status === 410 && e["code"] === CODE_GONE) {
         return new GoneError(status, body, stringOrUndefined(e["erasure_id"]), stringOrUndefined(e["erased_at"]), headers);
       }
+      if (status === 409 && body.field === "base.run_id" && body.run_id) {
+        return new BaseHeldError(status, body, headers);
+      }
       return new ApiError(status, body, headers);
     }
     return new ApiError(status, { code: `http_${status}`, message: bodyText.trim() }, headers);
@@ -691,6 +694,14 @@ export class GoneError extends ApiError {
     this.erasedAt = erasedAt;
   }
 }
+
+/**
+ * An incremental event whose base another event already continues: HTTP
+ * 409, field base.run_id. runId names the run that holds the base:
+ * continue from its output (wait for it, then send the turns appended
+ * since on that output).
+ */
+export class BaseHeldError extends ApiError {}
 
 export class WebhookVerificationError extends CtxcompactError {}
 

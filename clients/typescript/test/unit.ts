@@ -4,7 +4,7 @@
 // e2e/clients_test.go (TestClientsTypeScriptUnit) after tsc; sets a
 // non-zero exit code on any failure.
 
-import { ApiError, Client, CtxcompactError, GoneError, RawJSON, verifyWebhook, WebhookVerificationError } from "../src/index.js";
+import { ApiError, BaseHeldError, Client, CtxcompactError, GoneError, RawJSON, verifyWebhook, WebhookVerificationError } from "../src/index.js";
 
 function check(cond: unknown, what: string): asserts cond {
   if (!cond) throw new Error(what);
@@ -101,6 +101,13 @@ async function main(): Promise<void> {
   check(gone instanceof GoneError && gone instanceof ApiError && gone.status === 410 && gone.code === "gone", String(gone));
   check(gone.erasureId === "era-1" && gone.erasedAt === "2026-11-27T03:00:00Z" && goneSent.length === 1, String(gone));
   check(!(ApiError.fromResponse(410, "gone away") instanceof GoneError), "another 410 is an ApiError");
+
+  // A 409 on an incremental event's base names the run that holds it.
+  const held = ApiError.fromResponse(409, JSON.stringify({ error: { code: "conflict", field: "base.run_id", run_id: "run-b",
+    message: "the output of run run-a is already continued by run run-b" } }));
+  check(held instanceof BaseHeldError && held.runId === "run-b" && held.field === "base.run_id", String(held));
+  check(!(ApiError.fromResponse(409, JSON.stringify({ error: { code: "conflict", field: "event_id", run_id: "run-a",
+    message: "reused" } })) instanceof BaseHeldError), "a 409 on the event id is an ApiError");
 
   // Webhook registration: 201 created with a secret, 200 the existing endpoint.
   const whSent: Sent[] = [];
