@@ -18,7 +18,8 @@ import (
 // TestIncrementalEvents: an event may name the session's latest output
 // (run id and SHA-256) and carry only the messages appended since; the
 // service rebuilds the conversation from what it stored, compacts it and
-// answers as for a whole one. A base that is not the session's latest, a
+// answers as for a whole one. A base another event already continues is
+// a 409 naming the run that holds it. A base that is not the session's latest, a
 // digest that does not match, and messages that break tool pairing are
 // 400s naming the field, with nothing stored; a retry of an accepted
 // incremental event answers its run.
@@ -100,10 +101,12 @@ func TestIncrementalEvents(t *testing.T) {
 	out, _ := a.output(mustOutcome(t, a, one["run_id"].(string)))
 	require.Equal(t, len(out.Messages)+len(next.Messages), len(got.Messages))
 
-	// The first run is no longer the session's latest output.
+	// The first run's output is already continued by the second: a
+	// third event on it is a 409 naming the run that holds it.
 	resp, doc := post(incremental("inc-3", base, nextMsgs.Messages))
-	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%v", doc)
-	require.Contains(t, doc["error"].(map[string]any)["message"], two["run_id"])
+	require.Equal(t, http.StatusConflict, resp.StatusCode, "%v", doc)
+	require.Equal(t, "base.run_id", doc["error"].(map[string]any)["field"])
+	require.Equal(t, two["run_id"], doc["error"].(map[string]any)["run_id"])
 	// A retry of the accepted event answers its run.
 	resp, again := post(body)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%v", again)

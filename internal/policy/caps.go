@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -89,7 +90,7 @@ func CheckCallerOverrides(raw json.RawMessage, caps Caps) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
-		return decodeError(err)
+		return decodeError(err, raw)
 	}
 	dec = json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -146,6 +147,9 @@ func checkField(path string, v any, caps Caps) error {
 			if s, ok := item.(string); ok && len(s) > caps.MaxString {
 				return &OverrideError{Field: path, Reason: fmt.Sprintf("an item of %d bytes, at most %d allowed", len(s), caps.MaxString)}
 			}
+			if s, ok := item.(string); ok && path == "protection.pin_markers" && strings.TrimSpace(s) == "" {
+				return &OverrideError{Field: path, Reason: "an empty marker would pin every message"}
+			}
 		}
 	}
 	num := func() (int, bool) {
@@ -188,7 +192,7 @@ func checkField(path string, v any, caps Caps) error {
 }
 
 // decodeError names the field of a JSON decoding error.
-func decodeError(err error) error {
+func decodeError(err error, raw json.RawMessage) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		field := te.Field
@@ -199,7 +203,64 @@ func decodeError(err error) error {
 	}
 	msg := err.Error()
 	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return &OverrideError{Field: strings.Trim(name, `"`), Reason: "unknown field"}
+		return &OverrideError{Field: unknownPath(raw, strings.Trim(name, `"`)), Reason: "unknown field"}
 	}
 	return &OverrideError{Field: "overrides", Reason: msg}
+}
+
+// unknownPath is the dotted path of the unknown field name in the
+// overrides raw ("cost.turns", not "turns": the decoder names the key
+// alone), found as the first path of raw, in order, that Preset does not
+// have and that ends in name; name alone when none does.
+func unknownPath(raw json.RawMessage, name string) string {
+	var tree map[string]any
+	if json.Unmarshal(raw, &tree) != nil {
+		return name
+	}
+	var paths []string
+	var walk func(prefix string, m map[string]any)
+	walk = func(prefix string, m map[string]any) {
+		for k, v := range m {
+			path := k
+			if prefix != "" {
+				path = prefix + "." + k
+			}
+			paths = append(paths, path)
+			if child, ok := v.(map[string]any); ok {
+				walk(path, child)
+			}
+		}
+	}
+	walk("", tree)
+	sort.Strings(paths)
+	for _, path := range paths {
+		if (path == name || strings.HasSuffix(path, "."+name)) && !knownField(reflect.TypeFor[Preset](), strings.Split(path, ".")) {
+			return path
+		}
+	}
+	return name
+}
+
+// knownField reports whether the JSON path segs names a field of t.
+func knownField(t reflect.Type, segs []string) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if len(segs) == 0 {
+		return true
+	}
+	if t.Kind() != reflect.Struct {
+		return false
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == "" {
+			tag = f.Name
+		}
+		if strings.EqualFold(tag, segs[0]) {
+			return knownField(f.Type, segs[1:])
+		}
+	}
+	return false
 }

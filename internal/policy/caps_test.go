@@ -30,6 +30,9 @@ func TestCallerOverridesAreBounded(t *testing.T) {
 		{"operator field", `{"encoding":"chars"}`, "encoding"},
 		{"name", `{"name":"x"}`, "name"},
 		{"unknown field", `{"histroy":{"attempts":2}}`, "histroy"},
+		{"unknown nested field, by its path", `{"cost":{"skip_unprofitable":true,"turns":7}}`, "cost.turns"},
+		{"empty pin marker", `{"protection":{"pin_markers":["PIN", ""]}}`, "protection.pin_markers"},
+		{"blank pin marker", `{"protection":{"pin_markers":["  "]}}`, "protection.pin_markers"},
 		{"wrong type", `{"history":3}`, "history"},
 		{"budget opt-out refused", `{"budget":{"enabled":false}}`, "budget.enabled"},
 		{"long string", `{"history":{"prompt":"` + strings.Repeat("x", 300) + `"}}`, "history.prompt"},
@@ -56,4 +59,31 @@ func TestCallerOverridesAreBounded(t *testing.T) {
 	require.NoError(t, CheckCallerOverrides(json.RawMessage(`{"budget":{"enabled":false}}`), open))
 	var zero Caps
 	require.Error(t, CheckCallerOverrides(json.RawMessage(`{"history":{"attempts":6}}`), zero), "zero caps take the defaults")
+}
+
+// TestValidateRefusesAnEmptyPinMarker: a preset file (the operator's)
+// with an empty pin marker is refused too: it would pin every message.
+func TestValidateRefusesAnEmptyPinMarker(t *testing.T) {
+	t.Parallel()
+	_, err := Resolve(Adaptive, json.RawMessage(`{"protection":{"pin_markers":[""]}}`))
+	require.ErrorContains(t, err, "protection.pin_markers")
+}
+
+// TestOverridesNeverChangeTheBuiltins: a caller's list override (pin
+// markers, checkpoint tools, write tools) decodes into its own copy:
+// before, JSON decoding reused the built-in list's backing array, so
+// one request's `"pin_markers": ["x"]` rewrote the markers of every
+// later run in the process.
+func TestOverridesNeverChangeTheBuiltins(t *testing.T) {
+	t.Parallel()
+	before, err := Builtin(ThreeTier)
+	require.NoError(t, err)
+	_, err = Resolve(ThreeTier, json.RawMessage(`{"protection":{"pin_markers":["MINE"]},"watermark":{"checkpoint_tools":["mine"]},"truncate":{"tools":["mine"]}}`))
+	require.NoError(t, err)
+	after, err := Builtin(ThreeTier)
+	require.NoError(t, err)
+	require.Equal(t, before.Protection.PinMarkers, after.Protection.PinMarkers)
+	require.Equal(t, before.Watermark.CheckpointTools, after.Watermark.CheckpointTools)
+	require.Equal(t, before.Truncate.Tools, after.Truncate.Tools)
+	require.Equal(t, DefaultPinMarkers(), after.Protection.PinMarkers)
 }

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -270,13 +271,13 @@ func DefaultPinMarkers() []string {
 func basePreset() Preset {
 	return Preset{
 		TargetUsage: 0.5,
-		Protection:  Protection{System: true, FirstUser: true, LastN: 3, PinMarkers: pinMarkers},
+		Protection:  Protection{System: true, FirstUser: true, LastN: 3, PinMarkers: DefaultPinMarkers()},
 		LargeResult: LargeResult{ThresholdChars: 50000, ChunkChars: 50000, Ratio: 0.10,
 			SecondPassAboveChars: 50000, Fallback: "extractive", TruncateChars: 1000, Parallelism: 8},
 		GlobalResults: GlobalResults{TriggerUsage: 0.80, MinChars: 5000, Ratio: 0.10, Parallelism: 8},
-		Watermark:     WatermarkRule{CheckpointTools: checkpointTools},
+		Watermark:     WatermarkRule{CheckpointTools: slices.Clone(checkpointTools)},
 		Offload:       Offload{MinTokens: 15000, PreviewChars: 500, PreviewLines: 10},
-		Truncate:      Truncate{TriggerUsage: 0.50, MinTokens: 500, Tools: writeTools},
+		Truncate:      Truncate{TriggerUsage: 0.50, MinTokens: 500, Tools: slices.Clone(writeTools)},
 		PostProcess:   PostProcess{SmallTokens: 200, JSONTokens: 500, FileLines: 500, DBRows: 100, SampleRows: 5},
 		History: History{KeepLast: 5, Prompt: "history", Style: "compressed-history",
 			TargetTokens: 8000, Attempts: 3, CriticalUsage: 0.85, OnFailure: "extractive", Log: defaultLog},
@@ -312,7 +313,7 @@ func Builtin(name string) (Preset, error) {
 		// The watermark design prunes tool blocks only; the task and pinned
 		// constraints are protected for the budget ladder's summary
 		// (ours: the user's words survive every preset).
-		p.Protection = Protection{System: true, FirstUser: true, PinMarkers: pinMarkers}
+		p.Protection = Protection{System: true, FirstUser: true, PinMarkers: DefaultPinMarkers()}
 		p.Drift.Enabled = false
 	case OffloadCompact:
 		p.Seed = "002"
@@ -323,7 +324,7 @@ func Builtin(name string) (Preset, error) {
 		// The task and pinned constraints stay beside the 8-section
 		// summary (ours: the design summarizes them with the rest, and
 		// agents then lose the task statement).
-		p.Protection = Protection{System: true, FirstUser: true, LastN: 5, PinMarkers: pinMarkers}
+		p.Protection = Protection{System: true, FirstUser: true, LastN: 5, PinMarkers: DefaultPinMarkers()}
 		p.History = History{Enabled: true, TriggerUsage: 0.70, MaxFreedTokens: 15000, KeepLast: 5,
 			Prompt: "history", Style: "compressed-history", TargetTokens: 8000, Attempts: 3,
 			RestoreOffloads: true, DeleteOffloads: true, OnFailure: "unchanged"}
@@ -331,7 +332,7 @@ func Builtin(name string) (Preset, error) {
 		p.Seed = "003"
 		p.Description = "Auto-summarize at 50%: post-process tool outputs, summarize all but the last 3, never the system prompt or pinned constraints"
 		p.PostProcess.Enabled = true
-		p.Protection = Protection{System: true, FirstUser: true, LastN: 3, PinMarkers: pinMarkers}
+		p.Protection = Protection{System: true, FirstUser: true, LastN: 3, PinMarkers: DefaultPinMarkers()}
 		p.History = History{Enabled: true, TriggerUsage: 0.50, KeepLast: 3, Prompt: "brief",
 			Style: "summary-first", TargetTokens: 2000, Attempts: 3, OnFailure: "extractive"}
 	case ThreeTier:
@@ -340,7 +341,7 @@ func Builtin(name string) (Preset, error) {
 		p.Offload.Enabled = true
 		p.Offload.MinTokens = 15000
 		p.Truncate.Enabled = true
-		p.Protection = Protection{System: true, FirstUser: true, LastN: 3, PinMarkers: pinMarkers}
+		p.Protection = Protection{System: true, FirstUser: true, LastN: 3, PinMarkers: DefaultPinMarkers()}
 		p.History = History{Enabled: true, TriggerUsage: 0.75, KeepLast: 3, Prompt: "session",
 			Style: "session-summary", TargetTokens: 4000, Attempts: 3, CriticalUsage: 0.85, OnFailure: "extractive"}
 	case Adaptive:
@@ -412,6 +413,8 @@ func (p Preset) Validate() error {
 		{"fixed_overhead", p.FixedOverhead < 0},
 		{"target_usage", p.TargetUsage < 0 || p.TargetUsage > 1},
 		{"protection.last_n", p.Protection.LastN < 0},
+		// An empty marker is in every message: it would pin them all.
+		{"protection.pin_markers", slices.ContainsFunc(p.Protection.PinMarkers, func(m string) bool { return strings.TrimSpace(m) == "" })},
 		{"large_result.chunk_chars", p.LargeResult.Enabled && p.LargeResult.ChunkChars < 1000},
 		{"large_result.ratio", p.LargeResult.Enabled && (p.LargeResult.Ratio <= 0 || p.LargeResult.Ratio >= 1)},
 		{"large_result.fallback", p.LargeResult.Fallback != "extractive" && p.LargeResult.Fallback != "truncate"},
