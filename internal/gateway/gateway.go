@@ -182,7 +182,7 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	if err != nil {
 		return Submitted{}, err
 	}
-	data, err := g.conversation(ctx, ev)
+	data, base, err := g.conversation(ctx, ev)
 	if err != nil {
 		return Submitted{}, err
 	}
@@ -191,7 +191,7 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 	}
 	conv, err := conversation.ParseAny(data)
 	if ev.Base != nil {
-		if err := checkContinued(conv, err); err != nil {
+		if err := checkContinued(conv, err, base); err != nil {
 			return Submitted{}, err
 		}
 	} else if err != nil {
@@ -547,10 +547,17 @@ func checkToolNames(conv conversation.Conversation) error {
 	return nil
 }
 
-func (g *Gateway) conversation(ctx context.Context, ev Event) ([]byte, error) {
+func (g *Gateway) conversation(ctx context.Context, ev Event) (data, base []byte, err error) {
 	if ev.Base != nil {
 		return g.continued(ctx, ev)
 	}
+	data, err = g.whole(ctx, ev)
+	return data, nil, err
+}
+
+// whole is the conversation of an event that sends it whole: inline, or
+// stored before under conversation_key.
+func (g *Gateway) whole(ctx context.Context, ev Event) ([]byte, error) {
 	if len(ev.Conversation) > 0 {
 		return ev.Conversation, nil
 	}

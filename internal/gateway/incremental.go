@@ -45,29 +45,78 @@ func checkBase(b Base, messages json.RawMessage) error {
 // continued rebuilds an incremental event's conversation: the session's
 // latest output, which the base must name, with the messages appended
 // (Submit checks it with checkContinued).
-func (g *Gateway) continued(ctx context.Context, ev Event) ([]byte, error) {
-	base, err := g.baseOutput(ctx, ev)
-	if err != nil {
-		return nil, err
+func (g *Gateway) continued(ctx context.Context, ev Event) (data, base []byte, err error) {
+	// A session being erased refuses every event (409 naming the
+	// session), a delta too; an erased one has no output to continue.
+	var gone *store.SessionGoneError
+	switch err := g.Store.CheckSessionGone(ctx, ev.Tenant, ev.Session); {
+	case errors.As(err, &gone) && gone.Erasure.FinishedAt.IsZero():
+		return nil, nil, ErrSessionErasing
+	case errors.As(err, &gone):
+		return nil, nil, &InputError{Field: "base.run_id", Err: fmt.Errorf("session %s was erased (erasure %s): send the whole conversation", ev.Session, gone.Erasure.ID)}
+	case err != nil:
+		return nil, nil, err
 	}
-	data, err := g.Blob.GetVerified(ctx, base.Key, base.SHA256)
+	out, err := g.baseOutput(ctx, ev)
 	if err != nil {
-		return nil, fmt.Errorf("read the base output: %w", err)
+		return nil, nil, err
 	}
-	return appendMessages(data, ev.Messages)
+	base, err = g.Blob.GetVerified(ctx, out.Key, out.SHA256)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the base output: %w", err)
+	}
+	data, err = appendMessages(base, ev.Messages)
+	return data, base, err
 }
 
 // checkContinued checks the conversation an incremental event rebuilt,
 // as Submit parsed it: what does not parse or breaks tool pairing came
-// with the messages (the base is an output this service wrote).
-func checkContinued(conv conversation.Conversation, parseErr error) error {
+// with the messages (the base, whose bytes are base, is an output this
+// service wrote). An error's message index is counted in the messages
+// the caller sent, not in the rebuilt conversation.
+func checkContinued(conv conversation.Conversation, parseErr error, base []byte) error {
 	if parseErr != nil {
+		var ce *conversation.Error
+		if errors.As(parseErr, &ce) && ce.Index >= 0 {
+			shifted := *ce
+			shifted.Index = max(ce.Index-baseItems(base), 0)
+			parseErr = &shifted
+		}
 		return &InputError{Field: "messages", Err: parseErr}
 	}
 	if err := conversation.CheckPairing(conv); err != nil {
+		var pe *conversation.PairingError
+		if errors.As(err, &pe) {
+			shifted := *pe
+			shifted.Index = max(pe.Index-baseMessages(base), 0)
+			err = &shifted
+		}
 		return &InputError{Field: "messages", Err: err}
 	}
 	return nil
+}
+
+// baseItems is the number of items of base's message list, as JSON.
+func baseItems(base []byte) int {
+	start, end, err := messageList(base)
+	if err != nil {
+		return 0
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(base[start:end], &items) != nil {
+		return 0
+	}
+	return len(items)
+}
+
+// baseMessages is the number of messages of base as parsed (an
+// Anthropic system field is a message of its own there).
+func baseMessages(base []byte) int {
+	conv, err := conversation.ParseAny(base)
+	if err != nil {
+		return 0
+	}
+	return len(conv.Messages)
 }
 
 // baseOutput is the output an incremental event continues: the session's
@@ -114,36 +163,69 @@ func (g *Gateway) baseOutput(ctx context.Context, ev Event) (store.Output, error
 
 // appendMessages appends the JSON array messages to the message list of
 // the conversation document base: a bare array, or an object's
-// "messages". The document's other fields stay as they were.
+// "messages". It splices bytes: the result is base's bytes up to its
+// list's closing bracket, then the messages as the caller sent them,
+// then the rest of base, so that the archived rebuild is byte for byte
+// the base output followed by the delta (re-encoding would sort keys
+// and escape '<' as \u003c, unlike every other path).
 func appendMessages(base, messages []byte) ([]byte, error) {
-	var items []json.RawMessage
-	if err := json.Unmarshal(messages, &items); err != nil {
+	items := bytes.TrimSpace(messages)
+	if len(items) < 2 || items[0] != '[' || items[len(items)-1] != ']' || !json.Valid(items) {
 		return nil, &InputError{Field: "messages", Err: errors.New("must be a JSON array of messages")}
 	}
+	inner := bytes.TrimSpace(items[1 : len(items)-1])
+	start, end, err := messageList(base)
+	if err != nil {
+		return nil, err
+	}
+	list := base[start:end]
+	closing := end - 1 // the list's ']'
+	out := make([]byte, 0, len(base)+len(inner)+1)
+	if len(bytes.TrimSpace(list[1:len(list)-1])) > 0 && len(inner) > 0 {
+		// After the last item, before any whitespace the list ended with.
+		last := bytes.TrimRight(base[:closing], " \t\r\n")
+		out = append(out, last...)
+		out = append(out, ',')
+		out = append(out, inner...)
+		return append(out, base[len(last):]...), nil
+	}
+	out = append(out, base[:closing]...)
+	out = append(out, inner...)
+	return append(out, base[closing:]...), nil
+}
+
+// messageList finds the message list of the conversation document base:
+// the byte range of the bare array, or of the object's "messages" value.
+func messageList(base []byte) (start, end int, err error) {
 	trimmed := bytes.TrimSpace(base)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
-		var list []json.RawMessage
-		if err := json.Unmarshal(trimmed, &list); err != nil {
-			return nil, fmt.Errorf("read the base output: %w", err)
+		if !json.Valid(trimmed) {
+			return 0, 0, fmt.Errorf("read the base output: not valid JSON")
 		}
-		return json.Marshal(append(list, items...))
+		start = bytes.IndexByte(base, '[')
+		return start, start + len(trimmed), nil
 	}
-	var doc map[string]json.RawMessage
-	if err := json.Unmarshal(trimmed, &doc); err != nil {
-		return nil, fmt.Errorf("read the base output: %w", err)
+	dec := json.NewDecoder(bytes.NewReader(base))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return 0, 0, fmt.Errorf("read the base output: not a JSON object or array")
 	}
-	var list []json.RawMessage
-	if raw, ok := doc["messages"]; ok {
-		if err := json.Unmarshal(raw, &list); err != nil {
-			return nil, fmt.Errorf("read the base output's messages: %w", err)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return 0, 0, fmt.Errorf("read the base output: %w", err)
 		}
-	} else {
-		return nil, &InputError{Field: "base", Err: errors.New("the base's format has no message list to continue (a ReAct trajectory is sent whole)")}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return 0, 0, fmt.Errorf("read the base output: %w", err)
+		}
+		if tok == "messages" {
+			end = int(dec.InputOffset())
+			start = end - len(raw)
+			if len(raw) < 2 || raw[0] != '[' {
+				return 0, 0, fmt.Errorf("read the base output's messages: not a JSON array")
+			}
+			return start, end, nil
+		}
 	}
-	joined, err := json.Marshal(append(list, items...))
-	if err != nil {
-		return nil, fmt.Errorf("append messages: %w", err)
-	}
-	doc["messages"] = joined
-	return json.Marshal(doc)
+	return 0, 0, &InputError{Field: "base", Err: errors.New("the base's format has no message list to continue (a ReAct trajectory is sent whole)")}
 }

@@ -1,0 +1,97 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/store"
+)
+
+// TestAppendMessagesPreservesBytes: the rebuild of an incremental event
+// is the base output's bytes with the delta's messages, as sent, spliced
+// before the list's closing bracket: no key is reordered, no '<' becomes
+// \u003c, and the document's other fields and whitespace stay as they
+// were (json.Marshal of the list changed all three).
+func TestAppendMessagesPreservesBytes(t *testing.T) {
+	t.Parallel()
+	delta := `[{"role":"user","content":"run <tests> & report"}, {"role":"assistant","content":"ok"}]`
+	inner := `{"role":"user","content":"run <tests> & report"}, {"role":"assistant","content":"ok"}`
+	tests := []struct {
+		name, base, want string
+	}{
+		{"object, keys in the writer's order",
+			`{"model":"gpt-4o","messages":[{"role":"user","content":"a <b>"}],"temperature":0}`,
+			`{"model":"gpt-4o","messages":[{"role":"user","content":"a <b>"},` + inner + `],"temperature":0}`},
+		{"pretty-printed object",
+			"{\n  \"messages\": [\n    {\"role\": \"user\", \"content\": \"x\"}\n  ],\n  \"z\": 1\n}\n",
+			"{\n  \"messages\": [\n    {\"role\": \"user\", \"content\": \"x\"}," + inner + "\n  ],\n  \"z\": 1\n}\n"},
+		{"bare array", `[{"role":"user","content":"x"}]`, `[{"role":"user","content":"x"},` + inner + `]`},
+		{"empty list", `{"messages":[],"system":"s"}`, `{"messages":[` + inner + `],"system":"s"}`},
+		{"a key named messages inside a value", `{"meta":{"messages":1},"messages":[1]}`, `{"meta":{"messages":1},"messages":[1,` + inner + `]}`},
+	}
+	for _, tt := range tests {
+		got, err := appendMessages([]byte(tt.base), []byte(delta))
+		require.NoError(t, err, tt.name)
+		require.Equal(t, tt.want, string(got), tt.name)
+		require.True(t, json.Valid(got), tt.name)
+	}
+	_, err := appendMessages([]byte(`{"trajectory":[]}`), []byte(delta))
+	var ie *InputError
+	require.ErrorAs(t, err, &ie)
+	require.Equal(t, "base", ie.Field)
+	_, err = appendMessages([]byte(`{"messages":[]}`), []byte(`{"role":"user"}`))
+	require.ErrorAs(t, err, &ie)
+	require.Equal(t, "messages", ie.Field)
+}
+
+// TestCheckContinuedCountsInTheMessagesSent: an error in an incremental
+// event names the message by its index in the messages the caller sent,
+// not in the conversation rebuilt from the base (4 messages here).
+func TestCheckContinuedCountsInTheMessagesSent(t *testing.T) {
+	t.Parallel()
+	base := openAIConv(t, "call_2", "cat") // 4 messages, the last call pending
+	index := func(err error) int {
+		var ce *conversation.Error
+		if errors.As(err, &ce) {
+			return ce.Index
+		}
+		var pe *conversation.PairingError
+		require.ErrorAs(t, err, &pe)
+		return pe.Index
+	}
+	for _, delta := range []string{
+		`[{"role":"tool","tool_call_id":"call_2","content":"meow"},{"role":"tool","tool_call_id":"call_nowhere","content":"?"}]`,
+		`[{"role":"user","content":"ok"},{"role":7,"content":"?"}]`,
+	} {
+		data, err := appendMessages(base, []byte(delta))
+		require.NoError(t, err)
+		conv, perr := conversation.ParseAny(data)
+		err = checkContinued(conv, perr, base)
+		var ie *InputError
+		require.ErrorAs(t, err, &ie, delta)
+		require.Equal(t, "messages", ie.Field)
+		require.Equal(t, 1, index(err), "the second message sent: %v", err)
+		require.Contains(t, err.Error(), "message 1", "the message says the same index")
+	}
+}
+
+// TestDeltaDuringAnErasureNamesTheSession: an incremental event for a
+// session being erased is refused as every event is (ErrSessionErasing,
+// the API's 409 naming session), not as a base that does not exist.
+func TestDeltaDuringAnErasureNamesTheSession(t *testing.T) {
+	t.Parallel()
+	g := testGateway(t, nil)
+	ctx := t.Context()
+	_, err := g.Store.SubmitRun(ctx, store.Run{ID: "run-1", Tenant: "acme", Session: "s1", EventID: "e1", Trigger: "threshold"}, "b", nil)
+	require.NoError(t, err)
+	_, _, err = g.Store.StartErasure(ctx, "acme", "s1", "test")
+	require.NoError(t, err)
+	_, err = g.Submit(ctx, Event{Tenant: "acme", Session: "s1", EventID: "e2", Model: "gpt-4o", ContextLimit: 128000,
+		Base: &Base{RunID: "run-1", SHA256: strings.Repeat("a", 64)}, Messages: json.RawMessage(`[{"role":"user","content":"x"}]`)})
+	require.ErrorIs(t, err, ErrSessionErasing)
+}
