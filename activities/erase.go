@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"go.temporal.io/sdk/activity"
+	"slices"
 
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
@@ -141,7 +142,11 @@ func (a *Activities) EraseSessionObjects(ctx context.Context, in EraseObjectsInp
 			continue
 		}
 		res.Deleted++
-		res.SHA256 = append(res.SHA256, sha)
+		// An archive and an output of the same bytes are two objects of
+		// one digest: the tombstone names each digest once.
+		if !slices.Contains(res.SHA256, sha) {
+			res.SHA256 = append(res.SHA256, sha)
+		}
 	}
 	return res, nil
 }

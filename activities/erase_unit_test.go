@@ -87,8 +87,11 @@ func TestUnitEraseSession(t *testing.T) {
 	inter, err := u.blob.PutRunContentString(ctx, "acme", u.run.ID, blob.KindWork, "an intermediate")
 	require.NoError(t, err)
 	gone := u.put(blob.KindArchive, "the session's original")
+	// An output of the very bytes of the original: one digest, two
+	// objects, named once in the tombstone.
+	same := u.put(blob.KindOutput, "the session's original")
 	shared := u.put(blob.KindOffload, "bytes another session holds")
-	er.keys, er.runs, er.held[shared] = []string{gone, shared}, []string{u.run.ID}, true
+	er.keys, er.runs, er.held[shared] = []string{gone, same, shared}, []string{u.run.ID}, true
 
 	objs, err := u.a.CollectSessionObjects(ctx, in)
 	require.NoError(t, err)
@@ -99,17 +102,17 @@ func TestUnitEraseSession(t *testing.T) {
 
 	res, err := u.a.EraseSessionObjects(ctx, activities.EraseObjectsInput{Erase: in, Objects: objs})
 	require.NoError(t, err)
-	require.Equal(t, 2, res.Deleted, "the intermediate and the original")
+	require.Equal(t, 3, res.Deleted, "the intermediate, the original and its twin output")
 	require.Equal(t, 1, res.Kept)
 	_, _, sha, err := blob.ParseContentKey(gone)
 	require.NoError(t, err)
-	require.Equal(t, []string{sha}, res.SHA256)
+	require.Equal(t, []string{sha}, res.SHA256, "one digest once")
 	require.False(t, u.blob.has(inter.Key))
 	require.False(t, u.blob.has(gone))
 	require.True(t, u.blob.has(shared), "bytes another session holds stay")
 
 	require.NoError(t, u.a.FinishErasure(ctx, activities.FinishErasureInput{Erase: in, Objects: res}))
-	require.Equal(t, []int{2, 1}, er.finished)
+	require.Equal(t, []int{3, 1}, er.finished)
 	require.Equal(t, res.SHA256, er.sha256s)
 
 	foreign, err := u.blob.PutContentString(ctx, "other", blob.KindArchive, "another tenant's")

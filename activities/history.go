@@ -48,7 +48,7 @@ func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res H
 	}
 	res.Log, res.TargetTokens, res.LogTokens = view.Digests, d.TargetTokens, view.Tokens
 	if d.Reflect {
-		if res.ReflectKey, err = a.putText(ctx, in.Run, "reflection", plan.Reflection(conv, view, plan.ReflectionTarget(p, b)*3)); err != nil {
+		if res.ReflectKey, err = a.putText(ctx, in.Run, "reflection", plan.FitReflection(conv, view, plan.ReflectionTarget(p, b), b.Counter)); err != nil {
 			return res, err
 		}
 	}

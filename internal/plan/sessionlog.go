@@ -12,6 +12,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/digest"
+	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
@@ -221,6 +222,22 @@ func Reflection(conv conversation.Conversation, view LogView, targetChars int) s
 	return MergeSections(bodies, targetChars)
 }
 
+// FitReflection is Reflection aimed at targetTokens, measured: it
+// starts at the one characters-per-token factor every summary target
+// uses (llm.CharsPerToken) and, while the text counter counts is over
+// the target, tries again with a fifth fewer characters. Whatever it
+// drops stays one recover_context call away (Reflection keeps every
+// recovery line).
+func FitReflection(conv conversation.Conversation, view LogView, targetTokens int, counter tokens.Counter) string {
+	chars := targetTokens * llm.CharsPerToken
+	text := Reflection(conv, view, chars)
+	for counter != nil && counter.Count(text) > targetTokens && chars > 200 {
+		chars = chars * 4 / 5
+		text = Reflection(conv, view, chars)
+	}
+	return text
+}
+
 // MergeSections is Reflection's merge of summary bodies, oldest first.
 func MergeSections(bodies []string, targetChars int) string {
 	type section struct {
@@ -309,6 +326,9 @@ func MergeSections(bodies []string, targetChars int) string {
 			}
 		}
 	}
+	// The paths of the dropped lines, as many of the newest as the room
+	// the target leaves takes; the rest are counted. Unbounded, the list
+	// outgrew the lines it stood for.
 	var paths []string
 	for _, l := range dropped {
 		for _, id := range digest.Identifiers(l) {
@@ -318,6 +338,14 @@ func MergeSections(bodies []string, targetChars int) string {
 			}
 		}
 	}
+	room, from := targetChars-size, len(paths)
+	for from > 0 && room >= len(paths[from-1])+2 {
+		from--
+		room -= len(paths[from]) + 2
+	}
+	more := from
+	paths = paths[from:]
+
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "Reflection of %d session log blocks: their sections merged, the oldest lines dropped to fit; each range they covered is recoverable with the ids below.\n", len(bodies))
 	for _, s := range sections {
@@ -333,8 +361,12 @@ func MergeSections(bodies []string, targetChars int) string {
 			sb.WriteString(l + "\n")
 		}
 	}
-	if len(paths) > 0 {
-		sb.WriteString("\n## Files named in the condensed lines\n- " + strings.Join(paths, ", ") + "\n")
+	if len(paths) > 0 || more > 0 {
+		sb.WriteString("\n## Files named in the condensed lines\n- " + strings.Join(paths, ", "))
+		if more > 0 {
+			fmt.Fprintf(&sb, "%s%d more, in the recoverable ranges", map[bool]string{true: "; ", false: ""}[len(paths) > 0], more)
+		}
+		sb.WriteString("\n")
 	}
 	if len(recover) > 0 {
 		sb.WriteString("\n" + strings.Join(recover, "\n") + "\n")

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -257,4 +258,36 @@ func TestNextBlockLabelReadsTheFrameOnly(t *testing.T) {
 	sep, view := SeparateLog(conv, known(b1, b2), nil)
 	require.Equal(t, "3", NextBlockLabel(sep, view))
 	require.Equal(t, "1-2", ReflectionLabel(sep, view))
+}
+
+// TestFitReflectionIsMeasured: a reflection aims at its target in
+// tokens with the one characters-per-token factor, and is measured: it
+// ends at or under the target however the text tokenizes (here dense
+// identifiers, about two characters a token), with every block's
+// recovery line kept.
+func TestFitReflectionIsMeasured(t *testing.T) {
+	t.Parallel()
+	counter, err := tokens.New("o200k_base")
+	require.NoError(t, err)
+	var blocks []string
+	conv := conversation.Conversation{Format: conversation.FormatOpenAI, Messages: []conversation.Message{text(conversation.RoleUser, "task")}}
+	for i := range 6 {
+		var body strings.Builder
+		body.WriteString("## Code Changes\n")
+		for j := range 40 {
+			fmt.Fprintf(&body, "- a%d/b%d/c_%d.py: e=%x,f=%x\n", i, j, i*j, i*7919+j, j*104729)
+		}
+		fmt.Fprintf(&body, "\nRecover the summarized messages %d-%d with the recover_context tool, id: abc.m%d-%d", i*10, i*10+9, i*10, i*10+9)
+		b := compress.LogBlockText(fmt.Sprint(i+1), body.String())
+		blocks = append(blocks, b)
+		conv.Messages = append(conv.Messages, text(conversation.RoleUser, b))
+	}
+	sep, view := SeparateLog(conv, known(blocks...), counter)
+	require.Len(t, view.Messages, 6)
+	const target = 300
+	out := FitReflection(sep, view, target, counter)
+	require.LessOrEqual(t, counter.Count(out), target, "measured, not estimated")
+	for i := range 6 {
+		require.Contains(t, out, fmt.Sprintf("id: abc.m%d-%d", i*10, i*10+9), "every recovery line stays")
+	}
 }
