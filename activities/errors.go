@@ -196,6 +196,10 @@ func describeApp(app *temporal.ApplicationError) (store.ErrorClass, string) {
 			said = c.Message()
 		}
 	}
+	// The summarizer's words name no endpoint of the operator's: the
+	// wrapped error was scrubbed, but the product's own prefix ("call to
+	// http://… failed") was not.
+	said = llm.Scrub(said)
 	switch app.Type() {
 	case TypeBadInput:
 		return store.ErrorBadInput, app.Message()
