@@ -10,6 +10,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/webhook"
 )
 
 // TestAppendMessagesPreservesBytes: the rebuild of an incremental event
@@ -94,4 +95,31 @@ func TestDeltaDuringAnErasureNamesTheSession(t *testing.T) {
 	_, err = g.Submit(ctx, Event{Tenant: "acme", Session: "s1", EventID: "e2", Model: "gpt-4o", ContextLimit: 128000,
 		Base: &Base{RunID: "run-1", SHA256: strings.Repeat("a", 64)}, Messages: json.RawMessage(`[{"role":"user","content":"x"}]`)})
 	require.ErrorIs(t, err, ErrSessionErasing)
+}
+
+// TestAddWebhookOneEndpointPerReceiver: the spellings of one receiver's
+// URL register one endpoint (the first answers created, the others find
+// it), so that the receiver gets each run once.
+func TestAddWebhookOneEndpointPerReceiver(t *testing.T) {
+	t.Parallel()
+	g := testGateway(t, nil)
+	g.WebhookPolicy = webhook.Policy{AllowHosts: []string{"localhost:19900", "127.0.0.1:19900"}}
+	ctx := t.Context()
+	first, created, err := g.AddWebhook(ctx, "acme", "http://localhost:19900/h", "")
+	require.NoError(t, err)
+	require.True(t, created)
+	for _, u := range []string{"http://LOCALHOST:19900/h", "http://localhost.:19900/h", "http://localhost:019900/h"} {
+		w, created, err := g.AddWebhook(ctx, "acme", u, "")
+		require.NoError(t, err, u)
+		require.False(t, created, u)
+		require.Equal(t, first.ID, w.ID, u)
+	}
+	ip, created, err := g.AddWebhook(ctx, "acme", "http://127.0.0.1:019900/h", "")
+	require.NoError(t, err)
+	require.True(t, created, "another host name is another receiver, as far as the service can tell without DNS")
+	again, created, err := g.AddWebhook(ctx, "acme", "http://[::ffff:127.0.0.1]:19900/h", "")
+	require.NoError(t, err)
+	require.False(t, created)
+	require.Equal(t, ip.ID, again.ID)
+	require.Equal(t, "http://127.0.0.1:19900/h", ip.URL, "stored normalized")
 }

@@ -31,6 +31,13 @@ func (g *Gateway) AddWebhook(ctx context.Context, tenant, url, description strin
 	if err := g.WebhookPolicy.CheckURL(url); err != nil {
 		return store.Webhook{}, false, &InputError{Field: "url", Err: err}
 	}
+	// One receiver, one endpoint, however its URL is spelled
+	// (LOCALHOST, a trailing dot, :0443, [::ffff:127.0.0.1]): each
+	// endpoint is a delivery of every run.
+	url, err = webhook.Normalize(url)
+	if err != nil {
+		return store.Webhook{}, false, &InputError{Field: "url", Err: err}
+	}
 	if len(description) > 200 {
 		return store.Webhook{}, false, &InputError{Field: "description", Err: errors.New("is longer than 200 bytes")}
 	}
@@ -44,7 +51,7 @@ func (g *Gateway) AddWebhook(ctx context.Context, tenant, url, description strin
 		return store.Webhook{}, false, err
 	}
 	for _, w := range live {
-		if w.URL == url {
+		if same, err := webhook.Normalize(w.URL); w.URL == url || (err == nil && same == url) {
 			return w, false, nil // its secret was shown once, at registration
 		}
 	}

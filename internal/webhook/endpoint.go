@@ -101,6 +101,39 @@ const MaxURLLength = 2048
 // defaultPorts are the ports of URLs that name none.
 var defaultPorts = map[string]string{"http": "80", "https": "443"}
 
+// Normalize writes an endpoint URL the one way every spelling of it
+// has, so that registering the same receiver again finds it: the scheme
+// and host lowercased, the host without its trailing dot, an
+// IPv4-mapped IPv6 address as IPv4, the port as a number without
+// leading zeros and dropped when it is the scheme's default. Nothing is
+// resolved (no DNS). The path, query and their case stay as they are.
+func Normalize(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return "", errors.New("is not a URL with a host")
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	host := canonicalHost(u.Hostname())
+	port := u.Port()
+	if port != "" {
+		if port = canonicalPort(port); port == "-" {
+			return "", fmt.Errorf("port %q is not a port number from 1 to 65535", u.Port())
+		}
+	}
+	if port == defaultPorts[u.Scheme] {
+		port = ""
+	}
+	switch {
+	case port != "":
+		u.Host = net.JoinHostPort(host, port)
+	case strings.Contains(host, ":"):
+		u.Host = "[" + host + "]"
+	default:
+		u.Host = host
+	}
+	return u.String(), nil
+}
+
 // CheckURL reports why raw may not be an endpoint, naming the problem.
 // What it cannot know before connecting (the address a name resolves to)
 // is checked again at every connection.

@@ -364,3 +364,29 @@ func TestSendClassifiesFailures(t *testing.T) {
 	require.Equal(t, ClassTimeout, att.Err, att.Detail)
 	require.Less(t, att.Duration, Timeout)
 }
+
+// TestNormalize: every spelling of one receiver normalizes to one URL
+// (case, a trailing dot, the default port, leading zeros, an
+// IPv4-mapped IPv6 address), without DNS; paths keep their case.
+func TestNormalize(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ raw, want string }{
+		{"http://localhost:19900/h", "http://localhost:19900/h"},
+		{"http://LOCALHOST:19900/h", "http://localhost:19900/h"},
+		{"http://localhost.:19900/h", "http://localhost:19900/h"},
+		{"HTTP://localhost:019900/h", "http://localhost:19900/h"},
+		{"http://127.0.0.1:019900/h", "http://127.0.0.1:19900/h"},
+		{"http://[::ffff:127.0.0.1]:19900/h", "http://127.0.0.1:19900/h"},
+		{"https://Example.COM:443/Hook?A=B", "https://example.com/Hook?A=B"},
+		{"http://example.com:80", "http://example.com"},
+		{"https://[2001:DB8::1]:443/x", "https://[2001:db8::1]/x"},
+		{"https://[2001:db8::1]:8443/x", "https://[2001:db8::1]:8443/x"},
+	}
+	for _, tt := range tests {
+		got, err := Normalize(tt.raw)
+		require.NoError(t, err, tt.raw)
+		require.Equal(t, tt.want, got, tt.raw)
+	}
+	_, err := Normalize("http://h:99999/x")
+	require.Error(t, err)
+}
