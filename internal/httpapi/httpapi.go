@@ -458,10 +458,11 @@ func (a *api) authenticate(r *http.Request) (string, error) {
 		return "", &apiError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "missing API key: send Authorization: Bearer <key>"}
 	}
 	addr := ratelimit.ClientAddr(r, a.deps.TrustedProxies)
-	if err := a.authFailures.Check(addr); err != nil {
+	key = strings.TrimSpace(key)
+	if err := a.authFailures.CheckCredential(addr, key); err != nil {
 		return "", err
 	}
-	k, found, err := a.deps.Store.Authenticate(r.Context(), strings.TrimSpace(key))
+	k, found, err := a.deps.Store.Authenticate(r.Context(), key)
 	if err != nil {
 		return "", err
 	}
@@ -469,6 +470,7 @@ func (a *api) authenticate(r *http.Request) (string, error) {
 		a.authFailures.Fail(addr)
 		return "", &apiError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "unknown, expired or revoked API key"}
 	}
+	a.authFailures.Succeeded(key)
 	return k.Tenant, nil
 }
 

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"net"
 	"net/http"
@@ -34,6 +35,60 @@ type AuthFailures struct {
 	// swept is when idle addresses were last forgotten: at most once a
 	// second, so that a flood of new addresses costs no scan per request.
 	swept time.Time
+	// proven holds the SHA-256 of credentials that authenticated within
+	// provenFor, with when: a client behind the same address (a NAT, a
+	// proxy) as another's bad keys is not locked out with them.
+	proven map[[32]byte]time.Time
+}
+
+// provenFor is how long a credential that authenticated passes an
+// address's exhausted failure limit. A guesser gains nothing from it:
+// only a credential that was already valid passes, and guessing one is
+// what the limit slows.
+const provenFor = 15 * time.Minute
+
+// CheckCredential is Check for a request that presents credential: one
+// that authenticated within provenFor is let through even when its
+// address has no failure left (Succeeded records it).
+func (a *AuthFailures) CheckCredential(addr, credential string) error {
+	err := a.Check(addr)
+	if err == nil || a == nil {
+		return err
+	}
+	sum := sha256.Sum256([]byte(credential))
+	now := a.now()
+	a.mu.Lock()
+	at, ok := a.proven[sum]
+	a.mu.Unlock()
+	if ok && now.Sub(at) < provenFor {
+		return nil
+	}
+	return err
+}
+
+// Succeeded records that credential authenticated (CheckCredential).
+func (a *AuthFailures) Succeeded(credential string) {
+	if a == nil || a.perMinute <= 0 {
+		return
+	}
+	sum := sha256.Sum256([]byte(credential))
+	now := a.now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.proven == nil {
+		a.proven = map[[32]byte]time.Time{}
+	}
+	if _, ok := a.proven[sum]; !ok && len(a.proven) >= maxAddresses {
+		for k, at := range a.proven {
+			if now.Sub(at) >= provenFor {
+				delete(a.proven, k)
+			}
+		}
+		if len(a.proven) >= maxAddresses {
+			return
+		}
+	}
+	a.proven[sum] = now
 }
 
 // NewAuthFailures allows perMinute failures per address and minute; zero

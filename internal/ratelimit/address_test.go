@@ -101,3 +101,28 @@ func TestParsePrefixes(t *testing.T) {
 	_, err = ParsePrefixes("10.0.0.0/8,proxy.local")
 	require.ErrorContains(t, err, `"proxy.local"`)
 }
+
+// TestAuthFailuresSpareAProvenKey: one client's bad keys exhaust its
+// address's budget; another client behind the same address (a NAT)
+// whose key authenticated before goes on; a key never proven, and one
+// proven too long ago, are refused with the address.
+func TestAuthFailuresSpareAProvenKey(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	a := NewAuthFailures(2)
+	a.now = func() time.Time { return now }
+	const nat = "198.51.100.7"
+	require.NoError(t, a.CheckCredential(nat, "good-key-of-tenant-a"))
+	a.Succeeded("good-key-of-tenant-a")
+	for range 2 {
+		a.Fail(nat) // another client's bad keys
+	}
+	var r *Refusal
+	require.ErrorAs(t, a.CheckCredential(nat, "a-guess"), &r, "guesses are still limited")
+	require.NoError(t, a.CheckCredential(nat, "good-key-of-tenant-a"), "a proven key is not locked out")
+	now = now.Add(provenFor)
+	for range 2 {
+		a.Fail(nat)
+	}
+	require.ErrorAs(t, a.CheckCredential(nat, "good-key-of-tenant-a"), &r, "proven too long ago")
+}
