@@ -717,7 +717,14 @@ func (g *Gateway) Wait(ctx context.Context, runID string) (contract.Outcome, err
 			return res, err
 		}
 		var nf *serviceerror.NotFound
-		if !errors.As(err, &nf) {
+		var notReady *serviceerror.WorkflowNotReady
+		switch {
+		case errors.As(err, &notReady):
+			// A workflow task failed under the update (a worker lost
+			// mid-task): Temporal retries the task, and the run goes
+			// on, so the update is asked again after the delay; it is
+			// not the run's failure.
+		case !errors.As(err, &nf):
 			return res, err
 		}
 		// Not found: not started yet, or closed already (an update is

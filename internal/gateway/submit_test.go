@@ -9,7 +9,10 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
 	"google.golang.org/grpc/codes"
@@ -302,4 +305,27 @@ func TestTemporalTransient(t *testing.T) {
 	for _, tt := range tests {
 		require.Equal(t, tt.want, temporalTransient(tt.err), tt.name)
 	}
+}
+
+// TestWaitAsksAgainAfterAFailedWorkflowTask: an outcome update refused
+// because a workflow task failed under it (a worker lost mid-task,
+// WorkflowNotReady) is not the run's failure: Temporal retries the task
+// and the run goes on, so Wait asks again and answers the outcome.
+func TestWaitAsksAgainAfterAFailedWorkflowTask(t *testing.T) {
+	t.Parallel()
+	tc := mocks.NewClient(t)
+	g := &Gateway{Temporal: tc}
+	tc.On("UpdateWorkflow", mock.Anything, mock.Anything).
+		Return(nil, serviceerror.NewWorkflowNotReady("Unable to perform workflow execution update due to unexpected workflow task failure.")).Once()
+	tc.On("DescribeWorkflowExecution", mock.Anything, "run-1", "").Return(&workflowservice.DescribeWorkflowExecutionResponse{
+		WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{Status: enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING}}, nil).Once()
+	h := mocks.NewWorkflowUpdateHandle(t)
+	h.On("Get", mock.Anything, mock.Anything).Run(func(args mock.Arguments) {
+		*args.Get(1).(*contract.Outcome) = contract.Outcome{RunID: "run-1", Status: "succeeded"}
+	}).Return(nil).Once()
+	tc.On("UpdateWorkflow", mock.Anything, mock.Anything).Return(h, nil).Once()
+
+	o, err := g.Wait(t.Context(), "run-1")
+	require.NoError(t, err, "a failed workflow task is not the run's failure")
+	require.Equal(t, "succeeded", o.Status)
 }
