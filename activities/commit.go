@@ -148,6 +148,7 @@ func (a *Activities) measured(ctx context.Context, in CommitInput, p policy.Pres
 	if f.o.stats.SessionLog, f.o.log, err = a.logFigures(ctx, in, conv, p, b); err != nil {
 		return f, err
 	}
+	f.o.stats.SummaryLog = f.o.stats.SessionLog
 	f.o.stats.Cost = a.costFigures(in, p, b, int(tokensBefore), after, f.o.stats.Cache)
 	return f, nil
 }

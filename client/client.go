@@ -188,6 +188,8 @@ type Result struct {
 	Cache *CacheFigures `json:"cache,omitempty"`
 	// SessionLog is the session's append-only summary log after the run.
 	SessionLog *LogFigures `json:"session_log,omitempty"`
+	// SummaryLog is SessionLog under the name the docs use.
+	SummaryLog *LogFigures `json:"summary_log,omitempty"`
 	// Cost is what the run cost and saves after prompt-cache effects.
 	Cost *CostFigures `json:"cost,omitempty"`
 	// ContextCompression is a ReAct trajectory's layer statistics

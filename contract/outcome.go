@@ -103,7 +103,12 @@ type Stats struct {
 	// the ones the agent's next call writes to its cache again.
 	Cache *CacheFigures `json:"cache,omitempty"`
 	// SessionLog is the session's append-only summary log after the run.
+	// Its name is from before the docs called it the summary log (seed
+	// 003's "session log" is another thing, the log never summarized);
+	// it stays, since recorded runs and histories hold it.
 	SessionLog *LogFigures `json:"session_log,omitempty"`
+	// SummaryLog is SessionLog under the name the docs use; both are set.
+	SummaryLog *LogFigures `json:"summary_log,omitempty"`
 	// Cost is what the run cost and saves, after prompt-cache effects.
 	Cost *CostFigures `json:"cost,omitempty"`
 }

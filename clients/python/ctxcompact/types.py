@@ -106,6 +106,7 @@ class RunOutcome(TypedDict, total=False):
     passes: List[PassStat]
     cache: CacheFigures
     session_log: LogFigures
+    summary_log: LogFigures
     cost: CostFigures
     conversation: Any
 

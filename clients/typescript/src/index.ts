@@ -135,6 +135,8 @@ export interface RunOutcome {
   passes?: PassStat[];
   cache?: CacheFigures;
   session_log?: LogFigures;
+  /** session_log under the name the docs use. */
+  summary_log?: LogFigures;
   cost?: CostFigures;
   conversation?: Conversation;
 }
