@@ -14,6 +14,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/store"
@@ -131,4 +132,18 @@ func TestDescribe(t *testing.T) {
 	class, msg := Describe(nil)
 	require.Empty(t, class)
 	require.Empty(t, msg)
+}
+
+// TestSessionSummaryNamesEveryRecoveryReference: the three-tier
+// session summary's recovery references name the archive, the offloads
+// and the checkpoints (seed 004's three), whatever the summarizer wrote,
+// each once.
+func TestSessionSummaryNamesEveryRecoveryReference(t *testing.T) {
+	t.Parallel()
+	key := blob.ContentKey("acme", blob.KindArchive, strings.Repeat("ab", 32))
+	out := sessionSummary(contract.Run{Session: "s1"}, "### Session Intent\n- fix it", key)
+	for _, want := range []string{"### Recovery References", "- Full conversation: ", "- Offloaded content: ", "- Checkpoints: "} {
+		require.Equal(t, 1, strings.Count(out, want), "%q in:\n%s", want, out)
+	}
+	require.Equal(t, out, sessionSummary(contract.Run{Session: "s1"}, out, key), "nothing added twice")
 }

@@ -305,6 +305,9 @@ func sessionSummary(run contract.Run, summary, archiveKey string) string {
 	if !strings.Contains(summary, offloadsRef) {
 		add = append(add, "- Offloaded content: "+offloadsRef)
 	}
+	if !strings.Contains(summary, checkpointsRef) {
+		add = append(add, "- Checkpoints: "+checkpointsRef)
+	}
 	if len(add) == 0 {
 		return summary
 	}
@@ -318,6 +321,13 @@ func sessionSummary(run contract.Run, summary, archiveKey string) string {
 // offloadsRef tells the agent how to read its offloaded results back.
 const offloadsRef = "each offload reference names its id; read it with the " + compress.RecoverTool +
 	" tool (search_context finds text in them)"
+
+// checkpointsRef is the three-tier design's third recovery reference
+// ("Checkpoints: cache/checkpoints/"): here every compaction is a
+// checkpoint, its original archived, and each summary-log block ends
+// with the id that reads back the messages it summarized.
+const checkpointsRef = "every earlier compaction's original is archived; each summary block ends with the " +
+	compress.RecoverTool + " id of the messages it summarized"
 
 // archiveID is the id of an archived original: its SHA-256, which the
 // RecoverTool reads the whole conversation back with ("" for a key that

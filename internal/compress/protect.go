@@ -1,6 +1,7 @@
 package compress
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/ctxcompact/orchestrator/internal/conversation"
@@ -25,6 +26,9 @@ type Protection struct {
 	// substrings (case-sensitive), e.g. "[pinned]" or "IMPORTANT:". Text
 	// inside tool results never pins: only what the user wrote does.
 	PinMarkers []string
+	// CheckpointTools protects the latest call of one of these tools and
+	// its result: the session's active state checkpoint.
+	CheckpointTools []string
 	// Frozen protects messages[:Frozen]: everything up to the end of the
 	// session log (plan.LogView), which stays byte-identical between
 	// compactions so that the agent's prompt cache still hits.
@@ -59,6 +63,9 @@ func Protected(c conversation.Conversation, p Protection) []bool {
 			}
 		}
 	}
+	if i := latestCall(c, p.CheckpointTools); i >= 0 {
+		mask[i] = true // its result is protected with it, by closePairs
+	}
 	for i := max(0, n-p.LastN); i < n; i++ {
 		mask[i] = true
 	}
@@ -66,6 +73,22 @@ func Protected(c conversation.Conversation, p Protection) []bool {
 		mask[i] = true
 	}
 	return closePairs(c, indexTools(c), mask)
+}
+
+// latestCall is the index of the last message calling one of tools, -1
+// when none does.
+func latestCall(c conversation.Conversation, tools []string) int {
+	if len(tools) == 0 {
+		return -1
+	}
+	for i := len(c.Messages) - 1; i >= 0; i-- {
+		for _, b := range c.Messages[i].Blocks {
+			if b.Kind == conversation.KindToolUse && slices.Contains(tools, b.ToolName) {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // hasTextBlock reports whether a message carries a text block, which tells

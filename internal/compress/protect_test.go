@@ -42,6 +42,8 @@ func TestProtected(t *testing.T) {
 		{"a protected result protects its call and the call's other results", Protection{LastN: 4}, []int{5, 6, 7, 8, 9, 10}},
 		{"last N larger than the conversation", Protection{LastN: 50}, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
 		{"the auto-summarize design set", Protection{System: true, FirstUser: true, LastN: 3, PinMarkers: DefaultPinMarkers}, []int{0, 1, 4, 8, 9, 10}},
+		{"the active state checkpoint: the latest checkpoint call and its result", Protection{CheckpointTools: []string{"read_file"}}, []int{2, 3}},
+		{"a checkpoint tool never called protects nothing", Protection{CheckpointTools: []string{"compress_to_checkpoint"}}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -122,12 +122,16 @@ func (b Budget) Usage(size int) float64 {
 
 // Protection maps a preset's protection rules onto compress's.
 func Protection(p policy.Preset) compress.Protection {
-	return compress.Protection{
+	pr := compress.Protection{
 		System:     p.Protection.System,
 		FirstUser:  p.Protection.FirstUser,
 		LastN:      p.Protection.LastN,
 		PinMarkers: p.Protection.PinMarkers,
 	}
+	if p.Protection.Checkpoints {
+		pr.CheckpointTools = p.Watermark.CheckpointTools
+	}
+	return pr
 }
 
 // HistoryProtection is the protection of a history summary: the preset's,

@@ -87,3 +87,18 @@ func TestOverridesNeverChangeTheBuiltins(t *testing.T) {
 	require.Equal(t, before.Truncate.Tools, after.Truncate.Tools)
 	require.Equal(t, DefaultPinMarkers(), after.Protection.PinMarkers)
 }
+
+// TestAutoSummarizeProtectsTheActiveCheckpoint: seed 003 never
+// summarizes active state checkpoints; its preset protects the latest
+// checkpoint call, and the others do not unless asked.
+func TestAutoSummarizeProtectsTheActiveCheckpoint(t *testing.T) {
+	t.Parallel()
+	p, err := Builtin(AutoSummarize)
+	require.NoError(t, err)
+	require.True(t, p.Protection.Checkpoints)
+	require.NotEmpty(t, p.Watermark.CheckpointTools)
+	q, err := Resolve(Adaptive, json.RawMessage(`{"protection":{"checkpoints":true}}`))
+	require.NoError(t, err)
+	require.True(t, q.Protection.Checkpoints)
+	require.NoError(t, CheckCallerOverrides(json.RawMessage(`{"protection":{"checkpoints":true}}`), DefaultCaps()))
+}

@@ -89,6 +89,11 @@ type Protection struct {
 	FirstUser  bool     `json:"first_user"`
 	LastN      int      `json:"last_n"`
 	PinMarkers []string `json:"pin_markers"`
+	// Checkpoints protects the session's active state checkpoint (the
+	// auto-summarize design's "never summarize: active state
+	// checkpoints"): the latest call of one of watermark.checkpoint_tools
+	// and its result.
+	Checkpoints bool `json:"checkpoints,omitempty"`
 }
 
 // LargeResult is layer 1 of the ReAct two-layer design (preset
@@ -332,7 +337,7 @@ func Builtin(name string) (Preset, error) {
 		p.Seed = "003"
 		p.Description = "Auto-summarize at 50%: post-process tool outputs, summarize all but the last 3, never the system prompt or pinned constraints"
 		p.PostProcess.Enabled = true
-		p.Protection = Protection{System: true, FirstUser: true, LastN: 3, PinMarkers: DefaultPinMarkers()}
+		p.Protection = Protection{System: true, FirstUser: true, LastN: 3, PinMarkers: DefaultPinMarkers(), Checkpoints: true}
 		p.History = History{Enabled: true, TriggerUsage: 0.50, KeepLast: 3, Prompt: "brief",
 			Style: "summary-first", TargetTokens: 2000, Attempts: 3, OnFailure: "extractive"}
 	case ThreeTier:
