@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"sync"
@@ -92,8 +93,9 @@ func TestSeamsNonASCIISessionName(t *testing.T) {
 
 // TestSeamsPastedBackBlock: a user who pastes a committed summary block
 // back into the conversation writes their own words: the session is not
-// frozen at the paste, its next compactions still summarize and stay
-// under the limit.
+// frozen at the paste (before, the paste became the log's end, and the
+// event ran no pass and appended nothing), its next compactions still
+// summarize and stay under the limit.
 func TestSeamsPastedBackBlock(t *testing.T) {
 	t.Parallel()
 	a := newAPIEnv(t, offline())
@@ -120,7 +122,7 @@ func TestSeamsPastedBackBlock(t *testing.T) {
 		if i == 0 {
 			var list []json.RawMessage
 			require.NoError(t, json.Unmarshal(delta, &list))
-			list = append([]json.RawMessage{pasted[1 : len(pasted)-1]}, list...)
+			list = append(list, pasted[1:len(pasted)-1]) // the user's last message
 			msgs, err = json.Marshal(list)
 			require.NoError(t, err)
 		}
@@ -134,6 +136,13 @@ func TestSeamsPastedBackBlock(t *testing.T) {
 		var doc map[string]any
 		require.NoError(t, json.Unmarshal(data, &doc))
 		require.Equal(t, "succeeded", doc["status"], "event %d after the paste: %v", i+1, doc["over_limit_reason"])
+		if i == 0 {
+			// The paste is the conversation's last message: read as a
+			// block, it froze everything before it (no pass ran,
+			// nothing appended).
+			require.Contains(t, passNames(doc), "history", "the event with the paste is still summarized")
+			require.EqualValues(t, 1, doc["summary_log"].(map[string]any)["appended"], "and its summary appended to the log")
+		}
 		prev = doc
 	}
 	out, _ = a.output(mustOutcome(t, a, prev["run_id"].(string)))
@@ -185,4 +194,16 @@ func (a *apiEnv) postEvent(session string, fields map[string]any, conv []byte) m
 	var doc map[string]any
 	require.NoError(a.t, json.Unmarshal(data, &doc))
 	return doc
+}
+
+func passNames(doc map[string]any) []string {
+	var out []string
+	ps, _ := doc["passes"].([]any)
+	for _, p := range ps {
+		m, _ := p.(map[string]any)
+		if m["applied"] == true {
+			out = append(out, fmt.Sprint(m["name"]))
+		}
+	}
+	return out
 }
