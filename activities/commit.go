@@ -84,10 +84,31 @@ type final struct {
 // and it would cost the agent more than it saves. A skipped run moves
 // nothing of its session (no watermark, no released offload, no log
 // block) and says so in a "skip" pass.
+//
+// A Goal Drift Warning (behaviour) is appended at the tail of the
+// output, when it fits: a warning that would push the output over its
+// limit is left out, the signs still recorded and said in the outcome.
 func (a *Activities) finalOutput(ctx context.Context, in CommitInput, p policy.Preset, b plan.Budget, tokensBefore int64) (final, error) {
-	f, err := a.measured(ctx, in, p, b, tokensBefore, in.WorkKey)
-	if err != nil || !skipUnprofitable(in.Run.Trigger, p, b, tokensBefore, f.o) {
+	signals, warning, err := a.behaviour(ctx, in, p)
+	if err != nil {
+		return final{}, err
+	}
+	f, err := a.measured(ctx, in, p, b, tokensBefore, in.WorkKey, warning)
+	if err == nil && f.o.over && warning != "" {
+		f, err = a.measured(ctx, in, p, b, tokensBefore, in.WorkKey, "")
+	}
+	if err != nil {
 		return f, err
+	}
+	names := make([]string, 0, len(signals))
+	for _, s := range signals {
+		names = append(names, s.Name)
+	}
+	if len(names) > 0 {
+		f.o.stats.BehaviourDrift = names
+	}
+	if !skipUnprofitable(in.Run.Trigger, p, b, tokensBefore, f.o) {
+		return f, nil
 	}
 	cost := *f.o.stats.Cost
 	skip := in
@@ -95,11 +116,14 @@ func (a *Activities) finalOutput(ctx context.Context, in CommitInput, p policy.P
 	skip.Passes = append(append([]PassStat(nil), in.Passes...), PassStat{Name: "skip",
 		Note: fmt.Sprintf("the input was under its limit and the compaction would cost the agent $%.6f more than it saves over its next %d calls (cache re-write of %d tokens): kept as it came",
 			-(cost.NetSavingUSD + cost.SummarizerUSD), cost.Turns, cost.CacheRewriteTokens)})
-	if f, err = a.measured(ctx, skip, p, b, tokensBefore, in.ArchiveKey); err != nil {
+	if f, err = a.measured(ctx, skip, p, b, tokensBefore, in.ArchiveKey, ""); err != nil {
 		return f, err
 	}
 	// What the skipped compaction spent stays spent.
 	f.o.stats.Cost.NetSavingUSD = -cost.SummarizerUSD
+	if len(names) > 0 {
+		f.o.stats.BehaviourDrift = names // recorded; the input comes back as it was
+	}
 	return f, nil
 }
 
@@ -118,13 +142,19 @@ func skipUnprofitable(trigger string, p policy.Preset, b plan.Budget, tokensBefo
 		c.NetSavingUSD+c.SummarizerUSD < 0
 }
 
-// measured reads the conversation at key as the run's output and works
-// out its outcome: size, level, cache, log and cost figures.
-func (a *Activities) measured(ctx context.Context, in CommitInput, p policy.Preset, b plan.Budget, tokensBefore int64, key string) (final, error) {
+// measured reads the conversation at key as the run's output, with
+// warning (when not "") appended at its tail, and works out its outcome:
+// size, level, cache, log and cost figures.
+func (a *Activities) measured(ctx context.Context, in CommitInput, p policy.Preset, b plan.Budget, tokensBefore int64, key, warning string) (final, error) {
 	f := final{in: in}
 	conv, _, err := a.load(ctx, in.Run.Tenant, key)
 	if err != nil {
 		return f, err
+	}
+	warned := false
+	if warning != "" {
+		conv = conv.Clone() // the loaded conversation is the cache's
+		warned = appendWarning(&conv, warning)
 	}
 	size := a.outputSize(ctx, in.Run, conv, b)
 	after := size.Size
@@ -133,7 +163,7 @@ func (a *Activities) measured(ctx context.Context, in CommitInput, p policy.Pres
 	if err != nil {
 		return f, err
 	}
-	if f.data, err = a.outputBytes(ctx, in.Run.Tenant, key, conv, changed); err != nil {
+	if f.data, err = a.outputBytes(ctx, in.Run.Tenant, key, conv, changed || warned); err != nil {
 		return f, err
 	}
 	f.conv, f.o = conv, commitOutcome(ctx, in, conv, p, b, after, tokensBefore, reactStats)
@@ -142,6 +172,7 @@ func (a *Activities) measured(ctx context.Context, in CommitInput, p policy.Pres
 		f.o.stats.OverLimitReason = f.o.reason
 	}
 	f.o.stats.Watermark, f.o.stats.TokenCounting = in.Watermark, size.Counting
+	f.o.stats.GoalDriftWarning = warned
 	if f.o.stats.Cache, err = a.cacheFigures(ctx, in, conv, b, after); err != nil {
 		return f, err
 	}

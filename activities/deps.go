@@ -30,8 +30,9 @@ type RunStore interface {
 	LiveOffloads(ctx context.Context, tenant, session string, keys []string) (map[string]bool, error)
 	ReleaseOffloads(ctx context.Context, tenant, session string, keys []string,
 		del func(ctx context.Context, key string) error) (int, []string, error)
-	// The session's append-only summary log.
+	// The session's append-only summary log, and its latest output.
 	SessionLog(ctx context.Context, tenant, session string) ([]store.LogBlock, error)
+	LatestOutput(ctx context.Context, tenant, session string) (store.Output, error)
 }
 
 // ObjectStore is what the activities ask of S3: exactly the methods of

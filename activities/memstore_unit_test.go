@@ -29,17 +29,30 @@ type memStore struct {
 	webhooks map[string]bool
 	// logs are the session logs, by tenant/session.
 	logs map[string][]store.LogBlock
+	// latest are the sessions' latest outputs, by tenant/session.
+	latest map[string]store.Output
 }
 
 func newMemStore() *memStore {
 	return &memStore{runs: map[string]store.Run{}, results: map[string]store.RunResult{}, watermarks: map[string]string{}, seenBy: map[string]string{},
-		webhooks: map[string]bool{}, logs: map[string][]store.LogBlock{}}
+		webhooks: map[string]bool{}, logs: map[string][]store.LogBlock{}, latest: map[string]store.Output{}}
 }
 
 func (m *memStore) SessionLog(_ context.Context, tenant, session string) ([]store.LogBlock, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return append([]store.LogBlock(nil), m.logs[tenant+"/"+session]...), nil
+}
+
+// LatestOutput is the session's latest committed output: the last run
+// committed with an output key, in commit order (results holds them).
+func (m *memStore) LatestOutput(_ context.Context, tenant, session string) (store.Output, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if o, ok := m.latest[tenant+"/"+session]; ok {
+		return o, nil
+	}
+	return store.Output{}, store.ErrNotFound
 }
 
 var errNoRun = errors.New("memstore: no such run")
@@ -95,6 +108,9 @@ func (m *memStore) CommitRun(_ context.Context, id string, res store.RunResult) 
 	r.TokensAfter, r.Ratio, r.OutputKey, r.OutputSHA256 = res.TokensAfter, res.Ratio, res.OutputKey, res.OutputSHA256
 	r.Stats, r.Level = res.Stats, res.Level
 	m.runs[id], m.results[id] = r, res
+	if r.ReplayOf == "" && res.OutputKey != "" {
+		m.latest[r.Tenant+"/"+r.Session] = store.Output{RunID: id, Key: res.OutputKey, SHA256: res.OutputSHA256}
+	}
 	for _, l := range res.Log {
 		l.RunID = id
 		m.logs[r.Tenant+"/"+r.Session] = append(m.logs[r.Tenant+"/"+r.Session], l)

@@ -152,15 +152,20 @@ type Result struct {
 	// ErrorClass says what kind of failure a failed run had: bad_input,
 	// config, summarizer, dependency, timeout, canceled, interrupted or
 	// internal.
-	ErrorClass    string  `json:"error_class,omitempty"`
-	Format        string  `json:"format,omitempty"`
-	TokensBefore  int     `json:"tokens_before"`
-	TokensAfter   int     `json:"tokens_after"`
-	Ratio         float64 `json:"ratio"`
-	LevelBefore   string  `json:"level_before,omitempty"`
-	LevelAfter    string  `json:"level_after,omitempty"`
-	Drift         string  `json:"drift,omitempty"`
-	HistoryFailed bool    `json:"history_failed"`
+	ErrorClass   string  `json:"error_class,omitempty"`
+	Format       string  `json:"format,omitempty"`
+	TokensBefore int     `json:"tokens_before"`
+	TokensAfter  int     `json:"tokens_after"`
+	Ratio        float64 `json:"ratio"`
+	LevelBefore  string  `json:"level_before,omitempty"`
+	LevelAfter   string  `json:"level_after,omitempty"`
+	Drift        string  `json:"drift,omitempty"`
+	// BehaviourDrift names the signs that the agent drifted from its
+	// task since the previous compaction; GoalDriftWarning says a warning
+	// was appended at the output's tail for them.
+	BehaviourDrift   []string `json:"behaviour_drift,omitempty"`
+	GoalDriftWarning bool     `json:"goal_drift_warning,omitempty"`
+	HistoryFailed    bool     `json:"history_failed"`
 	// Degraded: the run reached its result through a fallback, which
 	// DegradedReasons name.
 	Degraded        bool     `json:"degraded"`

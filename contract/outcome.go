@@ -56,6 +56,15 @@ type Stats struct {
 	// Drift is the verdict of the run's last drift check: "", "passed",
 	// "repaired" or "patched".
 	Drift string `json:"drift,omitempty"`
+	// BehaviourDrift names the signs, in what the agent did since the
+	// previous compaction, that it drifted from its task
+	// (clarification, premature-completion, off-target; plan.Behaviour):
+	// a Goal Drift Warning was appended at the output's tail for them
+	// unless GoalDriftWarning is false.
+	BehaviourDrift []string `json:"behaviour_drift,omitempty"`
+	// GoalDriftWarning says the warning was appended at the output's
+	// tail (not when a tool call is pending there, or it would not fit).
+	GoalDriftWarning bool `json:"goal_drift_warning,omitempty"`
 	// HistoryFailed is offload-compact's "success: false": the summary
 	// could not be made and the history was left unchanged.
 	HistoryFailed bool `json:"history_failed"`

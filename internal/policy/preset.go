@@ -230,6 +230,12 @@ type Drift struct {
 	// MaxIdentifiers bounds how many identifiers are checked (the most
 	// recent ones), so that a huge history does not demand the impossible.
 	MaxIdentifiers int `json:"max_identifiers"`
+	// Behaviour checks what the agent did after the previous compaction
+	// (the three-tier design's post-compression verification: a question
+	// to the user at once, done declared early, other files) and appends
+	// a Goal Drift Warning at the output's tail when it finds a sign
+	// (plan.Behaviour).
+	Behaviour bool `json:"behaviour"`
 }
 
 // BudgetRule is the budget check that closes every run: when the output of
@@ -286,7 +292,7 @@ func basePreset() Preset {
 		PostProcess:   PostProcess{SmallTokens: 200, JSONTokens: 500, FileLines: 500, DBRows: 100, SampleRows: 5},
 		History: History{KeepLast: 5, Prompt: "history", Style: "compressed-history",
 			TargetTokens: 8000, Attempts: 3, CriticalUsage: 0.85, OnFailure: "extractive", Log: defaultLog},
-		Drift:  Drift{Enabled: true, MinRetention: 0.6, RepairPasses: 1, MaxIdentifiers: 60},
+		Drift:  Drift{Enabled: true, MinRetention: 0.6, RepairPasses: 1, MaxIdentifiers: 60, Behaviour: true},
 		Budget: BudgetRule{Enabled: true, TargetUsage: 0.9, OffloadMinTokens: 1000, KeepLast: 1, TargetTokens: 2000},
 	}
 }

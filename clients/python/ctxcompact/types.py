@@ -81,6 +81,8 @@ class RunOutcome(TypedDict, total=False):
     level_before: str
     level_after: str
     drift: str
+    behaviour_drift: List[str]
+    goal_drift_warning: bool
     history_failed: bool
     degraded: bool
     degraded_reasons: List[str]

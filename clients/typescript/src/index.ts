@@ -109,6 +109,10 @@ export interface RunOutcome {
   level_before?: string;
   level_after?: string;
   drift?: string;
+  /** Signs that the agent drifted from its task since the previous compaction. */
+  behaviour_drift?: Array<"clarification" | "premature-completion" | "off-target">;
+  /** A Goal Drift Warning was appended at the output's tail. */
+  goal_drift_warning?: boolean;
   history_failed?: boolean;
   /** The run reached its result through a fallback; degraded_reasons say which. */
   degraded?: boolean;
