@@ -55,16 +55,12 @@ func (a *Activities) handoff(ctx context.Context, run contract.Run, conv convers
 			refs.Offloads = append(refs.Offloads, [2]string{sha, o.ToolName})
 		}
 	}
-	made := ""
 	if summaryKey != "" {
-		if made, err = a.text(ctx, run.Tenant, summaryKey); err != nil {
+		if refs.Made, err = a.text(ctx, run.Tenant, summaryKey); err != nil {
 			return blob.Ref{}, err
 		}
 	}
 	refs.Summarize = func(transcript string, target int) string {
-		if made != "" {
-			return made
-		}
 		resp, err := recap.Extractive{}.Summarize(ctx, llm.Request{Prompt: llm.PromptSession, Text: transcript,
 			TargetChars: target, ArchiveRef: archiveRef(refs.ArchiveID)})
 		if err != nil {

@@ -90,6 +90,12 @@ type HandoffRefs struct {
 	// digest.Extractive. The worker passes the structured offline
 	// summary (recap.Extractive, the three-tier session sections).
 	Summarize func(transcript string, targetChars int) string
+	// Made is a summary the run already made of the session's history
+	// (its history pass, with the drift check): the handoff's summary
+	// when the session keeps no summary log. With a log, that summary is
+	// the log's newest block, which the handoff carries as it is, and
+	// only what came after the log is summarized.
+	Made string
 }
 
 // Handoff builds the three-tier fresh-session conversation from conv: the
@@ -99,8 +105,9 @@ type HandoffRefs struct {
 // message the user wrote). ok is false when there is nothing to hand off
 // (a ReAct trajectory, or no earlier turn to summarize).
 func Handoff(conv conversation.Conversation, p policy.Preset, refs HandoffRefs) (out conversation.Conversation, ok bool, err error) {
-	split, protected, transcript, ok := HandoffTranscript(conv, p)
-	if !ok {
+	split, protected, transcript, logEnd, ok := handoffSplit(conv, p)
+	logKept := logEnd > 0
+	if !ok || (transcript == "" && !logKept) {
 		return conv, false, nil
 	}
 	var sb strings.Builder
@@ -111,7 +118,16 @@ func Handoff(conv conversation.Conversation, p policy.Preset, refs HandoffRefs) 
 	if summarize == nil {
 		summarize = digest.Extractive
 	}
-	summary := strings.TrimSpace(summarize(transcript, HandoffSummaryChars))
+	var summary string
+	switch {
+	case logKept && transcript == "":
+		summary = "The summary log above holds all of it."
+	case refs.Made == "" || (logKept && inLog(conv, protected, refs.Made)):
+		// No summary made, or the one made is a block the log carries.
+		summary = strings.TrimSpace(summarize(transcript, HandoffSummaryChars))
+	default:
+		summary = strings.TrimSpace(refs.Made)
+	}
 	sb.WriteString(summary)
 	// A structured summary ends with its own recovery references (the
 	// last section of the three-tier session summary): the offloads go on
@@ -125,6 +141,17 @@ func Handoff(conv conversation.Conversation, p policy.Preset, refs HandoffRefs) 
 	}
 	for _, o := range refs.Offloads {
 		fmt.Fprintf(&sb, "- Offloaded %s result: %s tool, id: %s\n", o[1], compress.RecoverTool, o[0])
+	}
+	if transcript == "" {
+		// Nothing to replace between the log and the last turn: the
+		// handoff's note goes in before the last turn.
+		msg, err := compress.SummaryMessage(sb.String(), compress.StyleSessionSummary)
+		if err != nil {
+			return conv, false, fmt.Errorf("handoff: %w", err)
+		}
+		out = conv.Clone()
+		out.Messages = append(append(append([]conversation.Message(nil), out.Messages[:logEnd]...), msg), out.Messages[logEnd:]...)
+		return out, true, nil
 	}
 	out, _, err = compress.Compact(conv, split, sb.String(), compress.StyleSessionSummary, protected)
 	if err != nil {
@@ -141,8 +168,21 @@ func Handoff(conv conversation.Conversation, p policy.Preset, refs HandoffRefs) 
 // to hand off (a ReAct trajectory, which never drops a turn, or no
 // earlier turn to summarize).
 func HandoffTranscript(conv conversation.Conversation, p policy.Preset) (split int, protected []bool, transcript string, ok bool) {
-	if conv.Format == conversation.FormatReAct {
+	split, protected, transcript, _, ok = handoffSplit(conv, p)
+	if !ok || transcript == "" {
 		return 0, nil, "", false
+	}
+	return split, protected, transcript, true
+}
+
+// handoffSplit is HandoffTranscript's work: ok when conv can be handed
+// off at all (not a ReAct trajectory, a user message to keep), and
+// logEnd, above 0 when the summary log is protected in the handoff: the
+// index after its last block (the transcript may then be empty: the log
+// holds everything before the last turn).
+func handoffSplit(conv conversation.Conversation, p policy.Preset) (split int, protected []bool, transcript string, logEnd int, ok bool) {
+	if conv.Format == conversation.FormatReAct {
+		return 0, nil, "", 0, false
 	}
 	first, last := -1, -1
 	for i, m := range conv.Messages {
@@ -156,7 +196,7 @@ func HandoffTranscript(conv conversation.Conversation, p policy.Preset) (split i
 		}
 	}
 	if last < 0 {
-		return 0, nil, "", false
+		return 0, nil, "", 0, false
 	}
 	// The last turn starts at the user's last message; when that is the
 	// task itself (an agent working alone since), it is the last call and
@@ -168,16 +208,17 @@ func HandoffTranscript(conv conversation.Conversation, p policy.Preset) (split i
 	pr := Protection(p)
 	pr.System, pr.FirstUser, pr.LastN = true, true, 0
 	protected = compress.Protected(conv, pr)
-	protectLog(conv, p, first, protected)
+	logEnd = protectLog(conv, p, first, protected)
 	split = compress.SplitPoint(conv, keep, protected)
 	transcript = Transcript(conv, split, protected)
 	if strings.TrimSpace(transcript) == "" {
-		return 0, nil, "", false
+		transcript = ""
 	}
-	return split, protected, transcript, true
+	return split, protected, transcript, logEnd, true
 }
 
-// protectLog protects the session's summary log in a handoff: its
+// protectLog protects the session's summary log in a handoff, and
+// returns the index after its last block (0 without a log): its
 // blocks (or the reflection that replaced them), after the task and the
 // pins, each with its recovery line. A handoff summarizes what the log
 // does not hold yet, and the fresh session carries the log as it was,
@@ -185,18 +226,32 @@ func HandoffTranscript(conv conversation.Conversation, p policy.Preset) (split i
 // newest of them (the run's own history summary covers only what came
 // after the last block). Without a log (the preset keeps none) earlier
 // summaries are part of the middle, as the source design does.
-func protectLog(conv conversation.Conversation, p policy.Preset, first int, protected []bool) {
+func protectLog(conv conversation.Conversation, p policy.Preset, first int, protected []bool) (end int) {
 	if !p.History.Enabled || !p.History.Log.Enabled {
-		return
+		return 0
 	}
 	for i := first + 1; i < len(conv.Messages); i++ {
 		switch {
 		case isLogBlockMessage(conv.Messages[i]):
-			protected[i] = true
+			protected[i], end = true, i+1
 		case !protected[i]:
-			return
+			return end
 		}
 	}
+	return end
+}
+
+// inLog reports whether summary is the text of one of conv's protected
+// log blocks (its opening, as the block frames it).
+func inLog(conv conversation.Conversation, protected []bool, summary string) bool {
+	head := compress.EscapeDelimiters(strings.TrimSpace(summary))
+	head = head[:min(len(head), 200)]
+	for i, m := range conv.Messages {
+		if protected[i] && isLogBlockMessage(m) && strings.Contains(saidText(m), head) {
+			return true
+		}
+	}
+	return false
 }
 
 // isLogBlockMessage reports whether m holds a session log block, framed

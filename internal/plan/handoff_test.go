@@ -202,3 +202,42 @@ func TestHandoffCarriesTheWholeLog(t *testing.T) {
 		})
 	}
 }
+
+// TestHandoffRightAfterTheLog: a handoff made by the run that just
+// appended the log's newest block: the history summary it made is that
+// block, which the handoff carries once (not again as its summary); and
+// when nothing lies between the log and the last turn, the handoff is
+// still made, its note before the last turn.
+func TestHandoffRightAfterTheLog(t *testing.T) {
+	t.Parallel()
+	p := preset(t, policy.ThreeTier, "")
+	require.True(t, p.History.Log.Enabled)
+	conv := sample(t)
+	body := "### Session Intent\n- NEWEST-BLOCK-MARK fix the check\n\nRecover the summarized messages 2-80 with the recover_context tool, id: aaa.m2-80"
+	block := compress.SessionSummaryHeading + " [s1]\n\n" + compress.LogBlockText("1", body)
+	withLog := conv
+	withLog.Messages = append([]conversation.Message{conv.Messages[0], conv.Messages[1], text(conversation.RoleUser, block)}, conv.Messages[len(conv.Messages)-8:]...)
+	out, ok, err := Handoff(withLog, p, HandoffRefs{Level: "CRITICAL", Usage: 0.9, ArchiveID: "abc", Made: body})
+	require.NoError(t, err)
+	require.True(t, ok)
+	rendered, err := conversation.Render(out)
+	require.NoError(t, err)
+	require.Equal(t, 1, strings.Count(string(rendered), "NEWEST-BLOCK-MARK"), "the newest block once, not again as the handoff's summary")
+
+	for _, between := range [][]conversation.Message{nil, {text(conversation.RoleAssistant, "Continuing.")}} {
+		bare := conv
+		bare.Messages = append(append([]conversation.Message{conv.Messages[0], conv.Messages[1], text(conversation.RoleUser, block)},
+			between...), text(conversation.RoleUser, "Go on with the tests."))
+		out, ok, err = Handoff(bare, p, HandoffRefs{Level: "CRITICAL", Usage: 0.9, ArchiveID: "abc", Made: body})
+		require.NoError(t, err)
+		require.True(t, ok, "a handoff all the same (%d between)", len(between))
+		require.NoError(t, conversation.CheckPairing(out))
+		require.Len(t, out.Messages, 5, "system, task, the log, the note, the last turn")
+		require.Equal(t, block, out.Messages[2].Blocks[0].Text)
+		note := out.Messages[3].Blocks[0].Text
+		require.True(t, strings.HasPrefix(note, "## Session Handoff"), note)
+		require.Contains(t, note, "id: abc")
+		require.NotContains(t, note, "NEWEST-BLOCK-MARK")
+		require.Equal(t, "Go on with the tests.", out.Messages[4].Blocks[0].Text)
+	}
+}
