@@ -13,6 +13,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/digest"
 	"github.com/ctxcompact/orchestrator/internal/llm"
+	"github.com/ctxcompact/orchestrator/internal/recap"
 )
 
 // maxSplitDepth bounds how often a context-length error halves the input.
@@ -64,6 +65,12 @@ func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (res Summ
 		return res, llmErr(err)
 	}
 	a.Metrics.Summarizer(resp.Model, "ok", time.Since(callStart), resp.PromptTokens, resp.CompletionTokens)
+	if resp.Model != recap.ExtractiveModel && conversationPrompt(in.Prompt) {
+		// An LLM's summary of a conversation: what it copied from tool
+		// results and users is quoted as theirs, as the offline summary
+		// does (recap.QuoteCopied).
+		resp.Text = recap.QuoteCopied(resp.Text, text)
+	}
 	rec.outputSize, rec.model, rec.promptVersion = int64(len(resp.Text)), resp.Model, resp.PromptVersion
 	rec.promptTokens, rec.completionTokens = resp.PromptTokens, resp.CompletionTokens
 	key, err := a.putText(ctx, in.Run, "summary", resp.Text)
@@ -71,6 +78,16 @@ func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (res Summ
 		return res, err
 	}
 	return SummarizeResult{Key: key, Chars: utf8.RuneCountInString(resp.Text), Model: resp.Model, PromptVersion: resp.PromptVersion}, nil
+}
+
+// conversationPrompt reports whether prompt summarizes a conversation
+// (not one tool result's output, whose every line is the tool's).
+func conversationPrompt(prompt string) bool {
+	switch prompt {
+	case llm.PromptHistory, llm.PromptBrief, llm.PromptSession, llm.PromptRepair:
+		return true
+	}
+	return false
 }
 
 // summarize calls the summarizer within this worker's LLM slots, halving

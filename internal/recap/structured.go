@@ -481,8 +481,7 @@ func openingLines(text string, maxLines, maxRunes int) []string {
 func quoteUser(lines []string) []string {
 	out := make([]string, len(lines))
 	for i, l := range lines {
-		l = strings.NewReplacer("«", "‹", "»", "›").Replace(l)
-		out[i] = QuotePrefix + l + "»"
+		out[i] = QuotePrefix + fence(l) + "»"
 	}
 	return out
 }
