@@ -336,18 +336,23 @@ func (g *Gateway) startFailed(ctx context.Context, id string, err error) error {
 	return fmt.Errorf("run %s failed: %w", id, err)
 }
 
-// temporalTransient reports whether a Temporal client error may pass on
-// a retry: the service is down, slow or overloaded, or the call was cut
-// short. Anything else (an invalid argument, a refused header) is
-// permanent.
-func temporalTransient(err error) bool {
+// TemporalOutage reports whether err is Temporal saying it is down, too
+// slow or overloaded: the one place the gateway and the API (its 503)
+// decide it.
+func TemporalOutage(err error) bool {
 	var unavail *serviceerror.Unavailable
 	var deadline *serviceerror.DeadlineExceeded
 	var exhausted *serviceerror.ResourceExhausted
+	return errors.As(err, &unavail) || errors.As(err, &deadline) || errors.As(err, &exhausted)
+}
+
+// temporalTransient reports whether a Temporal client error may pass on
+// a retry: an outage (TemporalOutage), or a call cut short. Anything else
+// (an invalid argument, a refused header) is permanent.
+func temporalTransient(err error) bool {
 	var canceled *serviceerror.Canceled
 	switch {
-	case errors.As(err, &unavail), errors.As(err, &deadline), errors.As(err, &exhausted), errors.As(err, &canceled),
-		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case TemporalOutage(err), errors.As(err, &canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return true
 	}
 	switch status.Code(err) {

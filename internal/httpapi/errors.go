@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"go.temporal.io/api/serviceerror"
-
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
@@ -89,11 +87,8 @@ func unavailable(what string) *apiError {
 // classified by their own packages (one place per dependency); Temporal
 // by its service errors.
 func Outage(err error) string {
-	var unavail *serviceerror.Unavailable
-	var deadline *serviceerror.DeadlineExceeded
-	var exhausted *serviceerror.ResourceExhausted
 	switch {
-	case errors.As(err, &unavail), errors.As(err, &deadline), errors.As(err, &exhausted):
+	case gateway.TemporalOutage(err):
 		return "the workflow service (Temporal)"
 	case blob.IsOutage(err):
 		return "the object store (S3)"
