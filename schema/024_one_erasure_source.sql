@@ -18,9 +18,10 @@ create trigger session_log_append_only before update or delete on session_log
 
 -- erase_rows deletes the rows of runs p_runs of tenant p_tenant; with
 -- p_session, the whole session's rows too (offloads, watermarks, events,
--- log, the session itself). The caller holds erase_guard and has checked
--- what may go; it returns the number of rows deleted. Not callable by
--- the runtime role: only through the two functions below.
+-- log, the session itself), under erase_guard, the only way past the
+-- append-only triggers. The caller has checked what may go; it returns
+-- the number of rows deleted. Not callable by the runtime role: only
+-- through the two functions below.
 create function erase_rows(p_tenant text, p_session text, p_runs text[]) returns integer
 language plpgsql as $$
 declare
@@ -28,6 +29,7 @@ declare
     k integer;
     whole boolean := p_session is not null;
 begin
+    insert into erase_guard (txid) values (txid_current()) on conflict do nothing;
     delete from webhook_attempts where delivery_id in (select id from webhook_deliveries where run_id = any(p_runs));
     get diagnostics k = row_count; n := n + k;
     delete from webhook_deliveries where run_id = any(p_runs);
@@ -55,6 +57,7 @@ begin
     get diagnostics k = row_count; n := n + k;
     delete from sessions where whole and tenant_id = p_tenant and id = p_session;
     get diagnostics k = row_count; n := n + k;
+    delete from erase_guard where txid = txid_current();
     return n;
 end;
 $$;
@@ -76,10 +79,8 @@ begin
         raise exception 'session % of tenant %: a run is live', p_session, p_tenant
             using errcode = 'object_in_use';
     end if;
-    insert into erase_guard (txid) values (txid_current()) on conflict do nothing;
     select coalesce(array_agg(id), '{}') into runs_of from runs where tenant_id = p_tenant and session_id = p_session;
     n := erase_rows(p_tenant, p_session, runs_of);
-    delete from erase_guard where txid = txid_current();
     update session_erasures set runs = greatest(runs, cardinality(runs_of)), rows_deleted = rows_deleted + n
         where id = p_erasure;
     return n;
@@ -97,9 +98,7 @@ begin
     if cardinality(gone) = 0 then
         return gone;
     end if;
-    insert into erase_guard (txid) values (txid_current()) on conflict do nothing;
     n := erase_rows(p_tenant, null, gone);
-    delete from erase_guard where txid = txid_current();
     insert into retention_sweeps (tenant_id, runs, rows_deleted) values (p_tenant, cardinality(gone), n);
     return gone;
 end;
