@@ -77,6 +77,11 @@ const (
 	SessionSummaryHeading = "## Session Summary"
 )
 
+// GoalDriftWarningOpening opens the Goal Drift Warning the service
+// appends at an output's tail (plan.GoalDriftWarning): a later summary
+// reads the message as the service's, not as the user's words.
+const GoalDriftWarningOpening = "⚠️ **Goal Drift Warning**"
+
 // LogBlockOpening opens the body of a session log block (LogBlockText).
 const LogBlockOpening = "<session-log block="
 

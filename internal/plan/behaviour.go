@@ -109,7 +109,7 @@ func Behaviour(prev, cur conversation.Conversation) []BehaviourSignal {
 // did, how to recover and what to do.
 func GoalDriftWarning(cur conversation.Conversation, signals []BehaviourSignal) string {
 	var sb strings.Builder
-	sb.WriteString("⚠️ **Goal Drift Warning** (from the context service, not the user)\n\n**Detection:** ")
+	sb.WriteString(compress.GoalDriftWarningOpening + " (from the context service, not the user)\n\n**Detection:** ")
 	var names, notes []string
 	for _, s := range signals {
 		names = append(names, s.Name)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/llm"
 )
 
@@ -53,4 +54,18 @@ func TestQuoteCopied(t *testing.T) {
 		"- " + QuotePrefix + "already quoted line from somewhere»"
 	require.Equal(t, want, QuoteCopied(summary, transcript))
 	require.Equal(t, summary, QuoteCopied(summary, "no transcript headers here"), "nothing to attribute: unchanged")
+}
+
+// TestGoalDriftWarningIsNotTheUsersWords: the warning the service
+// appended to an earlier output is neither the task, a constraint, nor
+// a request the summary tells the agent to answer.
+func TestGoalDriftWarningIsNotTheUsersWords(t *testing.T) {
+	t.Parallel()
+	text := "[user]\nFix the failing test in tests/test_app.py\n\n[assistant]\nI will run the tests in tests/test_app.py.\n\n" +
+		"[user]\n" + compress.GoalDriftWarningOpening + " (from the context service, not the user)\n\n**Detection:** the agent declares the task done; you must check the pending work\n"
+	res, err := Extractive{}.Summarize(t.Context(), llm.Request{Prompt: llm.PromptHistory, Text: text, TargetTokens: 1000})
+	require.NoError(t, err)
+	require.NotContains(t, res.Text, "Goal Drift Warning")
+	require.NotContains(t, res.Text, "Answer the user's latest message")
+	require.Contains(t, res.Text, "Fix the failing test in tests/test_app.py")
 }

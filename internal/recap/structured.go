@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/digest"
 )
 
@@ -259,6 +260,11 @@ func buildDigest(events []event) transcriptDigest {
 	for i, e := range events {
 		switch e.kind {
 		case evText:
+			if strings.HasPrefix(strings.TrimSpace(e.text), compress.GoalDriftWarningOpening) {
+				// The service's own warning, not the user's words nor a
+				// request to answer.
+				continue
+			}
 			switch e.role {
 			case "user":
 				if firstUser < 0 {
