@@ -138,7 +138,7 @@ func (g *Gateway) baseOutput(ctx context.Context, ev Event) (store.Output, error
 	// One live run extends a base: a second event on it would make a
 	// second output, each with one delta. The claim's unique index
 	// decides a race; this names the holder before anything is stored.
-	holder, err := g.Store.BaseExtension(ctx, ev.Base.RunID)
+	holder, err := g.Store.BaseExtension(ctx, ev.Tenant, ev.Session, ev.Base.RunID)
 	if err != nil {
 		return store.Output{}, err
 	}

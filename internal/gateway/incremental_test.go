@@ -123,3 +123,28 @@ func TestAddWebhookOneEndpointPerReceiver(t *testing.T) {
 	require.Equal(t, ip.ID, again.ID)
 	require.Equal(t, "http://127.0.0.1:19900/h", ip.URL, "stored normalized")
 }
+
+// TestBaseOfAnotherTenantNamesNoRun: a tenant naming another tenant's
+// run as its base (which that tenant's own event already continues) is
+// told its session has no such output: never the other tenant's run
+// that holds the base.
+func TestBaseOfAnotherTenantNamesNoRun(t *testing.T) {
+	t.Parallel()
+	g := testGateway(t, nil)
+	ctx := t.Context()
+	for _, r := range []store.Run{
+		{ID: "run-a1", Tenant: "acme", Session: "s1", EventID: "e1", Trigger: "threshold"},
+		{ID: "run-a2", Tenant: "acme", Session: "s1", EventID: "e2", Trigger: "threshold", BaseRunID: "run-a1"},
+	} {
+		_, err := g.Store.SubmitRun(ctx, r, "body-"+r.ID, nil)
+		require.NoError(t, err)
+	}
+	_, err := g.Submit(ctx, Event{Tenant: "evil", Session: "s1", EventID: "x1", Model: "gpt-4o", ContextLimit: 128000,
+		Base: &Base{RunID: "run-a1", SHA256: strings.Repeat("a", 64)}, Messages: json.RawMessage(`[{"role":"user","content":"x"}]`)})
+	var ie *InputError
+	require.ErrorAs(t, err, &ie)
+	require.Equal(t, "base.run_id", ie.Field)
+	require.NotContains(t, err.Error(), "run-a2", "another tenant's run is never named")
+	var held *BaseHeldError
+	require.NotErrorAs(t, err, &held)
+}

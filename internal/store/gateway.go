@@ -112,7 +112,7 @@ func (s *Store) SubmitRun(ctx context.Context, r Run, bodySHA256 string, restore
 		return Submission{RunID: conflict.run, Conflict: true}, nil
 	}
 	if isUniqueViolation(err, baseIndex) {
-		return Submission{}, s.baseHeld(ctx, r.BaseRunID)
+		return Submission{}, s.baseHeld(ctx, r.Tenant, r.Session, r.BaseRunID)
 	}
 	if err != nil {
 		return Submission{}, fmt.Errorf("%s: %w", op, err)
@@ -139,19 +139,23 @@ func (e *BaseHeldError) Error() string {
 
 // baseHeld is the error of a claim the base index refused: it names the
 // run that holds base.
-func (s *Store) baseHeld(ctx context.Context, base string) error {
-	holder, err := s.BaseExtension(ctx, base)
+func (s *Store) baseHeld(ctx context.Context, tenant, session, base string) error {
+	holder, err := s.BaseExtension(ctx, tenant, session, base)
 	if err != nil {
 		return err
 	}
 	return &BaseHeldError{Base: base, RunID: holder}
 }
 
-// BaseExtension is the live run (pending, running or committed) that
-// continues the output of run base, or "" when none does.
-func (s *Store) BaseExtension(ctx context.Context, base string) (string, error) {
+// BaseExtension is the live run (pending, running or committed) of
+// tenant's session that continues the output of run base, or "" when
+// none does. base is the caller's word: only that session's runs are
+// looked at, so no other tenant's run is ever named.
+func (s *Store) BaseExtension(ctx context.Context, tenant, session, base string) (string, error) {
 	var holder string
-	err := s.pool.QueryRow(ctx, `select id from runs where base_run_id = $1 and status <> 'failed' limit 1`, base).Scan(&holder)
+	err := s.pool.QueryRow(ctx, `select id from runs
+		where tenant_id = $2 and session_id = $3 and base_run_id = $1 and status <> 'failed' limit 1`,
+		base, tenant, session).Scan(&holder)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return "", fmt.Errorf("read the run that continues %s: %w", base, err)
 	}

@@ -164,9 +164,13 @@ func TestOneLiveRunExtendsABase(t *testing.T) {
 			require.Equal(t, winner, held.RunID, "the refusal names the run that holds the base")
 		}
 	}
-	holder, err := s.BaseExtension(ctx, base.ID)
+	holder, err := s.BaseExtension(ctx, "acme", "s1", base.ID)
 	require.NoError(t, err)
 	require.Equal(t, winner, holder)
+	// Another tenant naming the same run as its base learns nothing.
+	holder, err = s.BaseExtension(ctx, "evil", "s1", base.ID)
+	require.NoError(t, err)
+	require.Empty(t, holder, "no other tenant's run is named")
 
 	// Failed, the winner frees the base; a retry of its own event is
 	// still its run.
