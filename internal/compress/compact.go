@@ -109,6 +109,14 @@ var delimiterEscaper = strings.NewReplacer("<session-log", "&lt;session-log", "<
 // into a block.
 func EscapeDelimiters(text string) string { return delimiterEscaper.Replace(text) }
 
+// quoteEscaper replaces the marks that fence a quotation the service
+// writes (« »), so that quoted text cannot close its quote early.
+var quoteEscaper = strings.NewReplacer("«", "‹", "»", "›")
+
+// EscapeQuote is text ready to go between « and »: the offline summary's
+// quotations of users and tools, and the Goal Drift Warning's.
+func EscapeQuote(text string) string { return quoteEscaper.Replace(text) }
+
 // IsLogBlock reports whether text is framed as a log block: the
 // opening starts one of its first three lines (after the summary style's
 // own opening, such as "[Compressed History]" or a session summary's

@@ -289,7 +289,7 @@ func oneLine(text string, n int) string {
 			break
 		}
 	}
-	line = strings.NewReplacer("«", "‹", "»", "›").Replace(line)
+	line = compress.EscapeQuote(line)
 	if len(line) <= n {
 		return line
 	}

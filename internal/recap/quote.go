@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/digest"
 )
 
@@ -43,9 +44,9 @@ func QuoteCopied(summary, transcript string) string {
 		case containsAny(agent, core):
 			// The agent's own words: its plan, its account.
 		case containsAny(tools, core):
-			lines[i] = lead + toolQuotePrefix + fence(core) + "»"
+			lines[i] = lead + toolQuotePrefix + compress.EscapeQuote(core) + "»"
 		case containsAny(users, core):
-			lines[i] = lead + QuotePrefix + fence(core) + "»"
+			lines[i] = lead + QuotePrefix + compress.EscapeQuote(core) + "»"
 		}
 	}
 	return strings.Join(lines, "\n")
@@ -77,6 +78,3 @@ func containsAny(texts []string, s string) bool {
 	}
 	return false
 }
-
-// fence replaces the quote's own marks inside s.
-func fence(s string) string { return strings.NewReplacer("«", "‹", "»", "›").Replace(s) }

@@ -487,7 +487,7 @@ func openingLines(text string, maxLines, maxRunes int) []string {
 func quoteUser(lines []string) []string {
 	out := make([]string, len(lines))
 	for i, l := range lines {
-		out[i] = QuotePrefix + fence(l) + "»"
+		out[i] = QuotePrefix + compress.EscapeQuote(l) + "»"
 	}
 	return out
 }
