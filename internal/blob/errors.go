@@ -55,6 +55,10 @@ var permanentCodes = map[string]bool{
 var transientCodes = map[string]bool{
 	"BadDigest":                 true,
 	"XAmzContentSHA256Mismatch": true,
+	// A put that lost a race with the removal of an empty folder on a
+	// server over a file system (isFolderRace), after its immediate
+	// retries: the step's next attempt makes the folders afresh.
+	"ExistingObjectIsDirectory": true,
 }
 
 // sdkRetryables is the SDK's own classification (connection errors,

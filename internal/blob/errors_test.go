@@ -68,6 +68,7 @@ func TestIsRetryable(t *testing.T) {
 		{"ErrNotFound", fmt.Errorf("get k: %w", blob.ErrNotFound), false, false},
 		{"ErrChecksum", fmt.Errorf("get verified k: %w", blob.ErrChecksum), false, false},
 		{"400 BadDigest: the body was damaged on its way", apiError(400, "BadDigest"), true, true},
+		{"409 ExistingObjectIsDirectory: a put crossed the removal of an empty folder", apiError(409, "ExistingObjectIsDirectory"), true, true},
 		{"400 XAmzContentSHA256Mismatch", apiError(400, "XAmzContentSHA256Mismatch"), true, true},
 		// Found by reading an upload back: S3 stored other bytes.
 		{"ErrDamagedUpload", fmt.Errorf("put verified k: %w", blob.ErrDamagedUpload), true, true},

@@ -482,11 +482,39 @@ func (s *Store) putObject(ctx context.Context, key, sum string, data []byte, che
 	if checksum != "" {
 		in.ChecksumSHA256 = aws.String(checksum)
 	}
-	out, err := s.client.PutObject(ctx, in)
+	var out *s3.PutObjectOutput
+	var err error
+	for attempt := 1; ; attempt++ {
+		out, err = s.client.PutObject(ctx, in)
+		if err == nil || !isFolderRace(err) || attempt == folderRaceAttempts {
+			break
+		}
+		// The body is read again from its start.
+		in.Body = bytes.NewReader(data)
+	}
 	if err != nil {
 		return "", mapError(err)
 	}
 	return aws.ToString(out.ChecksumSHA256), nil
+}
+
+// folderRaceAttempts bounds the immediate retries of a put that lost a
+// race with a removal of empty folders (isFolderRace).
+const folderRaceAttempts = 5
+
+// isFolderRace reports whether a put was refused because an S3 server
+// over a file system (versitygw) removed an empty folder of the key's
+// path while the put was creating it: deleting a run's last object removes
+// the folders above it that became empty (tenants/<t>/runs/ included),
+// and a put of another run of the tenant that had just seen that folder
+// then fails to make its own under it. versitygw answers 409
+// ExistingObjectIsDirectory for it, the code it also gives a key that
+// really is a folder, which no content key of this package can be (every
+// key ends in a digest, under a fixed depth). Putting again makes the
+// folders afresh.
+func isFolderRace(err error) bool {
+	var apiErr smithy.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode() == "ExistingObjectIsDirectory"
 }
 
 // storedSHA256 returns the sha256 metadata of key ("" if the object has

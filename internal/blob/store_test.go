@@ -497,3 +497,47 @@ func TestDeletePrefixReleasesOneRun(t *testing.T) {
 		require.Error(t, err, "%q", bad)
 	}
 }
+
+// A run's put must not fail because another run of the same tenant is
+// released at that moment: on an S3 server over a file system
+// (versitygw), deleting a run's last object removes the now-empty
+// folders above it, tenants/<t>/runs/ included, and a put creating its
+// own run's folder under it at that instant was refused with 409
+// ExistingObjectIsDirectory, which failed a run in CI.
+func TestPutSurvivesAnotherRunsRelease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := blobtest.New(t)
+	// Each writer puts into a run of its own and releases it, over and
+	// over, so that releases and first puts of the tenant's runs cross.
+	const writers, rounds = 12, 150
+	var wg sync.WaitGroup
+	errs := make([]error, writers)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := 0; round < rounds; round++ {
+				run := fmt.Sprintf("run-%d-%d", i, round)
+				ref, err := store.PutRunContent(ctx, "tenant-a", run, blob.KindWork, []byte("working copy of "+run))
+				if err == nil {
+					var prefix string
+					if prefix, err = blob.RunPrefix("tenant-a", run); err == nil {
+						_, err = store.DeletePrefix(ctx, prefix)
+					}
+				}
+				if err == nil {
+					_, err = store.Exists(ctx, ref.Key)
+				}
+				if err != nil {
+					errs[i] = fmt.Errorf("round %d: %w", round, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, "writer %d", i)
+	}
+}
