@@ -138,7 +138,7 @@ func (a *Activities) finalOutput(ctx context.Context, in CommitInput, p policy.P
 // cost never overrides it.
 func skipUnprofitable(trigger string, p policy.Preset, b plan.Budget, tokensBefore int64, o outcome) bool {
 	c := o.stats.Cost
-	return (trigger == contract.TriggerThreshold || trigger == "") && p.Cost.SkipUnprofitable && !o.over && tokensBefore <= int64(b.Limit) && c != nil && c.Priced &&
+	return contract.Automatic(trigger) && p.Cost.SkipUnprofitable && !o.over && tokensBefore <= int64(b.Limit) && c != nil && c.Priced &&
 		c.NetSavingUSD+c.SummarizerUSD < 0
 }
 

@@ -17,12 +17,21 @@ import (
 
 // The triggers of a run (the event's kind): the service decides a
 // threshold event's compaction (an empty trigger, from before kinds were
-// recorded, is one); a checkpoint or manual event is the caller's intent.
+// recorded, is one), and a proxy event's, which the provider-compatible
+// proxy starts when a conversation crosses its trigger, the same way; a
+// checkpoint or manual event is the caller's intent.
 const (
 	TriggerThreshold  = "threshold"
 	TriggerCheckpoint = "checkpoint"
 	TriggerManual     = "manual"
+	TriggerProxy      = "proxy"
 )
+
+// Automatic reports whether a run of trigger was decided by the service
+// (threshold or proxy), not asked for by the caller.
+func Automatic(trigger string) bool {
+	return trigger == TriggerThreshold || trigger == TriggerProxy || trigger == ""
+}
 
 // Run identifies a compaction run and the settings every step needs.
 type Run struct {

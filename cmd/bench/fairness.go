@@ -47,7 +47,6 @@ var fairModes = []fairMode{
 
 // Sizes of measurement 11.
 const (
-	fairFloodSessions  = 40
 	fairAttackRuns     = 8 // × 10 hanging endpoints: more deliveries than the 32 slots
 	fairAttackEnds     = 10
 	fairVictimRuns     = 3
@@ -83,13 +82,13 @@ func benchFairness(ctx context.Context, st *stack, o options, rep *report) error
 			return fmt.Errorf("flood, %s: %w", m.name, err)
 		}
 		floods[m.name] = r
-		rep.add(row{id: "11", name: fmt.Sprintf("Fairness, %s: quiet tenant (1 event/s) while another posts %d events at once", m.name, r.flood),
-			value: fmt.Sprintf("quiet p50 %s, p99 %s (%d runs); flood drained in %s (%.1f runs/s, first run final after %s)",
-				ms(percentile(r.loaded, 50)), ms(percentile(r.loaded, 99)), len(r.loaded), r.drain.Round(100*time.Millisecond),
-				float64(r.flood)/r.drain.Seconds(), ms(r.firstFlood)),
+		rep.add(row{id: "11", name: fmt.Sprintf("Fairness, %s: quiet tenant (1 event/s) while another posts %d events at once over %d sessions", m.name, r.flood, o.fairSessions),
+			value: fmt.Sprintf("quiet p50 %s, p99 %s (%d runs), admission wait p99 %s, max %s; flood drained in %s (%.1f runs/s, first run final after %s)",
+				ms(percentile(r.loaded, 50)), ms(percentile(r.loaded, 99)), len(r.loaded), ms(percentile(r.admitWait, 99)), ms(percentile(r.admitWait, 100)),
+				r.drain.Round(100*time.Millisecond), float64(r.flood)/r.drain.Seconds(), ms(r.firstFlood)),
 			compared: fmt.Sprintf("quiet idle p50 %s, p99 %s (%d runs)", ms(percentile(r.idle, 50)), ms(percentile(r.idle, 99)), len(r.idle)),
 			ratio:    fmt.Sprintf("p99 %.2f×", r.ratio()),
-			target:   "p99 ≤ 2×", met: metIf(r.ratio() <= 2)})
+			target:   "p99 ≤ 2×, admission wait < 1 s", met: metIf(r.ratio() <= 2 && percentile(r.admitWait, 100) < time.Second)})
 	}
 	for _, m := range modes {
 		if m.apiLimit {
@@ -120,7 +119,7 @@ func benchFairness(ctx context.Context, st *stack, o options, rep *report) error
 		"session of its own, until the flood drained; idle is the same quiet series with nothing else running. Slow webhooks: the "+
 		"attacker's %d runs each tell %d endpoints that accept and never answer (each attempt held for the sender's %s), then the victim "+
 		"makes %d runs whose delivery to an endpoint answering at once is timed from the run's end, then erases a session.",
-		ms(o.llmLatency), pipelinePreset, shortName(criticalFile), st.cfg.TenantRunsInFlight, fairFloodSessions,
+		ms(o.llmLatency), pipelinePreset, shortName(criticalFile), st.cfg.TenantRunsInFlight, o.fairSessions,
 		st.cfg.TenantRatePerSecond, st.cfg.TenantBurst, fairAttackRuns, fairAttackEnds, webhook.Timeout, fairVictimRuns)
 	return nil
 }
@@ -131,6 +130,11 @@ type floodResult struct {
 	idle, loaded []time.Duration
 	drain        time.Duration
 	firstFlood   time.Duration
+	// admitWait is each loaded quiet run's wait from its claim to its
+	// admission (runs.started_at to admitted_at): its session
+	// workflow's first task, behind the flood's in the task queue, and
+	// the Admit step.
+	admitWait []time.Duration
 }
 
 func (r floodResult) ratio() float64 {
@@ -231,7 +235,7 @@ func benchFlood(ctx context.Context, st *stack, o options, m fairMode, conv []by
 		}
 		if err == nil {
 			var sub gateway.Submitted
-			sub, err = sc.gw.Submit(ctx, gateway.Event{Tenant: "flood-" + m.name, Session: fmt.Sprintf("flood-%d", i%fairFloodSessions),
+			sub, err = sc.gw.Submit(ctx, gateway.Event{Tenant: "flood-" + m.name, Session: fmt.Sprintf("flood-%d", i%o.fairSessions),
 				EventID: fmt.Sprintf("flood-%d", i), Kind: gateway.KindThreshold, Model: agentModel, ContextLimit: limit,
 				Preset: pipelinePreset, Conversation: in})
 			runIDs[i] = sub.RunID
@@ -281,6 +285,9 @@ func benchFlood(ctx context.Context, st *stack, o options, m fairMode, conv []by
 	close(stop)
 	<-quiet
 	r.loaded = quietLat
+	if r.admitWait, err = admissionWaits(ctx, st, "quiet-"+m.name, "loaded-"); err != nil {
+		return r, err
+	}
 	if verbose {
 		fmt.Fprintf(os.Stderr, "bench:   fairness %s: flood of %d drained in %s (%d failed); quiet idle p99 %s, loaded p99 %s over %d runs\n",
 			m.name, o.fairFlood, r.drain.Round(time.Second), failed, ms(percentile(r.idle, 99)), ms(percentile(r.loaded, 99)), len(r.loaded))
@@ -289,6 +296,26 @@ func benchFlood(ctx context.Context, st *stack, o options, m fairMode, conv []by
 		return r, fmt.Errorf("%d flood runs did not end; the first: %w", failed, firstErr)
 	}
 	return r, quietErr
+}
+
+// admissionWaits are the waits from claim to admission of tenant's runs
+// in sessions named with prefix.
+func admissionWaits(ctx context.Context, st *stack, tenant, prefix string) ([]time.Duration, error) {
+	rows, err := st.store.Pool().Query(ctx, `select extract(epoch from admitted_at - started_at) from runs
+		where tenant_id = $1 and session_id like $2 || '%' and admitted_at is not null`, tenant, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("admission waits: %w", err)
+	}
+	defer rows.Close()
+	var out []time.Duration
+	for rows.Next() {
+		var s float64
+		if err := rows.Scan(&s); err != nil {
+			return nil, fmt.Errorf("admission waits: %w", err)
+		}
+		out = append(out, time.Duration(s*float64(time.Second)))
+	}
+	return out, rows.Err()
 }
 
 // slowHookResult is one mode's slow-webhook case.

@@ -68,6 +68,10 @@ type options struct {
 	// fairFlood is measurement 11's flood, in events, and fairIdle its
 	// quiet tenant's idle series, in runs.
 	fairFlood int
+	// fairSessions is how many sessions the flood's events go to (each
+	// new session starts a session workflow whose first task the
+	// others' admissions queue behind).
+	fairSessions int
 	// fairModes are the modes of measurement 11 to run; nil runs all.
 	fairModes map[string]bool
 	fairIdle  int
@@ -82,7 +86,7 @@ func newOptions(quick bool, dataDir string) options {
 		faultRuns: 20, engineTime: 2 * time.Second, qualityConvs: 3, probeConvs: len(probeFiles),
 		llmLatency: 500 * time.Millisecond, faultRate: 0.3,
 		historySizes: []int{1_000, 100_000}, historySamples: 500, historyWrites: 300,
-		fairFlood: 300, fairIdle: 15,
+		fairFlood: 300, fairIdle: 15, fairSessions: 40,
 	}
 	if quick {
 		o.ceilingWindow = 5 * time.Second
@@ -128,6 +132,7 @@ func run() error {
 	workers := flag.Int("workers", 0, "concurrent callers of the ceiling (1.); 0 keeps the default")
 	sessions := flag.Int("sessions", 0, "concurrent sessions of the load (4.); 0 keeps the default")
 	flood := flag.Int("flood", 0, "events of the flooding tenant (11.); 0 keeps the default (300, -quick 100)")
+	floodSessions := flag.Int("flood-sessions", 0, "sessions the flood's events go to, each new (11.); 0 keeps the default (40)")
 	fairOnly := flag.String("fair-modes", "", "comma-separated modes of measurement 11 to run (before, after, after-api-limit); empty runs all")
 	flag.BoolVar(&verbose, "v", false, "print progress details to stderr")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole bench process to this file (use with -only)")
@@ -173,6 +178,9 @@ func run() error {
 	}
 	if *sessions > 0 {
 		opts.loadSessions = *sessions
+	}
+	if *floodSessions > 0 {
+		opts.fairSessions = *floodSessions
 	}
 	if *flood > 0 {
 		opts.fairFlood = *flood

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -109,6 +110,17 @@ type Config struct {
 	AnthropicAPIKey       string
 	AnthropicBaseURL      string
 	AnthropicCountTimeout time.Duration
+
+	// ProxyAnthropicURL and ProxyOpenAIURL are the upstreams of the
+	// provider-compatible proxy (PROXY_ANTHROPIC_URL, PROXY_OPENAI_URL;
+	// empty: that route is off), ProxyTrigger the share of the context
+	// limit at which it starts a compaction (PROXY_TRIGGER) and
+	// ProxyWait how long a request that would not fit waits for one in
+	// flight (PROXY_WAIT). See docs/proxy.md.
+	ProxyAnthropicURL string
+	ProxyOpenAIURL    string
+	ProxyTrigger      float64
+	ProxyWait         time.Duration
 
 	WorkerActivities int
 	// SearchAttributes sets the workflows' typed search attributes
@@ -296,6 +308,10 @@ func load(getenv func(string) string) (Config, error) {
 	c.AnthropicAPIKey = r.str("ANTHROPIC_API_KEY", "")
 	c.AnthropicBaseURL = r.str("ANTHROPIC_BASE_URL", anthropic.DefaultBaseURL)
 	c.AnthropicCountTimeout = r.duration("ANTHROPIC_COUNT_TIMEOUT", anthropic.DefaultTimeout)
+	c.ProxyAnthropicURL = r.str("PROXY_ANTHROPIC_URL", "")
+	c.ProxyOpenAIURL = r.str("PROXY_OPENAI_URL", "")
+	c.ProxyTrigger = r.number("PROXY_TRIGGER", 0.7)
+	c.ProxyWait = r.duration("PROXY_WAIT", time.Minute)
 	if r.err != nil {
 		return Config{}, r.err
 	}
@@ -304,6 +320,17 @@ func load(getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("TRUSTED_PROXIES: %w", err)
 	}
 	c.TrustedProxies = proxies
+	for _, u := range []struct{ name, v string }{{"PROXY_ANTHROPIC_URL", c.ProxyAnthropicURL}, {"PROXY_OPENAI_URL", c.ProxyOpenAIURL}} {
+		if u.v == "" {
+			continue
+		}
+		if pu, err := url.Parse(u.v); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			return Config{}, fmt.Errorf("%s: %q is not an http(s) URL such as https://api.anthropic.com", u.name, u.v)
+		}
+	}
+	if c.ProxyTrigger <= 0 || c.ProxyTrigger > 1 {
+		return Config{}, fmt.Errorf("PROXY_TRIGGER: %v must be a share of the context limit above 0 and at most 1", c.ProxyTrigger)
+	}
 	if c.LLMTaskQueue == "" {
 		c.LLMTaskQueue = c.TaskQueue + "-llm"
 	}

@@ -36,6 +36,7 @@ const (
 	KindThreshold  = contract.TriggerThreshold
 	KindCheckpoint = contract.TriggerCheckpoint
 	KindManual     = contract.TriggerManual
+	KindProxy      = contract.TriggerProxy
 )
 
 // ErrConflict is returned when an event id of a session is reused with
@@ -443,9 +444,9 @@ func (g *Gateway) validate(ev *Event) (settings, error) {
 	switch ev.Kind {
 	case "":
 		ev.Kind = KindThreshold
-	case KindThreshold, KindCheckpoint, KindManual:
+	case KindThreshold, KindCheckpoint, KindManual, KindProxy:
 	default:
-		return settings{}, &InputError{Field: "kind", Err: fmt.Errorf("%q is not one of threshold, checkpoint, manual", ev.Kind)}
+		return settings{}, &InputError{Field: "kind", Err: fmt.Errorf("%q is not one of threshold, checkpoint, manual, proxy", ev.Kind)}
 	}
 	if ev.ContextLimit < 0 {
 		return settings{}, &InputError{Field: "context_limit", Err: errors.New("must not be negative")}

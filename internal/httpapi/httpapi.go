@@ -26,6 +26,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/ident"
 	"github.com/ctxcompact/orchestrator/internal/metrics"
+	"github.com/ctxcompact/orchestrator/internal/proxy"
 	"github.com/ctxcompact/orchestrator/internal/ratelimit"
 	"github.com/ctxcompact/orchestrator/internal/runread"
 	"github.com/ctxcompact/orchestrator/internal/store"
@@ -75,6 +76,10 @@ type Deps struct {
 	// LLM, when set, reaches the configured summarizer endpoint for the
 	// readiness probe (nil: no endpoint configured, offline summaries).
 	LLM func(context.Context) error
+	// Proxy configures the provider-compatible routes under /proxy/
+	// (docs/proxy.md); an empty upstream turns its route off with a
+	// clear error.
+	Proxy proxy.Config
 	// MCP, when set, is served at /mcp (the MCP streamable HTTP
 	// transport) behind the API's bearer authentication and the tenant's
 	// limits; it reads the caller's tenant with TenantOf.
@@ -193,6 +198,20 @@ func New(deps Deps) http.Handler {
 			panic(fmt.Sprintf("httpapi: web UI: %v", err)) // its embedded templates are broken: a build defect
 		}
 		a.mux.Handle(webui.Prefix, ui)
+	}
+	if deps.Gateway != nil && deps.Store != nil {
+		// Outside the bearer authentication and the tenant's request
+		// limits: the proxy's requests are the agent's own calls, named
+		// by X-Compactor-Key (tenantOfKey, the same failed-auth limit).
+		px, err := proxy.New(deps.Proxy, proxy.Deps{Compactor: deps.Gateway, Authenticate: a.proxyTenant, Logger: a.log,
+			Outputs: func(ctx context.Context, tenant, runID string) ([]byte, error) {
+				d, err := a.runs.Download(ctx, tenant, runID, runread.Output)
+				return d.Data, err
+			}})
+		if err != nil {
+			panic(fmt.Sprintf("httpapi: proxy: %v", err)) // config.Load checks the URLs first
+		}
+		a.mux.Handle(proxy.Prefix, px)
 	}
 	if deps.MCP != nil {
 		a.mux.Handle("/mcp", a.wrap(route{Path: "/mcp", Auth: true, Handle: func(w http.ResponseWriter, r *http.Request, tenant string) error {
@@ -457,21 +476,49 @@ func (a *api) authenticate(r *http.Request) (string, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(key) == "" {
 		return "", &apiError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "missing API key: send Authorization: Bearer <key>"}
 	}
-	addr := ratelimit.ClientAddr(r, a.deps.TrustedProxies)
-	key = strings.TrimSpace(key)
-	if err := a.authFailures.CheckCredential(addr, key); err != nil {
-		return "", err
-	}
-	k, found, err := a.deps.Store.Authenticate(r.Context(), key)
+	tenant, found, err := a.tenantOfKey(r, strings.TrimSpace(key))
 	if err != nil {
 		return "", err
 	}
 	if !found {
-		a.authFailures.Fail(addr)
 		return "", &apiError{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "unknown, expired or revoked API key"}
 	}
+	return tenant, nil
+}
+
+// tenantOfKey is the tenant of API key key, under the failed-auth limit
+// of the client's address: found is false for a key that is unknown,
+// expired or revoked (a failure counted), and err a refusal of that
+// limit or a store that cannot be read.
+func (a *api) tenantOfKey(r *http.Request, key string) (tenant string, found bool, err error) {
+	addr := ratelimit.ClientAddr(r, a.deps.TrustedProxies)
+	if err := a.authFailures.CheckCredential(addr, key); err != nil {
+		return "", false, err
+	}
+	k, found, err := a.deps.Store.Authenticate(r.Context(), key)
+	if err != nil || !found {
+		if err == nil {
+			a.authFailures.Fail(addr)
+		}
+		return "", false, err
+	}
 	a.authFailures.Succeeded(key)
-	return k.Tenant, nil
+	return k.Tenant, true, nil
+}
+
+// proxyTenant is tenantOfKey for the proxy's X-Compactor-Key.
+func (a *api) proxyTenant(r *http.Request, key string) (string, error) {
+	tenant, found, err := a.tenantOfKey(r, key)
+	var refusal *ratelimit.Refusal
+	switch {
+	case errors.As(err, &refusal):
+		return "", &proxy.AuthError{Status: http.StatusTooManyRequests, Message: refusal.Reason, RetryAfter: refusal.RetryAfter}
+	case err != nil:
+		return "", err
+	case !found:
+		return "", &proxy.AuthError{Status: http.StatusUnauthorized, Message: "unknown, expired or revoked API key"}
+	}
+	return tenant, nil
 }
 
 // fail writes err as the common JSON error. Unexpected errors are logged

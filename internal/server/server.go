@@ -14,11 +14,14 @@ import (
 	"time"
 
 	"github.com/ctxcompact/orchestrator/internal/app"
+	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/httpapi"
 	"github.com/ctxcompact/orchestrator/internal/mcp"
+	"github.com/ctxcompact/orchestrator/internal/proxy"
 	"github.com/ctxcompact/orchestrator/internal/ratelimit"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
 // ShutdownGrace is how long a stopping server lets requests in flight
@@ -66,6 +69,7 @@ func Run(ctx context.Context, deps *app.Deps, gw *gateway.Gateway, ln net.Listen
 		Limits:                ratelimit.Limits{RatePerSecond: cfg.TenantRatePerSecond, Burst: cfg.TenantBurst, Concurrent: cfg.TenantConcurrent},
 		AuthFailuresPerMinute: cfg.AuthFailuresPerMinute, TrustedProxies: cfg.TrustedProxies, UISessionTTL: cfg.UISessionTTL,
 		Metrics: deps.Metrics, MCP: mcpSvc.HTTPHandler(), LLM: llmPing(deps),
+		Proxy: ProxyConfig(cfg),
 	})
 	srv := &http.Server{
 		Handler:           handler,
@@ -103,6 +107,16 @@ func Run(ctx context.Context, deps *app.Deps, gw *gateway.Gateway, ln net.Listen
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+// ProxyConfig is the proxy's part of the configuration.
+func ProxyConfig(cfg config.Config) proxy.Config {
+	limits, err := cfg.TokenLimits()
+	if err != nil {
+		limits = tokens.DefaultLimits() // config.Load has checked them
+	}
+	return proxy.Config{AnthropicURL: cfg.ProxyAnthropicURL, OpenAIURL: cfg.ProxyOpenAIURL, Trigger: cfg.ProxyTrigger,
+		WaitFor: cfg.ProxyWait, Preset: cfg.DefaultPreset, Limits: limits, MaxRequestBytes: cfg.MaxRequestBytes}
 }
 
 // reconcileLoop marks failed, every reconcileEvery, the live runs that no

@@ -1,0 +1,297 @@
+package proxy
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
+)
+
+// maxLines bounds the sessions one proxy process remembers; the least
+// recently used is forgotten first, and its next request goes upstream
+// whole until a compaction of it commits again.
+const maxLines = 10000
+
+// retryAfterFailure is how long a session whose compaction failed waits
+// before the proxy starts another: its requests go upstream whole
+// meanwhile.
+const retryAfterFailure = 30 * time.Second
+
+// runDeadline bounds the proxy's wait for one compaction run.
+const runDeadline = 30 * time.Minute
+
+// lines are the sessions the proxy knows, by tenant and session, and by
+// the start of their conversation (for a token count, which carries no
+// thread id).
+type lines struct {
+	mu      sync.Mutex
+	bySess  *lru.Cache[string, *line]
+	byShape *lru.Cache[string, *line]
+}
+
+func newLines() *lines {
+	a, _ := lru.New[string, *line](maxLines)
+	b, _ := lru.New[string, *line](maxLines)
+	return &lines{bySess: a, byShape: b}
+}
+
+// get is the line of tenant's session, made when new. A token count
+// names no thread, so its session is derived from the conversation's
+// start, which its turns share: it finds their line by that.
+func (ls *lines) get(tenant, session, shape string) *line {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	key := tenant + "\x00" + session
+	if l, ok := ls.bySess.Get(key); ok {
+		ls.byShape.Add(tenant+"\x00"+shape, l)
+		return l
+	}
+	if l, ok := ls.byShape.Get(tenant + "\x00" + shape); ok && strings.HasPrefix(session, "proxy-") {
+		return l
+	}
+	l := &line{tenant: tenant, session: session}
+	ls.bySess.Add(key, l)
+	ls.byShape.Add(tenant+"\x00"+shape, l)
+	return l
+}
+
+// line is one session as the proxy splices it: the output of its latest
+// compaction and how many of the host's messages it replaces, and the
+// compaction in flight.
+type line struct {
+	tenant, session string
+
+	mu sync.Mutex
+	// The committed splice: run baseRun's output (its system and
+	// messages) replaces the host's first covered messages, whose digest
+	// is prefix.
+	baseRun, baseSHA string
+	outSystem        json.RawMessage
+	outMsgs          []json.RawMessage
+	covered          int
+	prefix           [32]byte
+	// The compaction in flight: done closes when it ends.
+	running bool
+	runID   string
+	done    chan struct{}
+	// After a failed compaction, none starts before retryAt.
+	retryAt time.Time
+	lastErr string
+}
+
+// turn is one request on a line.
+type turn struct {
+	proto           protocol
+	tenant, session string
+	body            []byte
+	req             request
+	limit           int
+	preset          string
+	counting        bool
+}
+
+// serve returns the body to send upstream for t (nil: t's own) and the
+// state header, starting a compaction when the conversation crosses the
+// trigger and waiting for one in flight when it would not fit.
+func (l *line) serve(ctx context.Context, p *Proxy, t turn) ([]byte, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	up, spliced := l.spliceLocked(t)
+	n, err := p.count(t, up)
+	if err != nil {
+		return nil, "forwarded; not compacted: " + err.Error()
+	}
+	trigger := int(p.cfg.Trigger * float64(t.limit))
+	if !t.counting && n >= trigger && !l.running && time.Now().After(l.retryAt) {
+		l.startLocked(p, t, up, spliced)
+	}
+	if n > t.limit && l.running && !t.counting {
+		// The one case that waits: the request would not fit, and the
+		// compaction that makes it fit is on its way.
+		done, runID := l.done, l.runID
+		l.mu.Unlock()
+		waited := time.Now()
+		timer := time.NewTimer(p.cfg.WaitFor)
+		select {
+		case <-done:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		timer.Stop()
+		l.mu.Lock()
+		up, spliced = l.spliceLocked(t)
+		if n, err = p.count(t, up); err != nil {
+			return nil, "forwarded; not compacted: " + err.Error()
+		}
+		if n > t.limit {
+			return up, fmt.Sprintf("degraded; over the limit (%d of %d tokens) after waiting %s for run %s", n, t.limit,
+				time.Since(waited).Round(time.Millisecond), runID)
+		}
+	}
+	state := "forwarded"
+	if spliced {
+		state = "spliced; run=" + l.baseRun
+	}
+	switch {
+	case l.running && l.runID != "":
+		state += "; compacting run=" + l.runID
+	case l.running:
+		state += "; compacting"
+	case l.lastErr != "" && !spliced:
+		state = "degraded; " + l.lastErr
+	}
+	return up, state
+}
+
+// spliceLocked is what goes upstream for t: the line's output followed by
+// the messages the host appended since, when t extends what the output
+// replaced; else t's own body (a new line of the session: a rewind, the
+// host's own compaction, a side call).
+func (l *line) spliceLocked(t turn) ([]byte, bool) {
+	if l.baseRun == "" || l.covered == 0 || len(t.req.msgs) < l.covered || t.req.prefix[l.covered-1] != l.prefix {
+		return t.body, false
+	}
+	msgs := make([]json.RawMessage, 0, len(l.outMsgs)+len(t.req.msgs)-l.covered)
+	msgs = append(msgs, l.outMsgs...)
+	msgs = append(msgs, t.req.msgs[l.covered:]...)
+	body, err := t.proto.splice(t.body, l.outSystem, msgs)
+	if err != nil {
+		return t.body, false
+	}
+	return body, true
+}
+
+// count is the size of body (t's conversation, spliced or not) in tokens
+// of t's model, with the model's safety factor.
+func (p *Proxy) count(t turn, body []byte) (int, error) {
+	conv, err := conversation.Parse(body, t.proto.format())
+	if err != nil {
+		return 0, fmt.Errorf("the conversation does not parse: %w", err)
+	}
+	counter, err := tokens.New(tokens.EncodingForModel(t.req.model))
+	if err != nil {
+		return 0, err
+	}
+	factor, prefix := 1.0, ""
+	if counter.Name() != tokens.Chars {
+		factor, prefix = p.cfg.Limits.Factor(t.req.model)
+	}
+	scaled, err := tokens.Scale(tokens.Shared(counter), factor, prefix)
+	if err != nil {
+		return 0, err
+	}
+	return tokens.Conversation(scaled, conv), nil
+}
+
+// startLocked starts a compaction of t's conversation in the background:
+// an incremental event on the line's output when t is spliced (the
+// upload is then what the host appended), else the whole conversation.
+func (l *line) startLocked(p *Proxy, t turn, up []byte, spliced bool) {
+	covered := len(t.req.msgs)
+	prefix := t.req.prefix[covered-1]
+	ev := gateway.Event{Tenant: t.tenant, Session: t.session, Kind: gateway.KindProxy, Model: t.req.model,
+		ContextLimit: t.limit, Preset: t.preset,
+		EventID: fmt.Sprintf("proxy-%d-%s", covered, hex.EncodeToString(prefix[:8]))}
+	whole, err := t.proto.document(up)
+	if err != nil {
+		l.lastErr, l.retryAt = "the conversation cannot be sent for compaction: "+err.Error(), time.Now().Add(retryAfterFailure)
+		return
+	}
+	if spliced {
+		if covered == l.covered {
+			// Nothing appended since the output: compacting it again
+			// would only repeat its run.
+			return
+		}
+		ev.Base = &gateway.Base{RunID: l.baseRun, SHA256: l.baseSHA}
+		ev.Messages = array(t.req.msgs[l.covered:])
+	} else {
+		ev.Conversation = whole
+	}
+	l.running, l.runID, l.done = true, "", make(chan struct{})
+	go l.compact(p, t.proto, ev, whole, covered, prefix)
+}
+
+// compact runs one compaction of the line to its end and splices its
+// output in.
+func (l *line) compact(p *Proxy, proto protocol, ev gateway.Event, whole []byte, covered int, prefix [32]byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), runDeadline)
+	defer cancel()
+	runID, err := l.submit(ctx, p, ev, whole)
+	if err == nil {
+		l.mu.Lock()
+		l.runID = runID
+		l.mu.Unlock()
+		err = l.await(ctx, p, proto, runID, covered, prefix)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		l.lastErr = err.Error()
+		l.retryAt = time.Now().Add(retryAfterFailure)
+		p.log.Warn("proxy: compaction not spliced; requests go upstream whole meanwhile", "tenant", l.tenant, "session", l.session,
+			"run", runID, "error", err)
+	} else {
+		l.lastErr = ""
+	}
+	l.running = false
+	close(l.done)
+}
+
+// submit starts the run of ev: an incremental event the gateway refuses
+// (its base is no longer the session's latest output: another client
+// compacted the session) is sent again whole; an event id already taken
+// by this very conversation is that run.
+func (l *line) submit(ctx context.Context, p *Proxy, ev gateway.Event, whole []byte) (string, error) {
+	sub, err := p.deps.Compactor.Submit(ctx, ev)
+	var in *gateway.InputError
+	if ev.Base != nil && errors.As(err, &in) && strings.HasPrefix(in.Field, "base") {
+		ev.Base, ev.Messages, ev.Conversation = nil, nil, whole
+		ev.EventID += "-whole"
+		sub, err = p.deps.Compactor.Submit(ctx, ev)
+	}
+	var conflict *gateway.ConflictError
+	var held *gateway.BaseHeldError
+	switch {
+	case errors.As(err, &conflict):
+		return conflict.RunID, nil
+	case errors.As(err, &held):
+		return held.RunID, nil
+	case err != nil:
+		return "", fmt.Errorf("start a compaction: %w", err)
+	}
+	return sub.RunID, nil
+}
+
+// await waits for run runID and splices its output in.
+func (l *line) await(ctx context.Context, p *Proxy, proto protocol, runID string, covered int, prefix [32]byte) error {
+	out, err := p.deps.Compactor.Wait(ctx, runID)
+	if err != nil {
+		return fmt.Errorf("wait for run %s: %w", runID, err)
+	}
+	if out.OutputSHA256 == "" {
+		return fmt.Errorf("run %s ended %s without an output", runID, out.Status)
+	}
+	doc, err := p.deps.Outputs(ctx, l.tenant, runID)
+	if err != nil {
+		return fmt.Errorf("read run %s's output: %w", runID, err)
+	}
+	system, msgs, err := proto.output(doc)
+	if err != nil {
+		return fmt.Errorf("run %s: %w", runID, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.baseRun, l.baseSHA, l.outSystem, l.outMsgs, l.covered, l.prefix = runID, out.OutputSHA256, system, msgs, covered, prefix
+	return nil
+}

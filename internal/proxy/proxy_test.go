@@ -1,0 +1,604 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/contract"
+	"github.com/ctxcompact/orchestrator/internal/gateway"
+)
+
+// upstreamCall is one request the fake provider received.
+type upstreamCall struct {
+	Path   string
+	Query  string
+	Header http.Header
+	Body   []byte
+}
+
+// fakeUpstream speaks enough of a provider's wire protocol: a JSON answer,
+// or an SSE stream when the request asks for one, and whatever answer
+// the test scripts next.
+type fakeUpstream struct {
+	t     *testing.T
+	srv   *httptest.Server
+	mu    sync.Mutex
+	calls []upstreamCall
+	// next, when set, answers the next request instead.
+	next func(w http.ResponseWriter, r *http.Request)
+}
+
+func newFakeUpstream(t *testing.T) *fakeUpstream {
+	f := &fakeUpstream{t: t}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		f.mu.Lock()
+		f.calls = append(f.calls, upstreamCall{Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
+		next := f.next
+		f.next = nil
+		f.mu.Unlock()
+		if next != nil {
+			next(w, r)
+			return
+		}
+		if strings.Contains(string(body), `"stream":true`) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			for _, ev := range []string{"message_start", "content_block_delta", "message_stop"} {
+				fmt.Fprintf(w, "event: %s\ndata: {\"type\":%q}\n\n", ev, ev)
+				w.(http.Flusher).Flush()
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Request-Id", "req_upstream")
+		fmt.Fprint(w, `{"type":"message","content":[{"type":"text","text":"ok"}],"usage":{"input_tokens":7,"output_tokens":1}}`)
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeUpstream) last() upstreamCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	require.NotEmpty(f.t, f.calls, "the upstream got no request")
+	return f.calls[len(f.calls)-1]
+}
+
+func (f *fakeUpstream) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.calls)
+}
+
+// fakeCompactor stands in for the gateway and its runs: a run's output
+// keeps the system prompt, a summary message and the last two messages
+// of the conversation it was given (the base's output and the appended
+// messages, for an incremental event).
+type fakeCompactor struct {
+	mu      sync.Mutex
+	events  []gateway.Event
+	outputs map[string][]byte
+	// submitErr fails every submission; hold, when set, keeps Wait until
+	// it is closed.
+	submitErr error
+	hold      chan struct{}
+}
+
+func newFakeCompactor() *fakeCompactor { return &fakeCompactor{outputs: map[string][]byte{}} }
+
+func (c *fakeCompactor) Submit(_ context.Context, ev gateway.Event) (gateway.Submitted, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.submitErr != nil {
+		return gateway.Submitted{}, c.submitErr
+	}
+	c.events = append(c.events, ev)
+	var doc struct {
+		System   json.RawMessage   `json:"system,omitempty"`
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if ev.Base != nil {
+		base, ok := c.outputs[ev.Base.RunID]
+		if !ok {
+			return gateway.Submitted{}, &gateway.InputError{Field: "base.run_id", Err: errors.New("not an output of this session")}
+		}
+		if err := json.Unmarshal(base, &doc); err != nil {
+			return gateway.Submitted{}, err
+		}
+		var more []json.RawMessage
+		if err := json.Unmarshal(ev.Messages, &more); err != nil {
+			return gateway.Submitted{}, err
+		}
+		doc.Messages = append(doc.Messages, more...)
+	} else if err := json.Unmarshal(ev.Conversation, &doc); err != nil {
+		return gateway.Submitted{}, err
+	}
+	runID := fmt.Sprintf("run-%d", len(c.events))
+	summary := fmt.Sprintf(`{"role":"user","content":"Summary by %s of %d messages."}`, runID, len(doc.Messages)-2)
+	doc.Messages = append([]json.RawMessage{json.RawMessage(summary)}, doc.Messages[len(doc.Messages)-2:]...)
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return gateway.Submitted{}, err
+	}
+	c.outputs[runID] = out
+	return gateway.Submitted{RunID: runID}, nil
+}
+
+func (c *fakeCompactor) Wait(ctx context.Context, runID string) (contract.Outcome, error) {
+	c.mu.Lock()
+	hold := c.hold
+	c.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return contract.Outcome{}, ctx.Err()
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sum := sha256.Sum256(c.outputs[runID])
+	return contract.Outcome{RunID: runID, Status: "succeeded", OutputSHA256: hex.EncodeToString(sum[:])}, nil
+}
+
+func (c *fakeCompactor) output(_ context.Context, tenant, runID string) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if tenant != "acme" {
+		return nil, errors.New("not this tenant's run")
+	}
+	return c.outputs[runID], nil
+}
+
+func (c *fakeCompactor) submitted() []gateway.Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]gateway.Event(nil), c.events...)
+}
+
+// testProxy is a proxy in front of a fake Anthropic and a fake OpenAI
+// upstream; the key "good" is tenant acme's.
+type testProxy struct {
+	url        string
+	anthropic  *fakeUpstream
+	openai     *fakeUpstream
+	compactor  *fakeCompactor
+	authFailed int
+}
+
+func newTestProxy(t *testing.T, tune func(*Config)) *testProxy {
+	t.Helper()
+	tp := &testProxy{anthropic: newFakeUpstream(t), openai: newFakeUpstream(t), compactor: newFakeCompactor()}
+	cfg := Config{AnthropicURL: tp.anthropic.srv.URL, OpenAIURL: tp.openai.srv.URL + "/v1", WaitFor: 5 * time.Second}
+	if tune != nil {
+		tune(&cfg)
+	}
+	var mu sync.Mutex
+	p, err := New(cfg, Deps{Compactor: tp.compactor, Outputs: tp.compactor.output,
+		Authenticate: func(_ *http.Request, key string) (string, error) {
+			switch key {
+			case "good":
+				return "acme", nil
+			case "store-down":
+				return "", errors.New("connection refused")
+			}
+			mu.Lock()
+			tp.authFailed++
+			mu.Unlock()
+			return "", &AuthError{Status: http.StatusUnauthorized, Message: "unknown, expired or revoked API key"}
+		}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	tp.url = srv.URL
+	return tp
+}
+
+// post sends body to path with the compactor key, a context limit and
+// the agent's own provider headers.
+func (tp *testProxy) post(t *testing.T, path, body string, header map[string]string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, tp.url+path, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(HeaderKey, "good")
+	req.Header.Set("X-Api-Key", "sk-ant-agent")
+	req.Header.Set("Anthropic-Version", "2023-06-01")
+	req.Header.Set("Anthropic-Beta", "prompt-caching-2024-07-31")
+	for k, v := range header {
+		if v == "" {
+			req.Header.Del(k)
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	return resp
+}
+
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// anthropicBody is a Messages request with a system prompt and n
+// messages of about 60 tokens each, alternating user and assistant.
+func anthropicBody(n int, stream bool) string {
+	msgs := make([]string, n)
+	for i := range msgs {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		msgs[i] = fmt.Sprintf(`{"role":%q,"content":"Turn %d: %s"}`, role, i, strings.Repeat("the build fails in module parser again ", 6))
+	}
+	return fmt.Sprintf(`{"model":"claude-sonnet-4-5","max_tokens":1024,"stream":%t,"system":"You are a coding agent. Task: fix the parser.","messages":[%s],"tools":[{"name":"bash","input_schema":{"type":"object"}}]}`,
+		stream, strings.Join(msgs, ","))
+}
+
+// messagesOf are the messages of an upstream request body.
+func messagesOf(t *testing.T, body []byte) []json.RawMessage {
+	t.Helper()
+	var v struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(body, &v))
+	return v.Messages
+}
+
+func TestRouteOffSaysWhichVariable(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, func(c *Config) { c.OpenAIURL = "" })
+	resp := tp.post(t, "/proxy/openai/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`, nil)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	require.Contains(t, readAll(t, resp), "PROXY_OPENAI_URL")
+	require.True(t, strings.HasPrefix(resp.Header.Get(HeaderState), "refused"))
+	require.Zero(t, tp.openai.count())
+}
+
+func TestKeyRefusalsInTheProviderShape(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, nil)
+	for _, tc := range []struct {
+		name, key string
+		status    int
+		says      string
+	}{
+		{"missing", "", http.StatusUnauthorized, "missing X-Compactor-Key"},
+		{"unknown", "bad", http.StatusUnauthorized, "unknown, expired or revoked"},
+	} {
+		resp := tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(2, false), map[string]string{HeaderKey: tc.key})
+		require.Equal(t, tc.status, resp.StatusCode, tc.name)
+		var e struct {
+			Type  string `json:"type"`
+			Error struct {
+				Type    string `json:"type"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(readAll(t, resp)), &e), tc.name)
+		require.Equal(t, "error", e.Type, tc.name)
+		require.Equal(t, "authentication_error", e.Error.Type, tc.name)
+		require.Contains(t, e.Error.Message, tc.says, tc.name)
+	}
+	require.Zero(t, tp.anthropic.count(), "a refused request never reaches the provider")
+	require.Equal(t, 1, tp.authFailed, "only the bad key counts as a failed authentication")
+}
+
+func TestUnderTheTriggerForwardsByteForByte(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, nil)
+	body := anthropicBody(4, false)
+	resp := tp.post(t, "/proxy/anthropic/v1/messages?beta=true", body, map[string]string{HeaderContextLimit: "100000"})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, readAll(t, resp), `"input_tokens":7`, "usage passes through unchanged")
+	require.Equal(t, "req_upstream", resp.Header.Get("Request-Id"))
+	require.Equal(t, "forwarded", resp.Header.Get(HeaderState))
+
+	got := tp.anthropic.last()
+	require.Equal(t, "/v1/messages", got.Path)
+	require.Equal(t, "beta=true", got.Query)
+	require.Equal(t, body, string(got.Body))
+	require.Equal(t, "sk-ant-agent", got.Header.Get("X-Api-Key"))
+	require.Equal(t, "2023-06-01", got.Header.Get("Anthropic-Version"))
+	require.Equal(t, "prompt-caching-2024-07-31", got.Header.Get("Anthropic-Beta"))
+	require.Empty(t, got.Header.Get(HeaderKey), "the compactor's key is never forwarded")
+	require.Empty(t, got.Header.Get(HeaderContextLimit))
+	require.Empty(t, tp.compactor.submitted())
+}
+
+func TestStreamReachesTheAgentChunkByChunk(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, nil)
+	release := make(chan struct{})
+	tp.anthropic.next = func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\"}\n\n")
+		w.(http.Flusher).Flush()
+		<-release // the rest only once the agent has read the first event
+		fmt.Fprint(w, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	}
+	resp := tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(2, true), nil)
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	r := bufio.NewReader(resp.Body)
+	line, err := r.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "event: message_start\n", line, "the first event arrives while the upstream still holds the rest")
+	close(release)
+	rest, err := io.ReadAll(r)
+	require.NoError(t, err)
+	require.Contains(t, string(rest), "message_stop")
+}
+
+func TestUpstreamErrorsReachTheAgentUnchanged(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, nil)
+	tp.anthropic.next = func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "17")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		fmt.Fprint(w, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`)
+	}
+	resp := tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(2, false), nil)
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	require.Equal(t, "17", resp.Header.Get("Retry-After"))
+	require.JSONEq(t, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`, readAll(t, resp))
+}
+
+// waitSubmitted waits for the background compactions to have been
+// submitted and spliced (n of them).
+func (tp *testProxy) settle(t *testing.T, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return len(tp.compactor.submitted()) >= n }, 5*time.Second, 5*time.Millisecond)
+}
+
+func TestCrossingTheTriggerCompactsAndLaterTurnsAreSpliced(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, nil)
+	limit := map[string]string{HeaderContextLimit: "900", HeaderSession: "s1"}
+
+	// 10 messages of ~60 tokens: over 0.7 × 900. Forwarded whole, and a
+	// compaction starts behind it.
+	first := anthropicBody(10, false)
+	resp := tp.post(t, "/proxy/anthropic/v1/messages", first, limit)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, first, string(tp.anthropic.last().Body), "the crossing request itself does not wait")
+	tp.settle(t, 1)
+	ev := tp.compactor.submitted()[0]
+	require.Equal(t, gateway.KindProxy, ev.Kind)
+	require.Equal(t, "acme", ev.Tenant)
+	require.Equal(t, "s1", ev.Session)
+	require.Equal(t, 900, ev.ContextLimit)
+	require.Nil(t, ev.Base, "the first compaction sends the whole conversation")
+	require.JSONEq(t, first, string(ev.Conversation))
+
+	// The next turn extends the conversation by two messages: it goes
+	// upstream as the run's output and the two new messages.
+	var second string
+	require.Eventually(t, func() bool {
+		second = anthropicBody(12, false)
+		resp = tp.post(t, "/proxy/anthropic/v1/messages", second, limit)
+		return strings.HasPrefix(resp.Header.Get(HeaderState), "spliced; run=run-1")
+	}, 5*time.Second, 10*time.Millisecond)
+	sent := tp.anthropic.last().Body
+	msgs := messagesOf(t, sent)
+	host := messagesOf(t, []byte(second))
+	require.Len(t, msgs, 3+2)
+	require.Contains(t, string(msgs[0]), "Summary by run-1 of 8 messages")
+	require.Equal(t, string(host[10]), string(msgs[3]), "appended messages go as the host encoded them")
+	require.Equal(t, string(host[11]), string(msgs[4]))
+	require.Contains(t, string(sent), `"tools":[{"name":"bash"`, "every other field is the host's")
+	require.Contains(t, string(sent), `"max_tokens":1024`)
+
+	// A third turn shares the second's upstream body as its prefix, byte
+	// for byte, up to where the host appended.
+	third := anthropicBody(14, false)
+	resp = tp.post(t, "/proxy/anthropic/v1/messages", third, limit)
+	require.True(t, strings.HasPrefix(resp.Header.Get(HeaderState), "spliced; run=run-1"), resp.Header.Get(HeaderState))
+	sent3 := tp.anthropic.last().Body
+	cut := strings.Index(string(sent), string(msgs[4])) + len(msgs[4])
+	require.Equal(t, string(sent[:cut]), string(sent3[:cut]), "consecutive upstream requests share their prefix")
+
+	// The spliced conversation crosses the trigger again: the next
+	// compaction is incremental, on run-1's output, with only what the
+	// host appended since the first.
+	for i := 16; len(tp.compactor.submitted()) < 2 && i < 40; i += 2 {
+		resp = tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(i, false), limit)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	tp.settle(t, 2)
+	ev = tp.compactor.submitted()[1]
+	require.NotNil(t, ev.Base)
+	require.Equal(t, "run-1", ev.Base.RunID)
+	var delta []json.RawMessage
+	require.NoError(t, json.Unmarshal(ev.Messages, &delta))
+	require.NotEmpty(t, delta)
+	require.Contains(t, string(delta[0]), "Turn 10:", "the delta starts where run-1's conversation ended")
+}
+
+func TestARequestThatDoesNotExtendGoesWhole(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, nil)
+	h := map[string]string{HeaderContextLimit: "900", HeaderSession: "s2"}
+	tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(10, false), h)
+	tp.settle(t, 1)
+	require.Eventually(t, func() bool {
+		return strings.HasPrefix(tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(11, false), h).Header.Get(HeaderState), "spliced")
+	}, 5*time.Second, 10*time.Millisecond)
+
+	// The host rewinds: its first message is another one now.
+	rewound := strings.Replace(anthropicBody(6, false), "Turn 0:", "Turn zero, rewritten:", 1)
+	resp := tp.post(t, "/proxy/anthropic/v1/messages", rewound, h)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "forwarded", resp.Header.Get(HeaderState))
+	require.Equal(t, rewound, string(tp.anthropic.last().Body))
+}
+
+func TestCountTokensAnswersForWhatGoesUpstream(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, nil)
+	h := map[string]string{HeaderContextLimit: "900"}
+	tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(10, false), h)
+	tp.settle(t, 1)
+	require.Eventually(t, func() bool {
+		return strings.HasPrefix(tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(11, false), h).Header.Get(HeaderState), "spliced")
+	}, 5*time.Second, 10*time.Millisecond)
+
+	// A count carries no max_tokens nor metadata: it finds its session
+	// by the conversation's start.
+	count := strings.Replace(anthropicBody(11, false), `"max_tokens":1024,"stream":false,`, "", 1)
+	resp := tp.post(t, "/proxy/anthropic/v1/messages/count_tokens", count, h)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	got := tp.anthropic.last()
+	require.Equal(t, "/v1/messages/count_tokens", got.Path)
+	require.Len(t, messagesOf(t, got.Body), 3+1, "the count is of the spliced conversation")
+	require.Len(t, tp.compactor.submitted(), 1, "a count never starts a compaction")
+}
+
+func TestFailsOpenWhenTheServiceFails(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, nil)
+	tp.compactor.submitErr = errors.New("postgres: connection refused")
+	h := map[string]string{HeaderContextLimit: "900", HeaderSession: "s3"}
+	body := anthropicBody(10, false)
+	tp.post(t, "/proxy/anthropic/v1/messages", body, h)
+	var resp *http.Response
+	require.Eventually(t, func() bool {
+		resp = tp.post(t, "/proxy/anthropic/v1/messages", body, h)
+		return strings.HasPrefix(resp.Header.Get(HeaderState), "degraded; start a compaction")
+	}, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, body, string(tp.anthropic.last().Body))
+
+	// Keys that cannot be read: the request still goes, as it came.
+	resp = tp.post(t, "/proxy/anthropic/v1/messages", body, map[string]string{HeaderKey: "store-down"})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.True(t, strings.HasPrefix(resp.Header.Get(HeaderState), "degraded; the compactor could not check"))
+}
+
+func TestARequestThatWouldNotFitWaitsForTheRunInFlight(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, nil)
+	tp.compactor.hold = make(chan struct{})
+	h := map[string]string{HeaderContextLimit: "900", HeaderSession: "s4"}
+	tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(10, false), h)
+	tp.settle(t, 1)
+
+	// 16 messages do not fit in 900 tokens: the request waits for the
+	// run, and goes spliced once it ends.
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		close(tp.compactor.hold)
+	}()
+	resp := tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(16, false), h)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.True(t, strings.HasPrefix(resp.Header.Get(HeaderState), "spliced; run=run-1"), resp.Header.Get(HeaderState))
+	require.Len(t, messagesOf(t, tp.anthropic.last().Body), 3+6)
+}
+
+func TestOpenAIChatIsSplicedAndTheRestPassesThrough(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, nil)
+	chat := func(n int) string {
+		msgs := []string{`{"role":"system","content":"You are a coding agent."}`}
+		for i := 0; i < n; i++ {
+			role := "user"
+			if i%2 == 1 {
+				role = "assistant"
+			}
+			msgs = append(msgs, fmt.Sprintf(`{"role":%q,"content":"Turn %d: %s"}`, role, i, strings.Repeat("the build fails in module parser again ", 6)))
+		}
+		return fmt.Sprintf(`{"model":"gpt-4o","stream":false,"messages":[%s]}`, strings.Join(msgs, ","))
+	}
+	h := map[string]string{HeaderContextLimit: "700", "Authorization": "Bearer sk-agent"}
+	tp.post(t, "/proxy/openai/v1/chat/completions", chat(10), h)
+	tp.settle(t, 1)
+	require.Eventually(t, func() bool {
+		return strings.HasPrefix(tp.post(t, "/proxy/openai/v1/chat/completions", chat(12), h).Header.Get(HeaderState), "spliced")
+	}, 5*time.Second, 10*time.Millisecond)
+	got := tp.openai.last()
+	require.Equal(t, "/v1/chat/completions", got.Path)
+	require.Equal(t, "Bearer sk-agent", got.Header.Get("Authorization"))
+	require.Len(t, messagesOf(t, got.Body), 3+2)
+
+	// A Responses request on the provider's own state goes as it came.
+	resp := tp.post(t, "/proxy/openai/v1/responses", `{"model":"gpt-4o","previous_response_id":"resp_1","input":[{"role":"user","content":"go on"}]}`, h)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, resp.Header.Get(HeaderState), "previous_response_id")
+	require.Equal(t, "/v1/responses", tp.openai.last().Path)
+
+	req, err := http.NewRequest(http.MethodGet, tp.url+"/proxy/openai/v1/models", nil)
+	require.NoError(t, err)
+	req.Header.Set(HeaderKey, "good")
+	models, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer models.Body.Close()
+	require.Equal(t, http.StatusOK, models.StatusCode)
+	require.Equal(t, "/v1/models", tp.openai.last().Path)
+}
+
+func TestUnreadableRequestsGoUpstreamUnchanged(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, nil)
+	for _, body := range []string{`{"model":"claude-sonnet-4-5","messages":`, `{"model":"claude-sonnet-4-5"}`, `[1,2]`} {
+		resp := tp.post(t, "/proxy/anthropic/v1/messages", body, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode, body)
+		require.True(t, strings.HasPrefix(resp.Header.Get(HeaderState), "forwarded; not compacted"), resp.Header.Get(HeaderState))
+		require.Equal(t, body, string(tp.anthropic.last().Body))
+	}
+}
+
+func TestBadSteeringHeadersAreNamed(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, nil)
+	for _, tc := range []struct{ header, value string }{
+		{HeaderContextLimit, "lots"},
+		{HeaderContextLimit, "0"},
+		{HeaderSession, "bad\u200bname"},
+	} {
+		resp := tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(2, false), map[string]string{tc.header: tc.value})
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, tc.header)
+		require.Contains(t, readAll(t, resp), tc.header)
+	}
+	require.Zero(t, tp.anthropic.count())
+}
+
+func TestSetFields(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, body string
+		set        map[string]json.RawMessage
+		want       string
+	}{
+		{"replaces in place", `{"a":1, "messages" : [1,2],"z":{"messages":[]}}`, map[string]json.RawMessage{"messages": json.RawMessage(`[3]`)},
+			`{"a":1, "messages" : [3],"z":{"messages":[]}}`},
+		{"adds what is missing", `{"messages":[1]}`, map[string]json.RawMessage{"system": json.RawMessage(`"s"`)}, `{"messages":[1],"system":"s"}`},
+		{"adds to an empty object", `{ }`, map[string]json.RawMessage{"system": json.RawMessage(`[]`)}, `{ "system":[]}`},
+		{"nil leaves the field", `{"system":"keep"}`, map[string]json.RawMessage{"system": nil}, `{"system":"keep"}`},
+		{"escaped keys", `{"mess\u0061ges":[1]}`, map[string]json.RawMessage{"messages": json.RawMessage(`[2]`)}, `{"mess\u0061ges":[2]}`},
+	} {
+		got, err := setFields([]byte(tc.body), tc.set)
+		require.NoError(t, err, tc.name)
+		require.Equal(t, tc.want, string(got), tc.name)
+	}
+	_, err := setFields([]byte(`[1]`), nil)
+	require.Error(t, err)
+}

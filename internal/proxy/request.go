@@ -1,0 +1,187 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/jsonscan"
+)
+
+// routeKind is what the proxy does with a POST to a route.
+type routeKind int
+
+const (
+	routePass     routeKind = iota // forwarded as it came
+	routeMessages                  // a turn: spliced, may start a compaction
+	routeCount                     // a token count: spliced, never starts one
+)
+
+// protocol is one provider's wire format, as far as the proxy reads it.
+type protocol interface {
+	// route says what a POST to rest (the path after the route's
+	// prefix, such as /v1/messages) is.
+	route(rest string) routeKind
+	// parse reads a request's conversation; an error means the request
+	// goes upstream as it came.
+	parse(body []byte, kind routeKind) (request, error)
+	// format is the conversation format of the requests.
+	format() conversation.Format
+	// splice returns body with its conversation replaced by system
+	// (nil: unchanged) and msgs, every other byte as it was.
+	splice(body []byte, system json.RawMessage, msgs []json.RawMessage) ([]byte, error)
+	// document is body as a conversation the gateway reads in this
+	// protocol's format.
+	document(body []byte) ([]byte, error)
+	// output reads a run's output document.
+	output(doc []byte) (system json.RawMessage, msgs []json.RawMessage, err error)
+	// fail answers an error of the proxy's own in the provider's shape.
+	fail(w http.ResponseWriter, status int, state, message string)
+}
+
+// request is what the proxy read of a request.
+type request struct {
+	model  string
+	system json.RawMessage
+	msgs   []json.RawMessage
+	// prefix[i] is the digest of the system and msgs[:i+1], in order: a
+	// later request extends this one's first i+1 messages when its own
+	// prefix[i] is the same.
+	prefix [][32]byte
+	// thread identifies the request's thread (hex), for a session the
+	// host does not name; shape identifies its start (the system and
+	// first message), which a token count shares with its turns.
+	thread, shape string
+	// pass, when set, says why the request goes upstream as it came.
+	pass string
+}
+
+// digests fills prefix and shape from system and msgs.
+func (r *request) digests() {
+	sys := compact(r.system)
+	h := sha256.Sum256(sys)
+	r.prefix = make([][32]byte, len(r.msgs))
+	for i, m := range r.msgs {
+		mh := sha256.Sum256(compact(m))
+		h = sha256.Sum256(append(h[:], mh[:]...))
+		r.prefix[i] = h
+	}
+	first := []byte(nil)
+	if len(r.msgs) > 0 {
+		first = compact(r.msgs[0])
+	}
+	r.shape = hexSum(sys, first)
+	if r.thread == "" {
+		r.thread = r.shape
+	}
+}
+
+// hexSum is the hex SHA-256 of parts, each ended by a NUL.
+func hexSum(parts ...[]byte) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write(p)
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// compact is v without insignificant white space, so that a host that
+// indents differently from one request to the next still extends its
+// conversation.
+func compact(v []byte) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, v); err != nil {
+		return v
+	}
+	return b.Bytes()
+}
+
+// setFields returns the JSON object body with the top-level fields named
+// in set given their new values (raw JSON), every other byte as it was;
+// a field body lacks is added at its end, and a nil value leaves the
+// field as it is.
+func setFields(body []byte, set map[string]json.RawMessage) ([]byte, error) {
+	i := jsonscan.SkipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return nil, errors.New("the request is not a JSON object")
+	}
+	var out bytes.Buffer
+	out.Grow(len(body))
+	done := map[string]bool{}
+	fields := 0
+	last := 0 // bytes before last are written
+	i = jsonscan.SkipSpace(body, i+1)
+	for i < len(body) && body[i] != '}' {
+		if body[i] == ',' {
+			i = jsonscan.SkipSpace(body, i+1)
+			continue
+		}
+		if body[i] != '"' {
+			return nil, fmt.Errorf("unexpected %q at byte %d", body[i], i)
+		}
+		kEnd := jsonscan.StringEnd(body, i)
+		var key string
+		if err := json.Unmarshal(body[i:kEnd], &key); err != nil {
+			return nil, fmt.Errorf("field name at byte %d: %w", i, err)
+		}
+		j := jsonscan.SkipSpace(body, kEnd)
+		if j >= len(body) || body[j] != ':' {
+			return nil, fmt.Errorf("missing ':' after field %q", key)
+		}
+		fields++
+		vStart := jsonscan.SkipSpace(body, j+1)
+		vEnd := jsonscan.ValueEnd(body, vStart)
+		if v, ok := set[key]; ok && v != nil {
+			out.Write(body[last:vStart])
+			out.Write(v)
+			last = vEnd
+			done[key] = true
+		}
+		i = jsonscan.SkipSpace(body, vEnd)
+	}
+	if i >= len(body) {
+		return nil, errors.New("the request's JSON object is not closed")
+	}
+	out.Write(body[last:i])
+	// Fields the body lacks, in a fixed order.
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		if done[k] || set[k] == nil {
+			continue
+		}
+		if fields > 0 {
+			out.WriteByte(',')
+		}
+		fields++
+		kb, _ := json.Marshal(k)
+		out.Write(kb)
+		out.WriteByte(':')
+		out.Write(set[k])
+	}
+	out.Write(body[i:])
+	return out.Bytes(), nil
+}
+
+// array is msgs as one JSON array, each element's bytes as they are.
+func array(msgs []json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i, m := range msgs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(m)
+	}
+	b.WriteByte(']')
+	return b.Bytes()
+}
