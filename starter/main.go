@@ -40,7 +40,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newInspect(), newCompact(), newServe(), newMCP(), newReady())
+	root.AddCommand(newInspect(), newCompact(), newServe(), newProxy(), newMCP(), newReady())
 	root.AddCommand(auditCommands()...)
 	return root
 }

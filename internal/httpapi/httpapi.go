@@ -80,6 +80,10 @@ type Deps struct {
 	// (docs/proxy.md); an empty upstream turns its route off with a
 	// clear error.
 	Proxy proxy.Config
+	// ProxyOnly serves the proxy's routes with the health, readiness
+	// and metrics routes alone: no JSON API, web UI or MCP
+	// (`starter proxy`).
+	ProxyOnly bool
 	// MCP, when set, is served at /mcp (the MCP streamable HTTP
 	// transport) behind the API's bearer authentication and the tenant's
 	// limits; it reads the caller's tenant with TenantOf.
@@ -185,12 +189,15 @@ func New(deps Deps) http.Handler {
 		a.runs.Workflows = deps.Gateway
 	}
 	for _, rt := range a.routes() {
+		if deps.ProxyOnly && rt.Auth {
+			continue
+		}
 		a.mux.Handle(rt.Method+" "+rt.Path, a.wrap(rt))
 	}
 	// The audit web UI is not part of the JSON API: it is mounted beside
 	// the route table (which the OpenAPI document covers), signs in with
 	// the same API keys and answers its own pages.
-	if deps.Store != nil && deps.Audit != nil {
+	if deps.Store != nil && deps.Audit != nil && !deps.ProxyOnly {
 		ui, err := webui.New(webui.Deps{Store: deps.Store, Audit: deps.Audit, Logger: a.log,
 			Tenants: a.limiter, AuthFailures: a.authFailures, TrustedProxies: deps.TrustedProxies,
 			SessionTTL: deps.UISessionTTL})
@@ -213,7 +220,7 @@ func New(deps Deps) http.Handler {
 		}
 		a.mux.Handle(proxy.Prefix, px)
 	}
-	if deps.MCP != nil {
+	if deps.MCP != nil && !deps.ProxyOnly {
 		a.mux.Handle("/mcp", a.wrap(route{Path: "/mcp", Auth: true, Handle: func(w http.ResponseWriter, r *http.Request, tenant string) error {
 			deps.MCP.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
 			return nil

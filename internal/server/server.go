@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/ctxcompact/orchestrator/internal/app"
-	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/audit"
+	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/httpapi"
 	"github.com/ctxcompact/orchestrator/internal/mcp"
@@ -51,6 +51,19 @@ func llmPing(deps *app.Deps) func(context.Context) error {
 // waiting requests answer 202 with their run id, requests in flight get
 // ShutdownGrace. The reconciler runs beside it.
 func Run(ctx context.Context, deps *app.Deps, gw *gateway.Gateway, ln net.Listener, logger *slog.Logger) error {
+	return run(ctx, deps, gw, ln, logger, false)
+}
+
+// RunProxy is Run for the proxy's routes alone (`starter proxy`), with
+// the health, readiness and metrics routes beside them.
+func RunProxy(ctx context.Context, deps *app.Deps, gw *gateway.Gateway, ln net.Listener, logger *slog.Logger) error {
+	if deps.Config.ProxyAnthropicURL == "" && deps.Config.ProxyOpenAIURL == "" {
+		return errors.New("starter proxy: no upstream: set PROXY_ANTHROPIC_URL, PROXY_OPENAI_URL or both (docs/proxy.md)")
+	}
+	return run(ctx, deps, gw, ln, logger, true)
+}
+
+func run(ctx context.Context, deps *app.Deps, gw *gateway.Gateway, ln net.Listener, logger *slog.Logger, proxyOnly bool) error {
 	cfg := deps.Config
 	draining, drain := context.WithCancel(context.Background())
 	defer drain()
@@ -69,7 +82,7 @@ func Run(ctx context.Context, deps *app.Deps, gw *gateway.Gateway, ln net.Listen
 		Limits:                ratelimit.Limits{RatePerSecond: cfg.TenantRatePerSecond, Burst: cfg.TenantBurst, Concurrent: cfg.TenantConcurrent},
 		AuthFailuresPerMinute: cfg.AuthFailuresPerMinute, TrustedProxies: cfg.TrustedProxies, UISessionTTL: cfg.UISessionTTL,
 		Metrics: deps.Metrics, MCP: mcpSvc.HTTPHandler(), LLM: llmPing(deps),
-		Proxy: ProxyConfig(cfg),
+		Proxy: ProxyConfig(cfg), ProxyOnly: proxyOnly,
 	})
 	srv := &http.Server{
 		Handler:           handler,

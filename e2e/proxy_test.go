@@ -1,0 +1,210 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/audit"
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/httpapi"
+	"github.com/ctxcompact/orchestrator/internal/proxy"
+	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
+)
+
+// chatUpstream is a fake OpenAI endpoint that plays a recorded agent: it
+// answers each chat completion with the assistant message the transcript
+// has next, and keeps every request it got.
+type chatUpstream struct {
+	mu     sync.Mutex
+	next   json.RawMessage
+	bodies [][]byte
+	heads  []http.Header
+}
+
+func (u *chatUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	u.mu.Lock()
+	u.bodies = append(u.bodies, body)
+	u.heads = append(u.heads, r.Header.Clone())
+	next := u.next
+	u.mu.Unlock()
+	if r.URL.Path != "/v1/chat/completions" {
+		http.Error(w, `{"error":{"message":"no such route","type":"invalid_request_error"}}`, http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o","choices":[{"index":0,"message":%s,"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`, next)
+}
+
+// TestProxyCompactsARecordedAgentSession drives a real SWE-agent session
+// (141 messages, about 37,000 tokens) through the OpenAI proxy route
+// turn by turn, against a 16,000-token limit, on the whole stack: each
+// compaction is a durable run of kind proxy, and every request the
+// provider gets is checked.
+func TestProxyCompactsARecordedAgentSession(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, offline())
+	up := &chatUpstream{}
+	upstream := httptest.NewServer(up)
+	t.Cleanup(upstream.Close)
+	const limit = 16000
+	h := httpapi.New(httpapi.Deps{
+		Gateway: e.gw, Audit: &audit.Service{Store: e.store, Blob: e.blob}, Store: e.store, Blob: e.blob,
+		MaxRequestBytes: httpMaxBytes, Logger: slog.New(slog.DiscardHandler),
+		Proxy: proxy.Config{OpenAIURL: upstream.URL + "/v1", WaitFor: 2 * time.Minute},
+	})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	key := "key-" + e.tenant + "-0123456789abcdef"
+	require.NoError(t, e.store.AddAPIKey(context.Background(), e.tenant, key))
+
+	var rec struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(readData(t, "swe-agent-deepseek/django__django-11742.json"), &rec))
+	task := rec.Messages[1] // the user's issue, after the system prompt
+	var taskText struct {
+		Content string `json:"content"`
+	}
+	require.NoError(t, json.Unmarshal(task, &taskText))
+	counter, err := tokens.New(tokens.EncodingForModel("gpt-4o"))
+	require.NoError(t, err)
+
+	turns, spliced := 0, 0
+	var prev []byte
+	prevState := ""
+	var prefixShares []float64
+	for i := 2; i < len(rec.Messages); i++ {
+		var role struct {
+			Role string `json:"role"`
+		}
+		require.NoError(t, json.Unmarshal(rec.Messages[i], &role))
+		if role.Role != "assistant" {
+			continue
+		}
+		// The host sends everything before this assistant turn; the
+		// provider answers with it.
+		body, err := json.Marshal(map[string]any{"model": "gpt-4o", "messages": rec.Messages[:i], "temperature": 0})
+		require.NoError(t, err)
+		up.mu.Lock()
+		up.next = rec.Messages[i]
+		up.mu.Unlock()
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/proxy/openai/v1/chat/completions", bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer sk-agent-own-key")
+		req.Header.Set(proxy.HeaderKey, key)
+		req.Header.Set(proxy.HeaderSession, "django-11742")
+		req.Header.Set(proxy.HeaderContextLimit, fmt.Sprint(limit))
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		answer, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "turn %d: %s", i, answer)
+		require.Contains(t, string(answer), "chatcmpl-1")
+		state := resp.Header.Get(proxy.HeaderState)
+		require.NotContains(t, state, "degraded", "turn %d", i)
+		turns++
+
+		up.mu.Lock()
+		sent, head := up.bodies[len(up.bodies)-1], up.heads[len(up.heads)-1]
+		up.mu.Unlock()
+		// The agent's key goes upstream, the compactor's never.
+		require.Equal(t, "Bearer sk-agent-own-key", head.Get("Authorization"))
+		require.Empty(t, head.Get(proxy.HeaderKey))
+		// Every request parses, its tool calls and results pair, it is
+		// under the limit, and the task is there verbatim.
+		conv, err := conversation.Parse(sent, conversation.FormatOpenAI)
+		require.NoError(t, err, "turn %d", i)
+		require.NoError(t, conversation.CheckPairing(conv), "turn %d", i)
+		require.LessOrEqual(t, tokens.Conversation(counter, conv), limit, "turn %d: %s", i, state)
+		require.True(t, hasUserText(conv, taskText.Content), "turn %d: the task verbatim", i)
+		if strings.HasPrefix(state, "spliced") {
+			spliced++
+			// Between two compactions, each request starts with the
+			// previous one's bytes up to the messages' end.
+			run := runOf(state)
+			if run != "" && run == runOf(prevState) {
+				prefixShares = append(prefixShares, sharedPrefix(prev, sent))
+			}
+		}
+		prev, prevState = sent, state
+	}
+	require.Greater(t, spliced, turns/3, "most turns after the first compaction go spliced")
+
+	// Consecutive spliced requests share nearly all of their bytes.
+	require.NotEmpty(t, prefixShares)
+	require.GreaterOrEqual(t, median(prefixShares), 0.8, "median share of the previous request kept as a byte-identical prefix")
+
+	// Every compaction is a run of the audit, of kind proxy.
+	runs, err := e.store.ListRuns(context.Background(), store.RunFilter{Tenant: e.tenant, Session: "django-11742"})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(runs), 2, "the session compacted more than once")
+	succeeded := 0
+	for _, r := range runs {
+		require.Equal(t, "proxy", r.Trigger, r.ID)
+		require.NotEqual(t, store.RunFailed, r.Status, r.ID)
+		if r.Status == store.RunSucceeded {
+			succeeded++
+		}
+	}
+	require.GreaterOrEqual(t, succeeded, 2)
+	t.Logf("%d turns, %d spliced, %d runs, median prefix share %.3f", turns, spliced, len(runs), median(prefixShares))
+}
+
+// hasUserText reports whether a user message of c says text, whole.
+func hasUserText(c conversation.Conversation, text string) bool {
+	for _, m := range c.Messages {
+		if m.Role != conversation.RoleUser {
+			continue
+		}
+		for _, b := range m.Blocks {
+			if b.Kind == conversation.KindText && b.Text == text {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// runOf is the run a state header says the request was spliced on.
+func runOf(state string) string {
+	_, after, ok := strings.Cut(state, "spliced; run=")
+	if !ok {
+		return ""
+	}
+	run, _, _ := strings.Cut(after, ";")
+	return run
+}
+
+// sharedPrefix is the share of a's bytes that b starts with.
+func sharedPrefix(a, b []byte) float64 {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return float64(n) / float64(len(a))
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	return s[len(s)/2]
+}
