@@ -30,7 +30,8 @@ bash deploy/install-versitygw.sh
 
 # The clients nobody here wrote that the e2e tests drive (the MCP
 # TypeScript SDK, the Standard Webhooks library, the TypeScript compiler
-# for clients/typescript), pinned by e2e/node/package-lock.json.
+# for clients/typescript, the Anthropic and OpenAI SDKs of the proxy's
+# agents), pinned by e2e/node/package-lock.json.
 if ! command -v npm >/dev/null 2>&1; then
 	echo "test-deps: npm is missing; run: apt-get install -y nodejs npm" >&2
 	exit 1
