@@ -84,6 +84,7 @@ func TestProxyCompactsARecordedAgentSession(t *testing.T) {
 	require.NoError(t, err)
 
 	turns, spliced := 0, 0
+	var bill cacheBill
 	var prev []byte
 	prevState := ""
 	var prefixShares []float64
@@ -122,6 +123,7 @@ func TestProxyCompactsARecordedAgentSession(t *testing.T) {
 		up.mu.Lock()
 		sent, head := up.bodies[len(up.bodies)-1], up.heads[len(up.heads)-1]
 		up.mu.Unlock()
+		bill.add(prev, sent, body)
 		// The agent's key goes upstream, the compactor's never.
 		require.Equal(t, "Bearer sk-agent-own-key", head.Get("Authorization"))
 		require.Empty(t, head.Get(proxy.HeaderKey))
@@ -162,7 +164,8 @@ func TestProxyCompactsARecordedAgentSession(t *testing.T) {
 		}
 	}
 	require.GreaterOrEqual(t, succeeded, 2)
-	t.Logf("%d turns, %d spliced, %d runs, median prefix share %.3f", turns, spliced, len(runs), median(prefixShares))
+	t.Logf("%d turns, %d spliced, %d runs, median prefix share %.3f; agent's input bill with a prompt cache (writes 1.25×, reads 0.1×): %.0f through the proxy against %.0f sent whole (%.2f×)",
+		turns, spliced, len(runs), median(prefixShares), bill.proxied, bill.whole, bill.proxied/bill.whole)
 }
 
 // hasUserText reports whether a user message of c says text, whole.
@@ -207,4 +210,28 @@ func median(xs []float64) float64 {
 		}
 	}
 	return s[len(s)/2]
+}
+
+// cacheBill prices an agent's input as a provider with a prompt cache
+// does, in bytes (a proxy for tokens): the part of a request that repeats
+// the previous request's start is read from the cache (0.1×), the rest is
+// written to it (1.25×). whole is the same for the host's own requests,
+// sent without the proxy.
+type cacheBill struct {
+	proxied, whole float64
+	prevWhole      []byte
+}
+
+func (b *cacheBill) add(prevSent, sent, host []byte) {
+	b.proxied += price(prevSent, sent)
+	b.whole += price(b.prevWhole, host)
+	b.prevWhole = host
+}
+
+func price(prev, cur []byte) float64 {
+	n := 0
+	for n < len(prev) && n < len(cur) && prev[n] == cur[n] {
+		n++
+	}
+	return 0.1*float64(n) + 1.25*float64(len(cur)-n)
 }

@@ -114,12 +114,15 @@ type Config struct {
 	// ProxyAnthropicURL and ProxyOpenAIURL are the upstreams of the
 	// provider-compatible proxy (PROXY_ANTHROPIC_URL, PROXY_OPENAI_URL;
 	// empty: that route is off), ProxyTrigger the share of the context
-	// limit at which it starts a compaction (PROXY_TRIGGER) and
+	// limit at which it starts a compaction (PROXY_TRIGGER), ProxyTarget
+	// the share a compaction aims at when the host names no preset
+	// (PROXY_TARGET), and
 	// ProxyWait how long a request that would not fit waits for one in
 	// flight (PROXY_WAIT). See docs/proxy.md.
 	ProxyAnthropicURL string
 	ProxyOpenAIURL    string
 	ProxyTrigger      float64
+	ProxyTarget       float64
 	ProxyWait         time.Duration
 
 	WorkerActivities int
@@ -311,6 +314,7 @@ func load(getenv func(string) string) (Config, error) {
 	c.ProxyAnthropicURL = r.str("PROXY_ANTHROPIC_URL", "")
 	c.ProxyOpenAIURL = r.str("PROXY_OPENAI_URL", "")
 	c.ProxyTrigger = r.number("PROXY_TRIGGER", 0.7)
+	c.ProxyTarget = r.number("PROXY_TARGET", 0.3)
 	c.ProxyWait = r.duration("PROXY_WAIT", time.Minute)
 	if r.err != nil {
 		return Config{}, r.err
@@ -330,6 +334,9 @@ func load(getenv func(string) string) (Config, error) {
 	}
 	if c.ProxyTrigger <= 0 || c.ProxyTrigger > 1 {
 		return Config{}, fmt.Errorf("PROXY_TRIGGER: %v must be a share of the context limit above 0 and at most 1", c.ProxyTrigger)
+	}
+	if c.ProxyTarget < 0 || c.ProxyTarget >= c.ProxyTrigger {
+		return Config{}, fmt.Errorf("PROXY_TARGET: %v must be at least 0 (0: the preset's own) and below PROXY_TRIGGER (%v)", c.ProxyTarget, c.ProxyTrigger)
 	}
 	if c.LLMTaskQueue == "" {
 		c.LLMTaskQueue = c.TaskQueue + "-llm"

@@ -97,6 +97,7 @@ type turn struct {
 	req             request
 	limit           int
 	preset          string
+	presetNamed     bool // the host named the preset (X-Compactor-Preset)
 	counting        bool
 }
 
@@ -202,6 +203,11 @@ func (l *line) startLocked(p *Proxy, t turn, up []byte, spliced bool) {
 	ev := gateway.Event{Tenant: t.tenant, Session: t.session, Kind: gateway.KindProxy, Model: t.req.model,
 		ContextLimit: t.limit, Preset: t.preset,
 		EventID: fmt.Sprintf("proxy-%d-%s", covered, hex.EncodeToString(prefix[:8]))}
+	if !t.presetNamed && p.cfg.Target > 0 {
+		// Deeper than the trigger, so that a compaction frees enough to
+		// be worth the prompt cache it rewrites (docs/proxy.md).
+		ev.Overrides = json.RawMessage(fmt.Sprintf(`{"target_usage":%g,"history":{"trigger_usage":%g}}`, p.cfg.Target, p.cfg.Target))
+	}
 	whole, err := t.proto.document(up)
 	if err != nil {
 		l.lastErr, l.retryAt = "the conversation cannot be sent for compaction: "+err.Error(), time.Now().Add(retryAfterFailure)

@@ -66,6 +66,7 @@ const (
 // Defaults of Config.
 const (
 	DefaultTrigger = 0.7
+	DefaultTarget  = 0.3
 	DefaultWaitFor = time.Minute
 	// DefaultMaxRequestBytes bounds a request body read for splicing.
 	DefaultMaxRequestBytes = 32 << 20
@@ -82,6 +83,11 @@ type Config struct {
 	// Trigger is the share of the context limit at which the conversation
 	// that goes upstream starts a compaction (PROXY_TRIGGER).
 	Trigger float64
+	// Target is where a compaction aims, as a share of the limit, for a
+	// session whose host names no preset (PROXY_TARGET): its
+	// target_usage and history.trigger_usage overrides. 0 leaves the
+	// preset's own.
+	Target float64
 	// WaitFor bounds how long a request that would not fit waits for a
 	// compaction in flight before it goes upstream as it is
 	// (PROXY_WAIT).
@@ -347,11 +353,12 @@ func (p *Proxy) compacting(w http.ResponseWriter, r *http.Request, u *upstream, 
 		return
 	}
 	preset := r.Header.Get(HeaderPreset)
-	if preset == "" {
+	named := preset != ""
+	if !named {
 		preset = p.cfg.Preset
 	}
 	t := turn{proto: u.proto, tenant: tenant, session: sess, body: body, req: req, limit: limit, preset: preset,
-		counting: kind == routeCount}
+		presetNamed: named, counting: kind == routeCount}
 	out, state := p.lines.get(tenant, sess, req.shape).serve(r.Context(), p, t)
 	p.send(w, r, u, out, state)
 }

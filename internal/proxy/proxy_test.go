@@ -602,3 +602,18 @@ func TestSetFields(t *testing.T) {
 	_, err := setFields([]byte(`[1]`), nil)
 	require.Error(t, err)
 }
+
+func TestCompactionsAimBelowTheTriggerUnlessThePresetIsNamed(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, func(c *Config) { c.Target = 0.3 })
+	tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(10, false), map[string]string{HeaderContextLimit: "900", HeaderSession: "deep"})
+	tp.settle(t, 1)
+	require.JSONEq(t, `{"target_usage":0.3,"history":{"trigger_usage":0.3}}`, string(tp.compactor.submitted()[0].Overrides))
+
+	tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(10, false),
+		map[string]string{HeaderContextLimit: "900", HeaderSession: "named", HeaderPreset: "offload-compact"})
+	tp.settle(t, 2)
+	ev := tp.compactor.submitted()[1]
+	require.Equal(t, "offload-compact", ev.Preset)
+	require.Empty(t, ev.Overrides, "a preset the host names keeps its own numbers")
+}
