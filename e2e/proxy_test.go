@@ -64,7 +64,7 @@ func TestProxyCompactsARecordedAgentSession(t *testing.T) {
 	h := httpapi.New(httpapi.Deps{
 		Gateway: e.gw, Audit: &audit.Service{Store: e.store, Blob: e.blob}, Store: e.store, Blob: e.blob,
 		MaxRequestBytes: httpMaxBytes, Logger: slog.New(slog.DiscardHandler),
-		Proxy: proxy.Config{OpenAIURL: upstream.URL + "/v1", WaitFor: 2 * time.Minute},
+		Proxy: proxy.Config{OpenAIURL: upstream.URL + "/v1", WaitFor: 2 * time.Minute, Target: proxy.DefaultTarget},
 	})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
