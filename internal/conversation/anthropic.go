@@ -115,8 +115,13 @@ func parseAnthropicMessage(obj map[string]json.RawMessage, i int, last bool, tr 
 		m.Role = RoleUser
 	case "assistant":
 		m.Role = RoleAssistant
+	case "system":
+		// A system message among the turns (the API's mid-conversation
+		// system messages, which Claude Code sends): kept where it is.
+		m.Role = RoleSystem
+		m.Shape = shapeInMessages
 	default:
-		return Message{}, errAt(i, "role", "unknown role %q (want user or assistant; the system prompt is the top-level system field)", role)
+		return Message{}, errAt(i, "role", "unknown role %q (want user, assistant or system)", role)
 	}
 	content, ok := take(obj, "content")
 	if !ok {
@@ -128,7 +133,7 @@ func parseAnthropicMessage(obj map[string]json.RawMessage, i int, last bool, tr 
 			m.Blocks = []Block{{Kind: KindText, Text: s}}
 		}
 	case jsonArray:
-		m.Shape = shapeList
+		m.Shape = addShape(m.Shape, shapeList)
 		items, _ := splitArray(content)
 		m.Blocks = make([]Block, 0, len(items))
 		for k, it := range items {
@@ -317,7 +322,7 @@ func renderAnthropic(c Conversation) ([]byte, error) {
 		}
 	} else {
 		top = w.object()
-		if len(msgs) > 0 && msgs[0].Role == RoleSystem {
+		if systemField(msgs) {
 			top.key("system")
 			if err := renderAnthropicSystem(w, msgs[0]); err != nil {
 				return nil, err
@@ -327,7 +332,7 @@ func renderAnthropic(c Conversation) ([]byte, error) {
 	}
 	w.buf.WriteByte('[')
 	start := 0
-	if top != nil && len(msgs) > 0 && msgs[0].Role == RoleSystem {
+	if top != nil && systemField(msgs) {
 		start = 1 // written above as the system field
 	}
 	for i := start; i < len(msgs); {
@@ -356,6 +361,13 @@ func renderAnthropic(c Conversation) ([]byte, error) {
 		top.end()
 	}
 	return w.bytes(), nil
+}
+
+// systemField reports whether msgs start with the system prompt, which
+// the Messages API holds in its top-level system field; a system message
+// that came from among the turns stays there.
+func systemField(msgs []Message) bool {
+	return len(msgs) > 0 && msgs[0].Role == RoleSystem && !hasShape(msgs[0].Shape, shapeInMessages)
 }
 
 func renderAnthropicSystem(w *writer, m Message) error {
@@ -390,7 +402,10 @@ func renderAnthropicMessage(w *writer, i int, m Message) error {
 	case RoleUser, RoleAssistant:
 		w.str(string(m.Role))
 	case RoleSystem:
-		return errAt(i, "role", "anthropic format has system only as the first message (the top-level system field)")
+		if !hasShape(m.Shape, shapeInMessages) {
+			return errAt(i, "role", "anthropic format has system only as the first message (the top-level system field) or as a system message that came from among the turns")
+		}
+		w.str(string(m.Role))
 	default:
 		return errAt(i, "role", "role %q cannot be rendered in anthropic format", m.Role)
 	}

@@ -51,7 +51,7 @@ func TestParseErrors(t *testing.T) {
 		{"role missing", FormatOpenAI, `[{"content":"x"}]`, 0, "role", "missing"},
 		{"role not string", FormatOpenAI, `[{"role":1,"content":"x"}]`, 0, "role", "must be a string, got number"},
 		{"role unknown", FormatOpenAI, `[{"role":"bot","content":"x"}]`, 0, "role", `unknown role "bot"`},
-		{"anthropic role system", FormatAnthropic, `{"messages":[{"role":"system","content":"x"}]}`, 0, "role", `unknown role "system"`},
+		{"anthropic role unknown", FormatAnthropic, `{"messages":[{"role":"bot","content":"x"}]}`, 0, "role", `unknown role "bot" (want user, assistant or system)`},
 		{"content number", FormatOpenAI, `[{"role":"user","content":5}]`, 0, "content", "must be a string, an array of parts or null, got number"},
 		{"part not object", FormatOpenAI, `[{"role":"user","content":["x"]}]`, 0, "content[0]", "must be an object, got string"},
 		{"part without type", FormatOpenAI, `[{"role":"user","content":[{"text":"x"}]}]`, 0, "content[0].type", "missing"},

@@ -68,6 +68,8 @@ func TestRoundTripInline(t *testing.T) {
 		{"anthropic result null content", FormatAnthropic, `{"system":"s","messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":{"a":[1,{"b":null}]}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":null,"is_error":null}]}]}`},
 		{"anthropic result empty list", FormatAnthropic, `{"system":"s","messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":"not an object"}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[]}]}]}`},
 		{"anthropic server tool blocks", FormatAnthropic, `{"system":"s","messages":[{"role":"user","content":"q"},{"role":"assistant","content":[{"type":"server_tool_use","id":"srv","name":"web_search","input":{"query":"x"}},{"type":"web_search_tool_result","tool_use_id":"srv","content":[]}]}]}`},
+		{"anthropic system among the turns", FormatAnthropic, `{"system":"s","messages":[{"role":"user","content":"hi"},{"role":"system","content":"The date changed."},{"role":"assistant","content":"ok"},{"role":"system","content":[{"type":"text","text":"x","cache_control":{"type":"ephemeral"}}]},{"role":"user","content":"go"}]}`},
+		{"anthropic system message first, no system field", FormatAnthropic, `{"messages":[{"role":"system","content":"first"},{"role":"user","content":"hi"}]}`},
 		{"react minimal", FormatReAct, `{"execution":{"tool_calls":[]}}`},
 		{"react no tool calls", FormatReAct, `{"reasoning_trace":[],"execution":{"final_response":"done"}}`},
 		{"react null tool calls", FormatReAct, `{"execution":{"tool_calls":null,"final_response":"x"}}`},

@@ -24,6 +24,8 @@ import (
 //	"list"           content was an array of parts / blocks
 //	"named"          OpenAI: a tool message carried "name" (ToolName)
 //	"system-field"   Anthropic: the message is the top-level system field
+//	"in-messages"    Anthropic: a system message inside messages (the
+//	                 mid-conversation system messages Claude Code sends)
 //
 // Block.Shape:
 //
@@ -45,6 +47,7 @@ const (
 	shapeList        = "list"
 	shapeNamed       = "named"
 	shapeSystemField = "system-field"
+	shapeInMessages  = "in-messages"
 	shapeUntyped     = "untyped"
 	shapeRedacted    = "redacted"
 	shapeRaw         = "raw"

@@ -31,6 +31,7 @@ func (anthropicProtocol) parse(body []byte, _ routeKind) (request, error) {
 		Model    string            `json:"model"`
 		System   json.RawMessage   `json:"system"`
 		Messages []json.RawMessage `json:"messages"`
+		Tools    json.RawMessage   `json:"tools"`
 		Metadata struct {
 			UserID string `json:"user_id"`
 		} `json:"metadata"`
@@ -41,7 +42,7 @@ func (anthropicProtocol) parse(body []byte, _ routeKind) (request, error) {
 	if len(v.Messages) == 0 {
 		return request{}, errors.New("the request has no messages")
 	}
-	r := request{model: v.Model, system: v.System, msgs: v.Messages}
+	r := request{model: v.Model, system: v.System, msgs: v.Messages, tools: v.Tools}
 	if v.Metadata.UserID != "" {
 		// A host shares one user id across its main thread, its
 		// sub-agents and its side calls; their system prompts differ.

@@ -173,25 +173,44 @@ func (l *line) spliceLocked(t turn) ([]byte, bool) {
 }
 
 // count is the size of body (t's conversation, spliced or not) in tokens
-// of t's model, with the model's safety factor.
+// of t's model, with the model's safety factor: its system prompt and
+// messages, and its tool definitions, which take their room in the
+// model's window too.
 func (p *Proxy) count(t turn, body []byte) (int, error) {
 	conv, err := conversation.Parse(body, t.proto.format())
 	if err != nil {
 		return 0, fmt.Errorf("the conversation does not parse: %w", err)
 	}
-	counter, err := tokens.New(tokens.EncodingForModel(t.req.model))
+	counter, err := p.counter(t.req.model)
 	if err != nil {
 		return 0, err
+	}
+	return tokens.Conversation(counter, conv) + p.toolTokens(t), nil
+}
+
+// toolTokens is the size of t's tool definitions.
+func (p *Proxy) toolTokens(t turn) int {
+	if len(t.req.tools) == 0 {
+		return 0
+	}
+	counter, err := p.counter(t.req.model)
+	if err != nil {
+		return 0
+	}
+	return counter.Count(string(compact(t.req.tools)))
+}
+
+// counter counts model's tokens with its safety factor, as a run does.
+func (p *Proxy) counter(model string) (tokens.Counter, error) {
+	counter, err := tokens.New(tokens.EncodingForModel(model))
+	if err != nil {
+		return nil, err
 	}
 	factor, prefix := 1.0, ""
 	if counter.Name() != tokens.Chars {
-		factor, prefix = p.cfg.Limits.Factor(t.req.model)
+		factor, prefix = p.cfg.Limits.Factor(model)
 	}
-	scaled, err := tokens.Scale(tokens.Shared(counter), factor, prefix)
-	if err != nil {
-		return 0, err
-	}
-	return tokens.Conversation(scaled, conv), nil
+	return tokens.Scale(tokens.Shared(counter), factor, prefix)
 }
 
 // startLocked starts a compaction of t's conversation in the background:
@@ -200,8 +219,16 @@ func (p *Proxy) count(t turn, body []byte) (int, error) {
 func (l *line) startLocked(p *Proxy, t turn, up []byte, spliced bool) {
 	covered := len(t.req.msgs)
 	prefix := t.req.prefix[covered-1]
+	// The run sizes the conversation; the tool definitions go with every
+	// request beside it, so the conversation has the rest of the window.
+	room := t.limit - p.toolTokens(t)
+	if room < t.limit/10 {
+		l.lastErr, l.retryAt = fmt.Sprintf("the tool definitions alone take %d of the %d-token limit", t.limit-room, t.limit),
+			time.Now().Add(retryAfterFailure)
+		return
+	}
 	ev := gateway.Event{Tenant: t.tenant, Session: t.session, Kind: gateway.KindProxy, Model: t.req.model,
-		ContextLimit: t.limit, Preset: t.preset,
+		ContextLimit: room, Preset: t.preset,
 		EventID: fmt.Sprintf("proxy-%d-%s", covered, hex.EncodeToString(prefix[:8]))}
 	if !t.presetNamed && p.cfg.Target > 0 {
 		// Deeper than the trigger, so that a compaction frees enough to

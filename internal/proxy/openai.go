@@ -28,6 +28,7 @@ func (openAIProtocol) parse(body []byte, _ routeKind) (request, error) {
 	var v struct {
 		Model              string            `json:"model"`
 		Messages           []json.RawMessage `json:"messages"`
+		Tools              json.RawMessage   `json:"tools"`
 		Input              json.RawMessage   `json:"input"`
 		PreviousResponseID string            `json:"previous_response_id"`
 		User               string            `json:"user"`
@@ -49,7 +50,7 @@ func (openAIProtocol) parse(body []byte, _ routeKind) (request, error) {
 	if len(v.Messages) == 0 {
 		return request{}, errors.New("the request has no messages")
 	}
-	r := request{model: v.Model, msgs: v.Messages}
+	r := request{model: v.Model, msgs: v.Messages, tools: v.Tools}
 	if id := v.User + "\x00" + v.PromptCacheKey; id != "\x00" {
 		// The system message is the first one, when there is one: a
 		// host's sub-agents share its user id but not its prompt.

@@ -274,6 +274,14 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("the compactor's %s proxy is off: set %s to the provider's base URL to turn it on", u.name, variable))
 		return
 	}
+	if r.Method == http.MethodHead && strings.Trim(strings.TrimPrefix(r.URL.Path, u.prefix), "/") == "" {
+		// A host's connectivity check of its base URL (Claude Code's
+		// HEAD /), which carries none of its headers: answered here,
+		// never forwarded.
+		w.Header().Set(HeaderState, "answered; connectivity check")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
 	key := strings.TrimSpace(r.Header.Get(HeaderKey))
 	if key == "" {
 		u.proto.fail(w, http.StatusUnauthorized, "refused; missing "+HeaderKey,

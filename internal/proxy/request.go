@@ -51,6 +51,9 @@ type request struct {
 	model  string
 	system json.RawMessage
 	msgs   []json.RawMessage
+	// tools are the request's tool definitions, counted beside the
+	// conversation.
+	tools json.RawMessage
 	// prefix[i] is the digest of the system and msgs[:i+1], in order: a
 	// later request extends this one's first i+1 messages when its own
 	// prefix[i] is the same.
