@@ -447,6 +447,27 @@ func (c *Client) WaitRun(ctx context.Context, runID string, wait time.Duration) 
 	return a, nil
 }
 
+// waitFinalStep is how long each request of WaitFinal asks the server to
+// wait (the server caps it at its own bound, 10 minutes by default).
+const waitFinalStep = 5 * time.Minute
+
+// WaitFinal returns run runID once it is final (succeeded, over_limit,
+// failed, …), asking again as long as it is live; ctx bounds the whole
+// wait. Its answer is the run's whole outcome, the compacted conversation
+// included, as a finished run's answer to its event. It asks through
+// WaitRun.
+func (c *Client) WaitFinal(ctx context.Context, runID string) (RunAnswer, error) {
+	for {
+		a, err := c.WaitRun(ctx, runID, waitFinalStep)
+		if err != nil || a.Final() {
+			return a, err
+		}
+		if err := ctx.Err(); err != nil {
+			return a, fmt.Errorf("wait for run %s (still %s): %w", runID, a.Run.Status, err)
+		}
+	}
+}
+
 // Output returns a finished run's compacted conversation, checked against
 // the SHA-256 the server sends.
 //

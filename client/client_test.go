@@ -313,3 +313,30 @@ func TestSubmitSendsTheConversationByteForByte(t *testing.T) {
 	_, _, err = c.Submit(context.Background(), "s1", Event{EventID: "e2", Conversation: json.RawMessage(`{"messages": [`)})
 	require.ErrorContains(t, err, "not valid JSON")
 }
+
+// TestWaitFinalAsksAgainUntilTheRunIsFinal: a run still live when the
+// server's wait ends is asked for again, with a wait each time.
+func TestWaitFinalAsksAgainUntilTheRunIsFinal(t *testing.T) {
+	t.Parallel()
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.URL.Query().Get("wait"))
+		status := "running"
+		if len(asked) == 3 {
+			status = "succeeded"
+		}
+		_, _ = w.Write([]byte(`{"run_id":"run-1","status":"` + status + `","run":{"id":"run-1","status":"` + status + `"}}`))
+	}))
+	defer srv.Close()
+	c := New(srv.URL, "k", srv.Client())
+	run, err := c.WaitFinal(context.Background(), "run-1")
+	require.NoError(t, err)
+	require.True(t, run.Final())
+	require.Equal(t, "succeeded", run.Status)
+	require.Equal(t, []string{"5m0s", "5m0s", "5m0s"}, asked)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = c.WaitFinal(ctx, "run-1")
+	require.Error(t, err, "a cancelled wait ends")
+}

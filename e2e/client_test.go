@@ -37,7 +37,7 @@ func TestClientRecoversWhatWasOffloaded(t *testing.T) {
 	res, acc, err := c.Submit(ctx, "agent", client.Event{Preset: "three-tier", Model: "gpt-4o", ContextLimit: 128000, Conversation: input})
 	require.NoError(t, err)
 	require.Nil(t, res, "no wait: 202")
-	run, err := c.WaitRun(ctx, acc.RunID, 60*time.Second)
+	run, err := c.WaitFinal(ctx, acc.RunID)
 	require.NoError(t, err)
 	require.True(t, run.Final())
 	require.Equal(t, "succeeded", run.Status, run.Error)

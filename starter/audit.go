@@ -250,11 +250,22 @@ func printDetail(w io.Writer, d audit.RunDetail) {
 	fmt.Fprintf(w, "\nsteps (%d attempts)\n", len(d.Steps))
 	tw = tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
 	fmt.Fprintln(tw, "STEP\tATTEMPT\tKIND\tIN\tOUT\tPROMPT\tCOMPLETION\tMODEL\tDURATION\tERROR")
+	// A long error is cut in the table and written whole below it,
+	// wrapped: its end (a host, a status, the cause) is what matters.
+	var long []string
 	for _, s := range d.Steps {
+		msg := oneLine(s.Error)
+		if cut := clip(msg, 60); cut != msg {
+			long = append(long, fmt.Sprintf("[%d] %s, attempt %d: %s", len(long)+1, s.Name, s.Attempt, msg))
+			msg = fmt.Sprintf("%s [%d]", cut, len(long))
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", s.Name, s.Attempt, s.Kind, s.InputSize, s.OutputSize,
-			s.PromptTokens, s.CompletionTokens, s.Model, s.Duration.Round(time.Millisecond), clip(oneLine(s.Error), 60))
+			s.PromptTokens, s.CompletionTokens, s.Model, s.Duration.Round(time.Millisecond), msg)
 	}
 	tw.Flush()
+	for _, l := range long {
+		fmt.Fprintln(w, wrap(l, 100, "    "))
+	}
 
 	if len(d.Drift) == 0 {
 		return
@@ -470,15 +481,19 @@ func newSearch() *cobra.Command {
 	var limit int
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "search --session S QUERY",
+		Use:   "search SESSION QUERY",
 		Short: "Find text in a session's offloaded results and archived originals (case-insensitive)",
-		Args:  cobra.ExactArgs(1),
+		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if session == "" {
-				return errors.New("--session is required")
+			session, rest, err := sessionArg("search", session, args)
+			if err != nil {
+				return err
+			}
+			if len(rest) != 1 {
+				return errors.New("name what to find: starter search SESSION QUERY")
 			}
 			return withObjects(cmd, func(_ *app.Deps, svc *audit.Service) error {
-				res, err := svc.SearchScan(cmd.Context(), tenant, session, args[0], limit)
+				res, err := svc.SearchScan(cmd.Context(), tenant, session, rest[0], limit)
 				if err != nil {
 					return err
 				}
@@ -498,7 +513,7 @@ func newSearch() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
-	cmd.Flags().StringVar(&session, "session", "", "session to search (required)")
+	cmd.Flags().StringVar(&session, "session", "", "the session (an alias of the first argument)")
 	cmd.Flags().IntVar(&limit, "limit", audit.DefaultSearchLimit, "at most this many hits")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
@@ -563,12 +578,16 @@ func newStatus() *cobra.Command {
 	var tenant, session string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "status --session S",
+		Use:   "status SESSION",
 		Short: "The context status report of a session (levels and recommendation of the three-tier design)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if session == "" {
-				return errors.New("--session is required")
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			session, rest, err := sessionArg("status", session, args)
+			if err != nil {
+				return err
+			}
+			if len(rest) > 0 {
+				return fmt.Errorf("two sessions named: %q and --session %q", rest[0], session)
 			}
 			return withRecords(cmd, func(_ *app.Deps, svc *audit.Service) error {
 				st, err := svc.Status(cmd.Context(), tenant, session)
@@ -584,7 +603,7 @@ func newStatus() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
-	cmd.Flags().StringVar(&session, "session", "", "session (required)")
+	cmd.Flags().StringVar(&session, "session", "", "the session (an alias of the argument)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -756,6 +775,26 @@ func printable(s string) string {
 }
 
 // clip shortens s to max characters, marking the cut.
+// wrap breaks s at spaces into lines of at most width runes (a longer
+// word stays whole), each after the first indented by indent.
+func wrap(s string, width int, indent string) string {
+	var b strings.Builder
+	line := 0
+	for i, word := range strings.Fields(s) {
+		n := len([]rune(word))
+		if i > 0 && line+1+n > width {
+			b.WriteString("\n" + indent)
+			line = len(indent)
+		} else if i > 0 {
+			b.WriteByte(' ')
+			line++
+		}
+		b.WriteString(word)
+		line += n
+	}
+	return b.String()
+}
+
 func clip(s string, max int) string {
 	r := []rune(s)
 	if len(r) <= max {

@@ -61,17 +61,21 @@ func newPromote() *cobra.Command {
 	return cmd
 }
 
-// newWatermarks is `starter watermarks --session S`: every watermark the
+// newWatermarks is `starter watermarks SESSION`: every watermark the
 // session had, oldest first, and the run that moved it there.
 func newWatermarks() *cobra.Command {
 	var tenant, session string
 	cmd := &cobra.Command{
-		Use:   "watermarks --session S",
+		Use:   "watermarks SESSION",
 		Short: "A session's watermark history: each watermark, the run that set it, when",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if session == "" {
-				return errors.New("--session is required")
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			session, rest, err := sessionArg("watermarks", session, args)
+			if err != nil {
+				return err
+			}
+			if len(rest) > 0 {
+				return fmt.Errorf("two sessions named: %q and --session %q", rest[0], session)
 			}
 			return withRecords(cmd, func(deps *app.Deps, _ *audit.Service) error {
 				hist, err := deps.Store.ListWatermarks(cmd.Context(), tenant, session)
@@ -92,6 +96,6 @@ func newWatermarks() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
-	cmd.Flags().StringVar(&session, "session", "", "session (required)")
+	cmd.Flags().StringVar(&session, "session", "", "the session (an alias of the argument)")
 	return cmd
 }

@@ -13,6 +13,22 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
+// sessionArg is the session a command names: its first argument, or the
+// --session flag (kept as an alias of the argument); rest are the other
+// arguments. Both given must agree; neither is an error saying how to
+// name it.
+func sessionArg(cmd, flag string, args []string) (session string, rest []string, err error) {
+	switch {
+	case flag != "" && len(args) > 0 && args[0] == flag:
+		return flag, args[1:], nil
+	case flag != "":
+		return flag, args, nil
+	case len(args) > 0 && args[0] != "":
+		return args[0], args[1:], nil
+	}
+	return "", nil, fmt.Errorf("name the session: starter %s SESSION (or --session SESSION)", cmd)
+}
+
 // newSession holds the session commands: erasure.
 func newSession() *cobra.Command {
 	cmd := &cobra.Command{Use: "session", Short: "Erase a session"}

@@ -79,3 +79,42 @@ func TestStatusFollowsPromotion(t *testing.T) {
 	}
 	require.Equal(t, 3, strings.Count(after, "audit only"), "the replay count and the what-if's two rows, nothing else")
 }
+
+func TestSessionArg(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		flag    string
+		args    []string
+		session string
+		rest    []string
+		err     string
+	}{
+		{name: "argument", args: []string{"s1"}, session: "s1", rest: []string{}},
+		{name: "flag", flag: "s1", session: "s1"},
+		{name: "argument and query", args: []string{"s1", "needle"}, session: "s1", rest: []string{"needle"}},
+		{name: "flag and query", flag: "s1", args: []string{"needle"}, session: "s1", rest: []string{"needle"}},
+		{name: "both, agreeing", flag: "s1", args: []string{"s1"}, session: "s1", rest: []string{}},
+		{name: "neither", err: "starter status SESSION"},
+	} {
+		session, rest, err := sessionArg("status", tc.flag, tc.args)
+		if tc.err != "" {
+			require.ErrorContains(t, err, tc.err, tc.name)
+			continue
+		}
+		require.NoError(t, err, tc.name)
+		require.Equal(t, tc.session, session, tc.name)
+		require.Equal(t, len(tc.rest), len(rest), tc.name)
+	}
+}
+
+func TestWrapKeepsEveryWord(t *testing.T) {
+	t.Parallel()
+	msg := "llm unknown: call to http://127.0.0.1:43117/v1/chat/completions failed: dial tcp 127.0.0.1:43117: connect: connection refused"
+	got := wrap(msg, 40, "    ")
+	require.Equal(t, strings.Fields(msg), strings.Fields(got), "nothing cut")
+	for _, line := range strings.Split(got, "\n") {
+		require.LessOrEqual(t, len([]rune(line)), 40+len("127.0.0.1:43117/v1/chat/completions"), line)
+	}
+	require.Contains(t, got, "connection refused")
+}

@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -145,10 +144,7 @@ func compact(ctx context.Context, cfg Config, msgs []openai.ChatCompletionMessag
 	}
 	if res == nil {
 		// Still running after the wait: wait for it, then fetch its output.
-		var run client.RunAnswer
-		for err == nil && !run.Final() {
-			run, err = cfg.API.WaitRun(ctx, acc.RunID, 30*time.Second)
-		}
+		run, err := cfg.API.WaitFinal(ctx, acc.RunID)
 		if err != nil {
 			return nil, "", fmt.Errorf("wait for run %s: %w", acc.RunID, err)
 		}

@@ -181,6 +181,9 @@ func (c *checker) run(ctx context.Context, rep *Report, gen *loadGen, f *faults,
 		if r.created != nil && r.finished != nil {
 			rep.toFinal = append(rep.toFinal, r.finished.Sub(*r.created))
 		}
+		if r.finished != nil && r.finished.After(rep.FaultEnd) {
+			rep.drainOf(r.tenant).add(r.finished.Sub(rep.FaultEnd))
+		}
 	}
 	for ev, n := range perEvent {
 		if n > 1 {

@@ -49,6 +49,9 @@ type Report struct {
 	QuietHeap, EndHeap map[string]int64
 
 	latFault, latQuiet, toFinal []time.Duration
+	// drains are each tenant's backlog after the faults: its runs that
+	// became final after the faults stopped.
+	drains map[string]*drain
 
 	// Failures are the checks that did not hold; empty means the soak
 	// passed.
@@ -63,6 +66,60 @@ func pct(d []time.Duration, p float64) string {
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	i := int(p * float64(len(s)-1))
 	return s[i].Round(time.Millisecond).String()
+}
+
+// drain is one tenant's backlog at the faults' end, as it went: how many
+// runs became final after the faults stopped, the first and the last of
+// them (from the faults' end). A first run long after the end is slots
+// held by runs stuck on the faults; a long last one is the backlog's size
+// at the tenant's pace.
+type drain struct {
+	runs        int
+	first, last time.Duration
+}
+
+func (d *drain) add(after time.Duration) {
+	if d.runs == 0 || after < d.first {
+		d.first = after
+	}
+	d.last = max(d.last, after)
+	d.runs++
+}
+
+// drainOf is tenant's drain, made when new.
+func (r *Report) drainOf(tenant string) *drain {
+	if r.drains == nil {
+		r.drains = map[string]*drain{}
+	}
+	d, ok := r.drains[tenant]
+	if !ok {
+		d = &drain{}
+		r.drains[tenant] = d
+	}
+	return d
+}
+
+// drainText says each tenant's drain in one line.
+func (r *Report) drainText() string {
+	if len(r.drains) == 0 {
+		return "–"
+	}
+	tenants := make([]string, 0, len(r.drains))
+	for t := range r.drains {
+		tenants = append(tenants, t)
+	}
+	sort.Strings(tenants)
+	parts := make([]string, 0, len(tenants))
+	for _, t := range tenants {
+		d := r.drains[t]
+		rate := 0.0
+		if d.last > 0 {
+			rate = float64(d.runs) / d.last.Seconds()
+		}
+		parts = append(parts, fmt.Sprintf("%s: %d runs, first final after %s, last after %s (%.1f runs/s)", t, d.runs,
+			d.first.Round(100*time.Millisecond), d.last.Round(time.Second), rate))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Table writes the report as a Markdown table with the findings after it.
@@ -89,6 +146,7 @@ func (r *Report) Table(w io.Writer) {
 	row("submit latency during faults p50 / p99", fmt.Sprintf("%s / %s (%d events)", pct(r.latFault, .5), pct(r.latFault, .99), len(r.latFault)))
 	row("event to final run p50 / p99", fmt.Sprintf("%s / %s", pct(r.toFinal, .5), pct(r.toFinal, .99)))
 	row("every run final, after the faults stopped, within", r.SettledIn.Round(time.Second).String())
+	row("each tenant's backlog after the faults (runs final after they stopped)", r.drainText())
 	row("duplicate step rows / duplicate deliveries", fmt.Sprintf("%d / 0 of %d (receiver saw %d ids, %d more than once)", r.DupSteps, r.Deliveries, r.HooksReceived, r.HooksRepeated))
 	row("S3 objects verified (SHA-256)", fmt.Sprint(r.Objects))
 	row("histories replayed; Compaction workflows by status", fmt.Sprintf("%d; %s", r.Replayed, countMap(r.Workflows)))

@@ -2,6 +2,7 @@ package soak
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -24,4 +25,18 @@ func TestGroupFailures(t *testing.T) {
 		{first: "run run-5 is succeeded but its Compaction workflow ended Failed", n: 1},
 	}, groupFailures(failures))
 	require.Empty(t, groupFailures(nil))
+}
+
+// TestDrainSaysEachTenantsBacklog: the first and last run final after the
+// faults, per tenant, and the pace between.
+func TestDrainSaysEachTenantsBacklog(t *testing.T) {
+	t.Parallel()
+	var r Report
+	require.Equal(t, "–", r.drainText())
+	for _, s := range []int{6, 90, 30} {
+		r.drainOf("tenant-1").add(time.Duration(s) * time.Second)
+	}
+	r.drainOf("tenant-0").add(2 * time.Second)
+	require.Equal(t, "tenant-0: 1 runs, first final after 2s, last after 2s (0.5 runs/s); "+
+		"tenant-1: 3 runs, first final after 6s, last after 1m30s (0.0 runs/s)", r.drainText())
 }

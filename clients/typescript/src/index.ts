@@ -834,12 +834,30 @@ export class Client {
     return decode(a.body, "run") as RunDetail;
   }
 
-  /** Long-polls the run until it is final; rejects after timeoutMs. */
-  async waitFinal(runId: string, timeoutMs = 600_000, pollSeconds = 30): Promise<RunDetail> {
+  /**
+   * Long-polls the run until it is final; rejects after timeoutMs. Both
+   * durations are milliseconds: `waitFinal(id, { timeoutMs, pollMs })`.
+   * The positional form `waitFinal(id, timeoutMs, pollSeconds)` (a poll in
+   * seconds) is kept for one release.
+   */
+  async waitFinal(
+    runId: string,
+    opts: { timeoutMs?: number; pollMs?: number } | number = {},
+    pollSeconds?: number,
+  ): Promise<RunDetail> {
+    let timeoutMs = 600_000;
+    let pollMs = 30_000;
+    if (typeof opts === "number") {
+      timeoutMs = opts;
+      if (pollSeconds !== undefined) pollMs = pollSeconds * 1000;
+    } else {
+      timeoutMs = opts.timeoutMs ?? timeoutMs;
+      pollMs = opts.pollMs ?? pollMs;
+    }
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const left = Math.floor((deadline - Date.now()) / 1000);
-      const d = await this.waitRun(runId, Math.max(1, Math.min(pollSeconds, left)));
+      const d = await this.waitRun(runId, Math.max(1, Math.min(Math.ceil(pollMs / 1000), left)));
       if (isFinal(d.run.status)) return d;
       if (Date.now() >= deadline) throw new CtxcompactError(`run ${runId} is still ${d.run.status}`);
     }

@@ -52,7 +52,7 @@ async function main(): Promise<void> {
   check(a.accepted.status_url === "/v1/runs/" + a.runId && a.accepted.existing === false, JSON.stringify(a.accepted));
 
   // Wait for it.
-  const d = await c.waitFinal(a.runId, 240_000);
+  const d = await c.waitFinal(a.runId, { timeoutMs: 240_000, pollMs: 30_000 });
   check(d.run.id === a.runId && d.run.session === session, JSON.stringify(d.run));
   check(isFinal(d.run.status) && d.run.status === "succeeded", `run ${a.runId}: ${d.run.status} ${d.run.error ?? ""}`);
   // The run's answer carries the finished run's outcome too.
