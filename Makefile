@@ -18,8 +18,8 @@ UNIT_PACKAGES := ./client/... ./contract/... ./deploy/... ./examples/... ./workf
 	./internal/app/... ./internal/compress/... ./internal/config/... ./internal/conversation/... \
 	./internal/digest/... ./internal/ident/... ./internal/jsonscan/... ./internal/llm/... ./internal/metrics/... \
 	./internal/mcp/... ./internal/plan/... ./internal/policy/... ./internal/pricing/... \
-	./internal/probe/... ./internal/ratelimit/... ./internal/recap/... ./internal/recoverid/... \
-	./internal/report/... ./internal/sessionlife/... ./internal/tokens/... ./internal/webhook/...
+	./internal/testkit/probe/... ./internal/ratelimit/... ./internal/recap/... ./internal/recoverid/... \
+	./internal/report/... ./internal/testkit/sessionlife/... ./internal/tokens/... ./internal/webhook/...
 UNIT_ACTIVITIES := ^(TestUnit|TestClassify|TestDescribe|TestChunkChars|TestConvCache|TestLoadFromTheCache|TestSummarize|TestLLMError|TestDeterministicSummaryPasses|TestPrefetched)
 unit: export TEST_DATABASE_URL := postgres://127.0.0.1:1/none?connect_timeout=1
 unit: export BLOBTEST_SERVER := none

@@ -13,12 +13,12 @@ import (
 	"github.com/ctxcompact/orchestrator/activities"
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/recap"
 	"github.com/ctxcompact/orchestrator/internal/store"
-	"github.com/ctxcompact/orchestrator/internal/store/storetest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/blobtest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/storetest"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/llm"
-	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/testkit/llmtest"
 )
 
 func newOpenAI(t *testing.T, srv *llmtest.Server) llm.Summarizer {

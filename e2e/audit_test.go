@@ -19,11 +19,11 @@ import (
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
-	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
 	"github.com/ctxcompact/orchestrator/internal/store"
-	"github.com/ctxcompact/orchestrator/internal/store/storetest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/blobtest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/llmtest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/storetest"
 )
 
 // auditHugeLog is a build log of about 40,000 tokens with marker in its

@@ -13,9 +13,9 @@ import (
 	"github.com/ctxcompact/orchestrator/client"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/compress"
-	"github.com/ctxcompact/orchestrator/internal/conversation/convtest"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/testkit/convtest"
 )
 
 // TestClientRecoversWhatWasOffloaded is the integrator's path through the

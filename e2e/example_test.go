@@ -13,7 +13,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/client"
 	"github.com/ctxcompact/orchestrator/examples/agent"
-	"github.com/ctxcompact/orchestrator/internal/conversation/convtest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/convtest"
 )
 
 // TestExampleAgentRecoversAnOffloadedResult runs the example agent loop

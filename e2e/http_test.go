@@ -22,7 +22,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/httpapi"
-	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/llmtest"
 )
 
 // The HTTP API over real HTTP on the real stack: the handler of `starter

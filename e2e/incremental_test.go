@@ -11,8 +11,8 @@ import (
 
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
-	"github.com/ctxcompact/orchestrator/internal/sessionlife"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/testkit/sessionlife"
 )
 
 // TestIncrementalEvents: an event may name the session's latest output

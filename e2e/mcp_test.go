@@ -22,10 +22,10 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
 	"github.com/ctxcompact/orchestrator/internal/httpapi"
 	"github.com/ctxcompact/orchestrator/internal/mcp"
-	"github.com/ctxcompact/orchestrator/internal/store/storetest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/blobtest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/storetest"
 )
 
 // The MCP server (issue 22, item 1) on the real stack: over streamable

@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctxcompact/orchestrator/internal/conversation/convtest"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/recoverid"
+	"github.com/ctxcompact/orchestrator/internal/testkit/convtest"
 )
 
 // recoverIDs finds the ids a compacted conversation names for the

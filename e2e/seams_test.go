@@ -12,7 +12,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
-	"github.com/ctxcompact/orchestrator/internal/sessionlife"
+	"github.com/ctxcompact/orchestrator/internal/testkit/sessionlife"
 )
 
 // The seams of one session: every feature at once, nothing lost.

@@ -10,11 +10,11 @@ import (
 
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
-	"github.com/ctxcompact/orchestrator/internal/conversation/convtest"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/policy"
-	"github.com/ctxcompact/orchestrator/internal/probe"
-	"github.com/ctxcompact/orchestrator/internal/sessionlife"
+	"github.com/ctxcompact/orchestrator/internal/testkit/convtest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/probe"
+	"github.com/ctxcompact/orchestrator/internal/testkit/sessionlife"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ctxcompact/orchestrator/internal/soak"
-	"github.com/ctxcompact/orchestrator/internal/store/storetest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/soak"
+	"github.com/ctxcompact/orchestrator/internal/testkit/storetest"
 )
 
 // TestChaosSoakShort is the CI version of `make soak` (internal/soak):

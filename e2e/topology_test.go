@@ -18,10 +18,10 @@ import (
 
 	"github.com/ctxcompact/orchestrator/client"
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
-	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
 	"github.com/ctxcompact/orchestrator/internal/store"
-	"github.com/ctxcompact/orchestrator/internal/store/storetest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/blobtest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/llmtest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/storetest"
 )
 
 // TestProductionTopology runs the deployment as in production, each part

@@ -16,9 +16,9 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
-	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
-	"github.com/ctxcompact/orchestrator/internal/probe"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/testkit/llmtest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/probe"
 )
 
 // testDataDir holds the real agent conversations copied into the
@@ -138,7 +138,7 @@ func TestClassify(t *testing.T) {
 	}{
 		{[]string{"runtime.mallocgc", "github.com/ctxcompact/orchestrator/internal/tokens.Conversation", "github.com/ctxcompact/orchestrator/internal/plan.Deterministic"}, catTokens},
 		{[]string{"strings.Index", "github.com/ctxcompact/orchestrator/internal/plan.Deterministic"}, catDeterministic},
-		{[]string{"encoding/json.Marshal", "github.com/ctxcompact/orchestrator/internal/llm/llmtest.(*Server).handleCompletion"}, catFakeLLM},
+		{[]string{"encoding/json.Marshal", "github.com/ctxcompact/orchestrator/internal/testkit/llmtest.(*Server).handleCompletion"}, catFakeLLM},
 		{[]string{"crypto/sha256.block", "github.com/aws/aws-sdk-go-v2/service/s3.(*Client).PutObject", "github.com/ctxcompact/orchestrator/internal/blob.(*Store).put"}, catAWS},
 		{[]string{"runtime.gcBgMarkWorker"}, catRuntime},
 		{[]string{"database/sql.(*DB).conn", "go.temporal.io/server/common/persistence.(*x).y"}, catServer},

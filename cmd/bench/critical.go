@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/ctxcompact/orchestrator/internal/gateway"
-	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/testkit/llmtest"
 )
 
 // criticalFile is the conversation of measurements 2 and 5: one real

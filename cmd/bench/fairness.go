@@ -14,8 +14,8 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
-	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
 	"github.com/ctxcompact/orchestrator/internal/ratelimit"
+	"github.com/ctxcompact/orchestrator/internal/testkit/llmtest"
 	"github.com/ctxcompact/orchestrator/internal/webhook"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctxcompact/orchestrator/internal/store/storetest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/storetest"
 )
 
 // TestHistoryAtScaleSmall runs measurement 9's code on a tiny history:

@@ -13,7 +13,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/plan"
-	"github.com/ctxcompact/orchestrator/internal/probe"
+	"github.com/ctxcompact/orchestrator/internal/testkit/probe"
 )
 
 // probeJudge is measurement 8's LLM-judge mode: an agent that sees only

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/ctxcompact/orchestrator/internal/gateway"
-	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/testkit/llmtest"
 )
 
 // mapReduceChars is the size of the huge tool result of measurement 3.

@@ -8,11 +8,11 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
-	"github.com/ctxcompact/orchestrator/internal/conversation/convtest"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
-	"github.com/ctxcompact/orchestrator/internal/probe"
+	"github.com/ctxcompact/orchestrator/internal/testkit/convtest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/probe"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 

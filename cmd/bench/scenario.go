@@ -16,8 +16,8 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm"
-	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
 	"github.com/ctxcompact/orchestrator/internal/recap"
+	"github.com/ctxcompact/orchestrator/internal/testkit/llmtest"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 

@@ -10,8 +10,8 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/policy"
-	"github.com/ctxcompact/orchestrator/internal/probe"
-	"github.com/ctxcompact/orchestrator/internal/sessionlife"
+	"github.com/ctxcompact/orchestrator/internal/testkit/probe"
+	"github.com/ctxcompact/orchestrator/internal/testkit/sessionlife"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 

@@ -25,11 +25,11 @@ import (
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/blob/s3server"
 	"github.com/ctxcompact/orchestrator/internal/config"
-	"github.com/ctxcompact/orchestrator/internal/devstack"
+	"github.com/ctxcompact/orchestrator/internal/devkit/devstack"
+	"github.com/ctxcompact/orchestrator/internal/devkit/s3server"
 	"github.com/ctxcompact/orchestrator/internal/store"
-	"github.com/ctxcompact/orchestrator/internal/store/storetest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/storetest"
 )
 
 // defaultDatabaseURL is the tests' database (storetest.DefaultURL), used

@@ -27,7 +27,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
-	"github.com/ctxcompact/orchestrator/internal/devstack"
+	"github.com/ctxcompact/orchestrator/internal/devkit/devstack"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/report"
 	"github.com/ctxcompact/orchestrator/internal/server"

@@ -22,7 +22,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ctxcompact/orchestrator/internal/soak"
+	"github.com/ctxcompact/orchestrator/internal/testkit/soak"
 )
 
 func main() {

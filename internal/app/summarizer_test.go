@@ -6,8 +6,8 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/llm"
-	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
 	"github.com/ctxcompact/orchestrator/internal/recap"
+	"github.com/ctxcompact/orchestrator/internal/testkit/llmtest"
 	"github.com/stretchr/testify/require"
 )
 

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
-	"github.com/ctxcompact/orchestrator/internal/blob/s3local"
+	"github.com/ctxcompact/orchestrator/internal/devkit/s3local"
+	"github.com/ctxcompact/orchestrator/internal/testkit/blobtest"
 )
 
 func TestMain(m *testing.M) { blobtest.Main(m) }

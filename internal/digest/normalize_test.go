@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctxcompact/orchestrator/internal/memtest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/memtest"
 )
 
 // TestUnescape: JSON and shell escapes are undone, nested ones too; other

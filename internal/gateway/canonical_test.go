@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctxcompact/orchestrator/internal/memtest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/memtest"
 )
 
 // oldSum is what requestHash hashed before canonicalSum: the canonical

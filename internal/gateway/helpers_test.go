@@ -3,7 +3,7 @@ package gateway
 import (
 	"testing"
 
-	"github.com/ctxcompact/orchestrator/internal/conversation/convtest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/convtest"
 )
 
 // bigConversation is convtest.Big, the real run laid end to end.

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/ctxcompact/orchestrator/internal/llm"
-	"github.com/ctxcompact/orchestrator/internal/llm/llmtest"
-	"github.com/ctxcompact/orchestrator/internal/memtest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/llmtest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/memtest"
 	"github.com/stretchr/testify/require"
 )
 

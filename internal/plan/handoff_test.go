@@ -9,8 +9,8 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
-	"github.com/ctxcompact/orchestrator/internal/memtest"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/testkit/memtest"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 

@@ -20,10 +20,10 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/blob/blobtest"
 	"github.com/ctxcompact/orchestrator/internal/ratelimit"
 	"github.com/ctxcompact/orchestrator/internal/store"
-	"github.com/ctxcompact/orchestrator/internal/store/storetest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/blobtest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/storetest"
 )
 
 func TestMain(m *testing.M) { blobtest.Main(m) }

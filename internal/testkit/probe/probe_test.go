@@ -17,7 +17,7 @@ import (
 // testdata/conversations/README.md).
 func realChat(t *testing.T) conversation.Conversation {
 	t.Helper()
-	data, err := os.ReadFile("../../testdata/conversations/django__django-11742.json")
+	data, err := os.ReadFile("../../../testdata/conversations/django__django-11742.json")
 	require.NoError(t, err)
 	c, err := conversation.ParseAny(data)
 	require.NoError(t, err)

@@ -8,8 +8,8 @@ package s3server
 import (
 	"fmt"
 
-	"github.com/ctxcompact/orchestrator/internal/blob/s3local"
-	"github.com/ctxcompact/orchestrator/internal/blob/versitygw"
+	"github.com/ctxcompact/orchestrator/internal/devkit/s3local"
+	"github.com/ctxcompact/orchestrator/internal/testkit/versitygw"
 )
 
 // Kinds of server Start accepts.

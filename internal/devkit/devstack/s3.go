@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/blob/s3server"
+	"github.com/ctxcompact/orchestrator/internal/devkit/s3server"
 )
 
 // s3local checks no signatures; these only have to be non-empty and stable.

@@ -20,7 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/blob/versitygw"
+	"github.com/ctxcompact/orchestrator/internal/testkit/versitygw"
 )
 
 // S3 credentials of the soak's versitygw.

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/blob/s3local"
+	"github.com/ctxcompact/orchestrator/internal/devkit/s3local"
 )
 
 func newStore(t *testing.T, srv *s3local.Server) *blob.Store {

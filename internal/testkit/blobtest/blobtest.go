@@ -32,7 +32,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/blob/s3server"
+	"github.com/ctxcompact/orchestrator/internal/devkit/s3server"
 )
 
 // Server names accepted in EnvServer and returned by ServerName.
