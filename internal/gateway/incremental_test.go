@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -147,4 +148,44 @@ func TestBaseOfAnotherTenantNamesNoRun(t *testing.T) {
 	require.NotContains(t, err.Error(), "run-a2", "another tenant's run is never named")
 	var held *BaseHeldError
 	require.NotErrorAs(t, err, &held)
+}
+
+// TestBaseMustBeTheLatestOutputByRunAndDigest: an incremental event's base
+// is checked against what the store recorded: an older output of the
+// session is refused naming the latest, the latest run with another
+// digest is refused naming base.sha256, and another session's output is
+// no base.
+func TestBaseMustBeTheLatestOutputByRunAndDigest(t *testing.T) {
+	t.Parallel()
+	g := testGateway(t, nil)
+	ctx := t.Context()
+	digest := func(i int) string { return fmt.Sprintf("%064x", i) }
+	for i, r := range []store.Run{
+		{ID: "run-1", Tenant: "acme", Session: "s1", EventID: "e1", Trigger: "threshold"},
+		{ID: "run-2", Tenant: "acme", Session: "s1", EventID: "e2", Trigger: "threshold"},
+		{ID: "run-9", Tenant: "acme", Session: "s9", EventID: "e1", Trigger: "threshold"},
+	} {
+		_, err := g.Store.SubmitRun(ctx, r, "body-"+r.ID, nil)
+		require.NoError(t, err)
+		_, err = g.Store.CommitRun(ctx, r.ID, store.RunResult{OutputKey: "k-" + r.ID, OutputSHA256: digest(i + 1)})
+		require.NoError(t, err)
+	}
+	delta := json.RawMessage(`[{"role":"user","content":"next"}]`)
+	for _, tc := range []struct {
+		name  string
+		base  Base
+		field string
+		says  string
+	}{
+		{"an older output", Base{RunID: "run-1", SHA256: digest(1)}, "base.run_id", "run-2"},
+		{"the latest run, another digest", Base{RunID: "run-2", SHA256: digest(1)}, "base.sha256", "run-2"},
+		{"another session's output", Base{RunID: "run-9", SHA256: digest(3)}, "base.run_id", "latest"},
+	} {
+		_, err := g.Submit(ctx, Event{Tenant: "acme", Session: "s1", EventID: "d-" + tc.name, Model: "gpt-4o", ContextLimit: 128000,
+			Base: &tc.base, Messages: delta})
+		var ie *InputError
+		require.ErrorAs(t, err, &ie, tc.name)
+		require.Equal(t, tc.field, ie.Field, tc.name)
+		require.Contains(t, err.Error(), tc.says, tc.name)
+	}
 }

@@ -70,3 +70,22 @@ func TestSessionLogIsRecordedWithTheCommit(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, log, 1, "another tenant's log stays")
 }
+
+// TestAFailedRunRecordsNoBlocks: a commit that comes after the run was
+// failed (a step retried past the reconciler) changes nothing, its log
+// blocks included.
+func TestAFailedRunRecordsNoBlocks(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	run := newRun(t, s, "acme", "late")
+	_, err := s.FailRun(ctx, run.ID, store.Failure{Message: "timed out"})
+	require.NoError(t, err)
+	c, err := s.CommitRun(ctx, run.ID, store.RunResult{OutputKey: "k", OutputSHA256: fmt.Sprintf("%064x", 5),
+		Log: []store.LogBlock{{SHA256: fmt.Sprintf("%064x", 6), Label: "1", Tokens: 10}}})
+	require.NoError(t, err)
+	require.False(t, c.Committed)
+	log, err := s.SessionLog(ctx, "acme", "late")
+	require.NoError(t, err)
+	require.Empty(t, log, "a failed run's late commit records no block")
+}

@@ -150,3 +150,19 @@ func TestReleaseOffloadsDeletesOnlyUnreferencedObjects(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, still["k/shared"])
 }
+
+// TestLiveOffloadsAreTheTenantsOwn: another tenant's session of the same
+// name, with the same key, is not live for this tenant; a key is never
+// taken on another tenant's word.
+func TestLiveOffloadsAreTheTenantsOwn(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	ctx := t.Context()
+	require.NoError(t, s.AddOffload(ctx, store.Offload{Tenant: "other", Session: "s9", Key: "k/theirs"}))
+	live, err := s.LiveOffloads(ctx, "acme", "s9", []string{"k/theirs"})
+	require.NoError(t, err)
+	require.Empty(t, live)
+	live, err = s.LiveOffloads(ctx, "other", "s9", []string{"k/theirs"})
+	require.NoError(t, err)
+	require.Equal(t, map[string]bool{"k/theirs": true}, live)
+}
