@@ -199,3 +199,36 @@ func TestHandoffSummary(t *testing.T) {
 		})
 	}
 }
+
+// TestJudgeReadsAPairOnce: a repair that gives back the summary it
+// repaired makes the next check read the same (source, summary) pair:
+// the judge's verdict of it is reused, never asked for twice.
+func TestJudgeReadsAPairOnce(t *testing.T) {
+	t.Parallel()
+	f := &fakes{}
+	first := sumKey("history/summarize")
+	f.drift = map[int]activities.DriftResult{0: {Score: 0.3, MissingCount: 2, MissingKey: "missing/0"}}
+	f.summarize = func(in activities.SummarizeInput) (activities.SummarizeResult, error) {
+		if in.Step == "history/repair/1" {
+			return activities.SummarizeResult{Key: first}, nil // nothing to add: the same summary back
+		}
+		return activities.SummarizeResult{Key: sumKey(in.Step)}, nil
+	}
+	_, err := runCompactionInput(t, f, contract.CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/archive/abc", InputSHA256: "abc", Judge: true})
+	require.NoError(t, err)
+	var judged []string
+	for step, in := range summarizeSteps(f) {
+		if in.Prompt == "judge" && in.ContextKey == first {
+			judged = append(judged, step)
+		}
+	}
+	require.Equal(t, []string{"history/judge/0"}, judged, "one judgement of the pair")
+	var checks []activities.DriftInput
+	for _, d := range inputsOf[activities.DriftInput](f) {
+		if d.SummaryKey == first {
+			checks = append(checks, d)
+		}
+	}
+	require.Len(t, checks, 2, "the pair is checked twice")
+	require.Equal(t, checks[0].JudgeKey, checks[1].JudgeKey, "with the one verdict")
+}

@@ -299,6 +299,11 @@ func TestMapReduceFallsBackWhenSummarizerFails(t *testing.T) {
 			}, fb[0])
 			merge := inputsOf[activities.MergeInput](f)[0]
 			require.Equal(t, []string{sumKey("large/0/summarize/0"), "fallback(large/0/summarize/1/fallback)", sumKey("large/0/summarize/2")}, merge.Keys)
+			// The run says it went through a fallback: its commit is
+			// degraded, with the reason.
+			commits := inputsOf[activities.CommitInput](f)
+			require.Len(t, commits, 1)
+			require.Contains(t, commits[0].Degraded, "the summarizer failed: the "+tt.mode+" fallback wrote a summary instead")
 		})
 	}
 }
