@@ -99,7 +99,12 @@ type Inspection struct {
 	Model        string          `json:"model,omitempty"`
 	ContextLimit int             `json:"context_limit,omitempty"`
 	Preset       string          `json:"preset,omitempty"`
-	Conversation json.RawMessage `json:"conversation"`
+	Conversation json.RawMessage `json:"conversation,omitempty"`
+	// Base and Messages measure the session's latest output with the
+	// messages appended since, as an incremental event carries them,
+	// instead of Conversation.
+	Base     *Base           `json:"base,omitempty"`
+	Messages json.RawMessage `json:"messages,omitempty"`
 }
 
 // InspectResult is the three-tier design's status report of the
@@ -108,6 +113,11 @@ type InspectResult struct {
 	Format   string        `json:"format"`
 	Messages int           `json:"messages"`
 	Report   InspectReport `json:"report"`
+	// Tokens is the conversation's size; TriggerReached says whether its
+	// usage reaches TriggerUsage, where the preset starts compacting.
+	Tokens         int     `json:"tokens"`
+	TriggerUsage   float64 `json:"trigger_usage"`
+	TriggerReached bool    `json:"trigger_reached"`
 }
 
 // InspectReport is an inspection's report: the level now, and what the

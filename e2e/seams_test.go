@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/testkit/sessionlife"
 )
 
@@ -206,4 +208,52 @@ func passNames(doc map[string]any) []string {
 		}
 	}
 	return out
+}
+
+// TestInspectBaseAndMessages: a platform asks "should I compact?" with the
+// session's latest output and the messages appended since, as it would
+// send the event, and gets the rebuilt conversation's tokens and whether
+// the preset's trigger is reached; nothing is stored. A wrong digest, or
+// a base beside a conversation, is refused naming the field.
+func TestInspectBaseAndMessages(t *testing.T) {
+	t.Parallel()
+	a := newAPIEnv(t, offline())
+	first, deltas := sessionSlices(t, 2)
+	one := a.postEvent("ask", map[string]any{"event_id": "ask-1", "preset": "adaptive", "model": "gpt-4o",
+		"context_limit": 20000, "wait_seconds": 120}, first)
+	base := map[string]any{"run_id": one["run_id"], "sha256": one["output_sha256"]}
+	runsBefore, err := a.store.ListRuns(t.Context(), store.RunFilter{Tenant: a.tenant, Session: "ask"})
+	require.NoError(t, err)
+
+	inspect := func(fields map[string]any) (int, map[string]any) {
+		body, err := json.Marshal(fields)
+		require.NoError(t, err)
+		resp, data := a.call("POST", "/v1/sessions/ask/inspect", a.key, body, nil)
+		var doc map[string]any
+		require.NoError(t, json.Unmarshal(data, &doc), string(data))
+		return resp.StatusCode, doc
+	}
+	status, small := inspect(map[string]any{"model": "gpt-4o", "context_limit": 20000, "base": base, "messages": deltas[0]})
+	require.Equal(t, http.StatusOK, status, small)
+	var both, more []json.RawMessage
+	require.NoError(t, json.Unmarshal(deltas[0], &both))
+	require.NoError(t, json.Unmarshal(deltas[1], &more))
+	both = append(both, more...)
+	status, big := inspect(map[string]any{"model": "gpt-4o", "context_limit": 20000, "base": base, "messages": both})
+	require.Equal(t, http.StatusOK, status, big)
+	require.Greater(t, big["tokens"].(float64), small["tokens"].(float64), "more appended, more tokens")
+	require.Equal(t, 0.5, small["trigger_usage"], "the adaptive preset starts summarizing at half the limit")
+	usage := big["report"].(map[string]any)["usage"].(float64)
+	require.Equal(t, usage >= 0.5, big["trigger_reached"], "usage %v", usage)
+
+	status, bad := inspect(map[string]any{"base": map[string]any{"run_id": one["run_id"], "sha256": strings.Repeat("0", 64)}, "messages": deltas[0]})
+	require.Equal(t, http.StatusBadRequest, status)
+	require.Equal(t, "base.sha256", bad["error"].(map[string]any)["field"])
+	status, bad = inspect(map[string]any{"base": base, "messages": deltas[0], "conversation": map[string]any{"messages": []any{}}})
+	require.Equal(t, http.StatusBadRequest, status)
+	require.Equal(t, "base", bad["error"].(map[string]any)["field"])
+
+	runsAfter, err := a.store.ListRuns(t.Context(), store.RunFilter{Tenant: a.tenant, Session: "ask"})
+	require.NoError(t, err)
+	require.Len(t, runsAfter, len(runsBefore), "an inspection runs and stores nothing")
 }

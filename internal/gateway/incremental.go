@@ -145,20 +145,55 @@ func (g *Gateway) baseOutput(ctx context.Context, ev Event) (store.Output, error
 	if holder != "" {
 		return store.Output{}, &BaseHeldError{Base: ev.Base.RunID, RunID: holder}
 	}
-	latest, err := g.Store.LatestOutput(ctx, ev.Tenant, ev.Session)
+	return g.latestIs(ctx, ev.Tenant, ev.Session, *ev.Base)
+}
+
+// latestIs returns tenant's session's latest output when base names it,
+// by run and by digest; else an error naming the field that differs.
+func (g *Gateway) latestIs(ctx context.Context, tenant, session string, base Base) (store.Output, error) {
+	latest, err := g.Store.LatestOutput(ctx, tenant, session)
 	if errors.Is(err, store.ErrNotFound) {
-		return store.Output{}, &InputError{Field: "base.run_id", Err: fmt.Errorf("session %s has no output to continue yet: send the whole conversation", ev.Session)}
+		return store.Output{}, &InputError{Field: "base.run_id", Err: fmt.Errorf("session %s has no output to continue yet: send the whole conversation", session)}
 	}
 	if err != nil {
 		return store.Output{}, fmt.Errorf("read the session's latest output: %w", err)
 	}
-	if ev.Base.RunID != latest.RunID {
-		return store.Output{}, &InputError{Field: "base.run_id", Err: fmt.Errorf("%s is not the session's latest output (that is run %s)", ev.Base.RunID, latest.RunID)}
+	if base.RunID != latest.RunID {
+		return store.Output{}, &InputError{Field: "base.run_id", Err: fmt.Errorf("%s is not the session's latest output (that is run %s)", base.RunID, latest.RunID)}
 	}
-	if ev.Base.SHA256 != latest.SHA256 {
+	if base.SHA256 != latest.SHA256 {
 		return store.Output{}, &InputError{Field: "base.sha256", Err: fmt.Errorf("does not match run %s's output", latest.RunID)}
 	}
 	return latest, nil
+}
+
+// Rebuild is the conversation an incremental event on base with messages
+// would compact (the session's latest output, which base must name, with
+// the messages appended), without claiming or storing anything: what an
+// inspection of "base + messages" measures. A base that a run in flight
+// already continues is still the latest output, and measured as such.
+func (g *Gateway) Rebuild(ctx context.Context, tenant, session string, base Base, messages json.RawMessage) ([]byte, error) {
+	if err := checkBase(base, messages); err != nil {
+		return nil, err
+	}
+	var gone *store.SessionGoneError
+	switch err := g.Store.CheckSessionGone(ctx, tenant, session); {
+	case errors.As(err, &gone) && gone.Erasure.FinishedAt.IsZero():
+		return nil, ErrSessionErasing
+	case errors.As(err, &gone):
+		return nil, &InputError{Field: "base.run_id", Err: fmt.Errorf("session %s was erased (erasure %s): send the whole conversation", session, gone.Erasure.ID)}
+	case err != nil:
+		return nil, err
+	}
+	out, err := g.latestIs(ctx, tenant, session, base)
+	if err != nil {
+		return nil, err
+	}
+	data, err := g.Blob.GetVerified(ctx, out.Key, out.SHA256)
+	if err != nil {
+		return nil, fmt.Errorf("read the base output: %w", err)
+	}
+	return appendMessages(data, messages)
 }
 
 // appendMessages appends the JSON array messages to the message list of

@@ -14,12 +14,15 @@ import (
 )
 
 // inspectRequest is the body of POST /v1/sessions/{session}/inspect: a
-// conversation to measure, as an event would carry it.
+// conversation to measure, as an event would carry it: whole, or as base
+// and messages (the session's latest output and what was appended since).
 type inspectRequest struct {
-	Model        string          `json:"model"`
-	ContextLimit int             `json:"context_limit"`
-	Preset       string          `json:"preset"`
-	Conversation json.RawMessage `json:"conversation"`
+	Model        string            `json:"model"`
+	ContextLimit int               `json:"context_limit"`
+	Preset       string            `json:"preset"`
+	Conversation json.RawMessage   `json:"conversation"`
+	Base         *gateway.Base     `json:"base,omitempty"`
+	Messages     []json.RawMessage `json:"messages,omitempty"`
 }
 
 // inspectResponse is the three-tier design's status report of the conversation sent:
@@ -29,6 +32,13 @@ type inspectResponse struct {
 	Format   string      `json:"format"`
 	Messages int         `json:"messages"`
 	Report   plan.Report `json:"report"`
+	// Tokens is the conversation's size (the report's size_before), and
+	// TriggerReached whether its usage reaches TriggerUsage, where the
+	// preset's first compaction pass starts: "should I send an event?"
+	// without a tokenizer of one's own.
+	Tokens         int     `json:"tokens"`
+	TriggerUsage   float64 `json:"trigger_usage"`
+	TriggerReached bool    `json:"trigger_reached"`
 }
 
 // postInspect measures the caller's current conversation without running
@@ -39,8 +49,12 @@ func (a *api) postInspect(w http.ResponseWriter, r *http.Request, tenant string)
 	if err := decode(r, &req); err != nil {
 		return err
 	}
-	if len(req.Conversation) == 0 || string(req.Conversation) == "null" {
-		return badRequest("conversation", "conversation: required")
+	whole := len(req.Conversation) > 0 && string(req.Conversation) != "null"
+	switch {
+	case req.Base != nil && whole:
+		return badRequest("base", "base: an inspection carries base and messages, or a conversation, not both")
+	case req.Base == nil && !whole:
+		return badRequest("conversation", "conversation: required (or base and messages)")
 	}
 	if req.ContextLimit < 0 {
 		return badRequest("context_limit", "context_limit: must not be negative")
@@ -68,6 +82,13 @@ func (a *api) postInspect(w http.ResponseWriter, r *http.Request, tenant string)
 		return &apiError{Status: http.StatusTooManyRequests, Code: CodeRateLimited, RetryAfter: 1,
 			Message: fmt.Sprintf("more than %d inspections in flight on this server", cap(a.inspecting))}
 	}
+	if req.Base != nil {
+		rebuilt, err := a.deps.Gateway.Rebuild(r.Context(), tenant, r.PathValue("session"), *req.Base, messagesArg(req.Messages))
+		if err != nil {
+			return err
+		}
+		req.Conversation = rebuilt
+	}
 	conv, err := conversation.ParseAny(req.Conversation)
 	if err != nil {
 		out := badRequest("conversation", "conversation: %v", err)
@@ -92,6 +113,38 @@ func (a *api) postInspect(w http.ResponseWriter, r *http.Request, tenant string)
 	if err != nil {
 		return badRequest("context_limit", "%v", err)
 	}
-	writeJSON(w, http.StatusOK, inspectResponse{Format: string(conv.Format), Messages: len(conv.Messages), Report: rep})
+	trigger := triggerUsage(p)
+	writeJSON(w, http.StatusOK, inspectResponse{Format: string(conv.Format), Messages: len(conv.Messages), Report: rep,
+		Tokens: rep.SizeBefore, TriggerUsage: trigger, TriggerReached: rep.Usage >= trigger})
 	return nil
+}
+
+// triggerUsage is where preset p's first compaction pass starts, as a
+// share of the limit: the lowest trigger of its enabled passes (a pass
+// without one runs from the start, the watermark and offloads among
+// them, and does not count: they cost the cache nothing), else the
+// history pass's, else the budget ladder's target.
+func triggerUsage(p policy.Preset) float64 {
+	t := 0.0
+	lower := func(v float64) {
+		if v > 0 && (t == 0 || v < t) {
+			t = v
+		}
+	}
+	if p.History.Enabled {
+		lower(p.History.TriggerUsage)
+	}
+	if p.GlobalResults.Enabled {
+		lower(p.GlobalResults.TriggerUsage)
+	}
+	if p.Truncate.Enabled {
+		lower(p.Truncate.TriggerUsage)
+	}
+	if p.Offload.Enabled {
+		lower(p.Offload.TriggerUsage)
+	}
+	if t == 0 && p.Budget.Enabled {
+		t = p.Budget.TargetUsage
+	}
+	return t
 }

@@ -150,12 +150,18 @@ class Client:
         return EventAnswer(status, result=doc)
 
     # op: POST /v1/sessions/{session}/inspect
-    def inspect(self, session: str, conversation: Any, *, model: Optional[str] = None,
-                context_limit: Optional[int] = None, preset: Optional[str] = None) -> InspectResult:
+    def inspect(self, session: str, conversation: Any = None, *, model: Optional[str] = None,
+                context_limit: Optional[int] = None, preset: Optional[str] = None,
+                base: Optional[Mapping[str, str]] = None, messages: Optional[List[Any]] = None) -> InspectResult:
         """POST /v1/sessions/{session}/inspect: the status report of the
         conversation sent, and what the preset's deterministic passes and the
-        budget ladder would reach; nothing is run or stored."""
-        fields = {k: v for k, v in (("model", model), ("context_limit", context_limit), ("preset", preset))
+        budget ladder would reach; nothing is run or stored. Instead of the
+        whole conversation, base ({"run_id", "sha256"} of the session's latest
+        output) and messages (appended since) measure the conversation an
+        incremental event would make; the answer's tokens and
+        trigger_reached say whether to send one."""
+        fields = {k: v for k, v in (("model", model), ("context_limit", context_limit), ("preset", preset),
+                                    ("base", base), ("messages", messages))
                   if v is not None}
         _, data, _ = self._request("POST", "/v1/sessions/%s/inspect" % _seg(session),
                                    body=_with_conversation(fields, conversation))

@@ -466,6 +466,9 @@ class InspectResult(TypedDict, total=False):
     format: str
     messages: int
     report: InspectReport
+    tokens: int
+    trigger_usage: float
+    trigger_reached: bool
 
 
 class CompressResult(TypedDict, total=False):

@@ -498,7 +498,10 @@ export interface InspectRequest {
   model?: string;
   context_limit?: number;
   preset?: Preset;
-  conversation: Conversation | RawJSON;
+  /** The whole conversation; or base and messages, as an incremental event carries them. */
+  conversation?: Conversation | RawJSON;
+  base?: Base;
+  messages?: unknown[];
 }
 
 /** The level now, and what the deterministic passes and the budget ladder would reach. */
@@ -526,6 +529,10 @@ export interface InspectResult {
   format?: string;
   messages?: number;
   report?: InspectReport;
+  /** The conversation's size; trigger_reached: its usage reaches trigger_usage, where the preset starts compacting. */
+  tokens?: number;
+  trigger_usage?: number;
+  trigger_reached?: boolean;
 }
 
 /** The body of POST /v1/sessions/{session}/compact: an event of kind manual. */
