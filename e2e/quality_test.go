@@ -70,7 +70,7 @@ func TestLazyModelNeverReachesTheAgent(t *testing.T) {
 // TestProbesOnRealData is the quality bench's acceptance on a real run
 // no other test compacts: under every preset, in every format, with the
 // context limit at two thirds of the conversation, and the offline
-// summarizer, what the agent needs survives (internal/probe): the task
+// summarizer, what the agent needs survives (internal/testkit/probe): the task
 // statement verbatim, the artifact trail ≥ 0.95, the last five error
 // lines and commands ≥ 0.9, and nothing lost without a pointer; the
 // pairing is intact; a run that ends RED or above says why; and a

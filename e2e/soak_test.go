@@ -14,7 +14,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/testkit/storetest"
 )
 
-// TestChaosSoakShort is the CI version of `make soak` (internal/soak):
+// TestChaosSoakShort is the CI version of `make soak` (internal/testkit/soak):
 // the production topology as separate processes (the Temporal server,
 // versitygw, two workers, two API replicas, a fresh database), Toxiproxy
 // on every link, 90 events from three tenants posted over HTTP while

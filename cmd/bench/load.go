@@ -42,7 +42,7 @@ const (
 )
 
 var stackCats = []struct{ cat, marker string }{
-	{catFakeLLM, "/internal/llm/llmtest."},
+	{catFakeLLM, "/internal/testkit/llmtest."},
 	{catHarness, "main.renderChat"},
 	{catHarness, "main.withTail"},
 	{catS3Local, "gofakes3"},
@@ -138,7 +138,7 @@ func heapOwner(stack []string) string {
 			strings.Contains(f, "/activities.keepIDs"), strings.Contains(f, "/activities.prefetchIdentifiers"),
 			strings.Contains(f, "/activities.(*Activities).identifiers"), strings.HasPrefix(f, "github.com/hashicorp/golang-lru/"):
 			return ownerCaches
-		case strings.Contains(f, "/internal/llm/llmtest."), strings.HasPrefix(f, "main.renderChat"),
+		case strings.Contains(f, "/internal/testkit/llmtest."), strings.HasPrefix(f, "main.renderChat"),
 			strings.HasPrefix(f, "main.withTail"), strings.HasPrefix(f, "main.liveHeap"),
 			strings.HasPrefix(f, "main.countFrontend"), strings.HasPrefix(f, "main.(*pgProxy)"),
 			strings.HasPrefix(f, "main.(*callLog)"), strings.HasPrefix(f, "main.(*tally)"),

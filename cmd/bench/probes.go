@@ -55,7 +55,7 @@ type probeRun struct {
 }
 
 // benchProbes compacts each conversation with each preset in each format
-// and measures what the agent gets back (internal/probe).
+// and measures what the agent gets back (internal/testkit/probe).
 func benchProbes(ctx context.Context, st *stack, o options, rep *report) error {
 	sc, err := st.newOfflineScenario("probes")
 	if err != nil {
@@ -135,7 +135,7 @@ func benchProbes(ctx context.Context, st *stack, o options, rep *report) error {
 	}
 	rep.note("8. Agent probes: each preset on %s, each sent as OpenAI chat, Anthropic Messages (a Claude agent: o200k with "+
 		"the model family's margin) and a ReAct trajectory (the ReAct two-layer design's format), with a context limit of %d tokens (%d characters for "+
-		"react-two-layer). Probes come from the original (internal/probe): the task statement (the first user message; a "+
+		"react-two-layer). Probes come from the original (internal/testkit/probe): the task statement (the first user message; a "+
 		"ReAct trajectory keeps it in its metadata, outside the turns), the artifact trail (every path in the agent's tool "+
 		"calls), the last %d error lines of its tool results, its last %d commands, its last stated plan and the current turn. "+
 		"kept = in the output (white space aside); recovered = in what recover_context answers for an id the output names "+

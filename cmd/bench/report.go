@@ -77,7 +77,7 @@ func (r *report) markdown() string {
 		sb.WriteString(", here with `-quick`")
 	}
 	sb.WriteString("). The whole stack runs in one process tree: the in-process Temporal server, ")
-	sb.WriteString("Postgres, an S3 server and the OpenAI-compatible test server (`internal/llm/llmtest`). ")
+	sb.WriteString("Postgres, an S3 server and the OpenAI-compatible test server (`internal/testkit/llmtest`). ")
 	sb.WriteString("Every ratio compares two figures measured in the same run; absolute times hold for the machine below only.\n\n")
 	sb.WriteString("## Machine\n\n")
 	for _, m := range r.machine {

@@ -83,11 +83,11 @@ func benchSessionLife(ctx context.Context, st *stack, o options, rep *report) er
 		rep.add(lifeRow(ctx, st, p, mine))
 	}
 	rep.note("10. Session life: real SWE-agent trajectories (%s as OpenAI chat, %s as Anthropic Messages from a Claude agent, %s as a "+
-		"ReAct trajectory for react-two-layer) replayed turn by turn (internal/sessionlife) at a %d-token limit (%d characters for "+
+		"ReAct trajectory for react-two-layer) replayed turn by turn (internal/testkit/sessionlife) at a %d-token limit (%d characters for "+
 		"react-two-layer): an event each time the conversation reaches %.0f%% by the platform's estimate (o200k), sent as an incremental "+
 		"event (base: the latest output's run and SHA-256; messages: the turns since), and the next turns continue from the output; "+
 		"turns are replayed again with fresh call ids when a trajectory runs out, and a turn larger than the whole limit is left out. "+
-		"%d events per session. Probes of the final conversation against every turn the agent saw (internal/probe; kept + recovered "+
+		"%d events per session. Probes of the final conversation against every turn the agent saw (internal/testkit/probe; kept + recovered "+
 		"through the ids it names); prefix = the run's cache figures (the output's tokens that are an unchanged prefix of the request) "+
 		"over compactions that did not reflect; log blocks verbatim = the share of compactions without a reflection whose output holds "+
 		"every earlier block byte for byte and in order; upload ÷ new = the incremental events' message bytes over the bytes appended; "+

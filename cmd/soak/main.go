@@ -4,7 +4,7 @@
 // replicas, over a fresh database on the Postgres cluster of -postgres),
 // with Toxiproxy on every link of the workers and the APIs, posts events
 // from several tenants over HTTP while killing components and degrading
-// links, and checks the end state (see internal/soak). It prints a table,
+// links, and checks the end state (see internal/testkit/soak). It prints a table,
 // appends it to BENCHMARKS.md with -benchmarks, and exits 1 when a check
 // failed.
 package main
