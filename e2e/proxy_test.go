@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -124,16 +125,8 @@ func TestProxyCompactsARecordedAgentSession(t *testing.T) {
 		sent, head := up.bodies[len(up.bodies)-1], up.heads[len(up.heads)-1]
 		up.mu.Unlock()
 		bill.add(prev, sent, body)
-		// The agent's key goes upstream, the compactor's never.
-		require.Equal(t, "Bearer sk-agent-own-key", head.Get("Authorization"))
-		require.Empty(t, head.Get(proxy.HeaderKey))
-		// Every request parses, its tool calls and results pair, it is
-		// under the limit, and the task is there verbatim.
-		conv, err := conversation.Parse(sent, conversation.FormatOpenAI)
-		require.NoError(t, err, "turn %d", i)
-		require.NoError(t, conversation.CheckPairing(conv), "turn %d", i)
-		require.LessOrEqual(t, tokens.Conversation(counter, conv), limit, "turn %d: %s", i, state)
-		require.True(t, hasUserText(conv, taskText.Content), "turn %d: the task verbatim", i)
+		requireUpstreamRequest(t, fmt.Sprintf("turn %d (%s)", i, state), sent, head, conversation.FormatOpenAI, counter, limit,
+			taskText.Content, "sk-agent-own-key")
 		if strings.HasPrefix(state, "spliced") {
 			spliced++
 			// Between two compactions, each request starts with the
@@ -168,14 +161,37 @@ func TestProxyCompactsARecordedAgentSession(t *testing.T) {
 		turns, spliced, len(runs), median(prefixShares), bill.proxied, bill.whole, bill.proxied/bill.whole)
 }
 
-// hasUserText reports whether a user message of c says text, whole.
+// requireUpstreamRequest checks one request the provider got through the
+// proxy: the agent's own key went (in x-api-key or as a bearer token,
+// whichever its client uses) and no X-Compactor-* header did; it parses,
+// its tool calls and results pair, it is under the limit (tool
+// definitions counted), and the task is in it verbatim.
+func requireUpstreamRequest(t *testing.T, what string, body []byte, h http.Header, format conversation.Format,
+	counter tokens.Counter, limit int, task, agentKey string) {
+	t.Helper()
+	require.True(t, h.Get("X-Api-Key") == agentKey || h.Get("Authorization") == "Bearer "+agentKey, "%s: %v", what, h)
+	for k := range h {
+		require.False(t, strings.HasPrefix(http.CanonicalHeaderKey(k), "X-Compactor-"), "%s: %s forwarded", what, k)
+	}
+	conv, err := conversation.Parse(body, format)
+	require.NoError(t, err, what)
+	require.NoError(t, conversation.CheckPairing(conv), what)
+	var v struct {
+		Tools json.RawMessage `json:"tools"`
+	}
+	require.NoError(t, json.Unmarshal(body, &v), what)
+	require.LessOrEqual(t, tokens.Conversation(counter, conv)+counter.Count(string(v.Tools)), limit, what)
+	require.True(t, hasUserText(conv, task), "%s: the task verbatim", what)
+}
+
+// hasUserText reports whether a user message of c holds text verbatim.
 func hasUserText(c conversation.Conversation, text string) bool {
 	for _, m := range c.Messages {
 		if m.Role != conversation.RoleUser {
 			continue
 		}
 		for _, b := range m.Blocks {
-			if b.Kind == conversation.KindText && b.Text == text {
+			if b.Kind == conversation.KindText && strings.Contains(b.Text, text) {
 				return true
 			}
 		}
@@ -203,12 +219,7 @@ func sharedPrefix(a, b []byte) float64 {
 }
 
 func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
+	s := slices.Sorted(slices.Values(xs))
 	return s[len(s)/2]
 }
 
