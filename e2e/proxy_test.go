@@ -246,3 +246,66 @@ func price(prev, cur []byte) float64 {
 	}
 	return 0.1*float64(n) + 1.25*float64(len(cur)-n)
 }
+
+// TestProxyRestartSplicesWhereTheSessionWas: an API process that did not
+// see a session's compaction (a restarted one, or another behind the same
+// balancer) splices the session's latest output in from its first
+// request, read from the store on the whole stack.
+func TestProxyRestartSplicesWhereTheSessionWas(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, offline())
+	up := &chatUpstream{}
+	upstream := httptest.NewServer(up)
+	t.Cleanup(upstream.Close)
+	process := func() string {
+		srv := httptest.NewServer(httpapi.New(httpapi.Deps{
+			Gateway: e.gw, Audit: &audit.Service{Store: e.store, Blob: e.blob}, Store: e.store, Blob: e.blob,
+			MaxRequestBytes: httpMaxBytes, Logger: slog.New(slog.DiscardHandler),
+			Proxy: proxy.Config{OpenAIURL: upstream.URL + "/v1", WaitFor: 2 * time.Minute, Target: proxy.DefaultTarget},
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	first, second := process(), process()
+	key := "key-" + e.tenant + "-0123456789abcdef"
+	require.NoError(t, e.store.AddAPIKey(context.Background(), e.tenant, key))
+	var rec struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(readData(t, "swe-agent-deepseek/django__django-11742.json"), &rec))
+	turn := func(url string, i int) string {
+		body, err := json.Marshal(map[string]any{"model": "gpt-4o", "messages": rec.Messages[:i]})
+		require.NoError(t, err)
+		up.mu.Lock()
+		up.next = rec.Messages[i]
+		up.mu.Unlock()
+		req, err := http.NewRequest(http.MethodPost, url+"/proxy/openai/v1/chat/completions", bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer sk-agent-own-key")
+		req.Header.Set(proxy.HeaderKey, key)
+		req.Header.Set(proxy.HeaderSession, "moved")
+		req.Header.Set(proxy.HeaderContextLimit, "16000")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		return resp.Header.Get(proxy.HeaderState)
+	}
+	// The first process, turn by turn, until its requests go spliced.
+	i, state := 2, ""
+	for ; i < len(rec.Messages)-1 && !strings.HasPrefix(state, "spliced"); i++ {
+		state = turn(first, i)
+	}
+	require.True(t, strings.HasPrefix(state, "spliced"), "the session compacted in the first process")
+	// The next turn, on the second process: spliced on the session's
+	// latest output (that one, or a later compaction the first process
+	// started meanwhile), a run of this session.
+	next := turn(second, i)
+	require.True(t, strings.HasPrefix(next, "spliced; run="), "second process: %s (first: %s)", next, state)
+	r, err := e.store.GetRun(context.Background(), runOf(next))
+	require.NoError(t, err)
+	require.Equal(t, e.tenant, r.Tenant)
+	require.Equal(t, "moved", r.Session)
+	require.Equal(t, "proxy", r.Trigger)
+}

@@ -214,7 +214,8 @@ func New(deps Deps) http.Handler {
 			Outputs: func(ctx context.Context, tenant, runID string) ([]byte, error) {
 				d, err := a.runs.Download(ctx, tenant, runID, runread.Output)
 				return d.Data, err
-			}})
+			},
+			Latest: a.latestOutput})
 		if err != nil {
 			panic(fmt.Sprintf("httpapi: proxy: %v", err)) // config.Load checks the URLs first
 		}
@@ -511,6 +512,23 @@ func (a *api) tenantOfKey(r *http.Request, key string) (tenant string, found boo
 	}
 	a.authFailures.Succeeded(key)
 	return k.Tenant, true, nil
+}
+
+// latestOutput is tenant's session's latest output for the proxy: its
+// run, the run's event id and the output's digest; "" when there is none.
+func (a *api) latestOutput(ctx context.Context, tenant, session string) (runID, eventID, sha string, err error) {
+	o, err := a.deps.Store.LatestOutput(ctx, tenant, session)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", "", "", nil
+	}
+	if err != nil {
+		return "", "", "", err
+	}
+	r, err := a.deps.Store.GetRun(ctx, o.RunID)
+	if err != nil {
+		return "", "", "", err
+	}
+	return o.RunID, r.EventID, o.SHA256, nil
 }
 
 // proxyTenant is tenantOfKey for the proxy's X-Compactor-Key.

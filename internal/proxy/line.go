@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -74,12 +75,17 @@ type line struct {
 	mu sync.Mutex
 	// The committed splice: run baseRun's output (its system and
 	// messages) replaces the host's first covered messages, whose digest
-	// is prefix.
+	// starts with prefix (prefixID, as the run's event id says it).
 	baseRun, baseSHA string
 	outSystem        json.RawMessage
 	outMsgs          []json.RawMessage
 	covered          int
-	prefix           [32]byte
+	prefix           string
+	// restored says the line has looked up what the store recorded of
+	// the session (its latest output, if a proxy run made it), once per
+	// process: a restarted API process, or another one behind the same
+	// balancer, splices where the session was.
+	restored bool
 	// The compaction in flight: done closes when it ends.
 	running bool
 	runID   string
@@ -107,6 +113,9 @@ type turn struct {
 func (l *line) serve(ctx context.Context, p *Proxy, t turn) ([]byte, string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if !l.restored {
+		l.restoreLocked(ctx, p, t.proto)
+	}
 	up, spliced := l.spliceLocked(t)
 	n, err := p.count(t, up)
 	if err != nil {
@@ -159,7 +168,7 @@ func (l *line) serve(ctx context.Context, p *Proxy, t turn) ([]byte, string) {
 // replaced; else t's own body (a new line of the session: a rewind, the
 // host's own compaction, a side call).
 func (l *line) spliceLocked(t turn) ([]byte, bool) {
-	if l.baseRun == "" || l.covered == 0 || len(t.req.msgs) < l.covered || t.req.prefix[l.covered-1] != l.prefix {
+	if l.baseRun == "" || l.covered == 0 || len(t.req.msgs) < l.covered || prefixID(t.req.prefix[l.covered-1]) != l.prefix {
 		return t.body, false
 	}
 	msgs := make([]json.RawMessage, 0, len(l.outMsgs)+len(t.req.msgs)-l.covered)
@@ -218,7 +227,7 @@ func (p *Proxy) counter(model string) (tokens.Counter, error) {
 // upload is then what the host appended), else the whole conversation.
 func (l *line) startLocked(p *Proxy, t turn, up []byte, spliced bool) {
 	covered := len(t.req.msgs)
-	prefix := t.req.prefix[covered-1]
+	prefix := prefixID(t.req.prefix[covered-1])
 	// The run sizes the conversation; the tool definitions go with every
 	// request beside it, so the conversation has the rest of the window.
 	room := t.limit - p.toolTokens(t)
@@ -229,7 +238,7 @@ func (l *line) startLocked(p *Proxy, t turn, up []byte, spliced bool) {
 	}
 	ev := gateway.Event{Tenant: t.tenant, Session: t.session, Kind: gateway.KindProxy, Model: t.req.model,
 		ContextLimit: room, Preset: t.preset,
-		EventID: fmt.Sprintf("proxy-%d-%s", covered, hex.EncodeToString(prefix[:8]))}
+		EventID: proxyEventID(covered, prefix)}
 	if !t.presetNamed && p.cfg.Target > 0 {
 		// Deeper than the trigger, so that a compaction frees enough to
 		// be worth the prompt cache it rewrites (docs/proxy.md).
@@ -257,7 +266,7 @@ func (l *line) startLocked(p *Proxy, t turn, up []byte, spliced bool) {
 
 // compact runs one compaction of the line to its end and splices its
 // output in.
-func (l *line) compact(p *Proxy, proto protocol, ev gateway.Event, whole []byte, covered int, prefix [32]byte) {
+func (l *line) compact(p *Proxy, proto protocol, ev gateway.Event, whole []byte, covered int, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), runDeadline)
 	defer cancel()
 	runID, err := l.submit(ctx, p, ev, whole)
@@ -307,7 +316,7 @@ func (l *line) submit(ctx context.Context, p *Proxy, ev gateway.Event, whole []b
 }
 
 // await waits for run runID and splices its output in.
-func (l *line) await(ctx context.Context, p *Proxy, proto protocol, runID string, covered int, prefix [32]byte) error {
+func (l *line) await(ctx context.Context, p *Proxy, proto protocol, runID string, covered int, prefix string) error {
 	out, err := p.deps.Compactor.Wait(ctx, runID)
 	if err != nil {
 		return fmt.Errorf("wait for run %s: %w", runID, err)
@@ -327,4 +336,70 @@ func (l *line) await(ctx context.Context, p *Proxy, proto protocol, runID string
 	defer l.mu.Unlock()
 	l.baseRun, l.baseSHA, l.outSystem, l.outMsgs, l.covered, l.prefix = runID, out.OutputSHA256, system, msgs, covered, prefix
 	return nil
+}
+
+// prefixID names the digest of the host's messages a compaction covers in
+// its event id: its first 8 bytes in hex, within one session's line.
+func prefixID(d [32]byte) string { return hex.EncodeToString(d[:8]) }
+
+// proxyEventID is the event id of a compaction of the host's first
+// covered messages, whose digest's id is prefix: the same conversation
+// gives the same event (a retried start joins its run), and the line is
+// rebuilt from it after a restart (parseProxyEventID).
+func proxyEventID(covered int, prefix string) string {
+	return fmt.Sprintf("proxy-%d-%s", covered, prefix)
+}
+
+// parseProxyEventID reads proxyEventID's figures back ("-whole", the
+// resend of an incremental event as a whole conversation, included).
+func parseProxyEventID(id string) (covered int, prefix string, ok bool) {
+	id = strings.TrimSuffix(id, "-whole")
+	rest, found := strings.CutPrefix(id, "proxy-")
+	if !found {
+		return 0, "", false
+	}
+	n, hexID, found := strings.Cut(rest, "-")
+	if !found || len(hexID) != 16 {
+		return 0, "", false
+	}
+	if _, err := hex.DecodeString(hexID); err != nil {
+		return 0, "", false
+	}
+	covered, err := strconv.Atoi(n)
+	if err != nil || covered < 1 {
+		return 0, "", false
+	}
+	return covered, hexID, true
+}
+
+// restoreLocked rebuilds the line from what the store recorded: the
+// session's latest output, when a proxy run made it (its event id says
+// how many of the host's messages it covers). A store that cannot be
+// read leaves the line as it is, to be tried again by the next request.
+func (l *line) restoreLocked(ctx context.Context, p *Proxy, proto protocol) {
+	if p.deps.Latest == nil {
+		l.restored = true
+		return
+	}
+	runID, eventID, sha, err := p.deps.Latest(ctx, l.tenant, l.session)
+	if err != nil {
+		p.log.Warn("proxy: the session's latest output could not be read; trying again on its next request",
+			"tenant", l.tenant, "session", l.session, "error", err)
+		return
+	}
+	l.restored = true
+	covered, prefix, ok := parseProxyEventID(eventID)
+	if runID == "" || !ok || runID == l.baseRun {
+		return
+	}
+	doc, err := p.deps.Outputs(ctx, l.tenant, runID)
+	if err != nil {
+		l.restored = false
+		return
+	}
+	system, msgs, err := proto.output(doc)
+	if err != nil {
+		return
+	}
+	l.baseRun, l.baseSHA, l.outSystem, l.outMsgs, l.covered, l.prefix = runID, sha, system, msgs, covered, prefix
 }

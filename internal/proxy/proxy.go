@@ -112,6 +112,11 @@ type Compactor interface {
 // recorded for the tenant (runread.Reader through an adapter).
 type Outputs func(ctx context.Context, tenant, runID string) ([]byte, error)
 
+// Latest is tenant's session's latest output as the store recorded it:
+// its run, that run's event id and the output's SHA-256 (all "" when the
+// session has none yet).
+type Latest func(ctx context.Context, tenant, session string) (runID, eventID, sha256 string, err error)
+
 // Authenticator names the tenant of a compactor key. An *AuthError
 // refuses the request (an unknown key, too many failed attempts); any
 // other error means the keys cannot be read now (Postgres is out), and
@@ -133,6 +138,10 @@ type Deps struct {
 	Compactor    Compactor
 	Outputs      Outputs
 	Authenticate Authenticator
+	// Latest, when set, lets a line the process does not know yet start
+	// from the session's latest output (after a restart, or on another
+	// API process).
+	Latest Latest
 	// Transport reaches the upstreams (http.DefaultTransport when nil).
 	Transport http.RoundTripper
 	// Logger never receives a request's body or headers.

@@ -618,3 +618,66 @@ func TestCompactionsAimBelowTheTriggerUnlessThePresetIsNamed(t *testing.T) {
 	require.Equal(t, "offload-compact", ev.Preset)
 	require.Empty(t, ev.Overrides, "a preset the host names keeps its own numbers")
 }
+
+func TestProxyEventIDsReadBack(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		id      string
+		covered int
+		prefix  string
+		ok      bool
+	}{
+		{proxyEventID(12, "00ff00ff00ff00ff"), 12, "00ff00ff00ff00ff", true},
+		{proxyEventID(12, "00ff00ff00ff00ff") + "-whole", 12, "00ff00ff00ff00ff", true},
+		{"proxy-0-00ff00ff00ff00ff", 0, "", false},
+		{"proxy-x-00ff00ff00ff00ff", 0, "", false},
+		{"proxy-3-00ff", 0, "", false},
+		{"proxy-3-zzzzzzzzzzzzzzzz", 0, "", false},
+		{"ev-1", 0, "", false},
+		{"", 0, "", false},
+	} {
+		covered, prefix, ok := parseProxyEventID(tc.id)
+		require.Equal(t, tc.ok, ok, tc.id)
+		require.Equal(t, tc.covered, covered, tc.id)
+		require.Equal(t, tc.prefix, prefix, tc.id)
+	}
+}
+
+// TestANewProcessSplicesWhereTheSessionWas: a proxy that did not see the
+// session's compaction (restarted, or another API process) starts from
+// the session's latest output as the store recorded it.
+func TestANewProcessSplicesWhereTheSessionWas(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, nil)
+	h := map[string]string{HeaderContextLimit: "900", HeaderSession: "moved"}
+	tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(10, false), h)
+	tp.settle(t, 1)
+	require.Eventually(t, func() bool {
+		return strings.HasPrefix(tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(11, false), h).Header.Get(HeaderState), "spliced")
+	}, 5*time.Second, 10*time.Millisecond)
+	ev := tp.compactor.submitted()[0]
+
+	// The second process: the same store and runs, no line of its own.
+	var asked []string
+	p, err := New(Config{AnthropicURL: tp.anthropic.srv.URL}, Deps{Compactor: tp.compactor, Outputs: tp.compactor.output,
+		Authenticate: func(*http.Request, string) (string, error) { return "acme", nil },
+		Latest: func(_ context.Context, tenant, session string) (string, string, string, error) {
+			asked = append(asked, tenant+"/"+session)
+			out, err := tp.compactor.Wait(context.Background(), "run-1")
+			return "run-1", ev.EventID, out.OutputSHA256, err
+		}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	second := *tp
+	second.url = srv.URL
+	resp := second.post(t, "/proxy/anthropic/v1/messages", anthropicBody(12, false), h)
+	require.True(t, strings.HasPrefix(resp.Header.Get(HeaderState), "spliced; run=run-1"), resp.Header.Get(HeaderState))
+	require.Len(t, messagesOf(t, tp.anthropic.last().Body), 3+2)
+	second.post(t, "/proxy/anthropic/v1/messages", anthropicBody(13, false), h)
+	require.Equal(t, []string{"acme/moved"}, asked, "the store is asked once per line")
+
+	// A rewound conversation there goes whole, as in the first process.
+	rewound := strings.Replace(anthropicBody(6, false), "Turn 0:", "Turn zero:", 1)
+	require.Equal(t, "forwarded", second.post(t, "/proxy/anthropic/v1/messages", rewound, h).Header.Get(HeaderState))
+}
