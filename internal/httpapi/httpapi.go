@@ -215,7 +215,7 @@ func New(deps Deps) http.Handler {
 				d, err := a.runs.Download(ctx, tenant, runID, runread.Output)
 				return d.Data, err
 			},
-			Latest: a.latestOutput})
+			Latest: a.latestOutput, Metrics: deps.Metrics})
 		if err != nil {
 			panic(fmt.Sprintf("httpapi: proxy: %v", err)) // config.Load checks the URLs first
 		}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,6 +44,7 @@ type Metrics struct {
 	offloadBytes  prometheus.Counter
 	httpRequests  *prometheus.CounterVec
 	httpDurations *prometheus.HistogramVec
+	proxyRequests *prometheus.CounterVec
 	cacheTokens   *prometheus.CounterVec
 	netSaving     *prometheus.CounterVec
 	reflections   *prometheus.CounterVec
@@ -99,6 +101,9 @@ func New() *Metrics {
 		Help: "HTTP API requests, by route pattern and status."}, []string{"route", "status"})
 	m.httpDurations = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "compactor_http_request_duration_seconds",
 		Help: "HTTP API request durations, by route pattern.", Buckets: prometheus.DefBuckets}, []string{"route"})
+	m.proxyRequests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "compactor_proxy_requests_total",
+		Help: "Requests through the provider-compatible proxy, by upstream and what the proxy did (forwarded, spliced, degraded, refused, answered)."},
+		[]string{"upstream", "state"})
 	m.cacheTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "compactor_cache_tokens_total",
 		Help: "Tokens of committed outputs by what they do to the agent's prompt cache: prefix (unchanged, still cached) or rewrite (written again by its next call)."}, []string{"preset", "type"})
 	m.netSaving = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "compactor_net_saving_usd_total",
@@ -112,7 +117,7 @@ func New() *Metrics {
 		Help: "Admitted runs still pending named again to their session: each is an admission signal presumed lost."})
 	for _, c := range []prometheus.Collector{m.runs, m.overLimit, m.tokensBefore, m.tokensAfter, m.ratio, m.stepDuration,
 		m.stepAttempts, m.llmCalls, m.llmLatency, m.llmTokens, m.drift, m.offloads, m.offloadBytes, m.httpRequests, m.httpDurations,
-		m.cacheTokens, m.netSaving, m.reflections, m.admitWait, m.admitRetold} {
+		m.proxyRequests, m.cacheTokens, m.netSaving, m.reflections, m.admitWait, m.admitRetold} {
 		f(c)
 	}
 	return m
@@ -326,6 +331,22 @@ func (m *Metrics) HTTP(route string, status int, d time.Duration) {
 	}
 	m.httpRequests.WithLabelValues(route, statusText(status)).Inc()
 	m.httpDurations.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// Proxy records one request through the proxy: its upstream and the
+// first word of its X-Compactor-State (forwarded, spliced, degraded,
+// refused, answered), so that a rise of degraded answers shows.
+func (m *Metrics) Proxy(upstream, state string) {
+	if m == nil {
+		return
+	}
+	word, _, _ := strings.Cut(state, ";")
+	switch word {
+	case "forwarded", "spliced", "degraded", "refused", "answered":
+	default:
+		word = "other"
+	}
+	m.proxyRequests.WithLabelValues(upstream, word).Inc()
 }
 
 func statusText(code int) string {

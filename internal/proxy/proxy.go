@@ -43,6 +43,7 @@ import (
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/ident"
+	"github.com/ctxcompact/orchestrator/internal/metrics"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
@@ -146,6 +147,8 @@ type Deps struct {
 	Transport http.RoundTripper
 	// Logger never receives a request's body or headers.
 	Logger *slog.Logger
+	// Metrics count the requests by upstream and state (nil: none).
+	Metrics *metrics.Metrics
 }
 
 // Proxy is the handler of the proxy routes.
@@ -274,6 +277,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no such proxy route: use "+Prefix+"anthropic/v1/… or "+Prefix+"openai/v1/…", http.StatusNotFound)
 		return
 	}
+	// Counted by what the answer's state header says, whichever path
+	// wrote it.
+	defer func() { p.deps.Metrics.Proxy(u.name, w.Header().Get(HeaderState)) }()
 	if u.target == nil {
 		variable := "PROXY_ANTHROPIC_URL"
 		if u.name == "openai" {

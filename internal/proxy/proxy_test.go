@@ -20,6 +20,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/metrics"
 )
 
 // upstreamCall is one request the fake provider received.
@@ -178,6 +179,7 @@ type testProxy struct {
 	openai     *fakeUpstream
 	compactor  *fakeCompactor
 	authFailed int
+	metrics    *metrics.Metrics
 }
 
 func newTestProxy(t *testing.T, tune func(*Config)) *testProxy {
@@ -188,7 +190,8 @@ func newTestProxy(t *testing.T, tune func(*Config)) *testProxy {
 		tune(&cfg)
 	}
 	var mu sync.Mutex
-	p, err := New(cfg, Deps{Compactor: tp.compactor, Outputs: tp.compactor.output,
+	tp.metrics = metrics.New()
+	p, err := New(cfg, Deps{Compactor: tp.compactor, Outputs: tp.compactor.output, Metrics: tp.metrics,
 		Authenticate: func(_ *http.Request, key string) (string, error) {
 			switch key {
 			case "good":
@@ -680,4 +683,25 @@ func TestANewProcessSplicesWhereTheSessionWas(t *testing.T) {
 	// A rewound conversation there goes whole, as in the first process.
 	rewound := strings.Replace(anthropicBody(6, false), "Turn 0:", "Turn zero:", 1)
 	require.Equal(t, "forwarded", second.post(t, "/proxy/anthropic/v1/messages", rewound, h).Header.Get(HeaderState))
+}
+
+// TestRequestsAreCountedByState: every answer counts once, under its
+// upstream and the first word of its state header.
+func TestRequestsAreCountedByState(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, func(c *Config) { c.OpenAIURL = "" })
+	tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(2, false), nil)
+	tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(2, false), map[string]string{HeaderKey: "bad"})
+	tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(2, false), map[string]string{HeaderKey: "store-down"})
+	tp.post(t, "/proxy/openai/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`, nil)
+	rec := httptest.NewRecorder()
+	tp.metrics.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, line := range []string{
+		`compactor_proxy_requests_total{state="forwarded",upstream="anthropic"} 1`,
+		`compactor_proxy_requests_total{state="refused",upstream="anthropic"} 1`,
+		`compactor_proxy_requests_total{state="degraded",upstream="anthropic"} 1`,
+		`compactor_proxy_requests_total{state="refused",upstream="openai"} 1`,
+	} {
+		require.Contains(t, rec.Body.String(), line)
+	}
 }
