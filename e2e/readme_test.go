@@ -103,7 +103,7 @@ func TestREADME(t *testing.T) {
 	readme := string(raw)
 	require.LessOrEqual(t, strings.Count(readme, "\n"), readmeMaxLines, "the README is at most %d lines; move details to docs/", readmeMaxLines)
 
-	var makeRun, stackLine string
+	var makeRun, stackLine, makeRunOutput string
 	var scripts, console []string
 	for _, b := range readmeBlocks(t, readme) {
 		switch b.lang {
@@ -124,8 +124,14 @@ func TestREADME(t *testing.T) {
 			for _, l := range strings.Split(strings.TrimSpace(b.body), "\n") {
 				console = append(console, strings.TrimSpace(l))
 			}
-		case "text", "python":
-			// Output and client code, not shell commands.
+		case "text":
+			// Output: the first is make run's, whose figures are
+			// checked against what it prints below.
+			if makeRunOutput == "" {
+				makeRunOutput = b.body
+			}
+		case "python":
+			// Client code, not shell commands.
 		default:
 			t.Fatalf("README line %d: a ```%s block; shell commands go in ```sh (run by this test) or ```console (make test only)", b.line, b.lang)
 		}
@@ -162,6 +168,16 @@ func TestREADME(t *testing.T) {
 	require.Contains(t, string(out), "before ", "make run prints the size before")
 	require.Contains(t, string(out), "after ", "and after")
 	require.Contains(t, string(out), "archive  tenants/demo/archive/", "and where the original is archived")
+	// Every line the README quotes is what make run prints, its figures
+	// included (a line ending in … is compared up to it).
+	require.NotEmpty(t, makeRunOutput, "the README quotes make run's output in a ```text block")
+	for _, line := range strings.Split(makeRunOutput, "\n") {
+		want := strings.TrimRight(strings.TrimSuffix(strings.TrimRight(line, " "), "…"), " ")
+		if strings.TrimSpace(want) == "" {
+			continue
+		}
+		require.Contains(t, string(out), want, "README.md quotes a line make run no longer prints; what it prints now, to paste:\n%s", out)
+	}
 
 	// The stack with the HTTP API, on a free port, on make run's folder.
 	addr := freeAddr(t)
