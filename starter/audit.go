@@ -92,6 +92,7 @@ func parseTime(flag, s string, now time.Time) (time.Time, error) {
 type runFilterFlags struct {
 	session, status, from, to, replayOf, after string
 	limit                                      int
+	degraded                                   bool
 }
 
 func (f *runFilterFlags) add(cmd *cobra.Command, limitDefault int) {
@@ -102,10 +103,12 @@ func (f *runFilterFlags) add(cmd *cobra.Command, limitDefault int) {
 	cmd.Flags().StringVar(&f.replayOf, "replay-of", "", "only replays of this run")
 	cmd.Flags().StringVar(&f.after, "after", "", "continue after this run id (paging)")
 	cmd.Flags().IntVar(&f.limit, "limit", limitDefault, "at most this many runs (0: all)")
+	cmd.Flags().BoolVar(&f.degraded, "degraded", false, "only the runs that reached their result through a fallback")
 }
 
 func (f *runFilterFlags) filter(now time.Time) (store.RunFilter, error) {
-	out := store.RunFilter{Session: f.session, Status: store.RunStatus(f.status), ReplayOf: f.replayOf, AfterID: f.after, Limit: f.limit}
+	out := store.RunFilter{Session: f.session, Status: store.RunStatus(f.status), ReplayOf: f.replayOf, AfterID: f.after, Limit: f.limit,
+		Degraded: f.degraded}
 	if f.status != "" && !out.Status.Valid() {
 		return out, fmt.Errorf("--status %q: want pending, running, succeeded, over_limit or failed", f.status)
 	}
@@ -161,10 +164,14 @@ func printRuns(w io.Writer, runs []store.Run) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 2, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tSESSION\tSTATUS\tTRIGGER\tPRESET\tMODEL\tTOKENS\tDURATION\tSTARTED\tERROR")
+	fmt.Fprintln(tw, "RUN\tSESSION\tSTATUS\tDEGRADED\tTRIGGER\tPRESET\tMODEL\tTOKENS\tDURATION\tSTARTED\tERROR")
 	for _, r := range runs {
 		rec := audit.NewRunRecord(r)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d → %d\t%s\t%s\t%s\n", r.ID, r.Session, r.Status, r.Trigger, r.Preset,
+		degraded := ""
+		if rec.Degraded {
+			degraded = "degraded"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d → %d\t%s\t%s\t%s\n", r.ID, r.Session, r.Status, degraded, r.Trigger, r.Preset,
 			r.Model, r.TokensBefore, r.TokensAfter, (time.Duration(rec.DurationMS) * time.Millisecond).String(),
 			r.StartedAt.Format(time.RFC3339), clip(oneLine(r.Error), 60))
 	}

@@ -257,6 +257,13 @@ type RunRecord struct {
 	Overrides      json.RawMessage `json:"overrides,omitempty"`
 	InputSHA256    string          `json:"input_sha256,omitempty"`
 	ResolvedPreset json.RawMessage `json:"resolved_preset,omitempty"`
+	// Degraded says the run reached its result through a fallback
+	// (DegradedReasons, from its stats, say which): the same figure its
+	// outcome gives, beside the stats rather than only inside them.
+	Degraded        bool     `json:"degraded"`
+	DegradedReasons []string `json:"degraded_reasons,omitempty"`
+	// stats are the run's parsed stats, for the CSV's figures.
+	stats store.RunStats
 }
 
 // NewRunRecord flattens a run.
@@ -274,6 +281,13 @@ func NewRunRecord(r store.Run) RunRecord {
 	if !r.FinishedAt.IsZero() {
 		f := r.FinishedAt
 		rec.FinishedAt = &f
+	}
+	// A run whose stats do not read has none of these figures; its
+	// stats are exported as they are.
+	if st, err := r.ParseStats(); err == nil {
+		rec.stats = st
+		rec.DegradedReasons = st.DegradedReasons
+		rec.Degraded = len(st.DegradedReasons) > 0
 	}
 	return rec
 }

@@ -28,6 +28,11 @@ var CSVHeader = []string{
 	"started_at", "finished_at", "error", "replay_of",
 	"input_key", "archive_key", "archive_sha256", "output_key", "output_sha256",
 	"session_state", "promoted", "repaired_by",
+	// Appended later; the columns above keep their order.
+	"degraded", "degraded_reasons",
+	"cost.summarizer_usd", "cost.cache_rewrite_tokens", "cost.tokens_shed", "cost.net_saving_usd", "cost.turns",
+	"cache.prefix_tokens", "cache.rewrite_tokens", "cache.prefix_share",
+	"session_log.blocks", "session_log.tokens", "session_log.appended", "session_log.reflected",
 }
 
 // ExportRun is a run's line of an export: its RunRecord, and whether it
@@ -165,7 +170,7 @@ func csvRow(r ExportRun) []string {
 	}
 	i := func(v int64) string { return strconv.FormatInt(v, 10) }
 	t := cell
-	return []string{
+	row := []string{
 		t(r.ID), t(r.Tenant), t(r.Session), t(r.EventID), t(r.Trigger), t(r.Preset), t(r.Model), t(r.PromptVersion), t(r.Status), t(r.Level),
 		i(r.TokensBefore), i(r.TokensAfter), i(r.CharsBefore), i(r.CharsAfter),
 		strconv.FormatFloat(r.Ratio, 'f', -1, 64), i(r.DurationMS),
@@ -173,6 +178,25 @@ func csvRow(r ExportRun) []string {
 		t(r.InputKey), t(r.ArchiveKey), t(r.ArchiveSHA256), t(r.OutputKey), t(r.OutputSHA256),
 		strconv.FormatBool(r.SessionState), strconv.FormatBool(r.Promoted), t(r.RepairedBy),
 	}
+	row = append(row, strconv.FormatBool(r.Degraded), t(strings.Join(r.DegradedReasons, "; ")))
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+	// A figure the run did not record is an empty cell, not a zero.
+	if c := r.stats.Cost; c != nil {
+		row = append(row, f(c.SummarizerUSD), i(int64(c.CacheRewriteTokens)), i(int64(c.TokensShed)), f(c.NetSavingUSD), i(int64(c.Turns)))
+	} else {
+		row = append(row, "", "", "", "", "")
+	}
+	if c := r.stats.Cache; c != nil {
+		row = append(row, i(int64(c.PrefixTokens)), i(int64(c.RewriteTokens)), f(c.PrefixShare))
+	} else {
+		row = append(row, "", "", "")
+	}
+	if l := r.stats.SessionLog; l != nil {
+		row = append(row, i(int64(l.Blocks)), i(int64(l.Tokens)), i(int64(l.Appended)), strconv.FormatBool(l.Reflected))
+	} else {
+		row = append(row, "", "", "", "")
+	}
+	return row
 }
 
 // cell neutralises a text cell for spreadsheets (OWASP CSV injection): a

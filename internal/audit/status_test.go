@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,12 +136,76 @@ func TestExportMarksTheSessionsState(t *testing.T) {
 	rows, err := csv.NewReader(&buf).ReadAll()
 	require.NoError(t, err)
 	require.Equal(t, audit.CSVHeader, rows[0])
-	n := len(audit.CSVHeader)
-	require.Equal(t, []string{"session_state", "promoted", "repaired_by"}, rows[0][n-3:])
+	k := slices.Index(audit.CSVHeader, "session_state")
+	require.Equal(t, []string{"session_state", "promoted", "repaired_by"}, rows[0][k:k+3])
 	csvMarks := map[string][]string{}
 	for _, row := range rows[1:] {
-		csvMarks[row[0]] = row[n-3:]
+		csvMarks[row[0]] = row[k : k+3]
 	}
 	require.Equal(t, map[string][]string{"n1": {"true", "false", ""}, "o": {"false", "false", "r"}, "w": {"false", "false", ""},
 		"r": {"true", "true", ""}}, csvMarks)
+}
+
+// TestExportSaysDegradedAndFigures: a run that went through a fallback is
+// marked degraded, with its reasons, beside its stats in JSON lines and
+// in the CSV's appended columns, with its cost, cache and summary log
+// figures; a run without figures has empty cells, not zeros; the
+// degraded filter keeps it alone.
+func TestExportSaysDegradedAndFigures(t *testing.T) {
+	t.Parallel()
+	st := storetest.New(t)
+	ctx := t.Context()
+	for _, r := range []struct {
+		id    string
+		stats store.RunStats
+	}{
+		{"plain", store.RunStats{}},
+		{"fell-back", store.RunStats{Stats: contract.Stats{DegradedReasons: []string{"the summarizer failed: the extractive fallback wrote a summary instead"},
+			Cost:       &contract.CostFigures{SummarizerUSD: 0.002, CacheRewriteTokens: 900, TokensShed: 4000, NetSavingUSD: 0.01, Turns: 7},
+			Cache:      &contract.CacheFigures{PrefixTokens: 1200, RewriteTokens: 900, PrefixShare: 0.57},
+			SessionLog: &contract.LogFigures{Blocks: 2, Tokens: 640, Appended: 1}}}},
+	} {
+		_, err := st.SubmitRun(ctx, store.Run{ID: r.id, Tenant: "acme", Session: "s1", EventID: r.id, Trigger: "threshold"}, "b", nil)
+		require.NoError(t, err)
+		raw, err := json.Marshal(r.stats)
+		require.NoError(t, err)
+		_, err = st.CommitRun(ctx, r.id, store.RunResult{OutputKey: "k", OutputSHA256: strings.Repeat("a", 64), Stats: raw})
+		require.NoError(t, err)
+	}
+	svc := &audit.Service{Store: st}
+
+	var buf bytes.Buffer
+	require.NoError(t, svc.Export(ctx, "acme", store.RunFilter{}, audit.FormatJSONL, false, &buf))
+	lines := map[string]audit.ExportRun{}
+	dec := json.NewDecoder(&buf)
+	for dec.More() {
+		var l audit.ExportRun
+		require.NoError(t, dec.Decode(&l))
+		lines[l.ID] = l
+	}
+	require.True(t, lines["fell-back"].Degraded)
+	require.Equal(t, []string{"the summarizer failed: the extractive fallback wrote a summary instead"}, lines["fell-back"].DegradedReasons)
+	require.False(t, lines["plain"].Degraded)
+
+	buf.Reset()
+	require.NoError(t, svc.Export(ctx, "acme", store.RunFilter{}, audit.FormatCSV, false, &buf))
+	rows, err := csv.NewReader(&buf).ReadAll()
+	require.NoError(t, err)
+	col := func(row []string, name string) string { return row[slices.Index(rows[0], name)] }
+	byID := map[string][]string{}
+	for _, row := range rows[1:] {
+		byID[row[0]] = row
+	}
+	require.Equal(t, "true", col(byID["fell-back"], "degraded"))
+	require.Contains(t, col(byID["fell-back"], "degraded_reasons"), "extractive fallback")
+	require.Equal(t, "0.01", col(byID["fell-back"], "cost.net_saving_usd"))
+	require.Equal(t, "900", col(byID["fell-back"], "cache.rewrite_tokens"))
+	require.Equal(t, "2", col(byID["fell-back"], "session_log.blocks"))
+	require.Equal(t, "false", col(byID["plain"], "degraded"))
+	require.Equal(t, "", col(byID["plain"], "cost.net_saving_usd"), "a figure not recorded is empty")
+
+	runs, err := st.ListRuns(ctx, store.RunFilter{Tenant: "acme", Degraded: true})
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	require.Equal(t, "fell-back", runs[0].ID)
 }

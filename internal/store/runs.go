@@ -166,6 +166,9 @@ type RunFilter struct {
 	Status   RunStatus
 	Preset   string // the preset the run resolved (recorded by plan)
 	ReplayOf string
+	// Degraded keeps only the runs that reached their result through a
+	// fallback (their stats name a degraded reason).
+	Degraded bool
 	From     time.Time // started at or after
 	To       time.Time // started before
 	// AfterID is the id of the last run of the previous page; the page
@@ -570,6 +573,9 @@ func listRunsQuery(f RunFilter, limit int) (string, []any) {
 	}
 	if f.ReplayOf != "" {
 		add("replay_of = $%d", f.ReplayOf)
+	}
+	if f.Degraded {
+		where = append(where, "coalesce(jsonb_array_length(stats->'degraded_reasons'), 0) > 0")
 	}
 	if !f.From.IsZero() {
 		add("started_at >= $%d", f.From)
