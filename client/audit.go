@@ -25,6 +25,9 @@ type RunFilter struct {
 	// NextAfter of the previous page.
 	Limit int
 	After string
+	// Degraded keeps only the runs that reached their result through a
+	// fallback.
+	Degraded bool
 }
 
 func (f RunFilter) query() url.Values {
@@ -42,6 +45,9 @@ func (f RunFilter) query() url.Values {
 	}
 	if f.Limit > 0 {
 		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	if f.Degraded {
+		q.Set("degraded", "true")
 	}
 	return q
 }

@@ -250,6 +250,10 @@ type Run struct {
 	// run works with.
 	Overrides      json.RawMessage `json:"overrides,omitempty"`
 	ResolvedPreset json.RawMessage `json:"resolved_preset,omitempty"`
+	// Degraded says the run reached its result through a fallback;
+	// DegradedReasons say which.
+	Degraded        bool     `json:"degraded"`
+	DegradedReasons []string `json:"degraded_reasons,omitempty"`
 }
 
 // Final reports whether the run will not change any more.

@@ -83,6 +83,13 @@ func runFilter(r *http.Request, tenant string) (store.RunFilter, error) {
 		}
 		f.Limit = n
 	}
+	if v := q.Get("degraded"); v != "" {
+		d, err := strconv.ParseBool(v)
+		if err != nil {
+			return f, badRequest("degraded", "degraded: %q is not true or false", v)
+		}
+		f.Degraded = d
+	}
 	return f, nil
 }
 

@@ -140,6 +140,8 @@ const pageSize = 50
 type filterForm struct {
 	Session, Status, Preset, From, To string
 	Limit                             int
+	// Degraded keeps the runs that went through a fallback only.
+	Degraded bool
 }
 
 // runRow is one line of a runs table.
@@ -155,6 +157,8 @@ type runRow struct {
 	Promoted   bool
 	RepairedBy string
 	Error      string
+	// Degraded marks a run that reached its result through a fallback.
+	Degraded bool
 }
 
 func newRunRow(r store.Run) runRow {
@@ -163,6 +167,9 @@ func newRunRow(r store.Run) runRow {
 		Started: r.StartedAt, Replay: r.ReplayOf != "", Error: firstLine(r.Error, 160)}
 	if !r.FinishedAt.IsZero() && r.FinishedAt.After(r.StartedAt) {
 		row.Duration = r.FinishedAt.Sub(r.StartedAt)
+	}
+	if st, err := r.ParseStats(); err == nil {
+		row.Degraded = len(st.DegradedReasons) > 0
 	}
 	return row
 }
@@ -218,6 +225,13 @@ var statuses = []string{string(store.RunPending), string(store.RunRunning), stri
 func parseRunFilter(q url.Values, tenant string) (store.RunFilter, filterForm, error) {
 	form := filterForm{Session: q.Get("session"), Status: q.Get("status"), Preset: q.Get("preset"), From: q.Get("from"), To: q.Get("to")}
 	f := store.RunFilter{Tenant: tenant, Session: form.Session, Status: store.RunStatus(form.Status), Preset: form.Preset, Limit: pageSize}
+	switch v := q.Get("degraded"); v {
+	case "":
+	case "1", "true", "on":
+		form.Degraded, f.Degraded = true, true
+	default:
+		return f, form, badRequest("degraded", "%q is not 1 or empty", v)
+	}
 	if f.Session != "" {
 		if err := ident.Session(f.Session); err != nil {
 			return f, form, badRequest("session", "%v", unnamed(err))
@@ -295,10 +309,10 @@ func (u *UI) runsPage(w http.ResponseWriter, r *http.Request, tenant string) err
 		return err
 	}
 	v := runsView{Filter: form, Statuses: statuses, Presets: policy.Names(), Runs: rows,
-		Filtered: form.Session != "" || form.Status != "" || form.Preset != "" || form.From != "" || form.To != ""}
+		Filtered: form.Session != "" || form.Status != "" || form.Preset != "" || form.From != "" || form.To != "" || form.Degraded}
 	if len(runs) == f.Limit {
 		next := url.Values{}
-		for _, k := range []string{"session", "status", "preset", "from", "to", "limit"} {
+		for _, k := range []string{"session", "status", "preset", "from", "to", "limit", "degraded"} {
 			if q.Get(k) != "" {
 				next.Set(k, q.Get(k))
 			}

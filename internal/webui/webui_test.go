@@ -511,6 +511,10 @@ func TestRunFilters(t *testing.T) {
 		{"from=2025-04-11&to=2025-04-11", []string{"run-2"}},
 		{"from=2025-04-11T00:00:00Z&to=2025-04-12T00:00:00Z", []string{"run-2"}},
 		{"session=nobody", nil},
+		// Every committed run of the fixture went through a fallback;
+		// the failed one has no stats.
+		{"degraded=1", []string{"run-3", "run-1"}},
+		{"degraded=1&session=s2", []string{"run-3"}},
 	}
 	for _, tc := range tests {
 		t.Run("ok "+tc.query, func(t *testing.T) {
@@ -532,6 +536,7 @@ func TestRunFilters(t *testing.T) {
 		{"limit=0", "limit"},
 		{"limit=lots", "limit"},
 		{"after=run-unknown", "after"},
+		{"degraded=maybe", "degraded"},
 	}
 	for _, tc := range bad {
 		t.Run("bad "+tc.query, func(t *testing.T) {
@@ -555,6 +560,13 @@ func TestRunFilters(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, f.get("/ui/sessions/nobody", c).status)
 	require.Equal(t, http.StatusNotFound, f.get("/ui/sessions/nobody/timeline.svg", c).status)
 	require.Equal(t, http.StatusNotFound, f.get("/ui/no/such/page", c).status)
+
+	// The degraded runs carry a badge; the filter is kept when paging.
+	all := f.get("/ui/runs", c)
+	require.Equal(t, 2, strings.Count(all.body, `<span class="tag degraded"`), "run-1 and run-3")
+	page := f.get("/ui/runs?degraded=1&limit=1", c)
+	require.Equal(t, []string{"run-3"}, listedRuns(page.body))
+	require.Equal(t, []string{"run-1"}, listedRuns(f.get(linkByID(t, page.body, "next"), c).body))
 
 	// Paging: a page of one links to the next, filters kept.
 	first := f.get("/ui/runs?session=s2&limit=1", c)

@@ -393,21 +393,28 @@ class Client:
     # op: GET /v1/runs
     def list_runs(self, *, session: Optional[str] = None, status: Optional[str] = None,
                   from_: Optional[str] = None, to: Optional[str] = None, limit: Optional[int] = None,
-                  after: Optional[str] = None) -> RunList:
+                  after: Optional[str] = None, degraded: bool = False) -> RunList:
         """GET /v1/runs: one page of the tenant's runs, newest first; from_
         and to (RFC 3339) bound when they started; pass next_after as after
-        for the next page."""
-        _, data, _ = self._request("GET", "/v1/runs", query=_filter(session, status, from_, to, limit, after))
+        for the next page; degraded keeps the runs that went through a
+        fallback only."""
+        q = _filter(session, status, from_, to, limit, after)
+        if degraded:
+            q["degraded"] = "true"
+        _, data, _ = self._request("GET", "/v1/runs", query=q)
         return _json(data, "runs")
 
     # op: GET /v1/export
     def export_runs(self, format: str = "jsonl", *, session: Optional[str] = None, status: Optional[str] = None,
                     from_: Optional[str] = None, to: Optional[str] = None, limit: Optional[int] = None,
-                    after: Optional[str] = None, steps: bool = False) -> str:
+                    after: Optional[str] = None, steps: bool = False, degraded: bool = False) -> str:
         """GET /v1/export: the runs as JSON lines (with steps, a line per
-        step after each run) or CSV."""
+        step after each run) or CSV; degraded keeps the runs that went
+        through a fallback only."""
         q = _filter(session, status, from_, to, limit, after)
         q["format"] = format
+        if degraded:
+            q["degraded"] = "true"
         if steps:
             q["steps"] = "true"
         _, data, _ = self._request("GET", "/v1/export", query=q)

@@ -164,6 +164,8 @@ class RunRecord(TypedDict, total=False):
     overrides: Dict[str, Any]
     input_sha256: str
     resolved_preset: Dict[str, Any]
+    degraded: bool
+    degraded_reasons: List[str]
 
 
 class StepRecord(TypedDict, total=False):

@@ -196,6 +196,9 @@ export interface RunRecord {
   overrides?: Record<string, unknown>;
   input_sha256?: string;
   resolved_preset?: Record<string, unknown>;
+  /** The run reached its result through a fallback; degraded_reasons say which. */
+  degraded?: boolean;
+  degraded_reasons?: string[];
 }
 
 export interface StepRecord {
@@ -456,6 +459,8 @@ export interface RunFilter {
   to?: string;
   limit?: number;
   after?: string;
+  /** Only the runs that reached their result through a fallback. */
+  degraded?: boolean;
 }
 
 /** What a run did to one message; index and out_index are -1 for none. */
