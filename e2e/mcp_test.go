@@ -179,11 +179,17 @@ func exerciseMCP(t *testing.T, cs *sdk.ClientSession, session string) (mcpCheckp
 	require.Len(t, out.Contents, 1)
 	compacted := out.Contents[0].Text
 
-	// The same checkpoint again is the same event: the same run.
+	// The same checkpoint again is the same event: the same run. Asked
+	// without the handoff, the answer leaves it out of the model's
+	// context (ids and figures only).
 	var again mcpCheckpoint
+	args["include_handoff"] = false
 	callTool(t, cs, mcp.ToolCheckpoint, args, &again)
+	delete(args, "include_handoff")
 	require.Equal(t, cp.RunID, again.RunID)
 	require.True(t, again.Existing)
+	require.Empty(t, again.Handoff, "include_handoff false")
+	require.Equal(t, cp.Outcome.HandoffKey, again.Outcome.HandoffKey, "the handoff is still made and named")
 
 	// Every cut names an id; each reads back.
 	var id string

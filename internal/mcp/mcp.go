@@ -152,11 +152,12 @@ func (s *Service) Server(tenant string) *sdk.Server {
 	t := &tenantTools{svc: s, tenant: tenant}
 	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true}
 	sdk.AddTool(srv, &sdk.Tool{Name: ToolCheckpoint, Title: "Compress to checkpoint",
-		Description: "Record a checkpoint of the session and compact the conversation given: it is archived (byte for byte), " +
-			"compacted under the model's context limit, and returned in its own format (OpenAI chat, Anthropic Messages or a " +
-			"ReAct trajectory) with the run's outcome and, for a checkpoint, a fresh-session handoff. Replace the agent's " +
-			"conversation with `conversation`. When the run takes longer than wait_seconds, the answer is the run id and " +
-			"status: call again with the same arguments (the same event) to keep waiting, or read the resource output_uri.",
+		Description: "Record a checkpoint of the session and compact the conversation given: it is archived (byte for byte) " +
+			"and compacted under the model's context limit. The answer is the run's outcome (ids and figures) and the URI of the " +
+			"compacted conversation (output_uri, in its own format), not the conversation itself; with include_handoff (true by " +
+			"default in this release, false from the next) also the fresh-session handoff, about 11 KB on a typical session. " +
+			"When the run takes longer than wait_seconds, the answer is the run id and status: call again with the same " +
+			"arguments (the same event) to keep waiting, or read the resource output_uri.",
 		InputSchema: s.in[ToolCheckpoint], OutputSchema: s.out[ToolCheckpoint],
 		Annotations: &sdk.ToolAnnotations{IdempotentHint: true, DestructiveHint: new(false), OpenWorldHint: new(false)},
 	}, t.checkpoint)

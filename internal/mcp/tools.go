@@ -34,6 +34,9 @@ type CheckpointInput struct {
 	ContextLimit int             `json:"context_limit,omitempty" jsonschema:"the model's context limit in tokens (default: the preset's, else the model's)"`
 	Preset       string          `json:"preset,omitempty" jsonschema:"compaction preset (default: the deployment's)"`
 	WaitSeconds  *int            `json:"wait_seconds,omitempty" jsonschema:"how long to wait for the run, 0 to the server's maximum (default 30)"`
+	// IncludeHandoff asks for the handoff in the answer: true by default
+	// in this release (the old answer), false from the next one.
+	IncludeHandoff *bool `json:"include_handoff,omitempty" jsonschema:"whether the answer holds the fresh-session handoff (about 11 KB); default true in this release, false from the next: pass false to keep it out of the model's context"`
 }
 
 // CheckpointResult is the answer of compress_to_checkpoint: the finished
@@ -167,6 +170,9 @@ func (t *tenantTools) checkpoint(ctx context.Context, _ *sdk.CallToolRequest, in
 	res, err := t.waitRun(ctx, sub, wait)
 	if err != nil {
 		return nil, CheckpointResult{}, t.toolError(ToolCheckpoint, err)
+	}
+	if in.IncludeHandoff != nil && !*in.IncludeHandoff {
+		res.Handoff = nil
 	}
 	return nil, res, nil
 }
