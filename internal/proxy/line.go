@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -18,10 +19,14 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
-// maxLines bounds the sessions one proxy process remembers; the least
-// recently used is forgotten first, and its next request goes upstream
-// whole until a compaction of it commits again.
-const maxLines = 10000
+// maxLines and maxLineBytes bound the sessions one proxy process
+// remembers, by count and by the bytes of the outputs they hold; the
+// least recently used is forgotten first, and its next request rebuilds
+// it from the store (restoreLocked).
+const (
+	maxLines     = 10000
+	maxLineBytes = 256 << 20
+)
 
 // retryAfterFailure is how long a session whose compaction failed waits
 // before the proxy starts another: its requests go upstream whole
@@ -38,12 +43,33 @@ type lines struct {
 	mu      sync.Mutex
 	bySess  *lru.Cache[string, *line]
 	byShape *lru.Cache[string, *line]
+	// bytes are what the lines of bySess hold of their outputs.
+	bytes int64
 }
 
 func newLines() *lines {
-	a, _ := lru.New[string, *line](maxLines)
-	b, _ := lru.New[string, *line](maxLines)
-	return &lines{bySess: a, byShape: b}
+	ls := &lines{}
+	// The callback runs under ls.mu (every Add and RemoveOldest does).
+	ls.bySess, _ = lru.NewWithEvict(maxLines, func(_ string, l *line) { ls.bytes -= l.size.Load() })
+	ls.byShape, _ = lru.New[string, *line](maxLines)
+	return ls
+}
+
+// hold records that l now holds size bytes of output, and forgets the
+// least recently used lines while all hold more than maxLineBytes. A line
+// already forgotten (a compaction that ended after it was) is not
+// counted: it is gone with its last request.
+func (ls *lines) hold(l *line, size int64) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if cached, ok := ls.bySess.Peek(l.tenant + "\x00" + l.session); !ok || cached != l {
+		l.size.Store(size)
+		return
+	}
+	ls.bytes += size - l.size.Swap(size)
+	for ls.bytes > maxLineBytes && ls.bySess.Len() > 1 {
+		ls.bySess.RemoveOldest()
+	}
 }
 
 // get is the line of tenant's session, made when new. A token count
@@ -86,6 +112,8 @@ type line struct {
 	// process: a restarted API process, or another one behind the same
 	// balancer, splices where the session was.
 	restored bool
+	// size is how many bytes of output the line holds (lines.hold).
+	size atomic.Int64
 	// The compaction in flight: done closes when it ends.
 	running bool
 	runID   string
@@ -335,6 +363,7 @@ func (l *line) await(ctx context.Context, p *Proxy, proto protocol, runID string
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.baseRun, l.baseSHA, l.outSystem, l.outMsgs, l.covered, l.prefix = runID, out.OutputSHA256, system, msgs, covered, prefix
+	p.lines.hold(l, outputSize(system, msgs))
 	return nil
 }
 
@@ -402,4 +431,14 @@ func (l *line) restoreLocked(ctx context.Context, p *Proxy, proto protocol) {
 		return
 	}
 	l.baseRun, l.baseSHA, l.outSystem, l.outMsgs, l.covered, l.prefix = runID, sha, system, msgs, covered, prefix
+	p.lines.hold(l, outputSize(system, msgs))
+}
+
+// outputSize is the bytes an output's system and messages hold.
+func outputSize(system json.RawMessage, msgs []json.RawMessage) int64 {
+	n := int64(len(system))
+	for _, m := range msgs {
+		n += int64(len(m))
+	}
+	return n
 }

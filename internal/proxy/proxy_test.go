@@ -705,3 +705,28 @@ func TestRequestsAreCountedByState(t *testing.T) {
 		require.Contains(t, rec.Body.String(), line)
 	}
 }
+
+// TestLinesForgetTheOldestPastTheirBytes: the outputs the lines hold are
+// bounded in bytes; past the bound the least recently used line is
+// forgotten (its next request rebuilds it from the store), and a line
+// already forgotten is not counted.
+func TestLinesForgetTheOldestPastTheirBytes(t *testing.T) {
+	t.Parallel()
+	ls := newLines()
+	a := ls.get("acme", "a", "sa")
+	b := ls.get("acme", "b", "sb")
+	ls.hold(a, 100<<20)
+	ls.hold(b, 100<<20)
+	require.Equal(t, int64(200<<20), ls.bytes)
+	ls.hold(a, 120<<20) // a grows
+	require.Equal(t, int64(220<<20), ls.bytes)
+	require.Same(t, a, ls.get("acme", "a", "sa")) // a's next request: b is now the least recently used
+	c := ls.get("acme", "c", "sc")
+	ls.hold(c, 100<<20) // 320 MB: the oldest, b, goes
+	require.Equal(t, int64(220<<20), ls.bytes)
+	require.False(t, ls.bySess.Contains("acme\x00b"))
+	require.True(t, ls.bySess.Contains("acme\x00a"))
+	ls.hold(b, 50<<20) // b's compaction ends after it was forgotten
+	require.Equal(t, int64(220<<20), ls.bytes, "a forgotten line is not counted")
+	require.NotSame(t, b, ls.get("acme", "b", "sb"), "b's next request makes a new line")
+}
