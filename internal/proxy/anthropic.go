@@ -32,6 +32,7 @@ func (anthropicProtocol) parse(body []byte, _ routeKind) (request, error) {
 		System   json.RawMessage   `json:"system"`
 		Messages []json.RawMessage `json:"messages"`
 		Tools    json.RawMessage   `json:"tools"`
+		Stream   bool              `json:"stream"`
 		Metadata struct {
 			UserID string `json:"user_id"`
 		} `json:"metadata"`
@@ -42,7 +43,7 @@ func (anthropicProtocol) parse(body []byte, _ routeKind) (request, error) {
 	if len(v.Messages) == 0 {
 		return request{}, errors.New("the request has no messages")
 	}
-	r := request{model: v.Model, system: v.System, msgs: v.Messages, tools: v.Tools}
+	r := request{model: v.Model, system: v.System, msgs: v.Messages, tools: v.Tools, stream: v.Stream}
 	if v.Metadata.UserID != "" {
 		// A host shares one user id across its main thread, its
 		// sub-agents and its side calls; their system prompts differ.
@@ -107,4 +108,16 @@ func (anthropicProtocol) fail(w http.ResponseWriter, status int, state, message 
 	w.Header().Set(HeaderState, state)
 	w.WriteHeader(status)
 	_, _ = w.Write(errorJSON(map[string]any{"type": "error", "error": map[string]string{"type": kind, "message": message}}))
+}
+
+// ping is the ping event Anthropic itself sends in a stream.
+func (anthropicProtocol) ping() string { return "event: ping\ndata: {\"type\": \"ping\"}\n\n" }
+
+// streamError is an error event, as Anthropic sends one mid-stream; a
+// body that is not the provider's JSON error is wrapped in one.
+func (anthropicProtocol) streamError(body []byte) string {
+	if !json.Valid(body) {
+		body = errorJSON(map[string]any{"type": "error", "error": map[string]string{"type": "api_error", "message": string(body)}})
+	}
+	return "event: error\ndata: " + string(compact(body)) + "\n\n"
 }

@@ -133,6 +133,9 @@ type turn struct {
 	preset          string
 	presetNamed     bool // the host named the preset (X-Compactor-Preset)
 	counting        bool
+	// hold, when set, is called before a wait and its result after it:
+	// a streaming request keeps its stream alive meanwhile.
+	hold func() (release func())
 }
 
 // serve returns the body to send upstream for t (nil: t's own) and the
@@ -158,6 +161,10 @@ func (l *line) serve(ctx context.Context, p *Proxy, t turn) ([]byte, string) {
 		// compaction that makes it fit is on its way.
 		done, runID := l.done, l.runID
 		l.mu.Unlock()
+		release := func() {}
+		if t.hold != nil {
+			release = t.hold()
+		}
 		waited := time.Now()
 		timer := time.NewTimer(p.cfg.WaitFor)
 		select {
@@ -166,6 +173,7 @@ func (l *line) serve(ctx context.Context, p *Proxy, t turn) ([]byte, string) {
 		case <-ctx.Done():
 		}
 		timer.Stop()
+		release()
 		l.mu.Lock()
 		up, spliced = l.spliceLocked(t)
 		if n, err = p.count(t, up); err != nil {

@@ -29,6 +29,7 @@ func (openAIProtocol) parse(body []byte, _ routeKind) (request, error) {
 		Model              string            `json:"model"`
 		Messages           []json.RawMessage `json:"messages"`
 		Tools              json.RawMessage   `json:"tools"`
+		Stream             bool              `json:"stream"`
 		Input              json.RawMessage   `json:"input"`
 		PreviousResponseID string            `json:"previous_response_id"`
 		User               string            `json:"user"`
@@ -50,7 +51,7 @@ func (openAIProtocol) parse(body []byte, _ routeKind) (request, error) {
 	if len(v.Messages) == 0 {
 		return request{}, errors.New("the request has no messages")
 	}
-	r := request{model: v.Model, msgs: v.Messages, tools: v.Tools}
+	r := request{model: v.Model, msgs: v.Messages, tools: v.Tools, stream: v.Stream}
 	if id := v.User + "\x00" + v.PromptCacheKey; id != "\x00" {
 		// The system message is the first one, when there is one: a
 		// host's sub-agents share its user id but not its prompt.
@@ -94,4 +95,16 @@ func (openAIProtocol) fail(w http.ResponseWriter, status int, state, message str
 	w.Header().Set(HeaderState, state)
 	w.WriteHeader(status)
 	_, _ = w.Write(errorJSON(map[string]any{"error": map[string]any{"message": message, "type": kind, "param": nil, "code": nil}}))
+}
+
+// ping is an SSE comment, which OpenAI's clients skip.
+func (openAIProtocol) ping() string { return ": keep-alive\n\n" }
+
+// streamError is the provider's error as a data event, as OpenAI sends
+// one mid-stream.
+func (openAIProtocol) streamError(body []byte) string {
+	if !json.Valid(body) {
+		body = errorJSON(map[string]any{"error": map[string]any{"message": string(body), "type": "server_error"}})
+	}
+	return "data: " + string(compact(body)) + "\n\n"
 }

@@ -382,8 +382,129 @@ func (p *Proxy) compacting(w http.ResponseWriter, r *http.Request, u *upstream, 
 	}
 	t := turn{proto: u.proto, tenant: tenant, session: sess, body: body, req: req, limit: limit, preset: preset,
 		presetNamed: named, counting: kind == routeCount}
+	var ka *keepAlive
+	if req.stream && kind == routeMessages {
+		ka = &keepAlive{w: w, proto: u.proto}
+		t.hold = ka.start
+	}
 	out, state := p.lines.get(tenant, sess, req.shape).serve(r.Context(), p, t)
+	if ka != nil && ka.started {
+		p.sendHeld(w, r, u, out, state)
+		return
+	}
 	p.send(w, r, u, out, state)
+}
+
+// pingEvery is how often a held stream is pinged while its request
+// waits for a compaction.
+const pingEvery = 5 * time.Second
+
+// keepAlive holds a streaming request's answer open while the request
+// waits for its session's compaction: the headers go at once, then a
+// ping every pingEvery, so that the host's watchdog sees a live stream
+// rather than a proxy that went silent. The answer's state goes in a
+// trailer, since the headers left before it was known.
+type keepAlive struct {
+	w       http.ResponseWriter
+	proto   protocol
+	started bool
+	done    chan struct{}
+	stopped chan struct{}
+}
+
+// start opens the stream and pings it until the release it returns is
+// called.
+func (k *keepAlive) start() func() {
+	k.started = true
+	h := k.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Trailer", HeaderState)
+	k.w.WriteHeader(http.StatusOK)
+	k.ping()
+	k.done, k.stopped = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(k.stopped)
+		tick := time.NewTicker(pingEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-k.done:
+				return
+			case <-tick.C:
+				k.ping()
+			}
+		}
+	}()
+	return func() {
+		close(k.done)
+		<-k.stopped
+	}
+}
+
+func (k *keepAlive) ping() {
+	_, _ = io.WriteString(k.w, k.proto.ping())
+	_ = http.NewResponseController(k.w).Flush()
+}
+
+// sendHeld forwards a request whose stream is already open (keepAlive):
+// the provider's stream is copied on as it arrives; an error of the
+// provider becomes an error event of the stream, its status and body
+// kept in it, since the headers have left. The state is the trailer.
+func (p *Proxy) sendHeld(w http.ResponseWriter, r *http.Request, u *upstream, body []byte, state string) {
+	defer func() { w.Header().Set(HeaderState, state) }()
+	if body == nil {
+		body, _ = io.ReadAll(r.Body)
+	}
+	target := *u.target
+	target.Path = strings.TrimSuffix(target.Path, "/") + strings.TrimPrefix(r.URL.Path, u.prefix)
+	target.RawQuery = r.URL.RawQuery
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, target.String(), bytes.NewReader(body))
+	if err != nil {
+		state = "refused; " + err.Error()
+		_, _ = io.WriteString(w, u.proto.streamError([]byte(err.Error())))
+		return
+	}
+	for k, vs := range r.Header {
+		ck := http.CanonicalHeaderKey(k)
+		// The compactor's headers stay here; the transport asks for and
+		// undoes its own compression, since the stream's headers (no
+		// Content-Encoding) have left already.
+		if strings.HasPrefix(ck, "X-Compactor-") || ck == "Accept-Encoding" || ck == "Content-Length" || ck == "Connection" {
+			continue
+		}
+		out.Header[ck] = vs
+	}
+	resp, err := p.deps.Transport.RoundTrip(out)
+	if err != nil {
+		if r.Context().Err() == nil {
+			p.log.Warn("proxy: upstream unreachable", "upstream", u.name, "error", err)
+		}
+		state = "refused; upstream unreachable"
+		_, _ = io.WriteString(w, u.proto.streamError([]byte(fmt.Sprintf("the compactor's proxy could not reach the %s upstream (%s)", u.name, u.target.Host))))
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		state += fmt.Sprintf("; upstream answered %d", resp.StatusCode)
+		_, _ = io.WriteString(w, u.proto.streamError(msg))
+		return
+	}
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+			_ = rc.Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // limitOf is the session's context limit: the host's header, else the

@@ -730,3 +730,59 @@ func TestLinesForgetTheOldestPastTheirBytes(t *testing.T) {
 	require.Equal(t, int64(220<<20), ls.bytes, "a forgotten line is not counted")
 	require.NotSame(t, b, ls.get("acme", "b", "sb"), "b's next request makes a new line")
 }
+
+// TestAWaitingStreamIsKeptAlive: a streaming request that must wait for
+// its session's compaction gets its stream at once, with a ping, instead
+// of silence; once the run ends, the provider's stream follows on the
+// same answer and the state comes as a trailer. An error of the provider
+// there becomes an error event of the stream.
+func TestAWaitingStreamIsKeptAlive(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, nil)
+	tp.compactor.hold = make(chan struct{})
+	h := map[string]string{HeaderContextLimit: "900", HeaderSession: "held"}
+	tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(10, false), h)
+	tp.settle(t, 1)
+
+	resp := tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(16, true), h)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	rd := bufio.NewReader(resp.Body)
+	line, err := rd.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "event: ping\n", line, "the stream is alive while the run is not done")
+	close(tp.compactor.hold)
+	rest, err := io.ReadAll(rd)
+	require.NoError(t, err)
+	require.Contains(t, string(rest), "message_stop", "the provider's stream follows")
+	require.True(t, strings.HasPrefix(resp.Trailer.Get(HeaderState), "spliced; run=run-1"), resp.Trailer.Get(HeaderState))
+	require.Len(t, messagesOf(t, tp.anthropic.last().Body), 3+6, "what went upstream was spliced")
+	require.Equal(t, "sk-ant-agent", tp.anthropic.last().Header.Get("X-Api-Key"))
+	require.Empty(t, tp.anthropic.last().Header.Get(HeaderKey))
+
+	// The provider refuses the next one: its error, in the stream.
+	tp.compactor.mu.Lock()
+	tp.compactor.hold = make(chan struct{})
+	tp.compactor.mu.Unlock()
+	for i := 18; i < 40 && len(tp.compactor.submitted()) < 2; i += 2 {
+		tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(i, false), h)
+	}
+	tp.anthropic.mu.Lock()
+	tp.anthropic.next = func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		fmt.Fprint(w, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`)
+	}
+	tp.anthropic.mu.Unlock()
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		close(tp.compactor.hold)
+	}()
+	resp = tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(60, true), h)
+	all, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Contains(t, string(all), "event: ping")
+	require.Contains(t, string(all), `event: error
+data: {"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`)
+	require.Contains(t, resp.Trailer.Get(HeaderState), "upstream answered 429")
+}

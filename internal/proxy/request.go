@@ -44,6 +44,11 @@ type protocol interface {
 	output(doc []byte) (system json.RawMessage, msgs []json.RawMessage, err error)
 	// fail answers an error of the proxy's own in the provider's shape.
 	fail(w http.ResponseWriter, status int, state, message string)
+	// ping is what keeps a stream alive in this protocol while nothing
+	// else is sent, and streamError an upstream error inside a stream
+	// whose headers already left (body is the provider's answer).
+	ping() string
+	streamError(body []byte) string
 }
 
 // request is what the proxy read of a request.
@@ -54,6 +59,8 @@ type request struct {
 	// tools are the request's tool definitions, counted beside the
 	// conversation.
 	tools json.RawMessage
+	// stream says the host asked for a streamed answer.
+	stream bool
 	// prefix[i] is the digest of the system and msgs[:i+1], in order: a
 	// later request extends this one's first i+1 messages when its own
 	// prefix[i] is the same.
