@@ -27,6 +27,14 @@ type DailyRuns struct {
 	// in the session, a promoted one does, in place of the run it
 	// repaired, which is left out so that the repair is counted once.
 	TokensSaved int64
+	// Promoted counts the promoted replays among the day's runs;
+	// Degraded the runs that reached their result through a fallback.
+	Promoted, Degraded int
+	// SummarizerUSD adds up what the day's runs paid their summarizer,
+	// NetSavingUSD what their compactions save the agents net of the
+	// prompt cache they rewrite (cost figures; runs of the session's
+	// state only, as TokensSaved).
+	SummarizerUSD, NetSavingUSD float64
 }
 
 // Total is the number of the day's runs, whatever their outcome.
@@ -50,7 +58,12 @@ func (s *Store) DailyRunStats(ctx context.Context, tenant string, since time.Tim
 			count(*) filter (where runs.replay_of is not null and promoted.run_id is null),
 			coalesce(sum(tokens_before - tokens_after)
 				filter (where status in ('succeeded', 'over_limit')
-					and ((runs.replay_of is null and repaired.run_id is null) or promoted.run_id is not null)), 0)::bigint
+					and ((runs.replay_of is null and repaired.run_id is null) or promoted.run_id is not null)), 0)::bigint,
+			count(*) filter (where promoted.run_id is not null),
+			count(*) filter (where coalesce(jsonb_array_length(runs.stats->'degraded_reasons'), 0) > 0),
+			coalesce(sum((runs.stats->'cost'->>'summarizer_usd')::float8), 0),
+			coalesce(sum((runs.stats->'cost'->>'net_saving_usd')::float8)
+				filter (where (runs.replay_of is null and repaired.run_id is null) or promoted.run_id is not null), 0)
 		from runs
 		left join promotions promoted on promoted.run_id = runs.id
 		left join promotions repaired on repaired.replay_of = runs.id
@@ -62,7 +75,8 @@ func (s *Store) DailyRunStats(ctx context.Context, tenant string, since time.Tim
 	}
 	days, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (DailyRuns, error) {
 		var d DailyRuns
-		err := row.Scan(&d.Day, &d.Succeeded, &d.OverLimit, &d.Failed, &d.Live, &d.Replays, &d.TokensSaved)
+		err := row.Scan(&d.Day, &d.Succeeded, &d.OverLimit, &d.Failed, &d.Live, &d.Replays, &d.TokensSaved,
+			&d.Promoted, &d.Degraded, &d.SummarizerUSD, &d.NetSavingUSD)
 		d.Day = time.Date(d.Day.Year(), d.Day.Month(), d.Day.Day(), 0, 0, 0, 0, time.UTC)
 		return d, err
 	})

@@ -635,11 +635,54 @@ type sessionView struct {
 	Session string
 	Status  audit.SessionStatus
 	Runs    []runRow
+	Totals  sessionTotals
 	// Plotted is the number of runs on the timeline, Dropped the older
 	// committed runs left off it, Replays the what-if replays on it and
 	// Promoted the promoted replays (on the session's line).
 	Plotted, Dropped, Replays, Promoted int
 	Truncated                           bool
+}
+
+// sessionTotals are what a session's runs added up to: the runs that are
+// its state (a what-if replay is not, nor a run a promoted replay
+// repaired), the tokens they shed, the prompt cache they rewrote and what
+// they saved the agent net of it; and over all its runs, what their
+// summarizer cost and how many went through a fallback (as the
+// overview counts them).
+type sessionTotals struct {
+	Runs, Degraded              int
+	TokensShed, CacheRewritten  int64
+	NetSavingUSD, SummarizerUSD float64
+	// Priced says at least one run had its cost figures.
+	Priced bool
+}
+
+// totalsOf adds up runs, whose rows (in the same order) say which are the
+// session's state.
+func totalsOf(runs []store.Run, rows []runRow) sessionTotals {
+	var t sessionTotals
+	for i, r := range runs {
+		if rows[i].Degraded {
+			t.Degraded++
+		}
+		st, err := r.ParseStats()
+		priced := err == nil && st.Cost != nil
+		if priced {
+			// Paid whatever became of the run.
+			t.SummarizerUSD += st.Cost.SummarizerUSD
+			t.Priced = true
+		}
+		if (rows[i].Replay && !rows[i].Promoted) || rows[i].RepairedBy != "" {
+			continue
+		}
+		t.Runs++
+		if priced {
+			t.TokensShed += int64(st.Cost.TokensShed)
+			t.CacheRewritten += int64(st.Cost.CacheRewriteTokens)
+			t.NetSavingUSD += st.Cost.NetSavingUSD
+		}
+	}
+	return t
 }
 
 func (u *UI) sessionPage(w http.ResponseWriter, r *http.Request, tenant string) error {
@@ -660,7 +703,8 @@ func (u *UI) sessionPage(w http.ResponseWriter, r *http.Request, tenant string) 
 	if err != nil {
 		return err
 	}
-	v := sessionView{Session: session, Status: st, Runs: rows, Truncated: len(runs) == store.MaxListLimit, Plotted: len(points)}
+	v := sessionView{Session: session, Status: st, Runs: rows, Truncated: len(runs) == store.MaxListLimit, Plotted: len(points),
+		Totals: totalsOf(runs, rows)}
 	if len(points) > maxTimelineRuns {
 		v.Plotted, v.Dropped = maxTimelineRuns, len(points)-maxTimelineRuns
 		points = points[len(points)-maxTimelineRuns:]
@@ -789,6 +833,10 @@ func (u *UI) overviewPage(w http.ResponseWriter, r *http.Request, tenant string)
 		v.Total.Live += d.Live
 		v.Total.Replays += d.Replays
 		v.Total.TokensSaved += d.TokensSaved
+		v.Total.Promoted += d.Promoted
+		v.Total.Degraded += d.Degraded
+		v.Total.SummarizerUSD += d.SummarizerUSD
+		v.Total.NetSavingUSD += d.NetSavingUSD
 	}
 	v.Runs = v.Total.Total()
 	// Newest first for the table.

@@ -94,6 +94,22 @@ func TestOverviewSavedCountsTheSessionsState(t *testing.T) {
 	// run-whatif's 5,000.
 	require.Contains(t, a.body, `id="total-saved">15,000<`)
 	require.Contains(t, a.body, `<span class="k">replays</span><span class="v">1<`)
+	// The promoted replay is counted as one; every committed run of the
+	// fixture went through a fallback; the net saving is the session's
+	// state's (run-1 and run-fix, $0.0123 each), the summarizer's cost
+	// every run's ($0.0007 each).
+	require.Contains(t, a.body, `id="total-promoted">1<`)
+	require.Contains(t, a.body, `id="total-degraded">4<`)
+	require.Contains(t, a.body, `id="total-net-saving">$0.0246<`)
+	require.Contains(t, a.body, `id="total-summarizer">$0.0028<`)
+
+	// The session page adds up the same way.
+	page := f.get("/ui/sessions/s1", c)
+	require.Equal(t, http.StatusOK, page.status, page.body)
+	require.Contains(t, page.body, `id="totals-runs">2<`, "run-1 and run-fix are the session's state")
+	require.Contains(t, page.body, `id="totals-degraded">4<`)
+	require.Contains(t, page.body, `id="totals-net-saving">$0.0246<`)
+	require.Contains(t, page.body, `id="totals-summarizer">$0.0028<`, "paid by every run, replays included")
 }
 
 // TestStepTableShowsUnits: every size in the step table carries its
