@@ -1,6 +1,8 @@
 package testkit_test
 
 import (
+	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -29,4 +31,47 @@ func TestProductionBinariesLinkNoHarness(t *testing.T) {
 		require.NotContains(t, d, "/internal/devkit/", "a production binary links %s", d)
 		require.False(t, strings.HasPrefix(d, "go.temporal.io/server"), "a production binary links %s", d)
 	}
+}
+
+// TestArchitectureNamesEveryPackage: docs/architecture.md's layout, the
+// "where the code lives" of a newcomer, names every package of the tree
+// (by its folder's name), so that a package added without a line there
+// fails here.
+func TestArchitectureNamesEveryPackage(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join("..", "..")
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(doc), "## Layout\n\n```\n")
+	require.True(t, ok, "docs/architecture.md has a ## Layout section with a code block")
+	layout, _, ok := strings.Cut(rest, "\n```")
+	require.True(t, ok)
+	named := map[string]bool{}
+	for _, w := range strings.FieldsFunc(layout, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_')
+	}) {
+		named[w] = true
+	}
+	seen := map[string]bool{}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(d.Name(), ".go") {
+			return nil
+		}
+		dir := filepath.Dir(path)
+		if dir == root || seen[dir] {
+			return nil
+		}
+		seen[dir] = true
+		rel, _ := filepath.Rel(root, dir)
+		require.True(t, named[filepath.Base(dir)], "package %s is not named in docs/architecture.md's layout", rel)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Greater(t, len(seen), 40, "the walk found the packages")
 }
