@@ -63,6 +63,17 @@ func withRecords(cmd *cobra.Command, fn func(*app.Deps, *audit.Service) error) e
 	return fn(deps, &audit.Service{Store: deps.Store})
 }
 
+// tenantFlag adds --tenant, whose default is $COMPACTOR_TENANT, else
+// "default": every command that reads or changes a tenant's records.
+func tenantFlag(cmd *cobra.Command, tenant *string) {
+	cmd.Flags().StringVar(tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
+}
+
+// jsonFlag adds --json: print JSON for scripts instead of a table.
+func jsonFlag(cmd *cobra.Command, asJSON *bool) {
+	cmd.Flags().BoolVar(asJSON, "json", false, "print JSON")
+}
+
 // printJSON writes v indented, for scripts.
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
@@ -151,9 +162,9 @@ func newRuns() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
+	tenantFlag(cmd, &tenant)
 	ff.add(cmd, 50)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -199,8 +210,8 @@ func newShow() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	tenantFlag(cmd, &tenant)
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -390,7 +401,7 @@ func newReplay() *cobra.Command {
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
+	tenantFlag(cmd, &tenant)
 	cmd.Flags().StringVar(&requestID, "request-id", "", "idempotency key (default: a new one, printed)")
 	cmd.Flags().StringVar(&req.Preset, "preset", "", "preset (default: the original run's)")
 	cmd.Flags().StringVar(&overrides, "overrides", "", "preset overrides as JSON (default: the original run's when the preset is unchanged)")
@@ -401,7 +412,7 @@ func newReplay() *cobra.Command {
 	cmd.Flags().StringVar(&from, "from", "", "with --failed: started at or after (RFC 3339, date, or duration ago)")
 	cmd.Flags().StringVar(&to, "to", "", "with --failed: started before")
 	cmd.Flags().DurationVar(&wait, "wait", 0, "wait this long for the replays and print their results (0: do not wait)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -430,7 +441,7 @@ func newRestore() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
+	tenantFlag(cmd, &tenant)
 	cmd.Flags().StringVarP(&outPath, "output", "o", "", "write to this file (default: stdout)")
 	return cmd
 }
@@ -456,9 +467,9 @@ func newDiff() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
+	tenantFlag(cmd, &tenant)
 	cmd.Flags().BoolVar(&all, "all", false, "list kept messages too")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -519,10 +530,10 @@ func newSearch() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
+	tenantFlag(cmd, &tenant)
 	cmd.Flags().StringVar(&session, "session", "", "the session (an alias of the first argument)")
 	cmd.Flags().IntVar(&limit, "limit", audit.DefaultSearchLimit, "at most this many hits")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -573,7 +584,7 @@ func newExport() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
+	tenantFlag(cmd, &tenant)
 	cmd.Flags().StringVar(&format, "format", audit.FormatJSONL, "jsonl or csv")
 	cmd.Flags().BoolVar(&steps, "steps", false, `after each run, a line per step it recorded ({"record":"step",...}; jsonl only)`)
 	cmd.Flags().StringVarP(&outPath, "output", "o", "", "write to this file (default: stdout)")
@@ -609,9 +620,9 @@ func newStatus() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
+	tenantFlag(cmd, &tenant)
 	cmd.Flags().StringVar(&session, "session", "", "the session (an alias of the argument)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/audit"
-	"github.com/ctxcompact/orchestrator/internal/config"
 )
 
 // newErasure reads an erasure's tombstone, as GET /v1/erasures/{id} does:
@@ -44,6 +43,6 @@ func newErasure() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
+	tenantFlag(cmd, &tenant)
 	return cmd
 }

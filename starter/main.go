@@ -112,7 +112,7 @@ func newInspect() *cobra.Command {
 	cmd.Flags().StringSliceVar(&presets, "preset", nil, "presets to show (default: all)")
 	cmd.Flags().StringVar(&model, "model", "gpt-4o", "the agent's model (picks the encoding and the default limit)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "context limit in the preset's unit (default: the preset's, else the model's)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -147,7 +147,7 @@ func newCompact() *cobra.Command {
 			return compactAndReport(ctx, gw, ev, wait, asJSON, outPath, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().StringVar(&ev.Tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
+	tenantFlag(cmd, &ev.Tenant)
 	cmd.Flags().StringVar(&ev.Session, "session", "cli", "session")
 	cmd.Flags().StringVar(&ev.EventID, "event-id", "", "event id (default: a new one); the same id twice returns the same run")
 	cmd.Flags().StringVar(&ev.Kind, "kind", gateway.KindManual, "threshold, checkpoint or manual")

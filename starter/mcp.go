@@ -50,6 +50,6 @@ func newMCP() *cobra.Command {
 			return svc.ServeStdio(ctx, tenant)
 		},
 	}
-	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
+	tenantFlag(cmd, &tenant)
 	return cmd
 }

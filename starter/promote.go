@@ -9,7 +9,6 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/audit"
-	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -56,8 +55,8 @@ func newPromote() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	tenantFlag(cmd, &tenant)
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -95,7 +94,7 @@ func newWatermarks() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
+	tenantFlag(cmd, &tenant)
 	cmd.Flags().StringVar(&session, "session", "", "the session (an alias of the argument)")
 	return cmd
 }

@@ -43,6 +43,6 @@ func newReconcile() *cobra.Command {
 		},
 	}
 	cmd.Flags().DurationVar(&after, "after", server.ReconcileAfter, "only runs started longer ago than this")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	jsonFlag(cmd, &asJSON)
 	return cmd
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ctxcompact/orchestrator/internal/audit"
-	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -68,7 +67,7 @@ func newSession() *cobra.Command {
 			}
 		},
 	}
-	del.Flags().StringVar(&tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
+	tenantFlag(del, &tenant)
 	del.Flags().StringVar(&by, "by", "operator", "who asks, recorded on the tombstone")
 	del.Flags().DurationVar(&wait, "wait", 5*time.Minute, "how long to wait for the erasure to finish")
 	cmd.AddCommand(del)
