@@ -112,6 +112,9 @@ type line struct {
 	// process: a restarted API process, or another one behind the same
 	// balancer, splices where the session was.
 	restored bool
+	// syncedAt is when the line last checked its output against the
+	// store (Config.SyncEvery).
+	syncedAt time.Time
 	// size is how many bytes of output the line holds (lines.hold).
 	size atomic.Int64
 	// The compaction in flight: done closes when it ends.
@@ -144,7 +147,7 @@ type turn struct {
 func (l *line) serve(ctx context.Context, p *Proxy, t turn) ([]byte, string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.restored {
+	if !l.restored || (l.baseRun != "" && time.Since(l.syncedAt) > p.cfg.SyncEvery) {
 		l.restoreLocked(ctx, p, t.proto)
 	}
 	up, spliced := l.spliceLocked(t)
@@ -371,6 +374,7 @@ func (l *line) await(ctx context.Context, p *Proxy, proto protocol, runID string
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.baseRun, l.baseSHA, l.outSystem, l.outMsgs, l.covered, l.prefix = runID, out.OutputSHA256, system, msgs, covered, prefix
+	l.syncedAt = time.Now()
 	p.lines.hold(l, outputSize(system, msgs))
 	return nil
 }
@@ -409,10 +413,12 @@ func parseProxyEventID(id string) (covered int, prefix string, ok bool) {
 	return covered, hexID, true
 }
 
-// restoreLocked rebuilds the line from what the store recorded: the
-// session's latest output, when a proxy run made it (its event id says
-// how many of the host's messages it covers). A store that cannot be
-// read leaves the line as it is, to be tried again by the next request.
+// restoreLocked brings the line in line with what the store recorded:
+// the session's latest output, when a proxy run made it (its event id
+// says how many of the host's messages it covers). A session without an
+// output (erased, or never compacted) splices nothing; one whose latest
+// output another client made goes whole until the proxy compacts it. A
+// store that cannot be read leaves the line as it is, to be tried again.
 func (l *line) restoreLocked(ctx context.Context, p *Proxy, proto protocol) {
 	if p.deps.Latest == nil {
 		l.restored = true
@@ -424,9 +430,15 @@ func (l *line) restoreLocked(ctx context.Context, p *Proxy, proto protocol) {
 			"tenant", l.tenant, "session", l.session, "error", err)
 		return
 	}
-	l.restored = true
+	l.restored, l.syncedAt = true, time.Now()
+	if runID == l.baseRun && sha == l.baseSHA {
+		return
+	}
+	// What the line held is no longer the session's state.
+	l.baseRun, l.baseSHA, l.outSystem, l.outMsgs, l.covered, l.prefix = "", "", nil, nil, 0, ""
+	p.lines.hold(l, 0)
 	covered, prefix, ok := parseProxyEventID(eventID)
-	if runID == "" || !ok || runID == l.baseRun {
+	if runID == "" || !ok {
 		return
 	}
 	doc, err := p.deps.Outputs(ctx, l.tenant, runID)

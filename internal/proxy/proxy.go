@@ -66,9 +66,10 @@ const (
 
 // Defaults of Config.
 const (
-	DefaultTrigger = 0.7
-	DefaultTarget  = 0.3
-	DefaultWaitFor = time.Minute
+	DefaultTrigger   = 0.7
+	DefaultTarget    = 0.3
+	DefaultSyncEvery = 30 * time.Second
+	DefaultWaitFor   = time.Minute
 	// DefaultMaxRequestBytes bounds a request body read for splicing.
 	DefaultMaxRequestBytes = 32 << 20
 )
@@ -101,6 +102,12 @@ type Config struct {
 	Limits tokens.Limits
 	// MaxRequestBytes bounds a request body.
 	MaxRequestBytes int64
+	// SyncEvery is how often a session's line checks its output against
+	// the store (DefaultSyncEvery when zero): the session's latest output
+	// may have moved (another API process compacted it, a replay was
+	// promoted) or be gone (the session was erased: its output is never
+	// sent again).
+	SyncEvery time.Duration
 }
 
 // Compactor starts and waits for compaction runs (a *gateway.Gateway).
@@ -178,6 +185,9 @@ func New(cfg Config, deps Deps) (*Proxy, error) {
 	}
 	if cfg.WaitFor <= 0 {
 		cfg.WaitFor = DefaultWaitFor
+	}
+	if cfg.SyncEvery <= 0 {
+		cfg.SyncEvery = DefaultSyncEvery
 	}
 	if cfg.MaxRequestBytes <= 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes

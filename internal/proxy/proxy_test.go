@@ -786,3 +786,44 @@ func TestAWaitingStreamIsKeptAlive(t *testing.T) {
 data: {"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`)
 	require.Contains(t, resp.Trailer.Get(HeaderState), "upstream answered 429")
 }
+
+// TestAnErasedSessionIsNeverSplicedAgain: once the store has no output
+// for the session (it was erased), the line stops sending the output it
+// held at its next check, and the requests go as they came.
+func TestAnErasedSessionIsNeverSplicedAgain(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, nil)
+	var mu sync.Mutex
+	erased := false
+	p, err := New(Config{AnthropicURL: tp.anthropic.srv.URL, SyncEvery: time.Millisecond}, Deps{Compactor: tp.compactor, Outputs: tp.compactor.output,
+		Authenticate: func(*http.Request, string) (string, error) { return "acme", nil },
+		Latest: func(context.Context, string, string) (string, string, string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if erased || len(tp.compactor.submitted()) == 0 {
+				return "", "", "", nil
+			}
+			out, err := tp.compactor.Wait(context.Background(), "run-1")
+			return "run-1", tp.compactor.submitted()[0].EventID, out.OutputSHA256, err
+		}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	px := *tp
+	px.url = srv.URL
+	h := map[string]string{HeaderContextLimit: "900", HeaderSession: "erased"}
+	px.post(t, "/proxy/anthropic/v1/messages", anthropicBody(10, false), h)
+	px.settle(t, 1)
+	require.Eventually(t, func() bool {
+		return strings.HasPrefix(px.post(t, "/proxy/anthropic/v1/messages", anthropicBody(11, false), h).Header.Get(HeaderState), "spliced")
+	}, 5*time.Second, 10*time.Millisecond)
+
+	mu.Lock()
+	erased = true
+	mu.Unlock()
+	time.Sleep(5 * time.Millisecond)
+	body := anthropicBody(12, false)
+	resp := px.post(t, "/proxy/anthropic/v1/messages", body, h)
+	require.False(t, strings.HasPrefix(resp.Header.Get(HeaderState), "spliced"), resp.Header.Get(HeaderState))
+	require.Equal(t, body, string(tp.anthropic.last().Body), "the erased output is not sent")
+}
