@@ -247,65 +247,145 @@ func price(prev, cur []byte) float64 {
 	return 0.1*float64(n) + 1.25*float64(len(cur)-n)
 }
 
+// proxySession drives a recorded SWE-agent session through the OpenAI
+// proxy route of API processes on one stack, turn by turn.
+type proxySession struct {
+	t     *testing.T
+	e     *env
+	up    *chatUpstream
+	upURL string
+	key   string
+	rec   []json.RawMessage
+}
+
+func newProxySession(t *testing.T) *proxySession {
+	t.Helper()
+	e := newEnv(t, offline())
+	up := &chatUpstream{}
+	upstream := httptest.NewServer(up)
+	t.Cleanup(upstream.Close)
+	ps := &proxySession{t: t, e: e, up: up, upURL: upstream.URL, key: "key-" + e.tenant + "-0123456789abcdef"}
+	require.NoError(t, e.store.AddAPIKey(context.Background(), e.tenant, ps.key))
+	var rec struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(readData(t, "swe-agent-deepseek/django__django-11742.json"), &rec))
+	ps.rec = rec.Messages
+	return ps
+}
+
+// process starts an API process of the stack and returns its URL.
+func (ps *proxySession) process() string {
+	srv := httptest.NewServer(httpapi.New(httpapi.Deps{
+		Gateway: ps.e.gw, Audit: &audit.Service{Store: ps.e.store, Blob: ps.e.blob}, Store: ps.e.store, Blob: ps.e.blob,
+		MaxRequestBytes: httpMaxBytes, Logger: slog.New(slog.DiscardHandler),
+		Proxy: proxy.Config{OpenAIURL: ps.upURL + "/v1", WaitFor: 2 * time.Minute, Target: proxy.DefaultTarget,
+			SyncEvery: 10 * time.Millisecond},
+	}))
+	ps.t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// turn sends the host's messages before message i to url, the provider
+// answering with message i, and returns the state header and what went
+// upstream.
+func (ps *proxySession) turn(url, session string, i int) (string, []byte, []byte) {
+	t := ps.t
+	body, err := json.Marshal(map[string]any{"model": "gpt-4o", "messages": ps.rec[:i]})
+	require.NoError(t, err)
+	ps.up.mu.Lock()
+	ps.up.next = ps.rec[i]
+	ps.up.mu.Unlock()
+	req, err := http.NewRequest(http.MethodPost, url+"/proxy/openai/v1/chat/completions", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer sk-agent-own-key")
+	req.Header.Set(proxy.HeaderKey, ps.key)
+	req.Header.Set(proxy.HeaderSession, session)
+	req.Header.Set(proxy.HeaderContextLimit, "16000")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	ps.up.mu.Lock()
+	sent := ps.up.bodies[len(ps.up.bodies)-1]
+	ps.up.mu.Unlock()
+	return resp.Header.Get(proxy.HeaderState), body, sent
+}
+
+// untilSpliced sends turns from 2 on until one goes spliced, and returns
+// the next turn's index and that state.
+func (ps *proxySession) untilSpliced(url, session string) (int, string) {
+	i, state := 2, ""
+	for ; i < len(ps.rec)-1 && !strings.HasPrefix(state, "spliced"); i++ {
+		state, _, _ = ps.turn(url, session, i)
+	}
+	require.True(ps.t, strings.HasPrefix(state, "spliced"), "the session compacted")
+	return i, state
+}
+
 // TestProxyRestartSplicesWhereTheSessionWas: an API process that did not
 // see a session's compaction (a restarted one, or another behind the same
 // balancer) splices the session's latest output in from its first
 // request, read from the store on the whole stack.
 func TestProxyRestartSplicesWhereTheSessionWas(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, offline())
-	up := &chatUpstream{}
-	upstream := httptest.NewServer(up)
-	t.Cleanup(upstream.Close)
-	process := func() string {
-		srv := httptest.NewServer(httpapi.New(httpapi.Deps{
-			Gateway: e.gw, Audit: &audit.Service{Store: e.store, Blob: e.blob}, Store: e.store, Blob: e.blob,
-			MaxRequestBytes: httpMaxBytes, Logger: slog.New(slog.DiscardHandler),
-			Proxy: proxy.Config{OpenAIURL: upstream.URL + "/v1", WaitFor: 2 * time.Minute, Target: proxy.DefaultTarget},
-		}))
-		t.Cleanup(srv.Close)
-		return srv.URL
-	}
-	first, second := process(), process()
-	key := "key-" + e.tenant + "-0123456789abcdef"
-	require.NoError(t, e.store.AddAPIKey(context.Background(), e.tenant, key))
-	var rec struct {
-		Messages []json.RawMessage `json:"messages"`
-	}
-	require.NoError(t, json.Unmarshal(readData(t, "swe-agent-deepseek/django__django-11742.json"), &rec))
-	turn := func(url string, i int) string {
-		body, err := json.Marshal(map[string]any{"model": "gpt-4o", "messages": rec.Messages[:i]})
-		require.NoError(t, err)
-		up.mu.Lock()
-		up.next = rec.Messages[i]
-		up.mu.Unlock()
-		req, err := http.NewRequest(http.MethodPost, url+"/proxy/openai/v1/chat/completions", bytes.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer sk-agent-own-key")
-		req.Header.Set(proxy.HeaderKey, key)
-		req.Header.Set(proxy.HeaderSession, "moved")
-		req.Header.Set(proxy.HeaderContextLimit, "16000")
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		require.Equal(t, http.StatusOK, resp.StatusCode)
-		return resp.Header.Get(proxy.HeaderState)
-	}
-	// The first process, turn by turn, until its requests go spliced.
-	i, state := 2, ""
-	for ; i < len(rec.Messages)-1 && !strings.HasPrefix(state, "spliced"); i++ {
-		state = turn(first, i)
-	}
-	require.True(t, strings.HasPrefix(state, "spliced"), "the session compacted in the first process")
+	ps := newProxySession(t)
+	first, second := ps.process(), ps.process()
+	i, state := ps.untilSpliced(first, "moved")
 	// The next turn, on the second process: spliced on the session's
 	// latest output (that one, or a later compaction the first process
 	// started meanwhile), a run of this session.
-	next := turn(second, i)
+	next, _, _ := ps.turn(second, "moved", i)
 	require.True(t, strings.HasPrefix(next, "spliced; run="), "second process: %s (first: %s)", next, state)
-	r, err := e.store.GetRun(context.Background(), runOf(next))
+	r, err := ps.e.store.GetRun(context.Background(), runOf(next))
 	require.NoError(t, err)
-	require.Equal(t, e.tenant, r.Tenant)
+	require.Equal(t, ps.e.tenant, r.Tenant)
 	require.Equal(t, "moved", r.Session)
+	require.Equal(t, "proxy", r.Trigger)
+}
+
+// TestProxyNeverSendsAnErasedOutput: once a session is erased, the proxy
+// stops splicing the output it held: the next request goes upstream as
+// the host sent it, or (over the limit) on a compaction made after the
+// erasure, never on an erased run's output.
+func TestProxyNeverSendsAnErasedOutput(t *testing.T) {
+	t.Parallel()
+	ps := newProxySession(t)
+	url := ps.process()
+	i, _ := ps.untilSpliced(url, "forget-me")
+	// Let the compaction in flight, if any, end before the erasure.
+	erased := map[string]bool{}
+	require.Eventually(t, func() bool {
+		runs, err := ps.e.store.ListRuns(context.Background(), store.RunFilter{Tenant: ps.e.tenant, Session: "forget-me"})
+		require.NoError(t, err)
+		for _, r := range runs {
+			if !r.Status.Final() {
+				return false
+			}
+			erased[r.ID] = true
+		}
+		return true
+	}, 2*time.Minute, 50*time.Millisecond)
+	require.NotEmpty(t, erased)
+	er, _, err := ps.e.gw.EraseSession(context.Background(), ps.e.tenant, "forget-me", "e2e")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		got, err := ps.e.store.GetErasure(context.Background(), ps.e.tenant, er.ID)
+		return err == nil && !got.FinishedAt.IsZero()
+	}, time.Minute, 50*time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // past the line's check interval
+	state, host, sent := ps.turn(url, "forget-me", i)
+	run := runOf(state)
+	require.False(t, erased[run], "spliced on an erased run: %s", state)
+	if run == "" {
+		require.Equal(t, string(host), string(sent), "the erased output is not sent again")
+		return
+	}
+	// Over the limit, the request waited for a compaction of what the
+	// host sent after the erasure.
+	r, err := ps.e.store.GetRun(context.Background(), run)
+	require.NoError(t, err)
+	require.Equal(t, "forget-me", r.Session)
 	require.Equal(t, "proxy", r.Trigger)
 }
