@@ -88,6 +88,13 @@ func (anthropicProtocol) output(doc []byte) (json.RawMessage, []json.RawMessage,
 	if len(v.Messages) == 0 {
 		return nil, nil, errors.New("the output has no messages")
 	}
+	for i, m := range v.Messages {
+		stripped, err := withoutCacheControl(m)
+		if err != nil {
+			return nil, nil, fmt.Errorf("output message %d: %w", i, err)
+		}
+		v.Messages[i] = stripped
+	}
 	return v.System, v.Messages, nil
 }
 

@@ -827,3 +827,49 @@ func TestAnErasedSessionIsNeverSplicedAgain(t *testing.T) {
 	require.False(t, strings.HasPrefix(resp.Header.Get(HeaderState), "spliced"), resp.Header.Get(HeaderState))
 	require.Equal(t, body, string(tp.anthropic.last().Body), "the erased output is not sent")
 }
+
+// TestSplicedRequestsKeepTheHostsBreakpointsOnly: the breakpoints the
+// output carries (from the messages the compaction kept) are dropped, so
+// that the host's own, on its system prompt and appended messages, stay
+// within the Messages API's four.
+func TestSplicedRequestsKeepTheHostsBreakpointsOnly(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, nil)
+	h := map[string]string{HeaderContextLimit: "900", HeaderSession: "bp"}
+	// The host marks its last two messages, as Claude Code does: the
+	// marks move from one request to the next.
+	withBlocks := func(n int) string {
+		body := anthropicBody(n, false)
+		var v map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal([]byte(body), &v))
+		var msgs []map[string]any
+		require.NoError(t, json.Unmarshal(v["messages"], &msgs))
+		for i, m := range msgs {
+			m["content"] = []map[string]any{{"type": "text", "text": m["content"], "cache_control": map[string]string{"type": "ephemeral"}}}
+			if i < len(msgs)-2 {
+				delete(m["content"].([]map[string]any)[0], "cache_control") // the host marks its last two
+			}
+		}
+		raw, err := json.Marshal(msgs)
+		require.NoError(t, err)
+		v["messages"] = raw
+		out, err := json.Marshal(v)
+		require.NoError(t, err)
+		return string(out)
+	}
+	tp.post(t, "/proxy/anthropic/v1/messages", withBlocks(10), h)
+	tp.settle(t, 1)
+	var sent string
+	require.Eventually(t, func() bool {
+		resp := tp.post(t, "/proxy/anthropic/v1/messages", withBlocks(12), h)
+		sent = string(tp.anthropic.last().Body)
+		return strings.HasPrefix(resp.Header.Get(HeaderState), "spliced")
+	}, 5*time.Second, 10*time.Millisecond)
+	msgs := messagesOf(t, []byte(sent))
+	require.Len(t, msgs, 3+2)
+	for _, m := range msgs[:3] {
+		require.NotContains(t, string(m), "cache_control", "the output's messages carry no breakpoint")
+	}
+	require.Equal(t, 2, strings.Count(sent, `"cache_control"`), "the host's two, on its appended messages")
+	require.Len(t, tp.compactor.submitted(), 1, "moved marks do not make a new line")
+}

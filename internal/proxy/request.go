@@ -79,6 +79,12 @@ func (r *request) digests() {
 	h := sha256.Sum256(sys)
 	r.prefix = make([][32]byte, len(r.msgs))
 	for i, m := range r.msgs {
+		// A host moves its cache breakpoints to its newest messages from
+		// one request to the next: a message is the same message with
+		// or without one.
+		if bare, err := withoutCacheControl(m); err == nil {
+			m = bare
+		}
 		mh := sha256.Sum256(compact(m))
 		h = sha256.Sum256(append(h[:], mh[:]...))
 		r.prefix[i] = h
@@ -194,4 +200,36 @@ func array(msgs []json.RawMessage) json.RawMessage {
 	}
 	b.WriteByte(']')
 	return b.Bytes()
+}
+
+// withoutCacheControl is message m without the cache_control breakpoints
+// of its content blocks. The output's messages carry the breakpoints the
+// host had put on the messages a compaction kept; spliced before the
+// messages the host appended since, which carry the host's current ones,
+// they would add up past the four the Messages API allows ("Found 5"),
+// and they no longer mark where the host's cache is. The host's
+// breakpoints on its system prompt, tools and appended messages stay.
+// Only a message that holds one is re-encoded, the same way every time,
+// so that the spliced prefix stays byte-stable.
+func withoutCacheControl(m json.RawMessage) (json.RawMessage, error) {
+	if !bytes.Contains(m, []byte(`"cache_control"`)) {
+		return m, nil
+	}
+	var msg map[string]json.RawMessage
+	if err := json.Unmarshal(m, &msg); err != nil {
+		return nil, err
+	}
+	var blocks []map[string]json.RawMessage
+	if err := json.Unmarshal(msg["content"], &blocks); err != nil {
+		return m, nil // a string content holds no breakpoint
+	}
+	for _, b := range blocks {
+		delete(b, "cache_control")
+	}
+	content, err := json.Marshal(blocks)
+	if err != nil {
+		return nil, err
+	}
+	msg["content"] = content
+	return json.Marshal(msg)
 }
