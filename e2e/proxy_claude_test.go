@@ -166,9 +166,18 @@ func TestProxyClaudeCode(t *testing.T) {
 	runs, err := e.store.ListRuns(context.Background(), store.RunFilter{Tenant: e.tenant, Session: "claude-code"})
 	require.NoError(t, err)
 	require.NotEmpty(t, runs)
+	incremental := 0
 	for _, r := range runs {
 		require.Equal(t, "proxy", r.Trigger)
 		require.NotEqual(t, store.RunFailed, r.Status, r.ID)
+		if r.BaseRunID != "" {
+			incremental++
+		}
 	}
-	t.Logf("Claude Code: %d turns, %d compactions spliced in, %d runs; its tool definitions alone %d tokens", res.NumTurns, smaller, len(runs), toolsTokens)
+	// After the first, the compactions continue the session's line:
+	// Claude Code's moved breakpoints and transient reminders do not
+	// break it.
+	require.Equal(t, len(runs)-1, incremental, "every compaction but the first is incremental on the one before")
+	t.Logf("Claude Code: %d turns, %d compactions spliced in, %d runs (%d incremental); its tool definitions alone %d tokens",
+		res.NumTurns, smaller, len(runs), incremental, toolsTokens)
 }

@@ -49,8 +49,18 @@ func (anthropicProtocol) parse(body []byte, _ routeKind) (request, error) {
 		// sub-agents and its side calls; their system prompts differ.
 		r.thread = hexSum([]byte("anthropic user"), []byte(v.Metadata.UserID), compact(v.System))
 	}
-	r.digests()
+	r.digests(anthropicProtocol{}.lasting)
 	return r, nil
+}
+
+// lasting: a system message among the turns is a host's reminder for
+// that one request (Claude Code inserts and removes them); the turns are
+// the user's and the assistant's.
+func (anthropicProtocol) lasting(m json.RawMessage) bool {
+	var v struct {
+		Role string `json:"role"`
+	}
+	return json.Unmarshal(m, &v) != nil || v.Role != "system"
 }
 
 func (anthropicProtocol) splice(body []byte, system json.RawMessage, msgs []json.RawMessage) ([]byte, error) {

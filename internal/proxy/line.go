@@ -100,8 +100,9 @@ type line struct {
 
 	mu sync.Mutex
 	// The committed splice: run baseRun's output (its system and
-	// messages) replaces the host's first covered messages, whose digest
-	// starts with prefix (prefixID, as the run's event id says it).
+	// messages) replaces the host's messages up to its covered-th lasting
+	// one (request.lasting), whose digest starts with prefix (prefixID,
+	// as the run's event id says it).
 	baseRun, baseSHA string
 	outSystem        json.RawMessage
 	outMsgs          []json.RawMessage
@@ -207,12 +208,16 @@ func (l *line) serve(ctx context.Context, p *Proxy, t turn) ([]byte, string) {
 // replaced; else t's own body (a new line of the session: a rewind, the
 // host's own compaction, a side call).
 func (l *line) spliceLocked(t turn) ([]byte, bool) {
-	if l.baseRun == "" || l.covered == 0 || len(t.req.msgs) < l.covered || prefixID(t.req.prefix[l.covered-1]) != l.prefix {
+	if l.baseRun == "" || l.covered == 0 {
 		return t.body, false
 	}
-	msgs := make([]json.RawMessage, 0, len(l.outMsgs)+len(t.req.msgs)-l.covered)
+	end, ok := t.req.at(l.covered)
+	if !ok || prefixID(t.req.prefix[end]) != l.prefix {
+		return t.body, false
+	}
+	msgs := make([]json.RawMessage, 0, len(l.outMsgs)+len(t.req.msgs)-end-1)
 	msgs = append(msgs, l.outMsgs...)
-	msgs = append(msgs, t.req.msgs[l.covered:]...)
+	msgs = append(msgs, t.req.msgs[end+1:]...)
 	body, err := t.proto.splice(t.body, l.outSystem, msgs)
 	if err != nil {
 		return t.body, false
@@ -265,8 +270,12 @@ func (p *Proxy) counter(model string) (tokens.Counter, error) {
 // an incremental event on the line's output when t is spliced (the
 // upload is then what the host appended), else the whole conversation.
 func (l *line) startLocked(p *Proxy, t turn, up []byte, spliced bool) {
-	covered := len(t.req.msgs)
-	prefix := prefixID(t.req.prefix[covered-1])
+	last := len(t.req.msgs) - 1
+	covered := t.req.lasting[last]
+	if covered == 0 {
+		return // nothing but transient messages
+	}
+	prefix := prefixID(t.req.prefix[last])
 	// The run sizes the conversation; the tool definitions go with every
 	// request beside it, so the conversation has the rest of the window.
 	room := t.limit - p.toolTokens(t)
@@ -294,8 +303,9 @@ func (l *line) startLocked(p *Proxy, t turn, up []byte, spliced bool) {
 			// would only repeat its run.
 			return
 		}
+		end, _ := t.req.at(l.covered) // spliced: it is there
 		ev.Base = &gateway.Base{RunID: l.baseRun, SHA256: l.baseSHA}
-		ev.Messages = array(t.req.msgs[l.covered:])
+		ev.Messages = array(t.req.msgs[end+1:])
 	} else {
 		ev.Conversation = whole
 	}

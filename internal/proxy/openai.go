@@ -57,9 +57,13 @@ func (openAIProtocol) parse(body []byte, _ routeKind) (request, error) {
 		// host's sub-agents share its user id but not its prompt.
 		r.thread = hexSum([]byte("openai user"), []byte(id), compact(v.Messages[0]))
 	}
-	r.digests()
+	r.digests(openAIProtocol{}.lasting)
 	return r, nil
 }
+
+// lasting: every chat message is a turn (the system prompt is the first
+// message, and part of the conversation).
+func (openAIProtocol) lasting(json.RawMessage) bool { return true }
 
 func (openAIProtocol) splice(body []byte, _ json.RawMessage, msgs []json.RawMessage) ([]byte, error) {
 	return setFields(body, map[string]json.RawMessage{"messages": array(msgs)})

@@ -873,3 +873,61 @@ func TestSplicedRequestsKeepTheHostsBreakpointsOnly(t *testing.T) {
 	require.Equal(t, 2, strings.Count(sent, `"cache_control"`), "the host's two, on its appended messages")
 	require.Len(t, tp.compactor.submitted(), 1, "moved marks do not make a new line")
 }
+
+// TestTransientRemindersDoNotBreakTheLine: a host that inserts a system
+// reminder among its turns for one request and drops it in the next (as
+// Claude Code does) still extends its conversation: the reminder of the
+// current request goes upstream, an earlier one does not come back.
+func TestTransientRemindersDoNotBreakTheLine(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, nil)
+	h := map[string]string{HeaderContextLimit: "900", HeaderSession: "reminders"}
+	remind := func(body string, at int, text string) string {
+		var v map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal([]byte(body), &v))
+		var msgs []json.RawMessage
+		require.NoError(t, json.Unmarshal(v["messages"], &msgs))
+		r, err := json.Marshal(map[string]string{"role": "system", "content": text})
+		require.NoError(t, err)
+		msgs = append(msgs[:at:at], append([]json.RawMessage{r}, msgs[at:]...)...)
+		out, err := setFields([]byte(body), map[string]json.RawMessage{"messages": array(msgs)})
+		require.NoError(t, err)
+		return string(out)
+	}
+	tp.post(t, "/proxy/anthropic/v1/messages", remind(anthropicBody(10, false), 4, "first reminder"), h)
+	tp.settle(t, 1)
+	var state string
+	require.Eventually(t, func() bool {
+		// The first reminder is gone; another one sits near the end.
+		state = tp.post(t, "/proxy/anthropic/v1/messages", remind(anthropicBody(12, false), 11, "second reminder"), h).Header.Get(HeaderState)
+		return strings.HasPrefix(state, "spliced")
+	}, 5*time.Second, 10*time.Millisecond)
+	sent := string(tp.anthropic.last().Body)
+	require.Contains(t, sent, "second reminder", "the current request's reminder goes")
+	msgs := messagesOf(t, []byte(sent))
+	require.Len(t, msgs, 3+3, "the output, then turns 10 and 11 with the reminder between")
+	require.Contains(t, string(msgs[3]), "Turn 10:")
+	require.Contains(t, string(msgs[4]), "second reminder")
+	require.Len(t, tp.compactor.submitted(), 1, "no new line")
+}
+
+func TestWithoutCacheControlCutsTheFieldOnly(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{`{"role":"user","content":"no marks"}`, `{"role":"user","content":"no marks"}`},
+		{`{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}]}`,
+			`{"role":"user","content":[{"type":"text","text":"a"}]}`},
+		{`{"role":"user","content":[{"cache_control": {"type":"ephemeral"} , "type":"text","text":"b"}]}`,
+			`{"role":"user","content":[{"type":"text","text":"b"}]}`},
+		{`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"c","cache_control":{"type":"ephemeral","ttl":"1h"}}],"cache_control":{"type":"ephemeral"}}]}`,
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"c"}]}]}`},
+		{`{"role":"user","content":[{"type":"text","text":"say \"cache_control\": here"}]}`,
+			`{"role":"user","content":[{"type":"text","text":"say \"cache_control\": here"}]}`},
+		{`{"role":"user","content":[{"type":"text","text":"<b>&</b>","cache_control":{"type":"ephemeral"}}],"x":1}`,
+			`{"role":"user","content":[{"type":"text","text":"<b>&</b>"}],"x":1}`},
+	} {
+		got, err := withoutCacheControl(json.RawMessage(tc.in))
+		require.NoError(t, err, tc.in)
+		require.Equal(t, tc.want, string(got), tc.in)
+	}
+}

@@ -37,6 +37,10 @@ type protocol interface {
 	// splice returns body with its conversation replaced by system
 	// (nil: unchanged) and msgs, every other byte as it was.
 	splice(body []byte, system json.RawMessage, msgs []json.RawMessage) ([]byte, error)
+	// lasting says whether a message is one of the conversation's turns,
+	// which a later request repeats, rather than a transient one a host
+	// inserts for one request (Claude Code's system reminders).
+	lasting(m json.RawMessage) bool
 	// document is body as a conversation the gateway reads in this
 	// protocol's format.
 	document(body []byte) ([]byte, error)
@@ -61,10 +65,14 @@ type request struct {
 	tools json.RawMessage
 	// stream says the host asked for a streamed answer.
 	stream bool
-	// prefix[i] is the digest of the system and msgs[:i+1], in order: a
-	// later request extends this one's first i+1 messages when its own
-	// prefix[i] is the same.
-	prefix [][32]byte
+	// prefix[i] is the digest of the system and the lasting messages of
+	// msgs[:i+1], in order, and lasting[i] how many of them there are: a
+	// later request extends this one's first K lasting messages when its
+	// own digest after its K-th lasting message is the same. A transient
+	// message (protocol.lasting) changes neither: a host that inserts and
+	// removes reminders among its turns still extends its conversation.
+	prefix  [][32]byte
+	lasting []int
 	// thread identifies the request's thread (hex), for a session the
 	// host does not name; shape identifies its start (the system and
 	// first message), which a token count shares with its turns.
@@ -74,20 +82,25 @@ type request struct {
 }
 
 // digests fills prefix and shape from system and msgs.
-func (r *request) digests() {
+func (r *request) digests(lasting func(json.RawMessage) bool) {
 	sys := compact(r.system)
 	h := sha256.Sum256(sys)
 	r.prefix = make([][32]byte, len(r.msgs))
+	r.lasting = make([]int, len(r.msgs))
+	n := 0
 	for i, m := range r.msgs {
-		// A host moves its cache breakpoints to its newest messages from
-		// one request to the next: a message is the same message with
-		// or without one.
-		if bare, err := withoutCacheControl(m); err == nil {
-			m = bare
+		if lasting(m) {
+			// A host moves its cache breakpoints to its newest messages
+			// from one request to the next: a message is the same
+			// message with or without one.
+			if bare, err := withoutCacheControl(m); err == nil {
+				m = bare
+			}
+			mh := sha256.Sum256(compact(m))
+			h = sha256.Sum256(append(h[:], mh[:]...))
+			n++
 		}
-		mh := sha256.Sum256(compact(m))
-		h = sha256.Sum256(append(h[:], mh[:]...))
-		r.prefix[i] = h
+		r.prefix[i], r.lasting[i] = h, n
 	}
 	first := []byte(nil)
 	if len(r.msgs) > 0 {
@@ -97,6 +110,16 @@ func (r *request) digests() {
 	if r.thread == "" {
 		r.thread = r.shape
 	}
+}
+
+// at is the index of the request's k-th lasting message (k ≥ 1).
+func (r *request) at(k int) (int, bool) {
+	for i, n := range r.lasting {
+		if n == k && (i == 0 || r.lasting[i-1] < k) {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // hexSum is the hex SHA-256 of parts, each ended by a NUL.
@@ -202,34 +225,58 @@ func array(msgs []json.RawMessage) json.RawMessage {
 	return b.Bytes()
 }
 
-// withoutCacheControl is message m without the cache_control breakpoints
-// of its content blocks. The output's messages carry the breakpoints the
-// host had put on the messages a compaction kept; spliced before the
-// messages the host appended since, which carry the host's current ones,
-// they would add up past the four the Messages API allows ("Found 5"),
-// and they no longer mark where the host's cache is. The host's
-// breakpoints on its system prompt, tools and appended messages stay.
-// Only a message that holds one is re-encoded, the same way every time,
-// so that the spliced prefix stays byte-stable.
+// withoutCacheControl is message m without its cache_control
+// breakpoints, every other byte as it was. A host moves its breakpoints
+// to its newest messages from one request to the next, so a message is
+// the same message with or without one (request.digests); and the
+// output's messages carry the breakpoints the host had put on the
+// messages a compaction kept, which, spliced before the messages the host
+// appended since, would add up past the four the Messages API allows
+// ("Found 5") and no longer mark where the host's cache is. The field is
+// cut out of the bytes rather than the message re-encoded, so that its
+// other bytes, key order and escapes included, stay the host's.
 func withoutCacheControl(m json.RawMessage) (json.RawMessage, error) {
-	if !bytes.Contains(m, []byte(`"cache_control"`)) {
+	const key = `"cache_control"`
+	if !bytes.Contains(m, []byte(key)) {
 		return m, nil
 	}
-	var msg map[string]json.RawMessage
-	if err := json.Unmarshal(m, &msg); err != nil {
-		return nil, err
+	out := make([]byte, 0, len(m))
+	rest := []byte(m)
+	for {
+		i := bytes.Index(rest, []byte(key))
+		if i < 0 {
+			out = append(out, rest...)
+			break
+		}
+		// A key: an unescaped quote cannot sit inside a string, so the
+		// name followed by a colon is the field, wherever it is.
+		j := jsonscan.SkipSpace(rest, i+len(key))
+		if j >= len(rest) || rest[j] != ':' {
+			out = append(out, rest[:i+len(key)]...)
+			rest = rest[i+len(key):]
+			continue
+		}
+		end := jsonscan.ValueEnd(rest, jsonscan.SkipSpace(rest, j+1))
+		if end > len(rest) {
+			return nil, fmt.Errorf("cache_control at byte %d: value not closed", len(out)+i)
+		}
+		before := bytes.TrimRight(rest[:i], " \t\r\n")
+		after := rest[jsonscan.SkipSpace(rest, end):]
+		switch {
+		case len(before) > 0 && before[len(before)-1] == ',':
+			// "a":1, "cache_control":{…} → "a":1
+			out = append(out, before[:len(before)-1]...)
+		case len(after) > 0 && after[0] == ',':
+			// {"cache_control":{…}, "b":2 → {"b":2
+			out = append(out, before...)
+			after = after[jsonscan.SkipSpace(after, 1):]
+		default:
+			out = append(out, before...)
+		}
+		rest = after
 	}
-	var blocks []map[string]json.RawMessage
-	if err := json.Unmarshal(msg["content"], &blocks); err != nil {
-		return m, nil // a string content holds no breakpoint
+	if !json.Valid(out) {
+		return nil, fmt.Errorf("cache_control: the message does not read without it")
 	}
-	for _, b := range blocks {
-		delete(b, "cache_control")
-	}
-	content, err := json.Marshal(blocks)
-	if err != nil {
-		return nil, err
-	}
-	msg["content"] = content
-	return json.Marshal(msg)
+	return out, nil
 }

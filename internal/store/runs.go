@@ -190,7 +190,7 @@ const runColumns = `id, tenant_id, session_id, event_id, trigger, preset, model,
 	status, tokens_before, tokens_after, chars_before, chars_after, ratio,
 	input_key, archive_key, archive_sha256, output_key, output_sha256, level, error, error_class,
 	coalesce(replay_of, ''), started_at, finished_at, updated_at, stats,
-	agent_model, context_limit, overrides, input_sha256, resolved_preset`
+	agent_model, context_limit, overrides, input_sha256, resolved_preset, coalesce(base_run_id, '')`
 
 func scanRun(row pgx.Row) (Run, error) {
 	var r Run
@@ -201,7 +201,7 @@ func scanRun(row pgx.Row) (Run, error) {
 		&status, &r.TokensBefore, &r.TokensAfter, &r.CharsBefore, &r.CharsAfter, &r.Ratio,
 		&r.InputKey, &r.ArchiveKey, &r.ArchiveSHA256, &r.OutputKey, &r.OutputSHA256, &r.Level, &r.Error, &r.ErrorClass,
 		&r.ReplayOf, &r.StartedAt, &finished, &r.UpdatedAt, &stats,
-		&r.AgentModel, &r.ContextLimit, &overrides, &r.InputSHA256, &resolved)
+		&r.AgentModel, &r.ContextLimit, &overrides, &r.InputSHA256, &resolved, &r.BaseRunID)
 	if err != nil {
 		return Run{}, err
 	}
