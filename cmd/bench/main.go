@@ -128,7 +128,7 @@ func run() error {
 	out := flag.String("out", "", "also write the table and the machine to this Markdown file")
 	judgeOut := flag.String("judge-out", "", "with OPENAI_BASE_URL set: write measurement 8's LLM-judge grades of every run to this JSON file")
 	dataDir := flag.String("data", defaultDataDir, "folder of the shared real conversations ("+fallbackDataDir+" when the default is missing)")
-	only := flag.String("only", "", "comma-separated measurements to run (1-11); empty runs all")
+	only := flag.String("only", "", "comma-separated measurements to run (1-12); empty runs all")
 	workers := flag.Int("workers", 0, "concurrent callers of the ceiling (1.); 0 keeps the default")
 	sessions := flag.Int("sessions", 0, "concurrent sessions of the load (4.); 0 keeps the default")
 	flood := flag.Int("flood", 0, "events of the flooding tenant (11.); 0 keeps the default (300, -quick 100)")
@@ -217,6 +217,7 @@ func run() error {
 		{"9", "history at scale", benchHistory},
 		{"10", "session life", benchSessionLife},
 		{"11", "fairness between tenants", benchFairness},
+		{"12", "proxy", benchProxy},
 	}
 	// dbOnly are the measurements that need Postgres alone, no stack.
 	dbOnly := map[string]bool{"9": true}

@@ -148,6 +148,7 @@ type turn struct {
 func (l *line) serve(ctx context.Context, p *Proxy, t turn) ([]byte, string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	var waitedFor time.Duration
 	if !l.restored || (l.baseRun != "" && time.Since(l.syncedAt) > p.cfg.SyncEvery) {
 		l.restoreLocked(ctx, p, t.proto)
 	}
@@ -162,31 +163,51 @@ func (l *line) serve(ctx context.Context, p *Proxy, t turn) ([]byte, string) {
 	}
 	if n > t.limit && l.running && !t.counting {
 		// The one case that waits: the request would not fit, and the
-		// compaction that makes it fit is on its way.
-		done, runID := l.done, l.runID
-		l.mu.Unlock()
+		// compaction that makes it fit is on its way. When it ends and
+		// the request still does not fit (the host appended more than
+		// that compaction covered, a large tool result), one of the
+		// request itself is started and waited for, within the same
+		// bound.
 		release := func() {}
 		if t.hold != nil {
 			release = t.hold()
 		}
 		waited := time.Now()
-		timer := time.NewTimer(p.cfg.WaitFor)
-		select {
-		case <-done:
-		case <-timer.C:
-		case <-ctx.Done():
+		deadline := time.NewTimer(p.cfg.WaitFor)
+		runID := l.runID
+		for n > t.limit && l.running {
+			done := l.done
+			runID = l.runID
+			l.mu.Unlock()
+			expired := false
+			select {
+			case <-done:
+			case <-deadline.C:
+				expired = true
+			case <-ctx.Done():
+				expired = true
+			}
+			l.mu.Lock()
+			up, spliced = l.spliceLocked(t)
+			if n, err = p.count(t, up); err != nil {
+				deadline.Stop()
+				release()
+				return nil, "forwarded; not compacted: " + err.Error()
+			}
+			if expired {
+				break
+			}
+			if n > t.limit && !l.running && time.Now().After(l.retryAt) {
+				l.startLocked(p, t, up, spliced)
+			}
 		}
-		timer.Stop()
+		deadline.Stop()
 		release()
-		l.mu.Lock()
-		up, spliced = l.spliceLocked(t)
-		if n, err = p.count(t, up); err != nil {
-			return nil, "forwarded; not compacted: " + err.Error()
-		}
 		if n > t.limit {
 			return up, fmt.Sprintf("degraded; over the limit (%d of %d tokens) after waiting %s for run %s", n, t.limit,
 				time.Since(waited).Round(time.Millisecond), runID)
 		}
+		waitedFor = time.Since(waited).Round(time.Millisecond)
 	}
 	state := "forwarded"
 	if spliced {
@@ -199,6 +220,9 @@ func (l *line) serve(ctx context.Context, p *Proxy, t turn) ([]byte, string) {
 		state += "; compacting"
 	case l.lastErr != "" && !spliced:
 		state = "degraded; " + l.lastErr
+	}
+	if waitedFor > 0 {
+		state += fmt.Sprintf("; waited %s", waitedFor)
 	}
 	return up, state
 }

@@ -515,6 +515,7 @@ func TestARequestThatWouldNotFitWaitsForTheRunInFlight(t *testing.T) {
 	resp := tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(16, false), h)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.True(t, strings.HasPrefix(resp.Header.Get(HeaderState), "spliced; run=run-1"), resp.Header.Get(HeaderState))
+	require.Contains(t, resp.Header.Get(HeaderState), "; waited ", "the state says the request waited")
 	require.Len(t, messagesOf(t, tp.anthropic.last().Body), 3+6)
 }
 
@@ -930,4 +931,32 @@ func TestWithoutCacheControlCutsTheFieldOnly(t *testing.T) {
 		require.NoError(t, err, tc.in)
 		require.Equal(t, tc.want, string(got), tc.in)
 	}
+}
+
+// TestAWaitThatStillDoesNotFitCompactsTheRequest: when the compaction a
+// request waited for ends and the request still does not fit (the host
+// appended a large tool result since it started), a compaction of the
+// request itself is started and waited for.
+func TestAWaitThatStillDoesNotFitCompactsTheRequest(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, nil)
+	tp.compactor.hold = make(chan struct{})
+	h := map[string]string{HeaderContextLimit: "900", HeaderSession: "big-result"}
+	tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(10, false), h)
+	tp.settle(t, 1)
+
+	// 14 messages, the 11th a result larger than the whole limit.
+	body := strings.Replace(anthropicBody(14, false), "Turn 10: ", "Turn 10: "+strings.Repeat("a large tool result line ", 200), 1)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		close(tp.compactor.hold)
+	}()
+	resp := tp.post(t, "/proxy/anthropic/v1/messages", body, h)
+	state := resp.Header.Get(HeaderState)
+	require.True(t, strings.HasPrefix(state, "spliced; run=run-2"), state)
+	require.Contains(t, state, "; waited ")
+	require.Len(t, tp.compactor.submitted(), 2)
+	ev := tp.compactor.submitted()[1]
+	require.Equal(t, "run-1", ev.Base.RunID, "the second compaction continues the first")
+	require.Len(t, messagesOf(t, tp.anthropic.last().Body), 3, "the summary and the last two turns")
 }
