@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -46,6 +47,12 @@ import (
 var server *temporaltest.TestServer
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		// The end-to-end tests need every service: none runs under
+		// -short (make unit); newEnv and the other entry points skip.
+		os.Exit(m.Run())
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	var err error
 	server, err = devstack.TestServer(ctx)
@@ -144,6 +151,9 @@ func withBlob(b *blob.Store) envOption { return func(c *envConfig) { c.blob = b 
 
 func newEnv(t *testing.T, opts ...envOption) *env {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs Temporal, Postgres and S3: skipped under -short")
+	}
 	var cfg envConfig
 	for _, o := range opts {
 		o(&cfg)

@@ -103,6 +103,7 @@ func TestMigrateDownAndUp(t *testing.T) {
 
 func TestMigrateWithoutSchema(t *testing.T) {
 	t.Parallel()
+	storetest.SkipShort(t)
 	base := storetest.BaseURL()
 	sep := "?"
 	if strings.Contains(base, "?") {

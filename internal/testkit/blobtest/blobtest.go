@@ -201,6 +201,9 @@ func removeBucket(t testing.TB, store *blob.Store) {
 // shared starts the server on first use and fails t if it cannot.
 func shared(t testing.TB) *server {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs an S3 server: skipped under -short")
+	}
 	startOnce.Do(func() { started, startErr = startServer(os.Getenv(EnvServer)) })
 	if startErr != nil {
 		t.Fatalf("blobtest: %v", startErr)

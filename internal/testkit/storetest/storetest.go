@@ -41,6 +41,7 @@ func BaseURL() string {
 // dropped when the test ends. Nothing is migrated.
 func NewURL(t testing.TB) string {
 	t.Helper()
+	SkipShort(t)
 	base := BaseURL()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -106,6 +107,7 @@ func New(t testing.TB) *store.Store {
 // on the schema of NewURL, and closes it when the test ends.
 func Open(t testing.TB, databaseURL string) *store.Store {
 	t.Helper()
+	SkipShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	s, err := store.Open(ctx, databaseURL)
@@ -133,4 +135,14 @@ func withSearchPath(base, schemaName string) (string, error) {
 	q.Set("search_path", schemaName)
 	u.RawQuery = q.Encode()
 	return u.String(), nil
+}
+
+// SkipShort skips a test that needs Postgres under go test -short (make
+// unit), which runs the tests that need no service. Without -short a test
+// whose database cannot be reached fails, never skips.
+func SkipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs Postgres: skipped under -short")
+	}
 }
