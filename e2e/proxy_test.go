@@ -22,6 +22,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/httpapi"
 	"github.com/ctxcompact/orchestrator/internal/proxy"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/testkit/cachebill"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
@@ -85,7 +86,7 @@ func TestProxyCompactsARecordedAgentSession(t *testing.T) {
 	require.NoError(t, err)
 
 	turns, spliced := 0, 0
-	var bill cacheBill
+	var bill cachebill.Bill
 	var prev []byte
 	prevState := ""
 	var prefixShares []float64
@@ -124,7 +125,7 @@ func TestProxyCompactsARecordedAgentSession(t *testing.T) {
 		up.mu.Lock()
 		sent, head := up.bodies[len(up.bodies)-1], up.heads[len(up.heads)-1]
 		up.mu.Unlock()
-		bill.add(prev, sent, body)
+		bill.Add(sent, body)
 		requireUpstreamRequest(t, fmt.Sprintf("turn %d (%s)", i, state), sent, head, conversation.FormatOpenAI, counter, limit,
 			taskText.Content, "sk-agent-own-key")
 		if strings.HasPrefix(state, "spliced") {
@@ -158,7 +159,7 @@ func TestProxyCompactsARecordedAgentSession(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, succeeded, 2)
 	t.Logf("%d turns, %d spliced, %d runs, median prefix share %.3f; agent's input bill with a prompt cache (writes 1.25×, reads 0.1×): %.0f through the proxy against %.0f sent whole (%.2f×)",
-		turns, spliced, len(runs), median(prefixShares), bill.proxied, bill.whole, bill.proxied/bill.whole)
+		turns, spliced, len(runs), median(prefixShares), bill.Proxied, bill.Whole, bill.Ratio())
 }
 
 // requireUpstreamRequest checks one request the provider got through the
@@ -221,30 +222,6 @@ func sharedPrefix(a, b []byte) float64 {
 func median(xs []float64) float64 {
 	s := slices.Sorted(slices.Values(xs))
 	return s[len(s)/2]
-}
-
-// cacheBill prices an agent's input as a provider with a prompt cache
-// does, in bytes (a proxy for tokens): the part of a request that repeats
-// the previous request's start is read from the cache (0.1×), the rest is
-// written to it (1.25×). whole is the same for the host's own requests,
-// sent without the proxy.
-type cacheBill struct {
-	proxied, whole float64
-	prevWhole      []byte
-}
-
-func (b *cacheBill) add(prevSent, sent, host []byte) {
-	b.proxied += price(prevSent, sent)
-	b.whole += price(b.prevWhole, host)
-	b.prevWhole = host
-}
-
-func price(prev, cur []byte) float64 {
-	n := 0
-	for n < len(prev) && n < len(cur) && prev[n] == cur[n] {
-		n++
-	}
-	return 0.1*float64(n) + 1.25*float64(len(cur)-n)
 }
 
 // proxySession drives a recorded SWE-agent session through the OpenAI

@@ -19,6 +19,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/httpapi"
 	"github.com/ctxcompact/orchestrator/internal/proxy"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/testkit/cachebill"
 )
 
 // proxyLimit is measurement 12's context limit: the slowly
@@ -61,9 +62,9 @@ type proxyResult struct {
 	// degraded counts the turns the proxy sent as they came because
 	// something failed or the request did not fit after its wait.
 	degraded int
-	// bill and whole price the upstream requests and the host's own as
-	// a provider with a prompt cache does (cacheBillOf).
-	bill, whole float64
+	// bill prices the upstream requests and the host's own as a
+	// provider with a prompt cache does.
+	bill cachebill.Bill
 	// added is what each turn took through the proxy beyond the same
 	// request sent straight to the provider.
 	added []time.Duration
@@ -106,7 +107,7 @@ func benchProxy(ctx context.Context, st *stack, o options, rep *report) error {
 	var added []time.Duration
 	turns, spliced, waits, runs, degraded := 0, 0, 0, 0, 0
 	for _, r := range results {
-		ratios = append(ratios, r.bill/r.whole)
+		ratios = append(ratios, r.bill.Ratio())
 		added = append(added, r.added...)
 		turns, spliced, waits, runs, degraded = turns+r.turns, spliced+r.spliced, waits+r.waits, runs+r.runs, degraded+r.degraded
 	}
@@ -141,7 +142,6 @@ func proxySession(ctx context.Context, st *stack, proxyURL, upstreamURL, key str
 		return r, err
 	}
 	session := "proxy-" + shortName(file) + "-" + randomHex(4)
-	var prevSent, prevWhole []byte
 	client := &http.Client{Timeout: 5 * time.Minute}
 	post := func(url string, body []byte, headers map[string]string) (*http.Response, time.Duration, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
@@ -205,9 +205,7 @@ func proxySession(ctx context.Context, st *stack, proxyURL, upstreamURL, key str
 		if strings.Contains(state, "; waited ") {
 			r.waits++
 		}
-		r.bill += cachePrice(prevSent, sent)
-		r.whole += cachePrice(prevWhole, body)
-		prevSent, prevWhole = sent, body
+		r.bill.Add(sent, body)
 	}
 	runs, err := st.store.ListRuns(ctx, store.RunFilter{Tenant: tenant, Session: session})
 	if err != nil {
@@ -215,16 +213,6 @@ func proxySession(ctx context.Context, st *stack, proxyURL, upstreamURL, key str
 	}
 	r.runs = len(runs)
 	return r, nil
-}
-
-// cachePrice prices cur as a provider with a prompt cache does, in bytes:
-// the start it shares with prev read at 0.1×, the rest written at 1.25×.
-func cachePrice(prev, cur []byte) float64 {
-	n := 0
-	for n < len(prev) && n < len(cur) && prev[n] == cur[n] {
-		n++
-	}
-	return 0.1*float64(n) + 1.25*float64(len(cur)-n)
 }
 
 // ratioList prints ratios with two decimals.
