@@ -227,11 +227,9 @@ func (p *Proxy) newUpstream(name, variable, raw string, proto protocol) (*upstre
 	u.target = target
 	u.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL.Path = strings.TrimPrefix(pr.In.URL.Path, u.prefix)
-			pr.Out.URL.RawPath = ""
-			pr.SetURL(target)
+			pr.Out.URL, pr.Out.Host = u.upstreamURL(pr.In.URL), ""
 			for k := range pr.Out.Header {
-				if strings.HasPrefix(http.CanonicalHeaderKey(k), "X-Compactor-") {
+				if compactorHeader(k) {
 					pr.Out.Header.Del(k)
 				}
 			}
@@ -263,6 +261,22 @@ func (p *Proxy) newUpstream(name, variable, raw string, proto protocol) (*upstre
 		ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
 	}
 	return u, nil
+}
+
+// upstreamURL is where a request to in goes: the route's path after its
+// prefix under the upstream's base URL, with in's query.
+func (u *upstream) upstreamURL(in *url.URL) *url.URL {
+	out := *u.target
+	out.Path = strings.TrimSuffix(out.Path, "/") + strings.TrimPrefix(in.Path, u.prefix)
+	out.RawPath = ""
+	out.RawQuery = in.RawQuery
+	return &out
+}
+
+// compactorHeader reports whether header k is one of the compactor's
+// own (X-Compactor-*), which are never forwarded.
+func compactorHeader(k string) bool {
+	return strings.HasPrefix(http.CanonicalHeaderKey(k), "X-Compactor-")
 }
 
 // forwardKey carries a request's forward through the reverse proxy.
@@ -466,10 +480,7 @@ func (p *Proxy) sendHeld(w http.ResponseWriter, r *http.Request, u *upstream, bo
 	if body == nil {
 		body, _ = io.ReadAll(r.Body)
 	}
-	target := *u.target
-	target.Path = strings.TrimSuffix(target.Path, "/") + strings.TrimPrefix(r.URL.Path, u.prefix)
-	target.RawQuery = r.URL.RawQuery
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, target.String(), bytes.NewReader(body))
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, u.upstreamURL(r.URL).String(), bytes.NewReader(body))
 	if err != nil {
 		state = "refused; " + err.Error()
 		_, _ = io.WriteString(w, u.proto.streamError([]byte(err.Error())))
@@ -480,7 +491,7 @@ func (p *Proxy) sendHeld(w http.ResponseWriter, r *http.Request, u *upstream, bo
 		// The compactor's headers stay here; the transport asks for and
 		// undoes its own compression, since the stream's headers (no
 		// Content-Encoding) have left already.
-		if strings.HasPrefix(ck, "X-Compactor-") || ck == "Accept-Encoding" || ck == "Content-Length" || ck == "Connection" {
+		if compactorHeader(ck) || ck == "Accept-Encoding" || ck == "Content-Length" || ck == "Connection" {
 			continue
 		}
 		out.Header[ck] = vs
