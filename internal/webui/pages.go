@@ -159,6 +159,9 @@ type runRow struct {
 	Error      string
 	// Degraded marks a run that reached its result through a fallback.
 	Degraded bool
+	// cost are the run's cost figures (nil: none recorded), for the
+	// session's totals.
+	cost *contract.CostFigures
 }
 
 func newRunRow(r store.Run) runRow {
@@ -169,7 +172,7 @@ func newRunRow(r store.Run) runRow {
 		row.Duration = r.FinishedAt.Sub(r.StartedAt)
 	}
 	if st, err := r.ParseStats(); err == nil {
-		row.Degraded = len(st.DegradedReasons) > 0
+		row.Degraded, row.cost = len(st.DegradedReasons) > 0, st.Cost
 	}
 	return row
 }
@@ -657,29 +660,26 @@ type sessionTotals struct {
 	Priced bool
 }
 
-// totalsOf adds up runs, whose rows (in the same order) say which are the
-// session's state.
-func totalsOf(runs []store.Run, rows []runRow) sessionTotals {
+// totalsOf adds up a session's rows.
+func totalsOf(rows []runRow) sessionTotals {
 	var t sessionTotals
-	for i, r := range runs {
-		if rows[i].Degraded {
+	for _, r := range rows {
+		if r.Degraded {
 			t.Degraded++
 		}
-		st, err := r.ParseStats()
-		priced := err == nil && st.Cost != nil
-		if priced {
+		if r.cost != nil {
 			// Paid whatever became of the run.
-			t.SummarizerUSD += st.Cost.SummarizerUSD
+			t.SummarizerUSD += r.cost.SummarizerUSD
 			t.Priced = true
 		}
-		if (rows[i].Replay && !rows[i].Promoted) || rows[i].RepairedBy != "" {
+		if (r.Replay && !r.Promoted) || r.RepairedBy != "" {
 			continue
 		}
 		t.Runs++
-		if priced {
-			t.TokensShed += int64(st.Cost.TokensShed)
-			t.CacheRewritten += int64(st.Cost.CacheRewriteTokens)
-			t.NetSavingUSD += st.Cost.NetSavingUSD
+		if r.cost != nil {
+			t.TokensShed += int64(r.cost.TokensShed)
+			t.CacheRewritten += int64(r.cost.CacheRewriteTokens)
+			t.NetSavingUSD += r.cost.NetSavingUSD
 		}
 	}
 	return t
@@ -704,7 +704,7 @@ func (u *UI) sessionPage(w http.ResponseWriter, r *http.Request, tenant string) 
 		return err
 	}
 	v := sessionView{Session: session, Status: st, Runs: rows, Truncated: len(runs) == store.MaxListLimit, Plotted: len(points),
-		Totals: totalsOf(runs, rows)}
+		Totals: totalsOf(rows)}
 	if len(points) > maxTimelineRuns {
 		v.Plotted, v.Dropped = maxTimelineRuns, len(points)-maxTimelineRuns
 		points = points[len(points)-maxTimelineRuns:]
