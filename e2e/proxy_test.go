@@ -212,11 +212,7 @@ func runOf(state string) string {
 
 // sharedPrefix is the share of a's bytes that b starts with.
 func sharedPrefix(a, b []byte) float64 {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return float64(n) / float64(len(a))
+	return float64(cachebill.Shared(a, b)) / float64(len(a))
 }
 
 func median(xs []float64) float64 {

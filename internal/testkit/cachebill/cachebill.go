@@ -16,11 +16,18 @@ const (
 // Price is cur's price after prev: the bytes of cur's start that prev
 // shares at Read, the rest at Write.
 func Price(prev, cur []byte) float64 {
+	n := Shared(prev, cur)
+	return Read*float64(n) + Write*float64(len(cur)-n)
+}
+
+// Shared is how many bytes a and b share as their start: what a cache
+// keyed by prefix reads of b after a.
+func Shared(a, b []byte) int {
 	n := 0
-	for n < len(prev) && n < len(cur) && prev[n] == cur[n] {
+	for n < len(a) && n < len(b) && a[n] == b[n] {
 		n++
 	}
-	return Read*float64(n) + Write*float64(len(cur)-n)
+	return n
 }
 
 // Bill adds up a session's requests two ways: as they went upstream
