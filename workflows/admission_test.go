@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ctxcompact/orchestrator/activities"
@@ -150,14 +151,42 @@ func TestSessionHandsItsSlotOn(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, a.Admitted)
 	}, 10*time.Second)
-	var told []string
-	h.env.OnSignalExternalWorkflow(mock.Anything, contract.SessionWorkflowID("t1", "s2"), "", contract.AdmitSignal, mock.Anything).Return(
-		func(_, _, _, _ string, arg interface{}) error {
-			told = append(told, arg.(string))
-			return nil
-		})
+	told := admitSignals(h.env, "s2")
 	require.NoError(t, h.run(t, contract.SessionInput{Tenant: "t1", Session: "s1"}))
 	require.Equal(t, []string{"e1"}, h.eventIDs())
-	require.Equal(t, []string{"run-x"}, told, "session s2 is told its run was admitted")
+	require.Equal(t, []string{"run-x"}, told.wait(t, 1), "session s2 is told its run was admitted")
 	require.True(t, f.live["run-x"])
+}
+
+// signals collects the run ids an Admit signal told a session. The test
+// environment calls a SignalExternalWorkflow mock on its own goroutine
+// and does not wait for it (the workflow does not wait for the signal
+// either), so the workflow can complete before the mock has run: wait
+// reads them through a channel rather than a shared slice.
+type signals chan string
+
+// admitSignals mocks the Admit signal to a session of tenant t1.
+func admitSignals(env *testsuite.TestWorkflowEnvironment, session string) signals {
+	ch := make(signals, 16)
+	env.OnSignalExternalWorkflow(mock.Anything, contract.SessionWorkflowID("t1", session), "", contract.AdmitSignal, mock.Anything).Return(
+		func(_, _, _, _ string, arg interface{}) error {
+			ch <- arg.(string)
+			return nil
+		})
+	return ch
+}
+
+// wait returns the first n run ids told, failing after 10 s.
+func (s signals) wait(t *testing.T, n int) []string {
+	t.Helper()
+	var got []string
+	for len(got) < n {
+		select {
+		case id := <-s:
+			got = append(got, id)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of %d Admit signals came: %v", len(got), n, got)
+		}
+	}
+	return got
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
@@ -959,12 +958,7 @@ func TestCompactionHandsItsSlotOn(t *testing.T) {
 			f := &fakes{planErr: tt.planErr, admit: activities.AdmitResult{Others: []activities.AdmittedRun{{RunID: "run-9", Session: "s2"}}}}
 			env := newTestEnv()
 			f.install(env)
-			var told []string
-			env.OnSignalExternalWorkflow(mock.Anything, contract.SessionWorkflowID("t1", "s2"), "", contract.AdmitSignal, mock.Anything).Return(
-				func(_, _, _, _ string, arg interface{}) error {
-					told = append(told, arg.(string))
-					return nil
-				})
+			told := admitSignals(env, "s2")
 			env.ExecuteWorkflow(Compaction, contract.CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/input/abc", InputSHA256: "abc"})
 			require.True(t, env.IsWorkflowCompleted())
 			steps := f.names()
@@ -974,7 +968,7 @@ func TestCompactionHandsItsSlotOn(t *testing.T) {
 			}
 			require.Equal(t, last, steps[len(steps)-1])
 			require.Equal(t, []string{fmt.Sprintf("t1 \"\" after %d steps", len(steps))}, f.handedOn, "one handoff, once the run is final")
-			require.Equal(t, []string{"run-9"}, told, "the admitted run's session is told")
+			require.Equal(t, []string{"run-9"}, told.wait(t, 1), "the admitted run's session is told")
 		})
 	}
 }
