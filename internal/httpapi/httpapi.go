@@ -215,7 +215,7 @@ func New(deps Deps) http.Handler {
 				d, err := a.runs.Download(ctx, tenant, runID, runread.Output)
 				return d.Data, err
 			},
-			Latest: a.latestOutput, Metrics: deps.Metrics})
+			Latest: a.latestOutput, Recover: a.proxyRecover, Metrics: deps.Metrics})
 		if err != nil {
 			panic(fmt.Sprintf("httpapi: proxy: %v", err)) // config.Load checks the URLs first
 		}
@@ -512,6 +512,26 @@ func (a *api) tenantOfKey(r *http.Request, key string) (tenant string, found boo
 	}
 	a.authFailures.Succeeded(key)
 	return k.Tenant, true, nil
+}
+
+// proxyRecover answers the recover tool the proxy offers, as GET
+// /v1/sessions/{session}/offloads/{id} does, for the proxy's tenant and
+// session only. What the model reads of an error says what to do, never
+// the store's internals.
+func (a *api) proxyRecover(ctx context.Context, tenant, session, id, lines string) ([]byte, int, error) {
+	rec, err := a.auditService().RecoverContext(ctx, tenant, session, id, lines)
+	var re *audit.RecoverError
+	var gone *store.SessionGoneError
+	switch {
+	case errors.As(err, &re):
+		return nil, rec.TotalLines, errors.New(re.Message)
+	case errors.As(err, &gone):
+		return nil, 0, errors.New("this session was erased: its cut content is gone")
+	case err != nil:
+		a.log.Warn("proxy: recover_context failed", "tenant", tenant, "session", session, "error", err)
+		return nil, 0, errors.New("the compactor could not read it now (its store is unavailable): try again shortly")
+	}
+	return rec.Data, rec.TotalLines, nil
 }
 
 // latestOutput is tenant's session's latest output for the proxy: its

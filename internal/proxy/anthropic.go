@@ -1,10 +1,12 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 )
@@ -137,4 +139,316 @@ func (anthropicProtocol) streamError(body []byte) string {
 		body = errorJSON(map[string]any{"type": "error", "error": map[string]string{"type": "api_error", "message": string(body)}})
 	}
 	return "event: error\ndata: " + string(compact(body)) + "\n\n"
+}
+
+func (anthropicProtocol) reply() reply { return anthropicReply{} }
+
+// anthropicReply reads Messages answers for the recover flow.
+type anthropicReply struct{}
+
+// offer adds the tool in the Messages shape at the end of tools, so
+// that the host's own definitions keep their bytes and their cache.
+func (anthropicReply) offer(body []byte) ([]byte, bool) {
+	var v struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	var raw struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	if json.Unmarshal(body, &v) != nil || json.Unmarshal(body, &raw) != nil {
+		return body, false
+	}
+	for _, t := range v.Tools {
+		if t.Name == RecoverTool {
+			return body, false
+		}
+	}
+	def := json.RawMessage(`{"name":"` + RecoverTool + `","description":` + string(errorJSON(recoverDescription)) +
+		`,"input_schema":` + recoverSchema + `}`)
+	out, err := setFields(body, map[string]json.RawMessage{"tools": array(append(raw.Tools, def))})
+	if err != nil {
+		return body, false
+	}
+	return out, true
+}
+
+// anthropicBlock is the part of a content block the flow reads.
+type anthropicBlock struct {
+	Type  string          `json:"type"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+func (anthropicReply) calls(resp []byte) ([]recoverCall, int, error) {
+	var v struct {
+		Content []anthropicBlock `json:"content"`
+	}
+	if err := json.Unmarshal(resp, &v); err != nil {
+		return nil, 0, err
+	}
+	var calls []recoverCall
+	host := 0
+	for _, b := range v.Content {
+		switch {
+		case b.Type == "tool_use" && b.Name == RecoverTool:
+			calls = append(calls, recoverCall{id: b.ID, input: b.Input})
+		case b.Type == "tool_use":
+			host++
+		}
+	}
+	return calls, host, nil
+}
+
+func (anthropicReply) message(resp []byte) (json.RawMessage, error) {
+	var v struct {
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(resp, &v); err != nil {
+		return nil, err
+	}
+	return json.RawMessage(`{"role":"assistant","content":` + string(v.Content) + `}`), nil
+}
+
+func (anthropicReply) strip(resp []byte) ([]byte, error) {
+	var v struct {
+		Content []json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(resp, &v); err != nil {
+		return nil, err
+	}
+	kept := make([]json.RawMessage, 0, len(v.Content))
+	for _, raw := range v.Content {
+		var b anthropicBlock
+		if json.Unmarshal(raw, &b) == nil && b.Type == "tool_use" && b.Name == RecoverTool {
+			continue
+		}
+		kept = append(kept, raw)
+	}
+	return setFields(resp, map[string]json.RawMessage{"content": array(kept)})
+}
+
+// answers are one user message of tool_result blocks.
+func (anthropicReply) answers(as []recoverAnswer) []json.RawMessage {
+	blocks := make([]json.RawMessage, len(as))
+	for i, a := range as {
+		blocks[i] = errorJSON(map[string]any{"type": "tool_result", "tool_use_id": a.callID, "content": a.text, "is_error": a.isErr})
+	}
+	return []json.RawMessage{json.RawMessage(`{"role":"user","content":` + string(array(blocks)) + `}`)}
+}
+
+func (anthropicReply) stream() streamReply { return &anthropicStream{recover: map[int]bool{}} }
+
+// anthropicStream reads a Messages stream: message_start, then each
+// content block (content_block_start, its deltas, content_block_stop)
+// by index, then message_delta and message_stop. A follow-up's blocks
+// are numbered on from the blocks the host has (shift), and its
+// message_start is dropped: the host reads one message.
+type anthropicStream struct {
+	round   int
+	shift   int // the host's index of this round's block 0
+	holding bool
+	held    []sseEvent
+	sent    int // blocks of this round sent to the host
+	blocks  []*streamBlock
+	recover map[int]bool
+	host    int
+}
+
+// streamBlock is one content block as its events build it.
+type streamBlock struct {
+	index   int
+	start   map[string]any
+	text    map[string]*strings.Builder // text, thinking, signature
+	partial strings.Builder             // a tool call's input, as JSON
+	extra   []any                       // citations
+}
+
+func (s *anthropicStream) event(ev sseEvent) []byte {
+	var v struct {
+		Type         string          `json:"type"`
+		Index        *int            `json:"index"`
+		ContentBlock json.RawMessage `json:"content_block"`
+		Delta        json.RawMessage `json:"delta"`
+	}
+	if json.Unmarshal(ev.data, &v) != nil {
+		return s.pass(ev)
+	}
+	switch v.Type {
+	case "message_start":
+		if s.round > 0 {
+			return nil
+		}
+	case "ping":
+		if s.holding {
+			return nil
+		}
+	case "error":
+		return ev.raw
+	case "content_block_start":
+		if v.Index == nil {
+			break
+		}
+		b := &streamBlock{index: *v.Index, text: map[string]*strings.Builder{}}
+		dec := json.NewDecoder(bytes.NewReader(v.ContentBlock))
+		dec.UseNumber()
+		_ = dec.Decode(&b.start)
+		s.blocks = append(s.blocks, b)
+		if b.start["type"] == "tool_use" {
+			if b.start["name"] == RecoverTool {
+				s.recover[b.index] = true
+				s.holding = true
+			} else {
+				s.host++
+			}
+		}
+		if !s.holding {
+			s.sent++
+		}
+	case "content_block_delta":
+		if b := s.block(v.Index); b != nil {
+			b.add(v.Delta)
+		}
+	}
+	if v.Index != nil && !s.holding && s.shift != 0 {
+		return reindex(ev, *v.Index+s.shift)
+	}
+	return s.pass(ev)
+}
+
+// pass sends ev on, or holds it once a recover call has begun.
+func (s *anthropicStream) pass(ev sseEvent) []byte {
+	if s.holding {
+		s.held = append(s.held, ev)
+		return nil
+	}
+	return ev.raw
+}
+
+func (s *anthropicStream) block(index *int) *streamBlock {
+	if index == nil {
+		return nil
+	}
+	for _, b := range s.blocks {
+		if b.index == *index {
+			return b
+		}
+	}
+	return nil
+}
+
+// add applies one content_block_delta.
+func (b *streamBlock) add(delta json.RawMessage) {
+	var d map[string]any
+	dec := json.NewDecoder(bytes.NewReader(delta))
+	dec.UseNumber()
+	if dec.Decode(&d) != nil {
+		return
+	}
+	field := map[string]string{"text_delta": "text", "thinking_delta": "thinking", "signature_delta": "signature"}
+	switch t, _ := d["type"].(string); t {
+	case "input_json_delta":
+		s, _ := d["partial_json"].(string)
+		b.partial.WriteString(s)
+	case "citations_delta":
+		b.extra = append(b.extra, d["citation"])
+	default:
+		f, ok := field[t]
+		if !ok {
+			return
+		}
+		s, _ := d[f].(string)
+		if b.text[f] == nil {
+			b.text[f] = &strings.Builder{}
+		}
+		b.text[f].WriteString(s)
+	}
+}
+
+func (s *anthropicStream) calls() ([]recoverCall, int) {
+	var calls []recoverCall
+	for _, b := range s.blocks {
+		if s.recover[b.index] {
+			id, _ := b.start["id"].(string)
+			calls = append(calls, recoverCall{id: id, input: json.RawMessage(b.partial.String())})
+		}
+	}
+	return calls, s.host
+}
+
+// message rebuilds the round's content blocks, thinking signatures
+// included, as the model must be sent them back.
+func (s *anthropicStream) message() (json.RawMessage, error) {
+	content := make([]any, 0, len(s.blocks))
+	for _, b := range s.blocks {
+		blk := b.start
+		if blk == nil {
+			return nil, fmt.Errorf("content block %d did not read", b.index)
+		}
+		for f, sb := range b.text {
+			blk[f] = sb.String()
+		}
+		if b.partial.Len() > 0 {
+			blk["input"] = json.RawMessage(b.partial.String())
+		}
+		if len(b.extra) > 0 {
+			cites, _ := blk["citations"].([]any)
+			blk["citations"] = append(cites, b.extra...)
+		}
+		content = append(content, blk)
+	}
+	out, err := json.Marshal(map[string]any{"role": "assistant", "content": content})
+	return out, err
+}
+
+// release is the held events without the recover blocks, the later
+// blocks numbered down past them.
+func (s *anthropicStream) release() []byte {
+	var out bytes.Buffer
+	for _, ev := range s.held {
+		var v struct {
+			Index *int `json:"index"`
+		}
+		if json.Unmarshal(ev.data, &v) != nil || v.Index == nil {
+			out.Write(ev.raw)
+			continue
+		}
+		if s.recover[*v.Index] {
+			continue
+		}
+		below := 0
+		for i := range s.recover {
+			if i < *v.Index {
+				below++
+			}
+		}
+		out.Write(reindex(ev, *v.Index+s.shift-below))
+	}
+	s.held = nil
+	return out.Bytes()
+}
+
+func (s *anthropicStream) next() {
+	s.shift += s.sent
+	s.round++
+	s.holding, s.held, s.sent, s.blocks, s.host = false, nil, 0, nil, 0
+	s.recover = map[int]bool{}
+}
+
+// reindex is ev with its data's index set to n.
+func reindex(ev sseEvent, n int) []byte {
+	data, err := setFields(ev.data, map[string]json.RawMessage{"index": json.RawMessage(fmt.Sprint(n))})
+	if err != nil {
+		return ev.raw
+	}
+	var b bytes.Buffer
+	if ev.name != "" {
+		b.WriteString("event: " + ev.name + "\n")
+	}
+	b.WriteString("data: ")
+	b.Write(data)
+	b.WriteString("\n\n")
+	return b.Bytes()
 }

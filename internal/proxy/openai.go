@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -111,4 +112,332 @@ func (openAIProtocol) streamError(body []byte) string {
 		body = errorJSON(map[string]any{"error": map[string]any{"message": string(body), "type": "server_error"}})
 	}
 	return "data: " + string(compact(body)) + "\n\n"
+}
+
+func (openAIProtocol) reply() reply { return openAIReply{} }
+
+// openAIReply reads chat completions for the recover flow.
+type openAIReply struct{}
+
+// offer adds the tool as a function at the end of tools.
+func (openAIReply) offer(body []byte) ([]byte, bool) {
+	var v struct {
+		Tools []struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		} `json:"tools"`
+	}
+	var raw struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	if json.Unmarshal(body, &v) != nil || json.Unmarshal(body, &raw) != nil {
+		return body, false
+	}
+	for _, t := range v.Tools {
+		if t.Function.Name == RecoverTool {
+			return body, false
+		}
+	}
+	def := json.RawMessage(`{"type":"function","function":{"name":"` + RecoverTool + `","description":` +
+		string(errorJSON(recoverDescription)) + `,"parameters":` + recoverSchema + `}}`)
+	out, err := setFields(body, map[string]json.RawMessage{"tools": array(append(raw.Tools, def))})
+	if err != nil {
+		return body, false
+	}
+	return out, true
+}
+
+// openAICall is a tool call of a chat completion.
+type openAICall struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Function struct {
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// openAIChoice is the first choice of a completion: the one a host reads
+// (the proxy answers only when the request asks for one).
+func openAIChoice(resp []byte) (msg json.RawMessage, calls []openAICall, err error) {
+	var v struct {
+		Choices []struct {
+			Message json.RawMessage `json:"message"`
+		} `json:"choices"`
+	}
+	if err := json.Unmarshal(resp, &v); err != nil {
+		return nil, nil, err
+	}
+	if len(v.Choices) != 1 {
+		return nil, nil, fmt.Errorf("the answer has %d choices", len(v.Choices))
+	}
+	var m struct {
+		ToolCalls []openAICall `json:"tool_calls"`
+	}
+	if err := json.Unmarshal(v.Choices[0].Message, &m); err != nil {
+		return nil, nil, err
+	}
+	return v.Choices[0].Message, m.ToolCalls, nil
+}
+
+func (openAIReply) calls(resp []byte) ([]recoverCall, int, error) {
+	_, tcs, err := openAIChoice(resp)
+	if err != nil {
+		return nil, 0, err
+	}
+	var calls []recoverCall
+	host := 0
+	for _, c := range tcs {
+		if c.Function.Name == RecoverTool {
+			calls = append(calls, recoverCall{id: c.ID, input: json.RawMessage(c.Function.Arguments)})
+			continue
+		}
+		host++
+	}
+	return calls, host, nil
+}
+
+func (openAIReply) message(resp []byte) (json.RawMessage, error) {
+	msg, tcs, err := openAIChoice(resp)
+	if err != nil {
+		return nil, err
+	}
+	var m struct {
+		Content *string `json:"content"`
+	}
+	if err := json.Unmarshal(msg, &m); err != nil {
+		return nil, err
+	}
+	return assistantMessage(m.Content, tcs)
+}
+
+// assistantMessage is a chat assistant message with its tool calls.
+func assistantMessage(content *string, calls []openAICall) (json.RawMessage, error) {
+	for i := range calls {
+		calls[i].Index = nil
+		if calls[i].Type == "" {
+			calls[i].Type = "function"
+		}
+	}
+	return json.Marshal(map[string]any{"role": "assistant", "content": content, "tool_calls": calls})
+}
+
+func (openAIReply) strip(resp []byte) ([]byte, error) {
+	msg, tcs, err := openAIChoice(resp)
+	if err != nil {
+		return nil, err
+	}
+	var kept []json.RawMessage
+	for _, c := range tcs {
+		if c.Function.Name != RecoverTool {
+			raw, _ := json.Marshal(c)
+			kept = append(kept, raw)
+		}
+	}
+	calls := json.RawMessage("null")
+	if len(kept) > 0 {
+		calls = array(kept)
+	}
+	msg, err = setFields(msg, map[string]json.RawMessage{"tool_calls": calls})
+	if err != nil {
+		return nil, err
+	}
+	var v struct {
+		Choices []json.RawMessage `json:"choices"`
+	}
+	if err := json.Unmarshal(resp, &v); err != nil {
+		return nil, err
+	}
+	choice, err := setFields(v.Choices[0], map[string]json.RawMessage{"message": msg})
+	if err != nil {
+		return nil, err
+	}
+	return setFields(resp, map[string]json.RawMessage{"choices": array([]json.RawMessage{choice})})
+}
+
+// answers are one tool message per call.
+func (openAIReply) answers(as []recoverAnswer) []json.RawMessage {
+	out := make([]json.RawMessage, len(as))
+	for i, a := range as {
+		out[i] = errorJSON(map[string]any{"role": "tool", "tool_call_id": a.callID, "content": a.text})
+	}
+	return out
+}
+
+func (openAIReply) stream() streamReply {
+	return &openAIStream{recover: map[int]bool{}, byIndex: map[int]*openAICall{}}
+}
+
+// openAIStream reads a chat completion stream: chunks whose first choice
+// carries a delta (content, tool calls by index), a finish_reason, then
+// data: [DONE]. A follow-up's tool calls are numbered on from the calls
+// the host has (shift).
+type openAIStream struct {
+	round   int
+	shift   int
+	holding bool
+	held    []sseEvent
+	sent    int // tool calls of this round sent to the host
+	content *string
+	order   []int
+	byIndex map[int]*openAICall
+	recover map[int]bool
+	host    int
+}
+
+// openAIChunk is the part of a chunk the flow reads.
+type openAIChunk struct {
+	Choices []struct {
+		Delta struct {
+			Content   *string      `json:"content"`
+			ToolCalls []openAICall `json:"tool_calls"`
+		} `json:"delta"`
+	} `json:"choices"`
+}
+
+func (s *openAIStream) event(ev sseEvent) []byte {
+	if string(bytes.TrimSpace(ev.data)) == "[DONE]" {
+		return s.pass(ev)
+	}
+	var c openAIChunk
+	if json.Unmarshal(ev.data, &c) != nil || len(c.Choices) != 1 {
+		return s.pass(ev)
+	}
+	d := c.Choices[0].Delta
+	if d.Content != nil {
+		if s.content == nil {
+			s.content = new(string)
+		}
+		*s.content += *d.Content
+	}
+	for _, tc := range d.ToolCalls {
+		if tc.Index == nil {
+			continue
+		}
+		call, ok := s.byIndex[*tc.Index]
+		if !ok {
+			call = &openAICall{ID: tc.ID, Type: tc.Type}
+			call.Function.Name = tc.Function.Name
+			s.byIndex[*tc.Index] = call
+			s.order = append(s.order, *tc.Index)
+			if tc.Function.Name == RecoverTool {
+				s.recover[*tc.Index] = true
+				s.holding = true
+			} else {
+				s.host++
+				if !s.holding {
+					s.sent++
+				}
+			}
+		}
+		call.Function.Arguments += tc.Function.Arguments
+	}
+	if !s.holding && s.shift != 0 && len(d.ToolCalls) > 0 {
+		return s.renumber(ev, func(i int) (int, bool) { return i + s.shift, true })
+	}
+	return s.pass(ev)
+}
+
+func (s *openAIStream) pass(ev sseEvent) []byte {
+	if s.holding {
+		s.held = append(s.held, ev)
+		return nil
+	}
+	return ev.raw
+}
+
+// renumber is ev with its tool calls' indexes mapped by to (false: the
+// call is left out).
+func (s *openAIStream) renumber(ev sseEvent, to func(int) (int, bool)) []byte {
+	var v struct {
+		Choices []json.RawMessage `json:"choices"`
+	}
+	var d struct {
+		Delta json.RawMessage `json:"delta"`
+	}
+	var calls struct {
+		ToolCalls []json.RawMessage `json:"tool_calls"`
+	}
+	if json.Unmarshal(ev.data, &v) != nil || len(v.Choices) != 1 || json.Unmarshal(v.Choices[0], &d) != nil ||
+		json.Unmarshal(d.Delta, &calls) != nil {
+		return ev.raw
+	}
+	var kept []json.RawMessage
+	for _, raw := range calls.ToolCalls {
+		var tc openAICall
+		if json.Unmarshal(raw, &tc) != nil || tc.Index == nil {
+			kept = append(kept, raw)
+			continue
+		}
+		n, ok := to(*tc.Index)
+		if !ok {
+			continue
+		}
+		out, err := setFields(raw, map[string]json.RawMessage{"index": json.RawMessage(fmt.Sprint(n))})
+		if err != nil {
+			return ev.raw
+		}
+		kept = append(kept, out)
+	}
+	list := json.RawMessage("[]")
+	if len(kept) > 0 {
+		list = array(kept)
+	}
+	delta, err1 := setFields(d.Delta, map[string]json.RawMessage{"tool_calls": list})
+	choice, err2 := setFields(v.Choices[0], map[string]json.RawMessage{"delta": delta})
+	data, err3 := setFields(ev.data, map[string]json.RawMessage{"choices": array([]json.RawMessage{choice})})
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return ev.raw
+	}
+	return []byte("data: " + string(data) + "\n\n")
+}
+
+func (s *openAIStream) calls() ([]recoverCall, int) {
+	var out []recoverCall
+	for _, i := range s.order {
+		if s.recover[i] {
+			c := s.byIndex[i]
+			out = append(out, recoverCall{id: c.ID, input: json.RawMessage(c.Function.Arguments)})
+		}
+	}
+	return out, s.host
+}
+
+func (s *openAIStream) message() (json.RawMessage, error) {
+	calls := make([]openAICall, 0, len(s.order))
+	for _, i := range s.order {
+		calls = append(calls, *s.byIndex[i])
+	}
+	return assistantMessage(s.content, calls)
+}
+
+// release is the held chunks without the recover calls, the later calls
+// numbered down past them.
+func (s *openAIStream) release() []byte {
+	var out bytes.Buffer
+	for _, ev := range s.held {
+		out.Write(s.renumber(ev, func(i int) (int, bool) {
+			if s.recover[i] {
+				return 0, false
+			}
+			below := 0
+			for r := range s.recover {
+				if r < i {
+					below++
+				}
+			}
+			return i + s.shift - below, true
+		}))
+	}
+	s.held = nil
+	return out.Bytes()
+}
+
+func (s *openAIStream) next() {
+	s.shift += s.sent
+	s.round++
+	s.holding, s.held, s.sent, s.content, s.order, s.host = false, nil, 0, nil, nil, 0
+	s.byIndex, s.recover = map[int]*openAICall{}, map[int]bool{}
 }

@@ -150,6 +150,9 @@ type Deps struct {
 	// from the session's latest output (after a restart, or on another
 	// API process).
 	Latest Latest
+	// Recover, when set, answers the recover tool the proxy offers on a
+	// request whose spliced conversation names it (recover.go).
+	Recover Recover
 	// Transport reaches the upstreams (http.DefaultTransport when nil).
 	Transport http.RoundTripper
 	// Logger never receives a request's body or headers.
@@ -412,6 +415,14 @@ func (p *Proxy) compacting(w http.ResponseWriter, r *http.Request, u *upstream, 
 		t.hold = ka.start
 	}
 	out, state := p.lines.get(tenant, sess, req.shape).serve(r.Context(), p, t)
+	up := out
+	if up == nil {
+		up = body
+	}
+	if kind == routeMessages && p.deps.Recover != nil && offersRecovery(up) {
+		p.sendRecovering(w, r, u, t, up, state, ka != nil && ka.started)
+		return
+	}
 	if ka != nil && ka.started {
 		p.sendHeld(w, r, u, out, state)
 		return
@@ -480,29 +491,10 @@ func (p *Proxy) sendHeld(w http.ResponseWriter, r *http.Request, u *upstream, bo
 	if body == nil {
 		body, _ = io.ReadAll(r.Body)
 	}
-	out, err := http.NewRequestWithContext(r.Context(), r.Method, u.upstreamURL(r.URL).String(), bytes.NewReader(body))
+	resp, err := p.roundTrip(r, u, body)
 	if err != nil {
-		state = "refused; " + err.Error()
-		_, _ = io.WriteString(w, u.proto.streamError([]byte(err.Error())))
-		return
-	}
-	for k, vs := range r.Header {
-		ck := http.CanonicalHeaderKey(k)
-		// The compactor's headers stay here; the transport asks for and
-		// undoes its own compression, since the stream's headers (no
-		// Content-Encoding) have left already.
-		if compactorHeader(ck) || ck == "Accept-Encoding" || ck == "Content-Length" || ck == "Connection" {
-			continue
-		}
-		out.Header[ck] = vs
-	}
-	resp, err := p.deps.Transport.RoundTrip(out)
-	if err != nil {
-		if r.Context().Err() == nil {
-			p.log.Warn("proxy: upstream unreachable", "upstream", u.name, "error", err)
-		}
 		state = "refused; upstream unreachable"
-		_, _ = io.WriteString(w, u.proto.streamError([]byte(fmt.Sprintf("the compactor's proxy could not reach the %s upstream (%s)", u.name, u.target.Host))))
+		_, _ = io.WriteString(w, u.proto.streamError([]byte(err.Error())))
 		return
 	}
 	defer resp.Body.Close()

@@ -39,8 +39,10 @@ type fakeUpstream struct {
 	srv   *httptest.Server
 	mu    sync.Mutex
 	calls []upstreamCall
-	// next, when set, answers the next request instead.
-	next func(w http.ResponseWriter, r *http.Request)
+	// next, when set, answers the next request instead; then queue, in
+	// order, answers the requests after it.
+	next  func(w http.ResponseWriter, r *http.Request)
+	queue []func(w http.ResponseWriter, r *http.Request)
 }
 
 func newFakeUpstream(t *testing.T) *fakeUpstream {
@@ -51,6 +53,9 @@ func newFakeUpstream(t *testing.T) *fakeUpstream {
 		f.calls = append(f.calls, upstreamCall{Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
 		next := f.next
 		f.next = nil
+		if next == nil && len(f.queue) > 0 {
+			next, f.queue = f.queue[0], f.queue[1:]
+		}
 		f.mu.Unlock()
 		if next != nil {
 			next(w, r)
@@ -180,6 +185,11 @@ type testProxy struct {
 	compactor  *fakeCompactor
 	authFailed int
 	metrics    *metrics.Metrics
+	// texts are what the recover tool reads back, by id; recovers are
+	// the tenant/session/id of each call.
+	texts    map[string]string
+	recovers []string
+	mu       *sync.Mutex
 }
 
 func newTestProxy(t *testing.T, tune func(*Config)) *testProxy {
@@ -191,7 +201,18 @@ func newTestProxy(t *testing.T, tune func(*Config)) *testProxy {
 	}
 	var mu sync.Mutex
 	tp.metrics = metrics.New()
-	p, err := New(cfg, Deps{Compactor: tp.compactor, Outputs: tp.compactor.output, Metrics: tp.metrics,
+	tp.texts, tp.mu = map[string]string{}, &sync.Mutex{}
+	recover := func(_ context.Context, tenant, session, id, lines string) ([]byte, int, error) {
+		tp.mu.Lock()
+		defer tp.mu.Unlock()
+		tp.recovers = append(tp.recovers, tenant+"/"+session+"/"+id+"/"+lines)
+		text, ok := tp.texts[id]
+		if !ok || tenant != "acme" {
+			return nil, 0, errors.New("id: not found")
+		}
+		return []byte(text), strings.Count(text, "\n") + 1, nil
+	}
+	p, err := New(cfg, Deps{Compactor: tp.compactor, Outputs: tp.compactor.output, Metrics: tp.metrics, Recover: recover,
 		Authenticate: func(_ *http.Request, key string) (string, error) {
 			switch key {
 			case "good":

@@ -53,6 +53,9 @@ type protocol interface {
 	// whose headers already left (body is the provider's answer).
 	ping() string
 	streamError(body []byte) string
+	// reply reads the model's answers, for the recover tool the proxy
+	// offers and answers (recover.go).
+	reply() reply
 }
 
 // request is what the proxy read of a request.
