@@ -39,6 +39,42 @@ type sdkUpstream struct {
 	refused  bool
 	bodies   [][]byte
 	heads    []http.Header
+	// followUp is the index in bodies of the proxy's own follow-up
+	// request, after the one answered with a recover_context call (the
+	// first request, after the 429, whose conversation names cut content
+	// and which offers the tool); 0 until then.
+	followUp int
+}
+
+// recoverCall streams the model's call to the proxy's recover tool for
+// the reference id, in the provider's protocol.
+func (u *sdkUpstream) recoverCall(w http.ResponseWriter, id []byte) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	send := func(s string) {
+		fmt.Fprint(w, s)
+		w.(http.Flusher).Flush()
+	}
+	args, _ := json.Marshal(fmt.Sprintf(`{"id":%q}`, id))
+	if u.provider == "anthropic" {
+		ev := func(name, data string) { send("event: " + name + "\ndata: " + data + "\n\n") }
+		ev("message_start", `{"type":"message_start","message":{"id":"msg_r","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":25,"output_tokens":1}}}`)
+		ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Reading the part that was cut. "}}`)
+		ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
+		ev("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_recover","name":"recover_context","input":{}}}`)
+		ev("content_block_delta", fmt.Sprintf(`{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":%s}}`, args))
+		ev("content_block_stop", `{"type":"content_block_stop","index":1}`)
+		ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":20}}`)
+		ev("message_stop", `{"type":"message_stop"}`)
+		return
+	}
+	chunk := func(delta, finish string) {
+		send(fmt.Sprintf(`data: {"id":"chatcmpl-r","object":"chat.completion.chunk","created":1,"model":"gpt-4o","choices":[{"index":0,"delta":%s,"finish_reason":%s}]}`+"\n\n", delta, finish))
+	}
+	chunk(`{"role":"assistant","content":"Reading the part that was cut. "}`, "null")
+	chunk(fmt.Sprintf(`{"tool_calls":[{"index":0,"id":"call_recover","type":"function","function":{"name":"recover_context","arguments":%s}}]}`, args), "null")
+	chunk(`{}`, `"tool_calls"`)
+	send("data: [DONE]\n\n")
 }
 
 func (u *sdkUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -57,6 +93,12 @@ func (u *sdkUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else {
 			fmt.Fprint(w, `{"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}}`)
 		}
+		return
+	}
+	if id := recoverRef.FindSubmatch(body); u.refused && u.followUp == 0 && id != nil && bytes.Contains(body, []byte(`"name":"recover_context"`)) {
+		u.followUp = len(u.bodies)
+		u.mu.Unlock()
+		u.recoverCall(w, id[1])
 		return
 	}
 	u.calls++
@@ -209,7 +251,11 @@ func TestProxySDKAgents(t *testing.T) {
 			require.NoError(t, err)
 			up.mu.Lock()
 			defer up.mu.Unlock()
-			require.Len(t, up.bodies, turns+1, "every turn once, and the refused one again after its retry-after")
+			require.NotZero(t, up.followUp, "the model called the proxy's recover tool once its conversation named cut content")
+			require.Len(t, up.bodies, turns+2, "every turn once, the refused one again after its retry-after, and the proxy's follow-up")
+			followUp := string(up.bodies[up.followUp])
+			require.Contains(t, followUp, "recover", "the follow-up answers the call")
+			require.NotContains(t, followUp, "recover_context: ", "the answer is the text, not an error")
 			spliced := 0
 			var shares []float64
 			for i, body := range up.bodies {
@@ -223,11 +269,17 @@ func TestProxySDKAgents(t *testing.T) {
 			}
 			// The provider got turn i's request at turnBody(i): the third
 			// turn's twice, refused and then sent again.
+			// and the recovering turn's answer came from the proxy's
+			// follow-up, one request later.
 			turnBody := func(i int) int {
-				if i < 2 {
-					return i
+				j := i
+				if i >= 2 {
+					j++
 				}
-				return i + 1
+				if j >= up.followUp {
+					j++
+				}
+				return j
 			}
 			prevRun := ""
 			for i, st := range got.States {

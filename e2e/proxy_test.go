@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -34,6 +35,9 @@ type chatUpstream struct {
 	next   json.RawMessage
 	bodies [][]byte
 	heads  []http.Header
+	// queue, when not empty, answers the next requests in order before
+	// next does.
+	queue []json.RawMessage
 }
 
 func (u *chatUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -42,6 +46,9 @@ func (u *chatUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u.bodies = append(u.bodies, body)
 	u.heads = append(u.heads, r.Header.Clone())
 	next := u.next
+	if len(u.queue) > 0 {
+		next, u.queue = u.queue[0], u.queue[1:]
+	}
 	u.mu.Unlock()
 	if r.URL.Path != "/v1/chat/completions" {
 		http.Error(w, `{"error":{"message":"no such route","type":"invalid_request_error"}}`, http.StatusNotFound)
@@ -160,7 +167,64 @@ func TestProxyCompactsARecordedAgentSession(t *testing.T) {
 	require.GreaterOrEqual(t, succeeded, 2)
 	t.Logf("%d turns, %d spliced, %d runs, median prefix share %.3f; agent's input bill with a prompt cache (writes 1.25×, reads 0.1×): %.0f through the proxy against %.0f sent whole (%.2f×)",
 		turns, spliced, len(runs), median(prefixShares), bill.Proxied, bill.Whole, bill.Ratio())
+
+	// The spliced conversation names cut content by id; the host has no
+	// recover tool, so the proxy offers its own and answers the model's
+	// call from the store: the model gets the original text, the host
+	// only the answer after it.
+	id := recoverRef.FindSubmatch(prev)
+	require.NotNil(t, id, "the compacted conversation names cut content")
+	require.Contains(t, string(prev), `"name":"recover_context"`, "the proxy offers the tool beside the reference")
+	call := fmt.Sprintf(`{"role":"assistant","content":null,"tool_calls":[{"id":"call_r1","type":"function","function":{"name":"recover_context","arguments":%q}}]}`,
+		fmt.Sprintf(`{"id":%q}`, id[1]))
+	up.mu.Lock()
+	up.queue = []json.RawMessage{json.RawMessage(call)}
+	up.next = json.RawMessage(`{"role":"assistant","content":"Read it back: the cut content is here."}`)
+	calls := len(up.bodies)
+	up.mu.Unlock()
+	body, err := json.Marshal(map[string]any{"model": "gpt-4o", "messages": append(slices.Clone(rec.Messages),
+		json.RawMessage(`{"role":"user","content":"What did the part that was cut say?"}`))})
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/proxy/openai/v1/chat/completions", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer sk-agent-own-key")
+	req.Header.Set(proxy.HeaderKey, key)
+	req.Header.Set(proxy.HeaderSession, "django-11742")
+	req.Header.Set(proxy.HeaderContextLimit, fmt.Sprint(limit))
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	answer, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(answer))
+	require.Contains(t, string(answer), "Read it back")
+	require.NotContains(t, string(answer), "recover_context", "the host never sees the proxy's tool")
+	require.Contains(t, resp.Header.Get(proxy.HeaderState), "recovered 1")
+	up.mu.Lock()
+	require.Len(t, up.bodies, calls+2, "the request and the proxy's follow-up")
+	followUp, followHead := up.bodies[calls+1], up.heads[calls+1]
+	up.mu.Unlock()
+	require.Equal(t, "Bearer sk-agent-own-key", followHead.Get("Authorization"))
+	var fu struct {
+		Messages []struct {
+			Role       string `json:"role"`
+			ToolCallID string `json:"tool_call_id"`
+			Content    string `json:"content"`
+		} `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(followUp, &fu))
+	last := fu.Messages[len(fu.Messages)-1]
+	require.Equal(t, "tool", last.Role)
+	require.Equal(t, "call_r1", last.ToolCallID)
+	want, err := (&audit.Service{Store: e.store, Blob: e.blob}).RecoverContext(context.Background(), e.tenant, "django-11742", string(id[1]), "")
+	require.NoError(t, err)
+	require.NotEmpty(t, want.Data)
+	n := min(len(want.Data), 2000)
+	require.True(t, strings.HasPrefix(last.Content, string(want.Data[:n])), "the model reads the stored text back verbatim")
 }
+
+// recoverRef finds the id of a reference a compaction left.
+var recoverRef = regexp.MustCompile(`recover_context tool, id: ([0-9a-f]{64}(?:\.m[0-9a-z-]+)?)`)
 
 // requireUpstreamRequest checks one request the provider got through the
 // proxy: the agent's own key went (in x-api-key or as a bearer token,

@@ -165,8 +165,7 @@ func (anthropicReply) offer(body []byte) ([]byte, bool) {
 			return body, false
 		}
 	}
-	def := json.RawMessage(`{"name":"` + RecoverTool + `","description":` + string(errorJSON(recoverDescription)) +
-		`,"input_schema":` + recoverSchema + `}`)
+	def := json.RawMessage(recoverDefinition)
 	out, err := setFields(body, map[string]json.RawMessage{"tools": array(append(raw.Tools, def))})
 	if err != nil {
 		return body, false

@@ -262,19 +262,25 @@ func (p *Proxy) count(t turn, body []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return tokens.Conversation(counter, conv) + p.toolTokens(t), nil
+	return tokens.Conversation(counter, conv) + p.toolTokens(t, offersRecovery(body)), nil
 }
 
-// toolTokens is the size of t's tool definitions.
-func (p *Proxy) toolTokens(t turn) int {
-	if len(t.req.tools) == 0 {
+// toolTokens is the size of t's tool definitions, and of the recover
+// tool's when the proxy offers it (recover.go): offered says the body
+// names it.
+func (p *Proxy) toolTokens(t turn, offered bool) int {
+	defs := compact(t.req.tools)
+	if offered && p.deps.Recover != nil {
+		defs = append(defs, recoverDefinition...)
+	}
+	if len(defs) == 0 {
 		return 0
 	}
 	counter, err := p.counter(t.req.model)
 	if err != nil {
 		return 0
 	}
-	return counter.Count(string(compact(t.req.tools)))
+	return counter.Count(string(defs))
 }
 
 // counter counts model's tokens with its safety factor, as a run does.
@@ -302,7 +308,9 @@ func (l *line) startLocked(p *Proxy, t turn, up []byte, spliced bool) {
 	prefix := prefixID(t.req.prefix[last])
 	// The run sizes the conversation; the tool definitions go with every
 	// request beside it, so the conversation has the rest of the window.
-	room := t.limit - p.toolTokens(t)
+	// The output will name the recover tool, which the proxy then
+	// offers beside them.
+	room := t.limit - p.toolTokens(t, true)
 	if room < t.limit/10 {
 		l.lastErr, l.retryAt = fmt.Sprintf("the tool definitions alone take %d of the %d-token limit", t.limit-room, t.limit),
 			time.Now().Add(retryAfterFailure)

@@ -47,6 +47,11 @@ const recoverSchema = `{"type":"object","properties":{` +
 	`"lines":{"type":"string","description":"optional line range such as 1-200"}},` +
 	`"required":["id"]}`
 
+// recoverDefinition is the tool's definition as counted in a request's
+// tools (the Messages shape; the chat one differs by a few tokens).
+var recoverDefinition = `{"name":"` + RecoverTool + `","description":` + string(errorJSON(recoverDescription)) +
+	`,"input_schema":` + recoverSchema + `}`
+
 // Recover reads what a recover id names, for tenant's session only
 // (audit.Service.RecoverContext): the text (lines "A-B" of it, when
 // lines is set) and the whole text's line count. An error's message is
@@ -156,9 +161,18 @@ func readEvents(body io.Reader, fn func(sseEvent) bool) error {
 	}
 }
 
-// answer reads each call's id back for t's session. A text past
-// maxRecoverChars is cut at a line end, naming the range to ask next.
-func (p *Proxy) answer(ctx context.Context, t turn, calls []recoverCall) []recoverAnswer {
+// answer reads each call's id back for t's session, into the room body
+// (the follow-up so far) leaves under t's limit: a text past that room,
+// or past maxRecoverChars, is cut at a line end, naming the range to ask
+// for next.
+func (p *Proxy) answer(ctx context.Context, t turn, body []byte, calls []recoverCall) []recoverAnswer {
+	room := 0
+	counter, err := p.counter(t.req.model)
+	if n, cerr := p.count(t, body); err == nil && cerr == nil {
+		// Each answer's framing (its role, ids, a line-range note) takes
+		// a few dozen tokens.
+		room = (t.limit - n - 64*len(calls)) / max(1, len(calls))
+	}
 	out := make([]recoverAnswer, 0, len(calls))
 	for _, c := range calls {
 		var in struct {
@@ -175,15 +189,28 @@ func (p *Proxy) answer(ctx context.Context, t turn, calls []recoverCall) []recov
 			out = append(out, recoverAnswer{callID: c.id, isErr: true, text: RecoverTool + ": " + err.Error()})
 			continue
 		}
-		out = append(out, recoverAnswer{callID: c.id, text: cutAnswer(string(text), in.Lines, total)})
+		limit := maxRecoverChars
+		if counter != nil {
+			if n := counter.Count(string(text)); n > room {
+				// Characters in proportion to the tokens that fit, a
+				// little under.
+				limit = min(limit, int(float64(len(text))*float64(max(room, 0))/float64(n)*0.9))
+			}
+		}
+		if limit < 200 {
+			out = append(out, recoverAnswer{callID: c.id, isErr: true, text: fmt.Sprintf(
+				"%s: the conversation is at its context limit (%d tokens); there is no room for this text now", RecoverTool, t.limit)})
+			continue
+		}
+		out = append(out, recoverAnswer{callID: c.id, text: cutAnswer(string(text), in.Lines, total, limit)})
 	}
 	return out
 }
 
-// cutAnswer is text, or its first lines within maxRecoverChars and the
+// cutAnswer is text, or its first lines within limit characters and the
 // range that follows them.
-func cutAnswer(text, lines string, total int) string {
-	if len(text) <= maxRecoverChars {
+func cutAnswer(text, lines string, total, limit int) string {
+	if len(text) <= limit {
 		return text
 	}
 	first := 1
@@ -192,10 +219,10 @@ func cutAnswer(text, lines string, total int) string {
 			first = 1
 		}
 	}
-	cut := strings.LastIndexByte(text[:maxRecoverChars], '\n')
+	cut := strings.LastIndexByte(text[:limit], '\n')
 	if cut <= 0 {
 		// One long line: cut within it, on a rune boundary.
-		cut = maxRecoverChars
+		cut = limit
 		for cut > 0 && !utf8RuneStart(text[cut]) {
 			cut--
 		}
@@ -220,6 +247,16 @@ func withRecovery(body []byte, msgs ...json.RawMessage) ([]byte, error) {
 		return nil, fmt.Errorf("read the request's messages: %w", err)
 	}
 	return setFields(body, map[string]json.RawMessage{"messages": array(append(v.Messages, msgs...))})
+}
+
+// followUp is body with the model's answer msg and the answers to its
+// recover calls appended.
+func (p *Proxy) followUp(ctx context.Context, t turn, rp reply, body []byte, msg json.RawMessage, calls []recoverCall) ([]byte, error) {
+	asked, err := withRecovery(body, msg)
+	if err != nil {
+		return nil, err
+	}
+	return withRecovery(asked, rp.answers(p.answer(ctx, t, asked, calls))...)
 }
 
 // offersRecovery reports whether the body going upstream holds a
@@ -280,7 +317,7 @@ func (p *Proxy) recoverWhole(w http.ResponseWriter, r *http.Request, u *upstream
 		}
 		msg, err := rp.message(out)
 		if err == nil {
-			body, err = withRecovery(body, append([]json.RawMessage{msg}, rp.answers(p.answer(r.Context(), t, calls))...)...)
+			body, err = p.followUp(r.Context(), t, rp, body, msg, calls)
 		}
 		if err != nil {
 			writeAnswer(w, resp, out, recoveredState(state, recovered)+"; "+RecoverTool+" not answered: "+err.Error())
@@ -353,7 +390,7 @@ func (p *Proxy) recoverStream(w http.ResponseWriter, r *http.Request, u *upstrea
 		}
 		msg, err := sr.message()
 		if err == nil {
-			body, err = withRecovery(body, append([]json.RawMessage{msg}, rp.answers(p.answer(r.Context(), t, calls))...)...)
+			body, err = p.followUp(r.Context(), t, rp, body, msg, calls)
 		}
 		if err != nil {
 			_, _ = w.Write(sr.release())

@@ -284,20 +284,49 @@ func TestRecoverUpstreamErrorsReachTheAgent(t *testing.T) {
 func TestCutAnswer(t *testing.T) {
 	t.Parallel()
 	short := "a\nb"
-	require.Equal(t, short, cutAnswer(short, "", 2))
+	require.Equal(t, short, cutAnswer(short, "", 2, maxRecoverChars))
 	var lines []string
 	for i := range 5000 {
 		lines = append(lines, fmt.Sprintf("line %04d of the build log", i+1))
 	}
 	long := strings.Join(lines, "\n")
-	got := cutAnswer(long, "", 5000)
+	got := cutAnswer(long, "", 5000, maxRecoverChars)
 	require.LessOrEqual(t, len(got), maxRecoverChars+200)
 	shown := strings.Count(got, "of the build log")
 	require.True(t, strings.HasPrefix(got, "line 0001"))
 	require.Contains(t, got, fmt.Sprintf("lines %d-5000 follow: call recover_context with lines, e.g. %d-", shown+1, shown+1))
-	got = cutAnswer(long, "100-5000", 5000)
+	got = cutAnswer(long, "100-5000", 5000, maxRecoverChars)
 	require.Contains(t, got, fmt.Sprintf("lines %d-5000 follow", 100+shown))
-	got = cutAnswer(strings.Repeat("é", maxRecoverChars), "", 1)
+	got = cutAnswer(strings.Repeat("é", maxRecoverChars), "", 1, maxRecoverChars)
 	require.True(t, utf8.ValidString(got), "one long line is cut on a rune boundary")
 	require.Contains(t, got, "the rest of line 1 is longer than one answer holds")
+}
+
+func TestARecoveredTextIsCutToTheRoomLeft(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, nil)
+	var lines []string
+	for i := range 400 {
+		lines = append(lines, fmt.Sprintf("line %03d: FAIL test_parser_%03d expected ')' got EOF", i+1, i))
+	}
+	tp.texts["log1"] = strings.Join(lines, "\n")
+	tp.anthropic.queue = []func(http.ResponseWriter, *http.Request){
+		jsonAnswer(`{"type":"message","content":[{"type":"tool_use","id":"toolu_1","name":"recover_context","input":{"id":"log1"}}]}`),
+		jsonAnswer(`{"type":"message","content":[{"type":"text","text":"Read."}]}`),
+	}
+	resp := tp.post(t, "/proxy/anthropic/v1/messages", recoverBody(false, false, ""), map[string]string{HeaderContextLimit: "1500", HeaderSession: "s1"})
+	require.Contains(t, readAll(t, resp), "Read.")
+	msgs := messagesOf(t, tp.anthropic.last().Body)
+	var v struct {
+		Content []struct {
+			Content string `json:"content"`
+			IsError bool   `json:"is_error"`
+		} `json:"content"`
+	}
+	require.NoError(t, json.Unmarshal(msgs[len(msgs)-1], &v))
+	got := v.Content[0].Content
+	require.False(t, v.Content[0].IsError, got)
+	require.True(t, strings.HasPrefix(got, "line 001: FAIL"))
+	require.Contains(t, got, "follow: call recover_context with lines")
+	require.Less(t, len(got), len(tp.texts["log1"])/2, "the 1,500-token window holds a part only")
 }
