@@ -89,6 +89,10 @@ func (anthropicProtocol) document(body []byte) ([]byte, error) {
 	return setFields(body, map[string]json.RawMessage{"system": json.RawMessage("[]")})
 }
 
+func (anthropicProtocol) messages(msgs []json.RawMessage) (json.RawMessage, error) {
+	return array(msgs), nil
+}
+
 func (anthropicProtocol) output(doc []byte) (json.RawMessage, []json.RawMessage, error) {
 	var v struct {
 		System   json.RawMessage   `json:"system"`

@@ -254,7 +254,11 @@ func (l *line) spliceLocked(t turn) ([]byte, bool) {
 // messages, and its tool definitions, which take their room in the
 // model's window too.
 func (p *Proxy) count(t turn, body []byte) (int, error) {
-	conv, err := conversation.Parse(body, t.proto.format())
+	doc, err := t.proto.document(body)
+	if err != nil {
+		return 0, fmt.Errorf("the conversation does not read: %w", err)
+	}
+	conv, err := conversation.Parse(doc, t.proto.format())
 	if err != nil {
 		return 0, fmt.Errorf("the conversation does not parse: %w", err)
 	}
@@ -269,7 +273,7 @@ func (p *Proxy) count(t turn, body []byte) (int, error) {
 // tool's when the proxy offers it (recover.go): offered says the body
 // names it.
 func (p *Proxy) toolTokens(t turn, offered bool) int {
-	defs := compact(t.req.tools)
+	defs := append(compact(t.req.tools), compact(t.req.beside)...)
 	if offered && p.deps.Recover != nil {
 		defs = append(defs, recoverDefinition...)
 	}
@@ -337,7 +341,10 @@ func (l *line) startLocked(p *Proxy, t turn, up []byte, spliced bool) {
 		}
 		end, _ := t.req.at(l.covered) // spliced: it is there
 		ev.Base = &gateway.Base{RunID: l.baseRun, SHA256: l.baseSHA}
-		ev.Messages = array(t.req.msgs[end+1:])
+		if ev.Messages, err = t.proto.messages(t.req.msgs[end+1:]); err != nil {
+			l.lastErr, l.retryAt = "the conversation cannot be sent for compaction: "+err.Error(), time.Now().Add(retryAfterFailure)
+			return
+		}
 	} else {
 		ev.Conversation = whole
 	}

@@ -11,13 +11,13 @@ import (
 )
 
 // openAIProtocol is the OpenAI API under /v1: POST /chat/completions (a
-// turn, streaming or not) is compacted; POST /responses is passed
-// through (see parse); /models and every other route are passed through.
+// turn, streaming or not) is compacted; POST /responses is
+// responsesProtocol's; /models and every other route are passed through.
 type openAIProtocol struct{}
 
 func (openAIProtocol) route(rest string) routeKind {
 	switch rest {
-	case "/chat/completions", "/responses":
+	case "/chat/completions":
 		return routeMessages
 	}
 	return routePass
@@ -27,27 +27,15 @@ func (openAIProtocol) format() conversation.Format { return conversation.FormatO
 
 func (openAIProtocol) parse(body []byte, _ routeKind) (request, error) {
 	var v struct {
-		Model              string            `json:"model"`
-		Messages           []json.RawMessage `json:"messages"`
-		Tools              json.RawMessage   `json:"tools"`
-		Stream             bool              `json:"stream"`
-		Input              json.RawMessage   `json:"input"`
-		PreviousResponseID string            `json:"previous_response_id"`
-		User               string            `json:"user"`
-		PromptCacheKey     string            `json:"prompt_cache_key"`
+		Model          string            `json:"model"`
+		Messages       []json.RawMessage `json:"messages"`
+		Tools          json.RawMessage   `json:"tools"`
+		Stream         bool              `json:"stream"`
+		User           string            `json:"user"`
+		PromptCacheKey string            `json:"prompt_cache_key"`
 	}
 	if err := json.Unmarshal(body, &v); err != nil {
 		return request{}, fmt.Errorf("the request does not read as a chat request: %w", err)
-	}
-	if v.Messages == nil && len(v.Input) > 0 {
-		// A Responses request. One that names previous_response_id keeps
-		// its conversation at the provider, which is the provider's to
-		// keep; one that carries its whole input is not read yet (its
-		// items are not chat messages).
-		if v.PreviousResponseID != "" {
-			return request{pass: "a Responses request with previous_response_id keeps its state at the provider"}, nil
-		}
-		return request{pass: "Responses input items are not compacted yet (use /chat/completions)"}, nil
 	}
 	if len(v.Messages) == 0 {
 		return request{}, errors.New("the request has no messages")
@@ -71,6 +59,10 @@ func (openAIProtocol) splice(body []byte, _ json.RawMessage, msgs []json.RawMess
 }
 
 func (openAIProtocol) document(body []byte) ([]byte, error) { return body, nil }
+
+func (openAIProtocol) messages(msgs []json.RawMessage) (json.RawMessage, error) {
+	return array(msgs), nil
+}
 
 func (openAIProtocol) output(doc []byte) (json.RawMessage, []json.RawMessage, error) {
 	var v struct {

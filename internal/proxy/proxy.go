@@ -266,6 +266,15 @@ func (p *Proxy) newUpstream(name, variable, raw string, proto protocol) (*upstre
 	return u, nil
 }
 
+// protoFor is the protocol of the route rest: OpenAI's Responses API
+// under the OpenAI upstream, else the upstream's own.
+func (u *upstream) protoFor(rest string) protocol {
+	if u.name == "openai" && rest == "/responses" {
+		return responsesProtocol{}
+	}
+	return u.proto
+}
+
 // upstreamURL is where a request to in goes: the route's path after its
 // prefix under the upstream's base URL, with in's query.
 func (u *upstream) upstreamURL(in *url.URL) *url.URL {
@@ -347,8 +356,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w = &streamWriter{ResponseWriter: w}
 	rest := strings.TrimPrefix(r.URL.Path, u.prefix)
 	if r.Method == http.MethodPost {
-		if kind := u.proto.route(rest); kind != routePass {
-			p.compacting(w, r, u, tenant, kind)
+		proto := u.protoFor(rest)
+		if kind := proto.route(rest); kind != routePass {
+			p.compacting(w, r, u, proto, tenant, kind)
 			return
 		}
 	}
@@ -369,12 +379,12 @@ func (p *Proxy) send(w http.ResponseWriter, r *http.Request, u *upstream, body [
 // compacting serves a request that carries a conversation: it reads it,
 // splices in the session's latest output, starts a compaction when the
 // result crosses the trigger, and forwards it.
-func (p *Proxy) compacting(w http.ResponseWriter, r *http.Request, u *upstream, tenant string, kind routeKind) {
+func (p *Proxy) compacting(w http.ResponseWriter, r *http.Request, u *upstream, proto protocol, tenant string, kind routeKind) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, p.cfg.MaxRequestBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			u.proto.fail(w, http.StatusRequestEntityTooLarge, "refused; request too large",
+			proto.fail(w, http.StatusRequestEntityTooLarge, "refused; request too large",
 				fmt.Sprintf("request body is over the compactor's limit of %d bytes (MAX_REQUEST_BYTES)", p.cfg.MaxRequestBytes))
 			return
 		}
@@ -382,7 +392,7 @@ func (p *Proxy) compacting(w http.ResponseWriter, r *http.Request, u *upstream, 
 	}
 	_ = r.Body.Close()
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	req, err := u.proto.parse(body, kind)
+	req, err := proto.parse(body, kind)
 	if err != nil {
 		// What the proxy cannot read is the provider's to judge.
 		p.send(w, r, u, body, "forwarded; not compacted: "+err.Error())
@@ -394,12 +404,12 @@ func (p *Proxy) compacting(w http.ResponseWriter, r *http.Request, u *upstream, 
 	}
 	sess, err := sessionOf(r, req, tenant)
 	if err != nil {
-		u.proto.fail(w, http.StatusBadRequest, "refused; "+HeaderSession, err.Error())
+		proto.fail(w, http.StatusBadRequest, "refused; "+HeaderSession, err.Error())
 		return
 	}
 	limit, err := p.limitOf(r, req.model)
 	if err != nil {
-		u.proto.fail(w, http.StatusBadRequest, "refused; "+HeaderContextLimit, err.Error())
+		proto.fail(w, http.StatusBadRequest, "refused; "+HeaderContextLimit, err.Error())
 		return
 	}
 	preset := r.Header.Get(HeaderPreset)
@@ -407,11 +417,11 @@ func (p *Proxy) compacting(w http.ResponseWriter, r *http.Request, u *upstream, 
 	if !named {
 		preset = p.cfg.Preset
 	}
-	t := turn{proto: u.proto, tenant: tenant, session: sess, body: body, req: req, limit: limit, preset: preset,
+	t := turn{proto: proto, tenant: tenant, session: sess, body: body, req: req, limit: limit, preset: preset,
 		presetNamed: named, counting: kind == routeCount}
 	var ka *keepAlive
 	if req.stream && kind == routeMessages {
-		ka = &keepAlive{w: w, proto: u.proto}
+		ka = &keepAlive{w: w, proto: proto}
 		t.hold = ka.start
 	}
 	out, state := p.lines.get(tenant, sess, req.shape).serve(r.Context(), p, t)

@@ -271,7 +271,7 @@ func offersRecovery(body []byte) bool {
 // answer (streamed: the events of every round, as one answer). held says
 // the stream's headers have left already (keepAlive).
 func (p *Proxy) sendRecovering(w http.ResponseWriter, r *http.Request, u *upstream, t turn, body []byte, state string, held bool) {
-	rp := u.proto.reply()
+	rp := t.proto.reply()
 	body, ok := rp.offer(body)
 	if !ok {
 		if held {
@@ -294,13 +294,13 @@ func (p *Proxy) recoverWhole(w http.ResponseWriter, r *http.Request, u *upstream
 	for round := 0; ; round++ {
 		resp, err := p.roundTrip(r, u, body)
 		if err != nil {
-			u.proto.fail(w, http.StatusBadGateway, "refused; upstream unreachable", err.Error())
+			t.proto.fail(w, http.StatusBadGateway, "refused; upstream unreachable", err.Error())
 			return
 		}
 		out, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err != nil {
-			u.proto.fail(w, http.StatusBadGateway, "refused; upstream unreachable", "the upstream's answer broke off: "+err.Error())
+			t.proto.fail(w, http.StatusBadGateway, "refused; upstream unreachable", "the upstream's answer broke off: "+err.Error())
 			return
 		}
 		calls, host, cerr := rp.calls(out)
@@ -342,10 +342,10 @@ func (p *Proxy) recoverStream(w http.ResponseWriter, r *http.Request, u *upstrea
 		resp, err := p.roundTrip(r, u, body)
 		if err != nil {
 			if !held {
-				u.proto.fail(w, http.StatusBadGateway, "refused; upstream unreachable", err.Error())
+				t.proto.fail(w, http.StatusBadGateway, "refused; upstream unreachable", err.Error())
 				return
 			}
-			_, _ = io.WriteString(w, u.proto.streamError([]byte(err.Error())))
+			_, _ = io.WriteString(w, t.proto.streamError([]byte(err.Error())))
 			return
 		}
 		if resp.StatusCode != http.StatusOK {
@@ -355,7 +355,7 @@ func (p *Proxy) recoverStream(w http.ResponseWriter, r *http.Request, u *upstrea
 				writeAnswer(w, resp, msg, state)
 				return
 			}
-			_, _ = io.WriteString(w, u.proto.streamError(msg))
+			_, _ = io.WriteString(w, t.proto.streamError(msg))
 			return
 		}
 		if !held {

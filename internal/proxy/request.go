@@ -44,6 +44,9 @@ type protocol interface {
 	// document is body as a conversation the gateway reads in this
 	// protocol's format.
 	document(body []byte) ([]byte, error)
+	// messages are msgs (a request's own) as the messages of an
+	// incremental event in that format.
+	messages(msgs []json.RawMessage) (json.RawMessage, error)
 	// output reads a run's output document.
 	output(doc []byte) (system json.RawMessage, msgs []json.RawMessage, err error)
 	// fail answers an error of the proxy's own in the provider's shape.
@@ -64,8 +67,9 @@ type request struct {
 	system json.RawMessage
 	msgs   []json.RawMessage
 	// tools are the request's tool definitions, counted beside the
-	// conversation.
-	tools json.RawMessage
+	// conversation, and beside is anything else so counted (a Responses
+	// request's instructions).
+	tools, beside json.RawMessage
 	// stream says the host asked for a streamed answer.
 	stream bool
 	// prefix[i] is the digest of the system and the lasting messages of
