@@ -16,15 +16,24 @@ import (
 	"time"
 
 	"github.com/ctxcompact/orchestrator/internal/audit"
+	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/httpapi"
 	"github.com/ctxcompact/orchestrator/internal/proxy"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/testkit/cachebill"
+	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
 // proxyLimit is measurement 12's context limit: the issue's slowly
 // growing OpenAI session "compacted at 65% of a 20,000-token limit".
 const proxyLimit = 20_000
+
+// proxyGrowth is how long measurement 12 plays each session: its turns
+// are replayed again (with fresh call ids, as the session-life bench
+// does) until the host's whole conversation is this many times the
+// limit, a long-running agent's session rather than one that ends soon
+// after its first compaction.
+const proxyGrowth = 6
 
 // proxyFiles are measurement 12's sessions: real SWE-agent trajectories
 // in OpenAI chat format.
@@ -63,8 +72,9 @@ type proxyResult struct {
 	// something failed or the request did not fit after its wait.
 	degraded int
 	// bill prices the upstream requests and the host's own as a
-	// provider with a prompt cache does.
-	bill cachebill.Bill
+	// provider with a prompt cache does; recorded is the bill when the
+	// recorded turns first ran out.
+	bill, recorded cachebill.Bill
 	// added is what each turn took through the proxy beyond the same
 	// request sent straight to the provider.
 	added []time.Duration
@@ -103,19 +113,21 @@ func benchProxy(ctx context.Context, st *stack, o options, rep *report) error {
 		}
 		results = append(results, r)
 	}
-	var ratios []float64
+	var ratios, recorded []float64
 	var added []time.Duration
 	turns, spliced, waits, runs, degraded := 0, 0, 0, 0, 0
 	for _, r := range results {
 		ratios = append(ratios, r.bill.Ratio())
+		recorded = append(recorded, r.recorded.Ratio())
 		added = append(added, r.added...)
 		turns, spliced, waits, runs, degraded = turns+r.turns, spliced+r.spliced, waits+r.waits, runs+r.runs, degraded+r.degraded
 	}
 	slices.Sort(ratios)
-	median := ratios[len(ratios)/2]
-	rep.add(row{id: "12", name: fmt.Sprintf("Proxy: %d real sessions replayed turn by turn through /proxy/openai/v1 at a %d-token limit", len(results), proxyLimit),
-		value: fmt.Sprintf("agent's input bill with a prompt cache %.2f× the same requests sent whole (median; %s); %d turns, %d spliced, %d waited for a compaction (%.1f%%), %d degraded, %d runs; added per turn p50 %s, p99 %s",
-			median, ratioList(ratios), turns, spliced, waits, 100*float64(waits)/float64(max(turns, 1)), degraded, runs, ms(percentile(added, 50)), ms(percentile(added, 99))),
+	slices.Sort(recorded)
+	median := medianOf(ratios)
+	rep.add(row{id: "12", name: fmt.Sprintf("Proxy: %d real sessions replayed turn by turn through /proxy/openai/v1 at a %d-token limit, grown to %d× the limit", len(results), proxyLimit, proxyGrowth),
+		value: fmt.Sprintf("agent's input bill with a prompt cache %.2f× the same requests sent whole (median; %s), %.2f× at the recorded length (%s); %d turns, %d spliced, %d waited for a compaction (%.1f%%), %d degraded, %d runs; added per turn p50 %s, p99 %s",
+			median, ratioList(ratios), medianOf(recorded), ratioList(recorded), turns, spliced, waits, 100*float64(waits)/float64(max(turns, 1)), degraded, runs, ms(percentile(added, 50)), ms(percentile(added, 99))),
 		compared: "the same requests sent straight to the provider, whole",
 		ratio:    fmt.Sprintf("bill %.2f×", median),
 		target:   "bill ≤ 0.6× at the median", met: metIf(median <= 0.6)})
@@ -123,8 +135,11 @@ func benchProxy(ctx context.Context, st *stack, o options, rep *report) error {
 		"PROXY_TRIGGER %.1f, PROXY_TARGET %.1f), the provider a recorded agent answering each turn with the trajectory's next assistant message. "+
 		"The bill prices each upstream request as a provider with a prompt cache does, in bytes: the start it shares with the request "+
 		"before read at 0.1×, the rest written at 1.25×; whole is the host's own requests priced the same way (over the limit, as a "+
-		"provider would refuse them: the comparison is of cost, not of what fits). Added per turn is a turn's time through the proxy "+
-		"minus the same request's straight to the provider.", proxy.DefaultTrigger, proxy.DefaultTarget)
+		"provider would refuse them: the comparison is of cost, not of what fits). Each session's turns are replayed again with fresh "+
+		"call ids, as the session-life bench does, until the host's conversation is %d× the limit; the bill at the recorded length "+
+		"(when the turns first ran out) is reported beside it: a session that ends soon after its first compaction saves little, "+
+		"since the compaction rewrites the cache once and the turns after it are few. Added per turn is a turn's time through the "+
+		"proxy minus the same request's straight to the provider.", proxy.DefaultTrigger, proxy.DefaultTarget, proxyGrowth)
 	return nil
 }
 
@@ -161,51 +176,40 @@ func proxySession(ctx context.Context, st *stack, proxyURL, upstreamURL, key str
 		resp.Body.Close()
 		return resp, time.Since(start), nil
 	}
-	for i := 2; i < len(rec.Messages); i++ {
-		var role struct {
-			Role string `json:"role"`
-		}
-		if err := json.Unmarshal(rec.Messages[i], &role); err != nil || role.Role != "assistant" {
-			continue
-		}
-		body, err := json.Marshal(map[string]any{"model": agentModel, "messages": rec.Messages[:i]})
-		if err != nil {
-			return r, err
-		}
-		model.mu.Lock()
-		model.next = rec.Messages[i]
-		model.mu.Unlock()
-		resp, took, err := post(proxyURL+"/proxy/openai/v1/chat/completions", body, map[string]string{
-			proxy.HeaderKey: key, proxy.HeaderSession: session, proxy.HeaderContextLimit: fmt.Sprint(proxyLimit)})
-		if err != nil {
-			return r, err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return r, fmt.Errorf("turn %d: %s", i, resp.Status)
-		}
-		state := resp.Header.Get(proxy.HeaderState)
-		if strings.HasPrefix(state, "degraded") {
-			r.degraded++
-			if verbose {
-				fmt.Fprintf(os.Stderr, "bench:   proxy, %s turn %d: %s\n", shortName(file), i, state)
+	counter, err := tokens.New(tokens.EncodingForModel(agentModel))
+	if err != nil {
+		return r, err
+	}
+	host := slices.Clone(rec.Messages[:min(2, len(rec.Messages))])
+	for cycle := 0; ; cycle++ {
+		if cycle > 0 {
+			doc, err := json.Marshal(map[string]any{"messages": host})
+			if err != nil {
+				return r, err
+			}
+			conv, err := conversation.Parse(doc, conversation.FormatOpenAI)
+			if err != nil {
+				return r, fmt.Errorf("cycle %d: %w", cycle, err)
+			}
+			if cycle == 1 {
+				r.recorded = r.bill
+			}
+			if tokens.Conversation(counter, conv) >= proxyGrowth*proxyLimit {
+				break
 			}
 		}
-		model.mu.Lock()
-		sent := model.last
-		model.mu.Unlock()
-		_, direct, err := post(upstreamURL+"/v1/chat/completions", body, nil)
-		if err != nil {
-			return r, err
+		for i := 2; i < len(rec.Messages); i++ {
+			m := rec.Messages[i]
+			if cycle > 0 {
+				if m, err = freshCallIDs(m, cycle); err != nil {
+					return r, err
+				}
+			}
+			if err := proxyTurn(&r, post, proxyURL, upstreamURL, key, session, model, host, m); err != nil {
+				return r, fmt.Errorf("cycle %d, message %d: %w", cycle, i, err)
+			}
+			host = append(host, m)
 		}
-		r.added = append(r.added, max(took-direct, 0))
-		r.turns++
-		if strings.HasPrefix(state, "spliced") {
-			r.spliced++
-		}
-		if strings.Contains(state, "; waited ") {
-			r.waits++
-		}
-		r.bill.Add(sent, body)
 	}
 	runs, err := st.store.ListRuns(ctx, store.RunFilter{Tenant: tenant, Session: session})
 	if err != nil {
@@ -213,6 +217,96 @@ func proxySession(ctx context.Context, st *stack, proxyURL, upstreamURL, key str
 	}
 	r.runs = len(runs)
 	return r, nil
+}
+
+// poster posts a body with headers and says how long the answer took.
+type poster func(url string, body []byte, headers map[string]string) (*http.Response, time.Duration, error)
+
+// proxyTurn sends the host's conversation through the proxy when next is
+// the assistant's turn (the model answers with it), and the same request
+// straight to the provider, for the time the proxy adds.
+func proxyTurn(r *proxyResult, post poster, proxyURL, upstreamURL, key, session string, model *playedModel,
+	host []json.RawMessage, next json.RawMessage) error {
+	var role struct {
+		Role string `json:"role"`
+	}
+	if err := json.Unmarshal(next, &role); err != nil || role.Role != "assistant" {
+		return err
+	}
+	i := len(host)
+	body, err := json.Marshal(map[string]any{"model": agentModel, "messages": host})
+	if err != nil {
+		return err
+	}
+	model.mu.Lock()
+	model.next = next
+	model.mu.Unlock()
+	resp, took, err := post(proxyURL+"/proxy/openai/v1/chat/completions", body, map[string]string{
+		proxy.HeaderKey: key, proxy.HeaderSession: session, proxy.HeaderContextLimit: fmt.Sprint(proxyLimit)})
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("turn %d: %s", i, resp.Status)
+	}
+	state := resp.Header.Get(proxy.HeaderState)
+	if strings.HasPrefix(state, "degraded") {
+		r.degraded++
+		if verbose {
+			fmt.Fprintf(os.Stderr, "bench:   proxy, %s turn %d: %s\n", session, i, state)
+		}
+	}
+	model.mu.Lock()
+	sent := model.last
+	model.mu.Unlock()
+	_, direct, err := post(upstreamURL+"/v1/chat/completions", body, nil)
+	if err != nil {
+		return err
+	}
+	r.added = append(r.added, max(took-direct, 0))
+	r.turns++
+	if strings.HasPrefix(state, "spliced") {
+		r.spliced++
+	}
+	if strings.Contains(state, "; waited ") {
+		r.waits++
+	}
+	r.bill.Add(sent, body)
+	return nil
+}
+
+// freshCallIDs is message m with its tool call ids suffixed for cycle,
+// so that a replayed turn's calls pair with their own results only.
+func freshCallIDs(m json.RawMessage, cycle int) (json.RawMessage, error) {
+	var v map[string]any
+	if err := json.Unmarshal(m, &v); err != nil {
+		return nil, err
+	}
+	suffix := fmt.Sprintf("-c%d", cycle)
+	if id, ok := v["tool_call_id"].(string); ok {
+		v["tool_call_id"] = id + suffix
+	}
+	if calls, ok := v["tool_calls"].([]any); ok {
+		for _, c := range calls {
+			if call, ok := c.(map[string]any); ok {
+				if id, ok := call["id"].(string); ok {
+					call["id"] = id + suffix
+				}
+			}
+		}
+	}
+	return json.Marshal(v)
+}
+
+// medianOf is the median of sorted xs.
+func medianOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	if len(xs)%2 == 1 {
+		return xs[len(xs)/2]
+	}
+	return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
 }
 
 // ratioList prints ratios with two decimals.
