@@ -73,9 +73,10 @@ func (ls *lines) hold(l *line, size int64) {
 }
 
 // get is the line of tenant's session, made when new. A token count
-// names no thread, so its session is derived from the conversation's
-// start, which its turns share: it finds their line by that.
-func (ls *lines) get(tenant, session, shape string) *line {
+// names no thread, so the session of one the host did not name (derived)
+// is found by the conversation's start, which its turns share; a session
+// the host named is its own, whatever its name.
+func (ls *lines) get(tenant, session, shape string, derived bool) *line {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	key := tenant + "\x00" + session
@@ -83,7 +84,7 @@ func (ls *lines) get(tenant, session, shape string) *line {
 		ls.byShape.Add(tenant+"\x00"+shape, l)
 		return l
 	}
-	if l, ok := ls.byShape.Get(tenant + "\x00" + shape); ok && strings.HasPrefix(session, "proxy-") {
+	if l, ok := ls.byShape.Get(tenant + "\x00" + shape); ok && derived {
 		return l
 	}
 	l := &line{tenant: tenant, session: session}

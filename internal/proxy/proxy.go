@@ -402,7 +402,7 @@ func (p *Proxy) compacting(w http.ResponseWriter, r *http.Request, u *upstream, 
 		p.send(w, r, u, body, "forwarded; "+req.pass)
 		return
 	}
-	sess, err := sessionOf(r, req, tenant)
+	sess, sessionNamed, err := sessionOf(r, req, tenant)
 	if err != nil {
 		proto.fail(w, http.StatusBadRequest, "refused; "+HeaderSession, err.Error())
 		return
@@ -424,7 +424,7 @@ func (p *Proxy) compacting(w http.ResponseWriter, r *http.Request, u *upstream, 
 		ka = &keepAlive{w: w, proto: proto}
 		t.hold = ka.start
 	}
-	out, state := p.lines.get(tenant, sess, req.shape).serve(r.Context(), p, t)
+	out, state := p.lines.get(tenant, sess, req.shape, !sessionNamed).serve(r.Context(), p, t)
 	up := out
 	if up == nil {
 		up = body
@@ -543,17 +543,17 @@ func (p *Proxy) limitOf(r *http.Request, model string) (int, error) {
 	return p.cfg.Limits.For(model), nil
 }
 
-// sessionOf is the session a request belongs to: the host's header, else
-// one derived from what the request says of its thread (see
-// request.thread).
-func sessionOf(r *http.Request, req request, tenant string) (string, error) {
+// sessionOf is the session a request belongs to: the host's header
+// (named), else one derived from what the request says of its thread
+// (see request.thread).
+func sessionOf(r *http.Request, req request, tenant string) (session string, named bool, err error) {
 	if v := r.Header.Get(HeaderSession); v != "" {
 		if err := ident.Session(v); err != nil {
-			return "", fmt.Errorf("%s: %w", HeaderSession, err)
+			return "", true, fmt.Errorf("%s: %w", HeaderSession, err)
 		}
-		return v, nil
+		return v, true, nil
 	}
-	return "proxy-" + req.thread[:16], nil
+	return "proxy-" + req.thread[:16], false, nil
 }
 
 // streamWriter keeps a stream that is still flowing from the server's

@@ -735,22 +735,22 @@ func TestRequestsAreCountedByState(t *testing.T) {
 func TestLinesForgetTheOldestPastTheirBytes(t *testing.T) {
 	t.Parallel()
 	ls := newLines()
-	a := ls.get("acme", "a", "sa")
-	b := ls.get("acme", "b", "sb")
+	a := ls.get("acme", "a", "sa", false)
+	b := ls.get("acme", "b", "sb", false)
 	ls.hold(a, 100<<20)
 	ls.hold(b, 100<<20)
 	require.Equal(t, int64(200<<20), ls.bytes)
 	ls.hold(a, 120<<20) // a grows
 	require.Equal(t, int64(220<<20), ls.bytes)
-	require.Same(t, a, ls.get("acme", "a", "sa")) // a's next request: b is now the least recently used
-	c := ls.get("acme", "c", "sc")
+	require.Same(t, a, ls.get("acme", "a", "sa", false)) // a's next request: b is now the least recently used
+	c := ls.get("acme", "c", "sc", false)
 	ls.hold(c, 100<<20) // 320 MB: the oldest, b, goes
 	require.Equal(t, int64(220<<20), ls.bytes)
 	require.False(t, ls.bySess.Contains("acme\x00b"))
 	require.True(t, ls.bySess.Contains("acme\x00a"))
 	ls.hold(b, 50<<20) // b's compaction ends after it was forgotten
 	require.Equal(t, int64(220<<20), ls.bytes, "a forgotten line is not counted")
-	require.NotSame(t, b, ls.get("acme", "b", "sb"), "b's next request makes a new line")
+	require.NotSame(t, b, ls.get("acme", "b", "sb", false), "b's next request makes a new line")
 }
 
 // TestAWaitingStreamIsKeptAlive: a streaming request that must wait for
@@ -980,4 +980,59 @@ func TestAWaitThatStillDoesNotFitCompactsTheRequest(t *testing.T) {
 	ev := tp.compactor.submitted()[1]
 	require.Equal(t, "run-1", ev.Base.RunID, "the second compaction continues the first")
 	require.Len(t, messagesOf(t, tp.anthropic.last().Body), 3, "the summary and the last two turns")
+}
+
+// TestNamedSessionsWithOneSystemPromptKeepTheirOwnLines: an agent's
+// sessions share its system prompt; two sessions the host names (even
+// with names that look derived) never share a line, and two derived
+// ones with different tasks neither.
+func TestNamedSessionsWithOneSystemPromptKeepTheirOwnLines(t *testing.T) {
+	t.Parallel()
+	chat := func(task, work string, n int) string {
+		msgs := []string{`{"role":"system","content":"You are a coding agent."}`, fmt.Sprintf(`{"role":"user","content":%q}`, task)}
+		for i := 0; i < n; i++ {
+			role := "assistant"
+			if i%2 == 1 {
+				role = "user"
+			}
+			msgs = append(msgs, fmt.Sprintf(`{"role":%q,"content":"Turn %d: %s"}`, role, i, strings.Repeat(work+" ", 6)))
+		}
+		return fmt.Sprintf(`{"model":"gpt-4o","messages":[%s]}`, strings.Join(msgs, ","))
+	}
+	for _, tc := range []struct {
+		name string
+		// tasks are the two sessions' first user messages: the same task
+		// run twice when the host names its sessions.
+		tasks  [2]string
+		header func(i int) map[string]string
+	}{
+		{"named", [2]string{"Fix the parser.", "Fix the parser."}, func(i int) map[string]string {
+			return map[string]string{HeaderContextLimit: "700", HeaderSession: fmt.Sprintf("proxy-bench-%d", i)}
+		}},
+		{"derived", [2]string{"Task one: fix the parser.", "Task two: fix the lexer."}, func(int) map[string]string {
+			return map[string]string{HeaderContextLimit: "700"}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tp := newTestProxy(t, nil)
+			one := func(n int) string { return chat(tc.tasks[0], "the build fails in module parser again", n) }
+			two := func(n int) string { return chat(tc.tasks[1], "the lexer drops a token at the end of input", n) }
+			tp.post(t, "/proxy/openai/v1/chat/completions", one(10), tc.header(1))
+			tp.settle(t, 1)
+			require.Eventually(t, func() bool {
+				return strings.HasPrefix(tp.post(t, "/proxy/openai/v1/chat/completions", one(12), tc.header(1)).Header.Get(HeaderState), "spliced")
+			}, 5*time.Second, 10*time.Millisecond)
+			// Another session of the same agent compacts on a line of its
+			// own: the first one's next turn is still spliced on its run.
+			resp := tp.post(t, "/proxy/openai/v1/chat/completions", two(10), tc.header(2))
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			tp.settle(t, 2)
+			require.Eventually(t, func() bool {
+				return strings.HasPrefix(tp.post(t, "/proxy/openai/v1/chat/completions", two(12), tc.header(2)).Header.Get(HeaderState), "spliced; run=run-2")
+			}, 5*time.Second, 10*time.Millisecond)
+			state := tp.post(t, "/proxy/openai/v1/chat/completions", one(14), tc.header(1)).Header.Get(HeaderState)
+			require.True(t, strings.HasPrefix(state, "spliced; run=run-1"), state)
+		})
+	}
 }

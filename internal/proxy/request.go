@@ -109,14 +109,29 @@ func (r *request) digests(lasting func(json.RawMessage) bool) {
 		}
 		r.prefix[i], r.lasting[i] = h, n
 	}
-	first := []byte(nil)
-	if len(r.msgs) > 0 {
-		first = compact(r.msgs[0])
+	// The start is the system prompt and the first message that is not
+	// one: hosts that run one agent share their system prompt across
+	// all of its sessions, and a chat request carries it as its first
+	// message.
+	var start [][]byte
+	for _, m := range r.msgs {
+		start = append(start, compact(m))
+		if !isSystem(m) {
+			break
+		}
 	}
-	r.shape = hexSum(sys, first)
+	r.shape = hexSum(append([][]byte{sys}, start...)...)
 	if r.thread == "" {
 		r.thread = r.shape
 	}
+}
+
+// isSystem says whether m is a system or developer message.
+func isSystem(m json.RawMessage) bool {
+	var v struct {
+		Role string `json:"role"`
+	}
+	return json.Unmarshal(m, &v) == nil && (v.Role == "system" || v.Role == "developer")
 }
 
 // at is the index of the request's k-th lasting message (k ≥ 1).
