@@ -35,6 +35,13 @@ const proxyLimit = 20_000
 // after its first compaction.
 const proxyGrowth = 6
 
+// proxyTurnTime is how long the played model takes to answer a turn. A
+// real agent's turn (the model's answer, then its tool run) takes
+// seconds, during which a compaction started at the trigger finishes;
+// answering at once would make every compaction lag tens of turns behind
+// the conversation it compacts, which no agent sees.
+const proxyTurnTime = 300 * time.Millisecond
+
 // proxyFiles are measurement 12's sessions: real SWE-agent trajectories
 // in OpenAI chat format.
 var proxyFiles = []string{
@@ -59,6 +66,7 @@ func (m *playedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	next := m.next
 	m.last = body
 	m.mu.Unlock()
+	time.Sleep(proxyTurnTime)
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintf(w, `{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o","choices":[{"index":0,"message":%s,"finish_reason":"stop"}]}`, next)
 }

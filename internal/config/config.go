@@ -118,11 +118,17 @@ type Config struct {
 	// the share a compaction aims at when the host names no preset
 	// (PROXY_TARGET), and
 	// ProxyWait how long a request that would not fit waits for one in
-	// flight (PROXY_WAIT). See docs/proxy.md.
+	// flight (PROXY_WAIT); ProxyColdAfter how long a session stays idle
+	// before the provider's prompt cache is taken for cold
+	// (PROXY_COLD_AFTER; 0: never), and ProxyColdTrigger the share of the
+	// limit at which an idle session compacts then (PROXY_COLD_TRIGGER).
+	// See docs/proxy.md.
 	ProxyAnthropicURL string
 	ProxyOpenAIURL    string
 	ProxyTrigger      float64
 	ProxyTarget       float64
+	ProxyColdAfter    time.Duration
+	ProxyColdTrigger  float64
 	ProxyWait         time.Duration
 
 	WorkerActivities int
@@ -316,6 +322,8 @@ func load(getenv func(string) string) (Config, error) {
 	c.ProxyTrigger = r.number("PROXY_TRIGGER", 0.7)
 	c.ProxyTarget = r.number("PROXY_TARGET", 0.3)
 	c.ProxyWait = r.duration("PROXY_WAIT", time.Minute)
+	c.ProxyColdAfter = r.duration("PROXY_COLD_AFTER", 5*time.Minute)
+	c.ProxyColdTrigger = r.number("PROXY_COLD_TRIGGER", 0.5)
 	if r.err != nil {
 		return Config{}, r.err
 	}
@@ -337,6 +345,12 @@ func load(getenv func(string) string) (Config, error) {
 	}
 	if c.ProxyTarget < 0 || c.ProxyTarget >= c.ProxyTrigger {
 		return Config{}, fmt.Errorf("PROXY_TARGET: %v must be at least 0 (0: the preset's own) and below PROXY_TRIGGER (%v)", c.ProxyTarget, c.ProxyTrigger)
+	}
+	if c.ProxyColdAfter < 0 {
+		return Config{}, fmt.Errorf("PROXY_COLD_AFTER: %v must be a duration of at least 0 (0: never)", c.ProxyColdAfter)
+	}
+	if c.ProxyColdTrigger <= c.ProxyTarget || c.ProxyColdTrigger > c.ProxyTrigger {
+		return Config{}, fmt.Errorf("PROXY_COLD_TRIGGER: %v must be above PROXY_TARGET (%v) and at most PROXY_TRIGGER (%v)", c.ProxyColdTrigger, c.ProxyTarget, c.ProxyTrigger)
 	}
 	if c.LLMTaskQueue == "" {
 		c.LLMTaskQueue = c.TaskQueue + "-llm"

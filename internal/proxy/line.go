@@ -126,6 +126,12 @@ type line struct {
 	// After a failed compaction, none starts before retryAt.
 	retryAt time.Time
 	lastErr string
+	// The session's latest request and when it came (Config.ColdAfter):
+	// last is kept only when it is past the cold trigger, for the
+	// compaction idle arms.
+	last   *turn
+	lastAt time.Time
+	idle   *time.Timer
 }
 
 // turn is one request on a line.
@@ -158,6 +164,7 @@ func (l *line) serve(ctx context.Context, p *Proxy, t turn) ([]byte, string) {
 	if err != nil {
 		return nil, "forwarded; not compacted: " + err.Error()
 	}
+	l.noteLocked(p, t, n)
 	trigger := int(p.cfg.Trigger * float64(t.limit))
 	if !t.counting && n >= trigger && !l.running && time.Now().After(l.retryAt) {
 		l.startLocked(p, t, up, spliced)
@@ -226,6 +233,55 @@ func (l *line) serve(ctx context.Context, p *Proxy, t turn) ([]byte, string) {
 		state += fmt.Sprintf("; waited %s", waitedFor)
 	}
 	return up, state
+}
+
+// noteLocked keeps t as the session's latest request, n tokens as it
+// goes upstream, and arms the idle timer: a session that then gets no
+// request for Config.ColdAfter compacts its latest request in the
+// background (idle), when it is past the cold trigger.
+func (l *line) noteLocked(p *Proxy, t turn, n int) {
+	if p.cfg.ColdAfter <= 0 || t.counting {
+		return
+	}
+	l.lastAt, l.last = time.Now(), nil
+	if float64(n) >= p.cfg.ColdTrigger*float64(t.limit) {
+		t.hold = nil
+		l.last = &t
+	}
+	p.lines.hold(l, outputSize(l.outSystem, l.outMsgs)+l.lastBytes())
+	if l.idle == nil {
+		l.idle = time.AfterFunc(p.cfg.ColdAfter, func() { l.coldStart(p) })
+		return
+	}
+	l.idle.Reset(p.cfg.ColdAfter)
+}
+
+// lastBytes is the size of the latest request the line keeps.
+func (l *line) lastBytes() int64 {
+	if l.last == nil {
+		return 0
+	}
+	return int64(len(l.last.body))
+}
+
+// coldStart compacts the session's latest request once the session has
+// been idle for Config.ColdAfter, past which the provider's prompt cache
+// of it has expired: the host's next request is written to the cache
+// whole whatever it is, so a compaction now costs no cache it would
+// have kept, and makes that write the smaller conversation's. A session
+// under the trigger is compacted then rather than in the middle of a
+// later hot streak.
+func (l *line) coldStart(p *Proxy) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	last := l.last
+	l.last = nil
+	p.lines.hold(l, outputSize(l.outSystem, l.outMsgs))
+	if last == nil || l.running || time.Since(l.lastAt) < p.cfg.ColdAfter || time.Now().Before(l.retryAt) {
+		return
+	}
+	up, spliced := l.spliceLocked(*last)
+	l.startLocked(p, *last, up, spliced)
 }
 
 // spliceLocked is what goes upstream for t: the line's output followed by
@@ -425,7 +481,7 @@ func (l *line) await(ctx context.Context, p *Proxy, proto protocol, runID string
 	defer l.mu.Unlock()
 	l.baseRun, l.baseSHA, l.outSystem, l.outMsgs, l.covered, l.prefix = runID, out.OutputSHA256, system, msgs, covered, prefix
 	l.syncedAt = time.Now()
-	p.lines.hold(l, outputSize(system, msgs))
+	p.lines.hold(l, outputSize(system, msgs)+l.lastBytes())
 	return nil
 }
 
@@ -501,7 +557,7 @@ func (l *line) restoreLocked(ctx context.Context, p *Proxy, proto protocol) {
 		return
 	}
 	l.baseRun, l.baseSHA, l.outSystem, l.outMsgs, l.covered, l.prefix = runID, sha, system, msgs, covered, prefix
-	p.lines.hold(l, outputSize(system, msgs))
+	p.lines.hold(l, outputSize(system, msgs)+l.lastBytes())
 }
 
 // outputSize is the bytes an output's system and messages hold.

@@ -69,7 +69,12 @@ const (
 	DefaultTrigger   = 0.7
 	DefaultTarget    = 0.3
 	DefaultSyncEvery = 30 * time.Second
-	DefaultWaitFor   = time.Minute
+	// DefaultColdAfter is the prompt cache's lifetime at both providers
+	// (Anthropic's default, OpenAI's least), and DefaultColdTrigger the
+	// share of the limit from which an idle session compacts.
+	DefaultColdAfter   = 5 * time.Minute
+	DefaultColdTrigger = 0.5
+	DefaultWaitFor     = time.Minute
 	// DefaultMaxRequestBytes bounds a request body read for splicing.
 	DefaultMaxRequestBytes = 32 << 20
 )
@@ -94,6 +99,15 @@ type Config struct {
 	// compaction in flight before it goes upstream as it is
 	// (PROXY_WAIT).
 	WaitFor time.Duration
+	// ColdAfter is how long a session goes without a request before the
+	// provider's prompt cache of it is taken for expired
+	// (PROXY_COLD_AFTER; zero: never), and ColdTrigger the share of the
+	// limit from which such an idle session compacts then
+	// (PROXY_COLD_TRIGGER), below Trigger: the host's next request is
+	// written to the cache whole anyway, so it had better be the smaller
+	// conversation.
+	ColdAfter   time.Duration
+	ColdTrigger float64
 	// Preset is the preset of a session whose host sends no
 	// X-Compactor-Preset ("" is the deployment's default).
 	Preset string
@@ -188,6 +202,9 @@ func New(cfg Config, deps Deps) (*Proxy, error) {
 	}
 	if cfg.WaitFor <= 0 {
 		cfg.WaitFor = DefaultWaitFor
+	}
+	if cfg.ColdTrigger <= 0 || cfg.ColdTrigger > cfg.Trigger {
+		cfg.ColdTrigger = min(DefaultColdTrigger, cfg.Trigger)
 	}
 	if cfg.SyncEvery <= 0 {
 		cfg.SyncEvery = DefaultSyncEvery

@@ -1036,3 +1036,32 @@ func TestNamedSessionsWithOneSystemPromptKeepTheirOwnLines(t *testing.T) {
 		})
 	}
 }
+
+// TestAnIdleSessionCompactsWhenItsCacheIsCold: a session past the cold
+// trigger but under the trigger starts no compaction while its requests
+// come; once it has been idle past the cache's lifetime it compacts its
+// latest request, and the host's next request goes spliced (the cache
+// write it pays anyway is the smaller conversation's). A session under
+// the cold trigger stays as it is.
+func TestAnIdleSessionCompactsWhenItsCacheIsCold(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, func(c *Config) { c.ColdAfter, c.ColdTrigger = time.Second, 0.4 })
+	h := map[string]string{HeaderContextLimit: "1500", HeaderSession: "s1"}
+	small := map[string]string{HeaderContextLimit: "100000", HeaderSession: "s2"}
+	for _, n := range []int{8, 10, 12} {
+		resp := tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(n, false), h)
+		require.Equal(t, "forwarded", resp.Header.Get(HeaderState), "under the trigger, the hot session is left alone")
+		tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(n, false), small)
+	}
+	require.Empty(t, tp.compactor.submitted())
+	tp.settle(t, 1)
+	evs := tp.compactor.submitted()
+	require.Len(t, evs, 1, "only the session past the cold trigger compacts")
+	require.Equal(t, "s1", evs[0].Session)
+	require.JSONEq(t, anthropicBody(12, false), string(evs[0].Conversation), "its latest request")
+	require.Eventually(t, func() bool {
+		return strings.HasPrefix(tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(14, false), h).Header.Get(HeaderState), "spliced; run=run-1")
+	}, 5*time.Second, 10*time.Millisecond)
+	time.Sleep(1500 * time.Millisecond)
+	require.Len(t, tp.compactor.submitted(), 1, "nothing appended since: no second compaction")
+}
