@@ -188,6 +188,13 @@ func proxySession(ctx context.Context, st *stack, proxyURL, upstreamURL, key str
 	if err != nil {
 		return r, err
 	}
+	// A trajectory ends with the agent's last call (its submit), which
+	// has no result: replayed again after it, the conversation would hold
+	// a call without its result, which a provider refuses. It is left
+	// out, as the session-life bench leaves out turns without results.
+	if n := len(rec.Messages); n > 0 && !answeredLast(rec.Messages[n-1]) {
+		rec.Messages = rec.Messages[:n-1]
+	}
 	host := slices.Clone(rec.Messages[:min(2, len(rec.Messages))])
 	for cycle := 0; ; cycle++ {
 		if cycle > 0 {
@@ -281,6 +288,16 @@ func proxyTurn(r *proxyResult, post poster, proxyURL, upstreamURL, key, session 
 	}
 	r.bill.Add(sent, body)
 	return nil
+}
+
+// answeredLast says whether m, a trajectory's last message, needs no
+// result: it is not an assistant message with tool calls.
+func answeredLast(m json.RawMessage) bool {
+	var v struct {
+		Role      string            `json:"role"`
+		ToolCalls []json.RawMessage `json:"tool_calls"`
+	}
+	return json.Unmarshal(m, &v) != nil || v.Role != "assistant" || len(v.ToolCalls) == 0
 }
 
 // freshCallIDs is message m with its tool call ids suffixed for cycle,

@@ -212,8 +212,12 @@ func (l *line) serve(ctx context.Context, p *Proxy, t turn) ([]byte, string) {
 		deadline.Stop()
 		release()
 		if n > t.limit {
-			return up, fmt.Sprintf("degraded; over the limit (%d of %d tokens) after waiting %s for run %s", n, t.limit,
+			state := fmt.Sprintf("degraded; over the limit (%d of %d tokens) after waiting %s for run %s", n, t.limit,
 				time.Since(waited).Round(time.Millisecond), runID)
+			if l.lastErr != "" {
+				state += " (" + l.lastErr + ")"
+			}
+			return up, state
 		}
 		waitedFor = time.Since(waited).Round(time.Millisecond)
 	}
