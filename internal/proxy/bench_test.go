@@ -2,10 +2,12 @@ package proxy
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,4 +89,90 @@ func BenchmarkFirstByte(b *testing.B) {
 			firstEvent(b, px.URL+"/proxy/anthropic/v1/messages", h)
 		}
 	})
+}
+
+// BenchmarkChunkDelay is what the proxy adds to each chunk of a stream
+// once it flows: the provider stamps each event with the time it sent it
+// (one every 2 ms, as a model streams tokens), and the reader takes the
+// time it read it. Forwarded is the byte-for-byte path; recovering is a
+// request whose conversation names cut content, so that the proxy reads
+// the stream event by event for the recover tool's calls (recover.go).
+// It reports the delay's p50 and p99 in µs per chunk. The "burst"
+// variants send the events back to back and report the stream's
+// throughput (SetBytes) instead. Run: go test -bench ChunkDelay
+// ./internal/proxy/
+func BenchmarkChunkDelay(b *testing.B) {
+	const chunks = 100
+	pad := strings.Repeat("x", 400)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		spaced := r.URL.Query().Get("burst") == ""
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := 0; i < chunks; i++ {
+			if spaced {
+				time.Sleep(2 * time.Millisecond)
+			}
+			fmt.Fprintf(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"%s\"},\"sent\":%d}\n\n",
+				pad, time.Now().UnixNano())
+			w.(http.Flusher).Flush()
+		}
+	}))
+	defer up.Close()
+	comp := newFakeCompactor()
+	p, err := New(Config{AnthropicURL: up.URL, WaitFor: time.Second}, Deps{Compactor: comp, Outputs: comp.output,
+		Authenticate: func(*http.Request, string) (string, error) { return "acme", nil },
+		Recover: func(context.Context, string, string, string, string) ([]byte, int, error) { return nil, 0, nil }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	px := httptest.NewServer(p)
+	defer px.Close()
+	stream := func(b *testing.B, url, body string, delays *[]time.Duration) int64 {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set(HeaderKey, "k")
+		req.Header.Set(HeaderContextLimit, "1000000")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		rd := bufio.NewReader(resp.Body)
+		var n int64
+		for {
+			line, err := rd.ReadString('\n')
+			n += int64(len(line))
+			if i := strings.Index(line, `"sent":`); i >= 0 {
+				var sent int64
+				if _, serr := fmt.Sscanf(line[i+len(`"sent":`):], "%d", &sent); serr == nil {
+					*delays = append(*delays, time.Since(time.Unix(0, sent)))
+				}
+			}
+			if err != nil {
+				return n
+			}
+		}
+	}
+	for _, tc := range []struct{ name, url, body string }{
+		{"direct", up.URL + "/v1/messages", anthropicBody(4, true)},
+		{"proxy-forwarded", px.URL + "/proxy/anthropic/v1/messages", anthropicBody(4, true)},
+		{"proxy-recovering", px.URL + "/proxy/anthropic/v1/messages", recoverBody(false, true, "")},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var delays []time.Duration
+			for b.Loop() {
+				stream(b, tc.url, tc.body, &delays)
+			}
+			slices.Sort(delays)
+			if len(delays) > 0 {
+				b.ReportMetric(float64(delays[len(delays)/2].Microseconds()), "p50-µs/chunk")
+				b.ReportMetric(float64(delays[len(delays)*99/100].Microseconds()), "p99-µs/chunk")
+			}
+		})
+		b.Run(tc.name+"-burst", func(b *testing.B) {
+			var delays []time.Duration
+			for b.Loop() {
+				b.SetBytes(stream(b, tc.url+"?burst=1", tc.body, &delays))
+			}
+		})
+	}
 }
