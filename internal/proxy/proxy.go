@@ -446,9 +446,16 @@ func (p *Proxy) compacting(w http.ResponseWriter, r *http.Request, u *upstream, 
 	if up == nil {
 		up = body
 	}
-	if kind == routeMessages && p.deps.Recover != nil && offersRecovery(up) {
-		p.sendRecovering(w, r, u, t, up, state, ka != nil && ka.started)
-		return
+	if p.deps.Recover != nil && offersRecovery(up) {
+		if kind == routeMessages {
+			p.sendRecovering(w, r, u, t, up, state, ka != nil && ka.started)
+			return
+		}
+		// A count is of the request as it will go, the recover tool
+		// the proxy offers included.
+		if offered, ok := proto.reply().offer(up); ok {
+			out = offered
+		}
 	}
 	if ka != nil && ka.started {
 		p.sendHeld(w, r, u, out, state)

@@ -330,3 +330,14 @@ func TestARecoveredTextIsCutToTheRoomLeft(t *testing.T) {
 	require.Contains(t, got, "follow: call recover_context with lines")
 	require.Less(t, len(got), len(tp.texts["log1"])/2, "the 1,500-token window holds a part only")
 }
+
+func TestACountIncludesTheOfferedTool(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, nil)
+	body := recoverBody(false, false, "")
+	resp := tp.post(t, "/proxy/anthropic/v1/messages/count_tokens", body, map[string]string{HeaderContextLimit: "100000"})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	got := tp.anthropic.last()
+	require.Equal(t, "/v1/messages/count_tokens", got.Path)
+	require.Equal(t, []string{"bash", RecoverTool}, toolNames(t, got.Body), "counted as the turn will go")
+}
