@@ -121,7 +121,7 @@ func BenchmarkChunkDelay(b *testing.B) {
 	comp := newFakeCompactor()
 	p, err := New(Config{AnthropicURL: up.URL, WaitFor: time.Second}, Deps{Compactor: comp, Outputs: comp.output,
 		Authenticate: func(*http.Request, string) (string, error) { return "acme", nil },
-		Recover: func(context.Context, string, string, string, string) ([]byte, int, error) { return nil, 0, nil }})
+		Recover:      func(context.Context, string, string, string, string) ([]byte, int, error) { return nil, 0, nil }})
 	if err != nil {
 		b.Fatal(err)
 	}
