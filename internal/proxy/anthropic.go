@@ -207,12 +207,30 @@ func (anthropicReply) calls(resp []byte) ([]recoverCall, int, error) {
 
 func (anthropicReply) message(resp []byte) (json.RawMessage, error) {
 	var v struct {
-		Content json.RawMessage `json:"content"`
+		Content []json.RawMessage `json:"content"`
 	}
 	if err := json.Unmarshal(resp, &v); err != nil {
 		return nil, err
 	}
-	return json.RawMessage(`{"role":"assistant","content":` + string(v.Content) + `}`), nil
+	kept := make([]json.RawMessage, 0, len(v.Content))
+	for _, raw := range v.Content {
+		var b struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(raw, &b) == nil && blankText(b.Type, b.Text) {
+			continue
+		}
+		kept = append(kept, raw)
+	}
+	return json.RawMessage(`{"role":"assistant","content":` + string(array(kept)) + `}`), nil
+}
+
+// blankText says whether a block is a text block of white space only,
+// which a model may answer before a call but the Messages API refuses in
+// a request.
+func blankText(typ, text string) bool {
+	return typ == "text" && strings.TrimSpace(text) == ""
 }
 
 func (anthropicReply) strip(resp []byte) ([]byte, error) {
@@ -223,14 +241,23 @@ func (anthropicReply) strip(resp []byte) ([]byte, error) {
 		return nil, err
 	}
 	kept := make([]json.RawMessage, 0, len(v.Content))
+	calls := 0
 	for _, raw := range v.Content {
 		var b anthropicBlock
-		if json.Unmarshal(raw, &b) == nil && b.Type == "tool_use" && b.Name == RecoverTool {
-			continue
+		if json.Unmarshal(raw, &b) == nil && b.Type == "tool_use" {
+			if b.Name == RecoverTool {
+				continue
+			}
+			calls++
 		}
 		kept = append(kept, raw)
 	}
-	return setFields(resp, map[string]json.RawMessage{"content": array(kept)})
+	set := map[string]json.RawMessage{"content": array(kept)}
+	if calls == 0 {
+		// No call left for the host to answer: the turn ended.
+		set["stop_reason"] = json.RawMessage(`"end_turn"`)
+	}
+	return setFields(resp, set)
 }
 
 // answers are one user message of tool_result blocks.
@@ -258,6 +285,8 @@ type anthropicStream struct {
 	blocks  []*streamBlock
 	recover map[int]bool
 	host    int
+	// failed says the provider sent an error event.
+	failed bool
 }
 
 // streamBlock is one content block as its events build it.
@@ -285,10 +314,11 @@ func (s *anthropicStream) event(ev sseEvent) []byte {
 			return nil
 		}
 	case "ping":
-		if s.holding {
-			return nil
-		}
+		// A ping keeps the host's stream alive, held round or not.
+		return ev.raw
 	case "error":
+		// The provider ended the stream: no follow-up comes after it.
+		s.failed = true
 		return ev.raw
 	case "content_block_start":
 		if v.Index == nil {
@@ -371,6 +401,9 @@ func (b *streamBlock) add(delta json.RawMessage) {
 }
 
 func (s *anthropicStream) calls() ([]recoverCall, int) {
+	if s.failed {
+		return nil, s.host
+	}
 	var calls []recoverCall
 	for _, b := range s.blocks {
 		if s.recover[b.index] {
@@ -392,6 +425,11 @@ func (s *anthropicStream) message() (json.RawMessage, error) {
 		}
 		for f, sb := range b.text {
 			blk[f] = sb.String()
+		}
+		if typ, _ := blk["type"].(string); typ == "text" {
+			if text, _ := blk["text"].(string); blankText(typ, text) {
+				continue
+			}
 		}
 		if b.partial.Len() > 0 {
 			blk["input"] = json.RawMessage(b.partial.String())
@@ -415,7 +453,7 @@ func (s *anthropicStream) release() []byte {
 			Index *int `json:"index"`
 		}
 		if json.Unmarshal(ev.data, &v) != nil || v.Index == nil {
-			out.Write(ev.raw)
+			out.Write(s.ended(ev))
 			continue
 		}
 		if s.recover[*v.Index] {
@@ -433,6 +471,30 @@ func (s *anthropicStream) release() []byte {
 	return out.Bytes()
 }
 
+// ended is ev, a held event without an index, with a tool_use stop
+// reason made end_turn when the host has no call of its own to answer.
+func (s *anthropicStream) ended(ev sseEvent) []byte {
+	if s.host > 0 || !bytes.Contains(ev.data, []byte(`"tool_use"`)) {
+		return ev.raw
+	}
+	var v struct {
+		Type  string          `json:"type"`
+		Delta json.RawMessage `json:"delta"`
+	}
+	if json.Unmarshal(ev.data, &v) != nil || v.Type != "message_delta" {
+		return ev.raw
+	}
+	delta, err := setFields(v.Delta, map[string]json.RawMessage{"stop_reason": json.RawMessage(`"end_turn"`)})
+	if err != nil {
+		return ev.raw
+	}
+	data, err := setFields(ev.data, map[string]json.RawMessage{"delta": delta})
+	if err != nil {
+		return ev.raw
+	}
+	return rawEvent(ev.name, data)
+}
+
 func (s *anthropicStream) next() {
 	s.shift += s.sent
 	s.round++
@@ -446,9 +508,14 @@ func reindex(ev sseEvent, n int) []byte {
 	if err != nil {
 		return ev.raw
 	}
+	return rawEvent(ev.name, data)
+}
+
+// rawEvent writes an SSE event.
+func rawEvent(name string, data []byte) []byte {
 	var b bytes.Buffer
-	if ev.name != "" {
-		b.WriteString("event: " + ev.name + "\n")
+	if name != "" {
+		b.WriteString("event: " + name + "\n")
 	}
 	b.WriteString("data: ")
 	b.Write(data)

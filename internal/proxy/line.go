@@ -73,10 +73,10 @@ func (ls *lines) hold(l *line, size int64) {
 }
 
 // get is the line of tenant's session, made when new. A token count
-// names no thread, so the session of one the host did not name (derived)
-// is found by the conversation's start, which its turns share; a session
-// the host named is its own, whatever its name.
-func (ls *lines) get(tenant, session, shape string, derived bool) *line {
+// names no thread, so a count whose session the host did not name
+// (byShape) is found by the conversation's start, which its turns share;
+// a turn's session, named or derived from its thread, is its own.
+func (ls *lines) get(tenant, session, shape string, byShape bool) *line {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	key := tenant + "\x00" + session
@@ -84,7 +84,7 @@ func (ls *lines) get(tenant, session, shape string, derived bool) *line {
 		ls.byShape.Add(tenant+"\x00"+shape, l)
 		return l
 	}
-	if l, ok := ls.byShape.Get(tenant + "\x00" + shape); ok && derived {
+	if l, ok := ls.byShape.Get(tenant + "\x00" + shape); ok && byShape {
 		return l
 	}
 	l := &line{tenant: tenant, session: session}
@@ -278,14 +278,23 @@ func (l *line) lastBytes() int64 {
 func (l *line) coldStart(p *Proxy) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	last := l.last
-	l.last = nil
-	p.lines.hold(l, outputSize(l.outSystem, l.outMsgs))
-	if last == nil || l.running || time.Since(l.lastAt) < p.cfg.ColdAfter || time.Now().Before(l.retryAt) {
+	// A request that came meanwhile re-armed the timer and is the latest
+	// now; one that is running compacts already.
+	if l.last == nil || l.running || time.Since(l.lastAt) < p.cfg.ColdAfter || time.Now().Before(l.retryAt) {
 		return
 	}
-	up, spliced := l.spliceLocked(*last)
-	l.startLocked(p, *last, up, spliced)
+	last := *l.last
+	l.last = nil
+	p.lines.hold(l, outputSize(l.outSystem, l.outMsgs))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if l.baseRun != "" && time.Since(l.syncedAt) > p.cfg.SyncEvery {
+		// Idle for minutes: the session may have been erased or
+		// compacted elsewhere since.
+		l.restoreLocked(ctx, p, last.proto)
+	}
+	up, spliced := l.spliceLocked(last)
+	l.startLocked(p, last, up, spliced)
 }
 
 // spliceLocked is what goes upstream for t: the line's output followed by

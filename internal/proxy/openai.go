@@ -119,11 +119,14 @@ func (openAIReply) offer(body []byte) ([]byte, bool) {
 				Name string `json:"name"`
 			} `json:"function"`
 		} `json:"tools"`
+		// N > 1 asks for several choices, which the flow does not read:
+		// the tool is not offered there.
+		N int `json:"n"`
 	}
 	var raw struct {
 		Tools []json.RawMessage `json:"tools"`
 	}
-	if json.Unmarshal(body, &v) != nil || json.Unmarshal(body, &raw) != nil {
+	if json.Unmarshal(body, &v) != nil || json.Unmarshal(body, &raw) != nil || v.N > 1 {
 		return body, false
 	}
 	for _, t := range v.Tools {
@@ -242,7 +245,12 @@ func (openAIReply) strip(resp []byte) ([]byte, error) {
 	if err := json.Unmarshal(resp, &v); err != nil {
 		return nil, err
 	}
-	choice, err := setFields(v.Choices[0], map[string]json.RawMessage{"message": msg})
+	set := map[string]json.RawMessage{"message": msg}
+	if len(kept) == 0 {
+		// No call left for the host to answer: the turn ended.
+		set["finish_reason"] = json.RawMessage(`"stop"`)
+	}
+	choice, err := setFields(v.Choices[0], set)
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +314,9 @@ func (s *openAIStream) event(ev sseEvent) []byte {
 	}
 	for _, tc := range d.ToolCalls {
 		if tc.Index == nil {
-			continue
+			// Some compatible providers send one call without an index.
+			zero := 0
+			tc.Index = &zero
 		}
 		call, ok := s.byIndex[*tc.Index]
 		if !ok {
@@ -353,17 +363,21 @@ func (s *openAIStream) renumber(ev sseEvent, to func(int) (int, bool)) []byte {
 		ToolCalls []json.RawMessage `json:"tool_calls"`
 	}
 	if json.Unmarshal(ev.data, &v) != nil || len(v.Choices) != 1 || json.Unmarshal(v.Choices[0], &d) != nil ||
-		json.Unmarshal(d.Delta, &calls) != nil {
+		json.Unmarshal(d.Delta, &calls) != nil || len(calls.ToolCalls) == 0 {
 		return ev.raw
 	}
 	var kept []json.RawMessage
 	for _, raw := range calls.ToolCalls {
 		var tc openAICall
-		if json.Unmarshal(raw, &tc) != nil || tc.Index == nil {
+		if json.Unmarshal(raw, &tc) != nil {
 			kept = append(kept, raw)
 			continue
 		}
-		n, ok := to(*tc.Index)
+		index := 0 // a call without an index is the only one (event)
+		if tc.Index != nil {
+			index = *tc.Index
+		}
+		n, ok := to(index)
 		if !ok {
 			continue
 		}
@@ -410,6 +424,11 @@ func (s *openAIStream) message() (json.RawMessage, error) {
 func (s *openAIStream) release() []byte {
 	var out bytes.Buffer
 	for _, ev := range s.held {
+		if s.host == 0 && bytes.Contains(ev.data, []byte(`"finish_reason":"tool_calls"`)) {
+			// No call left for the host to answer: the turn ended.
+			ev = sseEvent{name: ev.name, data: bytes.Replace(ev.data, []byte(`"finish_reason":"tool_calls"`), []byte(`"finish_reason":"stop"`), 1)}
+			ev.raw = []byte("data: " + string(ev.data) + "\n\n")
+		}
 		out.Write(s.renumber(ev, func(i int) (int, bool) {
 			if s.recover[i] {
 				return 0, false

@@ -441,7 +441,7 @@ func (p *Proxy) compacting(w http.ResponseWriter, r *http.Request, u *upstream, 
 		ka = &keepAlive{w: w, proto: proto}
 		t.hold = ka.start
 	}
-	out, state := p.lines.get(tenant, sess, req.shape, !sessionNamed).serve(r.Context(), p, t)
+	out, state := p.lines.get(tenant, sess, req.shape, !sessionNamed && kind == routeCount).serve(r.Context(), p, t)
 	up := out
 	if up == nil {
 		up = body
@@ -458,7 +458,7 @@ func (p *Proxy) compacting(w http.ResponseWriter, r *http.Request, u *upstream, 
 		}
 	}
 	if ka != nil && ka.started {
-		p.sendHeld(w, r, u, out, state)
+		p.sendHeld(w, r, u, proto, out, state)
 		return
 	}
 	p.send(w, r, u, out, state)
@@ -520,7 +520,7 @@ func (k *keepAlive) ping() {
 // the provider's stream is copied on as it arrives; an error of the
 // provider becomes an error event of the stream, its status and body
 // kept in it, since the headers have left. The state is the trailer.
-func (p *Proxy) sendHeld(w http.ResponseWriter, r *http.Request, u *upstream, body []byte, state string) {
+func (p *Proxy) sendHeld(w http.ResponseWriter, r *http.Request, u *upstream, proto protocol, body []byte, state string) {
 	defer func() { w.Header().Set(HeaderState, state) }()
 	if body == nil {
 		body, _ = io.ReadAll(r.Body)
@@ -528,14 +528,14 @@ func (p *Proxy) sendHeld(w http.ResponseWriter, r *http.Request, u *upstream, bo
 	resp, err := p.roundTrip(r, u, body)
 	if err != nil {
 		state = "refused; upstream unreachable"
-		_, _ = io.WriteString(w, u.proto.streamError([]byte(err.Error())))
+		_, _ = io.WriteString(w, proto.streamError([]byte(err.Error())))
 		return
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		state += fmt.Sprintf("; upstream answered %d", resp.StatusCode)
-		_, _ = io.WriteString(w, u.proto.streamError(msg))
+		_, _ = io.WriteString(w, proto.streamError(msg))
 		return
 	}
 	rc := http.NewResponseController(w)
@@ -549,6 +549,12 @@ func (p *Proxy) sendHeld(w http.ResponseWriter, r *http.Request, u *upstream, bo
 			_ = rc.Flush()
 		}
 		if err != nil {
+			if !errors.Is(err, io.EOF) && r.Context().Err() == nil {
+				// The provider's stream broke off: the host is told, not
+				// left with an answer that looks whole.
+				state += "; upstream stream broke off"
+				_, _ = io.WriteString(w, proto.streamError([]byte("the upstream's stream broke off: "+err.Error())))
+			}
 			return
 		}
 	}

@@ -1065,3 +1065,29 @@ func TestAnIdleSessionCompactsWhenItsCacheIsCold(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	require.Len(t, tp.compactor.submitted(), 1, "nothing appended since: no second compaction")
 }
+
+// TestDerivedTurnsOfTwoThreadsKeepTheirOwnLines: two threads of one host
+// (distinct user ids) whose conversations start alike are two sessions;
+// only a token count, which names no thread, is found by its start.
+func TestDerivedTurnsOfTwoThreadsKeepTheirOwnLines(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, nil)
+	withUser := func(body, user string) string {
+		return strings.Replace(body, `"model":`, `"metadata":{"user_id":"`+user+`"},"model":`, 1)
+	}
+	h := map[string]string{HeaderContextLimit: "900"}
+	tp.post(t, "/proxy/anthropic/v1/messages", withUser(anthropicBody(10, false), "a"), h)
+	tp.settle(t, 1)
+	require.Eventually(t, func() bool {
+		return strings.HasPrefix(tp.post(t, "/proxy/anthropic/v1/messages", withUser(anthropicBody(12, false), "a"), h).Header.Get(HeaderState), "spliced")
+	}, 5*time.Second, 10*time.Millisecond)
+	// Thread b starts like a but is its own session: it is not spliced on
+	// a's output, and its own compaction is of session b.
+	resp := tp.post(t, "/proxy/anthropic/v1/messages", withUser(anthropicBody(4, false), "b"), h)
+	require.Equal(t, "forwarded", resp.Header.Get(HeaderState))
+	tp.post(t, "/proxy/anthropic/v1/messages", withUser(anthropicBody(10, false), "b"), h)
+	tp.settle(t, 2)
+	evs := tp.compactor.submitted()
+	require.NotEqual(t, evs[0].Session, evs[1].Session)
+	require.Nil(t, evs[1].Base, "b's first compaction is of its own whole conversation")
+}

@@ -275,7 +275,7 @@ func (p *Proxy) sendRecovering(w http.ResponseWriter, r *http.Request, u *upstre
 	body, ok := rp.offer(body)
 	if !ok {
 		if held {
-			p.sendHeld(w, r, u, body, state)
+			p.sendHeld(w, r, u, t.proto, body, state)
 		} else {
 			p.send(w, r, u, body, state)
 		}
@@ -288,19 +288,26 @@ func (p *Proxy) sendRecovering(w http.ResponseWriter, r *http.Request, u *upstre
 	p.recoverWhole(w, r, u, t, rp, body, state)
 }
 
-// recoverWhole is sendRecovering for a request answered whole.
+// recoverWhole is sendRecovering for a request answered whole. A
+// follow-up that fails gives the host the answer before it, the recover
+// calls left out: the host asked for one answer, and has a good one.
 func (p *Proxy) recoverWhole(w http.ResponseWriter, r *http.Request, u *upstream, t turn, rp reply, body []byte, state string) {
 	recovered := 0
+	var prev *http.Response // the answer before a follow-up, stripped
+	var prevOut []byte
 	for round := 0; ; round++ {
 		resp, err := p.roundTrip(r, u, body)
-		if err != nil {
-			t.proto.fail(w, http.StatusBadGateway, "refused; upstream unreachable", err.Error())
+		var out []byte
+		if err == nil {
+			out, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		if prev != nil && (err != nil || resp.StatusCode != http.StatusOK) {
+			writeAnswer(w, prev, prevOut, recoveredState(state, recovered)+"; "+RecoverTool+" follow-up failed, calls left out")
 			return
 		}
-		out, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
 		if err != nil {
-			t.proto.fail(w, http.StatusBadGateway, "refused; upstream unreachable", "the upstream's answer broke off: "+err.Error())
+			t.proto.fail(w, http.StatusBadGateway, "refused; upstream unreachable", err.Error())
 			return
 		}
 		calls, host, cerr := rp.calls(out)
@@ -308,11 +315,15 @@ func (p *Proxy) recoverWhole(w http.ResponseWriter, r *http.Request, u *upstream
 			writeAnswer(w, resp, out, recoveredState(state, recovered))
 			return
 		}
+		stripped, serr := rp.strip(out)
+		if serr != nil {
+			// An answer that names the call but cannot be read without
+			// it: the provider's answer as it is.
+			writeAnswer(w, resp, out, recoveredState(state, recovered)+"; "+RecoverTool+" not answered: "+serr.Error())
+			return
+		}
 		if host > 0 || round == maxRecoverRounds-1 {
-			if stripped, err := rp.strip(out); err == nil {
-				out = stripped
-			}
-			writeAnswer(w, resp, out, recoveredState(state, recovered)+"; "+RecoverTool+" calls left out")
+			writeAnswer(w, resp, stripped, recoveredState(state, recovered)+"; "+RecoverTool+" calls left out")
 			return
 		}
 		msg, err := rp.message(out)
@@ -320,17 +331,20 @@ func (p *Proxy) recoverWhole(w http.ResponseWriter, r *http.Request, u *upstream
 			body, err = p.followUp(r.Context(), t, rp, body, msg, calls)
 		}
 		if err != nil {
-			writeAnswer(w, resp, out, recoveredState(state, recovered)+"; "+RecoverTool+" not answered: "+err.Error())
+			writeAnswer(w, resp, stripped, recoveredState(state, recovered)+"; "+RecoverTool+" not answered: "+err.Error())
 			return
 		}
 		recovered += len(calls)
+		prev, prevOut = resp, stripped
 	}
 }
 
 // recoverStream is sendRecovering for a streamed request: every event
 // goes to the host as it arrives until the model begins a recover call;
 // from there the round is held, and when it ends the call is answered
-// and the follow-up's events follow on the same stream.
+// and the follow-up's events follow on the same stream. A follow-up that
+// fails releases the held round without the call instead; a stream that
+// breaks off is ended with the provider's error event.
 func (p *Proxy) recoverStream(w http.ResponseWriter, r *http.Request, u *upstream, t turn, rp reply, body []byte, state string, held bool) {
 	sr := rp.stream()
 	rc := http.NewResponseController(w)
@@ -338,8 +352,16 @@ func (p *Proxy) recoverStream(w http.ResponseWriter, r *http.Request, u *upstrea
 	if held {
 		defer func() { w.Header().Set(HeaderState, recoveredState(state, recovered)) }()
 	}
+	var pending []byte // the held round before a follow-up, without its calls
 	for round := 0; ; round++ {
 		resp, err := p.roundTrip(r, u, body)
+		if pending != nil && (err != nil || resp.StatusCode != http.StatusOK) {
+			if resp != nil {
+				resp.Body.Close()
+			}
+			_, _ = w.Write(pending)
+			return
+		}
 		if err != nil {
 			if !held {
 				t.proto.fail(w, http.StatusBadGateway, "refused; upstream unreachable", err.Error())
@@ -376,24 +398,30 @@ func (p *Proxy) recoverStream(w http.ResponseWriter, r *http.Request, u *upstrea
 			return true
 		})
 		resp.Body.Close()
-		if gone || err != nil {
+		if gone || r.Context().Err() != nil {
+			return
+		}
+		if err != nil {
+			_, _ = w.Write(sr.release())
+			_, _ = io.WriteString(w, t.proto.streamError([]byte("the upstream's stream broke off: "+err.Error())))
 			return
 		}
 		calls, host := sr.calls()
-		if len(calls) == 0 {
+		if len(calls) == 0 || host > 0 || round == maxRecoverRounds-1 {
 			_, _ = w.Write(sr.release())
 			return
 		}
-		if host > 0 || round == maxRecoverRounds-1 {
-			_, _ = w.Write(sr.release())
-			return
-		}
+		// The host waits while the store is read and the follow-up
+		// starts: a ping keeps its stream alive.
+		_, _ = io.WriteString(w, t.proto.ping())
+		_ = rc.Flush()
 		msg, err := sr.message()
 		if err == nil {
 			body, err = p.followUp(r.Context(), t, rp, body, msg, calls)
 		}
+		pending = sr.release()
 		if err != nil {
-			_, _ = w.Write(sr.release())
+			_, _ = w.Write(pending)
 			return
 		}
 		recovered += len(calls)

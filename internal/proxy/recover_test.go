@@ -341,3 +341,84 @@ func TestACountIncludesTheOfferedTool(t *testing.T) {
 	require.Equal(t, "/v1/messages/count_tokens", got.Path)
 	require.Equal(t, []string{"bash", RecoverTool}, toolNames(t, got.Body), "counted as the turn will go")
 }
+
+func TestAFailedFollowUpGivesTheHostTheAnswerBeforeIt(t *testing.T) {
+	t.Parallel()
+	refuse := func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		fmt.Fprint(w, `{"type":"error","error":{"type":"api_error","message":"overloaded"}}`)
+	}
+	t.Run("whole", func(t *testing.T) {
+		t.Parallel()
+		tp := newTestProxy(t, nil)
+		tp.texts["log1"] = "log"
+		tp.anthropic.queue = []func(http.ResponseWriter, *http.Request){
+			jsonAnswer(`{"type":"message","content":[{"type":"text","text":"Reading it."},{"type":"tool_use","id":"toolu_1","name":"recover_context","input":{"id":"log1"}}],"stop_reason":"tool_use"}`),
+			refuse,
+		}
+		resp := tp.post(t, "/proxy/anthropic/v1/messages", recoverBody(false, false, ""), map[string]string{HeaderContextLimit: "100000"})
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		got := readAll(t, resp)
+		require.Contains(t, got, "Reading it.")
+		require.NotContains(t, got, RecoverTool)
+		require.Contains(t, got, `"stop_reason":"end_turn"`, "no call is left for the host to answer")
+		require.Contains(t, resp.Header.Get(HeaderState), "follow-up failed")
+	})
+	t.Run("stream", func(t *testing.T) {
+		t.Parallel()
+		tp := newTestProxy(t, nil)
+		tp.texts["log1"] = "log"
+		tp.anthropic.queue = []func(http.ResponseWriter, *http.Request){sse(
+			anthropicEvent("message_start", `{"type":"message_start","message":{"id":"msg_1"}}`),
+			anthropicEvent("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`),
+			anthropicEvent("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\n\n"}}`),
+			anthropicEvent("content_block_stop", `{"type":"content_block_stop","index":0}`),
+			anthropicEvent("content_block_start", `{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"recover_context","input":{}}}`),
+			anthropicEvent("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"id\":\"log1\"}"}}`),
+			anthropicEvent("content_block_stop", `{"type":"content_block_stop","index":1}`),
+			anthropicEvent("message_delta", `{"type":"message_delta","delta":{"stop_reason":"tool_use"}}`),
+			anthropicEvent("message_stop", `{"type":"message_stop"}`)), refuse}
+		resp := tp.post(t, "/proxy/anthropic/v1/messages", recoverBody(false, true, ""), map[string]string{HeaderContextLimit: "100000"})
+		got := readAll(t, resp)
+		require.NotContains(t, got, RecoverTool)
+		require.Contains(t, got, `"stop_reason":"end_turn"`)
+		require.Equal(t, 1, strings.Count(got, "event: message_stop"), "the host's message ends once")
+		// The white-space text block went to the host as the model sent
+		// it, but not back to the model, which refuses one.
+		require.Equal(t, 2, tp.anthropic.count())
+		msgs := messagesOf(t, tp.anthropic.last().Body)
+		require.NotContains(t, string(msgs[len(msgs)-2]), `"text"`, "no blank text block in the follow-up")
+	})
+}
+
+func TestAStreamThatBreaksOffEndsWithAnError(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, nil)
+	tp.anthropic.next = func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, anthropicEvent("message_start", `{"type":"message_start","message":{"id":"msg_1"}}`))
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	}
+	resp := tp.post(t, "/proxy/anthropic/v1/messages", recoverBody(false, true, ""), map[string]string{HeaderContextLimit: "100000"})
+	got := readAll(t, resp)
+	require.Contains(t, got, "event: error", "the host is told the answer is not whole")
+	require.Contains(t, got, "broke off")
+}
+
+func TestAnErrorEventEndsTheRecoverFlow(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, nil)
+	tp.texts["log1"] = "log"
+	tp.anthropic.queue = []func(http.ResponseWriter, *http.Request){sse(
+		anthropicEvent("message_start", `{"type":"message_start","message":{"id":"msg_1"}}`),
+		anthropicEvent("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"recover_context","input":{}}}`),
+		anthropicEvent("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"id\":\"log1\"}"}}`),
+		anthropicEvent("content_block_stop", `{"type":"content_block_stop","index":0}`),
+		anthropicEvent("error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`))}
+	resp := tp.post(t, "/proxy/anthropic/v1/messages", recoverBody(false, true, ""), map[string]string{HeaderContextLimit: "100000"})
+	got := readAll(t, resp)
+	require.Contains(t, got, "overloaded_error")
+	require.NotContains(t, got, RecoverTool)
+	require.Equal(t, 1, tp.anthropic.count(), "no follow-up after the provider's error")
+}

@@ -115,6 +115,9 @@ func (r *request) digests(lasting func(json.RawMessage) bool) {
 	// message.
 	var start [][]byte
 	for _, m := range r.msgs {
+		if bare, err := withoutCacheControl(m); err == nil {
+			m = bare // a host moves its breakpoints from request to request
+		}
 		start = append(start, compact(m))
 		if !isSystem(m) {
 			break

@@ -244,9 +244,12 @@ func itemText(raw json.RawMessage) (string, error) {
 		return "", errors.New("its content is neither text nor a list of parts")
 	}
 	var b strings.Builder
-	for _, p := range parts {
+	for i, p := range parts {
 		switch p.Type {
 		case "input_text", "output_text", "text":
+			if i > 0 {
+				b.WriteByte('\n') // parts are apart: their words are not one
+			}
 			b.WriteString(p.Text)
 		default:
 			return "", fmt.Errorf("a content part of type %q is not compacted yet", p.Type)
