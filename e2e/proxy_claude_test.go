@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,9 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
-	"github.com/ctxcompact/orchestrator/internal/httpapi"
 	"github.com/ctxcompact/orchestrator/internal/proxy"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
@@ -101,14 +98,7 @@ func TestProxyClaudeCode(t *testing.T) {
 	model := &claudeModel{steps: steps}
 	upstream := httptest.NewServer(model)
 	t.Cleanup(upstream.Close)
-	srv := httptest.NewServer(httpapi.New(httpapi.Deps{
-		Gateway: e.gw, Audit: &audit.Service{Store: e.store, Blob: e.blob}, Store: e.store, Blob: e.blob,
-		MaxRequestBytes: httpMaxBytes, Logger: slog.New(slog.DiscardHandler),
-		Proxy: proxy.Config{AnthropicURL: upstream.URL, WaitFor: 2 * time.Minute, Target: proxy.DefaultTarget},
-	}))
-	t.Cleanup(srv.Close)
-	key := "key-" + e.tenant + "-0123456789abcdef"
-	require.NoError(t, e.store.AddAPIKey(context.Background(), e.tenant, key))
+	srv, key := proxyServer(t, e, proxy.Config{AnthropicURL: upstream.URL, WaitFor: 2 * time.Minute, Target: proxy.DefaultTarget})
 
 	const task = "List the twelve number ranges one after the other with seq, then say the task is complete."
 	work, home := t.TempDir(), t.TempDir()

@@ -1,12 +1,10 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,9 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
-	"github.com/ctxcompact/orchestrator/internal/httpapi"
 	"github.com/ctxcompact/orchestrator/internal/proxy"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
@@ -165,14 +161,7 @@ func TestProxyCompactsAResponsesSession(t *testing.T) {
 	upstream := httptest.NewServer(up)
 	t.Cleanup(upstream.Close)
 	const limit = 16000
-	srv := httptest.NewServer(httpapi.New(httpapi.Deps{
-		Gateway: e.gw, Audit: &audit.Service{Store: e.store, Blob: e.blob}, Store: e.store, Blob: e.blob,
-		MaxRequestBytes: httpMaxBytes, Logger: slog.New(slog.DiscardHandler),
-		Proxy: proxy.Config{OpenAIURL: upstream.URL + "/v1", WaitFor: 2 * time.Minute, Target: proxy.DefaultTarget},
-	}))
-	t.Cleanup(srv.Close)
-	key := "key-" + e.tenant + "-0123456789abcdef"
-	require.NoError(t, e.store.AddAPIKey(context.Background(), e.tenant, key))
+	srv, key := proxyServer(t, e, proxy.Config{OpenAIURL: upstream.URL + "/v1", WaitFor: 2 * time.Minute, Target: proxy.DefaultTarget})
 
 	var rec struct {
 		Messages []json.RawMessage `json:"messages"`
@@ -199,19 +188,7 @@ func TestProxyCompactsAResponsesSession(t *testing.T) {
 		body, err := json.Marshal(map[string]any{"model": "gpt-4o", "instructions": instructions, "input": items,
 			"store": false, "include": []string{"reasoning.encrypted_content"}})
 		require.NoError(t, err)
-		req, err := http.NewRequest(http.MethodPost, srv.URL+"/proxy/openai/v1/responses", bytes.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer sk-agent-own-key")
-		req.Header.Set(proxy.HeaderKey, key)
-		req.Header.Set(proxy.HeaderSession, "codex-11742")
-		req.Header.Set(proxy.HeaderContextLimit, fmt.Sprint(limit))
-		resp, err := srv.Client().Do(req)
-		require.NoError(t, err)
-		answer, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		resp.Body.Close()
-		require.Equal(t, http.StatusOK, resp.StatusCode, "turn %d: %s", i, answer)
-		state := resp.Header.Get(proxy.HeaderState)
+		_, state := proxyPost(t, srv, "/proxy/openai/v1/responses", body, key, "codex-11742", limit)
 		require.NotContains(t, state, "degraded", "turn %d", i)
 		require.NotContains(t, state, "not compacted", "turn %d", i)
 		turns++

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,9 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
-	"github.com/ctxcompact/orchestrator/internal/httpapi"
 	"github.com/ctxcompact/orchestrator/internal/proxy"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
@@ -215,13 +212,7 @@ func TestProxySDKAgents(t *testing.T) {
 				cfg.OpenAIURL = upstream.URL + "/v1"
 				base = "/proxy/openai/v1"
 			}
-			srv := httptest.NewServer(httpapi.New(httpapi.Deps{
-				Gateway: e.gw, Audit: &audit.Service{Store: e.store, Blob: e.blob}, Store: e.store, Blob: e.blob,
-				MaxRequestBytes: httpMaxBytes, Logger: slog.New(slog.DiscardHandler), Proxy: cfg,
-			}))
-			t.Cleanup(srv.Close)
-			key := "key-" + e.tenant + "-0123456789abcdef"
-			require.NoError(t, e.store.AddAPIKey(context.Background(), e.tenant, key))
+			srv, key := proxyServer(t, e, cfg)
 
 			ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 			defer cancel()

@@ -70,15 +70,7 @@ func TestProxyCompactsARecordedAgentSession(t *testing.T) {
 	upstream := httptest.NewServer(up)
 	t.Cleanup(upstream.Close)
 	const limit = 16000
-	h := httpapi.New(httpapi.Deps{
-		Gateway: e.gw, Audit: &audit.Service{Store: e.store, Blob: e.blob}, Store: e.store, Blob: e.blob,
-		MaxRequestBytes: httpMaxBytes, Logger: slog.New(slog.DiscardHandler),
-		Proxy: proxy.Config{OpenAIURL: upstream.URL + "/v1", WaitFor: 2 * time.Minute, Target: proxy.DefaultTarget},
-	})
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	key := "key-" + e.tenant + "-0123456789abcdef"
-	require.NoError(t, e.store.AddAPIKey(context.Background(), e.tenant, key))
+	srv, key := proxyServer(t, e, proxy.Config{OpenAIURL: upstream.URL + "/v1", WaitFor: 2 * time.Minute, Target: proxy.DefaultTarget})
 
 	var rec struct {
 		Messages []json.RawMessage `json:"messages"`
@@ -112,20 +104,8 @@ func TestProxyCompactsARecordedAgentSession(t *testing.T) {
 		up.mu.Lock()
 		up.next = rec.Messages[i]
 		up.mu.Unlock()
-		req, err := http.NewRequest(http.MethodPost, srv.URL+"/proxy/openai/v1/chat/completions", bytes.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer sk-agent-own-key")
-		req.Header.Set(proxy.HeaderKey, key)
-		req.Header.Set(proxy.HeaderSession, "django-11742")
-		req.Header.Set(proxy.HeaderContextLimit, fmt.Sprint(limit))
-		resp, err := srv.Client().Do(req)
-		require.NoError(t, err)
-		answer, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		resp.Body.Close()
-		require.Equal(t, http.StatusOK, resp.StatusCode, "turn %d: %s", i, answer)
-		require.Contains(t, string(answer), "chatcmpl-1")
-		state := resp.Header.Get(proxy.HeaderState)
+		answer, state := proxyPost(t, srv, "/proxy/openai/v1/chat/completions", body, key, "django-11742", limit)
+		require.Contains(t, string(answer), "chatcmpl-1", "turn %d", i)
 		require.NotContains(t, state, "degraded", "turn %d", i)
 		turns++
 
@@ -185,21 +165,10 @@ func TestProxyCompactsARecordedAgentSession(t *testing.T) {
 	body, err := json.Marshal(map[string]any{"model": "gpt-4o", "messages": append(slices.Clone(rec.Messages),
 		json.RawMessage(`{"role":"user","content":"What did the part that was cut say?"}`))})
 	require.NoError(t, err)
-	req, err := http.NewRequest(http.MethodPost, srv.URL+"/proxy/openai/v1/chat/completions", bytes.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer sk-agent-own-key")
-	req.Header.Set(proxy.HeaderKey, key)
-	req.Header.Set(proxy.HeaderSession, "django-11742")
-	req.Header.Set(proxy.HeaderContextLimit, fmt.Sprint(limit))
-	resp, err := srv.Client().Do(req)
-	require.NoError(t, err)
-	answer, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode, string(answer))
+	answer, state := proxyPost(t, srv, "/proxy/openai/v1/chat/completions", body, key, "django-11742", limit)
 	require.Contains(t, string(answer), "Read it back")
 	require.NotContains(t, string(answer), "recover_context", "the host never sees the proxy's tool")
-	require.Contains(t, resp.Header.Get(proxy.HeaderState), "recovered 1")
+	require.Contains(t, state, "recovered 1")
 	up.mu.Lock()
 	require.Len(t, up.bodies, calls+2, "the request and the proxy's follow-up")
 	followUp, followHead := up.bodies[calls+1], up.heads[calls+1]
@@ -313,13 +282,8 @@ func newProxySession(t *testing.T) *proxySession {
 
 // process starts an API process of the stack and returns its URL.
 func (ps *proxySession) process() string {
-	srv := httptest.NewServer(httpapi.New(httpapi.Deps{
-		Gateway: ps.e.gw, Audit: &audit.Service{Store: ps.e.store, Blob: ps.e.blob}, Store: ps.e.store, Blob: ps.e.blob,
-		MaxRequestBytes: httpMaxBytes, Logger: slog.New(slog.DiscardHandler),
-		Proxy: proxy.Config{OpenAIURL: ps.upURL + "/v1", WaitFor: 2 * time.Minute, Target: proxy.DefaultTarget,
-			SyncEvery: 10 * time.Millisecond},
-	}))
-	ps.t.Cleanup(srv.Close)
+	srv, _ := proxyServer(ps.t, ps.e, proxy.Config{OpenAIURL: ps.upURL + "/v1", WaitFor: 2 * time.Minute, Target: proxy.DefaultTarget,
+		SyncEvery: 10 * time.Millisecond})
 	return srv.URL
 }
 
@@ -425,4 +389,38 @@ func TestProxyNeverSendsAnErasedOutput(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "forget-me", r.Session)
 	require.Equal(t, "proxy", r.Trigger)
+}
+
+// proxyServer is an API process of e's stack with the proxy routes of
+// cfg, and the compactor key of e's tenant that its agents send.
+func proxyServer(t *testing.T, e *env, cfg proxy.Config) (*httptest.Server, string) {
+	t.Helper()
+	srv := httptest.NewServer(httpapi.New(httpapi.Deps{
+		Gateway: e.gw, Audit: &audit.Service{Store: e.store, Blob: e.blob}, Store: e.store, Blob: e.blob,
+		MaxRequestBytes: httpMaxBytes, Logger: slog.New(slog.DiscardHandler), Proxy: cfg,
+	}))
+	t.Cleanup(srv.Close)
+	key := "key-" + e.tenant + "-0123456789abcdef"
+	require.NoError(t, e.store.AddAPIKey(context.Background(), e.tenant, key))
+	return srv, key
+}
+
+// proxyPost sends body to the proxy route path of srv as an agent with
+// its own key, in session at limit tokens, and returns the answer and
+// its X-Compactor-State; an answer other than 200 fails the test.
+func proxyPost(t *testing.T, srv *httptest.Server, path string, body []byte, key, session string, limit int) ([]byte, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, srv.URL+path, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer sk-agent-own-key")
+	req.Header.Set(proxy.HeaderKey, key)
+	req.Header.Set(proxy.HeaderSession, session)
+	req.Header.Set(proxy.HeaderContextLimit, fmt.Sprint(limit))
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", answer)
+	return answer, resp.Header.Get(proxy.HeaderState)
 }

@@ -459,13 +459,7 @@ func (s *anthropicStream) release() []byte {
 		if s.recover[*v.Index] {
 			continue
 		}
-		below := 0
-		for i := range s.recover {
-			if i < *v.Index {
-				below++
-			}
-		}
-		out.Write(reindex(ev, *v.Index+s.shift-below))
+		out.Write(reindex(ev, *v.Index+s.shift-below(s.recover, *v.Index)))
 	}
 	s.held = nil
 	return out.Bytes()

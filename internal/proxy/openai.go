@@ -433,13 +433,7 @@ func (s *openAIStream) release() []byte {
 			if s.recover[i] {
 				return 0, false
 			}
-			below := 0
-			for r := range s.recover {
-				if r < i {
-					below++
-				}
-			}
-			return i + s.shift - below, true
+			return i + s.shift - below(s.recover, i), true
 		}))
 	}
 	s.held = nil

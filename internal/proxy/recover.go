@@ -429,6 +429,19 @@ func (p *Proxy) recoverStream(w http.ResponseWriter, r *http.Request, u *upstrea
 	}
 }
 
+// below is how many of a round's recover calls (by index) come before
+// index i: what a later block or call moves down by once they are left
+// out of what the host gets.
+func below(recover map[int]bool, i int) int {
+	n := 0
+	for r := range recover {
+		if r < i {
+			n++
+		}
+	}
+	return n
+}
+
 // recoveredState is state with how many recover calls were answered.
 func recoveredState(state string, n int) string {
 	if n == 0 {
