@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -343,7 +344,7 @@ func (p *Proxy) count(t turn, body []byte) (int, error) {
 // tool's when the proxy offers it (recover.go): offered says the body
 // names it.
 func (p *Proxy) toolTokens(t turn, offered bool) int {
-	defs := append(compact(t.req.tools), compact(t.req.beside)...)
+	defs := slices.Concat(compact(t.req.tools), compact(t.req.beside))
 	if offered && p.deps.Recover != nil {
 		defs = append(defs, recoverDefinition...)
 	}
