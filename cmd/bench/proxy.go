@@ -54,8 +54,10 @@ var proxyFiles = []string{
 // playedModel answers each chat completion with the assistant message the
 // recorded trajectory has next, as the agent's model did.
 type playedModel struct {
-	mu   sync.Mutex
-	next json.RawMessage
+	// turnTime is how long it takes to answer (proxyTurnTime).
+	turnTime time.Duration
+	mu       sync.Mutex
+	next     json.RawMessage
 	// last is the body of the last request the model got.
 	last []byte
 }
@@ -66,7 +68,7 @@ func (m *playedModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	next := m.next
 	m.last = body
 	m.mu.Unlock()
-	time.Sleep(proxyTurnTime)
+	time.Sleep(m.turnTime)
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintf(w, `{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o","choices":[{"index":0,"message":%s,"finish_reason":"stop"}]}`, next)
 }
@@ -98,7 +100,12 @@ func benchProxy(ctx context.Context, st *stack, o options, rep *report) error {
 		return err
 	}
 	defer sc.close()
-	model := &playedModel{}
+	// -quick: two sessions grown to twice the limit, the model a little
+	// faster, about a minute in all.
+	model, growth := &playedModel{turnTime: proxyTurnTime}, proxyGrowth
+	if o.quick {
+		model.turnTime, growth = proxyTurnTime/3, 2
+	}
 	upstream := httptest.NewServer(model)
 	defer upstream.Close()
 	srv := httptest.NewServer(httpapi.New(httpapi.Deps{Gateway: sc.gw, Audit: &audit.Service{Store: st.store, Blob: st.blob},
@@ -115,7 +122,7 @@ func benchProxy(ctx context.Context, st *stack, o options, rep *report) error {
 	}
 	var results []proxyResult
 	for _, f := range files {
-		r, err := proxySession(ctx, st, srv.URL, upstream.URL, key, model, o.dataDir, f)
+		r, err := proxySession(ctx, st, srv.URL, upstream.URL, key, model, o.dataDir, f, growth)
 		if err != nil {
 			return fmt.Errorf("proxy, %s: %w", f, err)
 		}
@@ -133,7 +140,7 @@ func benchProxy(ctx context.Context, st *stack, o options, rep *report) error {
 	slices.Sort(ratios)
 	slices.Sort(recorded)
 	median := medianOf(ratios)
-	rep.add(row{id: "12", name: fmt.Sprintf("Proxy: %d real sessions replayed turn by turn through /proxy/openai/v1 at a %d-token limit, grown to %d× the limit", len(results), proxyLimit, proxyGrowth),
+	rep.add(row{id: "12", name: fmt.Sprintf("Proxy: %d real sessions replayed turn by turn through /proxy/openai/v1 at a %d-token limit, grown to %d× the limit", len(results), proxyLimit, growth),
 		value: fmt.Sprintf("agent's input bill with a prompt cache %.2f× the same requests sent whole (median; %s), %.2f× at the recorded length (%s); %d turns, %d spliced, %d waited for a compaction (%.1f%%), %d degraded, %d runs; added per turn p50 %s, p99 %s",
 			median, ratioList(ratios), medianOf(recorded), ratioList(recorded), turns, spliced, waits, 100*float64(waits)/float64(max(turns, 1)), degraded, runs, ms(percentile(added, 50)), ms(percentile(added, 99))),
 		compared: "the same requests sent straight to the provider, whole",
@@ -147,12 +154,12 @@ func benchProxy(ctx context.Context, st *stack, o options, rep *report) error {
 		"call ids, as the session-life bench does, until the host's conversation is %d× the limit; the bill at the recorded length "+
 		"(when the turns first ran out) is reported beside it: a session that ends soon after its first compaction saves little, "+
 		"since the compaction rewrites the cache once and the turns after it are few. Added per turn is a turn's time through the "+
-		"proxy minus the same request's straight to the provider.", proxy.DefaultTrigger, proxy.DefaultTarget, proxyGrowth)
+		"proxy minus the same request's straight to the provider.", proxy.DefaultTrigger, proxy.DefaultTarget, growth)
 	return nil
 }
 
 // proxySession replays one trajectory through the proxy.
-func proxySession(ctx context.Context, st *stack, proxyURL, upstreamURL, key string, model *playedModel, dataDir, file string) (proxyResult, error) {
+func proxySession(ctx context.Context, st *stack, proxyURL, upstreamURL, key string, model *playedModel, dataDir, file string, growth int) (proxyResult, error) {
 	r := proxyResult{file: file}
 	data, err := chatFile(dataDir, file)
 	if err != nil {
@@ -209,7 +216,7 @@ func proxySession(ctx context.Context, st *stack, proxyURL, upstreamURL, key str
 			if cycle == 1 {
 				r.recorded = r.bill
 			}
-			if tokens.Conversation(counter, conv) >= proxyGrowth*proxyLimit {
+			if tokens.Conversation(counter, conv) >= growth*proxyLimit {
 				break
 			}
 		}
