@@ -166,7 +166,9 @@ func readEvents(body io.Reader, fn func(sseEvent) bool) error {
 // or past maxRecoverChars, is cut at a line end, naming the range to ask
 // for next.
 func (p *Proxy) answer(ctx context.Context, t turn, body []byte, calls []recoverCall) []recoverAnswer {
-	room := 0
+	// A follow-up that cannot be counted still gets an answer: a
+	// quarter of the window, as if the conversation held the rest.
+	room := t.limit / 4 / max(1, len(calls))
 	counter, err := p.counter(t.req.model)
 	if n, cerr := p.count(t, body); err == nil && cerr == nil {
 		// Each answer's framing (its role, ids, a line-range note) takes

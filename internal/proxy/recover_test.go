@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -421,4 +422,18 @@ func TestAnErrorEventEndsTheRecoverFlow(t *testing.T) {
 	require.Contains(t, got, "overloaded_error")
 	require.NotContains(t, got, RecoverTool)
 	require.Equal(t, 1, tp.anthropic.count(), "no follow-up after the provider's error")
+}
+
+func TestARecoverAnswerDoesNotNeedACount(t *testing.T) {
+	t.Parallel()
+	p, err := New(Config{AnthropicURL: "http://127.0.0.1:1"}, Deps{
+		Recover: func(context.Context, string, string, string, string) ([]byte, int, error) {
+			return []byte("the log"), 1, nil
+		}})
+	require.NoError(t, err)
+	tn := turn{proto: anthropicProtocol{}, tenant: "acme", session: "s1", limit: 10000, req: request{model: "claude-sonnet-4-5"}}
+	got := p.answer(t.Context(), tn, []byte("not a conversation"), []recoverCall{{id: "toolu_1", input: json.RawMessage(`{"id":"log1"}`)}})
+	require.Len(t, got, 1)
+	require.False(t, got[0].isErr, got[0].text)
+	require.Equal(t, "the log", got[0].text)
 }
