@@ -150,31 +150,15 @@ func (anthropicProtocol) reply() reply { return anthropicReply{} }
 // anthropicReply reads Messages answers for the recover flow.
 type anthropicReply struct{}
 
-// offer adds the tool in the Messages shape at the end of tools, so
-// that the host's own definitions keep their bytes and their cache.
+// offer adds the tool in the Messages shape (withTool).
 func (anthropicReply) offer(body []byte) ([]byte, bool) {
-	var v struct {
-		Tools []struct {
+	return withTool(body, recoverDefinition, func(tool json.RawMessage) (string, error) {
+		var t struct {
 			Name string `json:"name"`
-		} `json:"tools"`
-	}
-	var raw struct {
-		Tools []json.RawMessage `json:"tools"`
-	}
-	if json.Unmarshal(body, &v) != nil || json.Unmarshal(body, &raw) != nil {
-		return body, false
-	}
-	for _, t := range v.Tools {
-		if t.Name == RecoverTool {
-			return body, false
 		}
-	}
-	def := json.RawMessage(recoverDefinition)
-	out, err := setFields(body, map[string]json.RawMessage{"tools": array(append(raw.Tools, def))})
-	if err != nil {
-		return body, false
-	}
-	return out, true
+		err := json.Unmarshal(tool, &t)
+		return t.Name, err
+	})
 }
 
 // anthropicBlock is the part of a content block the flow reads.

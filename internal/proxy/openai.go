@@ -111,36 +111,26 @@ func (openAIProtocol) reply() reply { return openAIReply{} }
 // openAIReply reads chat completions for the recover flow.
 type openAIReply struct{}
 
-// offer adds the tool as a function at the end of tools.
+// offer adds the tool as a function (withTool), unless the request asks
+// for several choices (n > 1), which the flow does not read.
 func (openAIReply) offer(body []byte) ([]byte, bool) {
 	var v struct {
-		Tools []struct {
+		N int `json:"n"`
+	}
+	if json.Unmarshal(body, &v) != nil || v.N > 1 {
+		return body, false
+	}
+	def := `{"type":"function","function":{"name":"` + RecoverTool + `","description":` +
+		string(errorJSON(recoverDescription)) + `,"parameters":` + recoverSchema + `}}`
+	return withTool(body, def, func(tool json.RawMessage) (string, error) {
+		var t struct {
 			Function struct {
 				Name string `json:"name"`
 			} `json:"function"`
-		} `json:"tools"`
-		// N > 1 asks for several choices, which the flow does not read:
-		// the tool is not offered there.
-		N int `json:"n"`
-	}
-	var raw struct {
-		Tools []json.RawMessage `json:"tools"`
-	}
-	if json.Unmarshal(body, &v) != nil || json.Unmarshal(body, &raw) != nil || v.N > 1 {
-		return body, false
-	}
-	for _, t := range v.Tools {
-		if t.Function.Name == RecoverTool {
-			return body, false
 		}
-	}
-	def := json.RawMessage(`{"type":"function","function":{"name":"` + RecoverTool + `","description":` +
-		string(errorJSON(recoverDescription)) + `,"parameters":` + recoverSchema + `}}`)
-	out, err := setFields(body, map[string]json.RawMessage{"tools": array(append(raw.Tools, def))})
-	if err != nil {
-		return body, false
-	}
-	return out, true
+		err := json.Unmarshal(tool, &t)
+		return t.Function.Name, err
+	})
 }
 
 // openAICall is a tool call of a chat completion.

@@ -239,6 +239,30 @@ func cutAnswer(text, lines string, total, limit int) string {
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
+// withTool returns body with def added at the end of its tools, so that
+// the host's own definitions keep their bytes and their cache; ok is
+// false when body or one of its tools does not read, or the host has a
+// tool named RecoverTool already (its own recovery, through the MCP
+// server). name reads a tool definition's name in the protocol's shape.
+func withTool(body []byte, def string, name func(json.RawMessage) (string, error)) (out []byte, ok bool) {
+	var v struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return body, false
+	}
+	for _, t := range v.Tools {
+		if n, err := name(t); err != nil || n == RecoverTool {
+			return body, false
+		}
+	}
+	out, err := setFields(body, map[string]json.RawMessage{"tools": array(append(v.Tools, json.RawMessage(def)))})
+	if err != nil {
+		return body, false
+	}
+	return out, true
+}
+
 // withRecovery appends msgs to body's messages: the follow-up request
 // that carries the model's calls and their answers.
 func withRecovery(body []byte, msgs ...json.RawMessage) ([]byte, error) {
