@@ -163,28 +163,21 @@ func TestProxyCompactsAResponsesSession(t *testing.T) {
 	const limit = 16000
 	srv, key := proxyServer(t, e, proxy.Config{OpenAIURL: upstream.URL + "/v1", WaitFor: 2 * time.Minute, Target: proxy.DefaultTarget})
 
-	var rec struct {
-		Messages []json.RawMessage `json:"messages"`
-	}
-	require.NoError(t, json.Unmarshal(readData(t, "swe-agent-deepseek/django__django-11742.json"), &rec))
-	var task struct {
-		Content string `json:"content"`
-	}
-	require.NoError(t, json.Unmarshal(rec.Messages[1], &task))
+	msgs, task := recording(t)
 	counter, err := tokens.New(tokens.EncodingForModel("gpt-4o"))
 	require.NoError(t, err)
 
 	turns, spliced := 0, 0
 	var prevItems []json.RawMessage
-	for i := 2; i < len(rec.Messages); i++ {
+	for i := 2; i < len(msgs); i++ {
 		var role struct {
 			Role string `json:"role"`
 		}
-		require.NoError(t, json.Unmarshal(rec.Messages[i], &role))
+		require.NoError(t, json.Unmarshal(msgs[i], &role))
 		if role.Role != "assistant" {
 			continue
 		}
-		instructions, items := asItems(t, rec.Messages[:i])
+		instructions, items := asItems(t, msgs[:i])
 		body, err := json.Marshal(map[string]any{"model": "gpt-4o", "instructions": instructions, "input": items,
 			"store": false, "include": []string{"reasoning.encrypted_content"}})
 		require.NoError(t, err)
@@ -206,7 +199,7 @@ func TestProxyCompactsAResponsesSession(t *testing.T) {
 		conv := itemsChat(t, what, v.Instructions, v.Input)
 		require.NoError(t, conversation.CheckPairing(conv), what)
 		require.LessOrEqual(t, tokens.Conversation(counter, conv), limit, what)
-		require.True(t, hasUserText(conv, task.Content), "%s: the task verbatim", what)
+		require.True(t, hasUserText(conv, task), "%s: the task verbatim", what)
 		if strings.HasPrefix(state, "spliced") {
 			spliced++
 			// What the host appended since the compaction went as it

@@ -72,15 +72,7 @@ func TestProxyCompactsARecordedAgentSession(t *testing.T) {
 	const limit = 16000
 	srv, key := proxyServer(t, e, proxy.Config{OpenAIURL: upstream.URL + "/v1", WaitFor: 2 * time.Minute, Target: proxy.DefaultTarget})
 
-	var rec struct {
-		Messages []json.RawMessage `json:"messages"`
-	}
-	require.NoError(t, json.Unmarshal(readData(t, "swe-agent-deepseek/django__django-11742.json"), &rec))
-	task := rec.Messages[1] // the user's issue, after the system prompt
-	var taskText struct {
-		Content string `json:"content"`
-	}
-	require.NoError(t, json.Unmarshal(task, &taskText))
+	msgs, task := recording(t)
 	counter, err := tokens.New(tokens.EncodingForModel("gpt-4o"))
 	require.NoError(t, err)
 
@@ -89,20 +81,20 @@ func TestProxyCompactsARecordedAgentSession(t *testing.T) {
 	var prev []byte
 	prevState := ""
 	var prefixShares []float64
-	for i := 2; i < len(rec.Messages); i++ {
+	for i := 2; i < len(msgs); i++ {
 		var role struct {
 			Role string `json:"role"`
 		}
-		require.NoError(t, json.Unmarshal(rec.Messages[i], &role))
+		require.NoError(t, json.Unmarshal(msgs[i], &role))
 		if role.Role != "assistant" {
 			continue
 		}
 		// The host sends everything before this assistant turn; the
 		// provider answers with it.
-		body, err := json.Marshal(map[string]any{"model": "gpt-4o", "messages": rec.Messages[:i], "temperature": 0})
+		body, err := json.Marshal(map[string]any{"model": "gpt-4o", "messages": msgs[:i], "temperature": 0})
 		require.NoError(t, err)
 		up.mu.Lock()
-		up.next = rec.Messages[i]
+		up.next = msgs[i]
 		up.mu.Unlock()
 		answer, state := proxyPost(t, srv, "/proxy/openai/v1/chat/completions", body, key, "django-11742", limit)
 		require.Contains(t, string(answer), "chatcmpl-1", "turn %d", i)
@@ -114,7 +106,7 @@ func TestProxyCompactsARecordedAgentSession(t *testing.T) {
 		up.mu.Unlock()
 		bill.Add(sent, body)
 		requireUpstreamRequest(t, fmt.Sprintf("turn %d (%s)", i, state), sent, head, conversation.FormatOpenAI, counter, limit,
-			taskText.Content, "sk-agent-own-key")
+			task, "sk-agent-own-key")
 		if strings.HasPrefix(state, "spliced") {
 			spliced++
 			// Between two compactions, each request starts with the
@@ -162,7 +154,7 @@ func TestProxyCompactsARecordedAgentSession(t *testing.T) {
 	up.next = json.RawMessage(`{"role":"assistant","content":"Read it back: the cut content is here."}`)
 	calls := len(up.bodies)
 	up.mu.Unlock()
-	body, err := json.Marshal(map[string]any{"model": "gpt-4o", "messages": append(slices.Clone(rec.Messages),
+	body, err := json.Marshal(map[string]any{"model": "gpt-4o", "messages": append(slices.Clone(msgs),
 		json.RawMessage(`{"role":"user","content":"What did the part that was cut say?"}`))})
 	require.NoError(t, err)
 	answer, state := proxyPost(t, srv, "/proxy/openai/v1/chat/completions", body, key, "django-11742", limit)
@@ -272,11 +264,7 @@ func newProxySession(t *testing.T) *proxySession {
 	t.Cleanup(upstream.Close)
 	ps := &proxySession{t: t, e: e, up: up, upURL: upstream.URL, key: "key-" + e.tenant + "-0123456789abcdef"}
 	require.NoError(t, e.store.AddAPIKey(context.Background(), e.tenant, ps.key))
-	var rec struct {
-		Messages []json.RawMessage `json:"messages"`
-	}
-	require.NoError(t, json.Unmarshal(readData(t, "swe-agent-deepseek/django__django-11742.json"), &rec))
-	ps.rec = rec.Messages
+	ps.rec, _ = recording(t)
 	return ps
 }
 
@@ -423,4 +411,20 @@ func proxyPost(t *testing.T, srv *httptest.Server, path string, body []byte, key
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", answer)
 	return answer, resp.Header.Get(proxy.HeaderState)
+}
+
+// recording is the recorded SWE-agent session the proxy tests replay
+// (141 messages in OpenAI chat format) and its task, the user's issue
+// after the system prompt.
+func recording(t *testing.T) ([]json.RawMessage, string) {
+	t.Helper()
+	var rec struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(readData(t, "swe-agent-deepseek/django__django-11742.json"), &rec))
+	var task struct {
+		Content string `json:"content"`
+	}
+	require.NoError(t, json.Unmarshal(rec.Messages[1], &task))
+	return rec.Messages, task.Content
 }
