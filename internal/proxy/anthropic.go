@@ -89,6 +89,8 @@ func (anthropicProtocol) document(body []byte) ([]byte, error) {
 	return setFields(body, map[string]json.RawMessage{"system": json.RawMessage("[]")})
 }
 
+func (anthropicProtocol) counted(body []byte) ([]byte, error) { return body, nil }
+
 func (anthropicProtocol) messages(msgs []json.RawMessage) (json.RawMessage, error) {
 	return array(msgs), nil
 }

@@ -325,7 +325,7 @@ func (l *line) spliceLocked(t turn) ([]byte, bool) {
 // messages, and its tool definitions, which take their room in the
 // model's window too.
 func (p *Proxy) count(t turn, body []byte) (int, error) {
-	doc, err := t.proto.document(body)
+	doc, err := t.proto.counted(body)
 	if err != nil {
 		return 0, fmt.Errorf("the conversation does not read: %w", err)
 	}

@@ -60,6 +60,8 @@ func (openAIProtocol) splice(body []byte, _ json.RawMessage, msgs []json.RawMess
 
 func (openAIProtocol) document(body []byte) ([]byte, error) { return body, nil }
 
+func (openAIProtocol) counted(body []byte) ([]byte, error) { return body, nil }
+
 func (openAIProtocol) messages(msgs []json.RawMessage) (json.RawMessage, error) {
 	return array(msgs), nil
 }

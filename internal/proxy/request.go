@@ -44,6 +44,10 @@ type protocol interface {
 	// document is body as a conversation the gateway reads in this
 	// protocol's format.
 	document(body []byte) ([]byte, error)
+	// counted is body as conversation.Parse reads it in format: the
+	// request itself where it is one, so that counting, on every
+	// request, parses it once.
+	counted(body []byte) ([]byte, error)
 	// messages are msgs (a request's own) as the messages of an
 	// incremental event in that format.
 	messages(msgs []json.RawMessage) (json.RawMessage, error)

@@ -103,6 +103,9 @@ func (responsesProtocol) document(body []byte) ([]byte, error) {
 	return json.Marshal(map[string]any{"model": v.Model, "messages": msgs})
 }
 
+// counted: input items are not a chat; the count reads the document.
+func (r responsesProtocol) counted(body []byte) ([]byte, error) { return r.document(body) }
+
 func (responsesProtocol) messages(items []json.RawMessage) (json.RawMessage, error) {
 	msgs, err := itemsToChat(items)
 	if err != nil {
