@@ -129,7 +129,7 @@ func TestAuditHistoryRestoreDiffSearchExport(t *testing.T) {
 		d, err := svc.Run(ctx, e.tenant, compactRun)
 		require.NoError(t, err)
 		require.Equal(t, "offload-compact", d.Run.Preset)
-		require.Equal(t, "history-v1", d.Run.PromptVersion)
+		require.Equal(t, "history-v2", d.Run.PromptVersion)
 		require.Positive(t, d.Duration)
 		names := map[string]bool{}
 		for _, st := range d.Steps {

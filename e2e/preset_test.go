@@ -141,7 +141,7 @@ func TestOffloadCompactKeepsLastFiveAndDeletesRestoredOffloads(t *testing.T) {
 		require.False(t, ok)
 	}
 	require.Equal(t, "extractive", mustRun(t, e, sub.RunID).Model)
-	require.Equal(t, "history-v1", mustRun(t, e, sub.RunID).PromptVersion)
+	require.Equal(t, "history-v2", mustRun(t, e, sub.RunID).PromptVersion)
 }
 
 func mustRun(t *testing.T, e *env, id string) store.Run {

@@ -622,6 +622,9 @@ func acceptSlashPath(text string, s, e int) (int, int, bool) {
 	if s > 0 && (isWordByte(text[s-1]) || text[s-1] == '/') {
 		return s, e, false
 	}
+	if isClosingTag(text, s, e) {
+		return s, e, false
+	}
 	e = trimTrailing(text, s, e)
 	e = trimDots(text, s, e)
 	v := text[s:e]
@@ -639,6 +642,31 @@ func acceptSlashPath(text string, s, e int) (int, int, bool) {
 	base := core[strings.LastIndexByte(core, '/')+1:]
 	dot := strings.LastIndexByte(base, '.')
 	return s, e, dot > 0 && dot < len(base)-1 && hasLetter(base[dot+1:])
+}
+
+// isClosingTag reports whether the candidate at text[s:e] is the name
+// of a markup closing tag ("</returncode>", "</output>"): SWE-agent wraps
+// every tool result in them, and a summary that kept "/returncode" as a
+// file would carry one per result.
+func isClosingTag(text string, s, e int) bool {
+	if s == 0 || text[s-1] != '<' || text[s] != '/' {
+		return false
+	}
+	name := text[s+1 : e]
+	if i := strings.IndexByte(name, '>'); i >= 0 {
+		name = name[:i]
+	} else if e >= len(text) || text[e] != '>' {
+		return false
+	}
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !isWordByte(c) && c != '-' && c != '.' && c != ':' {
+			return false
+		}
+	}
+	return true
 }
 
 // trimDots drops a trailing "/..." or "." run (go test ./... → ./).

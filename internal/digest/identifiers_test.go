@@ -29,6 +29,7 @@ func TestIdentifiersKinds(t *testing.T) {
 		{"relative and home paths", "./run.sh and ~/notes/a", []Identifier{{KindPath, "./run.sh"}, {KindPath, "~/notes/a"}}},
 		{"bare file name", "edit README.md and go.mod", []Identifier{{KindPath, "README.md"}, {KindPath, "go.mod"}}},
 		{"prose slashes are not paths", "and/or TCP/IP km/h 50/50", nil},
+		{"closing tags are not paths", "<returncode>1</returncode> <output>x</output> but </tmp/a.py> is", []Identifier{{KindPath, "/tmp/a.py"}}},
 		{"member access is not a file", "console.log(x); self.lock = 1; from django.conf import settings", nil},
 		{"version", "go 1.26.8 and v2.0.1-rc.1", []Identifier{{KindNumber, "1.26.8"}, {KindNumber, "v2.0.1-rc.1"}}},
 		{"IP address, not a version", "host 10.0.0.1:8080 and 192.168.1.20.", []Identifier{{KindID, "10.0.0.1:8080"}, {KindID, "192.168.1.20"}}},

@@ -259,17 +259,30 @@ func MergeSections(bodies []string, targetChars int) string {
 	}
 	for _, body := range bodies {
 		cur := sectionOf("")
+		// A section that says where the session is now is the newest
+		// block's alone: an older block's pending tasks were done or
+		// dropped by the time a later block was written.
+		renewed := map[string]bool{}
 		for _, line := range strings.Split(body, "\n") {
 			line = strings.TrimSpace(line)
 			switch {
-			case line == "", strings.Contains(line, "(none found)"), strings.HasPrefix(line, "Identifiers kept by the drift check"):
+			case line == "", strings.Contains(line, "(none found)"), strings.HasPrefix(line, "Identifiers kept by the drift check"),
+				strings.HasPrefix(line, "- Also named recently: "), reflectionOpening.MatchString(line):
+				// Placeholders, the identifiers a block kept for its own
+				// drift check, and an earlier reflection's opening line
+				// (which would read as a reflection inside this one).
 			case recoverLine.MatchString(line):
 				if !seenRecover[line] {
 					seenRecover[line] = true
 					recover = append(recover, line)
 				}
 			case strings.HasPrefix(line, "#"):
-				cur = sectionOf(strings.TrimSpace(strings.TrimLeft(line, "#")))
+				h := strings.TrimSpace(strings.TrimLeft(line, "#"))
+				cur = sectionOf(h)
+				if currentSections[h] && !renewed[h] {
+					renewed[h] = true
+					cur.lines = nil
+				}
 			default:
 				if !strings.HasPrefix(line, "- ") {
 					line = "- " + line
@@ -372,6 +385,19 @@ func MergeSections(bodies []string, targetChars int) string {
 		sb.WriteString("\n" + strings.Join(recover, "\n") + "\n")
 	}
 	return sb.String()
+}
+
+// reflectionOpening matches the first line of a reflection's body
+// (MergeSections writes it).
+var reflectionOpening = regexp.MustCompile(`^(- )?Reflection of \d+ session log blocks:`)
+
+// currentSections are the headings, of every summary prompt, that say
+// where the session stands now rather than what happened: a reflection
+// keeps only the newest block's.
+var currentSections = map[string]bool{
+	"Current Status": true, "Pending Tasks": true, // history prompt
+	"Current Progress": true, "Next Steps": true, // session prompt
+	"Current State": true, "Next Step": true, // structured prompt
 }
 
 // recoverLine matches the line each block ends with (recoverid.SummaryLine).

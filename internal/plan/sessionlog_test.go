@@ -175,6 +175,24 @@ func TestMergeSections(t *testing.T) {
 	}
 }
 
+// TestMergeSectionsKeepsTheNewestStatus: where the session stands
+// (pending tasks, current status) comes from the newest block alone, and
+// an earlier reflection's opening line and a block's own identifier line
+// do not become bullets of the next reflection.
+func TestMergeSectionsKeepsTheNewestStatus(t *testing.T) {
+	t.Parallel()
+	older := MergeSections([]string{"## Pending Tasks\n- write the migration\n## Code Changes\n- edited a.go"}, 10000)
+	require.Contains(t, older, "Reflection of 1 session log blocks")
+	newer := "## Pending Tasks\n- run the tests\n## Code Changes\n- edited b.go\n- Also named recently: 13 characters; /x/y.py"
+	got := MergeSections([]string{older, newer}, 10000)
+	require.Contains(t, got, "- run the tests")
+	require.NotContains(t, got, "write the migration", "a pending task of an older block is stale")
+	require.Contains(t, got, "- edited a.go")
+	require.Contains(t, got, "- edited b.go")
+	require.Equal(t, 1, strings.Count(got, "Reflection of"), "no reflection nested in the next")
+	require.NotContains(t, got, "Also named recently")
+}
+
 // TestStablePrefix: the output's leading messages equal to the request's
 // count whole, then the equal leading blocks of the first that differs;
 // nothing after.

@@ -42,9 +42,16 @@ type part struct {
 	// whose target is a few hundred characters, a note per part would
 	// take the room of the facts themselves.
 	quiet bool
+	// hidden counts items left out before the budget was applied (the
+	// file list's named-only paths past maxFiles); the note counts them.
+	hidden int
+	// joined, when set, writes the items on one line after this label
+	// ("- Also named recently: a; b; c"), not one bullet each: they are
+	// identifiers kept for the reader's search, not statements.
+	joined string
 }
 
-func (p *part) dropped() int { return len(p.items) - (p.hi - p.lo) }
+func (p *part) dropped() int { return len(p.items) - (p.hi - p.lo) + p.hidden }
 
 // drop removes one item; the caller checks that one is left.
 func (p *part) drop() {
@@ -75,7 +82,34 @@ func (p *part) line(i int, table bool) string {
 	if table && p.rows != nil {
 		return p.rows[i]
 	}
+	if p.joined != "" && joinable(p.items[i]) {
+		return p.items[i] + "; "
+	}
 	return "- " + p.items[i] + "\n"
+}
+
+// joinable reports whether an item can share a joined line: one with a
+// quote or a semicolon keeps a line of its own, so that no quotation
+// seems to run from one item into the next.
+func joinable(item string) bool { return !strings.ContainsAny(item, "\"'`;«»") }
+
+// write writes the items kept and the note.
+func (p *part) write(b *strings.Builder, table bool) {
+	var joined []string
+	for i := p.lo; i < p.hi; i++ {
+		if p.joined != "" && joinable(p.items[i]) {
+			joined = append(joined, p.items[i])
+		}
+	}
+	if len(joined) > 0 {
+		b.WriteString("- " + p.joined + ": " + strings.Join(joined, "; ") + "\n")
+	}
+	for i := p.lo; i < p.hi; i++ {
+		if p.joined == "" || !joinable(p.items[i]) {
+			b.WriteString(p.line(i, table))
+		}
+	}
+	b.WriteString(p.noteLine(table))
 }
 
 // section is one heading of a layout and the parts written under it.
@@ -133,20 +167,41 @@ func structuredLayout() []section {
 	return out
 }
 
+// keptTaskLines and keptFiles are what the task's opening and the file
+// list keep before the last errors give way: the task is the user's
+// first message, which the conversation keeps whole, and the files are
+// listed most telling first (changed, ran, read, named), so the ones that
+// go were only read or named.
+const (
+	keptTaskLines = 3
+	keptFiles     = 10
+)
+
+// keptDecisions is how many of the agent's newest statements of cause,
+// plan and decision survive the first trimming phase: they are its own
+// reasoning, which no other part carries.
+const keptDecisions = 4
+
 // trimPhases is the order in which parts give up items when the summary
-// is over its budget, each down to a floor: first the decisions, the older
-// commands, the current state, the older errors (all but the last five)
-// and the constraints; then, if that is not enough, the rest of the
-// commands, the state and the errors, the oldest of the recent calls, the
-// kept identifiers, the next step (a question the user has not answered
-// comes first in it), the task's opening and, last of all, the last two
-// calls and the file list (the newest call alone may be a bare
-// expression). The
-// recent calls and identifiers go late because they are what the drift
-// check of this summary looks for.
+// is over its budget, each down to a floor: first the older decisions
+// (the newest keptDecisions stay), the commands before the last
+// verbatimCommands, the current state and the next step to one line, the
+// constraints, the task's opening past keptTaskLines, the files past
+// keptFiles, and the errors but the last five (resolved ones first, see
+// parts); then, if that is not enough, the rest of the commands, the
+// state, the decisions and the errors, the oldest of the recent calls,
+// the kept identifiers, the next step (a question the user has not
+// answered comes first in it), the task's opening and, last of all, the
+// last two calls and the file list (the newest call alone may be a bare
+// expression). The last commands and errors outlast the constraints
+// because a resumed agent needs them to go on, while the constraints are
+// the user's words that the conversation keeps whole in its first
+// message; the recent calls and identifiers go late because they are
+// what the drift check of this summary looks for.
 var trimPhases = []struct{ part, floor int }{
-	{partDecisions, 0}, {partCommands, 1}, {partState, 1}, {partNext, 1}, {partErrors, verbatimErrors}, {partConstraints, 0},
-	{partCommands, 0}, {partState, 0}, {partErrors, 0}, {partRecent, 2}, {partRefs, 0}, {partNext, 0}, {partTask, 1},
+	{partDecisions, keptDecisions}, {partCommands, verbatimCommands}, {partState, 1}, {partNext, 1}, {partConstraints, 0},
+	{partTask, keptTaskLines}, {partFiles, keptFiles}, {partErrors, verbatimErrors},
+	{partCommands, 0}, {partState, 0}, {partDecisions, 0}, {partErrors, 0}, {partRecent, 2}, {partRefs, 0}, {partNext, 0}, {partTask, 1},
 	{partRecent, 0}, {partFiles, 0}, {partTask, 0},
 }
 
@@ -162,9 +217,12 @@ func (d transcriptDigest) parts() []*part {
 	ps[partState] = plain(d.state, false, "more line")
 	ps[partNext] = plain(d.next, false, "more line")
 	ps[partRecent] = plain(d.recent, false, "earlier call")
-	ps[partRefs] = plain(d.refs, true, "earlier identifier")
+	ps[partRefs] = &part{items: d.refs, dropOld: true, hidden: d.refsMore, joined: "Also named recently",
+		note: func(p *part) string { return plural(p.dropped(), "earlier identifier") + " named in the summarized messages" }}
 
-	files := &part{note: func(p *part) string { return plural(p.dropped(), "more path") }}
+	files := &part{hidden: d.namedMore, note: func(p *part) string {
+		return plural(p.dropped(), "more path") + ", in the summarized messages"
+	}}
 	for _, f := range d.files {
 		files.items = append(files.items, f.line())
 		files.rows = append(files.rows, f.row())
@@ -183,9 +241,19 @@ func (d transcriptDigest) parts() []*part {
 	errs := &part{dropOld: true, note: func(p *part) string {
 		return fmt.Sprintf("%s: %d resolved, %d open", plural(p.dropped(), "earlier error"), p.counts["resolved"], p.counts["open"])
 	}}
-	for i, e := range d.errors {
+	// The resolved errors come first, so that they are the first to go:
+	// what a block must carry is the errors still open.
+	ordered := make([]errorEntry, 0, len(d.errors))
+	for _, open := range []bool{false, true} {
+		for _, e := range d.errors {
+			if e.resolved != open {
+				ordered = append(ordered, e)
+			}
+		}
+	}
+	for i, e := range ordered {
 		limit := maxItemRunes
-		if i >= len(d.errors)-verbatimErrors {
+		if i >= len(ordered)-verbatimErrors {
 			limit = maxErrorRunes
 		}
 		errs.items = append(errs.items, e.text(limit))
@@ -267,8 +335,10 @@ func renderDigest(d transcriptDigest, level string, layout []section, target int
 		if s.table {
 			fixed += utf8.RuneCountInString(artifactHeader)
 		}
-		if s.fixed == "" && emptySection(s, ps) {
-			fixed += utf8.RuneCountInString(placeholder(s.table))
+		for _, q := range s.parts {
+			if p := ps[q]; p.joined != "" && len(p.items) > 0 {
+				fixed += utf8.RuneCountInString("- " + p.joined + ": \n")
+			}
 		}
 		for _, p := range s.parts {
 			for i := range ps[p].items {
@@ -294,7 +364,7 @@ func renderDigest(d transcriptDigest, level string, layout []section, target int
 	}
 	total := fixed
 	for p := range ps {
-		total += sum[p]
+		total += sum[p] + noteCost(p)
 	}
 	for _, phase := range trimPhases {
 		p := ps[phase.part]
@@ -309,9 +379,14 @@ func renderDigest(d transcriptDigest, level string, layout []section, target int
 		}
 	}
 
+	// A section with nothing to say is left out: a heading over "(none
+	// found)" tells the agent nothing and costs its room in every block.
 	var b strings.Builder
-	for k, s := range layout {
-		if k > 0 {
+	for _, s := range layout {
+		if s.fixed == "" && emptySection(s, ps) {
+			continue
+		}
+		if b.Len() > 0 {
 			b.WriteString("\n")
 		}
 		fmt.Fprintf(&b, "%s %s\n", level, s.heading)
@@ -319,36 +394,22 @@ func renderDigest(d transcriptDigest, level string, layout []section, target int
 		if s.table {
 			b.WriteString(artifactHeader)
 		}
-		if s.fixed == "" && emptySection(s, ps) {
-			b.WriteString(placeholder(s.table))
-			continue
-		}
 		for _, q := range s.parts {
-			p := ps[q]
-			for i := p.lo; i < p.hi; i++ {
-				b.WriteString(p.line(i, s.table))
-			}
-			b.WriteString(p.noteLine(s.table))
+			ps[q].write(&b, s.table)
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// emptySection reports whether none of a section's parts found anything.
+// emptySection reports whether a section would write nothing: no part
+// kept an item or has a note to write.
 func emptySection(s section, ps []*part) bool {
-	for _, p := range s.parts {
-		if len(ps[p].items) > 0 {
+	for _, q := range s.parts {
+		if p := ps[q]; p.hi > p.lo || p.noteLine(s.table) != "" {
 			return false
 		}
 	}
 	return true
-}
-
-func placeholder(table bool) string {
-	if table {
-		return "| (none found) | | |\n"
-	}
-	return "- (none found)\n"
 }
 
 // lines are the digest's items as the summary writes them, for the repair

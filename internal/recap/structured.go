@@ -43,6 +43,7 @@ const (
 	stateLines        = 5
 	stateRunes        = 600
 	verbatimErrors    = 5
+	verbatimCommands  = 5
 	errorsPerResult   = 5
 	longLineRunes     = 240
 	noteKinds         = 5
@@ -165,6 +166,52 @@ type transcriptDigest struct {
 	// refs are the source's recent identifiers that no other part
 	// writes, oldest first (see withRefs).
 	refs []string
+	// namedMore counts the paths left out of files because they were
+	// only named (in prose or in a tool's output), past maxFiles.
+	namedMore int
+	// refsMore counts the older paths left out of refs past maxPathList.
+	refsMore int
+}
+
+// maxFiles bounds the file list: every path the agent read, wrote or ran
+// is listed, and paths only named fill it up to this many; the rest are
+// counted. A list of 100 paths out of a find's output is not a summary.
+const maxFiles = 20
+
+// capNamed keeps every file the agent acted on and the first named-only
+// paths while the list holds fewer than limit, and counts the others.
+func capNamed(files []*fileEntry, limit int) (kept []*fileEntry, more int) {
+	for _, f := range files {
+		if len(f.actions) == 1 && f.actions[0] == actNamed && len(kept) >= limit {
+			more++
+			continue
+		}
+		kept = append(kept, f)
+	}
+	return kept, more
+}
+
+// callDisplay is a tool call's input as a reader wants it: the command
+// itself when the input is a JSON object whose one string argument (or
+// "command"/"cmd") is the command, else its text without JSON keys
+// (digest.CallText, the words the trajectory check reads).
+func callDisplay(input string) string {
+	var args map[string]any
+	if json.Unmarshal([]byte(strings.TrimSpace(input)), &args) == nil {
+		for _, k := range []string{"command", "cmd"} {
+			if v, ok := args[k].(string); ok && strings.TrimSpace(v) != "" && len(args) == 1 {
+				return v
+			}
+		}
+		if len(args) == 1 {
+			for _, v := range args {
+				if s, ok := v.(string); ok && strings.TrimSpace(s) != "" {
+					return s
+				}
+			}
+		}
+	}
+	return digest.CallText(input)
 }
 
 // fileEntry is one path and what was done to it, in first-seen order.
@@ -211,7 +258,7 @@ func (e errorEntry) text(limit int) string {
 // fallback, and a line it files under the wrong heading is still verbatim.
 var (
 	reConstraint = regexp.MustCompile(`(?i)\b(must|never|always|don'?t|do not|please|important|constraints?|critical|required|avoid|make sure|should not|shouldn'?t)\b`)
-	reDecision   = regexp.MustCompile(`(?i)\b(because|instead|decid(e|ed|ing)|decision|will|i'll|we'll|let's|approach|chose|choose|opted|going to)\b`)
+	reDecision   = regexp.MustCompile(`(?i)\b(because|instead|decid(e|ed|ing)|decision|will|i'll|we'll|let's|approach|chose|choose|opted|going to|(root )?cause|the (issue|problem|bug) (is|was)|this means|which means)\b`)
 	reNextStep   = regexp.MustCompile(`(?i)^\W*((next|now|then|finally|first)\b,?\s*)?(i'll|i will|i'm going to|i need to|i should|let me|let's|we'll|we will|we need to|we should|the next step|next steps?|todo|remaining)\b`)
 	reClosingTag = regexp.MustCompile(`^</[\w.-]+>$`)
 	reReturnCode = regexp.MustCompile(`<returncode>\s*(-?\d+)\s*</returncode>|(?i)\bexit(?:ed)?(?: with)? (?:code|status)[: ]\s*(-?\d+)`)
@@ -229,6 +276,10 @@ var (
 	// reException is the line that ends a Python traceback:
 	// "ModuleNotFoundError: No module named 'x'", "pkg.ImproperlyConfigured: …",
 	// or a bare exception name.
+	// reRaised is an exception named with its message at the start of a
+	// line, which a script that caught it (exit status 0) printed: the
+	// error the agent is chasing, often the task's own.
+	reRaised    = regexp.MustCompile(`^[A-Za-z_][\w.]*(Error|Exception|Failure): \S`)
 	reException = regexp.MustCompile(`^([A-Za-z_][\w.]*): \S|^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit|Iteration|Warning)$`)
 )
 
@@ -284,7 +335,9 @@ func buildDigest(events []event) transcriptDigest {
 				lastSaid = e.text
 				for _, l := range proseLines(e.text) {
 					for _, s := range pick(l, reDecision) {
-						decisions.add(clip(s, maxItemRunes))
+						if isStatement(s) {
+							decisions.add(clip(s, maxItemRunes))
+						}
 					}
 					if s := lastMatch(l, reNextStep); s != "" {
 						d.next, nextAt = []string{clip(s, maxItemRunes)}, i
@@ -367,7 +420,7 @@ func buildDigest(events []event) transcriptDigest {
 	}
 	for i := len(events) - 1; i >= 0 && len(d.recent) < recentCalls; i-- {
 		if events[i].kind == evCall {
-			if t := strings.Join(strings.Fields(digest.CallText(events[i].text)), " "); t != "" {
+			if t := strings.Join(strings.Fields(callDisplay(events[i].text)), " "); t != "" {
 				limit := maxRecentRunes
 				if len(d.recent) == 0 {
 					limit = maxItemRunes
@@ -378,7 +431,7 @@ func buildDigest(events []event) transcriptDigest {
 	}
 	d.constraints = constraints.items
 	d.decisions = decisions.items
-	d.files = files.ordered()
+	d.files, d.namedMore = capNamed(files.ordered(), maxFiles)
 	for _, c := range calls {
 		d.commands = append(d.commands, c.entry)
 	}
@@ -533,6 +586,25 @@ func pick(line string, re *regexp.Regexp) []string {
 	return out
 }
 
+// isStatement reports whether a sentence of the agent's says something
+// of its own (a cause, a plan, a decision) rather than announce its next
+// step: at least six words, not a lead-in to a list or a command ("The
+// fix should:"), not a bare "Now let me …".
+func isStatement(s string) bool {
+	t := strings.TrimSpace(s)
+	if len(strings.Fields(t)) < 6 || strings.HasSuffix(t, ":") {
+		return false
+	}
+	return reReason.MatchString(t) || !reAnnounce.MatchString(t)
+}
+
+// reReason is a sentence that gives a reason or a choice, whatever its
+// opening.
+var reReason = regexp.MustCompile(`(?i)\b(because|cause|instead|decid\w*|chose|since|so that)\b`)
+
+// reAnnounce is a sentence that only announces the agent's next action.
+var reAnnounce = regexp.MustCompile(`(?i)^(now,? |first,? |next,? |ok(ay)?,? |great[,!]? )*(let me|let's|i'll|i will|i need to|i'm going to)\b[^.]{0,80}\.?$`)
+
 // lastMatch is the last sentence of line that matches re, or "".
 func lastMatch(line string, re *regexp.Regexp) string {
 	ss := sentences(line)
@@ -617,7 +689,9 @@ func errorLines(text string, failed, readOnly bool) []string {
 	lines := strings.Split(text, "\n")
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
-		if strings.HasPrefix(strings.TrimSpace(l), "Traceback (most recent call last)") {
+		if strings.Contains(l, "Traceback (most recent call last)") {
+			// At the start of a line, or after a script's own prefix
+			// ("STDERR: Traceback …", a subprocess's output printed).
 			// The exception line is the first one after the frames that is
 			// not indented and looks like "Name: message".
 			for i++; i < len(lines); i++ {
@@ -634,7 +708,8 @@ func errorLines(text string, failed, readOnly bool) []string {
 		}
 		// A test runner's failures count even when a pipe hid its exit
 		// status ("… | tail -50" exits 0).
-		if (scanAll && reErrorLine.MatchString(l)) || (!readOnly && reTestFailure.MatchString(strings.TrimSpace(l))) {
+		t := strings.TrimSpace(l)
+		if (scanAll && reErrorLine.MatchString(l)) || (!readOnly && (reTestFailure.MatchString(t) || reRaised.MatchString(t))) {
 			add(l)
 		}
 	}
@@ -656,9 +731,22 @@ func (d transcriptDigest) withRefs(source string, required []digest.Identifier) 
 		ids = ids[len(ids)-refIdentifiers:]
 	}
 	written := strings.Join(d.lines(), "\n") + "\n" + strings.Join(d.recent, "\n")
-	d.refs = nil
-	for _, id := range digest.MissingComparable(ids, written) {
+	d.refs, d.refsMore = nil, 0
+	missing := digest.MissingComparable(ids, written)
+	paths := 0
+	for _, id := range missing {
+		if id.Kind == digest.KindPath {
+			paths++
+		}
+	}
+	for _, id := range missing {
 		v := id.Value
+		if id.Kind == digest.KindPath && paths > maxPathList {
+			// Only the newest paths: a bare list of sixty is not read.
+			paths--
+			d.refsMore++
+			continue
+		}
 		if id.Kind == digest.KindCommand {
 			v, _, _ = strings.Cut(strings.TrimSpace(digest.Unescape(v)), "\n")
 		}

@@ -1,0 +1,137 @@
+package recap
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/llm"
+	"github.com/ctxcompact/orchestrator/internal/plan"
+	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/testkit/probe"
+)
+
+// realTrajectories are the agent runs of testdata/conversations that
+// parse as one conversation each (the SWE-agent runs of two models).
+func realTrajectories(t *testing.T) map[string]conversation.Conversation {
+	t.Helper()
+	files, err := filepath.Glob("../../testdata/conversations/swe-agent-*/*.json")
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(files), 10, "the real trajectories of testdata/conversations are missing")
+	out := map[string]conversation.Conversation{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		c, err := conversation.ParseAny(data)
+		require.NoError(t, err, f)
+		out[filepath.Base(filepath.Dir(f))+"/"+filepath.Base(f)] = c
+	}
+	return out
+}
+
+// TestOfflineSummaryQuality holds the offline summarizer to what an
+// engineer would write, on every real trajectory cut at three points and
+// summarized under each prompt at a session-log block's size and at a
+// larger one: no boilerplate line at all, and, of the summarized part's
+// probes (probe.Derive, as bench 8 takes them from a whole output), the
+// last errors and the last commands kept in the block.
+func TestOfflineSummaryQuality(t *testing.T) {
+	t.Parallel()
+	var size, blocks, boiler, errTotal, errKept, cmdTotal, cmdKept, fileTotal, fileKept int
+	for name, c := range realTrajectories(t) {
+		for _, frac := range []int{3, 2} {
+			split := len(c.Messages) - len(c.Messages)/frac
+			region := c
+			region.Messages = c.Messages[:split]
+			set := probe.Derive(region, policy.DefaultPinMarkers())
+			text := plan.Transcript(c, split, nil)
+			for _, prompt := range []string{llm.PromptHistory, llm.PromptSession, llm.PromptBrief} {
+				for _, target := range []int{4000, 12000} {
+					r, err := Extractive{}.Summarize(context.Background(), llm.Request{Prompt: prompt, Text: text, TargetChars: target, ArchiveRef: "s3://bucket/archive"})
+					require.NoError(t, err)
+					where := fmt.Sprintf("%s cut at %d/%d, %s prompt, target %d", name, split, len(c.Messages), prompt, target)
+					bad := Boilerplate(r.Text)
+					if os.Getenv("QUALITY_BASELINE") == "" {
+						require.Empty(t, bad, "boilerplate in %s", where)
+					}
+					blocks++
+					size += len(r.Text)
+					if os.Getenv("QUALITY_SIZES") != "" {
+						t.Logf("size %s: %d", where, len(r.Text))
+					}
+					boiler += len(bad)
+					hay := strings.Join(strings.Fields(r.Text), " ")
+					has := func(p string) bool { return strings.Contains(hay, strings.Join(strings.Fields(p), " ")) }
+					for _, e := range set.Errors {
+						errTotal++
+						if has(e) {
+							errKept++
+						} else if os.Getenv("QUALITY_MISSES") != "" {
+							t.Logf("missing error in %s: %.200s", where, e)
+						}
+					}
+					for _, cmd := range set.Commands {
+						cmdTotal++
+						if has(cmd) {
+							cmdKept++
+						} else if os.Getenv("QUALITY_MISSES") != "" {
+							t.Logf("missing command in %s: %.200s", where, cmd)
+						}
+					}
+					if target == 12000 {
+						for _, f := range set.Artifacts {
+							fileTotal++
+							if has(f) {
+								fileKept++
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	share := func(k, n int) float64 { return float64(k) / float64(max(n, 1)) }
+	t.Logf("%d blocks of %d bytes: boilerplate lines %d; last errors kept %.2f (%d/%d), last commands %.2f (%d/%d), files at 12000 chars %.2f (%d/%d)",
+		blocks, size, boiler, share(errKept, errTotal), errKept, errTotal, share(cmdKept, cmdTotal), cmdKept, cmdTotal, share(fileKept, fileTotal), fileKept, fileTotal)
+	// The same 180 blocks came to 1,359,101 bytes before the summarizer
+	// dropped its boilerplate (commit 484dd24); what it keeps instead
+	// must not make them larger.
+	require.LessOrEqual(t, size, 1359101, "the blocks grew")
+	require.GreaterOrEqual(t, share(errKept, errTotal), 0.9, "last errors kept")
+	require.GreaterOrEqual(t, share(cmdKept, cmdTotal), 0.9, "last commands kept")
+	require.GreaterOrEqual(t, share(fileKept, fileTotal), 0.95, "files kept")
+}
+
+// TestBoilerplate: each kind of line a summary must not write is found,
+// and a summary's ordinary lines are not.
+func TestBoilerplate(t *testing.T) {
+	t.Parallel()
+	var paths []string
+	for i := range 25 {
+		paths = append(paths, fmt.Sprintf("- src/pkg%d/file.go", i))
+	}
+	for _, tc := range []struct {
+		name string
+		text string
+		want int
+	}{
+		{"placeholder", "## Debugging & Issues\n- (none found)", 1},
+		{"wrapper tags read as paths", "## Technical Context\n- /returncode\n- /output\n- </output>", 3},
+		{"JSON fragment of a call", "## Current Status\n- { \"cat ./a.py\"}", 1},
+		{"nested reflection", "Reflection of 2 session log blocks: merged\n## Status\n- Reflection of 6 session log blocks: merged", 1},
+		{"bare path list past 20", "## Files\n" + strings.Join(paths, "\n"), 5},
+		{"one line of 25 paths", "- " + strings.ReplaceAll(strings.Join(paths, ", "), "- ", ""), 1},
+		{"ordinary lines", "## Code Changes\n- ./django/static.py: read, edited\n- python test.py → exit 1: ImportError: x\n- The fix: import it inside the method, because of the cycle.", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			require.Len(t, Boilerplate(tc.text), tc.want)
+		})
+	}
+}
