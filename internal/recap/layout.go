@@ -218,7 +218,9 @@ func (d transcriptDigest) parts() []*part {
 	ps[partNext] = plain(d.next, false, "more line")
 	ps[partRecent] = plain(d.recent, false, "earlier call")
 	ps[partRefs] = &part{items: d.refs, dropOld: true, hidden: d.refsMore, joined: "Also named recently",
-		note: func(p *part) string { return plural(p.dropped(), "earlier identifier") + " named in the summarized messages" }}
+		note: func(p *part) string {
+			return plural(p.dropped(), "earlier identifier") + " named in the summarized messages"
+		}}
 
 	files := &part{hidden: d.namedMore, note: func(p *part) string {
 		return plural(p.dropped(), "more path") + ", in the summarized messages"
