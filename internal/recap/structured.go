@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -430,6 +431,13 @@ func buildDigest(events []event) transcriptDigest {
 		}
 	}
 	d.constraints = constraints.items
+	// A statement the task already quotes (no user message: the
+	// assistant's first words) is not written twice.
+	for _, l := range d.task {
+		if decisions.seen[l] {
+			decisions.items = slices.DeleteFunc(decisions.items, func(s string) bool { return s == l })
+		}
+	}
 	d.decisions = decisions.items
 	d.files, d.namedMore = capNamed(files.ordered(), maxFiles)
 	for _, c := range calls {
