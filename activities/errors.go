@@ -103,15 +103,45 @@ func llmErr(err error) error {
 	if !errors.As(err, &le) {
 		return err
 	}
-	if !le.Retryable() {
-		return temporal.NewNonRetryableApplicationError(le.Message, TypeLLMRejected, errors.New(le.Error()))
-	}
 	// The cause is the scrubbed error only: the provider's own error
 	// (its body may echo the prompt) must not reach Temporal's history.
+	// Its netcause word travels as the error's one detail (see Cause).
+	if !le.Retryable() {
+		return temporal.NewApplicationErrorWithOptions(le.Message, TypeLLMRejected, temporal.ApplicationErrorOptions{
+			NonRetryable: true, Cause: errors.New(le.Error()), Details: []any{causeDetail{Cause: le.Cause}},
+		})
+	}
 	return temporal.NewApplicationErrorWithOptions(le.Message, string(le.Kind), temporal.ApplicationErrorOptions{
 		Cause:          errors.New(le.Error()),
 		NextRetryDelay: le.RetryAfter,
+		Details:        []any{causeDetail{Cause: le.Cause}},
 	})
+}
+
+// causeDetail is the detail of a summarizer's application error: why its
+// call failed, in netcause's words.
+type causeDetail struct {
+	Cause string `json:"cause"`
+}
+
+// Cause is why the dependency call behind a run's or a step's error
+// failed, as the summarizer's client named it (llm.Error.Cause: "refused",
+// "timeout", "http 503"), or "" when the error carries none (any other
+// error, or one recorded before causes were). Like Describe, it is a pure
+// function of err, so workflow code may call it.
+func Cause(err error) string {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		var app *temporal.ApplicationError
+		if !errors.As(e, &app) {
+			return ""
+		}
+		var d causeDetail
+		if app.HasDetails() && app.Details(&d) == nil && d.Cause != "" {
+			return d.Cause
+		}
+		e = app
+	}
+	return ""
 }
 
 // classify is the last word on an activity's error, applied to every

@@ -147,3 +147,31 @@ func TestSessionSummaryNamesEveryRecoveryReference(t *testing.T) {
 	}
 	require.Equal(t, out, sessionSummary(contract.Run{Session: "s1"}, out, key), "nothing added twice")
 }
+
+// TestCauseCrossesTemporal: the summarizer's netcause word rides its
+// application error as a detail, survives the wrapping classify adds and
+// the round trip through a failure (as a workflow reads it from history),
+// and is "" for an error that has none.
+func TestCauseCrossesTemporal(t *testing.T) {
+	t.Parallel()
+	fc := temporal.GetDefaultFailureConverter()
+	through := func(err error) error { return fc.FailureToError(fc.ErrorToFailure(err)) }
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"refused", llmErr(&llm.Error{Kind: llm.Unknown, Cause: "refused", Message: "call to the summarizer failed"}), "refused"},
+		{"503", llmErr(&llm.Error{Kind: llm.ServerError, Status: 503, Cause: "http 503", Message: "server error"}), "http 503"},
+		{"rejected", llmErr(&llm.Error{Kind: llm.Auth, Status: 401, Cause: "http 401", Message: "bad key"}), "http 401"},
+		{"wrapped by a step", classify(fmt.Errorf("summarize: %w", llmErr(&llm.Error{Kind: llm.Timeout, Cause: "timeout", Message: "no answer"}))), "timeout"},
+		{"none", blobErr(context.DeadlineExceeded), ""},
+		{"plain", errors.New("x"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.want, Cause(tc.err))
+			require.Equal(t, tc.want, Cause(through(tc.err)), "read back from a failure")
+		})
+	}
+}

@@ -9,7 +9,7 @@ import (
 
 // FailRun marks a run failed; a run already final stays as it is.
 func (a *Activities) FailRun(ctx context.Context, in FailInput) (FailResult, error) {
-	failed, err := a.Store.FailRun(ctx, in.RunID, store.Failure{Class: in.Class, Message: in.Message}, in.Steps...)
+	failed, err := a.Store.FailRun(ctx, in.RunID, store.Failure{Class: in.Class, Message: in.Message, Cause: in.Cause}, in.Steps...)
 	if err != nil {
 		return FailResult{}, storeErr(fmt.Errorf("fail run: %w", err))
 	}

@@ -98,6 +98,9 @@ type FailInput struct {
 	// Describe).
 	Class   store.ErrorClass `json:"class,omitempty"`
 	Message string           `json:"message"`
+	// Cause is why the dependency call behind the failure failed (see
+	// Cause); "" when it has none.
+	Cause string `json:"cause,omitempty"`
 	// Steps are the run's step records gathered by the workflow, written
 	// with the failure.
 	Steps []store.Step `json:"steps,omitempty"`

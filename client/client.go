@@ -152,7 +152,12 @@ type Result struct {
 	// ErrorClass says what kind of failure a failed run had: bad_input,
 	// config, summarizer, dependency, timeout, canceled, interrupted or
 	// internal.
-	ErrorClass   string  `json:"error_class,omitempty"`
+	ErrorClass string `json:"error_class,omitempty"`
+	// ErrorCause says why the dependency call behind a failed run's error
+	// failed: refused, timeout, dns, tls, connection reset, connection
+	// failed, or "http 503" when an answer came (the summarizer's
+	// failures).
+	ErrorCause   string  `json:"error_cause,omitempty"`
 	Format       string  `json:"format,omitempty"`
 	TokensBefore int     `json:"tokens_before"`
 	TokensAfter  int     `json:"tokens_after"`
@@ -235,7 +240,9 @@ type Run struct {
 	FinishedAt    *time.Time `json:"finished_at,omitempty"`
 	Error         string     `json:"error,omitempty"`
 	// ErrorClass: see Result.ErrorClass.
-	ErrorClass    string          `json:"error_class,omitempty"`
+	ErrorClass string `json:"error_class,omitempty"`
+	// ErrorCause: see Result.ErrorCause.
+	ErrorCause    string          `json:"error_cause,omitempty"`
 	ReplayOf      string          `json:"replay_of,omitempty"`
 	InputKey      string          `json:"input_key,omitempty"`
 	ArchiveKey    string          `json:"archive_key,omitempty"`

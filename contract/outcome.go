@@ -17,7 +17,12 @@ type Outcome struct {
 	Error  string `json:"error,omitempty"`
 	// ErrorClass says what kind of failure a failed run had
 	// (store.ErrorClass); Error is then a message safe to show.
-	ErrorClass   string  `json:"error_class,omitempty"`
+	ErrorClass string `json:"error_class,omitempty"`
+	// ErrorCause says why the dependency call behind a failed run's error
+	// failed, in the words webhook deliveries use: "refused", "timeout",
+	// "dns", "tls", "connection reset", "connection failed", or "http 503"
+	// when an answer came (set for the summarizer's failures).
+	ErrorCause   string  `json:"error_cause,omitempty"`
 	TokensBefore int     `json:"tokens_before"`
 	TokensAfter  int     `json:"tokens_after"`
 	Ratio        float64 `json:"ratio"`

@@ -31,7 +31,7 @@ func TestDegradedRunSaysSo(t *testing.T) {
 			continue
 		}
 		require.True(t, res.Degraded)
-		require.Contains(t, reasons, "summarizer failed")
+		require.Contains(t, reasons, "the summarizer failed (http 503)", "the reason says why the call failed, in the words webhooks use")
 		steps, err := e.store.ListSteps(t.Context(), sub.RunID)
 		require.NoError(t, err)
 		for _, st := range steps {

@@ -51,6 +51,16 @@ func degrade(ctx workflow.Context, reason string) {
 	d.reasons = append(d.reasons, reason)
 }
 
+// summarizerFailed opens a degraded reason of the summarizer's: "the
+// summarizer failed", with why its call failed when its error says
+// ("the summarizer failed (refused)"), a word, never the error's text.
+func summarizerFailed(err error) string {
+	if cause := activities.Cause(err); cause != "" {
+		return "the summarizer failed (" + cause + ")"
+	}
+	return "the summarizer failed"
+}
+
 // judged remembers the verdict key of each (source, summary) pair the
 // LLM judge read in this run: keys are content-addressed, so the same
 // pair is the same prompt, and it is never sent twice (a repair that
@@ -111,7 +121,7 @@ func Compaction(ctx workflow.Context, in contract.CompactionInput) (contract.Out
 		// in this log line (and Temporal's history).
 		class, msg := activities.Describe(err)
 		workflow.GetLogger(ctx).Warn("run failed", "run", in.Run.ID, "class", string(class), "error", err)
-		fail := activities.FailInput{RunID: in.Run.ID, Class: class, Message: msg, Steps: steps.all()}
+		fail := activities.FailInput{RunID: in.Run.ID, Class: class, Message: msg, Cause: activities.Cause(err), Steps: steps.all()}
 		var failed activities.FailResult
 		ferr := runStep(fctx, a.FailRun, fail).Get(fctx, &failed)
 		if ferr != nil {
@@ -409,7 +419,7 @@ func makeHandoffSummary(ctx workflow.Context, run contract.Run, preset policy.Pr
 	}, preset.History.Attempts, "extractive")
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("handoff summary failed; commit makes the offline one", "run", run.ID, "error", err)
-		degrade(ctx, "the summarizer failed: the handoff's summary is the offline one")
+		degrade(ctx, summarizerFailed(err)+": the handoff's summary is the offline one")
 		return handoffMade{}, nil
 	}
 	key, verdict := sum.Key, ""
@@ -560,7 +570,7 @@ func (c *runStages) globalPass(ctx workflow.Context, exclude []activities.Replac
 		}, c.preset.History.Attempts, "")
 		if err != nil {
 			workflow.GetLogger(gctx).Warn("layer 2: keeping original result", "run", c.run.ID, "msg", t.Msg, "error", err)
-			degrade(gctx, "the summarizer failed: some results kept their original text")
+			degrade(gctx, summarizerFailed(err)+": some results kept their original text")
 			return
 		}
 		reps[i] = &activities.Replacement{Msg: t.Msg, Block: t.Block, TextKey: out.Key}
@@ -622,7 +632,7 @@ func (c *runStages) historyPass(ctx workflow.Context, preset policy.Preset, free
 	}, preset.History.Attempts, fallback)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("history summary failed; history unchanged", "run", c.run.ID, "error", err)
-		degrade(ctx, "the summarizer failed: the history was left unchanged")
+		degrade(ctx, summarizerFailed(err)+": the history was left unchanged")
 		c.commit.HistoryFailed = true
 		c.commit.Passes = append(c.commit.Passes, activities.PassStat{Name: name, Note: "summary failed: history unchanged"})
 		return nil
@@ -875,7 +885,7 @@ func summarizeOrFallback(ctx workflow.Context, in activities.SummarizeInput, att
 		return out, err
 	}
 	workflow.GetLogger(ctx).Warn("summarizer failed, using fallback", "run", in.Run.ID, "step", in.Step, "fallback", fallback, "error", err)
-	degrade(ctx, "the summarizer failed: the "+fallback+" fallback wrote a summary instead")
+	degrade(ctx, summarizerFailed(err)+": the "+fallback+" fallback wrote a summary instead")
 	target := in.TargetChars
 	if target == 0 {
 		target = in.TargetTokens * 4

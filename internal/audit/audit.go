@@ -241,7 +241,9 @@ type RunRecord struct {
 	FinishedAt    *time.Time `json:"finished_at,omitempty"`
 	Error         string     `json:"error,omitempty"`
 	// ErrorClass says what kind of failure a failed run had.
-	ErrorClass    string          `json:"error_class,omitempty"`
+	ErrorClass string `json:"error_class,omitempty"`
+	// ErrorCause: see contract.Outcome.ErrorCause.
+	ErrorCause    string          `json:"error_cause,omitempty"`
 	ReplayOf      string          `json:"replay_of,omitempty"`
 	InputKey      string          `json:"input_key"`
 	ArchiveKey    string          `json:"archive_key"`
@@ -273,7 +275,7 @@ func NewRunRecord(r store.Run) RunRecord {
 		Preset: r.Preset, Model: r.Model, PromptVersion: r.PromptVersion, Status: string(r.Status), Level: r.Level,
 		TokensBefore: r.TokensBefore, TokensAfter: r.TokensAfter, CharsBefore: r.CharsBefore, CharsAfter: r.CharsAfter,
 		Ratio: r.Ratio, DurationMS: duration(r).Milliseconds(), StartedAt: r.StartedAt, Error: r.Error, ErrorClass: string(r.ErrorClass),
-		ReplayOf: r.ReplayOf, InputKey: r.InputKey, ArchiveKey: r.ArchiveKey, ArchiveSHA256: r.ArchiveSHA256,
+		ErrorCause: r.ErrorCause, ReplayOf: r.ReplayOf, InputKey: r.InputKey, ArchiveKey: r.ArchiveKey, ArchiveSHA256: r.ArchiveSHA256,
 		OutputKey: r.OutputKey, OutputSHA256: r.OutputSHA256, Stats: r.Stats,
 		AgentModel: r.AgentModel, ContextLimit: r.ContextLimit, Overrides: r.Overrides, InputSHA256: r.InputSHA256,
 		ResolvedPreset: r.ResolvedPreset,

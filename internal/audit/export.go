@@ -33,6 +33,7 @@ var CSVHeader = []string{
 	"cost.summarizer_usd", "cost.cache_rewrite_tokens", "cost.tokens_shed", "cost.net_saving_usd", "cost.turns",
 	"cache.prefix_tokens", "cache.rewrite_tokens", "cache.prefix_share",
 	"session_log.blocks", "session_log.tokens", "session_log.appended", "session_log.reflected",
+	"error_class", "error_cause",
 }
 
 // ExportRun is a run's line of an export: its RunRecord, and whether it
@@ -196,6 +197,7 @@ func csvRow(r ExportRun) []string {
 	} else {
 		row = append(row, "", "", "", "")
 	}
+	row = append(row, t(r.ErrorClass), t(r.ErrorCause))
 	return row
 }
 

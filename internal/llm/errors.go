@@ -17,6 +17,8 @@ import (
 	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/ctxcompact/orchestrator/internal/netcause"
 )
 
 // ErrorKind says what went wrong with an LLM call, coarsely enough to decide
@@ -59,6 +61,12 @@ type Error struct {
 	Code string
 	// RequestID is the provider's x-request-id, for support tickets.
 	RequestID string
+	// Cause is why the call failed, in the words webhook deliveries use
+	// (netcause): "refused", "timeout", "dns", "tls", "connection reset",
+	// "connection failed" when no answer came, "http 503" when one did;
+	// "" when the call was not made (a request refused before sending, a
+	// malformed answer).
+	Cause string
 	// Message is safe to log and store: it never holds the API key.
 	Message string
 	// Err is the underlying error.
@@ -70,6 +78,9 @@ func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("llm ")
 	b.WriteString(string(e.Kind))
+	if e.Cause != "" && e.Status == 0 {
+		b.WriteString(" (" + e.Cause + ")")
+	}
 	if e.Status != 0 {
 		fmt.Fprintf(&b, " (HTTP %d)", e.Status)
 	}
@@ -286,6 +297,14 @@ func (c classifier) classify(err error, capture *responseCapture) *Error {
 	}
 	apiMessage = c.redact(apiMessage)
 
+	defer func() {
+		switch {
+		case out.Status != 0 && (out.Status < 200 || out.Status >= 300):
+			out.Cause = netcause.HTTP(out.Status)
+		case out.Kind == Canceled, out.Kind == Timeout, out.Kind == Unknown:
+			out.Cause = netcause.Of(err)
+		}
+	}()
 	switch {
 	case errors.Is(err, context.Canceled):
 		out.Kind = Canceled

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -172,6 +173,14 @@ func TestFaultClassification(t *testing.T) {
 			require.Equal(t, tc.wantKind, e.Kind, e.Error())
 			require.Equal(t, tc.retryable, e.Retryable())
 			require.Equal(t, tc.status, e.Status)
+			switch {
+			case tc.status != 0:
+				require.Equal(t, fmt.Sprintf("http %d", tc.status), e.Cause, "an answer's cause is its status")
+			case tc.wantKind == llm.Timeout:
+				require.Equal(t, "timeout", e.Cause)
+			case tc.emptyText:
+				require.Empty(t, e.Cause, "no call was made")
+			}
 			if tc.retryAfter > 0 {
 				require.Equal(t, tc.retryAfter, e.RetryAfter)
 			}
@@ -188,6 +197,27 @@ func TestFaultClassification(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRefusedConnectionSaysSo: a summarizer whose port refuses
+// connections fails with the cause webhook deliveries report, in the
+// error's field and in its text, without the endpoint's address in the
+// cause.
+func TestRefusedConnectionSaysSo(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	c, err := llm.NewOpenAI(llm.Config{BaseURL: "http://" + addr + "/v1", APIKey: "sk-test", Model: "gpt-4o-mini"})
+	require.NoError(t, err)
+	_, err = c.Summarize(context.Background(), llm.Request{Prompt: llm.PromptChunk, Text: source, TargetTokens: 50})
+	var e *llm.Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, llm.Unknown, e.Kind)
+	require.Equal(t, "refused", e.Cause)
+	require.True(t, e.Retryable())
+	require.True(t, strings.HasPrefix(e.Error(), "llm unknown (refused): "), e.Error())
 }
 
 func TestNoClientRetries(t *testing.T) {

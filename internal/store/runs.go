@@ -60,6 +60,9 @@ const (
 type Failure struct {
 	Class   ErrorClass
 	Message string
+	// Cause is why a dependency's call failed (netcause's words: "refused",
+	// "http 503"), "" when the error has none.
+	Cause string
 }
 
 // Final reports whether no further state change is allowed.
@@ -103,6 +106,9 @@ type Run struct {
 	Error         string
 	// ErrorClass is set on failed runs.
 	ErrorClass ErrorClass
+	// ErrorCause is why a failed run's dependency call failed (see
+	// Failure.Cause).
+	ErrorCause string
 	ReplayOf   string // id of the run this one replays, "" if none
 	// AgentModel, ContextLimit, Overrides (the effective ones) and
 	// InputSHA256 are what the caller asked for, recorded at submit; Model
@@ -190,7 +196,7 @@ const runColumns = `id, tenant_id, session_id, event_id, trigger, preset, model,
 	status, tokens_before, tokens_after, chars_before, chars_after, ratio,
 	input_key, archive_key, archive_sha256, output_key, output_sha256, level, error, error_class,
 	coalesce(replay_of, ''), started_at, finished_at, updated_at, stats,
-	agent_model, context_limit, overrides, input_sha256, resolved_preset, coalesce(base_run_id, '')`
+	agent_model, context_limit, overrides, input_sha256, resolved_preset, coalesce(base_run_id, ''), error_cause`
 
 func scanRun(row pgx.Row) (Run, error) {
 	var r Run
@@ -201,7 +207,7 @@ func scanRun(row pgx.Row) (Run, error) {
 		&status, &r.TokensBefore, &r.TokensAfter, &r.CharsBefore, &r.CharsAfter, &r.Ratio,
 		&r.InputKey, &r.ArchiveKey, &r.ArchiveSHA256, &r.OutputKey, &r.OutputSHA256, &r.Level, &r.Error, &r.ErrorClass,
 		&r.ReplayOf, &r.StartedAt, &finished, &r.UpdatedAt, &stats,
-		&r.AgentModel, &r.ContextLimit, &overrides, &r.InputSHA256, &resolved, &r.BaseRunID)
+		&r.AgentModel, &r.ContextLimit, &overrides, &r.InputSHA256, &resolved, &r.BaseRunID, &r.ErrorCause)
 	if err != nil {
 		return Run{}, err
 	}
@@ -492,8 +498,8 @@ func (s *Store) FailRun(ctx context.Context, id string, f Failure, steps ...Step
 		return false, fmt.Errorf("%s: message is empty", op)
 	}
 	rows, err := s.finishWithSteps(ctx, steps, nil, nil, `
-		update runs set status = 'failed', error = $2, error_class = $3, finished_at = now(), updated_at = now()
-		where id = $1 and status in ('pending', 'running')`, id, Storable(f.Message), string(f.Class))
+		update runs set status = 'failed', error = $2, error_class = $3, error_cause = $4, finished_at = now(), updated_at = now()
+		where id = $1 and status in ('pending', 'running')`, id, Storable(f.Message), string(f.Class), Storable(f.Cause))
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
 	}

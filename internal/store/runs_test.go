@@ -157,7 +157,7 @@ func TestFailRunThenCommit(t *testing.T) {
 	_, err := s.FailRun(ctx, r.ID, store.Failure{Message: ""})
 	require.ErrorContains(t, err, "message is empty")
 
-	ok, err := s.FailRun(ctx, r.ID, store.Failure{Message: "llm: context length exceeded"})
+	ok, err := s.FailRun(ctx, r.ID, store.Failure{Class: store.ErrorSummarizer, Message: "llm: context length exceeded", Cause: "http 400"})
 	require.NoError(t, err)
 	require.True(t, ok)
 	ok, err = s.FailRun(ctx, r.ID, store.Failure{Message: "llm: context length exceeded"})
@@ -171,6 +171,9 @@ func TestFailRunThenCommit(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, store.RunFailed, got.Status)
 	require.Equal(t, "llm: context length exceeded", got.Error)
+	require.Equal(t, store.ErrorSummarizer, got.ErrorClass)
+	require.Equal(t, "http 400", got.ErrorCause)
+	require.Equal(t, "http 400", store.OutcomeOf(got, store.RunStats{}).ErrorCause, "the outcome says it too")
 	require.Zero(t, got.TokensAfter)
 }
 

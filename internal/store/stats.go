@@ -61,7 +61,7 @@ func (r Run) Outcome() (contract.Outcome, error) {
 // The recorded figures (contract.Stats) are the outcome's as they are.
 func OutcomeOf(r Run, st RunStats) contract.Outcome {
 	out := contract.Outcome{RunID: r.ID, Status: string(r.Status), Error: r.Error, ErrorClass: string(r.ErrorClass),
-		Stats: contract.Stats{Passes: []PassStat{}}}
+		ErrorCause: r.ErrorCause, Stats: contract.Stats{Passes: []PassStat{}}}
 	if !r.Status.Committed() {
 		return out
 	}

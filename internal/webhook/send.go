@@ -3,16 +3,13 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"strings"
-	"syscall"
 	"time"
+
+	"github.com/ctxcompact/orchestrator/internal/netcause"
 )
 
 // Sender POSTs deliveries. It follows no redirect (a 3xx is a failed
@@ -78,17 +75,17 @@ type Attempt struct {
 	Duration time.Duration
 }
 
-// The classes of a failed attempt without an HTTP answer.
+// The classes of a failed attempt without an HTTP answer: netcause's
+// words, and the two a delivery adds.
 const (
-	ClassTimeout  = "timeout"
-	ClassRefused  = "refused"
-	ClassDNS      = "dns"
-	ClassTLS      = "tls"
-	ClassReset    = "connection reset"
-	ClassBlocked  = "blocked"
-	ClassCanceled = "canceled"
-	// ClassConnection is any other failure to get an answer.
-	ClassConnection = "connection failed"
+	ClassTimeout    = netcause.Timeout
+	ClassRefused    = netcause.Refused
+	ClassDNS        = netcause.DNS
+	ClassTLS        = netcause.TLS
+	ClassReset      = netcause.Reset
+	ClassBlocked    = "blocked"
+	ClassCanceled   = netcause.Canceled
+	ClassConnection = netcause.Connection
 	// ClassInternal is a failure on the sender's side (signing).
 	ClassInternal = "internal error"
 )
@@ -142,49 +139,11 @@ func (s *Sender) Send(ctx context.Context, url, id string, secrets []string, bod
 }
 
 // Classify names the class of a failure to get an answer: what a tenant
-// may be told (see Attempt.Err). The error's text, which can name the
-// deployment's DNS server, what an internal name resolves to or whether
-// a port is open, is not part of it.
+// may be told (see Attempt.Err), netcause's words or "blocked".
 func Classify(err error) string {
 	var blocked *BlockedError
-	var dns *net.DNSError
-	var ne net.Error
-	switch {
-	case err == nil:
-		return ""
-	case errors.As(err, &blocked):
+	if errors.As(err, &blocked) {
 		return ClassBlocked
-	case errors.As(err, &dns):
-		return ClassDNS
-	case isTLS(err):
-		return ClassTLS
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, syscall.ETIMEDOUT), errors.As(err, &ne) && ne.Timeout():
-		return ClassTimeout
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return ClassRefused
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
-		// net/http's own, unexported, for a connection closed before the
-		// answer came.
-		strings.Contains(err.Error(), "server closed idle connection"):
-		return ClassReset
-	case errors.Is(err, context.Canceled):
-		return ClassCanceled
 	}
-	return ClassConnection
-}
-
-// isTLS reports whether err is a failed TLS handshake or certificate
-// check (including a plain-http answer to the TLS hello).
-func isTLS(err error) bool {
-	var (
-		header   tls.RecordHeaderError
-		alert    tls.AlertError
-		verify   *tls.CertificateVerificationError
-		unknown  x509.UnknownAuthorityError
-		hostname x509.HostnameError
-		invalid  x509.CertificateInvalidError
-	)
-	return errors.As(err, &header) || errors.As(err, &alert) || errors.As(err, &verify) || errors.As(err, &unknown) ||
-		errors.As(err, &hostname) || errors.As(err, &invalid) || strings.Contains(err.Error(), "tls: ")
+	return netcause.Of(err)
 }

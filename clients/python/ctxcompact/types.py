@@ -74,6 +74,9 @@ class RunOutcome(TypedDict, total=False):
     status: RunStatus
     error: str
     error_class: ErrorClass
+    # Why the dependency call behind a failed run's error failed: refused,
+    # timeout, dns, tls, connection reset, connection failed, "http 503".
+    error_cause: str
     format: str
     tokens_before: int
     tokens_after: int
@@ -152,6 +155,7 @@ class RunRecord(TypedDict, total=False):
     finished_at: str
     error: str
     error_class: ErrorClass
+    error_cause: str
     replay_of: str
     input_key: str
     archive_key: str

@@ -102,6 +102,8 @@ export interface RunOutcome {
   status: RunStatus;
   error?: string;
   error_class?: ErrorClass;
+  /** Why the dependency call behind a failed run's error failed: refused, timeout, dns, tls, connection reset, connection failed, or "http 503". */
+  error_cause?: string;
   format?: "openai" | "anthropic" | "react";
   tokens_before?: number;
   tokens_after?: number;
@@ -184,6 +186,7 @@ export interface RunRecord {
   finished_at?: string;
   error?: string;
   error_class?: ErrorClass;
+  error_cause?: string;
   replay_of?: string;
   input_key?: string;
   archive_key?: string;
