@@ -469,7 +469,14 @@ func holdsLogBlock(conv conversation.Conversation) bool {
 // re-write (pricing.Saving). Sizes in characters (react-two-layer) are
 // not priced.
 func (a *Activities) costFigures(in CommitInput, p policy.Preset, b plan.Budget, before, after int, cache *contract.CacheFigures) *contract.CostFigures {
-	f := &contract.CostFigures{TokensShed: max(before-after, 0), Turns: a.CostTurns}
+	// The horizon is the session's own pace when an incremental event
+	// showed it (the agent's calls since its previous compaction), else
+	// COST_TURNS.
+	turns, source := a.CostTurns, contract.TurnsDefault
+	if in.Run.ObservedTurns > 0 {
+		turns, source = in.Run.ObservedTurns, contract.TurnsObserved
+	}
+	f := &contract.CostFigures{TokensShed: max(before-after, 0), Turns: turns, TurnsSource: source}
 	for _, st := range in.Steps {
 		f.SummarizerInputTokens += st.PromptTokens
 		f.SummarizerOutputTokens += st.CompletionTokens
@@ -488,7 +495,7 @@ func (a *Activities) costFigures(in CommitInput, p policy.Preset, b plan.Budget,
 		model = a.modelFor(p.SummarizerModel)
 	}
 	summarizer, _ := a.Prices.For(model)
-	saving, spent := pricing.Saving(run, agent, summarizer, a.CostTurns)
+	saving, spent := pricing.Saving(run, agent, summarizer, turns)
 	f.NetSavingUSD, f.SummarizerUSD, f.Priced = roundTo(saving, 6), roundTo(spent, 6), true
 	return f
 }

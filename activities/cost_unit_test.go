@@ -80,3 +80,39 @@ func TestUnitCommitSkipsAnUnprofitableCompaction(t *testing.T) {
 		require.Equal(t, "call_9", watermark, "%s: the watermark is saved", tt.name)
 	}
 }
+
+// TestUnitCommitPricesAtTheSessionsPace: a run whose event showed the
+// agent's calls since the previous compaction (an incremental event's
+// appended assistant messages) prices its net saving over that many
+// calls and says so; a run without them uses COST_TURNS.
+func TestUnitCommitPricesAtTheSessionsPace(t *testing.T) {
+	t.Parallel()
+	cost := func(observed int) *contract.CostFigures {
+		u := newUnit(t)
+		u.run.ContextLimit = 100_000
+		u.run.ObservedTurns = observed
+		u.a.Prices, u.a.CostTurns = pricing.Defaults(), 10
+		archive, pr := u.planned()
+		orig, err := conversation.ParseAny([]byte(u.get(archive.Key)))
+		require.NoError(t, err)
+		work := orig.Clone()
+		work.Messages = work.Messages[:2] // the system prompt and the task: the rest is shed
+		data, err := conversation.Render(work)
+		require.NoError(t, err)
+		ref, err := u.blob.PutContent(t.Context(), u.run.Tenant, blob.KindWork, data)
+		require.NoError(t, err)
+		res, err := u.a.Commit(t.Context(), activities.CommitInput{Run: u.run, WorkKey: ref.Key, ArchiveKey: pr.Archive.Key,
+			TokensBefore: pr.TokensBefore})
+		require.NoError(t, err)
+		require.NotNil(t, res.Outcome.Cost)
+		require.True(t, res.Outcome.Cost.Priced)
+		return res.Outcome.Cost
+	}
+	byDefault, observed := cost(0), cost(3)
+	require.Equal(t, 10, byDefault.Turns)
+	require.Equal(t, contract.TurnsDefault, byDefault.TurnsSource)
+	require.Equal(t, 3, observed.Turns)
+	require.Equal(t, contract.TurnsObserved, observed.TurnsSource)
+	require.NotEqual(t, byDefault.NetSavingUSD, observed.NetSavingUSD, "the horizon changes the saving")
+	require.Less(t, observed.NetSavingUSD, byDefault.NetSavingUSD, "fewer calls save less")
+}

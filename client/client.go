@@ -140,7 +140,11 @@ type CostFigures struct {
 	TokensShed             int     `json:"tokens_shed"`
 	NetSavingUSD           float64 `json:"net_saving_usd"`
 	Turns                  int     `json:"turns"`
-	Priced                 bool    `json:"priced"`
+	// TurnsSource says where Turns comes from: "observed" (the agent's
+	// calls since the session's previous compaction, as an incremental
+	// event showed them) or "default" (the deployment's COST_TURNS).
+	TurnsSource string `json:"turns_source,omitempty"`
+	Priced      bool   `json:"priced"`
 }
 
 // Result is a finished run with its compacted conversation (200).

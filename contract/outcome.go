@@ -143,11 +143,22 @@ type CostFigures struct {
 	// Turns calls, after the summarizer's cost and the cache re-write
 	// (negative: it costs more than it saves over that horizon).
 	NetSavingUSD float64 `json:"net_saving_usd"`
-	Turns        int     `json:"turns"`
+	// Turns is that horizon: the agent's calls since the session's
+	// previous compaction when an incremental event showed them
+	// (TurnsSource "observed"), else the deployment's COST_TURNS
+	// ("default").
+	Turns       int    `json:"turns"`
+	TurnsSource string `json:"turns_source,omitempty"`
 	// Priced is false when the agent's model has no price in the table:
 	// the money figures are then 0.
 	Priced bool `json:"priced"`
 }
+
+// The sources of CostFigures.Turns.
+const (
+	TurnsObserved = "observed"
+	TurnsDefault  = "default"
+)
 
 // CacheFigures are a run's prompt-cache effects, in the run's unit.
 type CacheFigures struct {

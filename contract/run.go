@@ -47,6 +47,10 @@ type Run struct {
 	Model        string `json:"model"`
 	ContextLimit int    `json:"context_limit"`
 	ReplayOf     string `json:"replay_of,omitempty"`
+	// ObservedTurns are the agent's calls since the session's previous
+	// compaction, as an incremental event showed them; 0 when not known.
+	// The commit prices the run's net saving over them (else COST_TURNS).
+	ObservedTurns int `json:"observed_turns,omitempty"`
 	// Resolved is the run's preset as the plan step resolved it (name,
 	// then Overrides) and recorded it in the history: the workflow hands
 	// it to every later S3/Postgres step so that no step resolves it

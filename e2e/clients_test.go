@@ -482,7 +482,8 @@ func TestClientsGoIntegration(t *testing.T) {
 	for _, tc := range out.Messages[len(out.Messages)-1].ToolCalls {
 		appended = append(appended, map[string]any{"role": "tool", "tool_call_id": tc.ID, "content": "done"})
 	}
-	appended = append(appended, map[string]any{"role": "user", "content": "Go on with the fix."})
+	appended = append(appended, map[string]any{"role": "assistant", "content": "The tests pass."},
+		map[string]any{"role": "user", "content": "Go on with the fix."})
 	msgs, err := json.Marshal(appended)
 	require.NoError(t, err)
 	inc, _, err := c.Submit(ctx, "go", client.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 200000,
@@ -490,6 +491,11 @@ func TestClientsGoIntegration(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "succeeded", inc.Status, inc.Error)
 	require.NotEqual(t, res.RunID, inc.RunID)
+	require.NotNil(t, inc.Cost)
+	require.Equal(t, 1, inc.Cost.Turns, "priced over the one call the event showed since the last compaction")
+	require.Equal(t, "observed", inc.Cost.TurnsSource)
+	require.NotNil(t, res.Cost)
+	require.Equal(t, "default", res.Cost.TurnsSource, "a whole conversation shows no pace: COST_TURNS")
 
 	st, err := c.Status(ctx, "go")
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ctxcompact/orchestrator/contract"
@@ -164,16 +165,23 @@ func mustCounter(name string) tokens.Counter {
 	return c
 }
 
-// costTurns is the horizon the runs' net savings were counted over.
-func costTurns(runs []lifeRun) int {
+// costTurns is the horizon the runs' net savings were counted over: the
+// mean of their turns (the session's own pace between compactions, as
+// its incremental events showed it, or COST_TURNS), written "7.3".
+func costTurns(runs []lifeRun) string {
+	sum, n := 0, 0
 	for _, r := range runs {
 		for _, c := range r.res.Compactions {
 			if c.Outcome.Cost != nil {
-				return c.Outcome.Cost.Turns
+				sum += c.Outcome.Cost.Turns
+				n++
 			}
 		}
 	}
-	return 0
+	if n == 0 {
+		return "0"
+	}
+	return strconv.FormatFloat(float64(sum)/float64(n), 'f', 1, 64)
 }
 
 // lifeRow is one preset's row against the targets.
@@ -269,7 +277,7 @@ func lifeRow(ctx context.Context, st *stack, preset string, runs []lifeRun) row 
 	}
 	value := fmt.Sprintf("%d compactions over %d sessions (%s), %d reflections; files %.2f, last %d errors %.2f, last %d commands %.2f; "+
 		"prefix share %.2f and %.0f tokens re-written per compaction (between reflections); log blocks verbatim %.2f; upload ÷ new %.2f; "+
-		"summarizer input second half ÷ first %.2f; summarizer %.0f tokens and net saving $%.4f over the agent's next %d calls per compaction (%d of %d priced)",
+		"summarizer input second half ÷ first %.2f; summarizer %.0f tokens and net saving $%.4f over the agent's next %s calls per compaction, its own pace (%d of %d priced)",
 		total, len(runs), strings.Join(counts, ", "), reflections, share(art), probe.Recent, share(errs), probe.Recent, share(cmds),
 		mean(prefixes), mean(rewrites), verbatim, uploadRatio, flat, mean(summarizerTokens), mean(savings), costTurns(runs), len(savings), total)
 	var missed []string

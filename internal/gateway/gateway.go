@@ -210,7 +210,7 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 		return Submitted{}, fmt.Errorf("encode resolved preset: %w", err)
 	}
 	// Everything is validated: only now is anything stored.
-	run, sub, err := g.claim(ctx, ev, set.overrides, resolvedJSON, hash, data)
+	run, sub, err := g.claim(ctx, ev, set.overrides, resolvedJSON, hash, data, observedTurns(ev))
 	if err != nil {
 		return Submitted{}, err
 	}
@@ -235,7 +235,7 @@ func (g *Gateway) Submit(ctx context.Context, ev Event) (Submitted, error) {
 // caller asked for from the moment the event is accepted. It returns the
 // run as recorded: a retry's is the first claim's, with the original that
 // claim stored.
-func (g *Gateway) claim(ctx context.Context, ev Event, overrides json.RawMessage, resolved []byte, hash string, data []byte) (store.Run, store.Submission, error) {
+func (g *Gateway) claim(ctx context.Context, ev Event, overrides json.RawMessage, resolved []byte, hash string, data []byte, turns int) (store.Run, store.Submission, error) {
 	ref, stored, err := g.storeOriginal(ctx, ev, data)
 	if err != nil {
 		return store.Run{}, store.Submission{}, fmt.Errorf("store conversation: %w", err)
@@ -247,7 +247,7 @@ func (g *Gateway) claim(ctx context.Context, ev Event, overrides json.RawMessage
 		ResolvedPreset: resolved,
 	}
 	if ev.Base != nil {
-		run.BaseRunID = ev.Base.RunID
+		run.BaseRunID, run.ObservedTurns = ev.Base.RunID, turns
 	}
 	sub, err := g.Store.SubmitRun(ctx, run, hash, func(ctx context.Context) error {
 		_, err := g.Blob.PutContentVerified(ctx, ev.Tenant, blob.KindArchive, data)
@@ -296,7 +296,7 @@ func (g *Gateway) inputOf(r store.Run) (contract.CompactionInput, error) {
 		Run: contract.Run{
 			ID: r.ID, Tenant: r.Tenant, Session: r.Session, EventID: r.EventID, Trigger: r.Trigger,
 			Preset: r.Preset, Overrides: r.Overrides, Model: r.AgentModel, ContextLimit: r.ContextLimit, ReplayOf: r.ReplayOf,
-			Resolved: &preset,
+			ObservedTurns: r.ObservedTurns, Resolved: &preset,
 		},
 		InputKey: r.InputKey, InputSHA256: r.InputSHA256, LLMTaskQueue: g.LLMTaskQueue, DeliveryTaskQueue: g.DeliveryTaskQueue,
 		Visibility: g.SearchAttributes, Judge: g.Judge,

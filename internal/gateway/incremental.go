@@ -109,6 +109,30 @@ func baseItems(base []byte) int {
 	return len(items)
 }
 
+// observedTurns counts the agent's calls an incremental event shows: the
+// assistant messages it appends to its base (a ReAct turn, which has no
+// role, is one call), read from the appended messages alone. 0 for a
+// whole conversation, whose last compaction is not known. They price the
+// run's net saving over the session's own pace (contract.Run.ObservedTurns).
+func observedTurns(ev Event) int {
+	if ev.Base == nil {
+		return 0
+	}
+	var items []struct {
+		Role *string `json:"role"`
+	}
+	if json.Unmarshal(ev.Messages, &items) != nil {
+		return 0
+	}
+	n := 0
+	for _, it := range items {
+		if it.Role == nil || *it.Role == "assistant" {
+			n++
+		}
+	}
+	return n
+}
+
 // baseMessages is the number of messages of base as parsed (an
 // Anthropic system field is a message of its own there).
 func baseMessages(base []byte) int {

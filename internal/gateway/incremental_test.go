@@ -189,3 +189,25 @@ func TestBaseMustBeTheLatestOutputByRunAndDigest(t *testing.T) {
 		require.Contains(t, err.Error(), tc.says, tc.name)
 	}
 }
+
+// TestObservedTurnsCountsTheAgentsCalls: an incremental event's
+// assistant messages (a ReAct turn, which has no role, counts as one)
+// are the agent's calls since the previous compaction; a whole
+// conversation shows none.
+func TestObservedTurnsCountsTheAgentsCalls(t *testing.T) {
+	t.Parallel()
+	base := &Base{RunID: "run-1", SHA256: strings.Repeat("0", 64)}
+	for _, tc := range []struct {
+		name string
+		ev   Event
+		want int
+	}{
+		{"openai", Event{Base: base, Messages: json.RawMessage(`[{"role":"tool","tool_call_id":"c1","content":"ok"},{"role":"assistant","content":"x"},{"role":"user","content":"y"},{"role":"assistant","tool_calls":[]}]`)}, 2},
+		{"anthropic", Event{Base: base, Messages: json.RawMessage(`[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]},{"role":"assistant","content":"x"}]`)}, 1},
+		{"react turns", Event{Base: base, Messages: json.RawMessage(`[{"thought":"a","action":"ls"},{"thought":"b","action":"cat x"}]`)}, 2},
+		{"only results", Event{Base: base, Messages: json.RawMessage(`[{"role":"user","content":"go on"}]`)}, 0},
+		{"whole conversation", Event{Conversation: json.RawMessage(`{"messages":[{"role":"assistant","content":"x"}]}`)}, 0},
+	} {
+		require.Equal(t, tc.want, observedTurns(tc.ev), tc.name)
+	}
+}

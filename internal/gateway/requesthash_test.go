@@ -128,7 +128,7 @@ func TestInputOfMapsEveryField(t *testing.T) {
 	r := store.Run{
 		ID: "run-1", Tenant: "acme", Session: "s1", EventID: "e1", Trigger: KindCheckpoint, Preset: policy.ThreeTier,
 		Overrides: json.RawMessage(`{"history":{"attempts":2}}`), AgentModel: "gpt-4o", ContextLimit: 64000, ReplayOf: "run-0",
-		InputKey: "tenants/acme/archive/ab/abcd", InputSHA256: "abcd",
+		InputKey: "tenants/acme/archive/ab/abcd", InputSHA256: "abcd", ObservedTurns: 7,
 		// What the run learns later is not its input.
 		Model: "summarizer-1", Status: store.RunRunning, ArchiveKey: "tenants/acme/archive/cd/cdef", Level: "L2",
 	}
@@ -143,7 +143,7 @@ func TestInputOfMapsEveryField(t *testing.T) {
 		Run: contract.Run{
 			ID: "run-1", Tenant: "acme", Session: "s1", EventID: "e1", Trigger: KindCheckpoint, Preset: policy.ThreeTier,
 			Overrides: json.RawMessage(`{"history":{"attempts":2}}`), Model: "gpt-4o", ContextLimit: 64000, ReplayOf: "run-0",
-			Resolved: &preset,
+			ObservedTurns: 7, Resolved: &preset,
 		},
 		InputKey: "tenants/acme/archive/ab/abcd", InputSHA256: "abcd", LLMTaskQueue: "llm", DeliveryTaskQueue: "deliveries",
 		Visibility: true, Judge: true,

@@ -121,6 +121,10 @@ type Run struct {
 	// JSON: built-in numbers under the effective overrides), resolved at
 	// submit: every run the gateway records has one.
 	ResolvedPreset json.RawMessage
+	// ObservedTurns are the agent's calls since the session's previous
+	// compaction, as an incremental event showed them (the assistant
+	// messages it appended); 0 when not known.
+	ObservedTurns int
 	// BaseRunID is the run whose output an incremental event continued
 	// ("" for a whole conversation): one live run extends a base.
 	BaseRunID  string
@@ -196,7 +200,7 @@ const runColumns = `id, tenant_id, session_id, event_id, trigger, preset, model,
 	status, tokens_before, tokens_after, chars_before, chars_after, ratio,
 	input_key, archive_key, archive_sha256, output_key, output_sha256, level, error, error_class,
 	coalesce(replay_of, ''), started_at, finished_at, updated_at, stats,
-	agent_model, context_limit, overrides, input_sha256, resolved_preset, coalesce(base_run_id, ''), error_cause`
+	agent_model, context_limit, overrides, input_sha256, resolved_preset, coalesce(base_run_id, ''), error_cause, observed_turns`
 
 func scanRun(row pgx.Row) (Run, error) {
 	var r Run
@@ -207,7 +211,7 @@ func scanRun(row pgx.Row) (Run, error) {
 		&status, &r.TokensBefore, &r.TokensAfter, &r.CharsBefore, &r.CharsAfter, &r.Ratio,
 		&r.InputKey, &r.ArchiveKey, &r.ArchiveSHA256, &r.OutputKey, &r.OutputSHA256, &r.Level, &r.Error, &r.ErrorClass,
 		&r.ReplayOf, &r.StartedAt, &finished, &r.UpdatedAt, &stats,
-		&r.AgentModel, &r.ContextLimit, &overrides, &r.InputSHA256, &resolved, &r.BaseRunID, &r.ErrorCause)
+		&r.AgentModel, &r.ContextLimit, &overrides, &r.InputSHA256, &resolved, &r.BaseRunID, &r.ErrorCause, &r.ObservedTurns)
 	if err != nil {
 		return Run{}, err
 	}
@@ -333,15 +337,15 @@ func createRun(ctx context.Context, tx pgx.Tx, r Run) (bool, error) {
 			status, tokens_before, tokens_after, chars_before, chars_after, ratio,
 			input_key, archive_key, archive_sha256, output_key, output_sha256, level, error,
 			replay_of, started_at, finished_at, stats, agent_model, context_limit, overrides, input_sha256,
-			resolved_preset, base_run_id)
+			resolved_preset, base_run_id, observed_turns)
 		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-			$22, coalesce($23, now()), $24, $25, $26, $27, $28, $29, $30, $31)
+			$22, coalesce($23, now()), $24, $25, $26, $27, $28, $29, $30, $31, $32)
 		on conflict (id) do nothing`,
 		r.ID, r.Tenant, r.Session, r.EventID, r.Trigger, r.Preset, r.Model, r.PromptVersion,
 		string(r.Status), r.TokensBefore, r.TokensAfter, r.CharsBefore, r.CharsAfter, r.Ratio,
 		r.InputKey, r.ArchiveKey, r.ArchiveSHA256, r.OutputKey, r.OutputSHA256, r.Level, r.Error,
 		nullIfEmpty(r.ReplayOf), nullIfZero(r.StartedAt), finished, stats,
-		r.AgentModel, r.ContextLimit, overrides, r.InputSHA256, resolved, nullIfEmpty(r.BaseRunID))
+		r.AgentModel, r.ContextLimit, overrides, r.InputSHA256, resolved, nullIfEmpty(r.BaseRunID), r.ObservedTurns)
 	if err != nil {
 		return false, fmt.Errorf("insert: %w", err)
 	}

@@ -53,6 +53,10 @@ class CostFigures(TypedDict, total=False):
     tokens_shed: int
     net_saving_usd: float
     turns: int
+    # "observed" (the agent's calls since the session's previous
+    # compaction, as an incremental event showed them) or "default"
+    # (COST_TURNS).
+    turns_source: Literal["observed", "default"]
     priced: bool
 
 

@@ -83,6 +83,8 @@ export interface CostFigures {
   tokens_shed: number;
   net_saving_usd: number;
   turns: number;
+  /** "observed": the agent's calls since the session's previous compaction, as an incremental event showed them; "default": COST_TURNS. */
+  turns_source?: "observed" | "default";
   priced: boolean;
 }
 
