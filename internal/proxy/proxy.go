@@ -38,6 +38,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ctxcompact/orchestrator/contract"
@@ -331,8 +332,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Counted by what the answer's state header says, whichever path
-	// wrote it.
-	defer func() { p.deps.Metrics.Proxy(u.name, w.Header().Get(HeaderState)) }()
+	// wrote it, as its status goes out: before the host can read the
+	// answer, so that a host (or a test) that reads the metrics after an
+	// answer finds it counted.
+	cw := &countingWriter{ResponseWriter: w, count: func(state string) { p.deps.Metrics.Proxy(u.name, state) }}
+	w = cw
+	defer cw.counted()
 	if u.target == nil {
 		variable := "PROXY_ANTHROPIC_URL"
 		if u.name == "openai" {
@@ -585,6 +590,31 @@ func sessionOf(r *http.Request, req request, tenant string) (session string, nam
 	}
 	return "proxy-" + req.thread[:16], false, nil
 }
+
+// countingWriter counts an answer once, by its state header, when its
+// status goes out (or when the handler ends without writing).
+type countingWriter struct {
+	http.ResponseWriter
+	once  sync.Once
+	count func(state string)
+}
+
+func (c *countingWriter) counted() {
+	c.once.Do(func() { c.count(c.Header().Get(HeaderState)) })
+}
+
+func (c *countingWriter) WriteHeader(code int) {
+	c.counted()
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	c.counted()
+	return c.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 // streamWriter keeps a stream that is still flowing from the server's
 // write timeout: each chunk pushes the deadline on. A stream that stops

@@ -45,6 +45,9 @@ type part struct {
 	// hidden counts items left out before the budget was applied (the
 	// file list's named-only paths past maxFiles); the note counts them.
 	hidden int
+	// actedOn counts the leading items of the file list the agent read,
+	// wrote or ran (the rest it only named).
+	actedOn int
 	// joined, when set, writes the items on one line after this label
 	// ("- Also named recently: a; b; c"), not one bullet each: they are
 	// identifiers kept for the reader's search, not statements.
@@ -167,15 +170,15 @@ func structuredLayout() []section {
 	return out
 }
 
-// keptTaskLines and keptFiles are what the task's opening and the file
-// list keep before the last errors give way: the task is the user's
-// first message, which the conversation keeps whole, and the files are
-// listed most telling first (changed, ran, read, named), so the ones that
-// go were only read or named.
-const (
-	keptTaskLines = 3
-	keptFiles     = 10
-)
+// keptTaskLines is what the task's opening keeps before the last errors
+// give way: the task is the user's first message, which the
+// conversation keeps whole.
+const keptTaskLines = 3
+
+// floorActedOn is the file list's floor before the last errors give way:
+// every path the agent read, wrote or ran stays, the ones it only named
+// (listed last) may go first.
+const floorActedOn = -1
 
 // keptDecisions is how many of the agent's newest statements of cause,
 // plan and decision survive the first trimming phase: they are its own
@@ -186,8 +189,8 @@ const keptDecisions = 4
 // is over its budget, each down to a floor: first the older decisions
 // (the newest keptDecisions stay), the commands before the last
 // verbatimCommands, the current state and the next step to one line, the
-// constraints, the task's opening past keptTaskLines, the files past
-// keptFiles, and the errors but the last five (resolved ones first, see
+// constraints, the task's opening past keptTaskLines, the paths the agent
+// only named, and the errors but the last five (resolved ones first, see
 // parts); then, if that is not enough, the rest of the commands, the
 // state, the decisions and the errors, the oldest of the recent calls,
 // the kept identifiers, the next step (a question the user has not
@@ -200,8 +203,8 @@ const keptDecisions = 4
 // what the drift check of this summary looks for.
 var trimPhases = []struct{ part, floor int }{
 	{partDecisions, keptDecisions}, {partCommands, verbatimCommands}, {partState, 1}, {partNext, 1}, {partConstraints, 0},
-	{partTask, keptTaskLines}, {partFiles, keptFiles}, {partErrors, verbatimErrors},
-	{partCommands, 0}, {partState, 0}, {partDecisions, 0}, {partErrors, 0}, {partRecent, 2}, {partRefs, 0}, {partNext, 0}, {partTask, 1},
+	{partTask, keptTaskLines}, {partFiles, floorActedOn}, {partErrors, verbatimErrors},
+	{partState, 0}, {partDecisions, 0}, {partCommands, 0}, {partErrors, 0}, {partRecent, 2}, {partRefs, 0}, {partNext, 0}, {partTask, 1},
 	{partRecent, 0}, {partFiles, 0}, {partTask, 0},
 }
 
@@ -218,16 +221,17 @@ func (d transcriptDigest) parts() []*part {
 	ps[partNext] = plain(d.next, false, "more line")
 	ps[partRecent] = plain(d.recent, false, "earlier call")
 	ps[partRefs] = &part{items: d.refs, dropOld: true, hidden: d.refsMore, joined: "Also named recently",
-		note: func(p *part) string {
-			return plural(p.dropped(), "earlier identifier") + " named in the summarized messages"
-		}}
+		note: func(p *part) string { return plural(p.dropped(), "earlier identifier") }}
 
 	files := &part{hidden: d.namedMore, note: func(p *part) string {
-		return plural(p.dropped(), "more path") + ", in the summarized messages"
+		return plural(p.dropped(), "more path")
 	}}
 	for _, f := range d.files {
 		files.items = append(files.items, f.line())
 		files.rows = append(files.rows, f.row())
+		if fileRank(f) < rankNamed {
+			files.actedOn++
+		}
 	}
 	ps[partFiles] = files
 
@@ -243,16 +247,19 @@ func (d transcriptDigest) parts() []*part {
 	errs := &part{dropOld: true, note: func(p *part) string {
 		return fmt.Sprintf("%s: %d resolved, %d open", plural(p.dropped(), "earlier error"), p.counts["resolved"], p.counts["open"])
 	}}
-	// The resolved errors come first, so that they are the first to go:
-	// what a block must carry is the errors still open.
+	// The last five errors come last, so that they are the last to go,
+	// and of the older ones the resolved come first: what a block must
+	// carry is the latest errors and the ones still open.
 	ordered := make([]errorEntry, 0, len(d.errors))
+	older := d.errors[:max(len(d.errors)-verbatimErrors, 0)]
 	for _, open := range []bool{false, true} {
-		for _, e := range d.errors {
+		for _, e := range older {
 			if e.resolved != open {
 				ordered = append(ordered, e)
 			}
 		}
 	}
+	ordered = append(ordered, d.errors[len(older):]...)
 	for i, e := range ordered {
 		limit := maxItemRunes
 		if i >= len(ordered)-verbatimErrors {
@@ -337,16 +344,26 @@ func renderDigest(d transcriptDigest, level string, layout []section, target int
 		if s.table {
 			fixed += utf8.RuneCountInString(artifactHeader)
 		}
-		for _, q := range s.parts {
-			if p := ps[q]; p.joined != "" && len(p.items) > 0 {
-				fixed += utf8.RuneCountInString("- " + p.joined + ": \n")
-			}
-		}
 		for _, p := range s.parts {
 			for i := range ps[p].items {
 				n := utf8.RuneCountInString(ps[p].line(i, s.table))
 				itemCost[p][i] += n
 				sum[p] += n
+			}
+		}
+	}
+	// A joined part's label is written while any of its items is: its
+	// cost goes with the newest, the last such item to go.
+	for q, p := range ps {
+		if p.joined == "" {
+			continue
+		}
+		for i := len(p.items) - 1; i >= 0; i-- {
+			if joinable(p.items[i]) {
+				n := utf8.RuneCountInString("- " + p.joined + ": \n")
+				itemCost[q][i] += n
+				sum[q] += n
+				break
 			}
 		}
 	}
@@ -370,7 +387,11 @@ func renderDigest(d transcriptDigest, level string, layout []section, target int
 	}
 	for _, phase := range trimPhases {
 		p := ps[phase.part]
-		for total > budget && p.hi-p.lo > phase.floor {
+		floor := phase.floor
+		if floor == floorActedOn {
+			floor = p.actedOn
+		}
+		for total > budget && p.hi-p.lo > floor {
 			i := p.hi - 1
 			if p.dropOld {
 				i = p.lo

@@ -43,7 +43,14 @@ func realTrajectories(t *testing.T) map[string]conversation.Conversation {
 // last errors and the last commands kept in the block.
 func TestOfflineSummaryQuality(t *testing.T) {
 	t.Parallel()
-	var size, blocks, boiler, errTotal, errKept, cmdTotal, cmdKept, fileTotal, fileKept int
+	// tally is one target's counts.
+	type tally struct{ errTotal, errKept, cmdTotal, cmdKept, fileTotal, fileKept int }
+	targets := []int{4000, 12000}
+	by := map[int]*tally{}
+	for _, target := range targets {
+		by[target] = &tally{}
+	}
+	var size, blocks, boiler int
 	for name, c := range realTrajectories(t) {
 		for _, frac := range []int{3, 2} {
 			split := len(c.Messages) - len(c.Messages)/frac
@@ -52,7 +59,7 @@ func TestOfflineSummaryQuality(t *testing.T) {
 			set := probe.Derive(region, policy.DefaultPinMarkers())
 			text := plan.Transcript(c, split, nil)
 			for _, prompt := range []string{llm.PromptHistory, llm.PromptSession, llm.PromptBrief} {
-				for _, target := range []int{4000, 12000} {
+				for _, target := range targets {
 					r, err := Extractive{}.Summarize(context.Background(), llm.Request{Prompt: prompt, Text: text, TargetChars: target, ArchiveRef: "s3://bucket/archive"})
 					require.NoError(t, err)
 					where := fmt.Sprintf("%s cut at %d/%d, %s prompt, target %d", name, split, len(c.Messages), prompt, target)
@@ -68,28 +75,27 @@ func TestOfflineSummaryQuality(t *testing.T) {
 					boiler += len(bad)
 					hay := strings.Join(strings.Fields(r.Text), " ")
 					has := func(p string) bool { return strings.Contains(hay, strings.Join(strings.Fields(p), " ")) }
+					tl := by[target]
 					for _, e := range set.Errors {
-						errTotal++
+						tl.errTotal++
 						if has(e) {
-							errKept++
+							tl.errKept++
 						} else if os.Getenv("QUALITY_MISSES") != "" {
 							t.Logf("missing error in %s: %.200s", where, e)
 						}
 					}
 					for _, cmd := range set.Commands {
-						cmdTotal++
+						tl.cmdTotal++
 						if has(cmd) {
-							cmdKept++
+							tl.cmdKept++
 						} else if os.Getenv("QUALITY_MISSES") != "" {
 							t.Logf("missing command in %s: %.200s", where, cmd)
 						}
 					}
-					if target == 12000 {
-						for _, f := range set.Artifacts {
-							fileTotal++
-							if has(f) {
-								fileKept++
-							}
+					for _, f := range set.Artifacts {
+						tl.fileTotal++
+						if has(f) {
+							tl.fileKept++
 						}
 					}
 				}
@@ -97,15 +103,27 @@ func TestOfflineSummaryQuality(t *testing.T) {
 		}
 	}
 	share := func(k, n int) float64 { return float64(k) / float64(max(n, 1)) }
-	t.Logf("%d blocks of %d bytes: boilerplate lines %d; last errors kept %.2f (%d/%d), last commands %.2f (%d/%d), files at 12000 chars %.2f (%d/%d)",
-		blocks, size, boiler, share(errKept, errTotal), errKept, errTotal, share(cmdKept, cmdTotal), cmdKept, cmdTotal, share(fileKept, fileTotal), fileKept, fileTotal)
+	t.Logf("%d blocks of %d bytes: boilerplate lines %d", blocks, size, boiler)
+	for _, target := range targets {
+		tl := by[target]
+		t.Logf("at %d characters: last errors kept %.2f (%d/%d), last commands %.2f (%d/%d), files %.2f (%d/%d)", target,
+			share(tl.errKept, tl.errTotal), tl.errKept, tl.errTotal, share(tl.cmdKept, tl.cmdTotal), tl.cmdKept, tl.cmdTotal,
+			share(tl.fileKept, tl.fileTotal), tl.fileKept, tl.fileTotal)
+	}
 	// The same 180 blocks came to 1,359,101 bytes before the summarizer
 	// dropped its boilerplate (commit 484dd24); what it keeps instead
 	// must not make them larger.
 	require.LessOrEqual(t, size, 1359101, "the blocks grew")
-	require.GreaterOrEqual(t, share(errKept, errTotal), 0.9, "last errors kept")
-	require.GreaterOrEqual(t, share(cmdKept, cmdTotal), 0.9, "last commands kept")
-	require.GreaterOrEqual(t, share(fileKept, fileTotal), 0.95, "files kept")
+	// A block of 12,000 characters (3,000 tokens) holds what the agent
+	// needs; one of 4,000 (a block at a 20,000-token limit: a sixth of
+	// the log's 30%) gives up some of the last errors to the identifiers
+	// the drift check requires, and the files it only named.
+	big, small := by[12000], by[4000]
+	require.GreaterOrEqual(t, share(big.errKept, big.errTotal), 0.9, "last errors kept at 12,000 characters")
+	require.GreaterOrEqual(t, share(big.cmdKept, big.cmdTotal), 0.9, "last commands kept at 12,000 characters")
+	require.GreaterOrEqual(t, share(big.fileKept, big.fileTotal), 0.95, "files kept at 12,000 characters")
+	require.GreaterOrEqual(t, share(small.errKept, small.errTotal), 0.75, "last errors kept at 4,000 characters")
+	require.GreaterOrEqual(t, share(small.cmdKept, small.cmdTotal), 0.85, "last commands kept at 4,000 characters")
 }
 
 // TestBoilerplate: each kind of line a summary must not write is found,

@@ -19,6 +19,9 @@ import (
 type fileTracker struct {
 	byPath map[string]*fileEntry
 	order  []*fileEntry
+	// inCall is set while a tool call's input is read: the paths it
+	// names are the agent's own (fileEntry.inCall).
+	inCall bool
 }
 
 func newFileTracker() *fileTracker { return &fileTracker{byPath: map[string]*fileEntry{}} }
@@ -57,6 +60,7 @@ func (ft *fileTracker) add(p, action string) {
 		ft.byPath[p] = f
 		ft.order = append(ft.order, f)
 	}
+	f.inCall = f.inCall || ft.inCall
 	if action == actTouched {
 		return
 	}
@@ -89,8 +93,11 @@ func (ft *fileTracker) stated(line string) {
 
 // fileRank orders the file list: what the session changed first, then
 // what it ran, what it read, and what it only named.
+// rankNamed is the rank of a path the agent only named.
+const rankNamed = 3
+
 func fileRank(f *fileEntry) int {
-	rank := 3
+	rank := rankNamed
 	for _, a := range f.actions {
 		switch a {
 		case actCreated, actWritten, actEdited, actAppended, actDeleted, actMoved:
@@ -98,6 +105,10 @@ func fileRank(f *fileEntry) int {
 		case actRan:
 			rank = min(rank, 1)
 		case actNamed:
+			if f.inCall {
+				// Named in the agent's own call: its trail, like a read.
+				rank = min(rank, 2)
+			}
 		default:
 			rank = min(rank, 2)
 		}
@@ -124,6 +135,8 @@ var pathKeys = []string{"path", "file_path", "filepath", "filename", "file", "no
 // call records what one tool call did to files and returns it as a
 // command entry, and whether it only read.
 func (ft *fileTracker) call(e event) (commandEntry, bool) {
+	ft.inCall = true
+	defer func() { ft.inCall = false }()
 	var args map[string]any
 	if json.Unmarshal([]byte(e.text), &args) != nil {
 		args = nil

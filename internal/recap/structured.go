@@ -174,16 +174,18 @@ type transcriptDigest struct {
 	refsMore int
 }
 
-// maxFiles bounds the file list: every path the agent read, wrote or ran
-// is listed, and paths only named fill it up to this many; the rest are
-// counted. A list of 100 paths out of a find's output is not a summary.
+// maxFiles bounds the file list: every path the agent read, wrote, ran
+// or named in a call is listed, and paths only named in prose or a tool's
+// output fill it up to this many; the rest are counted. A list of 100
+// paths out of a find's output is not a summary.
 const maxFiles = 20
 
-// capNamed keeps every file the agent acted on and the first named-only
-// paths while the list holds fewer than limit, and counts the others.
+// capNamed keeps every file the agent acted on or named in a call, and
+// the first paths only named elsewhere (prose, a tool's output) while the
+// list holds fewer than limit, and counts the others.
 func capNamed(files []*fileEntry, limit int) (kept []*fileEntry, more int) {
 	for _, f := range files {
-		if len(f.actions) == 1 && f.actions[0] == actNamed && len(kept) >= limit {
+		if len(f.actions) == 1 && f.actions[0] == actNamed && !f.inCall && len(kept) >= limit {
 			more++
 			continue
 		}
@@ -219,6 +221,9 @@ func callDisplay(input string) string {
 type fileEntry struct {
 	path    string
 	actions []string
+	// inCall: the agent named the path in a tool call (its own trail,
+	// never left out of the list, see capNamed).
+	inCall bool
 }
 
 func (f *fileEntry) line() string { return f.path + ": " + strings.Join(f.actions, ", ") }
@@ -688,10 +693,15 @@ func errorLines(text string, failed, readOnly bool) []string {
 	scanAll := failed || (!hasRC && !readOnly)
 	var out []string
 	seen := map[string]bool{}
+	// The last errorsPerResult distinct lines: a test runner ends with
+	// its summary ("FAILED (errors=21)") and the failures nearest it.
 	add := func(l string) {
-		if l = strings.TrimSpace(l); l != "" && !seen[l] && len(out) < errorsPerResult {
+		if l = strings.TrimSpace(l); l != "" && !seen[l] {
 			seen[l] = true
 			out = append(out, l)
+			if len(out) > errorsPerResult {
+				out = out[1:]
+			}
 		}
 	}
 	lines := strings.Split(text, "\n")
