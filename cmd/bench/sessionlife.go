@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -227,6 +228,26 @@ func lifeRow(ctx context.Context, st *stack, preset string, runs []lifeRun) row 
 		}
 		set := probe.Derive(r.res.Original, policy.DefaultPinMarkers())
 		sc := probe.Measure(set, r.res.Final, recoverer(ctx, st, r.session))
+		if verbose {
+			// Where the last errors went: -v prints the ones the final
+			// conversation's text does not hold (recovered by id, or lost).
+			text := strings.Join(strings.Fields(probe.Text(r.res.Final)), " ")
+			for _, e := range set.Errors {
+				if !strings.Contains(text, strings.Join(strings.Fields(e), " ")) {
+					at := -1
+					for i, m := range r.res.Original.Messages {
+						for _, b := range m.Blocks {
+							if strings.Contains(b.Text, e) {
+								at = i
+							}
+						}
+					}
+					head := e[:min(len(e), 25)]
+					fmt.Fprintf(os.Stderr, "bench: 10. %s %s: last error not in the text (message %d of %d; its head in the text: %v): %.160s\n",
+						preset, r.format, at, len(r.res.Original.Messages), strings.Contains(text, head), e)
+				}
+			}
+		}
 		add := func(t *probe.Tally, x probe.Tally) {
 			t.Total += x.Total
 			t.Kept += x.Kept

@@ -3,6 +3,8 @@ package compress
 import (
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -122,7 +124,12 @@ func Preview(text string) string {
 
 // PreviewN returns the first maxLines lines of text, cut to at most
 // maxChars characters on a character boundary; a limit of 0 or less means
-// the default. PreviewN(PreviewN(s, l, c), l, c) equals PreviewN(s, l, c).
+// the default. When the rest of the text reports errors (an exception's
+// last line, a test runner's failures), the last errorTailLines of them
+// follow under ErrorTailMarker: a traceback ends a result, past any
+// first lines, and the three-tier design's check asks that the preview
+// capture what is essential. PreviewN(PreviewN(s, l, c), l, c) equals
+// PreviewN(s, l, c).
 func PreviewN(text string, maxLines, maxChars int) string {
 	if maxLines <= 0 {
 		maxLines = PreviewMaxLines
@@ -130,6 +137,20 @@ func PreviewN(text string, maxLines, maxChars int) string {
 	if maxChars <= 0 {
 		maxChars = PreviewMaxChars
 	}
+	if head, tail, ok := strings.Cut(text, "\n"+ErrorTailMarker+"\n"); ok {
+		// A preview already: its error lines stay as they are.
+		return headPreview(head, maxLines, maxChars) + "\n" + ErrorTailMarker + "\n" + tail
+	}
+	p := headPreview(text, maxLines, maxChars)
+	if errs := errorTail(text[len(p):], p); len(errs) > 0 {
+		p += "\n" + ErrorTailMarker + "\n" + strings.Join(errs, "\n")
+	}
+	return p
+}
+
+// headPreview is the first maxLines lines of text, cut to maxChars
+// characters.
+func headPreview(text string, maxLines, maxChars int) string {
 	lines := strings.SplitN(text, "\n", maxLines+1)
 	if len(lines) > maxLines {
 		lines = lines[:maxLines]
@@ -143,6 +164,45 @@ func PreviewN(text string, maxLines, maxChars int) string {
 		n++
 	}
 	return p
+}
+
+// ErrorTailMarker opens the error lines a preview adds after its first
+// lines (PreviewN).
+const ErrorTailMarker = "[… the result's last error lines:]"
+
+// errorTailLines and errorTailRunes bound the error lines a preview adds.
+const (
+	errorTailLines = 5
+	errorTailRunes = 200
+)
+
+// reErrorLine is a line that reports a failure: an exception with its
+// message (a traceback's last line), a test runner's ERROR/FAIL lines,
+// pytest's "E   …", a tool's "error:"/"fatal:"/"panic:".
+var reErrorLine = regexp.MustCompile(`^[A-Za-z_][\w.]*(Error|Exception|Failure)(:|$)|^(ERROR|FAIL|FAILED)\b|^E\s{2,}\S|(?i)^(error|fatal|panic)(\[[^\]]*\])?:`)
+
+// errorTail is the last errorTailLines distinct error lines of rest that
+// shown does not hold, oldest first, each cut to errorTailRunes.
+func errorTail(rest, shown string) []string {
+	var out []string
+	seen := map[string]bool{}
+	lines := strings.Split(rest, "\n")
+	for i := len(lines) - 1; i >= 0 && len(out) < errorTailLines; i-- {
+		l := strings.TrimSpace(lines[i])
+		if len(l) < 8 || !reErrorLine.MatchString(l) || l == ErrorTailMarker {
+			continue
+		}
+		if r := []rune(l); len(r) > errorTailRunes {
+			l = string(r[:errorTailRunes]) + "…"
+		}
+		if seen[l] || strings.Contains(shown, l) {
+			continue
+		}
+		seen[l] = true
+		out = append(out, l)
+	}
+	slices.Reverse(out)
+	return out
 }
 
 // Reference renders the three-tier reference block for an offloaded

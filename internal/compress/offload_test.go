@@ -97,6 +97,39 @@ func TestPreview(t *testing.T) {
 	require.Equal(t, "", Preview(""))
 }
 
+// TestPreviewKeepsTheLastErrors: a result whose errors come after its
+// first lines (a traceback, a test run's summary) shows its last error
+// lines under the marker; one without errors past them is its first
+// lines alone; a preview of a preview is the same preview.
+func TestPreviewKeepsTheLastErrors(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&b, "test_%d ... ok\n", i)
+	}
+	b.WriteString("ERROR: test_digest (tests.AuthTests)\nTraceback (most recent call last):\n  File \"x.py\", line 3\nKeyError: 'realm'\n")
+	b.WriteString("ERROR: test_digest (tests.AuthTests)\nFAILED (errors=2)\n")
+	p := Preview(b.String())
+	head, tail, ok := strings.Cut(p, "\n"+ErrorTailMarker+"\n")
+	require.True(t, ok, p)
+	require.Equal(t, PreviewMaxLines-1, strings.Count(head, "\n"), "the first ten lines, as before")
+	require.Equal(t, "KeyError: 'realm'\nERROR: test_digest (tests.AuthTests)\nFAILED (errors=2)", tail,
+		"the last distinct error lines (up to five), each at its last place, oldest first")
+	require.Equal(t, p, Preview(p), "a preview of a preview")
+	require.Equal(t, p, PreviewN(p, 0, 0))
+
+	clean := bigText(30)
+	require.NotContains(t, Preview(clean), ErrorTailMarker)
+	early := "FAILED (errors=1)\n" + bigText(30)
+	require.NotContains(t, Preview(early), ErrorTailMarker, "an error the first lines show is not repeated")
+
+	ref := Reference(OffloadRef{Key: "k/abc", ToolName: "bash", TokensSaved: 900, Preview: p})
+	require.Contains(t, ref, "> FAILED (errors=2)\n")
+	id, ok := ParseReference(ref)
+	require.True(t, ok)
+	require.Equal(t, "abc", id)
+}
+
 func TestParseReference(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
