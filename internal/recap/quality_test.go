@@ -76,28 +76,21 @@ func TestOfflineSummaryQuality(t *testing.T) {
 					hay := strings.Join(strings.Fields(r.Text), " ")
 					has := func(p string) bool { return strings.Contains(hay, strings.Join(strings.Fields(p), " ")) }
 					tl := by[target]
-					for _, e := range set.Errors {
-						tl.errTotal++
-						if has(e) {
-							tl.errKept++
-						} else if os.Getenv("QUALITY_MISSES") != "" {
-							t.Logf("missing error in %s: %.200s", where, e)
+					// count tallies the probes of one kind the block holds;
+					// QUALITY_MISSES=1 logs the others.
+					count := func(what string, probes []string, total, kept *int) {
+						for _, p := range probes {
+							*total++
+							if has(p) {
+								*kept++
+							} else if os.Getenv("QUALITY_MISSES") != "" {
+								t.Logf("missing %s in %s: %.200s", what, where, p)
+							}
 						}
 					}
-					for _, cmd := range set.Commands {
-						tl.cmdTotal++
-						if has(cmd) {
-							tl.cmdKept++
-						} else if os.Getenv("QUALITY_MISSES") != "" {
-							t.Logf("missing command in %s: %.200s", where, cmd)
-						}
-					}
-					for _, f := range set.Artifacts {
-						tl.fileTotal++
-						if has(f) {
-							tl.fileKept++
-						}
-					}
+					count("error", set.Errors, &tl.errTotal, &tl.errKept)
+					count("command", set.Commands, &tl.cmdTotal, &tl.cmdKept)
+					count("file", set.Artifacts, &tl.fileTotal, &tl.fileKept)
 				}
 			}
 		}
