@@ -16,9 +16,8 @@ const maxPathList = 20
 // empty sections, tool-output wrapper tags read as paths or lines, bare
 // JSON fragments of a tool call's arguments, a reflection's opening
 // nested inside another block, and the paths of a bare path list past
-// its 20th. The summaries of this package write none (the quality test
-// holds them to it on real trajectories), and bench 10 counts them in the
-// blocks a session's life leaves.
+// its 20th. The summaries of this package write none: the quality test
+// (TestOfflineSummaryQuality) holds them to it on real trajectories.
 func Boilerplate(summary string) []string {
 	var out []string
 	lines := strings.Split(summary, "\n")
