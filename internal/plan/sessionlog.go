@@ -308,18 +308,29 @@ func MergeSections(bodies []string, targetChars int) string {
 	var dropped []string
 	for size > targetChars {
 		var from *section
-		most := 0
-		for _, s := range sections {
-			n := 0
-			for _, l := range s.lines {
-				n += len(l) + 1
+		// The errors go last: a session's last errors are what an agent
+		// resumed after many compactions most needs to see, and another
+		// section's oldest line goes first while one is left.
+		for _, lastOnes := range []bool{false, true} {
+			most := 0
+			for _, s := range sections {
+				if errorSections[s.heading] != lastOnes {
+					continue
+				}
+				n := 0
+				for _, l := range s.lines {
+					n += len(l) + 1
+				}
+				if n > 0 && strings.Contains(strings.ToLower(s.heading), "omitted") {
+					from, most = s, n
+					break
+				}
+				if n > most {
+					from, most = s, n
+				}
 			}
-			if n > 0 && strings.Contains(strings.ToLower(s.heading), "omitted") {
-				from, most = s, n
+			if from != nil {
 				break
-			}
-			if n > most {
-				from, most = s, n
 			}
 		}
 		if from == nil {
@@ -398,6 +409,14 @@ var currentSections = map[string]bool{
 	"Current Status": true, "Pending Tasks": true, // history prompt
 	"Current Progress": true, "Next Steps": true, // session prompt
 	"Current State": true, "Next Step": true, // structured prompt
+}
+
+// errorSections are the headings, of every summary prompt, under which a
+// block writes the errors it saw: a reflection condenses them last.
+var errorSections = map[string]bool{
+	"Debugging & Issues":     true, // history prompt
+	"Critical Facts":         true, // session prompt
+	"Errors and Resolutions": true, // structured prompt
 }
 
 // recoverLine matches the line each block ends with (recoverid.SummaryLine).

@@ -193,6 +193,24 @@ func TestMergeSectionsKeepsTheNewestStatus(t *testing.T) {
 	require.NotContains(t, got, "Also named recently")
 }
 
+// TestMergeSectionsKeepsTheErrorsLast: over its target, a reflection
+// gives up the other sections' oldest lines before any error line.
+func TestMergeSectionsKeepsTheErrorsLast(t *testing.T) {
+	t.Parallel()
+	var errs []string
+	for i := range 12 {
+		errs = append(errs, fmt.Sprintf("- ModuleNotFoundError: No module named 'mod_%02d' — open (python -c)", i))
+	}
+	first := "## Code Changes\n- edited parser.py to read the new header\n- edited lexer.py to keep the offsets\n## Debugging & Issues\n" + strings.Join(errs[:6], "\n")
+	second := "## Code Changes\n- edited main.py to pass the flag\n## Debugging & Issues\n" + strings.Join(errs[6:], "\n")
+	all := MergeSections([]string{first, second}, 100000)
+	got := MergeSections([]string{first, second}, len(all)-200)
+	for _, e := range errs {
+		require.Contains(t, got, strings.TrimPrefix(e, "- "), "the largest section is the errors', and they go last")
+	}
+	require.NotContains(t, got, "parser.py to read", "another section's oldest line went first")
+}
+
 // TestStablePrefix: the output's leading messages equal to the request's
 // count whole, then the equal leading blocks of the first that differs;
 // nothing after.
