@@ -63,7 +63,7 @@ func TestCountFrontendCountsSyncAndQuery(t *testing.T) {
 			t.Parallel()
 			var out bytes.Buffer
 			n := 0
-			err := countFrontend(bytes.NewReader(tc.stream), &out, func() { n++ })
+			err := countFrontend(bytes.NewReader(tc.stream), &out, func(string) { n++ })
 			require.NoError(t, err)
 			require.Equal(t, tc.want, n)
 			require.Equal(t, tc.stream, out.Bytes(), "every byte is forwarded unchanged")
@@ -74,7 +74,7 @@ func TestCountFrontendCountsSyncAndQuery(t *testing.T) {
 func TestCountFrontendRejectsBrokenLength(t *testing.T) {
 	t.Parallel()
 	stream := append(pgUntyped(196608, ""), 'Q', 0, 0, 0, 2)
-	err := countFrontend(bytes.NewReader(stream), &bytes.Buffer{}, func() {})
+	err := countFrontend(bytes.NewReader(stream), &bytes.Buffer{}, func(string) {})
 	require.ErrorContains(t, err, "length 2")
 }
 

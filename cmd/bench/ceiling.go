@@ -148,6 +148,7 @@ func benchCeiling(ctx context.Context, st *stack, o options, rep *report) error 
 		return err
 	}
 	before, types0, kinds0 := st.counts(), st.activities.snapshot(), st.s3Kinds.snapshot()
+	st.pg.queries() // the breakdown below counts the pipeline's windows only
 	fullCPU1, err := profiled(ctx, st, "pipeline-1", func() loopResult { full1 = loop(full); return full1 })
 	if err != nil {
 		return err
@@ -157,6 +158,7 @@ func benchCeiling(ctx context.Context, st *stack, o options, rep *report) error 
 		return err
 	}
 	delta, types1, kinds1 := st.counts().sub(before), st.activities.snapshot(), st.s3Kinds.snapshot()
+	byQuery := st.pg.queries()
 	skelCPU2, err := profiled(ctx, st, "skeleton-2", func() loopResult { skel2 = loop(skeleton); return skel2 })
 	if err != nil {
 		return err
@@ -220,6 +222,18 @@ func benchCeiling(ctx context.Context, st *stack, o options, rep *report) error 
 
 	n := float64(fullRes.total)
 	trips := float64(delta.pgTrips) / n
+	if verbose {
+		// Where a run's round trips go, by statement (submit, steps,
+		// admission, the session's bookkeeping).
+		qs := make([]string, 0, len(byQuery))
+		for q := range byQuery {
+			qs = append(qs, q)
+		}
+		sort.Slice(qs, func(i, j int) bool { return byQuery[qs[i]] > byQuery[qs[j]] })
+		for _, q := range qs {
+			fmt.Fprintf(os.Stderr, "bench: 1. %5.2f Postgres round trips per run: %s\n", float64(byQuery[q])/n, q)
+		}
+	}
 	rep.add(row{id: "1", name: "Cost of one pipeline run",
 		value: fmt.Sprintf("%.1f activities, %.1f Postgres round trips, %.1f S3 requests per run",
 			float64(delta.activities)/n, trips, float64(delta.s3Requests)/n),

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -33,7 +35,10 @@ type pgProxy struct {
 
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	// byQuery counts the round trips by the start of the statement they
+	// ran (-v prints the most frequent), under mu.
+	byQuery map[string]int64
+	wg      sync.WaitGroup
 }
 
 func startPGProxy(target string) (*pgProxy, error) {
@@ -41,7 +46,7 @@ func startPGProxy(target string) (*pgProxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres proxy: listen: %w", err)
 	}
-	p := &pgProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p := &pgProxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}, byQuery: map[string]int64{}}
 	p.wg.Add(1)
 	go p.serve()
 	return p, nil
@@ -104,16 +109,35 @@ func (p *pgProxy) handle(client net.Conn) {
 		_ = client.Close()
 		close(done)
 	}()
-	_ = countFrontend(client, server, func() { p.roundTrips.Add(1) })
+	_ = countFrontend(client, server, func(query string) {
+		p.roundTrips.Add(1)
+		p.mu.Lock()
+		p.byQuery[query]++
+		p.mu.Unlock()
+	})
 	_ = server.Close()
 	<-done
 }
 
+// queries returns the round trips counted since the last call, by the
+// start of their statement, and starts counting afresh.
+func (p *pgProxy) queries() map[string]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.byQuery
+	p.byQuery = map[string]int64{}
+	return out
+}
+
+// queryHead is how much of a statement names it in the breakdown.
+const queryHead = 70
+
 // countFrontend copies the frontend protocol from r to w, calling
-// roundTrip for every Sync ('S') and simple Query ('Q') message. Writes
-// are flushed whenever no more input is buffered, so a pipelined batch
-// stays one write.
-func countFrontend(r io.Reader, w io.Writer, roundTrip func()) error {
+// roundTrip for every Sync ('S') and simple Query ('Q') message with the
+// start of the statement it ran (the last Bind's prepared statement, as
+// its Parse named it). Writes are flushed whenever no more input is
+// buffered, so a pipelined batch stays one write.
+func countFrontend(r io.Reader, w io.Writer, roundTrip func(query string)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var hdr [5]byte
@@ -155,6 +179,8 @@ func countFrontend(r io.Reader, w io.Writer, roundTrip func()) error {
 		}
 		break
 	}
+	stmts := map[string]string{} // prepared statements by name
+	bound := ""                  // the statement of the exchange in flight
 	for {
 		if _, err := io.ReadFull(br, hdr[:]); err != nil {
 			if errors.Is(err, io.EOF) {
@@ -166,17 +192,52 @@ func countFrontend(r io.Reader, w io.Writer, roundTrip func()) error {
 		if n < 4 || n > pgMaxMessage {
 			return fmt.Errorf("postgres proxy: message %q length %d", hdr[0], n)
 		}
+		// The statement's names and text, peeked before the body is
+		// copied on.
+		var peek []byte
+		if hdr[0] == 'P' || hdr[0] == 'B' || hdr[0] == 'Q' {
+			peek, _ = br.Peek(min(n-4, 4096))
+		}
+		switch hdr[0] {
+		case 'P':
+			if name, rest, ok := bytes.Cut(peek, []byte{0}); ok {
+				query, _, _ := bytes.Cut(rest, []byte{0})
+				stmts[string(name)] = head(query)
+				if len(name) == 0 {
+					bound = stmts[""]
+				}
+			}
+		case 'B':
+			if _, rest, ok := bytes.Cut(peek, []byte{0}); ok {
+				name, _, _ := bytes.Cut(rest, []byte{0})
+				bound = stmts[string(name)]
+			}
+		}
 		if _, err := bw.Write(hdr[:]); err != nil {
 			return err
 		}
 		if _, err := io.CopyN(bw, br, int64(n-4)); err != nil {
 			return err
 		}
-		if hdr[0] == 'S' || hdr[0] == 'Q' {
-			roundTrip()
+		switch hdr[0] {
+		case 'S':
+			roundTrip(bound)
+			bound = ""
+		case 'Q':
+			q, _, _ := bytes.Cut(peek, []byte{0})
+			roundTrip(head(q))
 		}
 		if err := flush(); err != nil {
 			return err
 		}
 	}
+}
+
+// head is the start of a statement, its white space folded.
+func head(query []byte) string {
+	q := strings.Join(strings.Fields(string(query)), " ")
+	if len(q) > queryHead {
+		q = q[:queryHead]
+	}
+	return q
 }
