@@ -117,6 +117,12 @@ var quoteEscaper = strings.NewReplacer("«", "‹", "»", "›")
 // quotations of users and tools, and the Goal Drift Warning's.
 func EscapeQuote(text string) string { return quoteEscaper.Replace(text) }
 
+// IdentifiersLabel opens the line on which an offline summary writes the
+// source's recent identifiers that no other line holds, for its drift
+// check ("- Also named recently: a; b"); a reflection leaves the line
+// out, since the blocks it condenses were each checked on their own.
+const IdentifiersLabel = "Also named recently"
+
 // IsLogBlock reports whether text is framed as a log block: the
 // opening starts one of its first three lines (after the summary style's
 // own opening, such as "[Compressed History]" or a session summary's

@@ -267,7 +267,7 @@ func MergeSections(bodies []string, targetChars int) string {
 			line = strings.TrimSpace(line)
 			switch {
 			case line == "", strings.Contains(line, "(none found)"), strings.HasPrefix(line, "Identifiers kept by the drift check"),
-				strings.HasPrefix(line, "- Also named recently: "), reflectionOpening.MatchString(line):
+				strings.HasPrefix(line, "- "+compress.IdentifiersLabel+": "), reflectionOpening.MatchString(line):
 				// Placeholders, the identifiers a block kept for its own
 				// drift check, and an earlier reflection's opening line
 				// (which would read as a reflection inside this one).

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ctxcompact/orchestrator/internal/compress"
 )
 
 // The layouts of the structured summary: which parts of the digest go
@@ -220,7 +222,7 @@ func (d transcriptDigest) parts() []*part {
 	ps[partState] = plain(d.state, false, "more line")
 	ps[partNext] = plain(d.next, false, "more line")
 	ps[partRecent] = plain(d.recent, false, "earlier call")
-	ps[partRefs] = &part{items: d.refs, dropOld: true, hidden: d.refsMore, joined: "Also named recently",
+	ps[partRefs] = &part{items: d.refs, dropOld: true, hidden: d.refsMore, joined: compress.IdentifiersLabel,
 		note: func(p *part) string { return plural(p.dropped(), "earlier identifier") }}
 
 	files := &part{hidden: d.namedMore, note: func(p *part) string {
