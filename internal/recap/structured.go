@@ -195,22 +195,15 @@ func capNamed(files []*fileEntry, limit int) (kept []*fileEntry, more int) {
 }
 
 // callDisplay is a tool call's input as a reader wants it: the command
-// itself when the input is a JSON object whose one string argument (or
-// "command"/"cmd") is the command, else its text without JSON keys
+// itself when the input is a JSON object of one string argument
+// ({"command": "ls -la"}), else its text without JSON keys
 // (digest.CallText, the words the trajectory check reads).
 func callDisplay(input string) string {
 	var args map[string]any
-	if json.Unmarshal([]byte(strings.TrimSpace(input)), &args) == nil {
-		for _, k := range []string{"command", "cmd"} {
-			if v, ok := args[k].(string); ok && strings.TrimSpace(v) != "" && len(args) == 1 {
-				return v
-			}
-		}
-		if len(args) == 1 {
-			for _, v := range args {
-				if s, ok := v.(string); ok && strings.TrimSpace(s) != "" {
-					return s
-				}
+	if json.Unmarshal([]byte(strings.TrimSpace(input)), &args) == nil && len(args) == 1 {
+		for _, v := range args {
+			if s, ok := v.(string); ok && strings.TrimSpace(s) != "" {
+				return s
 			}
 		}
 	}
