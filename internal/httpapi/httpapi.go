@@ -297,7 +297,7 @@ type statusWriter struct {
 }
 
 func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
+	if w.status == 0 && code >= http.StatusOK { // an interim 1xx is not the answer
 		w.status = code
 	}
 	w.ResponseWriter.WriteHeader(code)

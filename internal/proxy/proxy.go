@@ -442,8 +442,8 @@ func (p *Proxy) compacting(w http.ResponseWriter, r *http.Request, u *upstream, 
 	t := turn{proto: proto, tenant: tenant, session: sess, body: body, req: req, limit: limit, preset: preset,
 		presetNamed: named, counting: kind == routeCount}
 	var ka *keepAlive
-	if req.stream && kind == routeMessages {
-		ka = &keepAlive{w: w, proto: proto}
+	if kind == routeMessages {
+		ka = &keepAlive{w: w, proto: proto, stream: req.stream}
 		t.hold = ka.start
 	}
 	out, state := p.lines.get(tenant, sess, req.shape, !sessionNamed && kind == routeCount).serve(r.Context(), p, t)
@@ -473,28 +473,35 @@ func (p *Proxy) compacting(w http.ResponseWriter, r *http.Request, u *upstream, 
 // waits for a compaction.
 const pingEvery = 5 * time.Second
 
-// keepAlive holds a streaming request's answer open while the request
-// waits for its session's compaction: the headers go at once, then a
-// ping every pingEvery, so that the host's watchdog sees a live stream
-// rather than a proxy that went silent. The answer's state goes in a
-// trailer, since the headers left before it was known.
+// keepAlive holds a request's answer open while the request waits for
+// its session's compaction, so that the host's watchdog (or an idle
+// timeout between the host and the proxy) sees a live answer rather than
+// a proxy that went silent. A streaming answer opens at once and gets a
+// ping every pingEvery; its state goes in a trailer, since the headers
+// left before it was known. A non-streaming one gets an HTTP interim
+// answer, 102 Processing, every pingEvery instead: clients read past
+// interim answers (net/http, Node's http and undici, httpx), and the
+// final status stays the provider's.
 type keepAlive struct {
 	w       http.ResponseWriter
 	proto   protocol
-	started bool
+	stream  bool
+	started bool // the stream opened: the answer's status has left
 	done    chan struct{}
 	stopped chan struct{}
 }
 
-// start opens the stream and pings it until the release it returns is
-// called.
+// start opens the stream, or sends the first interim answer, and pings
+// until the release it returns is called.
 func (k *keepAlive) start() func() {
-	k.started = true
-	h := k.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Trailer", HeaderState)
-	k.w.WriteHeader(http.StatusOK)
+	if k.stream {
+		k.started = true
+		h := k.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("Trailer", HeaderState)
+		k.w.WriteHeader(http.StatusOK)
+	}
 	k.ping()
 	k.done, k.stopped = make(chan struct{}), make(chan struct{})
 	go func() {
@@ -517,6 +524,10 @@ func (k *keepAlive) start() func() {
 }
 
 func (k *keepAlive) ping() {
+	if !k.stream {
+		k.w.WriteHeader(http.StatusProcessing)
+		return
+	}
 	_, _ = io.WriteString(k.w, k.proto.ping())
 	_ = http.NewResponseController(k.w).Flush()
 }
@@ -604,7 +615,9 @@ func (c *countingWriter) counted() {
 }
 
 func (c *countingWriter) WriteHeader(code int) {
-	c.counted()
+	if code >= http.StatusOK { // an interim answer (keepAlive) is not the answer
+		c.counted()
+	}
 	c.ResponseWriter.WriteHeader(code)
 }
 

@@ -11,8 +11,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"net/textproto"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -254,6 +257,30 @@ func (tp *testProxy) post(t *testing.T, path, body string, header map[string]str
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = resp.Body.Close() })
 	return resp
+}
+
+// postCounting is post that also counts the interim (1xx) answers that
+// came before the answer.
+func (tp *testProxy) postCounting(t *testing.T, path, body string, header map[string]string) (*http.Response, int) {
+	t.Helper()
+	var interim atomic.Int32
+	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, _ textproto.MIMEHeader) error {
+		if code == http.StatusProcessing {
+			interim.Add(1)
+		}
+		return nil
+	}}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), http.MethodPost, tp.url+path, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(HeaderKey, "good")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	return resp, int(interim.Load())
 }
 
 func readAll(t *testing.T, resp *http.Response) string {
@@ -524,17 +551,22 @@ func TestARequestThatWouldNotFitWaitsForTheRunInFlight(t *testing.T) {
 	tp := newTestProxy(t, nil)
 	tp.compactor.hold = make(chan struct{})
 	h := map[string]string{HeaderContextLimit: "900", HeaderSession: "s4"}
-	tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(10, false), h)
+	resp, interim := tp.postCounting(t, "/proxy/anthropic/v1/messages", anthropicBody(10, false), h)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Zero(t, interim, "a request that does not wait gets no interim answer")
 	tp.settle(t, 1)
 
 	// 16 messages do not fit in 900 tokens: the request waits for the
-	// run, and goes spliced once it ends.
+	// run, and goes spliced once it ends. Meanwhile the non-streaming
+	// request is kept alive with 102 Processing; its status is still the
+	// provider's.
 	go func() {
 		time.Sleep(100 * time.Millisecond)
 		close(tp.compactor.hold)
 	}()
-	resp := tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(16, false), h)
+	resp, interim = tp.postCounting(t, "/proxy/anthropic/v1/messages", anthropicBody(16, false), h)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.GreaterOrEqual(t, interim, 1, "the wait is kept alive with 102 Processing")
 	require.True(t, strings.HasPrefix(resp.Header.Get(HeaderState), "spliced; run=run-1"), resp.Header.Get(HeaderState))
 	require.Contains(t, resp.Header.Get(HeaderState), "; waited ", "the state says the request waited")
 	require.Len(t, messagesOf(t, tp.anthropic.last().Body), 3+6)
