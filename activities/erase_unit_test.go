@@ -3,6 +3,7 @@ package activities_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -26,6 +27,8 @@ type memErasures struct {
 	sha256s  []string
 	expired  []store.ExpiredRun
 	swept    []int
+	snaps    []store.ExpiredSnapshot
+	released []string // snapshot objects deleted
 }
 
 func (m *memErasures) LiveRuns(context.Context, string, string) (int, error) { return m.live, nil }
@@ -65,6 +68,21 @@ func (m *memErasures) EraseExpiredRuns(_ context.Context, _ string, runIDs []str
 func (m *memErasures) RecordSweepObjects(_ context.Context, _ string, deleted, kept int) error {
 	m.swept = []int{deleted, kept}
 	return nil
+}
+
+func (m *memErasures) ExpiredSnapshots(context.Context, int) ([]store.ExpiredSnapshot, error) {
+	return m.snaps, nil
+}
+
+func (m *memErasures) ReleaseExpiredSnapshot(ctx context.Context, _ string, key string, del func(ctx context.Context) error) (int, bool, error) {
+	if m.held[key] {
+		return 1, true, nil
+	}
+	if err := del(ctx); err != nil {
+		return 0, false, err
+	}
+	m.released = append(m.released, key)
+	return 2, false, nil
 }
 
 // TestUnitEraseSession: the erasure's steps pass the store's answers on;
@@ -146,4 +164,29 @@ func TestUnitRetentionSweep(t *testing.T) {
 	require.NoError(t, u.a.RecordSweepObjects(ctx, activities.FinishErasureInput{Erase: contract.EraseInput{Tenant: "acme"},
 		Objects: activities.EraseObjectsResult{Deleted: 3, Kept: 1}}))
 	require.Equal(t, []int{3, 1}, er.swept)
+}
+
+// TestUnitSweepExpiredSnapshots: each expired snapshot object goes unless
+// something else of the tenant names it, the rows the store deleted are
+// counted, and a key that is not the tenant's stops the step for good.
+func TestUnitSweepExpiredSnapshots(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	u := newUnit(t)
+	held := "tenants/acme/snapshot/cd/" + strings.Repeat("cd", 32)
+	gone := "tenants/acme/snapshot/ab/" + strings.Repeat("ab", 32)
+	er := &memErasures{held: map[string]bool{held: true},
+		snaps: []store.ExpiredSnapshot{{Tenant: "acme", Key: gone}, {Tenant: "acme", Key: held}}}
+	u.a.Retention = er
+	res, err := u.a.SweepExpiredSnapshots(ctx, activities.ExpiredRunsInput{Limit: 10})
+	require.NoError(t, err)
+	require.Equal(t, activities.SnapshotSweep{Listed: 2, Rows: 3, Deleted: 1, Kept: 1}, res)
+	require.Equal(t, []string{gone}, er.released)
+
+	er.snaps = []store.ExpiredSnapshot{{Tenant: "other", Key: gone}}
+	_, err = u.a.SweepExpiredSnapshots(ctx, activities.ExpiredRunsInput{Limit: 10})
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	require.True(t, appErr.NonRetryable(), "another tenant's key is a defect, not a retry")
+	require.Len(t, er.released, 1, "nothing of the foreign key was deleted")
 }

@@ -2,7 +2,9 @@ package activities
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -13,6 +15,8 @@ type RetentionStore interface {
 	RunObjects(ctx context.Context, tenant string, runIDs []string) ([]string, error)
 	EraseExpiredRuns(ctx context.Context, tenant string, runIDs []string) ([]string, error)
 	RecordSweepObjects(ctx context.Context, tenant string, deleted, kept int) error
+	ExpiredSnapshots(ctx context.Context, limit int) ([]store.ExpiredSnapshot, error)
+	ReleaseExpiredSnapshot(ctx context.Context, tenant, key string, del func(ctx context.Context) error) (rows int, kept bool, err error)
 }
 
 var _ RetentionStore = (*store.Store)(nil)
@@ -68,4 +72,43 @@ func (a *Activities) EraseExpiredRuns(ctx context.Context, in ExpiredBatch) ([]s
 // RecordSweepObjects adds what a batch deleted from S3 to its sweep.
 func (a *Activities) RecordSweepObjects(ctx context.Context, in FinishErasureInput) error {
 	return storeErr(a.Retention.RecordSweepObjects(ctx, in.Erase.Tenant, in.Objects.Deleted, in.Objects.Kept))
+}
+
+// SnapshotSweep is what one SweepExpiredSnapshots deleted.
+type SnapshotSweep struct {
+	Listed  int `json:"listed"`
+	Rows    int `json:"rows"`
+	Deleted int `json:"deleted"`
+	Kept    int `json:"kept"`
+}
+
+// SweepExpiredSnapshots deletes up to Limit objects of proxy snapshots
+// past their tenant's retention: for each, its expired rows and, when
+// nothing else names it, the object, in one transaction, so that a retry
+// finds whatever is left.
+func (a *Activities) SweepExpiredSnapshots(ctx context.Context, in ExpiredRunsInput) (SnapshotSweep, error) {
+	var res SnapshotSweep
+	expired, err := a.Retention.ExpiredSnapshots(ctx, in.Limit)
+	if err != nil {
+		return res, storeErr(err)
+	}
+	res.Listed = len(expired)
+	for _, e := range expired {
+		if err := blob.CheckOwned(e.Tenant, e.Key); err != nil {
+			return res, badInput(fmt.Errorf("sweep snapshot object %s: not the tenant's content key: %w", e.Key, err))
+		}
+		rows, kept, err := a.Retention.ReleaseExpiredSnapshot(ctx, e.Tenant, e.Key, func(ctx context.Context) error {
+			return a.Blob.Delete(ctx, e.Key)
+		})
+		if err != nil {
+			return res, storeErr(err)
+		}
+		res.Rows += rows
+		if kept {
+			res.Kept++
+		} else {
+			res.Deleted++
+		}
+	}
+	return res, nil
 }

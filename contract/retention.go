@@ -18,4 +18,7 @@ type RetentionResult struct {
 	Runs           int `json:"runs"`
 	ObjectsDeleted int `json:"objects_deleted"`
 	ObjectsKept    int `json:"objects_kept"`
+	// Snapshots counts the proxy snapshot rows past retention deleted;
+	// their objects are counted in ObjectsDeleted and ObjectsKept.
+	Snapshots int `json:"snapshots,omitempty"`
 }

@@ -27,6 +27,21 @@ func RetentionSweep(ctx workflow.Context, in contract.RetentionInput) (contract.
 		batch = retentionBatch
 	}
 	var res contract.RetentionResult
+	// Proxy snapshots past retention go first, a listing at a time; a
+	// history recorded before they existed has no such step.
+	if workflow.GetVersion(ctx, "retention-snapshots", workflow.DefaultVersion, 1) == 1 {
+		for i := 0; i < retentionListings; i++ {
+			var out activities.SnapshotSweep
+			if err := workflow.ExecuteActivity(ctx, a.SweepExpiredSnapshots, activities.ExpiredRunsInput{Limit: batch}).Get(ctx, &out); err != nil {
+				return res, err
+			}
+			res.Snapshots += out.Rows
+			res.ObjectsDeleted, res.ObjectsKept = res.ObjectsDeleted+out.Deleted, res.ObjectsKept+out.Kept
+			if out.Listed < batch {
+				break
+			}
+		}
+	}
 	for i := 0; i < retentionListings; i++ {
 		var batches []activities.ExpiredBatch
 		if err := workflow.ExecuteActivity(ctx, a.ListExpiredRuns, activities.ExpiredRunsInput{Limit: batch}).Get(ctx, &batches); err != nil {

@@ -17,6 +17,10 @@ const (
 	// KindWork holds a run's working conversations between its steps,
 	// each the rendering of the conversation a step saved.
 	KindWork = "work"
+	// KindSnapshot holds a proxy session's snapshots between
+	// compactions (store.Snapshot), each what the host added since the
+	// one before.
+	KindSnapshot = "snapshot"
 )
 
 // MaxTenantLen bounds tenant IDs so that keys stay far below S3's 1024-byte

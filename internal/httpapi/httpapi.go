@@ -215,7 +215,7 @@ func New(deps Deps) http.Handler {
 				d, err := a.runs.Download(ctx, tenant, runID, runread.Output)
 				return d.Data, err
 			},
-			Latest: a.latestOutput, Recover: a.proxyRecover, Metrics: deps.Metrics})
+			Latest: a.latestOutput, Recover: a.proxyRecover, Snapshots: proxySnapshots{a}, Metrics: deps.Metrics})
 		if err != nil {
 			panic(fmt.Sprintf("httpapi: proxy: %v", err)) // config.Load checks the URLs first
 		}
@@ -255,6 +255,8 @@ func (a *api) routes() []route {
 		{Method: http.MethodGet, Path: "/v1/runs/{run}/output", Auth: true, Handle: a.getOutput},
 		{Method: http.MethodGet, Path: "/v1/sessions/{session}/offloads", Auth: true, Handle: a.listOffloads, Responses: ok(offloadList{})},
 		{Method: http.MethodGet, Path: "/v1/sessions/{session}/offloads/{id}", Auth: true, Handle: a.getOffload},
+		{Method: http.MethodGet, Path: "/v1/sessions/{session}/snapshots", Auth: true, Handle: a.listSnapshots, Responses: ok(snapshotList{})},
+		{Method: http.MethodGet, Path: "/v1/sessions/{session}/snapshots/{seq}", Auth: true, Handle: a.getSnapshot, Responses: ok(snapshotConversation{})},
 		{Method: http.MethodGet, Path: "/v1/tools", Auth: true, Handle: a.getTools, Responses: ok(toolsResponse{})},
 		{Method: http.MethodGet, Path: "/v1/runs/{run}/diff", Auth: true, Handle: a.getDiff, Responses: ok(audit.Diff{})},
 		{Method: http.MethodPost, Path: "/v1/runs/{run}/replay", Auth: true, Handle: a.postReplay, Request: replayRequest{},

@@ -45,6 +45,7 @@ type Metrics struct {
 	httpRequests  *prometheus.CounterVec
 	httpDurations *prometheus.HistogramVec
 	proxyRequests *prometheus.CounterVec
+	proxySnaps    *prometheus.CounterVec
 	cacheTokens   *prometheus.CounterVec
 	netSaving     *prometheus.CounterVec
 	reflections   *prometheus.CounterVec
@@ -104,6 +105,9 @@ func New() *Metrics {
 	m.proxyRequests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "compactor_proxy_requests_total",
 		Help: "Requests through the provider-compatible proxy, by upstream and what the proxy did (forwarded, spliced, degraded, refused, answered)."},
 		[]string{"upstream", "state"})
+	m.proxySnaps = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "compactor_proxy_snapshots_total",
+		Help: "Snapshots of proxy sessions between compactions, by outcome (recorded, failed, dropped: too many sessions waiting to be written)."},
+		[]string{"outcome"})
 	m.cacheTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "compactor_cache_tokens_total",
 		Help: "Tokens of committed outputs by what they do to the agent's prompt cache: prefix (unchanged, still cached) or rewrite (written again by its next call)."}, []string{"preset", "type"})
 	m.netSaving = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "compactor_net_saving_usd_total",
@@ -117,7 +121,7 @@ func New() *Metrics {
 		Help: "Admitted runs still pending named again to their session: each is an admission signal presumed lost."})
 	for _, c := range []prometheus.Collector{m.runs, m.overLimit, m.tokensBefore, m.tokensAfter, m.ratio, m.stepDuration,
 		m.stepAttempts, m.llmCalls, m.llmLatency, m.llmTokens, m.drift, m.offloads, m.offloadBytes, m.httpRequests, m.httpDurations,
-		m.proxyRequests, m.cacheTokens, m.netSaving, m.reflections, m.admitWait, m.admitRetold} {
+		m.proxyRequests, m.proxySnaps, m.cacheTokens, m.netSaving, m.reflections, m.admitWait, m.admitRetold} {
 		f(c)
 	}
 	return m
@@ -355,4 +359,13 @@ func statusText(code int) string {
 		return "other"
 	}
 	return string([]byte{digits[code/100], digits[code/10%10], digits[code%10]})
+}
+
+// ProxySnapshot counts a proxy session's snapshot by outcome (recorded,
+// failed, dropped).
+func (m *Metrics) ProxySnapshot(outcome string) {
+	if m == nil {
+		return
+	}
+	m.proxySnaps.WithLabelValues(outcome).Inc()
 }

@@ -133,6 +133,13 @@ type line struct {
 	last   *turn
 	lastAt time.Time
 	idle   *time.Timer
+	// snap is where the session's snapshot chain ended (snapshot.go):
+	// read and written by the snapshot writer's goroutine only.
+	snap struct {
+		known  bool // looked up in the store once
+		to     int
+		digest string
+	}
 }
 
 // turn is one request on a line.
@@ -166,6 +173,9 @@ func (l *line) serve(ctx context.Context, p *Proxy, t turn) ([]byte, string) {
 		return nil, "forwarded; not compacted: " + err.Error()
 	}
 	l.noteLocked(p, t, n)
+	if p.snapshots != nil && !t.counting {
+		p.snapshots.note(l, t)
+	}
 	trigger := int(p.cfg.Trigger * float64(t.limit))
 	if !t.counting && n >= trigger && !l.running && time.Now().After(l.retryAt) {
 		l.startLocked(p, t, up, spliced)

@@ -168,6 +168,9 @@ type Deps struct {
 	// Recover, when set, answers the recover tool the proxy offers on a
 	// request whose spliced conversation names it (recover.go).
 	Recover Recover
+	// Snapshots, when set, records each session's latest state between
+	// compactions (snapshot.go), off the hot path.
+	Snapshots Snapshots
 	// Transport reaches the upstreams (http.DefaultTransport when nil).
 	Transport http.RoundTripper
 	// Logger never receives a request's body or headers.
@@ -182,6 +185,7 @@ type Proxy struct {
 	deps      Deps
 	log       *slog.Logger
 	lines     *lines
+	snapshots *snapshotWriter // nil without Deps.Snapshots
 	anthropic *upstream
 	openai    *upstream
 }
@@ -222,6 +226,9 @@ func New(cfg Config, deps Deps) (*Proxy, error) {
 	p := &Proxy{cfg: cfg, deps: deps, log: deps.Logger, lines: newLines()}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
+	}
+	if deps.Snapshots != nil {
+		p.snapshots = newSnapshotWriter(deps.Snapshots, p.log, deps.Metrics)
 	}
 	var err error
 	if p.anthropic, err = p.newUpstream("anthropic", "PROXY_ANTHROPIC_URL", cfg.AnthropicURL, anthropicProtocol{}); err != nil {

@@ -252,6 +252,7 @@ func (s *Store) objectKeys(ctx context.Context, tenant string, runIDs []string, 
 			select unnest(array[input_key, archive_key, output_key, stats->>'handoff_key']) as k
 				from runs where tenant_id = $1 and id = any($2)
 			union select key from offloads where tenant_id = $1 and (run_id = any($2) or session_id = $3)
+			union select key from session_snapshots where tenant_id = $1 and session_id = $3
 		) x where k is not null and k <> '' order by k`, tenant, runIDs, session)
 	if err != nil {
 		return nil, err
@@ -271,8 +272,8 @@ func (s *Store) EraseSessionRows(ctx context.Context, erasureID, tenant, session
 	return n, nil
 }
 
-// ReleaseErasedObject deletes the object at key with del unless a run or
-// an offload of tenant still names it (another session holds the same
+// ReleaseErasedObject deletes the object at key with del unless a run, an
+// offload or a snapshot of tenant still names it (another session holds the same
 // bytes); kept reports that. It runs under the key's advisory lock, as a
 // claim of the same bytes does (see DiscardInput), so that a concurrent
 // submit never ends with a run naming a deleted object.
@@ -286,9 +287,7 @@ func (s *Store) ReleaseErasedObject(ctx context.Context, tenant, key string, del
 	if _, err := tx.Exec(ctx, inputLockSQL, key); err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
 	}
-	if err := tx.QueryRow(ctx, `select exists (select 1 from runs where tenant_id = $1
-			and (input_key = $2 or archive_key = $2 or output_key = $2 or stats->>'handoff_key' = $2))
-		or exists (select 1 from offloads where tenant_id = $1 and key = $2)`, tenant, key).Scan(&kept); err != nil {
+	if err := tx.QueryRow(ctx, keyNamedSQL, tenant, key).Scan(&kept); err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
 	}
 	if kept {
