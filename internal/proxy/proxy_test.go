@@ -193,11 +193,12 @@ type testProxy struct {
 	texts    map[string]string
 	recovers []string
 	mu       *sync.Mutex
+	snaps    *memSnapshots
 }
 
 func newTestProxy(t *testing.T, tune func(*Config)) *testProxy {
 	t.Helper()
-	tp := &testProxy{anthropic: newFakeUpstream(t), openai: newFakeUpstream(t), compactor: newFakeCompactor()}
+	tp := &testProxy{anthropic: newFakeUpstream(t), openai: newFakeUpstream(t), compactor: newFakeCompactor(), snaps: &memSnapshots{}}
 	cfg := Config{AnthropicURL: tp.anthropic.srv.URL, OpenAIURL: tp.openai.srv.URL + "/v1", WaitFor: 5 * time.Second}
 	if tune != nil {
 		tune(&cfg)
@@ -215,7 +216,7 @@ func newTestProxy(t *testing.T, tune func(*Config)) *testProxy {
 		}
 		return []byte(text), strings.Count(text, "\n") + 1, nil
 	}
-	p, err := New(cfg, Deps{Compactor: tp.compactor, Outputs: tp.compactor.output, Metrics: tp.metrics, Recover: recover,
+	p, err := New(cfg, Deps{Compactor: tp.compactor, Outputs: tp.compactor.output, Metrics: tp.metrics, Recover: recover, Snapshots: tp.snaps,
 		Authenticate: func(_ *http.Request, key string) (string, error) {
 			switch key {
 			case "good":

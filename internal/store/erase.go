@@ -46,7 +46,7 @@ func scanErasure(row pgx.Row) (Erasure, error) {
 // StartErasure records the erasure of tenant's session, asked by
 // requestedBy, and returns it; when one is already under way it is
 // returned instead (existing). ErrNotFound when the tenant has nothing of
-// that session: no run and no offload.
+// that session: no run, no offload and no snapshot.
 func (s *Store) StartErasure(ctx context.Context, tenant, session, requestedBy string) (e Erasure, existing bool, err error) {
 	op := "start erasure of session " + session
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -68,7 +68,8 @@ func (s *Store) StartErasure(ctx context.Context, tenant, session, requestedBy s
 		}
 		var known bool
 		if err := tx.QueryRow(ctx, `select exists (select 1 from runs where tenant_id = $1 and session_id = $2)
-			or exists (select 1 from offloads where tenant_id = $1 and session_id = $2)`, tenant, session).Scan(&known); err != nil {
+			or exists (select 1 from offloads where tenant_id = $1 and session_id = $2)
+			or exists (select 1 from session_snapshots where tenant_id = $1 and session_id = $2)`, tenant, session).Scan(&known); err != nil {
 			return err
 		}
 		if !known {

@@ -97,10 +97,27 @@ func TestRuntimeRoleCannotRewriteHistory(t *testing.T) {
 		"insert into erase_guard values (txid_current())",
 		"delete from runs",
 		"delete from offloads",
+		"delete from session_snapshots",
 	} {
 		_, err := app.Pool().Exec(ctx, q)
 		require.Error(t, err, "the runtime role may not: %s", q)
 	}
+	// A proxy snapshot is the runtime role's to write; it goes under
+	// retention through erase_expired_snapshots only, and with its
+	// session through the erasure.
+	for i, name := range []string{"old", "new"} {
+		_, err = app.AddSnapshot(ctx, store.Snapshot{Tenant: "acme", Session: "s1", Wire: "openai-chat", From: 1, To: 2,
+			Digest: "d" + name, Key: "tenants/acme/snapshot/" + name, SHA256: name, Bytes: int64(i)}, func(context.Context) error { return nil })
+		require.NoError(t, err)
+	}
+	_, err = owner.Pool().Exec(ctx, `update session_snapshots set created_at = now() - interval '3 days' where key like '%/old'`)
+	require.NoError(t, err)
+	require.NoError(t, app.SetRetention(ctx, "acme", 1))
+	rows, kept, err := app.ReleaseExpiredSnapshot(ctx, "acme", "tenants/acme/snapshot/old", func(context.Context) error { return nil })
+	require.NoError(t, err)
+	require.Equal(t, 1, rows)
+	require.False(t, kept)
+	require.NoError(t, app.UnsetRetention(ctx, "acme"))
 	// The erasure path: one session, with its tombstone, through the
 	// SECURITY DEFINER function only.
 	_, err = app.EraseSessionRows(ctx, "erase_none", "acme", "s1")
@@ -113,6 +130,9 @@ func TestRuntimeRoleCannotRewriteHistory(t *testing.T) {
 	runs, err := app.ListRuns(ctx, store.RunFilter{Tenant: "acme"})
 	require.NoError(t, err)
 	require.Empty(t, runs, "the session's runs are gone")
+	snaps, err := app.ListSnapshots(ctx, "acme", "s1", 0)
+	require.NoError(t, err)
+	require.Empty(t, snaps, "the session's snapshots are gone with it")
 	for _, table := range []string{"run_steps", "runs", "events", "drift_verdicts", "watermark_history", "offloads"} {
 		_, err := owner.Pool().Exec(ctx, "truncate "+table+" cascade")
 		require.ErrorContains(t, err, "append-only", "not even the owner truncates %s", table)
