@@ -24,10 +24,12 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ctxcompact/orchestrator/contract"
+	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/testkit/convtest"
 	"github.com/ctxcompact/orchestrator/internal/testkit/llmtest"
 	"github.com/ctxcompact/orchestrator/internal/testkit/sessionlife"
@@ -595,6 +597,16 @@ func TestRecordHistories(t *testing.T) {
 		input := readData(t, "swe-agent-deepseek/django__django-11564.json")
 		sub, res := e.compact(gateway.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 60000, Conversation: input})
 		checkRun(t, e, input, sub, res)
+		// And one proxy snapshot, swept first (retention-snapshots).
+		snap := []byte(`{"messages":[{"role":"user","content":"a proxy session's snapshot"}]}`)
+		sum := blob.SHA256Hex(snap)
+		_, err := e.store.AddSnapshot(ctx, store.Snapshot{Tenant: e.tenant, Session: "proxy-s", Wire: "openai-chat", From: 1, To: 1,
+			Digest: sum, Key: blob.ContentKey(e.tenant, blob.KindSnapshot, sum), SHA256: sum, Bytes: int64(len(snap))},
+			func(ctx context.Context) error {
+				_, err := e.blob.PutContent(ctx, e.tenant, blob.KindSnapshot, snap)
+				return err
+			})
+		require.NoError(t, err)
 		require.NoError(t, e.store.SetRetention(ctx, e.tenant, 0.00001)) // under a second
 		time.Sleep(2 * time.Second)
 		run, err := e.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "retention-" + sub.RunID, TaskQueue: e.gw.TaskQueue},
@@ -603,8 +615,9 @@ func TestRecordHistories(t *testing.T) {
 		var swept contract.RetentionResult
 		require.NoError(t, run.Get(ctx, &swept))
 		require.Equal(t, 1, swept.Runs)
+		require.Equal(t, 1, swept.Snapshots)
 		require.Positive(t, swept.ObjectsDeleted)
-		record(t, "retention-sweep", fetchHistory(t, e.client, run.GetID()), input, snippets(t, openAIContents(t, input), 20), sub.RunID)
+		record(t, "retention-sweep-snapshots", fetchHistory(t, e.client, run.GetID()), input, snippets(t, openAIContents(t, input), 20), sub.RunID)
 	})
 	t.Run("webhook", func(t *testing.T) {
 		t.Parallel()

@@ -12,6 +12,7 @@ import (
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
 // TestRetentionSweepsExpiredRuns: a tenant's retention (PUT
@@ -57,6 +58,20 @@ func TestRetentionSweepsExpiredRuns(t *testing.T) {
 	}
 	expired := post(a.key, "old-1")
 	kept := post(a.otherKey, "other-1")
+	// A proxy session's snapshot of each tenant, as the proxy writes it.
+	snapshot := func(tenant, session string) {
+		body := []byte(`{"messages":[{"role":"user","content":"snapshot of ` + tenant + `"}]}`)
+		sum := blob.SHA256Hex(body)
+		_, err := a.store.AddSnapshot(ctx, store.Snapshot{Tenant: tenant, Session: session, Wire: "openai-chat", From: 1, To: 1,
+			Digest: sum, Key: blob.ContentKey(tenant, blob.KindSnapshot, sum), SHA256: sum, Bytes: int64(len(body))},
+			func(ctx context.Context) error {
+				_, err := a.blob.PutContent(ctx, tenant, blob.KindSnapshot, body)
+				return err
+			})
+		require.NoError(t, err)
+	}
+	snapshot(a.tenant, "proxy-s")
+	snapshot(a.otherTenant, "proxy-s")
 	time.Sleep(2 * time.Second)
 
 	cfg := a.deps.Config
@@ -86,4 +101,12 @@ func TestRetentionSweepsExpiredRuns(t *testing.T) {
 
 	resp, _ = a.call("GET", "/v1/runs/"+kept, a.otherKey, nil, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "a tenant without a retention keeps its runs")
+	snaps, err := a.store.ListSnapshots(ctx, a.tenant, "proxy-s", 0)
+	require.NoError(t, err)
+	require.Empty(t, snaps, "the expired snapshot is swept with its object")
+	snaps, err = a.store.ListSnapshots(ctx, a.otherTenant, "proxy-s", 0)
+	require.NoError(t, err)
+	require.Len(t, snaps, 1, "a tenant without a retention keeps its snapshots")
+	_, err = a.blob.Get(ctx, snaps[0].Key)
+	require.NoError(t, err)
 }
