@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -32,41 +33,68 @@ const seenLimit = 500
 // signals, duplicates (same event id) are dropped, and each event runs as a
 // child Compaction workflow whose id is the run id, one after another.
 func Session(ctx workflow.Context, in contract.SessionInput) error {
-	logger := workflow.GetLogger(ctx)
-	queue := in.Pending
-	seen := append([]string(nil), in.Seen...)
-	known := make(map[string]bool, len(seen))
-	for _, id := range seen {
-		known[id] = true
-	}
-	for _, ev := range queue {
-		known[ev.Run.EventID] = true
-	}
-	add := func(ev contract.CompactionInput) {
-		if known[ev.Run.EventID] {
-			logger.Info("duplicate event dropped", "event", ev.Run.EventID)
-			return
-		}
-		known[ev.Run.EventID] = true
-		queue = append(queue, ev)
-	}
-	if err := workflow.SetQueryHandler(ctx, contract.QueueQuery, func() ([]string, error) {
-		return queuedRuns(queue), nil
-	}); err != nil {
+	s, err := newSessionQueue(ctx, in)
+	if err != nil {
 		return err
 	}
+	return s.run(ctx)
+}
 
-	signals := workflow.GetSignalChannel(ctx, contract.EventSignal)
-	drain := func() {
-		for {
-			var ev contract.CompactionInput
-			if !signals.ReceiveAsync(&ev) {
-				return
-			}
-			add(ev)
-		}
+// sessionQueue is a Session workflow's state: the events waiting to run,
+// in order, and the event ids seen (carried across continue-as-new).
+type sessionQueue struct {
+	in      contract.SessionInput
+	logger  log.Logger
+	queue   []contract.CompactionInput
+	seen    []string
+	known   map[string]bool // seen and queued, only looked up
+	signals workflow.ReceiveChannel
+}
+
+// newSessionQueue starts the queue from in (what a continue-as-new
+// carried) and answers QueueQuery from it.
+func newSessionQueue(ctx workflow.Context, in contract.SessionInput) (*sessionQueue, error) {
+	s := &sessionQueue{in: in, logger: workflow.GetLogger(ctx), queue: in.Pending, seen: append([]string(nil), in.Seen...)}
+	s.known = make(map[string]bool, len(s.seen))
+	for _, id := range s.seen {
+		s.known[id] = true
 	}
+	for _, ev := range s.queue {
+		s.known[ev.Run.EventID] = true
+	}
+	if err := workflow.SetQueryHandler(ctx, contract.QueueQuery, func() ([]string, error) {
+		return queuedRuns(s.queue), nil
+	}); err != nil {
+		return nil, err
+	}
+	s.signals = workflow.GetSignalChannel(ctx, contract.EventSignal)
+	return s, nil
+}
 
+// add queues ev unless its event id was seen.
+func (s *sessionQueue) add(ev contract.CompactionInput) {
+	if s.known[ev.Run.EventID] {
+		s.logger.Info("duplicate event dropped", "event", ev.Run.EventID)
+		return
+	}
+	s.known[ev.Run.EventID] = true
+	s.queue = append(s.queue, ev)
+}
+
+// drain queues the events already signalled.
+func (s *sessionQueue) drain() {
+	for {
+		var ev contract.CompactionInput
+		if !s.signals.ReceiveAsync(&ev) {
+			return
+		}
+		s.add(ev)
+	}
+}
+
+// run runs the queued events one after another, each once admitted,
+// until the queue stays empty or the workflow continues as new.
+func (s *sessionQueue) run(ctx workflow.Context) error {
 	// Admission (TENANT_RUNS_IN_FLIGHT): sessions of before it run
 	// their events at once, as they did.
 	admission := workflow.GetVersion(ctx, "admission", workflow.DefaultVersion, 1) >= 1
@@ -76,50 +104,57 @@ func Session(ctx workflow.Context, in contract.SessionInput) error {
 	freed := false
 	runs := 0
 	for {
-		drain()
-		if len(queue) == 0 {
+		s.drain()
+		if len(s.queue) == 0 {
 			if freed {
-				admit(ctx, in.Tenant, "")
+				admit(ctx, s.in.Tenant, "")
 				freed = false
 			}
-			if !waitForEvent(ctx, signals, add) {
-				drain()
-				if len(queue) == 0 {
+			if !waitForEvent(ctx, s.signals, s.add) {
+				s.drain()
+				if len(s.queue) == 0 {
 					return nil
 				}
 			}
 			continue
 		}
-		ev := queue[0]
+		ev := s.queue[0]
 		if admission {
 			// The run stays first in the queue while it waits, where
 			// QueueQuery (and so the reconciler) sees it.
-			awaitAdmission(ctx, in.Tenant, ev.Run.ID, admits, signals, add)
+			awaitAdmission(ctx, s.in.Tenant, ev.Run.ID, admits, s.signals, s.add)
 			freed = false
 		}
-		queue = queue[1:]
-		seen = append(seen, ev.Run.EventID)
+		s.queue = s.queue[1:]
+		s.seen = append(s.seen, ev.Run.EventID)
 		runChild(ctx, ev)
 		freed = admission
 		runs++
 		if runs >= maxRunsPerSession || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
-			if freed {
-				admit(ctx, in.Tenant, "")
-			}
-			drain()
-			// Admissions already acted on (a run that found itself
-			// admitted before its signal came): nothing to carry.
-			var stale string
-			for admits.ReceiveAsync(&stale) {
-			}
-			if len(seen) > seenLimit {
-				seen = seen[len(seen)-seenLimit:]
-			}
-			return workflow.NewContinueAsNewError(ctx, Session, contract.SessionInput{
-				Tenant: in.Tenant, Session: in.Session, Pending: queue, Seen: seen,
-			})
+			return s.continueAsNew(ctx, freed, admits)
 		}
 	}
+}
+
+// continueAsNew ends this run of the workflow for a new one that carries
+// the queue and the ids seen, handing on a slot the last run freed.
+func (s *sessionQueue) continueAsNew(ctx workflow.Context, freed bool, admits workflow.ReceiveChannel) error {
+	if freed {
+		admit(ctx, s.in.Tenant, "")
+	}
+	s.drain()
+	// Admissions already acted on (a run that found itself admitted
+	// before its signal came): nothing to carry.
+	var stale string
+	for admits.ReceiveAsync(&stale) {
+	}
+	seen := s.seen
+	if len(seen) > seenLimit {
+		seen = seen[len(seen)-seenLimit:]
+	}
+	return workflow.NewContinueAsNewError(ctx, Session, contract.SessionInput{
+		Tenant: s.in.Tenant, Session: s.in.Session, Pending: s.queue, Seen: seen,
+	})
 }
 
 // Rechecks of a run waiting for admission: the signal of the session

@@ -10,7 +10,8 @@ import (
 	"github.com/ctxcompact/orchestrator/contract"
 )
 
-// runStep executes one S3/Postgres step as a local activity.
+// step executes one S3/Postgres step of the run as a local activity,
+// its step record kept for the commit (or the failure) to write.
 //
 // Why local activities: a regular activity costs a round trip through the
 // Temporal server on each side (schedule, dispatch, complete, a new
@@ -23,11 +24,9 @@ import (
 // step rows keyed by attempt and execution), so that is safe. The
 // summarizer calls stay regular activities: they are long, need
 // heartbeats and are bounded per task queue.
-func runStep(ctx workflow.Context, activity, in any) workflow.Future {
-	return recording(ctx, workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, localStepOptions()), activity, in))
+func (r *compactionRun) step(ctx workflow.Context, activity, in any) workflow.Future {
+	return r.recording(workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, localStepOptions()), activity, in))
 }
-
-type stepLogKey struct{}
 
 // stepLog gathers the step records that successful steps return instead
 // of writing them; commit or the failure writes them all in one round
@@ -38,9 +37,8 @@ type stepLog struct {
 	seen  map[string]bool // by execution id: a result read twice counts once
 }
 
-// withStepLog gives the run's context a step log and answers
-// ProgressQuery from it.
-func withStepLog(ctx workflow.Context) (workflow.Context, *stepLog) {
+// newStepLog is a run's step log; it answers ProgressQuery.
+func newStepLog(ctx workflow.Context) *stepLog {
 	log := &stepLog{seen: map[string]bool{}}
 	if err := workflow.SetQueryHandler(ctx, contract.ProgressQuery, func() (contract.Progress, error) {
 		p := contract.Progress{Steps: []contract.StepDone{}}
@@ -51,7 +49,7 @@ func withStepLog(ctx workflow.Context) (workflow.Context, *stepLog) {
 	}); err != nil {
 		workflow.GetLogger(ctx).Warn("no progress query", "error", err)
 	}
-	return workflow.WithValue(ctx, stepLogKey{}, log), log
+	return log
 }
 
 func (l *stepLog) add(st *contract.Step) {
@@ -93,20 +91,9 @@ func (f recordingFuture) Get(ctx workflow.Context, valuePtr interface{}) error {
 	return err
 }
 
-// recording wraps a step's future for the context's step log; without a
-// log (tests of parts of the workflow) it is the future itself.
-func recording(ctx workflow.Context, f workflow.Future) workflow.Future {
-	log := stepLogOf(ctx)
-	if log == nil {
-		return f
-	}
-	return recordingFuture{Future: f, log: log}
-}
-
-// stepLogOf is the run's step log, nil outside a Compaction workflow.
-func stepLogOf(ctx workflow.Context) *stepLog {
-	log, _ := ctx.Value(stepLogKey{}).(*stepLog)
-	return log
+// recording wraps a step's future for the run's step log.
+func (r *compactionRun) recording(f workflow.Future) workflow.Future {
+	return recordingFuture{Future: f, log: r.steps}
 }
 
 // stepRetry is the retry policy of every S3/Postgres step: without a cap
