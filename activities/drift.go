@@ -9,6 +9,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/digest"
 	"github.com/ctxcompact/orchestrator/internal/llm"
+	"github.com/ctxcompact/orchestrator/internal/recap"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -66,8 +67,9 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 }
 
 // driftChecks are the checks of a summary beyond its identifiers', their
-// verdicts folded into res: the three-tier design's session checks for a history
-// summary, then for every summary the fabrication check, which comes last.
+// verdicts folded into res: the three-tier design's session checks and the
+// last-errors check for a history summary, then for every summary the
+// fabrication check, which comes last.
 // missing is returned with what the session checks miss added.
 //
 // src is the source in digest.Comparable form.
@@ -79,6 +81,16 @@ func (a *Activities) driftChecks(ctx context.Context, in DriftInput, source, src
 		// one fails the check, and what it misses goes to the repair
 		// pass (DRIFT_DETECTED realignment) with the identifiers.
 		checks = a.sessionChecks(ctx, in, source, summary)
+		// The product's own check beside them, deterministic whoever
+		// judged the rest: a summary by a model keeps the last errors the
+		// tools reported that are still open, so that a session's blocks
+		// carry them from one compaction to the next. The offline summary
+		// keeps them by its own trimming order (recap), which gives them
+		// up only when its budget cannot hold them beside the
+		// identifiers.
+		if !in.Offline {
+			checks = append(checks, digest.LastErrorsCheck(recap.OpenErrors(source), summary))
+		}
 		for _, c := range checks {
 			res.Passed = res.Passed && c.Passed
 			res.Score = min(res.Score, c.Score)

@@ -19,6 +19,11 @@ type DriftInput struct {
 	// JudgeKey holds an LLM judge's verdict (llm.JudgeSchema) of a
 	// history summary; empty: the deterministic checks decide.
 	JudgeKey string `json:"judge_key,omitempty"`
+	// Offline says the summary is the product's own deterministic one
+	// (it only copies, and trims in its own order under its budget): the
+	// last-errors check, which holds a model to the errors it was given,
+	// does not apply to it.
+	Offline bool `json:"offline,omitempty"`
 }
 
 // DriftResult is the verdict. The missing items stay in S3 and Postgres:

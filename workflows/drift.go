@@ -167,7 +167,7 @@ func (g gate) check(ctx workflow.Context, pass int, key string, offline bool) (a
 		verdictKey = g.judge(ctx, pass, key)
 	}
 	err := g.r.step(ctx, a.CheckDrift, activities.DriftInput{Run: g.r.run, Step: fmt.Sprintf("%s/drift/%d", g.step, pass), Pass: pass,
-		SourceKey: g.sourceKey, SummaryKey: key, JudgeKey: verdictKey}).Get(ctx, &d)
+		SourceKey: g.sourceKey, SummaryKey: key, JudgeKey: verdictKey, Offline: offline}).Get(ctx, &d)
 	if err != nil {
 		return d, fmt.Errorf("drift check: %w", err)
 	}

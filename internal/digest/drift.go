@@ -16,6 +16,9 @@ const (
 	CheckTrajectory    = "trajectory"
 	CheckPremature     = "premature-completion"
 	CheckClarification = "clarification"
+	// CheckLastErrors is the product's own check beside the design's
+	// four: the last errors the agent's tools reported are kept.
+	CheckLastErrors = "last-errors"
 )
 
 // DriftCheck is the verdict of one check.
@@ -317,4 +320,28 @@ func keptOpenLine(result, line, summary string) string {
 		}
 	}
 	return ""
+}
+
+// LastErrorsCheck: the summary keeps the last errors of its transcript
+// that are still open (required, as the offline summary finds them:
+// recap.OpenErrors), each line as written, white space and quoting
+// aside. A summary that says what failed in its own words still misses
+// the line a resumed agent would search the code for; the repair pass is
+// asked to restore the lines, and the patch appends those still missing.
+func LastErrorsCheck(required []string, summary string) DriftCheck {
+	c := DriftCheck{Name: CheckLastErrors, Passed: true, Score: 1, Note: "no open error among the last ones"}
+	if len(required) == 0 {
+		return c
+	}
+	sum := Comparable(summary)
+	for _, e := range required {
+		if !strings.Contains(sum, Comparable(e)) {
+			c.Missing = append(c.Missing, "last error: "+e)
+		}
+	}
+	kept := len(required) - len(c.Missing)
+	c.Score = float64(kept) / float64(len(required))
+	c.Passed = kept == len(required)
+	c.Note = fmt.Sprintf("%d of the %d open last errors kept", kept, len(required))
+	return c
 }

@@ -95,3 +95,34 @@ func TestParseTranscriptBlocks(t *testing.T) {
 		})
 	}
 }
+
+// TestLastErrorsCheck: each required error line must be in the summary
+// as written, white space, case and quoting aside; another wording misses
+// it.
+func TestLastErrorsCheck(t *testing.T) {
+	t.Parallel()
+	required := []string{
+		"ERROR: test_DIGEST_HTTP_200_OK_GET (__main__.RequestsTestCase)",
+		"SyntaxError: '(' was never closed",
+	}
+	for _, tc := range []struct {
+		name    string
+		summary string
+		passed  bool
+		missing int
+	}{
+		{"all kept", "- error:   test_digest_http_200_ok_get (__main__.RequestsTestCase) — open\n- SyntaxError: ( was never closed", true, 0},
+		{"told in other words", "A digest test failed and a syntax error remains.", false, 2},
+		{"half", "SyntaxError: '(' was never closed", false, 1},
+	} {
+		c := LastErrorsCheck(required, tc.summary)
+		require.Equal(t, tc.passed, c.Passed, tc.name)
+		require.Len(t, c.Missing, tc.missing, tc.name)
+		for _, m := range c.Missing {
+			require.True(t, strings.HasPrefix(m, "last error: "), m)
+		}
+	}
+	none := LastErrorsCheck(nil, "anything")
+	require.True(t, none.Passed)
+	require.Equal(t, CheckLastErrors, none.Name)
+}

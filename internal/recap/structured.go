@@ -278,8 +278,10 @@ var (
 	// reRaised is an exception named with its message at the start of a
 	// line, which a script that caught it (exit status 0) printed: the
 	// error the agent is chasing, often the task's own.
-	reRaised    = regexp.MustCompile(`^[A-Za-z_][\w.]*(Error|Exception|Failure): \S`)
-	reException = regexp.MustCompile(`^([A-Za-z_][\w.]*): \S|^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit|Iteration|Warning)$`)
+	// reToolFailed is a result's first line that says the tool failed.
+	reToolFailed = regexp.MustCompile(`(?i)^(error|fatal|panic)(\[[^\]]*\])?:`)
+	reRaised     = regexp.MustCompile(`^[A-Za-z_][\w.]*(Error|Exception|Failure): \S`)
+	reException  = regexp.MustCompile(`^([A-Za-z_][\w.]*): \S|^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit|Iteration|Warning)$`)
 )
 
 // buildDigest reads the events into the digest.
@@ -360,7 +362,10 @@ func buildDigest(events []event) transcriptDigest {
 				kind, readOnly = c.entry.kind, c.readOnly
 			}
 			rc, hasRC := returnCode(e.text)
-			found := errorLines(e.text, e.isErr || (hasRC && rc != 0), readOnly)
+			// A tool that answers "Error: …" failed, whatever it read (a
+			// function tool has no exit status to say so).
+			failed := e.isErr || (hasRC && rc != 0) || reToolFailed.MatchString(firstLine(e.text))
+			found := errorLines(e.text, failed, readOnly)
 			if e.isErr && len(found) == 0 {
 				if first := firstLine(e.text); first != "" {
 					found = []string{first}
