@@ -191,7 +191,7 @@ func (anthropicReply) calls(resp []byte) ([]recoverCall, int, error) {
 	return calls, host, nil
 }
 
-func (anthropicReply) message(resp []byte) (json.RawMessage, error) {
+func (anthropicReply) message(resp []byte) ([]json.RawMessage, error) {
 	var v struct {
 		Content []json.RawMessage `json:"content"`
 	}
@@ -209,7 +209,7 @@ func (anthropicReply) message(resp []byte) (json.RawMessage, error) {
 		}
 		kept = append(kept, raw)
 	}
-	return json.RawMessage(`{"role":"assistant","content":` + string(array(kept)) + `}`), nil
+	return []json.RawMessage{json.RawMessage(`{"role":"assistant","content":` + string(array(kept)) + `}`)}, nil
 }
 
 // blankText says whether a block is a text block of white space only,
@@ -246,6 +246,9 @@ func (anthropicReply) strip(resp []byte) ([]byte, error) {
 	return setFields(resp, set)
 }
 
+// withoutOffer: a Messages answer does not echo the request's tools.
+func (anthropicReply) withoutOffer(resp []byte) []byte { return resp }
+
 // answers are one user message of tool_result blocks.
 func (anthropicReply) answers(as []recoverAnswer) []json.RawMessage {
 	blocks := make([]json.RawMessage, len(as))
@@ -253,6 +256,11 @@ func (anthropicReply) answers(as []recoverAnswer) []json.RawMessage {
 		blocks[i] = errorJSON(map[string]any{"type": "tool_result", "tool_use_id": a.callID, "content": a.text, "is_error": a.isErr})
 	}
 	return []json.RawMessage{json.RawMessage(`{"role":"user","content":` + string(array(blocks)) + `}`)}
+}
+
+// extend appends to the request's messages.
+func (anthropicReply) extend(body []byte, msgs []json.RawMessage) ([]byte, error) {
+	return withRecovery(body, msgs)
 }
 
 func (anthropicReply) stream() streamReply { return &anthropicStream{recover: map[int]bool{}} }
@@ -402,7 +410,7 @@ func (s *anthropicStream) calls() ([]recoverCall, int) {
 
 // message rebuilds the round's content blocks, thinking signatures
 // included, as the model must be sent them back.
-func (s *anthropicStream) message() (json.RawMessage, error) {
+func (s *anthropicStream) message() ([]json.RawMessage, error) {
 	content := make([]any, 0, len(s.blocks))
 	for _, b := range s.blocks {
 		blk := b.start
@@ -427,7 +435,10 @@ func (s *anthropicStream) message() (json.RawMessage, error) {
 		content = append(content, blk)
 	}
 	out, err := json.Marshal(map[string]any{"role": "assistant", "content": content})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return []json.RawMessage{out}, nil
 }
 
 // release is the held events without the recover blocks, the later

@@ -186,7 +186,7 @@ func (openAIReply) calls(resp []byte) ([]recoverCall, int, error) {
 	return calls, host, nil
 }
 
-func (openAIReply) message(resp []byte) (json.RawMessage, error) {
+func (openAIReply) message(resp []byte) ([]json.RawMessage, error) {
 	msg, tcs, err := openAIChoice(resp)
 	if err != nil {
 		return nil, err
@@ -200,15 +200,25 @@ func (openAIReply) message(resp []byte) (json.RawMessage, error) {
 	return assistantMessage(m.Content, tcs)
 }
 
-// assistantMessage is a chat assistant message with its tool calls.
-func assistantMessage(content *string, calls []openAICall) (json.RawMessage, error) {
+// extend appends to the request's messages.
+func (openAIReply) extend(body []byte, msgs []json.RawMessage) ([]byte, error) {
+	return withRecovery(body, msgs)
+}
+
+// assistantMessage is a chat assistant message with its tool calls, as
+// the one message a follow-up appends.
+func assistantMessage(content *string, calls []openAICall) ([]json.RawMessage, error) {
 	for i := range calls {
 		calls[i].Index = nil
 		if calls[i].Type == "" {
 			calls[i].Type = "function"
 		}
 	}
-	return json.Marshal(map[string]any{"role": "assistant", "content": content, "tool_calls": calls})
+	msg, err := json.Marshal(map[string]any{"role": "assistant", "content": content, "tool_calls": calls})
+	if err != nil {
+		return nil, err
+	}
+	return []json.RawMessage{msg}, nil
 }
 
 func (openAIReply) strip(resp []byte) ([]byte, error) {
@@ -248,6 +258,9 @@ func (openAIReply) strip(resp []byte) ([]byte, error) {
 	}
 	return setFields(resp, map[string]json.RawMessage{"choices": array([]json.RawMessage{choice})})
 }
+
+// withoutOffer: a chat completion does not echo the request's tools.
+func (openAIReply) withoutOffer(resp []byte) []byte { return resp }
 
 // answers are one tool message per call.
 func (openAIReply) answers(as []recoverAnswer) []json.RawMessage {
@@ -403,7 +416,7 @@ func (s *openAIStream) calls() ([]recoverCall, int) {
 	return out, s.host
 }
 
-func (s *openAIStream) message() (json.RawMessage, error) {
+func (s *openAIStream) message() ([]json.RawMessage, error) {
 	calls := make([]openAICall, 0, len(s.order))
 	for _, i := range s.order {
 		calls = append(calls, *s.byIndex[i])

@@ -81,12 +81,22 @@ type reply interface {
 	// calls reads a whole (not streamed) answer: the recover calls and
 	// how many calls of the host's own tools it makes.
 	calls(resp []byte) (recover []recoverCall, host int, err error)
-	// message is a whole answer as the assistant message it appends.
-	message(resp []byte) (json.RawMessage, error)
+	// message is a whole answer as what it appends to the request: the
+	// assistant message (Messages, chat), or the answer's output items
+	// as the model produced them (Responses).
+	message(resp []byte) ([]json.RawMessage, error)
 	// strip is a whole answer without its recover calls.
 	strip(resp []byte) ([]byte, error)
-	// answers are the messages that answer the calls.
+	// withoutOffer is a whole answer without a recover call as the host
+	// gets it: as it came, but for what the provider echoes of the tool
+	// it was offered (the Responses API lists the request's tools in
+	// its answer).
+	withoutOffer(resp []byte) []byte
+	// answers are the messages (or input items) that answer the calls.
 	answers(as []recoverAnswer) []json.RawMessage
+	// extend is body with msgs appended to its conversation: its
+	// messages, or its input items (Responses).
+	extend(body []byte, msgs []json.RawMessage) ([]byte, error)
 	// stream starts reading a streamed answer.
 	stream() streamReply
 }
@@ -101,9 +111,9 @@ type streamReply interface {
 	// calls are this round's recover calls, and host how many calls of
 	// the host's own tools it made.
 	calls() (recover []recoverCall, host int)
-	// message is this round's answer as the assistant message it
-	// appends.
-	message() (json.RawMessage, error)
+	// message is this round's answer as what it appends to the request
+	// (reply.message).
+	message() ([]json.RawMessage, error)
 	// release is what was held back, without the recover calls: the
 	// host's own calls that came after one, and the answer's end.
 	release() []byte
@@ -264,8 +274,9 @@ func withTool(body []byte, def string, name func(json.RawMessage) (string, error
 }
 
 // withRecovery appends msgs to body's messages: the follow-up request
-// that carries the model's calls and their answers.
-func withRecovery(body []byte, msgs ...json.RawMessage) ([]byte, error) {
+// that carries the model's calls and their answers (reply.extend of the
+// Messages and chat shapes).
+func withRecovery(body []byte, msgs []json.RawMessage) ([]byte, error) {
 	var v struct {
 		Messages []json.RawMessage `json:"messages"`
 	}
@@ -275,14 +286,14 @@ func withRecovery(body []byte, msgs ...json.RawMessage) ([]byte, error) {
 	return setFields(body, map[string]json.RawMessage{"messages": array(append(v.Messages, msgs...))})
 }
 
-// followUp is body with the model's answer msg and the answers to its
+// followUp is body with the model's answer msgs and the answers to its
 // recover calls appended.
-func (p *Proxy) followUp(ctx context.Context, t turn, rp reply, body []byte, msg json.RawMessage, calls []recoverCall) ([]byte, error) {
-	asked, err := withRecovery(body, msg)
+func (p *Proxy) followUp(ctx context.Context, t turn, rp reply, body []byte, msgs []json.RawMessage, calls []recoverCall) ([]byte, error) {
+	asked, err := rp.extend(body, msgs)
 	if err != nil {
 		return nil, err
 	}
-	return withRecovery(asked, rp.answers(p.answer(ctx, t, asked, calls))...)
+	return rp.extend(asked, rp.answers(p.answer(ctx, t, asked, calls)))
 }
 
 // offersRecovery reports whether the body going upstream holds a
@@ -338,6 +349,9 @@ func (p *Proxy) recoverWhole(w http.ResponseWriter, r *http.Request, u *upstream
 		}
 		calls, host, cerr := rp.calls(out)
 		if resp.StatusCode != http.StatusOK || cerr != nil || len(calls) == 0 {
+			if resp.StatusCode == http.StatusOK {
+				out = rp.withoutOffer(out)
+			}
 			writeAnswer(w, resp, out, recoveredState(state, recovered))
 			return
 		}

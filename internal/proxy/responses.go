@@ -28,6 +28,10 @@ import (
 // provider asks for none). An item of any other type (a built-in tool's
 // call, an item reference, an image or a file) is not read yet: the
 // request goes upstream as it came, and the state header says why.
+//
+// The references a compaction leaves are followed as on the other
+// routes: the proxy offers the recover tool as a function tool and
+// answers the model's calls itself (responses_recover.go).
 type responsesProtocol struct{}
 
 func (responsesProtocol) route(rest string) routeKind {
@@ -152,20 +156,10 @@ func (responsesProtocol) streamError(body []byte) string {
 	return "event: error\ndata: " + string(errorJSON(map[string]any{"type": "error", "code": code, "message": msg, "param": nil})) + "\n\n"
 }
 
-// reply: the recover tool is not offered on the Responses API yet (its
-// references are read back through the API or the MCP server).
-func (responsesProtocol) reply() reply { return noRecover{} }
-
-// noRecover is the reply of a protocol the recover tool is not offered
-// on: offer declines, so nothing else is called.
-type noRecover struct{}
-
-func (noRecover) offer(body []byte) ([]byte, bool)          { return body, false }
-func (noRecover) calls([]byte) ([]recoverCall, int, error)  { return nil, 0, nil }
-func (noRecover) message([]byte) (json.RawMessage, error)   { return nil, errors.New("not offered") }
-func (noRecover) strip(resp []byte) ([]byte, error)         { return resp, nil }
-func (noRecover) answers([]recoverAnswer) []json.RawMessage { return nil }
-func (noRecover) stream() streamReply                       { return nil }
+// reply: the recover tool is offered as a function tool and answered
+// with function_call_output items, the stream renumbered across the
+// follow-ups (responses_recover.go).
+func (responsesProtocol) reply() reply { return responsesReply{} }
 
 // responseItem is the part of an input item the conversion reads.
 type responseItem struct {
