@@ -48,6 +48,7 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 	res = DriftResult{Score: score, Passed: idPassed}
 	checks, missing := a.driftChecks(ctx, in, source, src, summary, &res, missing)
 	fab := checks[len(checks)-1]
+	res.PatchOnly = !res.Passed && idPassed && onlyLastErrorsFailed(checks)
 	// Only a failed check hands its missing items on (to the repair pass
 	// and the patch); a passed one keeps them in its verdict rows alone,
 	// without an S3 write.
@@ -107,6 +108,22 @@ func (a *Activities) driftChecks(ctx context.Context, in DriftInput, source, src
 	res.Fabricated = len(fab.Missing)
 	res.MissingCount = len(missing)
 	return checks, missing
+}
+
+// onlyLastErrorsFailed reports whether the one failed check of checks is
+// the last-errors check.
+func onlyLastErrorsFailed(checks []digest.DriftCheck) bool {
+	failed := false
+	for _, c := range checks {
+		if c.Passed {
+			continue
+		}
+		if c.Name != digest.CheckLastErrors {
+			return false
+		}
+		failed = true
+	}
+	return failed
 }
 
 // identifierVerdict is the verdict row's text of a drift check: why it

@@ -148,3 +148,41 @@ func (m *memStore) lastDrifts(n int) []store.Drift {
 	defer m.mu.Unlock()
 	return append([]store.Drift(nil), m.drifts[max(0, len(m.drifts)-n):]...)
 }
+
+// TestUnitLastErrorsOfAModelSummary: a history summary by a model that
+// keeps everything but the last error still open fails on that alone and
+// says so (PatchOnly: the patch restores the line, no repair pass); the
+// patched summary passes; the offline summary is not held to it.
+func TestUnitLastErrorsOfAModelSummary(t *testing.T) {
+	t.Parallel()
+	source := "[user]\nFix the nightly build of the parser.\n\n" +
+		"[assistant tool call bash]\nmake parser\n\n" +
+		"[tool tool result bash]\n<returncode>2</returncode>\nfatal: linker cannot find -lyaml\n\n"
+	summary := "The user asked to fix the nightly build of the parser. The agent ran make parser; the link step failed.\n"
+	u := newUnit(t)
+	src, sum := u.put("text", source), u.put("summary", summary)
+	check := func(key string, offline bool) activities.DriftResult {
+		t.Helper()
+		res, err := u.a.CheckDrift(t.Context(), activities.DriftInput{Run: u.run, Step: "history/drift/0",
+			SourceKey: src, SummaryKey: key, Offline: offline})
+		require.NoError(t, err)
+		return res
+	}
+	res := check(sum, false)
+	require.False(t, res.Passed, "verdicts: %+v", u.store.lastDrifts(7))
+	require.True(t, res.PatchOnly, "only the last error is missing: %+v", u.store.lastDrifts(7))
+	last := u.store.lastDrifts(7)
+	var lastErrors *store.Drift
+	for i := range last {
+		if strings.HasSuffix(last[i].Step, "/"+digest.CheckLastErrors) {
+			lastErrors = &last[i]
+		}
+	}
+	require.NotNil(t, lastErrors)
+	require.Equal(t, []string{"last error: fatal: linker cannot find -lyaml"}, lastErrors.Missing)
+
+	patched, err := u.a.Patch(t.Context(), activities.PatchInput{Run: u.run, Step: "history/patch", SummaryKey: sum, MissingKey: res.MissingKey})
+	require.NoError(t, err)
+	require.True(t, check(patched.Key, false).Passed)
+	require.True(t, check(sum, true).Passed, "the offline summary keeps errors by its own order")
+}

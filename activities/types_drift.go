@@ -37,6 +37,10 @@ type DriftResult struct {
 	// Fabricated counts the quotes, paths, URLs and ids of the summary
 	// that its source does not hold (digest.FabricationCheck).
 	Fabricated int `json:"fabricated,omitempty"`
+	// PatchOnly says the summary failed only because it left out some
+	// of the last errors still open: verbatim lines, which the patch
+	// appends as they are, without a repair pass rewriting the summary.
+	PatchOnly bool `json:"patch_only,omitempty"`
 }
 
 // PatchInput appends the still-missing items to a summary: the last,

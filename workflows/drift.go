@@ -50,6 +50,11 @@ func (r *compactionRun) driftGate(ctx workflow.Context, preset policy.Preset, st
 	if err != nil || d.Passed {
 		return summaryKey, "passed", err
 	}
+	if d.PatchOnly {
+		// Only some of the last errors are left out: the patch appends
+		// their lines as they are, and the summary stays the model's.
+		return g.patch(ctx, summaryKey, d, "patched")
+	}
 	// The deterministic replacement does not depend on the repairs: it is
 	// made and checked beside the first repair's summarizer call, so that
 	// a summary that still fails after its repairs is replaced at once
@@ -200,7 +205,6 @@ func (g gate) judge(ctx workflow.Context, pass int, key string) string {
 // appended.
 func (g gate) lastResort(ctx workflow.Context, summaryKey string, d activities.DriftResult,
 	deterministic *activities.FallbackInput, spare workflow.Future) (string, string, error) {
-	var a *activities.Activities
 	verdict := "patched"
 	if deterministic != nil {
 		g.r.degrade("a summary failed its drift checks after repair: the deterministic summary replaced it")
@@ -219,6 +223,13 @@ func (g gate) lastResort(ctx workflow.Context, summaryKey string, d activities.D
 		}
 		summaryKey, d, verdict = made.Key, made.Check, "replaced+patched"
 	}
+	return g.patch(ctx, summaryKey, d, verdict)
+}
+
+// patch appends what the check d of the summary at summaryKey still
+// misses to it (the Patch step).
+func (g gate) patch(ctx workflow.Context, summaryKey string, d activities.DriftResult, verdict string) (string, string, error) {
+	var a *activities.Activities
 	var patched activities.SummarizeResult
 	if err := g.r.step(ctx, a.Patch, activities.PatchInput{Run: g.r.run, Step: g.step + "/patch", SummaryKey: summaryKey, MissingKey: d.MissingKey}).Get(ctx, &patched); err != nil {
 		return "", "", fmt.Errorf("patch summary: %w", err)
