@@ -122,7 +122,8 @@ type Config struct {
 	// before the provider's prompt cache is taken for cold
 	// (PROXY_COLD_AFTER; 0: never), and ProxyColdTrigger the share of the
 	// limit at which an idle session compacts then (PROXY_COLD_TRIGGER).
-	// See docs/proxy.md.
+	// ProxyInterim keeps a waiting non-streaming request alive with
+	// interim 102 answers (PROXY_INTERIM). See docs/proxy.md.
 	ProxyAnthropicURL string
 	ProxyOpenAIURL    string
 	ProxyTrigger      float64
@@ -130,6 +131,7 @@ type Config struct {
 	ProxyColdAfter    time.Duration
 	ProxyColdTrigger  float64
 	ProxyWait         time.Duration
+	ProxyInterim      bool
 
 	WorkerActivities int
 	// SearchAttributes sets the workflows' typed search attributes
@@ -322,6 +324,7 @@ func load(getenv func(string) string) (Config, error) {
 	c.ProxyTrigger = r.number("PROXY_TRIGGER", 0.7)
 	c.ProxyTarget = r.number("PROXY_TARGET", 0.3)
 	c.ProxyWait = r.duration("PROXY_WAIT", time.Minute)
+	c.ProxyInterim = r.boolean("PROXY_INTERIM", true)
 	c.ProxyColdAfter = r.duration("PROXY_COLD_AFTER", 5*time.Minute)
 	c.ProxyColdTrigger = r.number("PROXY_COLD_TRIGGER", 0.5)
 	if r.err != nil {

@@ -100,6 +100,11 @@ type Config struct {
 	// compaction in flight before it goes upstream as it is
 	// (PROXY_WAIT).
 	WaitFor time.Duration
+	// SilentWait turns off the interim 102 answers that keep a waiting
+	// non-streaming request alive (PROXY_INTERIM=false): for a host whose
+	// HTTP client takes an interim answer for the answer (Python's
+	// http.client, under requests and urllib3).
+	SilentWait bool
 	// ColdAfter is how long a session goes without a request before the
 	// provider's prompt cache of it is taken for expired
 	// (PROXY_COLD_AFTER; zero: never), and ColdTrigger the share of the
@@ -449,7 +454,7 @@ func (p *Proxy) compacting(w http.ResponseWriter, r *http.Request, u *upstream, 
 	t := turn{proto: proto, tenant: tenant, session: sess, body: body, req: req, limit: limit, preset: preset,
 		presetNamed: named, counting: kind == routeCount}
 	var ka *keepAlive
-	if kind == routeMessages {
+	if kind == routeMessages && (req.stream || !p.cfg.SilentWait) {
 		ka = &keepAlive{w: w, proto: proto, stream: req.stream}
 		t.hold = ka.start
 	}
@@ -487,8 +492,10 @@ const pingEvery = 5 * time.Second
 // ping every pingEvery; its state goes in a trailer, since the headers
 // left before it was known. A non-streaming one gets an HTTP interim
 // answer, 102 Processing, every pingEvery instead: clients read past
-// interim answers (net/http, Node's http and undici, httpx), and the
-// final status stays the provider's.
+// interim answers (net/http, Node's http and fetch, httpx under both
+// official Python SDKs), and the final status stays the provider's. Python's
+// http.client (requests, urllib3) does not: Config.SilentWait turns them
+// off.
 type keepAlive struct {
 	w       http.ResponseWriter
 	proto   protocol

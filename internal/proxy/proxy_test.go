@@ -1124,3 +1124,24 @@ func TestDerivedTurnsOfTwoThreadsKeepTheirOwnLines(t *testing.T) {
 	require.NotEqual(t, evs[0].Session, evs[1].Session)
 	require.Nil(t, evs[1].Base, "b's first compaction is of its own whole conversation")
 }
+
+// TestASilentWaitSendsNoInterimAnswer: with SilentWait (PROXY_INTERIM=false)
+// a non-streaming request that waits for the run in flight gets its
+// answer alone, for a host whose HTTP client takes an interim answer for
+// the answer.
+func TestASilentWaitSendsNoInterimAnswer(t *testing.T) {
+	t.Parallel()
+	tp := newTestProxy(t, func(c *Config) { c.SilentWait = true })
+	tp.compactor.hold = make(chan struct{})
+	h := map[string]string{HeaderContextLimit: "900", HeaderSession: "silent"}
+	tp.post(t, "/proxy/anthropic/v1/messages", anthropicBody(10, false), h)
+	tp.settle(t, 1)
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		close(tp.compactor.hold)
+	}()
+	resp, interim := tp.postCounting(t, "/proxy/anthropic/v1/messages", anthropicBody(16, false), h)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, resp.Header.Get(HeaderState), "; waited ")
+	require.Zero(t, interim)
+}

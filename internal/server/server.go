@@ -129,7 +129,7 @@ func ProxyConfig(cfg config.Config) proxy.Config {
 		limits = tokens.DefaultLimits() // config.Load has checked them
 	}
 	return proxy.Config{AnthropicURL: cfg.ProxyAnthropicURL, OpenAIURL: cfg.ProxyOpenAIURL, Trigger: cfg.ProxyTrigger,
-		Target: cfg.ProxyTarget, WaitFor: cfg.ProxyWait, ColdAfter: cfg.ProxyColdAfter, ColdTrigger: cfg.ProxyColdTrigger, Preset: cfg.DefaultPreset, Limits: limits, MaxRequestBytes: cfg.MaxRequestBytes}
+		Target: cfg.ProxyTarget, WaitFor: cfg.ProxyWait, SilentWait: !cfg.ProxyInterim, ColdAfter: cfg.ProxyColdAfter, ColdTrigger: cfg.ProxyColdTrigger, Preset: cfg.DefaultPreset, Limits: limits, MaxRequestBytes: cfg.MaxRequestBytes}
 }
 
 // reconcileLoop marks failed, every reconcileEvery, the live runs that no
