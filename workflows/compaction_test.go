@@ -466,7 +466,7 @@ func TestDriftGate(t *testing.T) {
 		name: "an LLM summary whose repair call fails is replaced", drift: map[int]activities.DriftResult{0: fail(0.3, "missing/0")}, repairFail: true,
 		verdict: "replaced", applied: deterministic, repairs: 1, replaced: true, made: true, passes: []int{0, 2},
 	}, {
-		name: "only last errors left out: the patch appends them to the model's summary, no repair",
+		name:    "only last errors left out: the patch appends them to the model's summary, no repair",
 		drift:   map[int]activities.DriftResult{0: {Score: 0.6, MissingCount: 2, MissingKey: "missing/0", PatchOnly: true}},
 		verdict: "patched", applied: "patched(" + first + ")", passes: []int{0},
 		patch: &activities.PatchInput{Step: "history/patch", SummaryKey: first, MissingKey: "missing/0"},
