@@ -22,11 +22,14 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/pricing"
 	"github.com/ctxcompact/orchestrator/internal/ratelimit"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
-	"github.com/ctxcompact/orchestrator/internal/webhook"
 )
 
-// Activities holds the dependencies of every activity. Register a pointer
-// to it with a worker; the methods are the activities.
+// Activities are the compaction's steps, with what they depend on:
+// Postgres, S3, the summarizer. The other domains have structs of their
+// own (Erasure, Delivery, Admission), each with only the ports it uses;
+// Set gathers them for a worker. Register a pointer to each with a
+// worker; the methods are the activities, under their method names,
+// which every recorded history holds.
 type Activities struct {
 	// Store is Postgres (a *store.Store in a worker).
 	Store RunStore
@@ -48,27 +51,13 @@ type Activities struct {
 	// Metrics receive the steps, runs, summarizer calls, drift verdicts
 	// and offloads (nil: none).
 	Metrics *metrics.Metrics
-	// Erasures erases sessions and Retention sweeps expired runs (a
-	// *store.Store in a worker).
-	Erasures  ErasureStore
-	Retention RetentionStore
-	// Executions deletes an erased session's Temporal executions (nil:
-	// they stay, holding the session's identifiers).
-	Executions ExecutionDeleter
 	// KeepIntermediates keeps a final run's intermediate objects in S3
 	// (KEEP_INTERMEDIATES, for debugging); by default they are deleted.
 	KeepIntermediates bool
-	// Hooks and Sender deliver completion webhooks (nil: no run tells
-	// its final state).
-	Hooks  WebhookStore
-	Sender *webhook.Sender
-	// DeliverySlots bound each tenant's deliveries in flight in this
-	// worker (DELIVERY_TENANT_CONCURRENT; nil: no bound).
-	DeliverySlots *ratelimit.Slots
-	// Admission admits a tenant's runs under TenantRunsInFlight
-	// (TENANT_RUNS_IN_FLIGHT; 0 or a nil store: every run at once).
-	Admission          AdmissionStore
-	TenantRunsInFlight int
+	// Hooks tells whether a run's tenant wants its final state told
+	// (webhooks; nil: no run tells it). The deliveries themselves are
+	// Delivery's.
+	Hooks WebhookStore
 	// Prices and CostTurns price each run (pricing.Saving); a nil table
 	// prices nothing.
 	Prices    pricing.Table
@@ -259,4 +248,14 @@ func (a *Activities) loadWork(ctx context.Context, rec *attempt, run contract.Ru
 		return conversation.Conversation{}, policy.Preset{}, plan.Budget{}, err
 	}
 	return conv, p, b, nil
+}
+
+// Set is every activity struct of a worker, registered together
+// (workflows.Register): the compaction's steps, the erasure's and the
+// retention sweep's, the webhook deliveries', admission.
+type Set struct {
+	Compaction *Activities
+	Erasure    *Erasure
+	Delivery   *Delivery
+	Admission  *Admission
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/ctxcompact/orchestrator/internal/metrics"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -14,6 +15,19 @@ type AdmissionStore interface {
 }
 
 var _ AdmissionStore = (*store.Store)(nil)
+
+// Admission is the step that admits a tenant's runs under its bound of
+// runs in flight.
+type Admission struct {
+	// Store is Postgres (a *store.Store in a worker; nil: every run is
+	// admitted at once).
+	Store AdmissionStore
+	// TenantRunsInFlight bounds a tenant's runs in flight
+	// (TENANT_RUNS_IN_FLIGHT; 0: no bound).
+	TenantRunsInFlight int
+	// Metrics receive the admission waits (nil: none).
+	Metrics *metrics.Metrics
+}
 
 // AdmitInput asks for a session's next run to be admitted (RunID), or,
 // with RunID empty, only for the slot a run of the session freed to go
@@ -43,18 +57,18 @@ type AdmittedRun struct {
 // (store.Admit); without a bound (or a store) every run is admitted and
 // nothing is written. A local activity of the session workflow: it
 // takes no slot while the run waits, since the wait is the session's.
-func (a *Activities) Admit(ctx context.Context, in AdmitInput) (AdmitResult, error) {
-	if a.TenantRunsInFlight < 1 || a.Admission == nil {
+func (ad *Admission) Admit(ctx context.Context, in AdmitInput) (AdmitResult, error) {
+	if ad.TenantRunsInFlight < 1 || ad.Store == nil {
 		return AdmitResult{Admitted: in.RunID != ""}, nil
 	}
 	if in.Tenant == "" {
 		return AdmitResult{}, badInput(errors.New("admit: empty tenant"))
 	}
-	got, err := a.Admission.Admit(ctx, in.Tenant, in.RunID, a.TenantRunsInFlight)
+	got, err := ad.Store.Admit(ctx, in.Tenant, in.RunID, ad.TenantRunsInFlight)
 	if err != nil {
 		return AdmitResult{}, storeErr(err)
 	}
-	a.Metrics.Admission(got.Waited, got.Retold)
+	ad.Metrics.Admission(got.Waited, got.Retold)
 	res := AdmitResult{Admitted: got.Admitted}
 	for _, o := range got.Others {
 		res.Others = append(res.Others, AdmittedRun{RunID: o.RunID, Session: o.Session})

@@ -30,6 +30,21 @@ type ExecutionDeleter interface {
 	DeleteExecutions(ctx context.Context, namespace string, workflowIDs []string) (int, error)
 }
 
+// Erasure are the steps of a session's erasure and of the retention
+// sweep: what deletes a session's or an expired run's rows, objects and
+// Temporal executions.
+type Erasure struct {
+	// Erasures erases sessions and Retention sweeps expired runs (a
+	// *store.Store in a worker).
+	Erasures  ErasureStore
+	Retention RetentionStore
+	// Blob is S3 (a *blob.Store in a worker).
+	Blob ObjectStore
+	// Executions deletes an erased session's Temporal executions (nil:
+	// they stay, holding the session's identifiers).
+	Executions ExecutionDeleter
+}
+
 // EraseExecutionsInput names the session and the runs whose executions go.
 type EraseExecutionsInput struct {
 	Erase contract.EraseInput `json:"erase"`
@@ -41,8 +56,8 @@ type EraseExecutionsInput struct {
 // run's compaction, webhook delivery and promotion. Their histories hold
 // the caller's identifiers (session name, event ids), never text; after
 // an erasure, Temporal keeps none of them. Safe to repeat.
-func (a *Activities) EraseSessionExecutions(ctx context.Context, in EraseExecutionsInput) (int, error) {
-	if a.Executions == nil || !activity.IsActivity(ctx) {
+func (e *Erasure) EraseSessionExecutions(ctx context.Context, in EraseExecutionsInput) (int, error) {
+	if e.Executions == nil || !activity.IsActivity(ctx) {
 		return 0, nil
 	}
 	// The executions are in the erasure's own namespace.
@@ -51,7 +66,7 @@ func (a *Activities) EraseSessionExecutions(ctx context.Context, in EraseExecuti
 	for _, run := range in.Runs {
 		ids = append(ids, run, contract.DeliveryWorkflowID(run), contract.PromotionWorkflowID(run))
 	}
-	n, err := a.Executions.DeleteExecutions(ctx, namespace, ids)
+	n, err := e.Executions.DeleteExecutions(ctx, namespace, ids)
 	if err != nil {
 		return n, fmt.Errorf("delete the session's workflow executions: %w", err)
 	}
@@ -88,14 +103,14 @@ type FinishErasureInput struct {
 
 // CountLiveRuns counts the session's runs that are not final: the
 // erasure waits for them.
-func (a *Activities) CountLiveRuns(ctx context.Context, in contract.EraseInput) (int, error) {
-	n, err := a.Erasures.LiveRuns(ctx, in.Tenant, in.Session)
+func (e *Erasure) CountLiveRuns(ctx context.Context, in contract.EraseInput) (int, error) {
+	n, err := e.Erasures.LiveRuns(ctx, in.Tenant, in.Session)
 	return n, storeErr(err)
 }
 
 // CollectSessionObjects lists the session's objects before its rows go.
-func (a *Activities) CollectSessionObjects(ctx context.Context, in contract.EraseInput) (SessionObjects, error) {
-	keys, runs, err := a.Erasures.SessionObjects(ctx, in.Tenant, in.Session)
+func (e *Erasure) CollectSessionObjects(ctx context.Context, in contract.EraseInput) (SessionObjects, error) {
+	keys, runs, err := e.Erasures.SessionObjects(ctx, in.Tenant, in.Session)
 	if err != nil {
 		return SessionObjects{}, storeErr(err)
 	}
@@ -103,8 +118,8 @@ func (a *Activities) CollectSessionObjects(ctx context.Context, in contract.Eras
 }
 
 // EraseSessionRows deletes the session's rows (store.EraseSessionRows).
-func (a *Activities) EraseSessionRows(ctx context.Context, in contract.EraseInput) (int, error) {
-	n, err := a.Erasures.EraseSessionRows(ctx, in.ErasureID, in.Tenant, in.Session)
+func (e *Erasure) EraseSessionRows(ctx context.Context, in contract.EraseInput) (int, error) {
+	n, err := e.Erasures.EraseSessionRows(ctx, in.ErasureID, in.Tenant, in.Session)
 	return n, storeErr(err)
 }
 
@@ -112,7 +127,7 @@ func (a *Activities) EraseSessionRows(ctx context.Context, in contract.EraseInpu
 // and each key no run or offload of the tenant names any more (another
 // session may hold the same bytes, content-addressed). Every key is
 // checked to be the tenant's first. Safe to repeat.
-func (a *Activities) EraseSessionObjects(ctx context.Context, in EraseObjectsInput) (EraseObjectsResult, error) {
+func (e *Erasure) EraseSessionObjects(ctx context.Context, in EraseObjectsInput) (EraseObjectsResult, error) {
 	var res EraseObjectsResult
 	tenant := in.Erase.Tenant
 	for _, run := range in.Objects.Runs {
@@ -120,7 +135,7 @@ func (a *Activities) EraseSessionObjects(ctx context.Context, in EraseObjectsInp
 		if err != nil {
 			return res, badInput(fmt.Errorf("erase intermediates of run %s: %w", run, err))
 		}
-		n, err := a.Blob.DeletePrefix(ctx, prefix)
+		n, err := e.Blob.DeletePrefix(ctx, prefix)
 		if err != nil {
 			return res, blobErr(err)
 		}
@@ -131,8 +146,8 @@ func (a *Activities) EraseSessionObjects(ctx context.Context, in EraseObjectsInp
 		if err != nil || blob.CheckOwned(tenant, key) != nil {
 			return res, badInput(fmt.Errorf("erase object %s: not the tenant's content key", key))
 		}
-		kept, err := a.Erasures.ReleaseErasedObject(ctx, tenant, key, func(ctx context.Context) error {
-			return a.Blob.Delete(ctx, key)
+		kept, err := e.Erasures.ReleaseErasedObject(ctx, tenant, key, func(ctx context.Context) error {
+			return e.Blob.Delete(ctx, key)
 		})
 		if err != nil {
 			return res, storeErr(err)
@@ -152,6 +167,6 @@ func (a *Activities) EraseSessionObjects(ctx context.Context, in EraseObjectsInp
 }
 
 // FinishErasure completes the erasure's tombstone with what went.
-func (a *Activities) FinishErasure(ctx context.Context, in FinishErasureInput) error {
-	return storeErr(a.Erasures.FinishErasure(ctx, in.Erase.ErasureID, in.Objects.Deleted, in.Objects.Kept, in.Objects.SHA256))
+func (e *Erasure) FinishErasure(ctx context.Context, in FinishErasureInput) error {
+	return storeErr(e.Erasures.FinishErasure(ctx, in.Erase.ErasureID, in.Objects.Deleted, in.Objects.Kept, in.Objects.SHA256))
 }

@@ -95,10 +95,10 @@ func TestUnitEraseSession(t *testing.T) {
 	ctx := t.Context()
 	u := newUnit(t)
 	er := &memErasures{live: 2, rows: 7, held: map[string]bool{}}
-	u.a.Erasures = er
+	ea := &activities.Erasure{Erasures: er, Blob: u.blob}
 	in := contract.EraseInput{ErasureID: "erase_1", Tenant: "acme", Session: "s1"}
 
-	live, err := u.a.CountLiveRuns(ctx, in)
+	live, err := ea.CountLiveRuns(ctx, in)
 	require.NoError(t, err)
 	require.Equal(t, 2, live)
 
@@ -111,14 +111,14 @@ func TestUnitEraseSession(t *testing.T) {
 	shared := u.put(blob.KindOffload, "bytes another session holds")
 	er.keys, er.runs, er.held[shared] = []string{gone, same, shared}, []string{u.run.ID}, true
 
-	objs, err := u.a.CollectSessionObjects(ctx, in)
+	objs, err := ea.CollectSessionObjects(ctx, in)
 	require.NoError(t, err)
 	require.Equal(t, activities.SessionObjects{Keys: er.keys, Runs: er.runs}, objs)
-	rows, err := u.a.EraseSessionRows(ctx, in)
+	rows, err := ea.EraseSessionRows(ctx, in)
 	require.NoError(t, err)
 	require.Equal(t, 7, rows)
 
-	res, err := u.a.EraseSessionObjects(ctx, activities.EraseObjectsInput{Erase: in, Objects: objs})
+	res, err := ea.EraseSessionObjects(ctx, activities.EraseObjectsInput{Erase: in, Objects: objs})
 	require.NoError(t, err)
 	require.Equal(t, 3, res.Deleted, "the intermediate, the original and its twin output")
 	require.Equal(t, 1, res.Kept)
@@ -129,13 +129,13 @@ func TestUnitEraseSession(t *testing.T) {
 	require.False(t, u.blob.has(gone))
 	require.True(t, u.blob.has(shared), "bytes another session holds stay")
 
-	require.NoError(t, u.a.FinishErasure(ctx, activities.FinishErasureInput{Erase: in, Objects: res}))
+	require.NoError(t, ea.FinishErasure(ctx, activities.FinishErasureInput{Erase: in, Objects: res}))
 	require.Equal(t, []int{3, 1}, er.finished)
 	require.Equal(t, res.SHA256, er.sha256s)
 
 	foreign, err := u.blob.PutContentString(ctx, "other", blob.KindArchive, "another tenant's")
 	require.NoError(t, err)
-	_, err = u.a.EraseSessionObjects(ctx, activities.EraseObjectsInput{Erase: in, Objects: activities.SessionObjects{Keys: []string{foreign.Key}}})
+	_, err = ea.EraseSessionObjects(ctx, activities.EraseObjectsInput{Erase: in, Objects: activities.SessionObjects{Keys: []string{foreign.Key}}})
 	var app *temporal.ApplicationError
 	require.True(t, errors.As(err, &app) && app.NonRetryable(), "another tenant's key is bad input, not retried: %v", err)
 	require.True(t, u.blob.has(foreign.Key), "another tenant's object is never deleted")
@@ -150,18 +150,18 @@ func TestUnitRetentionSweep(t *testing.T) {
 	u := newUnit(t)
 	er := &memErasures{expired: []store.ExpiredRun{{Tenant: "acme", RunID: "r1"}, {Tenant: "other", RunID: "r2"}, {Tenant: "acme", RunID: "r3"}},
 		keys: []string{"tenants/acme/output/ab/ab"}}
-	u.a.Retention = er
+	ea := &activities.Erasure{Retention: er, Blob: u.blob}
 
-	batches, err := u.a.ListExpiredRuns(ctx, activities.ExpiredRunsInput{Limit: 10})
+	batches, err := ea.ListExpiredRuns(ctx, activities.ExpiredRunsInput{Limit: 10})
 	require.NoError(t, err)
 	require.Equal(t, []activities.ExpiredBatch{{Tenant: "acme", Runs: []string{"r1", "r3"}}, {Tenant: "other", Runs: []string{"r2"}}}, batches)
-	objs, err := u.a.CollectRunObjects(ctx, batches[0])
+	objs, err := ea.CollectRunObjects(ctx, batches[0])
 	require.NoError(t, err)
 	require.Equal(t, activities.SessionObjects{Keys: er.keys, Runs: []string{"r1", "r3"}}, objs)
-	erased, err := u.a.EraseExpiredRuns(ctx, batches[0])
+	erased, err := ea.EraseExpiredRuns(ctx, batches[0])
 	require.NoError(t, err)
 	require.Equal(t, []string{"r1"}, erased, "the runs the store deleted, not the ones asked")
-	require.NoError(t, u.a.RecordSweepObjects(ctx, activities.FinishErasureInput{Erase: contract.EraseInput{Tenant: "acme"},
+	require.NoError(t, ea.RecordSweepObjects(ctx, activities.FinishErasureInput{Erase: contract.EraseInput{Tenant: "acme"},
 		Objects: activities.EraseObjectsResult{Deleted: 3, Kept: 1}}))
 	require.Equal(t, []int{3, 1}, er.swept)
 }
@@ -177,14 +177,14 @@ func TestUnitSweepExpiredSnapshots(t *testing.T) {
 	gone := "tenants/acme/snapshot/ab/" + strings.Repeat("ab", 32)
 	er := &memErasures{held: map[string]bool{held: true},
 		snaps: []store.ExpiredSnapshot{{Tenant: "acme", Key: gone}, {Tenant: "acme", Key: held}}}
-	u.a.Retention = er
-	res, err := u.a.SweepExpiredSnapshots(ctx, activities.ExpiredRunsInput{Limit: 10})
+	ea := &activities.Erasure{Retention: er, Blob: u.blob}
+	res, err := ea.SweepExpiredSnapshots(ctx, activities.ExpiredRunsInput{Limit: 10})
 	require.NoError(t, err)
 	require.Equal(t, activities.SnapshotSweep{Listed: 2, Rows: 3, Deleted: 1, Kept: 1}, res)
 	require.Equal(t, []string{gone}, er.released)
 
 	er.snaps = []store.ExpiredSnapshot{{Tenant: "other", Key: gone}}
-	_, err = u.a.SweepExpiredSnapshots(ctx, activities.ExpiredRunsInput{Limit: 10})
+	_, err = ea.SweepExpiredSnapshots(ctx, activities.ExpiredRunsInput{Limit: 10})
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, err, &appErr)
 	require.True(t, appErr.NonRetryable(), "another tenant's key is a defect, not a retry")

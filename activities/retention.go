@@ -34,8 +34,8 @@ type ExpiredRunsInput struct {
 
 // ListExpiredRuns lists up to Limit runs past their tenant's retention,
 // grouped by tenant in the order found.
-func (a *Activities) ListExpiredRuns(ctx context.Context, in ExpiredRunsInput) ([]ExpiredBatch, error) {
-	runs, err := a.Retention.ExpiredRuns(ctx, in.Limit)
+func (e *Erasure) ListExpiredRuns(ctx context.Context, in ExpiredRunsInput) ([]ExpiredBatch, error) {
+	runs, err := e.Retention.ExpiredRuns(ctx, in.Limit)
 	if err != nil {
 		return nil, storeErr(err)
 	}
@@ -54,8 +54,8 @@ func (a *Activities) ListExpiredRuns(ctx context.Context, in ExpiredRunsInput) (
 }
 
 // CollectRunObjects lists the objects of a batch before its rows go.
-func (a *Activities) CollectRunObjects(ctx context.Context, in ExpiredBatch) (SessionObjects, error) {
-	keys, err := a.Retention.RunObjects(ctx, in.Tenant, in.Runs)
+func (e *Erasure) CollectRunObjects(ctx context.Context, in ExpiredBatch) (SessionObjects, error) {
+	keys, err := e.Retention.RunObjects(ctx, in.Tenant, in.Runs)
 	if err != nil {
 		return SessionObjects{}, storeErr(err)
 	}
@@ -64,14 +64,14 @@ func (a *Activities) CollectRunObjects(ctx context.Context, in ExpiredBatch) (Se
 
 // EraseExpiredRuns deletes the batch's rows (those still past retention)
 // and returns the runs deleted.
-func (a *Activities) EraseExpiredRuns(ctx context.Context, in ExpiredBatch) ([]string, error) {
-	gone, err := a.Retention.EraseExpiredRuns(ctx, in.Tenant, in.Runs)
+func (e *Erasure) EraseExpiredRuns(ctx context.Context, in ExpiredBatch) ([]string, error) {
+	gone, err := e.Retention.EraseExpiredRuns(ctx, in.Tenant, in.Runs)
 	return gone, storeErr(err)
 }
 
 // RecordSweepObjects adds what a batch deleted from S3 to its sweep.
-func (a *Activities) RecordSweepObjects(ctx context.Context, in FinishErasureInput) error {
-	return storeErr(a.Retention.RecordSweepObjects(ctx, in.Erase.Tenant, in.Objects.Deleted, in.Objects.Kept))
+func (e *Erasure) RecordSweepObjects(ctx context.Context, in FinishErasureInput) error {
+	return storeErr(e.Retention.RecordSweepObjects(ctx, in.Erase.Tenant, in.Objects.Deleted, in.Objects.Kept))
 }
 
 // SnapshotSweep is what one SweepExpiredSnapshots deleted.
@@ -86,19 +86,19 @@ type SnapshotSweep struct {
 // past their tenant's retention: for each, its expired rows and, when
 // nothing else names it, the object, in one transaction, so that a retry
 // finds whatever is left.
-func (a *Activities) SweepExpiredSnapshots(ctx context.Context, in ExpiredRunsInput) (SnapshotSweep, error) {
+func (e *Erasure) SweepExpiredSnapshots(ctx context.Context, in ExpiredRunsInput) (SnapshotSweep, error) {
 	var res SnapshotSweep
-	expired, err := a.Retention.ExpiredSnapshots(ctx, in.Limit)
+	expired, err := e.Retention.ExpiredSnapshots(ctx, in.Limit)
 	if err != nil {
 		return res, storeErr(err)
 	}
 	res.Listed = len(expired)
-	for _, e := range expired {
-		if err := blob.CheckOwned(e.Tenant, e.Key); err != nil {
-			return res, badInput(fmt.Errorf("sweep snapshot object %s: not the tenant's content key: %w", e.Key, err))
+	for _, x := range expired {
+		if err := blob.CheckOwned(x.Tenant, x.Key); err != nil {
+			return res, badInput(fmt.Errorf("sweep snapshot object %s: not the tenant's content key: %w", x.Key, err))
 		}
-		rows, kept, err := a.Retention.ReleaseExpiredSnapshot(ctx, e.Tenant, e.Key, func(ctx context.Context) error {
-			return a.Blob.Delete(ctx, e.Key)
+		rows, kept, err := e.Retention.ReleaseExpiredSnapshot(ctx, x.Tenant, x.Key, func(ctx context.Context) error {
+			return e.Blob.Delete(ctx, x.Key)
 		})
 		if err != nil {
 			return res, storeErr(err)

@@ -11,7 +11,6 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/store"
-	"github.com/ctxcompact/orchestrator/internal/webhook"
 )
 
 // The steps that compact the history and end the run, on the in-memory
@@ -151,26 +150,26 @@ func TestUnitCommit(t *testing.T) {
 
 // TestUnitCommitNotify: the commit tells the workflow to start a delivery
 // only when the store's commit found a live endpoint of the run's tenant
-// and the worker can send webhooks; a retried commit says the same.
+// and the worker has a webhook store; a retried commit says the same.
 func TestUnitCommitNotify(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name     string
 		webhooks bool
-		sender   bool
+		hooks    bool
 		want     bool
 	}{
 		{"endpoint and sender", true, true, true},
 		{"no endpoint", false, true, false},
-		{"worker without a sender", true, false, false},
+		{"worker without a webhook store", true, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			u := newUnit(t)
 			u.store.webhooks["acme"] = tt.webhooks
-			if tt.sender {
-				u.a.Hooks, u.a.Sender = newMemHooks(), webhook.NewSender(webhook.Policy{})
+			if tt.hooks {
+				u.a.Hooks = newMemHooks()
 			}
 			in, plan := u.planned()
 			commit := activities.CommitInput{Run: u.run, WorkKey: in.Key, ArchiveKey: plan.Archive.Key, TokensBefore: plan.TokensBefore}

@@ -10,7 +10,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ctxcompact/orchestrator/contract"
+	"github.com/ctxcompact/orchestrator/internal/ratelimit"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/webhook"
 )
 
 // WebhookStore is what the delivery steps ask of Postgres (a
@@ -27,11 +29,22 @@ type WebhookStore interface {
 
 var _ WebhookStore = (*store.Store)(nil)
 
+// Delivery are the steps of a run's webhook deliveries.
+type Delivery struct {
+	// Hooks is Postgres (a *store.Store in a worker).
+	Hooks WebhookStore
+	// Sender signs and sends the deliveries.
+	Sender *webhook.Sender
+	// DeliverySlots bound each tenant's deliveries in flight in this
+	// worker (DELIVERY_TENANT_CONCURRENT; nil: no bound).
+	DeliverySlots *ratelimit.Slots
+}
+
 // notify reports whether the tenant of run wants its final state told: a
 // tenant without an endpoint gets no delivery workflow. Without a
 // webhook store (a worker built without one) nothing is told.
 func (a *Activities) notify(ctx context.Context, tenant string) (bool, error) {
-	if a.Hooks == nil || a.Sender == nil {
+	if a.Hooks == nil {
 		return false, nil
 	}
 	ok, err := a.Hooks.HasWebhooks(ctx, tenant)
@@ -47,8 +60,8 @@ func EventType(status store.RunStatus) string { return "run." + string(status) }
 
 // PrepareDeliveries records one delivery of run's final state per live
 // endpoint of its tenant and returns their ids (safe to repeat).
-func (a *Activities) PrepareDeliveries(ctx context.Context, in contract.DeliveryInput) ([]string, error) {
-	run, err := a.Hooks.GetRun(ctx, in.RunID)
+func (dl *Delivery) PrepareDeliveries(ctx context.Context, in contract.DeliveryInput) ([]string, error) {
+	run, err := dl.Hooks.GetRun(ctx, in.RunID)
 	if err != nil {
 		return nil, storeErr(fmt.Errorf("read run %s: %w", in.RunID, err))
 	}
@@ -62,7 +75,7 @@ func (a *Activities) PrepareDeliveries(ctx context.Context, in contract.Delivery
 	if in.Event != "" {
 		event = in.Event
 	}
-	ds, err := a.Hooks.PrepareDeliveries(ctx, in.Tenant, in.RunID, event)
+	ds, err := dl.Hooks.PrepareDeliveries(ctx, in.Tenant, in.RunID, event)
 	if err != nil {
 		return nil, storeErr(err)
 	}
@@ -103,8 +116,8 @@ const recordAttemptTimeout = 10 * time.Second
 // it is a retryable error, so that Temporal retries it with backoff (see
 // the workflow's policy); an endpoint deleted since, or a delivery done
 // already, ends it without a POST.
-func (a *Activities) DeliverWebhook(ctx context.Context, id string) error {
-	d, w, deleted, err := a.Hooks.DeliveryTarget(ctx, id)
+func (dl *Delivery) DeliverWebhook(ctx context.Context, id string) error {
+	d, w, deleted, err := dl.Hooks.DeliveryTarget(ctx, id)
 	if err != nil {
 		return storeErr(err)
 	}
@@ -112,27 +125,27 @@ func (a *Activities) DeliverWebhook(ctx context.Context, id string) error {
 		return nil
 	}
 	if deleted {
-		return storeErr(a.Hooks.FailDelivery(ctx, id, "the endpoint was deleted"))
+		return storeErr(dl.Hooks.FailDelivery(ctx, id, "the endpoint was deleted"))
 	}
 	// One tenant's endpoints that accept and never answer hold one slot
 	// per attempt, for up to webhook.Timeout: a tenant past its share
 	// gives the activity slot back at once rather than wait for one of
 	// its own, so another tenant's delivery finds a slot free.
-	release, ok := a.DeliverySlots.TryAcquire(d.Tenant)
+	release, ok := dl.DeliverySlots.TryAcquire(d.Tenant)
 	if !ok {
 		return tenantBusy(d.Tenant)
 	}
 	defer release()
-	run, err := a.Hooks.GetRun(ctx, d.RunID)
+	run, err := dl.Hooks.GetRun(ctx, d.RunID)
 	if err != nil {
 		return storeErr(fmt.Errorf("read run %s: %w", d.RunID, err))
 	}
 	if d.EventType == contract.EventPromoted {
-		if err := a.deliverFinalFirst(ctx, d, w, run); err != nil {
+		if err := dl.deliverFinalFirst(ctx, d, w, run); err != nil {
 			return err
 		}
 	}
-	return a.send(ctx, d, w, run)
+	return dl.send(ctx, d, w, run)
 }
 
 // deliverFinalFirst makes sure that the endpoint of promoted, a
@@ -148,20 +161,20 @@ func (a *Activities) DeliverWebhook(ctx context.Context, id string) error {
 // for good no longer holds it up. The run's own workflow may send the
 // same delivery meanwhile: a receiver sees its webhook-id twice at worst,
 // which Standard Webhooks receivers deduplicate, never out of order.
-func (a *Activities) deliverFinalFirst(ctx context.Context, promoted store.Delivery, w store.Webhook, run store.Run) error {
-	pred, err := a.Hooks.PrecedingDelivery(ctx, promoted, EventType(run.Status))
+func (dl *Delivery) deliverFinalFirst(ctx context.Context, promoted store.Delivery, w store.Webhook, run store.Run) error {
+	pred, err := dl.Hooks.PrecedingDelivery(ctx, promoted, EventType(run.Status))
 	if err != nil {
 		return storeErr(err)
 	}
 	if pred.Status != store.DeliveryPending {
 		return nil
 	}
-	return a.send(ctx, pred, w, run)
+	return dl.send(ctx, pred, w, run)
 }
 
 // send POSTs delivery d of run to endpoint w and logs the attempt; an
 // answer that is not 2xx is a retryable error.
-func (a *Activities) send(ctx context.Context, d store.Delivery, w store.Webhook, run store.Run) error {
+func (dl *Delivery) send(ctx context.Context, d store.Delivery, w store.Webhook, run store.Run) error {
 	id := d.ID
 	outcome, err := run.Outcome()
 	if err != nil {
@@ -177,7 +190,7 @@ func (a *Activities) send(ctx context.Context, d store.Delivery, w store.Webhook
 	if w.PreviousSecret != "" && now.Before(w.PreviousExpires) {
 		secrets = append(secrets, w.PreviousSecret)
 	}
-	att := a.Sender.Send(ctx, w.URL, d.ID, secrets, body, now)
+	att := dl.Sender.Send(ctx, w.URL, d.ID, secrets, body, now)
 	// The tenant's log gets the failure's class only (webhook.Attempt.Err):
 	// the transport's text can name the deployment's DNS server, internal
 	// addresses and which ports answer. The detail goes to the worker's
@@ -188,7 +201,7 @@ func (a *Activities) send(ctx context.Context, d store.Delivery, w store.Webhook
 	// every POST the receiver saw.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordAttemptTimeout)
 	defer cancel()
-	if err := a.Hooks.RecordAttempt(rctx, id, rec, att.Accepted()); err != nil {
+	if err := dl.Hooks.RecordAttempt(rctx, id, rec, att.Accepted()); err != nil {
 		return storeErr(err)
 	}
 	if !att.Accepted() {
@@ -217,6 +230,6 @@ func tenantBusy(tenant string) error {
 }
 
 // FailDelivery marks delivery id failed for good, with reason.
-func (a *Activities) FailDelivery(ctx context.Context, id, reason string) error {
-	return storeErr(a.Hooks.FailDelivery(ctx, id, reason))
+func (dl *Delivery) FailDelivery(ctx context.Context, id, reason string) error {
+	return storeErr(dl.Hooks.FailDelivery(ctx, id, reason))
 }

@@ -116,7 +116,7 @@ func (m *memHooks) FailDelivery(_ context.Context, id, reason string) error {
 // hookUnit is the webhook activities over memHooks, sending to a local
 // receiver that verifies every signature.
 type hookUnit struct {
-	a     *activities.Activities
+	a     *activities.Delivery
 	hooks *memHooks
 	mu    sync.Mutex
 	got   []activities.DeliveryPayload
@@ -158,7 +158,7 @@ func newHookUnit(t *testing.T) *hookUnit {
 	u, err := url.Parse(srv.URL)
 	require.NoError(t, err)
 	h.hooks.endpoints["acme"] = store.Webhook{ID: "wh-1", Tenant: "acme", URL: srv.URL + "/hook", Secret: secret}
-	h.a = &activities.Activities{Hooks: h.hooks, Sender: webhook.NewSender(webhook.Policy{AllowHosts: []string{u.Host}})}
+	h.a = &activities.Delivery{Hooks: h.hooks, Sender: webhook.NewSender(webhook.Policy{AllowHosts: []string{u.Host}})}
 	return h
 }
 

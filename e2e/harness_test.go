@@ -82,7 +82,7 @@ type env struct {
 	store     *store.Store
 	blob      *blob.Store
 	llm       *llmtest.Server
-	acts      *activities.Activities
+	acts      activities.Set
 	client    client.Client
 	gw        *gateway.Gateway
 	taskQueue string

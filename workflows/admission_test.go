@@ -67,7 +67,7 @@ func (f *fakeAdmission) finish(run string) {
 // admitHarness is a session harness with a bound of one run in flight and
 // the fake admission, whose children's ends free their slots.
 func admitHarness(f *fakeAdmission) *sessionHarness {
-	h := newSessionHarnessWith(time.Minute, nil, &activities.Activities{Admission: f, TenantRunsInFlight: 1})
+	h := newSessionHarnessWith(time.Minute, nil, activities.Set{Admission: &activities.Admission{Store: f, TenantRunsInFlight: 1}})
 	h.env.SetOnChildWorkflowCompletedListener(func(info *workflow.Info, _ converter.EncodedValue, _ error) {
 		f.finish(info.WorkflowExecution.ID)
 		h.mu.Lock()

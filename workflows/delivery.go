@@ -30,7 +30,7 @@ var deliveryRetry = &temporal.RetryPolicy{
 // (DeliveryInput.DeliveryID). Every attempt is logged in Postgres by the
 // step that makes it.
 func WebhookDelivery(ctx workflow.Context, in contract.DeliveryInput) error {
-	var a *activities.Activities
+	var a *activities.Delivery
 	short := workflow.WithActivityOptions(ctx, stepOptions())
 	ids := []string{in.DeliveryID}
 	if in.DeliveryID == "" {

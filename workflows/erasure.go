@@ -25,7 +25,7 @@ const (
 // executions, then the tombstone is finished with the counts and digests. Each step is safe to repeat, so a
 // worker or server killed mid-way resumes where it was.
 func SessionErasure(ctx workflow.Context, in contract.EraseInput) (contract.EraseResult, error) {
-	var a *activities.Activities
+	var a *activities.Erasure
 	ctx = workflow.WithActivityOptions(ctx, stepOptions())
 	var res contract.EraseResult
 	waited := time.Duration(0)

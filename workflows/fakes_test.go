@@ -274,7 +274,8 @@ func (f *fakes) install(env *testsuite.TestWorkflowEnvironment) {
 			f.released = append(f.released, in.Run.ID)
 			return activities.ReleaseResult{Deleted: 3}, nil
 		})
-	env.OnActivity(a.Admit, mock.Anything, mock.Anything).Return(
+	var ad *activities.Admission
+	env.OnActivity(ad.Admit, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.AdmitInput) (activities.AdmitResult, error) {
 			// Kept apart from the steps' calls, as released is.
 			f.mu.Lock()

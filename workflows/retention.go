@@ -20,7 +20,7 @@ const (
 // objects no remaining run or offload names. Started by the Temporal
 // Schedule contract.RetentionScheduleID, never by a timer in the API.
 func RetentionSweep(ctx workflow.Context, in contract.RetentionInput) (contract.RetentionResult, error) {
-	var a *activities.Activities
+	var a *activities.Erasure
 	ctx = workflow.WithActivityOptions(ctx, stepOptions())
 	batch := in.Batch
 	if batch <= 0 {

@@ -223,7 +223,7 @@ func admit(ctx workflow.Context, tenant, runID string) bool {
 
 // admitWithin is admit with the step's options.
 func admitWithin(ctx workflow.Context, opts workflow.LocalActivityOptions, tenant, runID string) bool {
-	var a *activities.Activities
+	var a *activities.Admission
 	var res activities.AdmitResult
 	lctx := workflow.WithLocalActivityOptions(ctx, opts)
 	if err := workflow.ExecuteLocalActivity(lctx, a.Admit, activities.AdmitInput{Tenant: tenant, RunID: runID}).Get(ctx, &res); err != nil {

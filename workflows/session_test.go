@@ -48,13 +48,16 @@ type sessionHarness struct {
 
 func newSessionHarness(childTime time.Duration, fail map[string]error) *sessionHarness {
 	// No bound: every run is admitted at once.
-	return newSessionHarnessWith(childTime, fail, &activities.Activities{})
+	return newSessionHarnessWith(childTime, fail, activities.Set{})
 }
 
 // newSessionHarnessWith is a harness whose steps (admission) are acts'.
-func newSessionHarnessWith(childTime time.Duration, fail map[string]error, acts *activities.Activities) *sessionHarness {
+func newSessionHarnessWith(childTime time.Duration, fail map[string]error, acts activities.Set) *sessionHarness {
 	h := &sessionHarness{env: newTestEnv(), childTime: childTime, fail: fail}
-	h.env.RegisterActivity(acts)
+	if acts.Admission == nil {
+		acts.Admission = &activities.Admission{}
+	}
+	h.env.RegisterActivity(acts.Admission)
 	h.env.OnWorkflow(Compaction, mock.Anything, mock.Anything).After(childTime).Return(
 		func(ctx workflow.Context, in contract.CompactionInput) (contract.Outcome, error) {
 			if err := h.fail[in.Run.EventID]; err != nil {

@@ -132,24 +132,26 @@ func NewSummarizer(cfg llm.Config) (llm.Summarizer, error) {
 	return llm.NewOpenAI(cfg)
 }
 
-// Activities builds the activity struct over the dependencies.
-func (d *Deps) Activities() *activities.Activities {
-	return &activities.Activities{
-		Store: d.Store, Blob: d.Blob, Summarizer: d.Summarizer, Limits: d.Limits,
-		SummarizerModel:    d.Config.SummarizerModel,
-		LLMSlots:           make(chan struct{}, max(d.Config.LLMParallelism, 1)),
-		Metrics:            d.Metrics,
-		Hooks:              d.Store,
-		Erasures:           d.Store,
-		Retention:          d.Store,
-		KeepIntermediates:  d.Config.KeepIntermediates,
-		Sender:             webhook.NewSender(webhook.Policy{AllowHosts: d.Config.WebhookAllowHosts}),
-		DeliverySlots:      ratelimit.NewSlots(d.Config.DeliveryTenantConcurrent),
-		Admission:          d.Store,
-		TenantRunsInFlight: d.Config.TenantRunsInFlight,
-		Prices:             d.Config.Prices,
-		CostTurns:          d.Config.CostTurns,
-		ProviderTokens:     d.ProviderTokens,
+// Activities builds the activity structs over the dependencies, each
+// with only the ports it uses.
+func (d *Deps) Activities() activities.Set {
+	return activities.Set{
+		Compaction: &activities.Activities{
+			Store: d.Store, Blob: d.Blob, Summarizer: d.Summarizer, Limits: d.Limits,
+			SummarizerModel:   d.Config.SummarizerModel,
+			LLMSlots:          make(chan struct{}, max(d.Config.LLMParallelism, 1)),
+			Metrics:           d.Metrics,
+			Hooks:             d.Store,
+			KeepIntermediates: d.Config.KeepIntermediates,
+			Prices:            d.Config.Prices,
+			CostTurns:         d.Config.CostTurns,
+			ProviderTokens:    d.ProviderTokens,
+		},
+		Erasure: &activities.Erasure{Erasures: d.Store, Retention: d.Store, Blob: d.Blob},
+		Delivery: &activities.Delivery{Hooks: d.Store,
+			Sender:        webhook.NewSender(webhook.Policy{AllowHosts: d.Config.WebhookAllowHosts}),
+			DeliverySlots: ratelimit.NewSlots(d.Config.DeliveryTenantConcurrent)},
+		Admission: &activities.Admission{Store: d.Store, TenantRunsInFlight: d.Config.TenantRunsInFlight, Metrics: d.Metrics},
 	}
 }
 
@@ -163,7 +165,7 @@ func (d *Deps) Activities() *activities.Activities {
 type Workers struct {
 	Main, LLM, Deliveries, Erasures worker.Worker
 	// Activities are the activities every worker runs.
-	Activities *activities.Activities
+	Activities activities.Set
 	// StopTimeout bounds Stop (WORKER_STOP_TIMEOUT): it returns at most
 	// stopMargin after it. The SDK's own WorkerStopTimeout stays 0 (an
 	// activity in flight is not waited for: Temporal retries it on
@@ -268,7 +270,7 @@ func (d *Deps) AdmissionLoad(ctx context.Context) (metrics.AdmissionLoad, error)
 // add interceptors.
 func (d *Deps) NewWorkers(c client.Client, interceptors ...interceptor.WorkerInterceptor) Workers {
 	acts := d.Activities()
-	acts.Executions = temporalExecutions{client: c}
+	acts.Erasure.Executions = temporalExecutions{client: c}
 	main := worker.New(c, d.Config.TaskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize: max(d.Config.WorkerActivities, 1),
 		Interceptors:                       interceptors,
@@ -277,7 +279,7 @@ func (d *Deps) NewWorkers(c client.Client, interceptors ...interceptor.WorkerInt
 	llmOpts := LLMWorkerOptions(d.Config)
 	llmOpts.Interceptors = interceptors
 	llm := worker.New(c, d.Config.LLMTaskQueue, llmOpts)
-	workflows.RegisterLLM(llm, acts)
+	workflows.RegisterLLM(llm, acts.Compaction)
 	// The delivery and erasure workers run the same registrations: a
 	// workflow started on their queue runs there with its activities.
 	background := func(queue string, slots int) worker.Worker {
