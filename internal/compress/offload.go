@@ -63,16 +63,11 @@ type OffloadOptions struct {
 	PreviewLines, PreviewChars int
 }
 
-// PlanOffload lists, in conversation order, the tool results larger than
-// minTokens that are not protected, not errors and not already references.
-func PlanOffload(c conversation.Conversation, count tokens.Counter, minTokens int, protected []bool) []OffloadCandidate {
-	return PlanOffloadWith(c, count, OffloadOptions{MinTokens: minTokens, Protected: protected})
-}
-
-// PlanOffloadWith is PlanOffload with options. A result is offered only
-// when its reference (with a storage key of up to about 150 bytes and the
-// configured preview) would be smaller than the result, so offloading never
-// grows the conversation.
+// PlanOffloadWith lists, in conversation order, the tool results larger
+// than opts.MinTokens that are not protected, not errors and not already
+// references. A result is offered only when its reference (with a storage
+// key of up to about 150 bytes and the configured preview) would be
+// smaller than the result, so offloading never grows the conversation.
 func PlanOffloadWith(c conversation.Conversation, count tokens.Counter, opts OffloadOptions) []OffloadCandidate {
 	idx := indexTools(c)
 	mask := closePairs(c, idx, opts.Protected)

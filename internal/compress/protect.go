@@ -7,11 +7,6 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 )
 
-// DefaultPinMarkers are the markers that pin a user message when a policy
-// names none: the auto-summarize design never summarizes user-provided
-// constraints, and these are the ways users commonly flag them.
-var DefaultPinMarkers = []string{"[pinned]", "<constraints>", "IMPORTANT:"}
-
 // Protection says which messages no strategy may change (the
 // auto-summarize "never summarize" list, the offload-compact kept tail).
 type Protection struct {

@@ -35,7 +35,7 @@ type WatermarkOptions struct {
 	Protected []bool
 }
 
-// FindCheckpoint returns the id of the newest tool_use, in an assistant
+// FindCheckpointAnchored returns the id of the newest tool_use, in an assistant
 // message, whose name is one of toolNames and which comes after the message
 // holding the current watermark. A name also matches its MCP-qualified form
 // ("mcp__server__name"), since the watermark design's checkpoint tool is
@@ -50,13 +50,6 @@ type WatermarkOptions struct {
 // dropped it), every call still present is newer than it: the search
 // re-anchors on the whole conversation instead of getting stuck. found is
 // false when there is no newer call; reanchored reports the re-anchoring.
-func FindCheckpoint(c conversation.Conversation, toolNames []string, watermark string) (id string, found bool) {
-	id, found, _ = FindCheckpointAnchored(c, toolNames, watermark)
-	return id, found
-}
-
-// FindCheckpointAnchored is FindCheckpoint that also reports whether the
-// current watermark was missing and the search re-anchored.
 func FindCheckpointAnchored(c conversation.Conversation, toolNames []string, watermark string) (id string, found, reanchored bool) {
 	start := 0
 	if watermark != "" {
@@ -85,21 +78,16 @@ func FindCheckpointAnchored(c conversation.Conversation, toolNames []string, wat
 	return "", false, reanchored
 }
 
-// PruneAtWatermark applies the watermark prune's block-level filtering: before the
+// PruneAtWatermarkWith applies the watermark prune's block-level filtering: before the
 // assistant message holding the watermark tool_use, every tool_use and
 // tool_result block is dropped (for OpenAI this removes the role "tool"
 // messages and the tool calls of assistant messages), text is kept, and
 // messages left empty are dropped; the watermark's message and everything
 // after it are unchanged. An empty or absent watermark leaves the
-// conversation unchanged with Found false.
-func PruneAtWatermark(c conversation.Conversation, watermark string) (conversation.Conversation, WatermarkStats, error) {
-	return PruneAtWatermarkWith(c, watermark, WatermarkOptions{})
-}
-
-// PruneAtWatermarkWith is PruneAtWatermark with options. The boundary moves
-// earlier when a kept tool result answers a call before it, so pruning never
-// orphans a result. ReAct trajectories are refused: the ReAct two-layer design never
-// drops a turn or touches an action.
+// conversation unchanged with Found false. The boundary moves earlier
+// when a kept tool result answers a call before it, so pruning never
+// orphans a result. ReAct trajectories are refused: the ReAct two-layer
+// design never drops a turn or touches an action.
 func PruneAtWatermarkWith(c conversation.Conversation, watermark string, opts WatermarkOptions) (conversation.Conversation, WatermarkStats, error) {
 	if c.Format == conversation.FormatReAct {
 		return conversation.Conversation{}, WatermarkStats{}, fmt.Errorf("watermark pruning of a %s conversation: %w", c.Format, ErrUnsupportedFormat)
