@@ -340,3 +340,39 @@ func TestWaitFinalAsksAgainUntilTheRunIsFinal(t *testing.T) {
 	_, err = c.WaitFinal(ctx, "run-1")
 	require.Error(t, err, "a cancelled wait ends")
 }
+
+// TestSnapshotRoutes: the snapshots are listed and one is read back from
+// the paths the API serves, the session and the seq escaped; a seq the
+// session does not have is a 404 *Error.
+func TestSnapshotRoutes(t *testing.T) {
+	t.Parallel()
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths = append(paths, r.URL.EscapedPath())
+		switch r.URL.EscapedPath() {
+		case "/v1/sessions/s%2F1/snapshots":
+			_, _ = w.Write([]byte(`{"snapshots":[{"seq":4,"wire":"openai-chat","from_message":1,"to_message":3,"sha256":"ab","bytes":10,"created_at":"2026-11-29T06:00:00Z"},` +
+				`{"seq":9,"wire":"openai-chat","from_message":4,"to_message":5,"extends":4,"sha256":"cd","bytes":7,"created_at":"2026-11-29T06:01:00Z"}]}`))
+		case "/v1/sessions/s%2F1/snapshots/9":
+			_, _ = w.Write([]byte(`{"seq":9,"wire":"openai-chat","complete":true,"from_message":1,"messages":[{"role":"user","content":"hi"}],"records":[4,9]}`))
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"error":{"code":"not_found","message":"snapshot not found"}}`))
+		}
+	}))
+	defer srv.Close()
+	c := New(srv.URL, "k", srv.Client())
+	list, err := c.Snapshots(context.Background(), "s/1")
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	require.Equal(t, int64(4), list[1].Extends)
+	conv, err := c.SnapshotAt(context.Background(), "s/1", 9)
+	require.NoError(t, err)
+	require.True(t, conv.Complete)
+	require.Equal(t, []int64{4, 9}, conv.Records)
+	require.JSONEq(t, `{"role":"user","content":"hi"}`, string(conv.Messages[0]))
+	_, err = c.SnapshotAt(context.Background(), "s/1", 3)
+	var ae *Error
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, http.StatusNotFound, ae.Status)
+}

@@ -44,6 +44,9 @@ from .types import (
     RunStatus,
     SearchResult,
     SessionStatus,
+    Snapshot,
+    SnapshotConversation,
+    SnapshotList,
     StepRecord,
     Submitted,
     TokenCounting,
@@ -61,7 +64,7 @@ __all__ = [
     "HistoryRow", "Hit", "InspectReport", "InspectResult", "is_final", "Offload", "OffloadList", "PassStat",
     "PreviousErasure", "PromoteResponse", "Promotion", "RawJSON", "Recovered", "Redelivered", "ReplaysResult",
     "Retention", "RunDetail", "RunList", "RunOutcome", "RunRecord", "RunResult", "RunStatus", "SearchResult",
-    "SessionStatus", "StepRecord", "Submitted", "TokenCounting", "TOLERANCE_SECONDS", "verify_webhook", "Watermark",
+    "SessionStatus", "Snapshot", "SnapshotConversation", "SnapshotList", "StepRecord", "Submitted", "TokenCounting", "TOLERANCE_SECONDS", "verify_webhook", "Watermark",
     "WatermarkList", "WebhookEndpoint", "WebhookList", "WebhookRegistration", "WebhookVerificationError",
 ]
 __version__ = "1.0.0"

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 from .errors import ApiError, CtxcompactError
 from .types import (FINAL_STATUSES, Accepted, CompressResult, Delivery, Diff, Erasure, InspectResult, Offload,
                     PromoteResponse, Redelivered, Retention, RunDetail, RunList, RunResult, SearchResult,
-                    SessionStatus, Submitted, WatermarkList, WebhookEndpoint)
+                    SessionStatus, Snapshot, SnapshotConversation, Submitted, WatermarkList, WebhookEndpoint)
 
 _RETRY_STATUSES = (429, 503)
 
@@ -246,6 +246,20 @@ class Client:
         total = h.get("x-total-lines")
         return Recovered(data.decode("utf-8", errors="replace"),
                          int(total) if total and total.isdigit() else None, h.get("x-lines"))
+
+    # op: GET /v1/sessions/{session}/snapshots
+    def list_snapshots(self, session: str) -> List[Snapshot]:
+        """GET /v1/sessions/{session}/snapshots: a proxy session's
+        snapshots between compactions, oldest first."""
+        _, data, _ = self._request("GET", "/v1/sessions/%s/snapshots" % _seg(session))
+        return _json(data, "snapshots").get("snapshots") or []
+
+    # op: GET /v1/sessions/{session}/snapshots/{seq}
+    def get_snapshot(self, session: str, seq: int) -> SnapshotConversation:
+        """GET /v1/sessions/{session}/snapshots/{seq}: the conversation the
+        host sent at that snapshot."""
+        _, data, _ = self._request("GET", "/v1/sessions/%s/snapshots/%d" % (_seg(session), int(seq)))
+        return _json(data, "snapshot")
 
     # op: GET /v1/sessions/{session}/search
     def search(self, session: str, query: str, limit: Optional[int] = None) -> SearchResult:

@@ -230,6 +230,38 @@ class OffloadList(TypedDict, total=False):
     offloads: List[Offload]
 
 
+class Snapshot(TypedDict, total=False):
+    # One record of a proxy session's state between compactions
+    # (SnapshotList.snapshots[]): the host's messages from_message to
+    # to_message (from 1), added to the snapshot extends (absent: it
+    # starts a chain).
+    seq: int
+    # The host's API: anthropic-messages, openai-chat or openai-responses.
+    wire: str
+    from_message: int
+    to_message: int
+    extends: int
+    sha256: str
+    bytes: int
+    created_at: str
+
+
+class SnapshotList(TypedDict, total=False):
+    snapshots: List[Snapshot]
+
+
+class SnapshotConversation(TypedDict, total=False):
+    # The conversation the host sent at a snapshot: its chain's records
+    # joined; complete is false when the first ones went under retention.
+    seq: int
+    wire: str
+    complete: bool
+    from_message: int
+    system: Any
+    messages: List[Any]
+    records: List[int]
+
+
 class Hit(TypedDict, total=False):
     # One recovery search hit; id reads it back with recover().
     kind: Literal["archive", "offload"]

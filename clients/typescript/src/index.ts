@@ -258,6 +258,41 @@ export interface OffloadList {
   offloads?: Offload[];
 }
 
+/**
+ * One record of a proxy session's state between compactions: the host's
+ * messages from_message to to_message (from 1), added to the snapshot
+ * extends (absent: it starts a chain).
+ */
+export interface Snapshot {
+  seq: number;
+  /** The host's API: anthropic-messages, openai-chat or openai-responses. */
+  wire: string;
+  from_message: number;
+  to_message: number;
+  extends?: number;
+  sha256: string;
+  bytes: number;
+  created_at: string;
+}
+
+export interface SnapshotList {
+  snapshots?: Snapshot[];
+}
+
+/**
+ * The conversation the host sent at a snapshot: its chain's records
+ * joined; complete is false when the first ones went under retention.
+ */
+export interface SnapshotConversation {
+  seq: number;
+  wire: string;
+  complete: boolean;
+  from_message: number;
+  system?: unknown;
+  messages: unknown[];
+  records: number[];
+}
+
 /** One recovery search hit; id reads it back with recover(). */
 export interface Hit {
   kind: "archive" | "offload";
@@ -915,6 +950,20 @@ export class Client {
     const got = a.headers.get("x-lines");
     if (got) r.lines = got;
     return r;
+  }
+
+  /** GET /v1/sessions/{session}/snapshots: a proxy session's snapshots between compactions, oldest first. */
+  // op: GET /v1/sessions/{session}/snapshots
+  async listSnapshots(session: string): Promise<Snapshot[]> {
+    const a = await this.request("GET", `/v1/sessions/${seg(session)}/snapshots`);
+    return (decode(a.body, "snapshots") as SnapshotList).snapshots ?? [];
+  }
+
+  /** GET /v1/sessions/{session}/snapshots/{seq}: the conversation the host sent at that snapshot. */
+  // op: GET /v1/sessions/{session}/snapshots/{seq}
+  async getSnapshot(session: string, seq: number): Promise<SnapshotConversation> {
+    const a = await this.request("GET", `/v1/sessions/${seg(session)}/snapshots/${Math.trunc(seq)}`);
+    return decode(a.body, "snapshot") as SnapshotConversation;
   }
 
   /** GET /v1/sessions/{session}/search: hits, each with the id recover() reads back. */
