@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
@@ -429,11 +430,16 @@ func (a *Activities) logFigures(ctx context.Context, in CommitInput, conv conver
 		// No block could be recorded: the session's log need not be read.
 		return &contract.LogFigures{}, nil, nil
 	}
-	known, err := a.knownBlocks(ctx, in.Run, LogDigests(in.Log))
-	if err != nil {
-		return nil, nil, err
+	recorded := in.LogRecorded
+	if !in.LogRead {
+		// No history pass read the log in this run: the commit does.
+		var err error
+		if recorded, err = a.recordedBlocks(ctx, in.Run); err != nil {
+			return nil, nil, err
+		}
 	}
-	_, view := plan.SeparateLog(conv, known, b.Counter)
+	known := newDigestSet(append(slices.Clone(recorded), LogDigests(in.Log)...))
+	_, view := plan.SeparateLog(conv, known.has, b.Counter)
 	present := map[string]bool{}
 	for _, d := range view.Digests {
 		present[d] = true

@@ -65,13 +65,18 @@ func (a *Activities) Deterministic(ctx context.Context, in DeterministicInput) (
 // conversation with the session's watermark and, for the passes that name
 // ids of the original, the run's archived original.
 func (a *Activities) deterministicInput(ctx context.Context, in DeterministicInput, conv conversation.Conversation, p policy.Preset, b plan.Budget) (plan.Input, error) {
-	watermark, err := a.watermark(ctx, in.Run)
-	if err != nil {
-		return plan.Input{}, storeErr(fmt.Errorf("read watermark: %w", err))
-	}
 	din := plan.Input{
-		Conv: conv, Preset: p, Budget: b, Watermark: watermark, OffloadKey: offloadKey(in.Run.Tenant),
+		Conv: conv, Preset: p, Budget: b, OffloadKey: offloadKey(in.Run.Tenant),
 		Checkpoint: in.Run.Trigger == "checkpoint",
+	}
+	// Only a run that prunes at the watermark reads it: its preset's
+	// (the watermark design), or a checkpoint's. Any other leaves the
+	// session's watermark as it is.
+	if p.Watermark.Enabled || din.Checkpoint {
+		var err error
+		if din.Watermark, err = a.watermark(ctx, in.Run); err != nil {
+			return plan.Input{}, storeErr(fmt.Errorf("read watermark: %w", err))
+		}
 	}
 	if !p.Debug && (p.PostProcess.Enabled || p.Truncate.Enabled) {
 		// Reduced results and truncated inputs name the id of their

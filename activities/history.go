@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/ctxcompact/orchestrator/contract"
@@ -30,11 +31,12 @@ func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res H
 	if err != nil {
 		return res, err
 	}
-	known, err := a.knownBlocks(ctx, in.Run, in.Pending)
+	recorded, err := a.recordedBlocks(ctx, in.Run)
 	if err != nil {
 		return res, err
 	}
-	conv, view := plan.SeparateLog(conv, known, b.Counter)
+	res.LogRecorded, res.LogRead = recorded, true
+	conv, view := plan.SeparateLog(conv, newDigestSet(append(slices.Clone(recorded), in.Pending...)).has, b.Counter)
 	force := plan.NotForced
 	switch {
 	case in.Ladder:
@@ -44,7 +46,7 @@ func (a *Activities) PrepareHistory(ctx context.Context, in HistoryInput) (res H
 	}
 	d := plan.History(conv, p, b, in.TokensFreed, force, view)
 	if !d.Run {
-		return HistoryPlan{Skip: true, Reason: d.Reason}, nil
+		return HistoryPlan{Skip: true, Reason: d.Reason, LogRecorded: recorded, LogRead: true}, nil
 	}
 	res.Log, res.TargetTokens, res.LogTokens = view.Digests, d.TargetTokens, view.Tokens
 	if d.Reflect {
@@ -270,19 +272,16 @@ func LogDigests(blocks []LogBlock) []string {
 	return out
 }
 
-// knownBlocks is the set of the session's log blocks: those its runs
-// recorded and those this run appended before (pending). Only these are
-// read as blocks; any other text stays what it is.
-func (a *Activities) knownBlocks(ctx context.Context, run contract.Run, pending []string) (func(string) bool, error) {
-	set := newDigestSet(pending)
+// recordedBlocks are the digests of the blocks the session's runs
+// recorded. With those a run appended before (pending), they are the
+// session's log blocks: only these are read as blocks; any other text
+// stays what it is.
+func (a *Activities) recordedBlocks(ctx context.Context, run contract.Run) ([]string, error) {
 	blocks, err := a.Store.SessionLog(ctx, run.Tenant, run.Session)
 	if err != nil {
 		return nil, storeErr(fmt.Errorf("read session log: %w", err))
 	}
-	for _, l := range blocks {
-		set[l.SHA256] = true
-	}
-	return set.has, nil
+	return LogDigests(blocks), nil
 }
 
 // sessionSummary frames a summary as the three-tier design's session summary and makes

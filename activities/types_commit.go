@@ -52,6 +52,11 @@ type CommitInput struct {
 	// Log are the session log blocks the run's history passes appended;
 	// commit records those its output still holds.
 	Log []store.LogBlock `json:"log,omitempty"`
+	// LogRecorded are the session log's recorded blocks as the history pass
+	// read them (HistoryPlan.LogRecorded), when LogRead: the commit
+	// then does not read the log again.
+	LogRecorded []string `json:"log_recorded,omitempty"`
+	LogRead     bool     `json:"log_read,omitempty"`
 	// Degraded are the fallbacks the run went through, in order (see
 	// contract.Outcome.Degraded): plain words, never an error's text.
 	Degraded []string `json:"degraded,omitempty"`

@@ -55,6 +55,12 @@ type HistoryPlan struct {
 	ReflectKey string `json:"reflect_key,omitempty"`
 	// LogTokens is the log's size before this pass.
 	LogTokens int `json:"log_tokens,omitempty"`
+	// LogRecorded are the digests of the blocks the session's runs recorded
+	// (its log in Postgres), read once here and handed to the commit
+	// (CommitInput.LogRecorded), which needs the same set; LogRead says
+	// they were read (an empty log is still read).
+	LogRecorded []string `json:"log_recorded,omitempty"`
+	LogRead     bool     `json:"log_read,omitempty"`
 }
 
 // ApplyHistoryInput replaces the summarized messages with the summary.

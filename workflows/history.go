@@ -104,6 +104,11 @@ func (r *compactionRun) historyPass(ctx workflow.Context, preset policy.Preset, 
 	if err := r.step(ctx, a.PrepareHistory, hin).Get(ctx, &hp); err != nil {
 		return fmt.Errorf("prepare history: %w", err)
 	}
+	// The commit reads the same recorded blocks: handed on, not read
+	// again.
+	if hp.LogRead {
+		r.commit.LogRecorded, r.commit.LogRead = hp.LogRecorded, true
+	}
 	if hp.Skip {
 		r.commit.Passes = append(r.commit.Passes, activities.PassStat{Name: name, Note: hp.Reason})
 		return nil
