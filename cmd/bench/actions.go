@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -83,13 +85,38 @@ func meanCost(ctx context.Context, c client.Client, ids []string) (events, actio
 		return 0, 0, 0, nil
 	}
 	var e, a, b int
-	for _, id := range ids {
-		cost, err := workflowCost(ctx, c, id)
+	for i, id := range ids {
+		h, err := readHistory(ctx, c, id)
 		if err != nil {
 			return 0, 0, 0, err
 		}
+		if verbose && i == 0 {
+			fmt.Fprintf(os.Stderr, "bench: 1. history of %s: %s\n", id, historyShape(h))
+		}
+		cost := costOf(h)
 		e, a, b = e+cost.events, a+cost.actions, b+cost.bytes
 	}
 	n := float64(len(ids))
 	return float64(e) / n, float64(a) / n, float64(b) / n, nil
+}
+
+// historyShape writes a history's events in order, each as its type
+// without the EVENT_TYPE_ prefix and, for an activity scheduled or a
+// local activity's marker, the activity: what -v shows of one run, so
+// that what adds events to a run can be read.
+func historyShape(h *historypb.History) string {
+	var b strings.Builder
+	for i, e := range h.GetEvents() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strings.TrimPrefix(e.GetEventType().String(), "EVENT_TYPE_"))
+		switch {
+		case e.GetActivityTaskScheduledEventAttributes() != nil:
+			b.WriteString("(" + e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() + ")")
+		case e.GetMarkerRecordedEventAttributes() != nil:
+			b.WriteString("(" + e.GetMarkerRecordedEventAttributes().GetMarkerName() + ")")
+		}
+	}
+	return b.String()
 }
