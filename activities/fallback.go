@@ -68,13 +68,13 @@ func StructuredPrompt(prompt string) bool {
 
 // structuredFallback is the extractive summary of text: in the sections
 // of a structured prompt (history, session, brief) when the input names
-// one, the selected lines of digest.Extractive otherwise (a tool result).
+// one, the selected lines of digest.KeepLines otherwise (a tool result).
 func structuredFallback(ctx context.Context, in FallbackInput, text string, required []digest.Identifier) (string, error) {
 	if !StructuredPrompt(in.Prompt) {
-		return digest.Extractive(text, max(in.TargetChars, 200)), nil
+		return digest.KeepLines(text, max(in.TargetChars, 200)), nil
 	}
 	if strings.TrimSpace(text) == "" {
-		return digest.Extractive(text, max(in.TargetChars, 200)), nil
+		return digest.KeepLines(text, max(in.TargetChars, 200)), nil
 	}
 	resp, err := recap.Extractive{Required: required}.Summarize(ctx, llm.Request{Prompt: in.Prompt, Text: text,
 		TargetChars: max(in.TargetChars, 200), ArchiveRef: in.ArchiveKey})

@@ -64,7 +64,7 @@ func (a *Activities) handoff(ctx context.Context, run contract.Run, conv convers
 		resp, err := recap.Extractive{}.Summarize(ctx, llm.Request{Prompt: llm.PromptSession, Text: transcript,
 			TargetChars: target, ArchiveRef: archiveRef(refs.ArchiveID)})
 		if err != nil {
-			return digest.Extractive(transcript, target)
+			return digest.KeepLines(transcript, target)
 		}
 		return resp.Text
 	}

@@ -35,7 +35,7 @@ func TestAdversarialInputs(t *testing.T) {
 			requireChunksValid(t, text, 50_000, chunks)
 
 			target := utf8.RuneCountInString(text) / 10
-			requireExtract(t, text, target, Extractive(text, target))
+			requireExtract(t, text, target, KeepLines(text, target))
 
 			ids := Identifiers(text)
 			requireSubstrings(t, text, ids)

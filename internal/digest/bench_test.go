@@ -22,7 +22,7 @@ func BenchmarkExtractive(b *testing.B) {
 	text := largestResult(b, "swe-agent-gemini/psf__requests-1142.json")
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
-		Extractive(text, len(text)/10)
+		KeepLines(text, len(text)/10)
 	}
 }
 
@@ -49,7 +49,7 @@ func BenchmarkSessionDriftChecks(b *testing.B) {
 	result := largestResult(b, "swe-agent-gemini/psf__requests-1142.json")
 	result = result[:150_000]
 	text := "[user]\nFix the failing tests in requests.\n\n[assistant tool call bash]\ngit diff HEAD~1\n\n[tool tool result bash]\n" + result + "\n\n"
-	summary := Extractive(result, 8000)
+	summary := KeepLines(result, 8000)
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
 		SessionDriftChecks(text, summary)

@@ -39,7 +39,7 @@ func Head(text string, n int) string {
 	return text
 }
 
-// Extractive reduces text to at most targetChars code points by keeping its
+// KeepLines reduces text to at most targetChars code points by keeping its
 // most informative lines, verbatim and in their original order; runs of
 // dropped lines become one marker line such as "[… 37 lines omitted …]"
 // (or "[… 120 chars omitted …]" when only part of a line was dropped).
@@ -59,7 +59,7 @@ func Head(text string, n int) string {
 // A text that already fits is returned unchanged; targetChars ≤ 0 gives "";
 // when not even one unit fits with its markers, the result is
 // Truncate(text, targetChars).
-func Extractive(text string, targetChars int) string {
+func KeepLines(text string, targetChars int) string {
 	if targetChars <= 0 {
 		return ""
 	}

@@ -78,9 +78,9 @@ func TestHead(t *testing.T) {
 func TestExtractiveShortTextUnchanged(t *testing.T) {
 	t.Parallel()
 	text := "one line\ntwo lines"
-	require.Equal(t, text, Extractive(text, 100))
-	require.Equal(t, text, Extractive(text, utf8.RuneCountInString(text)))
-	require.Empty(t, Extractive(text, 0))
+	require.Equal(t, text, KeepLines(text, 100))
+	require.Equal(t, text, KeepLines(text, utf8.RuneCountInString(text)))
+	require.Empty(t, KeepLines(text, 0))
 }
 
 // logText is a 300-line log with one error and one decision in the middle.
@@ -104,7 +104,7 @@ func logText() string {
 func TestExtractiveKeepsInformativeLines(t *testing.T) {
 	t.Parallel()
 	text := logText()
-	out := Extractive(text, 300)
+	out := KeepLines(text, 300)
 	requireExtract(t, text, 300, out)
 	require.Contains(t, out, "ValueError: bad input in /srv/app/loader.py:42")
 	require.Contains(t, out, "We decided to switch to the replica db-eu-2 and must rerun")
@@ -119,7 +119,7 @@ func TestExtractiveMarkersCountLines(t *testing.T) {
 	text := strings.TrimSuffix(logText(), "\n")
 	total := strings.Count(text, "\n") + 1
 	for _, target := range []int{200, 500, 2000, 5000} {
-		out := Extractive(text, target)
+		out := KeepLines(text, target)
 		requireExtract(t, text, target, out)
 		counted := 0
 		for _, line := range strings.Split(out, "\n") {
@@ -140,7 +140,7 @@ func TestExtractiveMarkersCountLines(t *testing.T) {
 func TestExtractiveDeterministic(t *testing.T) {
 	t.Parallel()
 	text := logText()
-	require.Equal(t, Extractive(text, 700), Extractive(text, 700))
+	require.Equal(t, KeepLines(text, 700), KeepLines(text, 700))
 }
 
 func TestExtractiveSplitsLongLines(t *testing.T) {
@@ -153,7 +153,7 @@ func TestExtractiveSplitsLongLines(t *testing.T) {
 	}
 	b.WriteString(`{"id":"last"}]`)
 	text := b.String()
-	out := Extractive(text, 1000)
+	out := KeepLines(text, 1000)
 	requireExtract(t, text, 1000, out)
 	require.Regexp(t, `\[… \d+ chars omitted …\]`, out)
 	require.Contains(t, out, `"last"`, "the end of the text is kept")
@@ -162,7 +162,7 @@ func TestExtractiveSplitsLongLines(t *testing.T) {
 func TestExtractiveTinyTargetFallsBackToTruncate(t *testing.T) {
 	t.Parallel()
 	text := logText()
-	require.Equal(t, Truncate(text, 10), Extractive(text, 10))
+	require.Equal(t, Truncate(text, 10), KeepLines(text, 10))
 }
 
 func TestExtractiveProperties(t *testing.T) {
@@ -184,7 +184,7 @@ func TestExtractiveProperties(t *testing.T) {
 		}
 		text := b.String()
 		target := 1 + r.Intn(800)
-		requireExtract(t, text, target, Extractive(text, target))
+		requireExtract(t, text, target, KeepLines(text, target))
 	}
 }
 
@@ -197,6 +197,6 @@ func FuzzExtractive(f *testing.F) {
 		if target > 1<<20 {
 			target = 1 << 20
 		}
-		requireExtract(t, text, target, Extractive(text, target))
+		requireExtract(t, text, target, KeepLines(text, target))
 	})
 }

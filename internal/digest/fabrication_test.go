@@ -15,7 +15,7 @@ func TestFabricationCheck(t *testing.T) {
 	t.Parallel()
 	source := largestResult(t, "swe-agent-gemini/django__django-15629.json")
 	source = "[user]\nPlease fix the \"db_collation\" handling, and never touch the tests.\n\n[tool tool result bash]\n" + source
-	honest := Extractive(source, len(source)/10)
+	honest := KeepLines(source, len(source)/10)
 	const key = "tenants/acme/archive/ab/abababababababababababababababababababababababababababababababab"
 
 	cases := []struct {

@@ -66,7 +66,7 @@ func TestRealDjangoExtractiveTenPercent(t *testing.T) {
 	n := utf8.RuneCountInString(text)
 	require.Equal(t, 151_582, n, "the README names a 151,582-character result")
 	target := n / 10
-	out := Extractive(text, target)
+	out := KeepLines(text, target)
 	requireExtract(t, text, target, out)
 	require.Greater(t, utf8.RuneCountInString(out), target/2, "the budget is mostly used")
 
@@ -161,7 +161,7 @@ func TestRealDeepSeekRetentionOfExtractive(t *testing.T) {
 		require.NoError(t, err)
 		text := largestResult(t, rel)
 		target := max(utf8.RuneCountInString(text)/10, 200)
-		out := Extractive(text, target)
+		out := KeepLines(text, target)
 		requireExtract(t, text, target, out)
 		ret := Retain(text, out)
 		t.Logf("%s: %d chars → %d, identifiers kept %d/%d", filepath.Base(f), utf8.RuneCountInString(text), utf8.RuneCountInString(out), ret.Kept, ret.Total)

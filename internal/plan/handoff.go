@@ -87,7 +87,7 @@ type HandoffRefs struct {
 	Offloads [][2]string
 	// Summarize writes the summary of the handed-off middle of the
 	// session from its transcript, within about targetChars; nil is
-	// digest.Extractive. The worker passes the structured offline
+	// digest.KeepLines. The worker passes the structured offline
 	// summary (recap.Extractive, the three-tier session sections).
 	Summarize func(transcript string, targetChars int) string
 	// Made is a summary the run already made of the session's history
@@ -116,7 +116,7 @@ func Handoff(conv conversation.Conversation, p policy.Preset, refs HandoffRefs) 
 	sb.WriteString("### Summary of the previous session\n")
 	summarize := refs.Summarize
 	if summarize == nil {
-		summarize = digest.Extractive
+		summarize = digest.KeepLines
 	}
 	var summary string
 	switch {

@@ -20,5 +20,5 @@
 //   - layout.go renders the digest under a prompt's headings within a budget.
 //
 // Text that is not a conversation (a tool result, a chunk) goes to
-// digest.Extractive, which works on one text at the line level.
+// digest.KeepLines, which works on one text at the line level.
 package recap

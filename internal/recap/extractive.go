@@ -25,7 +25,7 @@ const ExtractiveModel = "extractive"
 // state and the next step, each copied verbatim and written under the
 // headings the LLM would fill, so that the output has the same shape
 // whichever summarizer ran. Text that is not a conversation (a tool
-// result, a chunk, merged chunk summaries) gets digest.Extractive's most
+// result, a chunk, merged chunk summaries) gets digest.KeepLines's most
 // informative lines.
 //
 // Conversation text is read as plan.Transcript writes it ("[user]",
@@ -68,12 +68,12 @@ func (e Extractive) Summarize(ctx context.Context, req llm.Request) (llm.Respons
 	case llm.PromptChunk, llm.PromptMerge, llm.PromptResult:
 		// The react-two-layer map-reduce over tool output: no conversation here,
 		// even when the output happens to hold "user:" lines.
-		text = digest.Extractive(req.Text, target)
+		text = digest.KeepLines(req.Text, target)
 	default:
 		if events, ok := parseEvents(req.Text); ok {
 			text = renderDigest(buildDigest(events).withRefs(req.Text, e.Required), "##", structuredLayout(), target)
 		} else {
-			text = digest.Extractive(req.Text, target)
+			text = digest.KeepLines(req.Text, target)
 		}
 	}
 	return llm.Response{

@@ -592,7 +592,7 @@ func TestBriefKeepsDigestForPlainText(t *testing.T) {
 	text := strings.Repeat("line one with /etc/hosts\nanother line\n", 200)
 	resp, err := Extractive{}.Summarize(context.Background(), llm.Request{Prompt: llm.PromptBrief, Text: text, TargetChars: 300})
 	require.NoError(t, err)
-	require.Equal(t, digest.Extractive(text, 300), resp.Text, "text without role markers is no conversation")
+	require.Equal(t, digest.KeepLines(text, 300), resp.Text, "text without role markers is no conversation")
 }
 
 func BenchmarkStructuredHistory(b *testing.B) {

@@ -490,7 +490,7 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) {
 	if maxTokens <= 0 {
 		maxTokens = DefaultMaxTokens
 	}
-	content := digest.Extractive(user.String(), maxTokens*4)
+	content := digest.KeepLines(user.String(), maxTokens*4)
 	if rf := req.ResponseFormat; rf != nil && rf.JSONSchema != nil && rf.JSONSchema.Name == llm.JudgeSchemaName {
 		// A drift judge: the verdict in the schema asked for, decided by
 		// the deterministic checks over the summary in the system prompt.
