@@ -24,40 +24,20 @@ import (
 
 func parseAnthropic(data []byte, pre decoded) (Conversation, error) {
 	c := Conversation{Format: FormatAnthropic}
-	list := data
+	msgs, top, err := messageList(data, pre, &c)
+	if err != nil {
+		return Conversation{}, err
+	}
 	var system *Message
-	switch jsonKind(data) {
-	case jsonArray:
-		c.Shape = shapeArray
-	case jsonObject:
-		top := pre.top
-		if top == nil {
-			top, _ = splitObject(data)
+	if raw, ok := top["system"]; ok && jsonKind(raw) != jsonNull {
+		delete(top, "system")
+		m, err := parseAnthropicSystem(raw)
+		if err != nil {
+			return Conversation{}, err
 		}
-		raw, ok := take(top, "messages")
-		if !ok {
-			return Conversation{}, errAt(-1, "messages", "missing")
-		}
-		if jsonKind(raw) != jsonArray {
-			return Conversation{}, errAt(-1, "messages", "must be an array, got %s", jsonKind(raw))
-		}
-		list = raw
-		if raw, ok := top["system"]; ok && jsonKind(raw) != jsonNull {
-			delete(top, "system")
-			m, err := parseAnthropicSystem(raw)
-			if err != nil {
-				return Conversation{}, err
-			}
-			system = &m
-		}
-		c.Extra = nilIfEmpty(top)
-	default:
-		return Conversation{}, errAt(-1, "", "top level must be a JSON object with messages, got %s", jsonKind(data))
+		system = &m
 	}
-	msgs, bad, kind := pre.objects(list)
-	if bad >= 0 {
-		return Conversation{}, errAt(bad, "", "must be an object, got %s", kind)
-	}
+	c.Extra = nilIfEmpty(top)
 	c.Messages = make([]Message, 0, len(msgs)+1)
 	if system != nil {
 		c.Messages = append(c.Messages, *system)

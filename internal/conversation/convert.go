@@ -320,3 +320,36 @@ func foldField(m map[string]json.RawMessage, key string) (v json.RawMessage, ok 
 	}
 	return v, n <= 1
 }
+
+// messageList reads a chat conversation's top level, as the OpenAI and
+// Anthropic formats both have it: an array of message objects, or an
+// object whose messages field is one. top is the object's other fields
+// (nil for an array), for the caller to take its own from and keep the
+// rest as the conversation's Extra; c's Shape records an array.
+func messageList(data []byte, pre decoded, c *Conversation) (msgs []map[string]json.RawMessage, top map[string]json.RawMessage, err error) {
+	list := data
+	switch jsonKind(data) {
+	case jsonArray:
+		c.Shape = shapeArray
+	case jsonObject:
+		top = pre.top
+		if top == nil {
+			top, _ = splitObject(data)
+		}
+		raw, ok := take(top, "messages")
+		if !ok {
+			return nil, nil, errAt(-1, "messages", "missing")
+		}
+		if jsonKind(raw) != jsonArray {
+			return nil, nil, errAt(-1, "messages", "must be an array, got %s", jsonKind(raw))
+		}
+		list = raw
+	default:
+		return nil, nil, errAt(-1, "", "top level must be a JSON object with messages or an array of messages, got %s", jsonKind(data))
+	}
+	msgs, bad, kind := pre.objects(list)
+	if bad >= 0 {
+		return nil, nil, errAt(bad, "", "must be an object, got %s", kind)
+	}
+	return msgs, top, nil
+}

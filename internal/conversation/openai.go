@@ -21,31 +21,11 @@ import (
 
 func parseOpenAI(data []byte, pre decoded) (Conversation, error) {
 	c := Conversation{Format: FormatOpenAI}
-	list := data
-	switch jsonKind(data) {
-	case jsonArray:
-		c.Shape = shapeArray
-	case jsonObject:
-		top := pre.top
-		if top == nil {
-			top, _ = splitObject(data)
-		}
-		raw, ok := take(top, "messages")
-		if !ok {
-			return Conversation{}, errAt(-1, "messages", "missing")
-		}
-		if jsonKind(raw) != jsonArray {
-			return Conversation{}, errAt(-1, "messages", "must be an array, got %s", jsonKind(raw))
-		}
-		list = raw
-		c.Extra = nilIfEmpty(top)
-	default:
-		return Conversation{}, errAt(-1, "", "top level must be a JSON object with messages or an array of messages, got %s", jsonKind(data))
+	msgs, top, err := messageList(data, pre, &c)
+	if err != nil {
+		return Conversation{}, err
 	}
-	msgs, bad, kind := pre.objects(list)
-	if bad >= 0 {
-		return Conversation{}, errAt(bad, "", "must be an object, got %s", kind)
-	}
+	c.Extra = nilIfEmpty(top)
 	tr := newToolTracker()
 	c.Messages = make([]Message, 0, len(msgs))
 	for i, obj := range msgs {
