@@ -28,6 +28,7 @@ create table session_snapshots (
 );
 create index session_snapshots_key on session_snapshots (tenant_id, key);
 create index session_snapshots_age on session_snapshots (created_at);
+create index session_snapshots_digest on session_snapshots (tenant_id, session_id, digest);
 
 -- erase_expired_snapshots deletes tenant p_tenant's snapshot rows that
 -- name object p_key and are past the tenant's retention, and returns

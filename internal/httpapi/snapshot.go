@@ -31,6 +31,9 @@ func (p proxySnapshots) Record(ctx context.Context, s proxy.Snapshot) error {
 			_, err := p.a.deps.Blob.PutContent(ctx, s.Tenant, blob.KindSnapshot, s.Body)
 			return err
 		})
+	if errors.Is(err, store.ErrSnapshotBase) {
+		return fmt.Errorf("%w: %w", proxy.ErrSnapshotBase, err)
+	}
 	return err
 }
 

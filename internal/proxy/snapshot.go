@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -34,6 +35,11 @@ type Snapshot struct {
 	// Body is {"system": …, "messages": […]}.
 	Body []byte
 }
+
+// ErrSnapshotBase is what Snapshots.Record answers for a record whose
+// base the store does not hold (the session was erased, or its chain went
+// under retention): the writer then starts a new chain.
+var ErrSnapshotBase = errors.New("snapshot base not recorded")
 
 // Snapshots records a session's snapshots: the store and S3 through an
 // adapter (httpapi). Latest is where the session's newest record ended
@@ -135,7 +141,17 @@ func (w *snapshotWriter) write(l *line, t turn) {
 	if !ok {
 		return // nothing new since the last record
 	}
-	if err := w.store.Record(ctx, s); err != nil {
+	err = w.store.Record(ctx, s)
+	if errors.Is(err, ErrSnapshotBase) {
+		// The chain this line knew is gone (the session was erased, or
+		// its records went under retention): a new one, whole.
+		if s, ok, err = snapshotOf(t, 0, ""); err == nil && ok {
+			err = w.store.Record(ctx, s)
+		}
+	}
+	if err != nil {
+		// What the store holds is read again before the next record.
+		l.snap.known = false
 		w.count("failed")
 		w.log.Warn("proxy: a snapshot could not be recorded; the next one of the session carries what it held",
 			"tenant", t.tenant, "session", t.session, "error", err)

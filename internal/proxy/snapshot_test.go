@@ -28,8 +28,30 @@ func (m *memSnapshots) Record(_ context.Context, s Snapshot) error {
 	if m.fail {
 		return errors.New("postgres: connection refused")
 	}
+	if s.Base != "" {
+		found := false
+		for _, r := range m.recs {
+			found = found || (r.Tenant == s.Tenant && r.Session == s.Session && r.Digest == s.Base && r.To == s.From-1)
+		}
+		if !found {
+			return ErrSnapshotBase
+		}
+	}
 	m.recs = append(m.recs, s)
 	return nil
+}
+
+// erase drops the session's records, as its erasure does.
+func (m *memSnapshots) erase(session string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	kept := m.recs[:0]
+	for _, r := range m.recs {
+		if r.Session != session {
+			kept = append(kept, r)
+		}
+	}
+	m.recs = kept
 }
 
 func (m *memSnapshots) Latest(_ context.Context, tenant, session string) (int, string, error) {
@@ -133,6 +155,15 @@ func TestSnapshotsRecordWhatIsNewSinceTheLastOne(t *testing.T) {
 	recs = tp.snaps.waitRecords(t, "snap", 4)
 	require.Equal(t, [2]int{1, 3}, [2]int{recs[3].From, recs[3].To})
 	require.Empty(t, recs[3].Base)
+
+	// The session is erased while the line still knows its chain: the
+	// next request starts a new one, whole, rather than extend a record
+	// that is gone.
+	tp.snaps.erase("snap")
+	tp.post(t, "/proxy/anthropic/v1/messages", strings.Replace(anthropicBody(5, false), "Turn 0: ", "Summary of turns 0-9: ", 1), h)
+	recs = tp.snaps.waitRecords(t, "snap", 1)
+	require.Equal(t, [2]int{1, 5}, [2]int{recs[0].From, recs[0].To})
+	require.Empty(t, recs[0].Base)
 }
 
 // metricsText is what the proxy's metrics expose now.

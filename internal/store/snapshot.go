@@ -29,7 +29,9 @@ type Snapshot struct {
 }
 
 // AddSnapshot records s, and its session if new, after put has written
-// its object. put runs under the object's key lock, shared, so that a
+// its object. A record whose base is no record of the session (erased
+// with it, or gone under retention) is ErrSnapshotBase, and nothing is
+// written. put runs under the object's key lock, shared, so that a
 // release of the same bytes (an erasure, a retention sweep) either sees
 // the row or has deleted the object before put writes it again; and under
 // the session's write lock, so that a session whose erasure was asked for
@@ -47,6 +49,19 @@ func (s *Store) AddSnapshot(ctx context.Context, snap Snapshot, put func(ctx con
 		}
 		if err := ensureSession(ctx, tx, snap.Tenant, snap.Session); err != nil {
 			return err
+		}
+		if snap.Base != "" {
+			// A record extends one of the session's: one erased (with
+			// its session) or gone under retention is no base.
+			var found bool
+			if err := tx.QueryRow(ctx, `select exists (select 1 from session_snapshots
+				where tenant_id = $1 and session_id = $2 and digest = $3 and to_message = $4)`,
+				snap.Tenant, snap.Session, snap.Base, snap.From-1).Scan(&found); err != nil {
+				return err
+			}
+			if !found {
+				return ErrSnapshotBase
+			}
 		}
 		if _, err := tx.Exec(ctx, inputLockSharedSQL, snap.Key); err != nil {
 			return err
@@ -129,6 +144,10 @@ func (s *Store) SnapshotChain(ctx context.Context, tenant, session string, seq i
 	}
 	return chain, nil
 }
+
+// ErrSnapshotBase is a snapshot whose base is no record of its session
+// (erased with it, or gone under retention): it must start a chain.
+var ErrSnapshotBase = errors.New("snapshot base not recorded")
 
 // ErrSnapshotIncomplete is a snapshot chain whose first records are gone.
 var ErrSnapshotIncomplete = errors.New("snapshot incomplete")

@@ -141,6 +141,10 @@ func TestSnapshotsGoWithTheirSession(t *testing.T) {
 	e, _, err := s.StartErasure(ctx, "acme", "s1", "test")
 	require.NoError(t, err)
 	put := false
+	_, err = s.AddSnapshot(ctx, store.Snapshot{Tenant: "acme", Session: "s2", Wire: "openai-chat", From: 3, To: 4, Base: "not-recorded",
+		Digest: "d4", Key: "tenants/acme/snapshot/x", SHA256: "x", Bytes: 1}, func(context.Context) error { put = true; return nil })
+	require.ErrorIs(t, err, store.ErrSnapshotBase, "a base the session does not hold")
+	require.False(t, put, "no object written for a refused snapshot")
 	_, err = s.AddSnapshot(ctx, store.Snapshot{Tenant: "acme", Session: "s1", Wire: "openai-chat", From: 3, To: 4, Base: "d2",
 		Digest: "d4", Key: "tenants/acme/snapshot/c", SHA256: "c", Bytes: 1}, func(context.Context) error { put = true; return nil })
 	require.ErrorIs(t, err, store.ErrSessionErasing)
