@@ -78,6 +78,20 @@ func TestClientMatchesTheOpenAPIDocument(t *testing.T) {
 	for _, f := range jsonFields(Offload{}) {
 		require.Contains(t, item, f, "Offload.%s", f)
 	}
+	// Both ways for the snapshots: the client reads every field the
+	// server documents, and no other.
+	snap := props("SnapshotList")["snapshots"].(doc)["items"].(doc)["properties"].(doc)
+	require.ElementsMatch(t, keysOf(snap), jsonFields(Snapshot{}), "Snapshot")
+	require.ElementsMatch(t, keysOf(props("SnapshotConversation")), jsonFields(SnapshotConversation{}), "SnapshotConversation")
+}
+
+// keysOf are a document object's keys.
+func keysOf(d doc) []string {
+	out := make([]string, 0, len(d))
+	for k := range d {
+		out = append(out, k)
+	}
+	return out
 }
 
 // TestRetriesHonourRetryAfterAndKeepTheEventID: a 429 and a 503 are

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -370,25 +369,9 @@ func TestProxyCompactsAResponsesSession(t *testing.T) {
 }
 
 // proxyStream is proxyPost for a streamed answer: the stream as the host
-// read it, and its X-Compactor-State (a trailer when the stream opened
-// before the state was known).
+// read it, and its X-Compactor-State.
 func proxyStream(t *testing.T, srv *httptest.Server, path string, body []byte, key, session string, limit int) (string, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, srv.URL+path, bytes.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer sk-agent-own-key")
-	req.Header.Set(proxy.HeaderKey, key)
-	req.Header.Set(proxy.HeaderSession, session)
-	req.Header.Set(proxy.HeaderContextLimit, fmt.Sprint(limit))
-	resp, err := srv.Client().Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	stream, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", stream)
-	state := resp.Header.Get(proxy.HeaderState)
-	if v := resp.Trailer.Get(proxy.HeaderState); v != "" {
-		state = v
-	}
+	stream, state := proxyPost(t, srv, path, body, key, session, limit)
 	return string(stream), state
 }

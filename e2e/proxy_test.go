@@ -395,7 +395,8 @@ func proxyServer(t *testing.T, e *env, cfg proxy.Config) (*httptest.Server, stri
 
 // proxyPost sends body to the proxy route path of srv as an agent with
 // its own key, in session at limit tokens, and returns the answer and
-// its X-Compactor-State; an answer other than 200 fails the test.
+// its X-Compactor-State (a trailer when a stream opened before the state
+// was known); an answer other than 200 fails the test.
 func proxyPost(t *testing.T, srv *httptest.Server, path string, body []byte, key, session string, limit int) ([]byte, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, srv.URL+path, bytes.NewReader(body))
@@ -410,6 +411,9 @@ func proxyPost(t *testing.T, srv *httptest.Server, path string, body []byte, key
 	answer, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", answer)
+	if v := resp.Trailer.Get(proxy.HeaderState); v != "" {
+		return answer, v
+	}
 	return answer, resp.Header.Get(proxy.HeaderState)
 }
 

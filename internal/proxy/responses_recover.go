@@ -382,14 +382,7 @@ func (s *responsesStream) emit(ev sseEvent, v responsesEvent, index *int, respon
 	if response != nil {
 		set["response"] = response
 	}
-	if len(set) == 0 {
-		return ev.raw
-	}
-	data, err := setFields(ev.data, set)
-	if err != nil {
-		return ev.raw
-	}
-	return rawEvent(ev.name, data)
+	return withEventFields(ev, set)
 }
 
 // unofferedResponse is a response object without the offered tool in
@@ -532,14 +525,7 @@ func (s *responsesStream) ended() []byte {
 	if r := unofferedResponse(response); r != nil {
 		set["response"] = r
 	}
-	if len(set) == 0 {
-		return ev.raw
-	}
-	data, err := setFields(ev.data, set)
-	if err != nil {
-		return ev.raw
-	}
-	return rawEvent(ev.name, data)
+	return withEventFields(ev, set)
 }
 
 // next starts the follow-up's round: the items the host got are given.
@@ -548,4 +534,17 @@ func (s *responsesStream) next() {
 	s.round++
 	s.items, s.recover, s.host = map[int]*streamItem{}, map[int]bool{}, 0
 	s.terminal, s.output, s.done, s.failed, s.cut = nil, nil, nil, false, false
+}
+
+// withEventFields is ev with its data's fields set replaced (ev as it
+// came when there is none, or its data does not read).
+func withEventFields(ev sseEvent, set map[string]json.RawMessage) []byte {
+	if len(set) == 0 {
+		return ev.raw
+	}
+	data, err := setFields(ev.data, set)
+	if err != nil {
+		return ev.raw
+	}
+	return rawEvent(ev.name, data)
 }
