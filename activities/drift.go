@@ -9,7 +9,6 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/digest"
 	"github.com/ctxcompact/orchestrator/internal/llm"
-	"github.com/ctxcompact/orchestrator/internal/recap"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -42,11 +41,10 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 	if err != nil {
 		return res, err
 	}
-	src := cs.comparable
 	score, missing := retention(cs.required, summary, p.Drift.MaxIdentifiers)
 	idPassed := score >= p.Drift.MinRetention
 	res = DriftResult{Score: score, Passed: idPassed}
-	checks, missing := a.driftChecks(ctx, in, source, src, summary, &res, missing)
+	checks, missing := a.driftChecks(ctx, in, source, cs, summary, &res, missing)
 	fab := checks[len(checks)-1]
 	res.PatchOnly = !res.Passed && idPassed && onlyLastErrorsFailed(checks)
 	// Only a failed check hands its missing items on (to the repair pass
@@ -73,8 +71,9 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 // fabrication check, which comes last.
 // missing is returned with what the session checks miss added.
 //
-// src is the source in digest.Comparable form.
-func (a *Activities) driftChecks(ctx context.Context, in DriftInput, source, src, summary string, res *DriftResult, missing []string) ([]digest.DriftCheck, []string) {
+// cs is what the checks of this source share (its comparable form, its
+// open errors).
+func (a *Activities) driftChecks(ctx context.Context, in DriftInput, source string, cs checkedSource, summary string, res *DriftResult, missing []string) ([]digest.DriftCheck, []string) {
 	var checks []digest.DriftCheck
 	if isHistoryStep(in.Step) {
 		// The three-tier design's checks of a session summary: intent, trajectory,
@@ -90,7 +89,7 @@ func (a *Activities) driftChecks(ctx context.Context, in DriftInput, source, src
 		// up only when its budget cannot hold them beside the
 		// identifiers.
 		if !in.Offline {
-			checks = append(checks, digest.LastErrorsCheck(recap.OpenErrors(source), summary))
+			checks = append(checks, digest.LastErrorsCheck(cs.open.of(source), summary))
 		}
 		for _, c := range checks {
 			res.Passed = res.Passed && c.Passed
@@ -101,7 +100,7 @@ func (a *Activities) driftChecks(ctx context.Context, in DriftInput, source, src
 	// Every summary, whoever judged the rest: nothing in it may be
 	// invented. What it invented is stored in its verdict, not handed to
 	// the repair pass or the patch as something to add.
-	fab := digest.FabricationCheckComparable(src, summary)
+	fab := digest.FabricationCheckComparable(cs.comparable, summary)
 	checks = append(checks, fab)
 	res.Passed = res.Passed && fab.Passed
 	res.Score = min(res.Score, fab.Score)

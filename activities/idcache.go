@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/ctxcompact/orchestrator/internal/digest"
+	"github.com/ctxcompact/orchestrator/internal/recap"
 )
 
 // idCache remembers the identifiers of recent drift-check sources by S3
@@ -71,6 +72,23 @@ func (c *idCache) get(key string, text func() (string, error)) ([]digest.Identif
 type checkedSource struct {
 	comparable string
 	required   []digest.Identifier
+	// open are the source's last errors still open, made once, by the
+	// first check that asks (a history summary's; a tool result's check
+	// never does).
+	open *openErrors
+}
+
+// openErrors are a drift-check source's last open errors
+// (recap.OpenErrors), made once.
+type openErrors struct {
+	once  sync.Once
+	lines []string
+}
+
+// of returns the open errors of source, the text this entry is of.
+func (o *openErrors) of(source string) []string {
+	o.once.Do(func() { o.lines = recap.OpenErrors(source) })
+	return o.lines
 }
 
 // sourceCache remembers the checkedSource of recent drift-check sources
@@ -110,7 +128,7 @@ func (c *sourceCache) get(key string, ids []digest.Identifier, text func() (stri
 			return nil, err
 		}
 		src := digest.Comparable(t)
-		cs := checkedSource{comparable: src, required: keepIDs(digest.Required(ids, src))}
+		cs := checkedSource{comparable: src, required: keepIDs(digest.Required(ids, src)), open: &openErrors{}}
 		c.cache().Add(key, cs)
 		return cs, nil
 	})
