@@ -79,6 +79,7 @@ func TestProxyCompactsARecordedAgentSession(t *testing.T) {
 	turns, spliced := 0, 0
 	var bill cachebill.Bill
 	var prev []byte
+	var hostSent []json.RawMessage
 	prevState := ""
 	var prefixShares []float64
 	for i := 2; i < len(msgs); i++ {
@@ -117,8 +118,34 @@ func TestProxyCompactsARecordedAgentSession(t *testing.T) {
 			}
 		}
 		prev, prevState = sent, state
+		hostSent = msgs[:i]
 	}
 	require.Greater(t, spliced, turns/3, "most turns after the first compaction go spliced")
+
+	// The session's snapshots are what the host sent, not what went
+	// upstream: the latest reads back as the host's last request,
+	// whatever the compactions spliced in.
+	require.Eventually(t, func() bool {
+		to, _, err := e.store.LatestSnapshot(context.Background(), e.tenant, "django-11742")
+		return err == nil && to == len(hostSent)
+	}, time.Minute, 50*time.Millisecond)
+	var snaps struct {
+		Snapshots []struct {
+			Seq int64 `json:"seq"`
+		} `json:"snapshots"`
+	}
+	apiJSON(t, srv, key, http.MethodGet, "/v1/sessions/django-11742/snapshots", http.StatusOK, &snaps)
+	require.NotEmpty(t, snaps.Snapshots)
+	var conv struct {
+		Complete bool              `json:"complete"`
+		Messages []json.RawMessage `json:"messages"`
+	}
+	apiJSON(t, srv, key, http.MethodGet, fmt.Sprintf("/v1/sessions/django-11742/snapshots/%d", snaps.Snapshots[len(snaps.Snapshots)-1].Seq), http.StatusOK, &conv)
+	require.True(t, conv.Complete)
+	require.Len(t, conv.Messages, len(hostSent))
+	for i := range hostSent {
+		require.JSONEq(t, string(hostSent[i]), string(conv.Messages[i]), "message %d as the host sent it", i)
+	}
 
 	// Consecutive spliced requests share nearly all of their bytes.
 	require.NotEmpty(t, prefixShares)
