@@ -14,7 +14,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/proxy"
 	"github.com/ctxcompact/orchestrator/internal/store"
@@ -361,11 +360,7 @@ func TestProxyCompactsAResponsesSession(t *testing.T) {
 	require.NoError(t, json.Unmarshal(added[2], &answer))
 	require.Equal(t, "function_call_output", answer.Type)
 	require.Equal(t, "call_r1", answer.CallID)
-	want, err := (&audit.Service{Store: e.store, Blob: e.blob}).RecoverContext(context.Background(), e.tenant, "codex-11742", string(id[1]), "")
-	require.NoError(t, err)
-	require.NotEmpty(t, want.Data)
-	n := min(len(want.Data), 2000)
-	require.True(t, strings.HasPrefix(answer.Output, string(want.Data[:n])), "the model reads the stored text back verbatim")
+	requireRecovered(t, e, "codex-11742", string(id[1]), answer.Output)
 }
 
 // proxyStream is proxyPost for a streamed answer: the stream as the host

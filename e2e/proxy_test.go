@@ -204,11 +204,19 @@ func TestProxyCompactsARecordedAgentSession(t *testing.T) {
 	last := fu.Messages[len(fu.Messages)-1]
 	require.Equal(t, "tool", last.Role)
 	require.Equal(t, "call_r1", last.ToolCallID)
-	want, err := (&audit.Service{Store: e.store, Blob: e.blob}).RecoverContext(context.Background(), e.tenant, "django-11742", string(id[1]), "")
+	requireRecovered(t, e, "django-11742", string(id[1]), last.Content)
+}
+
+// requireRecovered checks that got, the recover tool's answer the proxy
+// gave the model, starts with what id names in session, read back from
+// the store as the API's recovery reads it.
+func requireRecovered(t *testing.T, e *env, session, id, got string) {
+	t.Helper()
+	want, err := (&audit.Service{Store: e.store, Blob: e.blob}).RecoverContext(context.Background(), e.tenant, session, id, "")
 	require.NoError(t, err)
 	require.NotEmpty(t, want.Data)
 	n := min(len(want.Data), 2000)
-	require.True(t, strings.HasPrefix(last.Content, string(want.Data[:n])), "the model reads the stored text back verbatim")
+	require.True(t, strings.HasPrefix(got, string(want.Data[:n])), "the model reads the stored text back verbatim")
 }
 
 // recoverRef finds the id of a reference a compaction left.

@@ -101,10 +101,10 @@ func TestRetentionSweepsExpiredRuns(t *testing.T) {
 
 	resp, _ = a.call("GET", "/v1/runs/"+kept, a.otherKey, nil, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "a tenant without a retention keeps its runs")
-	snaps, err := a.store.ListSnapshots(ctx, a.tenant, "proxy-s", 0)
+	snaps, err := a.store.ListSnapshots(ctx, a.tenant, "proxy-s")
 	require.NoError(t, err)
 	require.Empty(t, snaps, "the expired snapshot is swept with its object")
-	snaps, err = a.store.ListSnapshots(ctx, a.otherTenant, "proxy-s", 0)
+	snaps, err = a.store.ListSnapshots(ctx, a.otherTenant, "proxy-s")
 	require.NoError(t, err)
 	require.Len(t, snaps, 1, "a tenant without a retention keeps its snapshots")
 	_, err = a.blob.Get(ctx, snaps[0].Key)

@@ -82,7 +82,7 @@ type snapshotConversation struct {
 // listSnapshots lists the session's snapshots (GET
 // /v1/sessions/{session}/snapshots).
 func (a *api) listSnapshots(w http.ResponseWriter, r *http.Request, tenant string) error {
-	snaps, err := a.deps.Store.ListSnapshots(r.Context(), tenant, r.PathValue("session"), 0)
+	snaps, err := a.deps.Store.ListSnapshots(r.Context(), tenant, r.PathValue("session"))
 	if err != nil {
 		return err
 	}

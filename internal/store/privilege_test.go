@@ -130,7 +130,7 @@ func TestRuntimeRoleCannotRewriteHistory(t *testing.T) {
 	runs, err := app.ListRuns(ctx, store.RunFilter{Tenant: "acme"})
 	require.NoError(t, err)
 	require.Empty(t, runs, "the session's runs are gone")
-	snaps, err := app.ListSnapshots(ctx, "acme", "s1", 0)
+	snaps, err := app.ListSnapshots(ctx, "acme", "s1")
 	require.NoError(t, err)
 	require.Empty(t, snaps, "the session's snapshots are gone with it")
 	for _, table := range []string{"run_steps", "runs", "events", "drift_verdicts", "watermark_history", "offloads"} {

@@ -88,14 +88,10 @@ func scanSnapshot(row pgx.CollectableRow) (Snapshot, error) {
 	return s, err
 }
 
-// ListSnapshots returns tenant's session's snapshots, oldest first, at
-// most limit (all when limit <= 0).
-func (s *Store) ListSnapshots(ctx context.Context, tenant, session string, limit int) ([]Snapshot, error) {
-	if limit <= 0 {
-		limit = -1
-	}
+// ListSnapshots returns tenant's session's snapshots, oldest first.
+func (s *Store) ListSnapshots(ctx context.Context, tenant, session string) ([]Snapshot, error) {
 	rows, err := s.pool.Query(ctx, `select `+snapshotColumns+` from session_snapshots
-		where tenant_id = $1 and session_id = $2 order by seq limit nullif($3, -1)`, tenant, session, limit)
+		where tenant_id = $1 and session_id = $2 order by seq`, tenant, session)
 	if err != nil {
 		return nil, fmt.Errorf("list snapshots of session %s: %w", session, err)
 	}

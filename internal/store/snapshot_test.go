@@ -40,7 +40,7 @@ func TestSnapshotChains(t *testing.T) {
 	last, _ := addSnapshot(t, s, "s1", 7, 9, "d6", "d9", "d")
 	addSnapshot(t, s, "s2", 1, 3, "", "x3", "e") // another session
 
-	list, err := s.ListSnapshots(ctx, "acme", "s1", 0)
+	list, err := s.ListSnapshots(ctx, "acme", "s1")
 	require.NoError(t, err)
 	require.Len(t, list, 4)
 	chain, err := s.SnapshotChain(ctx, "acme", "s1", last)
@@ -122,7 +122,7 @@ func TestSnapshotRetention(t *testing.T) {
 	require.Equal(t, 1, rows)
 	require.False(t, kept)
 	require.True(t, deleted)
-	list, err := s.ListSnapshots(ctx, "acme", "s1", 0)
+	list, err := s.ListSnapshots(ctx, "acme", "s1")
 	require.NoError(t, err)
 	require.Empty(t, list)
 	_, err = s.SnapshotChain(ctx, "acme", "s1", old)
@@ -152,10 +152,10 @@ func TestSnapshotsGoWithTheirSession(t *testing.T) {
 	n, err := s.EraseSessionRows(ctx, e.ID, "acme", "s1")
 	require.NoError(t, err)
 	require.Positive(t, n)
-	list, err := s.ListSnapshots(ctx, "acme", "s1", 0)
+	list, err := s.ListSnapshots(ctx, "acme", "s1")
 	require.NoError(t, err)
 	require.Empty(t, list)
-	list, err = s.ListSnapshots(ctx, "acme", "s2", 0)
+	list, err = s.ListSnapshots(ctx, "acme", "s2")
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 }
