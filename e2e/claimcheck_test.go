@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ctxcompact/orchestrator/contract"
@@ -58,6 +59,23 @@ func fetchHistory(t *testing.T, c client.Client, workflowID string) *historypb.H
 	}
 	require.NotEmpty(t, h.Events, "history of %s", workflowID)
 	return h
+}
+
+// versionMarkers lists the change ids of the version markers in h, in
+// their order (the SDK's "Version" markers carry it as "change-id").
+func versionMarkers(t *testing.T, h *historypb.History) []string {
+	t.Helper()
+	var ids []string
+	for _, ev := range h.Events {
+		m := ev.GetMarkerRecordedEventAttributes()
+		if m == nil || m.GetMarkerName() != "Version" {
+			continue
+		}
+		var id string
+		require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(m.GetDetails()["change-id"], &id))
+		ids = append(ids, id)
+	}
+	return ids
 }
 
 // historyJSON is the history in the JSON form `temporal workflow show
@@ -315,7 +333,13 @@ func TestRecordHistories(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, proto.Equal(h, back), "history %s round-trips through JSON", name)
 		require.NoError(t, os.MkdirAll(historiesDir, 0o755))
-		require.NoError(t, os.WriteFile(filepath.Join(historiesDir, name+".json"), data, 0o644))
+		path := filepath.Join(historiesDir, name+".json")
+		// A recorded history stands for the runs in flight that took its
+		// path: recording it again with today's code would lose that.
+		if _, err := os.Stat(path); err == nil && os.Getenv("RECORD_HISTORIES") != "overwrite" {
+			t.Fatalf("%s is recorded already: record today's path under a new name (or set RECORD_HISTORIES=overwrite, if no run in flight can have the old one)", path)
+		}
+		require.NoError(t, os.WriteFile(path, data, 0o644))
 		t.Logf("%s: %d events, %d bytes", name, len(h.Events), len(data))
 	}
 
@@ -401,6 +425,45 @@ func TestRecordHistories(t *testing.T) {
 		}
 		require.Equal(t, 1, scheduled, "the replacement was scheduled as an activity beside the repair")
 		record(t, "compaction-drift-replacement-beside-repair", h, input, snippets(t, openAIContents(t, input), 20), sub.InputKey)
+	})
+	t.Run("run-shape", func(t *testing.T) {
+		t.Parallel()
+		// The run-shape version: one marker for every branch a run takes.
+		// The drift repair path with its replacement beside the repair
+		// (judge-once, replacement-beside-repair), on a tenant with a
+		// webhook (webhooks, delivery-queue), handing on its admission
+		// slot and releasing its intermediates after the commit.
+		e := newEnv(t)
+		l := takeHookListener(t)
+		hook := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = hook.Serve(l) }()
+		t.Cleanup(func() { _ = hook.Close() })
+		_, _, err := e.gw.AddWebhook(context.Background(), e.tenant, "http://"+l.Addr().String()+"/hook", "recorded")
+		require.NoError(t, err)
+		input := readData(t, "swe-agent-deepseek/django__django-12308.json")
+		sub, res := e.compact(gateway.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 30000,
+			Overrides: json.RawMessage(`{"drift":{"min_retention":1}}`), Conversation: input})
+		checkRun(t, e, input, sub, res)
+		require.Contains(t, []string{"repaired", "replaced", "replaced+patched"}, res.Drift)
+		require.Eventually(t, func() bool {
+			d, err := e.client.DescribeWorkflowExecution(context.Background(), contract.DeliveryWorkflowID(sub.RunID), "")
+			return err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+		}, time.Minute, 100*time.Millisecond)
+		h := fetchHistory(t, e.client, sub.RunID)
+		require.Equal(t, []string{"run-shape"}, versionMarkers(t, h), "one version marker for the run's every branch")
+		record(t, "compaction-run-shape", h, input, snippets(t, openAIContents(t, input), 20), sub.InputKey)
+	})
+	t.Run("run-shape-manual", func(t *testing.T) {
+		t.Parallel()
+		// The run-shape version on the manual-compacts branch.
+		e := newEnv(t)
+		input := readData(t, "swe-agent-deepseek/django__django-11564.json")
+		sub, res := e.compact(gateway.Event{Kind: gateway.KindManual, Model: "gpt-4o", ContextLimit: 1000000, Conversation: input})
+		checkRun(t, e, input, sub, res)
+		require.Less(t, res.TokensAfter, res.TokensBefore, "the manual compaction compacted")
+		h := fetchHistory(t, e.client, sub.RunID)
+		require.Equal(t, []string{"run-shape"}, versionMarkers(t, h))
+		record(t, "compaction-run-shape-manual", h, input, snippets(t, openAIContents(t, input), 20), sub.InputKey)
 	})
 	t.Run("history-failed", func(t *testing.T) {
 		t.Parallel()

@@ -97,13 +97,40 @@ type compactionRun struct {
 	// that gives back the summary it repaired, a check run again after a
 	// last resort). Only looked up by key, never ranged.
 	judged map[string]string
+	// current is set when the run records the run-shape marker (see
+	// changed): it takes every branch of the run's versions without a
+	// marker of its own.
+	current bool
+}
+
+// runShapeChange is the change id of the run's current shape. A run
+// started since it records this one marker and takes every branch that
+// a version of the run gates (plan-final, manual-compacts, judge-once,
+// replacement-beside-repair, admission-handoff, intermediates,
+// release-after-commit, webhooks, delivery-queue), rather than one marker
+// per branch: the SDK upserts a search attribute beside each marker,
+// which made four branches eight history events and four billable
+// actions per run. A change to come takes its own GetVersion (or this
+// one's version 2); the branches of this one keep their change ids for
+// the runs recorded before it.
+const runShapeChange = "run-shape"
+
+// changed reports whether the run takes the branch of version changeID
+// (each has version 1 as its latest): always for a run of the current
+// shape, else as the marker the run recorded, or records now, says.
+func (r *compactionRun) changed(ctx workflow.Context, changeID string) bool {
+	if r.current {
+		return true
+	}
+	return workflow.GetVersion(ctx, changeID, workflow.DefaultVersion, 1) >= 1
 }
 
 // newCompactionRun starts the run's state, and answers ProgressQuery
 // from its step records.
 func newCompactionRun(ctx workflow.Context, in contract.CompactionInput) *compactionRun {
 	return &compactionRun{in: in, run: in.Run, res: contract.Outcome{RunID: in.Run.ID},
-		steps: newStepLog(ctx), judged: map[string]string{}}
+		steps: newStepLog(ctx), judged: map[string]string{},
+		current: workflow.GetVersion(ctx, runShapeChange, workflow.DefaultVersion, 1) >= 1}
 }
 
 // degrade records that the run fell back, once per reason.
@@ -158,7 +185,7 @@ func (r *compactionRun) planRun(ctx workflow.Context) (final *contract.Outcome, 
 		return nil, fmt.Errorf("plan: %w", err)
 	}
 	r.res.Format, r.res.TokensBefore, r.res.LevelBefore = r.plan.Format, r.plan.TokensBefore, r.plan.LevelBefore
-	if r.plan.Final != nil && workflow.GetVersion(ctx, "plan-final", workflow.DefaultVersion, 1) == 1 {
+	if r.plan.Final != nil && r.changed(ctx, "plan-final") {
 		// Committed by an execution of these steps whose workflow task
 		// was lost: the run ends as recorded, its webhook told (the lost
 		// task's delivery never started).
@@ -211,10 +238,10 @@ func (r *compactionRun) finish(ctx workflow.Context, ans *answer, res contract.O
 		res = contract.Outcome{RunID: r.run.ID}
 	}
 	ans.set(res, err)
-	handOnSlot(ctx, r.run)
-	releaseIntermediates(ctx, r.run)
+	r.handOnSlot(ctx)
+	r.releaseIntermediates(ctx)
 	if r.notify {
-		startDelivery(ctx, r.in)
+		r.startDelivery(ctx)
 	}
 	return res, err
 }
@@ -237,10 +264,11 @@ func (r *compactionRun) recordFailure(ctx workflow.Context, err error) {
 // releaseIntermediates deletes the final run's intermediate objects
 // (ReleaseIntermediates). The run's outcome is already recorded: a
 // failure here is logged, never the run's.
-func releaseIntermediates(ctx workflow.Context, run contract.Run) {
-	if workflow.GetVersion(ctx, "intermediates", workflow.DefaultVersion, 1) != 1 {
+func (r *compactionRun) releaseIntermediates(ctx workflow.Context) {
+	if !r.changed(ctx, "intermediates") {
 		return
 	}
+	run := r.run
 	var a *activities.Activities
 	var res activities.ReleaseResult
 	var fut workflow.Future
@@ -250,7 +278,7 @@ func releaseIntermediates(ctx workflow.Context, run contract.Run) {
 	// runs those steps again after their intermediates are gone (which
 	// failed a committed run's workflow under a slow link to Temporal).
 	// Runs recorded before this keep the local activity.
-	if workflow.GetVersion(ctx, "release-after-commit", workflow.DefaultVersion, 1) >= 1 {
+	if r.changed(ctx, "release-after-commit") {
 		fut = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, stepOptions()), a.ReleaseIntermediates, activities.ReleaseInput{Run: run})
 	} else {
 		fut = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, localStepOptions()), a.ReleaseIntermediates, activities.ReleaseInput{Run: run})

@@ -71,16 +71,16 @@ func WebhookDelivery(ctx workflow.Context, in contract.DeliveryInput) error {
 // take: a receiver that never answers then holds none of the slots the
 // compactions and erasures need. Runs recorded before start it on their
 // own queue, as they did.
-func startDelivery(ctx workflow.Context, in contract.CompactionInput) {
-	run := in.Run
-	if workflow.GetVersion(ctx, "webhooks", workflow.DefaultVersion, 1) != 1 {
+func (r *compactionRun) startDelivery(ctx workflow.Context) {
+	in, run := r.in, r.run
+	if !r.changed(ctx, "webhooks") {
 		return
 	}
 	opts := workflow.ChildWorkflowOptions{
 		WorkflowID:        contract.DeliveryWorkflowID(run.ID),
 		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,
 	}
-	if workflow.GetVersion(ctx, "delivery-queue", workflow.DefaultVersion, 1) == 1 {
+	if r.changed(ctx, "delivery-queue") {
 		opts.TaskQueue = in.DeliveryTaskQueue
 	}
 	cctx := workflow.WithChildOptions(ctx, opts)

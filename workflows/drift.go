@@ -43,7 +43,7 @@ type gate struct {
 func (r *compactionRun) driftGate(ctx workflow.Context, preset policy.Preset, step, sourceKey, summaryKey, archiveKey string,
 	deterministic *activities.FallbackInput) (string, string, error) {
 	g := gate{r: r, preset: preset, step: step, sourceKey: sourceKey, archiveKey: archiveKey,
-		judgeOnce: workflow.GetVersion(ctx, "judge-once", workflow.DefaultVersion, 1) == 1}
+		judgeOnce: r.changed(ctx, "judge-once")}
 	// A summary without a deterministic replacement is itself
 	// deterministic (see replacement): it only copies from its source.
 	d, err := g.check(ctx, 0, summaryKey, deterministic == nil)
@@ -62,7 +62,7 @@ func (r *compactionRun) driftGate(ctx workflow.Context, preset policy.Preset, st
 	// unused (its object goes with the run's intermediates).
 	var spare workflow.Future
 	if deterministic != nil && preset.Drift.RepairPasses > 0 &&
-		workflow.GetVersion(ctx, "replacement-beside-repair", workflow.DefaultVersion, 1) == 1 {
+		r.changed(ctx, "replacement-beside-repair") {
 		spare = g.startReplacement(ctx, *deterministic)
 		// Waited for on every way out, used or not: the run's
 		// intermediates are released after its commit or its failure,

@@ -25,7 +25,7 @@ func (r *compactionRun) runPasses(ctx workflow.Context) error {
 		// history pass runs even when the deterministic passes reached
 		// the target. Runs recorded before this rule keep returning here.
 		if r.run.Trigger == "manual" && r.preset.History.Enabled &&
-			workflow.GetVersion(ctx, "manual-compacts", workflow.DefaultVersion, 1) >= 1 {
+			r.changed(ctx, "manual-compacts") {
 			return r.historyPass(ctx, r.preset, freed, false)
 		}
 		return nil

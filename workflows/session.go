@@ -321,13 +321,13 @@ func waitForEvent(ctx workflow.Context, signals workflow.ReceiveChannel, add fun
 // without reaching this. It tries for a minute at most (Postgres down):
 // the workflow's release and delivery come after it, and the session's
 // call and the waiting sessions' rechecks do the handoff later anyway.
-func handOnSlot(ctx workflow.Context, run contract.Run) {
-	if workflow.GetVersion(ctx, "admission-handoff", workflow.DefaultVersion, 1) < 1 {
+func (r *compactionRun) handOnSlot(ctx workflow.Context) {
+	if !r.changed(ctx, "admission-handoff") {
 		return
 	}
 	opts := localStepOptions()
 	opts.StartToCloseTimeout, opts.ScheduleToCloseTimeout = handOnTimeout/2, handOnTimeout
-	admitWithin(ctx, opts, run.Tenant, "")
+	admitWithin(ctx, opts, r.run.Tenant, "")
 }
 
 // handOnTimeout bounds a finished run's handoff of its slot.

@@ -87,9 +87,9 @@ func skeletonRun(ctx workflow.Context, ev skeletonEvent) error {
 			return err
 		}
 	}
-	// The release of the intermediates, behind the version marker the
-	// pipeline records for it.
-	if workflow.GetVersion(ctx, "intermediates", workflow.DefaultVersion, 1) == 1 {
+	// The release of the intermediates, behind the one version marker
+	// the pipeline records for its run's shape.
+	if workflow.GetVersion(ctx, "run-shape", workflow.DefaultVersion, 1) == 1 {
 		return local(1)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // MinAPIKeyLength is the shortest raw API key AddAPIKey accepts; shorter
@@ -68,6 +69,18 @@ func (s *Store) SubmitRun(ctx context.Context, r Run, bodySHA256 string, restore
 			insertErr = row.Scan(&inserted)
 			return nil
 		})
+		// The run's row, in the same round trip, when the claim just made
+		// is this run's (a repeat's run is recorded below, if missing).
+		runArgs, err := runInsertArgs(r)
+		if err != nil {
+			return err
+		}
+		recorded := false
+		b.Queue(runInsertSQL(`exists (select 1 from events where tenant_id = $2 and session_id = $3 and event_id = $4 and run_id = $1)`),
+			runArgs...).Exec(func(tag pgconn.CommandTag) error {
+			recorded = tag.RowsAffected() == 1
+			return nil
+		})
 		// The session's generation, in the same round trip: a name taken
 		// again after its erasure is told so.
 		var prevID string
@@ -83,6 +96,9 @@ func (s *Store) SubmitRun(ctx context.Context, r Run, bodySHA256 string, restore
 			return nil
 		})
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			if erasing {
+				return ErrSessionErasing // what the first statement found comes first
+			}
 			return fmt.Errorf("lock original and claim: %w", err)
 		}
 		if prevID != "" {
@@ -103,6 +119,8 @@ func (s *Store) SubmitRun(ctx context.Context, r Run, bodySHA256 string, restore
 		if existing != "" {
 			sub.RunID, sub.Existing = existing, true
 			r.ID = existing
+		} else if recorded {
+			return nil
 		}
 		_, err = createRun(ctx, tx, r)
 		return err

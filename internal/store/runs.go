@@ -310,42 +310,11 @@ func checkNewRun(r Run) error {
 // tenant and session must exist. It reports whether it inserted. An id
 // already used by another tenant or session is an error.
 func createRun(ctx context.Context, tx pgx.Tx, r Run) (bool, error) {
-	if r.Status == "" {
-		r.Status = RunPending
-	}
-	stats, err := jsonArg("stats", r.Stats)
+	args, err := runInsertArgs(r)
 	if err != nil {
 		return false, err
 	}
-	overrides, err := jsonArg("overrides", r.Overrides)
-	if err != nil {
-		return false, err
-	}
-	resolved, err := jsonArg("resolved preset", r.ResolvedPreset)
-	if err != nil {
-		return false, err
-	}
-	var finished any
-	if r.Status.Final() {
-		if r.FinishedAt.IsZero() {
-			r.FinishedAt = time.Now()
-		}
-		finished = r.FinishedAt
-	}
-	tag, err := tx.Exec(ctx, `
-		insert into runs (id, tenant_id, session_id, event_id, trigger, preset, model, prompt_version,
-			status, tokens_before, tokens_after, chars_before, chars_after, ratio,
-			input_key, archive_key, archive_sha256, output_key, output_sha256, level, error,
-			replay_of, started_at, finished_at, stats, agent_model, context_limit, overrides, input_sha256,
-			resolved_preset, base_run_id, observed_turns)
-		values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-			$22, coalesce($23, now()), $24, $25, $26, $27, $28, $29, $30, $31, $32)
-		on conflict (id) do nothing`,
-		r.ID, r.Tenant, r.Session, r.EventID, r.Trigger, r.Preset, r.Model, r.PromptVersion,
-		string(r.Status), r.TokensBefore, r.TokensAfter, r.CharsBefore, r.CharsAfter, r.Ratio,
-		r.InputKey, r.ArchiveKey, r.ArchiveSHA256, r.OutputKey, r.OutputSHA256, r.Level, r.Error,
-		nullIfEmpty(r.ReplayOf), nullIfZero(r.StartedAt), finished, stats,
-		r.AgentModel, r.ContextLimit, overrides, r.InputSHA256, resolved, nullIfEmpty(r.BaseRunID), r.ObservedTurns)
+	tag, err := tx.Exec(ctx, runInsertSQL("true"), args...)
 	if err != nil {
 		return false, fmt.Errorf("insert: %w", err)
 	}
@@ -360,6 +329,55 @@ func createRun(ctx context.Context, tx pgx.Tx, r Run) (bool, error) {
 		return false, fmt.Errorf("id already used by session %q/%q", tenant, session)
 	}
 	return false, nil
+}
+
+// runInsertSQL inserts the run of runInsertArgs ($1 its id, $2 its
+// tenant, $3 its session, $4 its event) when cond holds; an id taken
+// already inserts nothing. It is an insert from a select so that a
+// condition can ride with it (SubmitRun's: the event's claim names this
+// run); Postgres types the parameters by the columns all the same.
+func runInsertSQL(cond string) string {
+	return `insert into runs (id, tenant_id, session_id, event_id, trigger, preset, model, prompt_version,
+			status, tokens_before, tokens_after, chars_before, chars_after, ratio,
+			input_key, archive_key, archive_sha256, output_key, output_sha256, level, error,
+			replay_of, started_at, finished_at, stats, agent_model, context_limit, overrides, input_sha256,
+			resolved_preset, base_run_id, observed_turns)
+		select $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
+			$22, coalesce($23, now()), $24, $25, $26, $27, $28, $29, $30, $31, $32
+		where ` + cond + `
+		on conflict (id) do nothing`
+}
+
+// runInsertArgs are the parameters of runInsertSQL for r, pending unless
+// r says otherwise.
+func runInsertArgs(r Run) ([]any, error) {
+	if r.Status == "" {
+		r.Status = RunPending
+	}
+	stats, err := jsonArg("stats", r.Stats)
+	if err != nil {
+		return nil, err
+	}
+	overrides, err := jsonArg("overrides", r.Overrides)
+	if err != nil {
+		return nil, err
+	}
+	resolved, err := jsonArg("resolved preset", r.ResolvedPreset)
+	if err != nil {
+		return nil, err
+	}
+	var finished any
+	if r.Status.Final() {
+		if r.FinishedAt.IsZero() {
+			r.FinishedAt = time.Now()
+		}
+		finished = r.FinishedAt
+	}
+	return []any{r.ID, r.Tenant, r.Session, r.EventID, r.Trigger, r.Preset, r.Model, r.PromptVersion,
+		string(r.Status), r.TokensBefore, r.TokensAfter, r.CharsBefore, r.CharsAfter, r.Ratio,
+		r.InputKey, r.ArchiveKey, r.ArchiveSHA256, r.OutputKey, r.OutputSHA256, r.Level, r.Error,
+		nullIfEmpty(r.ReplayOf), nullIfZero(r.StartedAt), finished, stats,
+		r.AgentModel, r.ContextLimit, overrides, r.InputSHA256, resolved, nullIfEmpty(r.BaseRunID), r.ObservedTurns}, nil
 }
 
 // GetRun returns the run with the given id, or an error wrapping ErrNotFound.
