@@ -158,9 +158,9 @@ func (r *compactionRun) execute(ctx workflow.Context) (contract.Outcome, error) 
 	// A run that starts CRITICAL hands off whatever its passes reach.
 	// Without a history summary of its own to reuse, its handoff's
 	// summary (of the input) is made beside the passes, not after them.
-	var early workflow.Future
-	if r.plan.LevelBefore == string(compress.LevelCritical) && !r.preset.History.Enabled && handsOff(r.plan) {
-		early = r.startHandoffSummary(ctx, r.in.InputKey)
+	var besidePasses workflow.Future
+	if r.plan.LevelBefore == string(compress.LevelCritical) && !r.preset.History.Enabled && canHandOff(r.plan) {
+		besidePasses = r.startHandoffSummary(ctx, r.in.InputKey)
 	}
 	if !r.plan.Skip {
 		if err := r.passesAndBudget(ctx); err != nil {
@@ -169,7 +169,7 @@ func (r *compactionRun) execute(ctx workflow.Context) (contract.Outcome, error) 
 	} else {
 		workflow.GetLogger(ctx).Info("nothing to do", "run", r.run.ID, "reason", r.plan.Reason)
 	}
-	if err := r.handoffSummary(ctx, early); err != nil {
+	if err := r.handoffSummary(ctx, besidePasses); err != nil {
 		return r.res, err
 	}
 	return r.commitRun(ctx)

@@ -60,15 +60,15 @@ func (r *compactionRun) driftGate(ctx workflow.Context, preset policy.Preset, st
 	// a summary that still fails after its repairs is replaced at once
 	// rather than after two more steps. A repair that passes leaves it
 	// unused (its object goes with the run's intermediates).
-	var spare workflow.Future
+	var replacement workflow.Future
 	if deterministic != nil && preset.Drift.RepairPasses > 0 &&
 		r.changed(ctx, "replacement-beside-repair") {
-		spare = g.startReplacement(ctx, *deterministic)
+		replacement = g.startReplacement(ctx, *deterministic)
 		// Waited for on every way out, used or not: the run's
 		// intermediates are released after its commit or its failure,
 		// and the replacement must not write its object after that.
 		defer func() {
-			if err := spare.Get(ctx, nil); err != nil {
+			if err := replacement.Get(ctx, nil); err != nil {
 				workflow.GetLogger(ctx).Warn("deterministic replacement beside the repair failed", "run", r.run.ID, "error", err)
 			}
 		}()
@@ -80,7 +80,7 @@ func (r *compactionRun) driftGate(ctx workflow.Context, preset policy.Preset, st
 	if passed {
 		return summaryKey, "repaired", nil
 	}
-	return g.lastResort(ctx, summaryKey, d, deterministic, spare)
+	return g.lastResort(ctx, summaryKey, d, deterministic, replacement)
 }
 
 // repair runs the preset's repair passes on the summary at summaryKey,
@@ -200,18 +200,18 @@ func (g gate) judge(ctx workflow.Context, pass int, key string) string {
 }
 
 // lastResort ends the gate of a summary that failed its repairs: the
-// deterministic replacement when there is one (spare, when it was started
+// deterministic replacement when there is one (replacement, when it was started
 // beside the repairs), checked again, and then what is still missing
 // appended.
 func (g gate) lastResort(ctx workflow.Context, summaryKey string, d activities.DriftResult,
-	deterministic *activities.FallbackInput, spare workflow.Future) (string, string, error) {
+	deterministic *activities.FallbackInput, replacement workflow.Future) (string, string, error) {
 	verdict := "patched"
 	if deterministic != nil {
 		g.r.degrade("a summary failed its drift checks after repair: the deterministic summary replaced it")
 		var made replacementMade
 		var err error
-		if spare != nil {
-			err = spare.Get(ctx, &made)
+		if replacement != nil {
+			err = replacement.Get(ctx, &made)
 		} else {
 			made, err = g.makeReplacement(ctx, *deterministic)
 		}

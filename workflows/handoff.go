@@ -10,9 +10,9 @@ import (
 	planpkg "github.com/ctxcompact/orchestrator/internal/plan"
 )
 
-// handsOff reports whether a run's conversation can have a handoff made
+// canHandOff reports whether a run's conversation can have a handoff made
 // by the summarizer: not a ReAct trajectory (no handoff).
-func handsOff(pr activities.PlanResult) bool {
+func canHandOff(pr activities.PlanResult) bool {
 	return pr.Format != "react" && pr.ContextLimit > 0
 }
 
@@ -25,11 +25,11 @@ type handoffMade struct {
 // handoffSummary gives commit the summary of the three-tier
 // fresh-session handoff when the run makes one: it started or ends CRITICAL, ends over
 // its limit, or is a checkpoint. A run that started CRITICAL had it made
-// beside its passes (early); any other makes it now. Commit builds the
+// beside its passes (started is that call); any other makes it now. Commit builds the
 // handoff around it; when the summarizer fails, commit makes the
 // structured offline summary itself.
-func (r *compactionRun) handoffSummary(ctx workflow.Context, early workflow.Future) error {
-	if early == nil {
+func (r *compactionRun) handoffSummary(ctx workflow.Context, started workflow.Future) error {
+	if started == nil {
 		after := compress.LevelFor(float64(r.res.TokensAfter) / float64(max(r.plan.ContextLimit, 1)))
 		made := r.plan.LevelBefore == string(compress.LevelCritical) || after == compress.LevelCritical ||
 			r.res.TokensAfter > r.plan.ContextLimit || r.run.Trigger == "checkpoint"
@@ -43,13 +43,13 @@ func (r *compactionRun) handoffSummary(ctx workflow.Context, early workflow.Futu
 				Note: "the run's history summary"})
 			return nil
 		}
-		if !handsOff(r.plan) {
+		if !canHandOff(r.plan) {
 			return nil
 		}
-		early = r.startHandoffSummary(ctx, r.commit.WorkKey)
+		started = r.startHandoffSummary(ctx, r.commit.WorkKey)
 	}
 	var h handoffMade
-	if err := early.Get(ctx, &h); err != nil {
+	if err := started.Get(ctx, &h); err != nil {
 		return err
 	}
 	if h.Key != "" {
