@@ -1,0 +1,38 @@
+package convtest
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/conversation"
+)
+
+// Read returns the file rel of testdata/conversations, the real agent
+// conversations copied into the repository (its README gives their
+// provenance and licence), found from this package's source so that a
+// test of any package names a file the same way. A missing file fails the
+// test: the data is part of the repository.
+func Read(t testing.TB, rel string) []byte {
+	t.Helper()
+	_, here, _, ok := runtime.Caller(0)
+	require.True(t, ok, "locate convtest's source")
+	path := filepath.Join(filepath.Dir(here), "..", "..", "..", "testdata", "conversations", rel)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("test data %s: %v", path, err)
+	}
+	return data
+}
+
+// Load is the file rel of testdata/conversations (Read), parsed in
+// whichever supported format it is.
+func Load(t testing.TB, rel string) conversation.Conversation {
+	t.Helper()
+	c, err := conversation.ParseAny(Read(t, rel))
+	require.NoError(t, err, "parse %s", rel)
+	return c
+}
