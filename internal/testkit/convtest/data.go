@@ -1,6 +1,7 @@
 package convtest
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -35,4 +36,15 @@ func Load(t testing.TB, rel string) conversation.Conversation {
 	c, err := conversation.ParseAny(Read(t, rel))
 	require.NoError(t, err, "parse %s", rel)
 	return c
+}
+
+// Messages decodes the messages[] of a chat document (an OpenAI or
+// Anthropic request, a conversation) as its sender wrote them.
+func Messages(t testing.TB, data []byte) []json.RawMessage {
+	t.Helper()
+	var doc struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	require.NoError(t, json.Unmarshal(data, &doc))
+	return doc.Messages
 }
