@@ -3,7 +3,6 @@ package activities_test
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strconv"
 	"testing"
 
@@ -72,26 +71,21 @@ func (quiet) Error(string, ...any) {}
 // testdata/conversations (see its README for their provenance).
 func realConversations(t *testing.T) []driftConversation {
 	t.Helper()
-	read := func(rel string) []byte {
-		data, err := os.ReadFile("../testdata/conversations/" + rel)
-		require.NoError(t, err)
-		return data
-	}
-	sample := read("django__django-11742.json")
+	sample := convtest.Read(t, "django__django-11742.json")
 	anthropic, err := convtest.Anthropic(sample)
 	require.NoError(t, err)
 	out := []driftConversation{
 		{name: "deepseek-django-11742", model: "gpt-4o", data: sample},
-		{name: "deepseek-django-12308", model: "gpt-4o", data: read("swe-agent-deepseek/django__django-12308.json")},
-		{name: "deepseek-django-15388", model: "gpt-4o", data: read("swe-agent-deepseek/django__django-15388.json")},
-		{name: "gemini-django-15957", model: "gpt-4o", data: read("swe-agent-gemini/django__django-15957.json")},
-		{name: "gemini-django-15629", model: "gpt-4o", data: read("swe-agent-gemini/django__django-15629.json")},
+		{name: "deepseek-django-12308", model: "gpt-4o", data: convtest.Read(t, "swe-agent-deepseek/django__django-12308.json")},
+		{name: "deepseek-django-15388", model: "gpt-4o", data: convtest.Read(t, "swe-agent-deepseek/django__django-15388.json")},
+		{name: "gemini-django-15957", model: "gpt-4o", data: convtest.Read(t, "swe-agent-gemini/django__django-15957.json")},
+		{name: "gemini-django-15629", model: "gpt-4o", data: convtest.Read(t, "swe-agent-gemini/django__django-15629.json")},
 		{name: "anthropic-django-11742", model: "claude-sonnet-4-5", data: anthropic},
 	}
 	var tau []struct {
 		Traj json.RawMessage `json:"traj"`
 	}
-	require.NoError(t, json.Unmarshal(read("tau-bench/gpt-4o-airline.json"), &tau))
+	require.NoError(t, json.Unmarshal(convtest.Read(t, "tau-bench/gpt-4o-airline.json"), &tau))
 	for _, i := range []int{0, 7, 13, 19} {
 		out = append(out, driftConversation{name: "tau-bench-" + strconv.Itoa(i), model: "gpt-4o",
 			data: []byte(`{"model":"gpt-4o","messages":` + string(tau[i].Traj) + `}`)})

@@ -37,6 +37,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/recap"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/testkit/blobtest"
+	"github.com/ctxcompact/orchestrator/internal/testkit/convtest"
 	"github.com/ctxcompact/orchestrator/internal/testkit/llmtest"
 	"github.com/ctxcompact/orchestrator/internal/testkit/storetest"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
@@ -249,16 +250,11 @@ func (e *env) output(res contract.Outcome) (conversation.Conversation, []byte) {
 // into the repository (see its README for provenance and licence).
 const dataDir = "../testdata/conversations"
 
-// readData reads a file of dataDir (e.g. "swe-agent-deepseek/x.json"). A
-// missing file fails the test: the data is part of the repository.
+// readData reads a file of dataDir (e.g. "swe-agent-deepseek/x.json"):
+// convtest.Read, under the name the e2e tests call it by.
 func readData(t *testing.T, rel string) []byte {
 	t.Helper()
-	path := filepath.Join(dataDir, rel)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("test data %s: %v", path, err)
-	}
-	return data
+	return convtest.Read(t, rel)
 }
 
 // buildCommand builds one of the repository's commands (worker, starter)

@@ -18,10 +18,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/report"
 	"github.com/ctxcompact/orchestrator/internal/store"
@@ -34,51 +32,6 @@ func auditCommands() []*cobra.Command {
 	return []*cobra.Command{newRuns(), newShow(), newReplay(), newRestore(), newDiff(), newSearch(),
 		newExport(), newStatus(), newAPIKey(), newReconcile(), newWebhooks(), newSession(), newPromote(), newWatermarks(),
 		newRetention(), newErasure()}
-}
-
-// withObjects runs fn with Postgres and S3 opened from the environment,
-// for the commands that read objects (restore, diff, search), and closes
-// them after.
-func withObjects(cmd *cobra.Command, fn func(*app.Deps, *audit.Service) error) error {
-	deps, err := openDeps(cmd.Context())
-	if err != nil {
-		return err
-	}
-	defer deps.Close()
-	return fn(deps, &audit.Service{Store: deps.Store, Blob: deps.Blob})
-}
-
-// withRecords runs fn with Postgres only, for the commands that read or
-// manage records and never an object: they run without S3 credentials.
-func withRecords(cmd *cobra.Command, fn func(*app.Deps, *audit.Service) error) error {
-	cfg, err := config.Load()
-	if err != nil {
-		return err
-	}
-	deps, err := app.OpenStore(cmd.Context(), cfg)
-	if err != nil {
-		return err
-	}
-	defer deps.Close()
-	return fn(deps, &audit.Service{Store: deps.Store})
-}
-
-// tenantFlag adds --tenant, whose default is $COMPACTOR_TENANT, else
-// "default": every command that reads or changes a tenant's records.
-func tenantFlag(cmd *cobra.Command, tenant *string) {
-	cmd.Flags().StringVar(tenant, "tenant", config.Tenant(), "tenant (default $COMPACTOR_TENANT, else default)")
-}
-
-// jsonFlag adds --json: print JSON for scripts instead of a table.
-func jsonFlag(cmd *cobra.Command, asJSON *bool) {
-	cmd.Flags().BoolVar(asJSON, "json", false, "print JSON")
-}
-
-// printJSON writes v indented, for scripts.
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // parseTime reads a time flag: RFC 3339, a date (UTC midnight), or a
@@ -137,35 +90,26 @@ func (f *runFilterFlags) filter(now time.Time) (store.RunFilter, error) {
 }
 
 func newRuns() *cobra.Command {
-	var tenant string
 	var ff runFilterFlags
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "runs",
-		Short: "List compaction runs, newest first",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := ff.filter(time.Now())
+	var f store.RunFilter
+	return command(spec{
+		use:   "runs",
+		short: "List compaction runs, newest first",
+		args:  cobra.NoArgs,
+		needs: needsRecords, tenant: true, json: true,
+		flags: func(cmd *cobra.Command) { ff.add(cmd, 50) },
+		check: func(*call) (err error) {
+			f, err = ff.filter(time.Now())
+			return err
+		},
+		run: func(c *call) error {
+			runs, err := c.audit.Runs(c.ctx(), c.tenant, f)
 			if err != nil {
 				return err
 			}
-			return withRecords(cmd, func(_ *app.Deps, svc *audit.Service) error {
-				runs, err := svc.Runs(cmd.Context(), tenant, f)
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return printJSON(cmd.OutOrStdout(), audit.Records(runs))
-				}
-				printRuns(cmd.OutOrStdout(), runs)
-				return nil
-			})
+			return c.print(audit.Records(runs), func(w io.Writer) { printRuns(w, runs) })
 		},
-	}
-	tenantFlag(cmd, &tenant)
-	ff.add(cmd, 50)
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	})
 }
 
 // printRuns prints one line per run.
@@ -190,29 +134,19 @@ func printRuns(w io.Writer, runs []store.Run) {
 }
 
 func newShow() *cobra.Command {
-	var tenant string
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "show RUN",
-		Short: "Show a run with its steps (attempts, LLM usage, errors) and drift verdicts",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return withRecords(cmd, func(_ *app.Deps, svc *audit.Service) error {
-				d, err := svc.Run(cmd.Context(), tenant, args[0])
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return printJSON(cmd.OutOrStdout(), d)
-				}
-				printDetail(cmd.OutOrStdout(), d)
-				return nil
-			})
+	return command(spec{
+		use:   "show RUN",
+		short: "Show a run with its steps (attempts, LLM usage, errors) and drift verdicts",
+		args:  cobra.ExactArgs(1),
+		needs: needsRecords, tenant: true, json: true,
+		run: func(c *call) error {
+			d, err := c.audit.Run(c.ctx(), c.tenant, c.args[0])
+			if err != nil {
+				return err
+			}
+			return c.print(d, func(w io.Writer) { printDetail(w, d) })
 		},
-	}
-	tenantFlag(cmd, &tenant)
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	})
 }
 
 // printDetail prints a run, its steps and its drift verdicts.
@@ -298,17 +232,18 @@ func printDetail(w io.Writer, d audit.RunDetail) {
 }
 
 func newReplay() *cobra.Command {
-	var tenant, requestID, overrides, from, to string
+	var requestID, overrides, from, to string
 	var req gateway.ReplayRequest
-	var failed, overLimit, asJSON bool
+	var failed, overLimit bool
 	var wait time.Duration
-	cmd := &cobra.Command{
-		Use:   "replay RUN | replay --failed [--from --to]",
-		Short: "Run a run again from its archived original, optionally with another preset, model or limit",
-		Long: "Replays one run, or with --failed every failed run started in [--from, --to). The new run links\n" +
+	var fromT, toT time.Time
+	return command(spec{
+		use:   "replay RUN | replay --failed [--from --to]",
+		short: "Run a run again from its archived original, optionally with another preset, model or limit",
+		long: "Replays one run, or with --failed every failed run started in [--from, --to). The new run links\n" +
 			"to the one it replays. The same --request-id never replays a run twice: give the printed one\n" +
 			"again to retry safely.",
-		Args: func(cmd *cobra.Command, args []string) error {
+		args: func(cmd *cobra.Command, args []string) error {
 			if (failed || overLimit) && len(args) != 0 {
 				return errors.New("--failed and --over-limit take no RUN")
 			}
@@ -317,14 +252,25 @@ func newReplay() *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		needs: needsGateway, tenant: true, json: true,
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringVar(&requestID, "request-id", "", "idempotency key (default: a new one, printed)")
+			cmd.Flags().StringVar(&req.Preset, "preset", "", "preset (default: the original run's)")
+			cmd.Flags().StringVar(&overrides, "overrides", "", "preset overrides as JSON (default: the original run's when the preset is unchanged)")
+			cmd.Flags().StringVar(&req.Model, "model", "", "the agent's model (default: the original run's)")
+			cmd.Flags().IntVar(&req.ContextLimit, "limit", 0, "context limit (default: the original run's)")
+			cmd.Flags().BoolVar(&failed, "failed", false, "replay every failed run started in [--from, --to)")
+			cmd.Flags().BoolVar(&overLimit, "over-limit", false, "replay every over_limit run started in [--from, --to) (with --failed: both)")
+			cmd.Flags().StringVar(&from, "from", "", "with --failed: started at or after (RFC 3339, date, or duration ago)")
+			cmd.Flags().StringVar(&to, "to", "", "with --failed: started before")
+			cmd.Flags().DurationVar(&wait, "wait", 0, "wait this long for the replays and print their results (0: do not wait)")
+		},
+		check: func(*call) (err error) {
 			now := time.Now()
-			fromT, err := parseTime("from", from, now)
-			if err != nil {
+			if fromT, err = parseTime("from", from, now); err != nil {
 				return err
 			}
-			toT, err := parseTime("to", to, now)
-			if err != nil {
+			if toT, err = parseTime("to", to, now); err != nil {
 				return err
 			}
 			req.RequestID = requestID
@@ -334,14 +280,12 @@ func newReplay() *cobra.Command {
 			if overrides != "" {
 				req.Overrides = json.RawMessage(overrides)
 			}
-			ctx := cmd.Context()
-			gw, closeAll, err := openGateway(ctx)
-			if err != nil {
-				return err
-			}
-			defer closeAll()
-
+			return nil
+		},
+		run: func(c *call) error {
+			ctx, gw := c.ctx(), c.gw
 			var subs []gateway.Submitted
+			var err error
 			if failed || overLimit {
 				if failed {
 					req.Statuses = append(req.Statuses, "failed")
@@ -349,10 +293,10 @@ func newReplay() *cobra.Command {
 				if overLimit {
 					req.Statuses = append(req.Statuses, "over_limit")
 				}
-				subs, err = gw.ReplayFailed(ctx, tenant, fromT, toT, req)
+				subs, err = gw.ReplayFailed(ctx, c.tenant, fromT, toT, req)
 			} else {
 				var sub gateway.Submitted
-				sub, err = gw.Replay(ctx, tenant, args[0], req)
+				sub, err = gw.Replay(ctx, c.tenant, c.args[0], req)
 				if err == nil {
 					subs = append(subs, sub)
 				}
@@ -361,21 +305,19 @@ func newReplay() *cobra.Command {
 			if errors.As(err, &ie) && len(subs) == 0 {
 				return fmt.Errorf("bad input: %w", err)
 			}
-			out, progress := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			progress := c.errOut()
 			fmt.Fprintf(progress, "request id %s: %d replay(s) submitted\n", req.RequestID, len(subs))
 			if err != nil {
 				// Some runs could not be replayed; the others were.
 				fmt.Fprintf(progress, "not replayed: %v\n", err)
 			}
 			if wait <= 0 {
-				if asJSON {
-					if jerr := printJSON(out, subs); jerr != nil {
-						return jerr
-					}
-				} else {
+				if jerr := c.print(subs, func(w io.Writer) {
 					for _, s := range subs {
-						fmt.Fprintf(out, "%s\texisting=%v\n", s.RunID, s.Existing)
+						fmt.Fprintf(w, "%s\texisting=%v\n", s.RunID, s.Existing)
 					}
+				}); jerr != nil {
+					return jerr
 				}
 				return err
 			}
@@ -386,91 +328,64 @@ func newReplay() *cobra.Command {
 				if _, werr := gw.Wait(wctx, s.RunID); werr != nil {
 					return errors.Join(err, fmt.Errorf("run %s: %w", s.RunID, werr))
 				}
-				res, werr := (&audit.Service{Store: gw.Store, Blob: gw.Blob}).RunOutcome(ctx, tenant, s.RunID)
+				res, werr := c.audit.RunOutcome(ctx, c.tenant, s.RunID)
 				if werr != nil {
 					return errors.Join(err, fmt.Errorf("run %s: %w", s.RunID, werr))
 				}
-				if asJSON {
-					if jerr := printJSON(out, res); jerr != nil {
-						return jerr
-					}
-					continue
+				if jerr := c.print(res, func(w io.Writer) { report.Run(w, res) }); jerr != nil {
+					return jerr
 				}
-				report.Run(out, res)
 			}
 			return err
 		},
-	}
-	tenantFlag(cmd, &tenant)
-	cmd.Flags().StringVar(&requestID, "request-id", "", "idempotency key (default: a new one, printed)")
-	cmd.Flags().StringVar(&req.Preset, "preset", "", "preset (default: the original run's)")
-	cmd.Flags().StringVar(&overrides, "overrides", "", "preset overrides as JSON (default: the original run's when the preset is unchanged)")
-	cmd.Flags().StringVar(&req.Model, "model", "", "the agent's model (default: the original run's)")
-	cmd.Flags().IntVar(&req.ContextLimit, "limit", 0, "context limit (default: the original run's)")
-	cmd.Flags().BoolVar(&failed, "failed", false, "replay every failed run started in [--from, --to)")
-	cmd.Flags().BoolVar(&overLimit, "over-limit", false, "replay every over_limit run started in [--from, --to) (with --failed: both)")
-	cmd.Flags().StringVar(&from, "from", "", "with --failed: started at or after (RFC 3339, date, or duration ago)")
-	cmd.Flags().StringVar(&to, "to", "", "with --failed: started before")
-	cmd.Flags().DurationVar(&wait, "wait", 0, "wait this long for the replays and print their results (0: do not wait)")
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	})
 }
 
 func newRestore() *cobra.Command {
-	var tenant, outPath string
-	cmd := &cobra.Command{
-		Use:   "restore RUN",
-		Short: "Write a run's original conversation exactly as archived (sha256 checked)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return withObjects(cmd, func(_ *app.Deps, svc *audit.Service) error {
-				data, err := svc.Restore(cmd.Context(), tenant, args[0])
-				if err != nil {
-					return err
-				}
-				if outPath == "" || outPath == "-" {
-					_, err = cmd.OutOrStdout().Write(data)
-					return err
-				}
-				// Conversations may hold secrets: readable by the owner only.
-				if err := os.WriteFile(outPath, data, 0o600); err != nil {
-					return fmt.Errorf("write %s: %w", outPath, err)
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "%d bytes written to %s (sha256 %s)\n", len(data), outPath, blob.SHA256Hex(data))
-				return nil
-			})
+	var outPath string
+	return command(spec{
+		use:   "restore RUN",
+		short: "Write a run's original conversation exactly as archived (sha256 checked)",
+		args:  cobra.ExactArgs(1),
+		needs: needsObjects, tenant: true,
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringVarP(&outPath, "output", "o", "", "write to this file (default: stdout)")
 		},
-	}
-	tenantFlag(cmd, &tenant)
-	cmd.Flags().StringVarP(&outPath, "output", "o", "", "write to this file (default: stdout)")
-	return cmd
+		run: func(c *call) error {
+			data, err := c.audit.Restore(c.ctx(), c.tenant, c.args[0])
+			if err != nil {
+				return err
+			}
+			if outPath == "" || outPath == "-" {
+				_, err = c.out().Write(data)
+				return err
+			}
+			// Conversations may hold secrets: readable by the owner only.
+			if err := os.WriteFile(outPath, data, 0o600); err != nil {
+				return fmt.Errorf("write %s: %w", outPath, err)
+			}
+			fmt.Fprintf(c.errOut(), "%d bytes written to %s (sha256 %s)\n", len(data), outPath, blob.SHA256Hex(data))
+			return nil
+		},
+	})
 }
 
 func newDiff() *cobra.Command {
-	var tenant string
-	var asJSON, all bool
-	cmd := &cobra.Command{
-		Use:   "diff RUN",
-		Short: "Show what a run removed, replaced, summarized or added, message by message",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return withObjects(cmd, func(_ *app.Deps, svc *audit.Service) error {
-				d, err := svc.Diff(cmd.Context(), tenant, args[0])
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return printJSON(cmd.OutOrStdout(), d)
-				}
-				printDiff(cmd.OutOrStdout(), d, all)
-				return nil
-			})
+	var all bool
+	return command(spec{
+		use:   "diff RUN",
+		short: "Show what a run removed, replaced, summarized or added, message by message",
+		args:  cobra.ExactArgs(1),
+		needs: needsObjects, tenant: true, json: true,
+		flags: func(cmd *cobra.Command) { cmd.Flags().BoolVar(&all, "all", false, "list kept messages too") },
+		run: func(c *call) error {
+			d, err := c.audit.Diff(c.ctx(), c.tenant, c.args[0])
+			if err != nil {
+				return err
+			}
+			return c.print(d, func(w io.Writer) { printDiff(w, d, all) })
 		},
-	}
-	tenantFlag(cmd, &tenant)
-	cmd.Flags().BoolVar(&all, "all", false, "list kept messages too")
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	})
 }
 
 // printDiff prints the changed messages (all when all is set) and totals.
@@ -495,46 +410,47 @@ func printDiff(w io.Writer, d audit.Diff, all bool) {
 }
 
 func newSearch() *cobra.Command {
-	var tenant, session string
+	var sessionFlag, session, query string
 	var limit int
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "search SESSION QUERY",
-		Short: "Find text in a session's offloaded results and archived originals (case-insensitive)",
-		Args:  cobra.RangeArgs(1, 2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			session, rest, err := sessionArg("search", session, args)
+	return command(spec{
+		use:   "search SESSION QUERY",
+		short: "Find text in a session's offloaded results and archived originals (case-insensitive)",
+		args:  cobra.RangeArgs(1, 2),
+		needs: needsObjects, tenant: true, json: true,
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringVar(&sessionFlag, "session", "", "the session (an alias of the first argument)")
+			cmd.Flags().IntVar(&limit, "limit", audit.DefaultSearchLimit, "at most this many hits")
+		},
+		check: func(c *call) error {
+			var rest []string
+			var err error
+			session, rest, err = sessionArg("search", sessionFlag, c.args)
 			if err != nil {
 				return err
 			}
 			if len(rest) != 1 {
 				return errors.New("name what to find: starter search SESSION QUERY")
 			}
-			return withObjects(cmd, func(_ *app.Deps, svc *audit.Service) error {
-				res, err := svc.SearchScan(cmd.Context(), tenant, session, rest[0], limit)
-				if err != nil {
-					return err
-				}
-				hits := res.Hits
-				if asJSON {
-					if hits == nil {
-						hits = []audit.Hit{}
-					}
-					return printJSON(cmd.OutOrStdout(), hits)
-				}
-				printHits(cmd.OutOrStdout(), hits)
+			query = rest[0]
+			return nil
+		},
+		run: func(c *call) error {
+			res, err := c.audit.SearchScan(c.ctx(), c.tenant, session, query, limit)
+			if err != nil {
+				return err
+			}
+			hits := res.Hits
+			if hits == nil && c.json {
+				hits = []audit.Hit{}
+			}
+			return c.print(hits, func(w io.Writer) {
+				printHits(w, hits)
 				if res.Truncated {
-					fmt.Fprintf(cmd.OutOrStdout(), "(the search stopped after reading %d MiB: narrow the query)\n", audit.MaxSearchBytes>>20)
+					fmt.Fprintf(w, "(the search stopped after reading %d MiB: narrow the query)\n", audit.MaxSearchBytes>>20)
 				}
-				return nil
 			})
 		},
-	}
-	tenantFlag(cmd, &tenant)
-	cmd.Flags().StringVar(&session, "session", "", "the session (an alias of the first argument)")
-	cmd.Flags().IntVar(&limit, "limit", audit.DefaultSearchLimit, "at most this many hits")
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	})
 }
 
 // printHits prints each hit's place, then its excerpt on one line.
@@ -553,187 +469,172 @@ func printHits(w io.Writer, hits []audit.Hit) {
 }
 
 func newExport() *cobra.Command {
-	var tenant, format, outPath string
+	var format, outPath string
 	var steps bool
 	var ff runFilterFlags
-	cmd := &cobra.Command{
-		Use:   "export",
-		Short: "Export the run history as JSON lines or CSV",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := ff.filter(time.Now())
+	var f store.RunFilter
+	return command(spec{
+		use:   "export",
+		short: "Export the run history as JSON lines or CSV",
+		args:  cobra.NoArgs,
+		needs: needsRecords, tenant: true,
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringVar(&format, "format", audit.FormatJSONL, "jsonl or csv")
+			cmd.Flags().BoolVar(&steps, "steps", false, `after each run, a line per step it recorded ({"record":"step",...}; jsonl only)`)
+			cmd.Flags().StringVarP(&outPath, "output", "o", "", "write to this file (default: stdout)")
+			ff.add(cmd, 0)
+		},
+		check: func(*call) (err error) {
+			f, err = ff.filter(time.Now())
+			return err
+		},
+		run: func(c *call) error {
+			if outPath == "" || outPath == "-" {
+				return c.audit.Export(c.ctx(), c.tenant, f, format, steps, c.out())
+			}
+			file, err := os.OpenFile(outPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 			if err != nil {
+				return fmt.Errorf("create %s: %w", outPath, err)
+			}
+			if err := c.audit.Export(c.ctx(), c.tenant, f, format, steps, file); err != nil {
+				file.Close()
 				return err
 			}
-			return withRecords(cmd, func(_ *app.Deps, svc *audit.Service) error {
-				if outPath == "" || outPath == "-" {
-					return svc.Export(cmd.Context(), tenant, f, format, steps, cmd.OutOrStdout())
-				}
-				file, err := os.OpenFile(outPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-				if err != nil {
-					return fmt.Errorf("create %s: %w", outPath, err)
-				}
-				if err := svc.Export(cmd.Context(), tenant, f, format, steps, file); err != nil {
-					file.Close()
-					return err
-				}
-				if err := file.Close(); err != nil {
-					return fmt.Errorf("write %s: %w", outPath, err)
-				}
-				return nil
-			})
+			if err := file.Close(); err != nil {
+				return fmt.Errorf("write %s: %w", outPath, err)
+			}
+			return nil
 		},
-	}
-	tenantFlag(cmd, &tenant)
-	cmd.Flags().StringVar(&format, "format", audit.FormatJSONL, "jsonl or csv")
-	cmd.Flags().BoolVar(&steps, "steps", false, `after each run, a line per step it recorded ({"record":"step",...}; jsonl only)`)
-	cmd.Flags().StringVarP(&outPath, "output", "o", "", "write to this file (default: stdout)")
-	ff.add(cmd, 0)
-	return cmd
+	})
 }
 
 func newStatus() *cobra.Command {
-	var tenant, session string
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "status SESSION",
-		Short: "The context status report of a session (levels and recommendation of the three-tier design)",
-		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			session, rest, err := sessionArg("status", session, args)
+	var sessionFlag, session string
+	return command(spec{
+		use:   "status SESSION",
+		short: "The context status report of a session (levels and recommendation of the three-tier design)",
+		args:  cobra.MaximumNArgs(1),
+		needs: needsRecords, tenant: true, json: true,
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringVar(&sessionFlag, "session", "", "the session (an alias of the argument)")
+		},
+		check: func(c *call) (err error) {
+			session, err = oneSession("status", sessionFlag, c.args)
+			return err
+		},
+		run: func(c *call) error {
+			st, err := c.audit.Status(c.ctx(), c.tenant, session)
 			if err != nil {
 				return err
 			}
-			if len(rest) > 0 {
-				return fmt.Errorf("two sessions named: %q and --session %q", rest[0], session)
-			}
-			return withRecords(cmd, func(_ *app.Deps, svc *audit.Service) error {
-				st, err := svc.Status(cmd.Context(), tenant, session)
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return printJSON(cmd.OutOrStdout(), st)
-				}
-				printStatus(cmd.OutOrStdout(), st)
-				return nil
-			})
+			return c.print(st, func(w io.Writer) { printStatus(w, st) })
 		},
-	}
-	tenantFlag(cmd, &tenant)
-	cmd.Flags().StringVar(&session, "session", "", "the session (an alias of the argument)")
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	})
 }
 
 func newAPIKey() *cobra.Command {
-	cmd := &cobra.Command{Use: "apikey", Short: "Manage API keys of the HTTP gateway"}
-	var tenant, expires string
-	create := &cobra.Command{
-		Use:   "create",
-		Short: "Create a key for a tenant and print it once (only its hash is stored)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	var tenant, expires, key string
+	var until time.Time
+	create := spec{
+		use:   "create",
+		short: "Create a key for a tenant and print it once (only its hash is stored)",
+		args:  cobra.NoArgs,
+		needs: needsRecords,
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringVar(&tenant, "tenant", "default", "tenant the key acts for")
+			cmd.Flags().StringVar(&expires, "expires", "", "expiry: a duration from now (720h) or an RFC 3339 time; empty never expires")
+		},
+		check: func(*call) (err error) {
 			// Checked before anything is stored: a tenant that cannot be a
 			// key prefix would give a key that only ever gets errors.
 			if err := blob.ValidateTenant(tenant); err != nil {
 				return fmt.Errorf("--tenant: %w", err)
 			}
-			until, err := parseExpiry(expires, time.Now())
+			if until, err = parseExpiry(expires, time.Now()); err != nil {
+				return err
+			}
+			key, err = newAPIKeyString()
+			return err
+		},
+		run: func(c *call) error {
+			k, err := c.deps.Store.CreateAPIKey(c.ctx(), tenant, key, until)
 			if err != nil {
 				return err
 			}
-			key, err := newAPIKeyString()
-			if err != nil {
-				return err
-			}
-			return withRecords(cmd, func(deps *app.Deps, _ *audit.Service) error {
-				k, err := deps.Store.CreateAPIKey(cmd.Context(), tenant, key, until)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(cmd.OutOrStdout(), key)
-				fmt.Fprintf(cmd.ErrOrStderr(), "API key %s for tenant %s created; it is shown only this once.\n", k.ID, tenant)
-				return nil
-			})
+			fmt.Fprintln(c.out(), key)
+			fmt.Fprintf(c.errOut(), "API key %s for tenant %s created; it is shown only this once.\n", k.ID, tenant)
+			return nil
 		},
 	}
-	create.Flags().StringVar(&tenant, "tenant", "default", "tenant the key acts for")
-	create.Flags().StringVar(&expires, "expires", "", "expiry: a duration from now (720h) or an RFC 3339 time; empty never expires")
 	var listTenant string
-	var asJSON bool
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "List keys: id, prefix, tenant, created, expires, last used, revoked (never the key)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withRecords(cmd, func(deps *app.Deps, _ *audit.Service) error {
-				keys, err := deps.Store.ListAPIKeys(cmd.Context(), listTenant)
-				if err != nil {
-					return err
+	list := spec{
+		use:   "list",
+		short: "List keys: id, prefix, tenant, created, expires, last used, revoked (never the key)",
+		args:  cobra.NoArgs,
+		needs: needsRecords, json: true,
+		flags: func(cmd *cobra.Command) { cmd.Flags().StringVar(&listTenant, "tenant", "", "only this tenant's keys") },
+		run: func(c *call) error {
+			keys, err := c.deps.Store.ListAPIKeys(c.ctx(), listTenant)
+			if err != nil {
+				return err
+			}
+			out := c.out()
+			if c.json {
+				return json.NewEncoder(out).Encode(keys)
+			}
+			tw := tabwriter.NewWriter(out, 0, 2, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tPREFIX\tTENANT\tCREATED\tEXPIRES\tLAST USED\tREVOKED")
+			stamp := func(t time.Time) string {
+				if t.IsZero() {
+					return "-"
 				}
-				out := cmd.OutOrStdout()
-				if asJSON {
-					return json.NewEncoder(out).Encode(keys)
-				}
-				tw := tabwriter.NewWriter(out, 0, 2, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tPREFIX\tTENANT\tCREATED\tEXPIRES\tLAST USED\tREVOKED")
-				stamp := func(t time.Time) string {
-					if t.IsZero() {
-						return "-"
-					}
-					return t.Format(time.RFC3339)
-				}
-				for _, k := range keys {
-					fmt.Fprintf(tw, "%s\t%s…\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.Tenant, stamp(k.Created), stamp(k.Expires), stamp(k.LastUsed), stamp(k.Revoked))
-				}
-				return tw.Flush()
-			})
+				return t.Format(time.RFC3339)
+			}
+			for _, k := range keys {
+				fmt.Fprintf(tw, "%s\t%s…\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.Tenant, stamp(k.Created), stamp(k.Expires), stamp(k.LastUsed), stamp(k.Revoked))
+			}
+			return tw.Flush()
 		},
 	}
-	list.Flags().StringVar(&listTenant, "tenant", "", "only this tenant's keys")
-	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	var id string
-	revoke := &cobra.Command{
-		Use:   "revoke KEY|- | revoke --id ID",
-		Short: "Revoke a key by its id, or by the key itself (\"-\" reads it from stdin, keeping it out of the shell history)",
-		Args: func(cmd *cobra.Command, args []string) error {
+	revoke := spec{
+		use:   "revoke KEY|- | revoke --id ID",
+		short: "Revoke a key by its id, or by the key itself (\"-\" reads it from stdin, keeping it out of the shell history)",
+		args: func(cmd *cobra.Command, args []string) error {
 			if (id == "") == (len(args) != 1) {
 				return errors.New("give KEY (or -), or --id ID")
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return withRecords(cmd, func(deps *app.Deps, _ *audit.Service) error {
-				var revoked bool
-				var err error
-				if id != "" {
-					revoked, err = deps.Store.RevokeAPIKeyByID(cmd.Context(), id)
-				} else {
-					key := args[0]
-					if key == "-" {
-						data, rerr := io.ReadAll(cmd.InOrStdin())
-						if rerr != nil {
-							return fmt.Errorf("read key: %w", rerr)
-						}
-						key = strings.TrimSpace(string(data))
+		needs: needsRecords,
+		flags: func(cmd *cobra.Command) { cmd.Flags().StringVar(&id, "id", "", "the key's id (from apikey list)") },
+		run: func(c *call) error {
+			var revoked bool
+			var err error
+			if id != "" {
+				revoked, err = c.deps.Store.RevokeAPIKeyByID(c.ctx(), id)
+			} else {
+				key := c.args[0]
+				if key == "-" {
+					data, rerr := io.ReadAll(c.cmd.InOrStdin())
+					if rerr != nil {
+						return fmt.Errorf("read key: %w", rerr)
 					}
-					revoked, err = deps.Store.RevokeAPIKey(cmd.Context(), key)
+					key = strings.TrimSpace(string(data))
 				}
-				if err != nil {
-					return err
-				}
-				if !revoked {
-					return errors.New("no live key matches")
-				}
-				fmt.Fprintln(cmd.ErrOrStderr(), "key revoked")
-				return nil
-			})
+				revoked, err = c.deps.Store.RevokeAPIKey(c.ctx(), key)
+			}
+			if err != nil {
+				return err
+			}
+			if !revoked {
+				return errors.New("no live key matches")
+			}
+			fmt.Fprintln(c.errOut(), "key revoked")
+			return nil
 		},
 	}
-	revoke.Flags().StringVar(&id, "id", "", "the key's id (from apikey list)")
-	cmd.AddCommand(create, list, revoke)
-	return cmd
+	return group("apikey", "Manage API keys of the HTTP gateway", "", create, list, revoke)
 }
 
 // parseExpiry reads --expires: empty is never, a duration is from now, or

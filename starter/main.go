@@ -61,19 +61,24 @@ func newInspect() *cobra.Command {
 	var presets []string
 	var model string
 	var limit int
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "inspect FILE|-",
-		Short: "Measure a conversation and show what each preset would do (no LLM, nothing stored)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			data, err := readInput(args[0], cmd.InOrStdin())
+	return command(spec{
+		use:   "inspect FILE|-",
+		short: "Measure a conversation and show what each preset would do (no LLM, nothing stored)",
+		args:  cobra.ExactArgs(1),
+		json:  true,
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringSliceVar(&presets, "preset", nil, "presets to show (default: all)")
+			cmd.Flags().StringVar(&model, "model", "gpt-4o", "the agent's model (picks the encoding and the default limit)")
+			cmd.Flags().IntVar(&limit, "limit", 0, "context limit in the preset's unit (default: the preset's, else the model's)")
+		},
+		run: func(c *call) error {
+			data, err := readInput(c.args[0], c.cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
 			conv, err := conversation.ParseAny(data)
 			if err != nil {
-				return fmt.Errorf("%s: %w", args[0], err)
+				return fmt.Errorf("%s: %w", c.args[0], err)
 			}
 			cfg, err := config.Load()
 			if err != nil {
@@ -98,22 +103,12 @@ func newInspect() *cobra.Command {
 				}
 				reports = append(reports, r)
 			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"format": conv.Format, "messages": len(conv.Messages), "presets": reports})
-			}
-			fmt.Fprintf(out, "%s: %s conversation, %d messages\n\n", args[0], conv.Format, len(conv.Messages))
-			report.Inspect(out, reports)
-			return nil
+			return c.print(map[string]any{"format": conv.Format, "messages": len(conv.Messages), "presets": reports}, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: %s conversation, %d messages\n\n", c.args[0], conv.Format, len(conv.Messages))
+				report.Inspect(w, reports)
+			})
 		},
-	}
-	cmd.Flags().StringSliceVar(&presets, "preset", nil, "presets to show (default: all)")
-	cmd.Flags().StringVar(&model, "model", "gpt-4o", "the agent's model (picks the encoding and the default limit)")
-	cmd.Flags().IntVar(&limit, "limit", 0, "context limit in the preset's unit (default: the preset's, else the model's)")
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	})
 }
 
 func newCompact() *cobra.Command {
@@ -122,15 +117,29 @@ func newCompact() *cobra.Command {
 	var wait time.Duration
 	var asJSON bool
 	var outPath string
-	cmd := &cobra.Command{
-		Use:   "compact FILE|-",
-		Short: "Submit a conversation to the running deployment and wait for the compacted result",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			data, err := readInput(args[0], cmd.InOrStdin())
+	return command(spec{
+		use:   "compact FILE|-",
+		short: "Submit a conversation to the running deployment and wait for the compacted result",
+		args:  cobra.ExactArgs(1),
+		needs: needsGateway, tenant: true,
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringVar(&ev.Session, "session", "cli", "session")
+			cmd.Flags().StringVar(&ev.EventID, "event-id", "", "event id (default: a new one); the same id twice returns the same run")
+			cmd.Flags().StringVar(&ev.Kind, "kind", gateway.KindManual, "threshold, checkpoint or manual")
+			cmd.Flags().StringVar(&ev.Model, "model", "gpt-4o", "the agent's model")
+			cmd.Flags().IntVar(&ev.ContextLimit, "limit", 0, "context limit (default: the preset's, else the model's)")
+			cmd.Flags().StringVar(&ev.Preset, "preset", "", "preset (default: COMPACTOR_DEFAULT_PRESET)")
+			cmd.Flags().StringVar(&overrides, "overrides", "", `preset overrides as JSON, e.g. '{"history":{"keep_last":4}}'`)
+			cmd.Flags().DurationVar(&wait, "wait", 10*time.Minute, "how long to wait for the run")
+			cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+			cmd.Flags().StringVarP(&outPath, "output", "o", "", "write the compacted conversation to this file")
+		},
+		check: func(c *call) error {
+			data, err := readInput(c.args[0], c.cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
+			ev.Tenant = c.tenant
 			ev.Conversation = data
 			if overrides != "" {
 				ev.Overrides = json.RawMessage(overrides)
@@ -138,50 +147,12 @@ func newCompact() *cobra.Command {
 			if ev.EventID == "" {
 				ev.EventID = fmt.Sprintf("cli-%d", time.Now().UnixNano())
 			}
-			ctx := cmd.Context()
-			gw, closeAll, err := openGateway(ctx)
-			if err != nil {
-				return err
-			}
-			defer closeAll()
-			return compactAndReport(ctx, gw, ev, wait, asJSON, outPath, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return nil
 		},
-	}
-	tenantFlag(cmd, &ev.Tenant)
-	cmd.Flags().StringVar(&ev.Session, "session", "cli", "session")
-	cmd.Flags().StringVar(&ev.EventID, "event-id", "", "event id (default: a new one); the same id twice returns the same run")
-	cmd.Flags().StringVar(&ev.Kind, "kind", gateway.KindManual, "threshold, checkpoint or manual")
-	cmd.Flags().StringVar(&ev.Model, "model", "gpt-4o", "the agent's model")
-	cmd.Flags().IntVar(&ev.ContextLimit, "limit", 0, "context limit (default: the preset's, else the model's)")
-	cmd.Flags().StringVar(&ev.Preset, "preset", "", "preset (default: COMPACTOR_DEFAULT_PRESET)")
-	cmd.Flags().StringVar(&overrides, "overrides", "", `preset overrides as JSON, e.g. '{"history":{"keep_last":4}}'`)
-	cmd.Flags().DurationVar(&wait, "wait", 10*time.Minute, "how long to wait for the run")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
-	cmd.Flags().StringVarP(&outPath, "output", "o", "", "write the compacted conversation to this file")
-	return cmd
-}
-
-// openDeps opens Postgres and S3 from the environment.
-func openDeps(ctx context.Context) (*app.Deps, error) {
-	cfg, err := config.Load()
-	if err != nil {
-		return nil, err
-	}
-	return app.Open(ctx, cfg)
-}
-
-// openGateway opens Postgres, S3 and Temporal from the environment and
-// returns the gateway over them; closeAll releases them.
-func openGateway(ctx context.Context) (gw *gateway.Gateway, closeAll func(), err error) {
-	cfg, err := config.Load()
-	if err != nil {
-		return nil, nil, err
-	}
-	p, err := app.Start(ctx, cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	return p.Gateway(p.Temporal), p.Close, nil
+		run: func(c *call) error {
+			return compactAndReport(c.ctx(), c.gw, ev, wait, asJSON, outPath, c.out(), c.errOut())
+		},
+	})
 }
 
 // compactAndReport submits an event, shows progress while waiting, prints

@@ -28,50 +28,59 @@ func sessionArg(cmd, flag string, args []string) (session string, rest []string,
 	return "", nil, fmt.Errorf("name the session: starter %s SESSION (or --session SESSION)", cmd)
 }
 
+// oneSession is the one session a command names (sessionArg), for the
+// commands that take no other argument.
+func oneSession(cmd, flag string, args []string) (string, error) {
+	session, rest, err := sessionArg(cmd, flag, args)
+	if err != nil {
+		return "", err
+	}
+	if len(rest) > 0 {
+		return "", fmt.Errorf("two sessions named: %q and --session %q", rest[0], session)
+	}
+	return session, nil
+}
+
 // newSession holds the session commands: erasure.
 func newSession() *cobra.Command {
-	cmd := &cobra.Command{Use: "session", Short: "Erase a session"}
-	var tenant, by string
+	var by string
 	var wait time.Duration
-	del := &cobra.Command{
-		Use:   "delete SESSION",
-		Short: "Erase a session: its conversations, outputs, offloads and history rows, leaving a tombstone (needs Temporal)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			gw, closeAll, err := openGateway(cmd.Context())
+	del := spec{
+		use:   "delete SESSION",
+		short: "Erase a session: its conversations, outputs, offloads and history rows, leaving a tombstone (needs Temporal)",
+		args:  cobra.ExactArgs(1),
+		needs: needsGateway, tenant: true,
+		flags: func(cmd *cobra.Command) {
+			cmd.Flags().StringVar(&by, "by", "operator", "who asks, recorded on the tombstone")
+			cmd.Flags().DurationVar(&wait, "wait", 5*time.Minute, "how long to wait for the erasure to finish")
+		},
+		run: func(c *call) error {
+			session := c.args[0]
+			e, wf, err := c.gw.EraseSession(c.ctx(), c.tenant, session, "cli "+by)
 			if err != nil {
 				return err
 			}
-			defer closeAll()
-			e, wf, err := gw.EraseSession(cmd.Context(), tenant, args[0], "cli "+by)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "erasure %s of session %s under way (workflow %s)\n", e.ID, args[0], wf)
+			fmt.Fprintf(c.errOut(), "erasure %s of session %s under way (workflow %s)\n", e.ID, session, wf)
 			deadline := time.Now().Add(wait)
 			for {
-				e, err = gw.Store.GetErasure(cmd.Context(), tenant, e.ID)
+				e, err = c.gw.Store.GetErasure(c.ctx(), c.tenant, e.ID)
 				if err != nil {
 					return err
 				}
 				if !e.FinishedAt.IsZero() {
-					fmt.Fprintf(cmd.OutOrStdout(), "erased session %s: %d runs, %d rows, %d objects deleted, %d kept (held by another session)\n",
-						args[0], e.Runs, e.RowsDeleted, e.ObjectsDeleted, e.ObjectsKept)
+					fmt.Fprintf(c.out(), "erased session %s: %d runs, %d rows, %d objects deleted, %d kept (held by another session)\n",
+						session, e.Runs, e.RowsDeleted, e.ObjectsDeleted, e.ObjectsKept)
 					return nil
 				}
 				if time.Now().After(deadline) {
-					fmt.Fprintf(cmd.OutOrStdout(), "erasure %s still under way; it goes on without this command\n", e.ID)
+					fmt.Fprintf(c.out(), "erasure %s still under way; it goes on without this command\n", e.ID)
 					return nil
 				}
 				time.Sleep(500 * time.Millisecond)
 			}
 		},
 	}
-	tenantFlag(del, &tenant)
-	del.Flags().StringVar(&by, "by", "operator", "who asks, recorded on the tombstone")
-	del.Flags().DurationVar(&wait, "wait", 5*time.Minute, "how long to wait for the erasure to finish")
-	cmd.AddCommand(del)
-	return cmd
+	return group("session", "Erase a session", "", del)
 }
 
 // printStatus prints the report in the three-tier design's layout. The

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/testkit/convtest"
 )
 
 // msg builds one OpenAI chat message.
@@ -200,17 +202,6 @@ func toolResult(id, content string) map[string]any {
 	return map[string]any{"type": "tool_result", "tool_use_id": id, "content": content}
 }
 
-// callerMessages decodes the messages[] of a document, as the caller sees
-// them.
-func callerMessages(t *testing.T, data []byte) []json.RawMessage {
-	t.Helper()
-	var doc struct {
-		Messages []json.RawMessage `json:"messages"`
-	}
-	require.NoError(t, json.Unmarshal(data, &doc))
-	return doc.Messages
-}
-
 // TestDiffIndexesAreCallerPositions: for an Anthropic conversation, whose
 // system prompt is a top-level field, every index of the diff is a
 // position in the messages[] of the original or the output, and the
@@ -247,8 +238,8 @@ func TestDiffIndexesAreCallerPositions(t *testing.T) {
 		require.Equal(t, 2, replaced.Index, "messages[2] of the original holds the result")
 		require.Equal(t, 2, replaced.OutIndex)
 		require.Equal(t, "2", replaced.At)
-		require.Contains(t, string(callerMessages(t, original)[replaced.Index]), `"tool_use_id":"c1"`)
-		require.Contains(t, string(callerMessages(t, output)[replaced.OutIndex]), `[Offloaded]`)
+		require.Contains(t, string(convtest.Messages(t, original)[replaced.Index]), `"tool_use_id":"c1"`)
+		require.Contains(t, string(convtest.Messages(t, output)[replaced.OutIndex]), `[Offloaded]`)
 		for k, c := range d.Changes[1:] {
 			require.Equal(t, k, c.Index)
 			require.Equal(t, k, c.OutIndex)
@@ -266,7 +257,7 @@ func TestDiffIndexesAreCallerPositions(t *testing.T) {
 		d, err := DiffConversations(original, output)
 		require.NoError(t, err)
 		require.Equal(t, []string{"kept", "summarized", "summarized", "summarized", "added", "kept", "kept", "kept"}, actions(d))
-		in, out := callerMessages(t, original), callerMessages(t, output)
+		in, out := convtest.Messages(t, original), convtest.Messages(t, output)
 		for _, c := range d.Changes[1:] {
 			if c.Index >= 0 {
 				var m struct {

@@ -2,7 +2,6 @@ package digest
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -10,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/testkit/convtest"
 )
 
 // dataDir holds the real agent conversations, copied into the repository
@@ -25,24 +26,12 @@ type chatFile struct {
 	} `json:"messages"`
 }
 
-// readData reads a file of dataDir. A missing file fails the test: the data
-// is part of the repository.
-func readData(t testing.TB, rel string) []byte {
-	t.Helper()
-	path := filepath.Join(dataDir, rel)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("test data %s: %v", path, err)
-	}
-	return data
-}
-
 // largestResult returns the longest string content of a conversation. In
 // the swe-agent-gemini files the huge command outputs are role "user"
 // messages (the agent's <returncode> feedback), so every role is searched.
 func largestResult(t testing.TB, rel string) string {
 	t.Helper()
-	raw := readData(t, rel)
+	raw := convtest.Read(t, rel)
 	var conv chatFile
 	require.NoError(t, json.Unmarshal(raw, &conv), "decode %s", rel)
 	best := ""
@@ -108,7 +97,7 @@ func tauTrajectories(t testing.TB) []struct {
 	} `json:"traj"`
 } {
 	t.Helper()
-	raw := readData(t, "tau-bench/gpt-4o-airline.json")
+	raw := convtest.Read(t, "tau-bench/gpt-4o-airline.json")
 	var runs []struct {
 		Traj []struct {
 			Role    string  `json:"role"`

@@ -2,7 +2,6 @@ package plan
 
 import (
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/recap"
+	"github.com/ctxcompact/orchestrator/internal/testkit/convtest"
 )
 
 // Labelled fixtures for the behavioural drift check, cut from the real
@@ -21,21 +21,11 @@ import (
 // summarizer wrote of the middle, and the kept turns; what the agent did
 // next is a slice of real messages.
 
-func realConversation(t *testing.T, rel string) conversation.Conversation {
-	t.Helper()
-	data, err := os.ReadFile("../../testdata/conversations/" + rel)
-	require.NoError(t, err)
-	c, err := conversation.ParseAny(data)
-	require.NoError(t, err)
-	return c
-}
-
 // tauDialogue is the first airline dialogue of the tau-bench file (a list
 // of tasks, each with its trajectory).
 func tauDialogue(t *testing.T) conversation.Conversation {
 	t.Helper()
-	data, err := os.ReadFile("../../testdata/conversations/tau-bench/gpt-4o-airline.json")
-	require.NoError(t, err)
+	data := convtest.Read(t, "tau-bench/gpt-4o-airline.json")
 	var tasks []struct {
 		Traj json.RawMessage `json:"traj"`
 	}
@@ -79,8 +69,8 @@ func signalNames(s []BehaviourSignal) []string {
 
 func TestBehaviourSignalsOnRealTrajectories(t *testing.T) {
 	t.Parallel()
-	django := realConversation(t, "django__django-11742.json")
-	requests := realConversation(t, "swe-agent-gemini/psf__requests-1142.json")
+	django := convtest.Load(t, "django__django-11742.json")
+	requests := convtest.Load(t, "swe-agent-gemini/psf__requests-1142.json")
 	tau := tauDialogue(t)
 
 	djangoPrev := compacted(t, django, 2, 130, 140)

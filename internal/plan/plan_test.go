@@ -2,7 +2,6 @@ package plan
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,16 +10,13 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/testkit/convtest"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
 func sample(t *testing.T) conversation.Conversation {
 	t.Helper()
-	data, err := os.ReadFile("../../testdata/conversations/django__django-11742.json")
-	require.NoError(t, err)
-	c, err := conversation.ParseAny(data)
-	require.NoError(t, err)
-	return c
+	return convtest.Load(t, "django__django-11742.json")
 }
 
 func preset(t *testing.T, name, overrides string) policy.Preset {

@@ -24,6 +24,7 @@ import (
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/metrics"
+	"github.com/ctxcompact/orchestrator/internal/testkit/convtest"
 )
 
 // upstreamCall is one request the fake provider received.
@@ -306,16 +307,6 @@ func anthropicBody(n int, stream bool) string {
 		stream, strings.Join(msgs, ","))
 }
 
-// messagesOf are the messages of an upstream request body.
-func messagesOf(t *testing.T, body []byte) []json.RawMessage {
-	t.Helper()
-	var v struct {
-		Messages []json.RawMessage `json:"messages"`
-	}
-	require.NoError(t, json.Unmarshal(body, &v))
-	return v.Messages
-}
-
 func TestRouteOffSaysWhichVariable(t *testing.T) {
 	t.Parallel()
 	tp := newTestProxy(t, func(c *Config) { c.OpenAIURL = "" })
@@ -452,8 +443,8 @@ func TestCrossingTheTriggerCompactsAndLaterTurnsAreSpliced(t *testing.T) {
 		return strings.HasPrefix(resp.Header.Get(HeaderState), "spliced; run=run-1")
 	}, 5*time.Second, 10*time.Millisecond)
 	sent := tp.anthropic.last().Body
-	msgs := messagesOf(t, sent)
-	host := messagesOf(t, []byte(second))
+	msgs := convtest.Messages(t, sent)
+	host := convtest.Messages(t, []byte(second))
 	require.Len(t, msgs, 3+2)
 	require.Contains(t, string(msgs[0]), "Summary by run-1 of 8 messages")
 	require.Equal(t, string(host[10]), string(msgs[3]), "appended messages go as the host encoded them")
@@ -522,7 +513,7 @@ func TestCountTokensAnswersForWhatGoesUpstream(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	got := tp.anthropic.last()
 	require.Equal(t, "/v1/messages/count_tokens", got.Path)
-	require.Len(t, messagesOf(t, got.Body), 3+1, "the count is of the spliced conversation")
+	require.Len(t, convtest.Messages(t, got.Body), 3+1, "the count is of the spliced conversation")
 	require.Len(t, tp.compactor.submitted(), 1, "a count never starts a compaction")
 }
 
@@ -570,7 +561,7 @@ func TestARequestThatWouldNotFitWaitsForTheRunInFlight(t *testing.T) {
 	require.GreaterOrEqual(t, interim, 1, "the wait is kept alive with 102 Processing")
 	require.True(t, strings.HasPrefix(resp.Header.Get(HeaderState), "spliced; run=run-1"), resp.Header.Get(HeaderState))
 	require.Contains(t, resp.Header.Get(HeaderState), "; waited ", "the state says the request waited")
-	require.Len(t, messagesOf(t, tp.anthropic.last().Body), 3+6)
+	require.Len(t, convtest.Messages(t, tp.anthropic.last().Body), 3+6)
 }
 
 func TestOpenAIChatIsSplicedAndTheRestPassesThrough(t *testing.T) {
@@ -596,7 +587,7 @@ func TestOpenAIChatIsSplicedAndTheRestPassesThrough(t *testing.T) {
 	got := tp.openai.last()
 	require.Equal(t, "/v1/chat/completions", got.Path)
 	require.Equal(t, "Bearer sk-agent", got.Header.Get("Authorization"))
-	require.Len(t, messagesOf(t, got.Body), 3+2)
+	require.Len(t, convtest.Messages(t, got.Body), 3+2)
 
 	// A Responses request on the provider's own state goes as it came.
 	resp := tp.post(t, "/proxy/openai/v1/responses", `{"model":"gpt-4o","previous_response_id":"resp_1","input":[{"role":"user","content":"go on"}]}`, h)
@@ -731,7 +722,7 @@ func TestANewProcessSplicesWhereTheSessionWas(t *testing.T) {
 	second.url = srv.URL
 	resp := second.post(t, "/proxy/anthropic/v1/messages", anthropicBody(12, false), h)
 	require.True(t, strings.HasPrefix(resp.Header.Get(HeaderState), "spliced; run=run-1"), resp.Header.Get(HeaderState))
-	require.Len(t, messagesOf(t, tp.anthropic.last().Body), 3+2)
+	require.Len(t, convtest.Messages(t, tp.anthropic.last().Body), 3+2)
 	second.post(t, "/proxy/anthropic/v1/messages", anthropicBody(13, false), h)
 	require.Equal(t, []string{"acme/moved"}, asked, "the store is asked once per line")
 
@@ -811,7 +802,7 @@ func TestAWaitingStreamIsKeptAlive(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(rest), "message_stop", "the provider's stream follows")
 	require.True(t, strings.HasPrefix(resp.Trailer.Get(HeaderState), "spliced; run=run-1"), resp.Trailer.Get(HeaderState))
-	require.Len(t, messagesOf(t, tp.anthropic.last().Body), 3+6, "what went upstream was spliced")
+	require.Len(t, convtest.Messages(t, tp.anthropic.last().Body), 3+6, "what went upstream was spliced")
 	require.Equal(t, "sk-ant-agent", tp.anthropic.last().Header.Get("X-Api-Key"))
 	require.Empty(t, tp.anthropic.last().Header.Get(HeaderKey))
 
@@ -920,7 +911,7 @@ func TestSplicedRequestsKeepTheHostsBreakpointsOnly(t *testing.T) {
 		sent = string(tp.anthropic.last().Body)
 		return strings.HasPrefix(resp.Header.Get(HeaderState), "spliced")
 	}, 5*time.Second, 10*time.Millisecond)
-	msgs := messagesOf(t, []byte(sent))
+	msgs := convtest.Messages(t, []byte(sent))
 	require.Len(t, msgs, 3+2)
 	for _, m := range msgs[:3] {
 		require.NotContains(t, string(m), "cache_control", "the output's messages carry no breakpoint")
@@ -959,7 +950,7 @@ func TestTransientRemindersDoNotBreakTheLine(t *testing.T) {
 	}, 5*time.Second, 10*time.Millisecond)
 	sent := string(tp.anthropic.last().Body)
 	require.Contains(t, sent, "second reminder", "the current request's reminder goes")
-	msgs := messagesOf(t, []byte(sent))
+	msgs := convtest.Messages(t, []byte(sent))
 	require.Len(t, msgs, 3+3, "the output, then turns 10 and 11 with the reminder between")
 	require.Contains(t, string(msgs[3]), "Turn 10:")
 	require.Contains(t, string(msgs[4]), "second reminder")
@@ -1012,7 +1003,7 @@ func TestAWaitThatStillDoesNotFitCompactsTheRequest(t *testing.T) {
 	require.Len(t, tp.compactor.submitted(), 2)
 	ev := tp.compactor.submitted()[1]
 	require.Equal(t, "run-1", ev.Base.RunID, "the second compaction continues the first")
-	require.Len(t, messagesOf(t, tp.anthropic.last().Body), 3, "the summary and the last two turns")
+	require.Len(t, convtest.Messages(t, tp.anthropic.last().Body), 3, "the summary and the last two turns")
 }
 
 // TestNamedSessionsWithOneSystemPromptKeepTheirOwnLines: an agent's

@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/testkit/convtest"
 )
 
 // referenceNote is a cut a compaction left in a conversation, naming the
@@ -181,7 +183,7 @@ func TestTheProxyAnswersRecoverCallsItself(t *testing.T) {
 			require.Equal(t, []string{"bash", RecoverTool}, toolNames(t, first.Body), "the tool is offered after the host's own")
 			require.Equal(t, "sk-ant-agent", second.Header.Get("X-Api-Key"), "the follow-up carries the agent's key")
 			require.Empty(t, second.Header.Get(HeaderKey))
-			msgs, sent := messagesOf(t, second.Body), messagesOf(t, first.Body)
+			msgs, sent := convtest.Messages(t, second.Body), convtest.Messages(t, first.Body)
 			require.Equal(t, sent, msgs[:len(sent)], "the follow-up extends the request")
 			added := msgs[len(sent):]
 			require.Contains(t, string(added[0]), `"assistant"`)
@@ -247,7 +249,7 @@ func TestAnUnknownRecoverIDIsAnsweredAsAnError(t *testing.T) {
 	}
 	resp := tp.post(t, "/proxy/anthropic/v1/messages", recoverBody(false, false, ""), map[string]string{HeaderContextLimit: "100000"})
 	require.Contains(t, readAll(t, resp), "It is gone.")
-	msgs := messagesOf(t, tp.anthropic.last().Body)
+	msgs := convtest.Messages(t, tp.anthropic.last().Body)
 	last := string(msgs[len(msgs)-1])
 	require.Contains(t, last, `"is_error":true`)
 	require.Contains(t, last, "id: not found")
@@ -317,7 +319,7 @@ func TestARecoveredTextIsCutToTheRoomLeft(t *testing.T) {
 	}
 	resp := tp.post(t, "/proxy/anthropic/v1/messages", recoverBody(false, false, ""), map[string]string{HeaderContextLimit: "1500", HeaderSession: "s1"})
 	require.Contains(t, readAll(t, resp), "Read.")
-	msgs := messagesOf(t, tp.anthropic.last().Body)
+	msgs := convtest.Messages(t, tp.anthropic.last().Body)
 	var v struct {
 		Content []struct {
 			Content string `json:"content"`
@@ -387,7 +389,7 @@ func TestAFailedFollowUpGivesTheHostTheAnswerBeforeIt(t *testing.T) {
 		// The white-space text block went to the host as the model sent
 		// it, but not back to the model, which refuses one.
 		require.Equal(t, 2, tp.anthropic.count())
-		msgs := messagesOf(t, tp.anthropic.last().Body)
+		msgs := convtest.Messages(t, tp.anthropic.last().Body)
 		require.NotContains(t, string(msgs[len(msgs)-2]), `"text"`, "no blank text block in the follow-up")
 	})
 }

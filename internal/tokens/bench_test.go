@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/testkit/convtest"
 )
 
 // benchFile is the largest real conversation: 147 messages, 990,154 bytes
@@ -36,7 +37,7 @@ func BenchmarkCountText(b *testing.B) {
 // BenchmarkConversation counts benchFile parsed into the canonical model, as
 // the plan activity does; MB/s is over the file's bytes.
 func BenchmarkConversation(b *testing.B) {
-	raw := readData(b, benchFile)
+	raw := convtest.Read(b, benchFile)
 	conv, err := conversation.ParseAny(raw)
 	if err != nil {
 		b.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/testkit/convtest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -130,7 +131,7 @@ func TestMessageOnRealData(t *testing.T) {
 	files = append(files, "swe-agent-deepseek/django__django-11564.json")
 	o, chars := mustNew(t, O200kBase), mustNew(t, Chars)
 	for _, path := range files {
-		raw := readData(t, path)
+		raw := convtest.Read(t, path)
 		conv, err := conversation.ParseAny(raw)
 		require.NoError(t, err, path)
 		var doc struct {

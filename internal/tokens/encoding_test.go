@@ -3,30 +3,19 @@ package tokens
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tiktoken-go/tokenizer"
+
+	"github.com/ctxcompact/orchestrator/internal/testkit/convtest"
 )
 
 // dataDir holds the real agent conversations, copied into the repository
 // (testdata/conversations/README.md gives their provenance and licence).
 const dataDir = "../../testdata/conversations"
-
-// readData reads a file of dataDir. A missing file fails the test: the data
-// is part of the repository.
-func readData(t testing.TB, rel string) []byte {
-	t.Helper()
-	path := filepath.Join(dataDir, rel)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("test data %s: %v", path, err)
-	}
-	return data
-}
 
 func mustNew(t testing.TB, name string) Counter {
 	t.Helper()
@@ -165,7 +154,7 @@ func TestDataCounts(t *testing.T) {
 // chat file of dataDir ("" where it is not a string).
 func readContents(t testing.TB, rel string) []string {
 	t.Helper()
-	raw := readData(t, rel)
+	raw := convtest.Read(t, rel)
 	var doc struct {
 		Messages []struct {
 			Content any `json:"content"`

@@ -1,7 +1,6 @@
 package convtest
 
 import (
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,8 +12,7 @@ import (
 // that parse as such, with every call still paired and the words kept.
 func TestAnthropic(t *testing.T) {
 	t.Parallel()
-	data, err := os.ReadFile("../../../testdata/conversations/django__django-11742.json")
-	require.NoError(t, err)
+	data := Read(t, "django__django-11742.json")
 	out, err := Anthropic(data)
 	require.NoError(t, err)
 	format, err := conversation.Detect(out)

@@ -3,9 +3,6 @@ package convtest
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,11 +13,7 @@ import (
 // turns repeated, tool call ids renamed on each repeat), then tail.
 func Big(t testing.TB, target int, tail ...json.RawMessage) []byte {
 	t.Helper()
-	_, here, _, ok := runtime.Caller(0)
-	require.True(t, ok, "locate conversationtest's source")
-	path := filepath.Join(filepath.Dir(here), "..", "..", "..", "testdata", "conversations", "django__django-11742.json")
-	data, err := os.ReadFile(path)
-	require.NoError(t, err, "the real conversation must be in testdata/conversations")
+	data := Read(t, "django__django-11742.json")
 	var doc struct {
 		Model    string            `json:"model"`
 		Messages []json.RawMessage `json:"messages"`

@@ -1,7 +1,8 @@
 // Package convtest builds test conversations from real ones: it appends
 // a new assistant turn whose tool results are given, at the JSON level of
 // each wire format, so that a test sees exactly what an agent platform
-// would send when a fresh result overflows the context.
+// would send when a fresh result overflows the context. Read and Load give
+// the real ones of testdata/conversations to the tests of every package.
 package convtest
 
 import (

@@ -2,7 +2,6 @@ package probe
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/testkit/convtest"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
@@ -17,11 +17,7 @@ import (
 // testdata/conversations/README.md).
 func realChat(t *testing.T) conversation.Conversation {
 	t.Helper()
-	data, err := os.ReadFile("../../../testdata/conversations/django__django-11742.json")
-	require.NoError(t, err)
-	c, err := conversation.ParseAny(data)
-	require.NoError(t, err)
-	return c
+	return convtest.Load(t, "django__django-11742.json")
 }
 
 func TestDerive(t *testing.T) {
