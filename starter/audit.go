@@ -21,9 +21,9 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/clitable"
 	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
-	"github.com/ctxcompact/orchestrator/internal/report"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -396,7 +396,7 @@ func newReplay() *cobra.Command {
 					}
 					continue
 				}
-				report.Run(out, res)
+				clitable.Run(out, res)
 			}
 			return err
 		},

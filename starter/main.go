@@ -16,12 +16,12 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/audit"
+	"github.com/ctxcompact/orchestrator/internal/clitable"
 	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
-	"github.com/ctxcompact/orchestrator/internal/report"
 )
 
 func main() {
@@ -105,7 +105,7 @@ func newInspect() *cobra.Command {
 				return enc.Encode(map[string]any{"format": conv.Format, "messages": len(conv.Messages), "presets": reports})
 			}
 			fmt.Fprintf(out, "%s: %s conversation, %d messages\n\n", args[0], conv.Format, len(conv.Messages))
-			report.Inspect(out, reports)
+			clitable.Inspect(out, reports)
 			return nil
 		},
 	}
@@ -223,7 +223,7 @@ func compactAndReport(ctx context.Context, gw *gateway.Gateway, ev gateway.Event
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	report.Run(out, res)
+	clitable.Run(out, res)
 	if outPath != "" {
 		fmt.Fprintf(out, "compacted conversation written to %s\n", outPath)
 	}

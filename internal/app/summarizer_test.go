@@ -6,7 +6,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/llm"
-	"github.com/ctxcompact/orchestrator/internal/recap"
+	"github.com/ctxcompact/orchestrator/internal/offline"
 	"github.com/ctxcompact/orchestrator/internal/testkit/llmtest"
 	"github.com/stretchr/testify/require"
 )
@@ -20,7 +20,7 @@ func TestNewPicksOfflineWithoutBaseURL(t *testing.T) {
 	t.Parallel()
 	sum, err := app.NewSummarizer(llm.Config{})
 	require.NoError(t, err)
-	require.IsType(t, recap.Extractive{}, sum)
+	require.IsType(t, offline.Summarizer{}, sum)
 
 	s := llmtest.New()
 	defer s.Close()

@@ -99,7 +99,7 @@ type Summarizer interface {
 // Config configures the OpenAI-compatible summarizer.
 type Config struct {
 	// BaseURL is the API base, e.g. https://api.openai.com/v1. A deployment
-	// without one uses the offline summarizer (recap.Extractive) instead
+	// without one uses the offline summarizer (offline.Summarizer) instead
 	// (app.NewSummarizer).
 	BaseURL string
 	// APIKey is sent as a bearer token; it may be empty for local servers.
