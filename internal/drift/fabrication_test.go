@@ -1,10 +1,14 @@
-package drift
+package drift_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/drift"
+	"github.com/ctxcompact/orchestrator/internal/testkit/convtest"
+	"github.com/ctxcompact/orchestrator/internal/textcut"
 )
 
 // TestFabricationCheck: an extractive summary of a real result invents
@@ -13,9 +17,9 @@ import (
 // service's own keys and re-wrapped quotes pass.
 func TestFabricationCheck(t *testing.T) {
 	t.Parallel()
-	source := largestResult(t, "swe-agent-gemini/django__django-15629.json")
+	source := convtest.LargestResult(t, "swe-agent-gemini/django__django-15629.json")
 	source = "[user]\nPlease fix the \"db_collation\" handling, and never touch the tests.\n\n[tool tool result bash]\n" + source
-	honest := KeepLines(source, len(source)/10)
+	honest := textcut.KeepLines(source, len(source)/10)
 	const key = "tenants/acme/archive/ab/abababababababababababababababababababababababababababababababab"
 
 	cases := []struct {
@@ -42,8 +46,8 @@ func TestFabricationCheck(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c := FabricationCheck(source, tc.summary)
-			require.Equal(t, CheckFabrication, c.Name)
+			c := drift.FabricationCheck(source, tc.summary)
+			require.Equal(t, drift.CheckFabrication, c.Name)
 			require.Equal(t, tc.passed, c.Passed, "missing: %v", c.Missing)
 			if tc.passed {
 				require.Empty(t, c.Missing)

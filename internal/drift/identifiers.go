@@ -62,23 +62,23 @@ type Identifier struct {
 // Commands are found independently and may contain identifiers of other
 // kinds, which are then reported too.
 func Identifiers(text string) []Identifier {
-	matches := findIdentifiers(text)
+	matches := Matches(text)
 	seen := make(map[Identifier]bool, len(matches))
 	out := make([]Identifier, 0, len(matches))
 	for _, m := range matches {
-		if seen[m.id] {
+		if seen[m.ID] {
 			continue
 		}
-		seen[m.id] = true
-		out = append(out, m.id)
+		seen[m.ID] = true
+		out = append(out, m.ID)
 	}
 	return out
 }
 
-// idMatch is an identifier with its byte span in the text.
-type idMatch struct {
-	start, end int
-	id         Identifier
+// Match is an identifier with its byte span [Start, End) in the text.
+type Match struct {
+	Start, End int
+	ID         Identifier
 }
 
 // extractor finds candidates of one kind. re's submatch 1, when it
@@ -338,16 +338,20 @@ var extractors = []extractor{
 	{kind: KindNumber, find: findQuantities, accept: acceptAll, hint: hasDigitByte},
 }
 
-// findIdentifiers returns every accepted match, sorted by offset then kind.
+// Matches returns every identifier of text where it occurs, repeats
+// included, sorted by offset then kind: Identifiers without the
+// deduplication, for a caller that attributes identifiers to parts of the
+// text (textcut.KeepLines scores its lines by them).
+//
 // Each extractor is one linear regexp pass; overlaps are checked against a
 // byte map, so the whole stays linear in the text.
-func findIdentifiers(text string) []idMatch {
+func Matches(text string) []Match {
 	if text == "" {
 		return nil
 	}
 	claimed := newBitset(len(text))
 	lines := scanSpans(text)
-	var out []idMatch
+	var out []Match
 	for _, ex := range extractors {
 		// Line by line: identifiers never span lines, the hint skips most
 		// lines cheaply, and short inputs let the regexp package use its
@@ -366,16 +370,16 @@ func findIdentifiers(text string) []idMatch {
 				for i := s; i < e; i++ {
 					claimed.set(i)
 				}
-				out = append(out, idMatch{start: s, end: e, id: Identifier{Kind: ex.kind, Value: text[s:e]}})
+				out = append(out, Match{Start: s, End: e, ID: Identifier{Kind: ex.kind, Value: text[s:e]}})
 			}
 		}
 	}
 	out = append(out, findCommands(text)...)
 	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].start != out[j].start {
-			return out[i].start < out[j].start
+		if out[i].Start != out[j].Start {
+			return out[i].Start < out[j].Start
 		}
-		return kindRank[out[i].id.Kind] < kindRank[out[j].id.Kind]
+		return kindRank[out[i].ID.Kind] < kindRank[out[j].ID.Kind]
 	})
 	return out
 }
@@ -881,8 +885,8 @@ func unitWord(line string, i int) string {
 
 // findCommands scans lines: "$ " prompts, shell code fences and lines that
 // start with a common CLI; then backticked and JSON-embedded commands.
-func findCommands(text string) []idMatch {
-	var out []idMatch
+func findCommands(text string) []Match {
+	var out []Match
 	inFence, shellFence := false, false
 	for off := 0; off < len(text); {
 		nl := strings.IndexByte(text[off:], '\n')
@@ -927,8 +931,8 @@ func findCommands(text string) []idMatch {
 // inlineCommands finds backticked commands and JSON "command"/"cmd"
 // values on one line, by plain scanning: as regexps they ran on whole
 // texts with the slow NFA engine.
-func inlineCommands(text string, off int, line string) []idMatch {
-	var out []idMatch
+func inlineCommands(text string, off int, line string) []Match {
+	var out []Match
 	for i := 0; i < len(line); {
 		a := strings.IndexByte(line[i:], '`')
 		if a < 0 {
@@ -996,8 +1000,8 @@ func jsonStringAfterColon(line string, i int) (int, int, bool) {
 	return 0, 0, false
 }
 
-func cmdMatch(text string, s, e int) idMatch {
-	return idMatch{start: s, end: e, id: Identifier{Kind: KindCommand, Value: text[s:e]}}
+func cmdMatch(text string, s, e int) Match {
+	return Match{Start: s, End: e, ID: Identifier{Kind: KindCommand, Value: text[s:e]}}
 }
 
 // commonCLIs start a command line. ambiguousCLIs are also English words, so

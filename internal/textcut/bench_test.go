@@ -2,6 +2,8 @@ package textcut
 
 import (
 	"testing"
+
+	"github.com/ctxcompact/orchestrator/internal/testkit/convtest"
 )
 
 // The benchmarks run on the 868,167-character tool result of
@@ -9,7 +11,7 @@ import (
 // framework report MB/s.
 
 func BenchmarkChunk(b *testing.B) {
-	text := largestResult(b, "swe-agent-gemini/psf__requests-1142.json")
+	text := convtest.LargestResult(b, "swe-agent-gemini/psf__requests-1142.json")
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
 		if _, err := Chunk(text, 50_000); err != nil {
@@ -19,39 +21,17 @@ func BenchmarkChunk(b *testing.B) {
 }
 
 func BenchmarkExtractive(b *testing.B) {
-	text := largestResult(b, "swe-agent-gemini/psf__requests-1142.json")
+	text := convtest.LargestResult(b, "swe-agent-gemini/psf__requests-1142.json")
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
 		KeepLines(text, len(text)/10)
 	}
 }
 
-func BenchmarkIdentifiers(b *testing.B) {
-	text := largestResult(b, "swe-agent-gemini/psf__requests-1142.json")
-	b.SetBytes(int64(len(text)))
-	for b.Loop() {
-		Identifiers(text)
-	}
-}
-
 func BenchmarkPostProcessFile(b *testing.B) {
-	text := largestResult(b, "swe-agent-gemini/psf__requests-1142.json")
+	text := convtest.LargestResult(b, "swe-agent-gemini/psf__requests-1142.json")
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
 		PostProcess("read_file", text, false, nil, DefaultPostRules())
-	}
-}
-
-// BenchmarkSessionDriftChecks checks a summary against a transcript as
-// plan.Transcript writes it: the first 150,000 characters of the diff as
-// one tool result of several thousand lines, after a request and a call.
-func BenchmarkSessionDriftChecks(b *testing.B) {
-	result := largestResult(b, "swe-agent-gemini/psf__requests-1142.json")
-	result = result[:150_000]
-	text := "[user]\nFix the failing tests in requests.\n\n[assistant tool call bash]\ngit diff HEAD~1\n\n[tool tool result bash]\n" + result + "\n\n"
-	summary := KeepLines(result, 8000)
-	b.SetBytes(int64(len(text)))
-	for b.Loop() {
-		SessionDriftChecks(text, summary)
 	}
 }

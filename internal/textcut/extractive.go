@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/ctxcompact/orchestrator/internal/drift"
 )
 
 // Truncate returns the first n code points of text (the react-two-layer "keep
@@ -231,33 +233,33 @@ const (
 
 func (d *doc) score() {
 	// Identifiers, attributed to the unit holding their first byte.
-	matches := findIdentifiers(d.text)
-	seen := make(map[Identifier]bool, len(matches))
+	matches := drift.Matches(d.text)
+	seen := make(map[drift.Identifier]bool, len(matches))
 	newIDs := make([]int, len(d.units))
 	newErr := make([]int, len(d.units))
 	seenIDs := make([]int, len(d.units))
 	u := 0
 	for _, m := range matches {
-		for u < len(d.units) && d.units[u].end <= m.start {
+		for u < len(d.units) && d.units[u].end <= m.Start {
 			u++
 		}
 		if u == len(d.units) {
 			break
 		}
-		if m.start < d.units[u].start {
+		if m.Start < d.units[u].start {
 			// In a blank line or a line break: nobody's.
-			seen[m.id] = true
+			seen[m.ID] = true
 			continue
 		}
 		switch {
-		case seen[m.id]:
+		case seen[m.ID]:
 			seenIDs[u]++
-		case m.id.Kind == KindError:
+		case m.ID.Kind == drift.KindError:
 			newErr[u]++
 		default:
 			newIDs[u]++
 		}
-		seen[m.id] = true
+		seen[m.ID] = true
 	}
 
 	dups := make(map[string]int)
@@ -327,7 +329,7 @@ func isHeading(s string) bool {
 		return true
 	case len(t) < 80 && strings.HasSuffix(t, ":") && !strings.ContainsAny(t, "{}()=;"):
 		return true
-	case len(t) >= 4 && len(t) < 60 && strings.ToUpper(t) == t && hasLetter(t):
+	case len(t) >= 4 && len(t) < 60 && strings.ToUpper(t) == t && strings.IndexFunc(t, unicode.IsLetter) >= 0:
 		return true
 	}
 	return false

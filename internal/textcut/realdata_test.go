@@ -10,20 +10,14 @@ import (
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ctxcompact/orchestrator/internal/drift"
+	"github.com/ctxcompact/orchestrator/internal/testkit/convtest"
 )
 
 // dataDir holds the real agent conversations, copied into the repository
 // (testdata/conversations/README.md gives their provenance and licence).
 const dataDir = "../../testdata/conversations"
-
-// chatFile is the OpenAI chat shape of the swe-agent files.
-type chatFile struct {
-	Messages []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-		Name    string          `json:"name"`
-	} `json:"messages"`
-}
 
 // readData reads a file of dataDir. A missing file fails the test: the data
 // is part of the repository.
@@ -37,32 +31,9 @@ func readData(t testing.TB, rel string) []byte {
 	return data
 }
 
-// largestResult returns the longest string content of a conversation. In
-// the swe-agent-gemini files the huge command outputs are role "user"
-// messages (the agent's <returncode> feedback), so every role is searched.
-func largestResult(t testing.TB, rel string) string {
-	t.Helper()
-	raw := readData(t, rel)
-	var conv chatFile
-	require.NoError(t, json.Unmarshal(raw, &conv), "decode %s", rel)
-	best := ""
-	for i, m := range conv.Messages {
-		var s string
-		if len(m.Content) == 0 || m.Content[0] != '"' {
-			continue
-		}
-		require.NoError(t, json.Unmarshal(m.Content, &s), "decode content of message %d", i)
-		if len(s) > len(best) {
-			best = s
-		}
-	}
-	require.NotEmpty(t, best)
-	return best
-}
-
 func TestRealDjangoExtractiveTenPercent(t *testing.T) {
 	t.Parallel()
-	text := largestResult(t, "swe-agent-gemini/django__django-15629.json")
+	text := convtest.LargestResult(t, "swe-agent-gemini/django__django-15629.json")
 	n := utf8.RuneCountInString(text)
 	require.Equal(t, 151_582, n, "the README names a 151,582-character result")
 	target := n / 10
@@ -70,8 +41,8 @@ func TestRealDjangoExtractiveTenPercent(t *testing.T) {
 	requireExtract(t, text, target, out)
 	require.Greater(t, utf8.RuneCountInString(out), target/2, "the budget is mostly used")
 
-	ret := Retain(text, out)
-	base := Retain(text, Truncate(text, target))
+	ret := drift.Retain(text, out)
+	base := drift.Retain(text, Truncate(text, target))
 	require.Greater(t, ret.Kept, 0)
 	t.Logf("extractive %d → %d chars: retention %d/%d (%.0f%%); first-%d-chars baseline %d/%d (%.0f%%)",
 		n, utf8.RuneCountInString(out), ret.Kept, ret.Total, 100*ret.Ratio, target, base.Kept, base.Total, 100*base.Ratio)
@@ -86,7 +57,7 @@ func TestRealDjangoExtractiveTenPercent(t *testing.T) {
 
 func TestRealRequestsChunkReactTwoLayer(t *testing.T) {
 	t.Parallel()
-	text := largestResult(t, "swe-agent-gemini/psf__requests-1142.json")
+	text := convtest.LargestResult(t, "swe-agent-gemini/psf__requests-1142.json")
 	require.Equal(t, 868_167, utf8.RuneCountInString(text))
 	chunks, err := Chunk(text, 50_000)
 	require.NoError(t, err)
@@ -132,7 +103,7 @@ func TestRealTauBenchToolResults(t *testing.T) {
 			}
 			text := *m.Content
 			results++
-			requireSubstrings(t, text, Identifiers(text))
+			requireIdentifiersIn(t, text, drift.Identifiers(text))
 			out, kind, changed := PostProcess(m.Name, text, false, approxTokens, DefaultPostRules())
 			require.Equal(t, out != text, changed)
 			require.LessOrEqual(t, approxTokens(out), approxTokens(text), "tool %s, kind %s", m.Name, kind)
@@ -159,11 +130,11 @@ func TestRealDeepSeekRetentionOfExtractive(t *testing.T) {
 	for _, f := range files {
 		rel, err := filepath.Rel(dataDir, f)
 		require.NoError(t, err)
-		text := largestResult(t, rel)
+		text := convtest.LargestResult(t, rel)
 		target := max(utf8.RuneCountInString(text)/10, 200)
 		out := KeepLines(text, target)
 		requireExtract(t, text, target, out)
-		ret := Retain(text, out)
+		ret := drift.Retain(text, out)
 		t.Logf("%s: %d chars → %d, identifiers kept %d/%d", filepath.Base(f), utf8.RuneCountInString(text), utf8.RuneCountInString(out), ret.Kept, ret.Total)
 	}
 }
