@@ -85,7 +85,7 @@ func (a *Activities) driftChecks(ctx context.Context, in DriftInput, source stri
 		// judged the rest: a summary by a model keeps the last errors the
 		// tools reported that are still open, so that a session's blocks
 		// carry them from one compaction to the next. The offline summary
-		// keeps them by its own trimming order (recap), which gives them
+		// keeps them by its own trimming order (offline), which gives them
 		// up only when its budget cannot hold them beside the
 		// identifiers.
 		if !in.Offline {

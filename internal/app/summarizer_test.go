@@ -15,7 +15,7 @@ const source = "user: the nightly job crashed again, see /var/log/etl/nightly.lo
 	"tool: retried 3 times, last exit code 137, job id job-8f3a91c\n"
 
 // TestNewPicksOfflineWithoutBaseURL moved here from internal/llm with the
-// choice (llm.New before the offline summarizer became package recap).
+// choice (llm.New before the offline summarizer became package recap, now offline).
 func TestNewPicksOfflineWithoutBaseURL(t *testing.T) {
 	t.Parallel()
 	sum, err := app.NewSummarizer(llm.Config{})

@@ -69,8 +69,8 @@ func Unescape(s string) string {
 
 var (
 	// reOwn is the text the product writes into a conversation or a
-	// summary itself (compress's reference blocks, recoverid's pointer
-	// lines, the session log's labels, digest's omission markers, the
+	// summary itself (strategy's reference blocks, recoverid's pointer
+	// lines, the session log's labels, textcut's omission markers, the
 	// structured summary's notes, the repair's and the patch's headings)
 	// and its recovery ids and offload ids. What it names from the source
 	// (a path, a first line) stays. A heredoc's marker (<< 'EOF', <<EOF,

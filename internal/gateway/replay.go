@@ -152,7 +152,7 @@ func (g *Gateway) ReplayFailed(ctx context.Context, tenant string, from, to time
 	return out, errors.Join(errs...)
 }
 
-// checkRequestID validates a replay's request id (see ident) within
+// checkRequestID validates a replay's request id (see idcheck) within
 // MaxRequestIDLen, which leaves room for the event id made from it.
 func checkRequestID(id string) error {
 	if err := idcheck.RequestID(id); err != nil {

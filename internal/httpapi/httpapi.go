@@ -459,7 +459,7 @@ func (a *api) checkGone(r *http.Request, rt route, tenant string) (*http.Request
 }
 
 // checkPathValues validates the identifiers in a request's path (see
-// package ident) before any handler looks them up: a session of invalid
+// package idcheck) before any handler looks them up: a session of invalid
 // UTF-8 or with control characters is a 400 naming it, not a 500.
 func checkPathValues(r *http.Request, pattern string) error {
 	for _, name := range []string{"session", "run", "id"} {

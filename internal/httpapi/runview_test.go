@@ -14,7 +14,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
-// TestRunReads: the run routes read through package runread. A live run
+// TestRunReads: the run routes read through package runview. A live run
 // waited for answers after the wait with its status as it is (no
 // workflow service here: the row is read again until then), then at
 // once once it is final; its output is a 409 until it commits, then the

@@ -4,7 +4,7 @@
 // and versioned prompts, the drift judge's schema and its deterministic
 // stand-in, and the classification of every error, in one place, so that
 // the Temporal activities above can decide what to retry. The offline
-// summarizer that needs no model is package recap.
+// summarizer that needs no model is package offline.
 package llm
 
 import (
@@ -14,7 +14,7 @@ import (
 )
 
 // CharsPerToken is the rough ratio used where a target is given in one unit
-// and needed in the other (here and by the offline summarizer, recap).
+// and needed in the other (here and by the offline summarizer, package offline).
 const CharsPerToken = 4
 
 // Request asks for one summary.

@@ -7,7 +7,7 @@
 // or the tenant of the environment over stdio (`starter mcp`).
 //
 // The tools reuse what the HTTP API runs: the gateway for submitting
-// events (the same validation), package runread for waiting for a run
+// events (the same validation), package runview for waiting for a run
 // and reading its answer and conversations (the same wait, the same
 // not found), and the audit service for status, recovery and search (the
 // same id and session checks). Conversation text never goes to the logs.

@@ -80,7 +80,7 @@ type event struct {
 
 // parseEvents reads a transcript into events. Text written by
 // plan.Transcript ("[user]", "[assistant tool call bash]", "[tool tool
-// result bash]" headers) is read block by block with digest's parser;
+// result bash]" headers) is read block by block with drift's parser;
 // anything else with parseTranscript's role markers, where an assistant
 // line that is a JSON object is a tool call (the "role: content" dumps of
 // OpenAI runs put the call's arguments on their own line). isTranscript is
@@ -128,7 +128,7 @@ func parseEvents(text string) (events []event, isTranscript bool) {
 
 // startsWithHeader reports whether the text's first line is the header
 // "[head]" (plan.Transcript writes "[tool tool result ]" for a result
-// without a tool name, and digest reports its head trimmed).
+// without a tool name, and drift reports its head trimmed).
 func startsWithHeader(text, head string) bool {
 	first, _, _ := strings.Cut(strings.TrimLeft(text, " \t\r\n"), "\n")
 	first = strings.TrimSpace(first)

@@ -93,7 +93,7 @@ func headingsOverhead(level string, hs []string) int {
 	return n
 }
 
-// reAnyMarker is digest's omission marker anywhere in a line.
+// reAnyMarker is textcut's omission marker anywhere in a line.
 var reAnyMarker = regexp.MustCompile(`\[… \d+ (lines?|chars) omitted …\]`)
 
 // The real run of the structured tests: an SWE-agent (DeepSeek) run on

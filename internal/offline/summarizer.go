@@ -160,11 +160,11 @@ var (
 	// reTrivial is a line with nothing to keep: a lone markup tag or only
 	// punctuation.
 	reTrivial = regexp.MustCompile(`^((\s*</?[\w.-]+/?>)+|[^\pL\pN]*)\s*$`)
-	// reMarker is digest's "[… 3 lines omitted …]" line.
+	// reMarker is textcut's "[… 3 lines omitted …]" line.
 	reMarker = regexp.MustCompile(`^\[… \d+ (lines?|chars) omitted …\]$`)
 )
 
-// paths are the file paths digest finds in a line.
+// paths are the file paths drift finds in a line.
 func paths(line string) []string {
 	var out []string
 	for _, id := range drift.Identifiers(line) {

@@ -114,7 +114,7 @@ func TestExtractiveEveryPrompt(t *testing.T) {
 				return
 			}
 			// Flat prompts: within the target, and every line comes from
-			// the source or is digest's omission marker.
+			// the source or is textcut's omission marker.
 			require.LessOrEqual(t, utf8.RuneCountInString(resp.Text), extractiveTarget(tc.req))
 			for _, l := range strings.Split(resp.Text, "\n") {
 				if !reMarker.MatchString(l) {

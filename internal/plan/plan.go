@@ -120,7 +120,7 @@ func (b Budget) Usage(size int) float64 {
 	return float64(size) / float64(b.Limit)
 }
 
-// Protection maps a preset's protection rules onto compress's.
+// Protection maps a preset's protection rules onto strategy's.
 func Protection(p policy.Preset) strategy.Protection {
 	pr := strategy.Protection{
 		System:     p.Protection.System,

@@ -12,7 +12,7 @@ import (
 )
 
 // numberedFile is a numbered listing of a long Python file (editor view
-// style; digest reads cat -n's tab-separated form as a table).
+// style; textcut reads cat -n's tab-separated form as a table).
 func numberedFile(lines int) string {
 	var sb strings.Builder
 	for i := 1; i <= lines; i++ {

@@ -14,7 +14,7 @@ import (
 
 var reMarker = regexp.MustCompile(`^\[… (\d+) (line|lines|chars) omitted …\]$`)
 
-// requireExtract checks Extractive's promises: bounded, and every line that
+// requireExtract checks KeepLines's promises: bounded, and every line that
 // is not a marker is a piece of one input line, in input order.
 func requireExtract(t testing.TB, text string, target int, out string) {
 	t.Helper()

@@ -122,7 +122,7 @@ func pathSession(r *http.Request) (string, error) {
 	return s, nil
 }
 
-// unnamed drops ident's field name, which badRequest adds itself.
+// unnamed drops idcheck's field name, which badRequest adds itself.
 func unnamed(err error) error {
 	var ie *idcheck.Error
 	if errors.As(err, &ie) {
