@@ -1,8 +1,8 @@
 // Package activities implements the compaction steps as Temporal
 // activities. They are thin: each loads what it needs from S3, calls the
-// pure packages (plan, compress, digest) or the summarizer, writes its
-// result back to S3 and records itself in Postgres. Only keys and small
-// figures go back to the workflow.
+// pure packages (plan, strategy, drift, textcut) or the summarizer,
+// writes its result back to S3 and records itself in Postgres. Only keys
+// and small figures go back to the workflow.
 package activities
 
 import (

@@ -11,12 +11,12 @@ import (
 
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/pricing"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
@@ -278,7 +278,7 @@ func setReActStats(conv *conversation.Conversation, p policy.Preset, b plan.Budg
 type outcome struct {
 	after        int
 	usage        float64
-	level        compress.Level
+	level        strategy.Level
 	ratio        float64
 	over         bool
 	reason       string
@@ -292,7 +292,7 @@ type outcome struct {
 func commitOutcome(ctx context.Context, in CommitInput, conv conversation.Conversation, p policy.Preset, b plan.Budget,
 	after int, tokensBefore int64, reactStats *conversation.ReActStats) outcome {
 	usage := b.Usage(after)
-	o := outcome{after: after, usage: usage, level: compress.LevelFor(usage), over: b.Over(after), tokensBefore: tokensBefore}
+	o := outcome{after: after, usage: usage, level: strategy.LevelFor(usage), over: b.Over(after), tokensBefore: tokensBefore}
 	if tokensBefore > 0 {
 		o.ratio = float64(after) / float64(tokensBefore)
 	}
@@ -303,7 +303,7 @@ func commitOutcome(ctx context.Context, in CommitInput, conv conversation.Conver
 	o.stats = store.RunStats{
 		Stats: contract.Stats{
 			Passes: in.Passes, ContextLimit: b.Limit, Unit: unitOf(b), HistoryFailed: in.HistoryFailed,
-			Recommendation: compress.Recommendation(o.level), ArchiveKey: in.ArchiveKey,
+			Recommendation: strategy.Recommendation(o.level), ArchiveKey: in.ArchiveKey,
 			OverLimit: o.over, OverLimitReason: o.reason, PreservedCount: in.Preserved, DeletedOffloads: len(in.DeleteOffloads),
 			LevelBefore: in.LevelBefore, Drift: in.Drift, Format: string(conv.Format), LevelReason: plan.LevelReason(conv, p, b),
 			DegradedReasons: in.Degraded,
@@ -321,8 +321,8 @@ func commitOutcome(ctx context.Context, in CommitInput, conv conversation.Conver
 // CRITICAL gets its fresh start even when this run brought it lower: it
 // will be back there soon.
 func (a *Activities) commitHandoff(ctx context.Context, in CommitInput, conv conversation.Conversation, p policy.Preset, b plan.Budget, o *outcome) error {
-	startedCritical := in.LevelBefore == string(compress.LevelCritical)
-	if o.level != compress.LevelCritical && !startedCritical && !o.over && in.Run.Trigger != "checkpoint" {
+	startedCritical := in.LevelBefore == string(strategy.LevelCritical)
+	if o.level != strategy.LevelCritical && !startedCritical && !o.over && in.Run.Trigger != "checkpoint" {
 		return nil
 	}
 	// The three-tier design's "Checkpoint + fresh session", made: the fresh
@@ -462,7 +462,7 @@ func (a *Activities) logFigures(ctx context.Context, in CommitInput, conv conver
 func holdsLogBlock(conv conversation.Conversation) bool {
 	for _, m := range conv.Messages {
 		for _, b := range m.Blocks {
-			if b.Kind == conversation.KindText && compress.IsLogBlock(b.Text) {
+			if b.Kind == conversation.KindText && strategy.IsLogBlock(b.Text) {
 				return true
 			}
 		}

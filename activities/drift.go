@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/ctxcompact/orchestrator/internal/digest"
+	"github.com/ctxcompact/orchestrator/internal/drift"
 	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
@@ -15,7 +15,7 @@ import (
 // CheckDrift measures a summary against its source: the share of the
 // source's identifiers (paths, URLs, ids, numbers, commands, error codes)
 // it keeps, over the most recent MaxIdentifiers of them, and whether it
-// invented anything. Both sides are compared normalised (digest.Comparable:
+// invented anything. Both sides are compared normalised (drift.Comparable:
 // escapes, heredoc markers, quoting), and what the product wrote itself
 // (token counts of its reference blocks, recovery ids, its headings) is
 // neither required nor invented: a check that fails every summary,
@@ -73,8 +73,8 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 //
 // cs is what the checks of this source share (its comparable form, its
 // open errors).
-func (a *Activities) driftChecks(ctx context.Context, in DriftInput, source string, cs checkedSource, summary string, res *DriftResult, missing []string) ([]digest.DriftCheck, []string) {
-	var checks []digest.DriftCheck
+func (a *Activities) driftChecks(ctx context.Context, in DriftInput, source string, cs checkedSource, summary string, res *DriftResult, missing []string) ([]drift.DriftCheck, []string) {
+	var checks []drift.DriftCheck
 	if isHistoryStep(in.Step) {
 		// The three-tier design's checks of a session summary: intent, trajectory,
 		// premature completion, clarification. Each is stored; a failed
@@ -85,11 +85,11 @@ func (a *Activities) driftChecks(ctx context.Context, in DriftInput, source stri
 		// judged the rest: a summary by a model keeps the last errors the
 		// tools reported that are still open, so that a session's blocks
 		// carry them from one compaction to the next. The offline summary
-		// keeps them by its own trimming order (recap), which gives them
+		// keeps them by its own trimming order (offline), which gives them
 		// up only when its budget cannot hold them beside the
 		// identifiers.
 		if !in.Offline {
-			checks = append(checks, digest.LastErrorsCheck(cs.open.of(source), summary))
+			checks = append(checks, drift.LastErrorsCheck(cs.open.of(source), summary))
 		}
 		for _, c := range checks {
 			res.Passed = res.Passed && c.Passed
@@ -100,7 +100,7 @@ func (a *Activities) driftChecks(ctx context.Context, in DriftInput, source stri
 	// Every summary, whoever judged the rest: nothing in it may be
 	// invented. What it invented is stored in its verdict, not handed to
 	// the repair pass or the patch as something to add.
-	fab := digest.FabricationCheckComparable(cs.comparable, summary)
+	fab := drift.FabricationCheckComparable(cs.comparable, summary)
 	checks = append(checks, fab)
 	res.Passed = res.Passed && fab.Passed
 	res.Score = min(res.Score, fab.Score)
@@ -111,13 +111,13 @@ func (a *Activities) driftChecks(ctx context.Context, in DriftInput, source stri
 
 // onlyLastErrorsFailed reports whether the one failed check of checks is
 // the last-errors check.
-func onlyLastErrorsFailed(checks []digest.DriftCheck) bool {
+func onlyLastErrorsFailed(checks []drift.DriftCheck) bool {
 	failed := false
 	for _, c := range checks {
 		if c.Passed {
 			continue
 		}
-		if c.Name != digest.CheckLastErrors {
+		if c.Name != drift.CheckLastErrors {
 			return false
 		}
 		failed = true
@@ -141,7 +141,7 @@ func identifierVerdict(minRetention, score float64, idPassed, fabPassed, passed 
 
 // recordDrift records the identifier verdict and each other check's in
 // one round trip, and counts them in the metrics.
-func (a *Activities) recordDrift(ctx context.Context, in DriftInput, ident store.Drift, idPassed bool, checks []digest.DriftCheck) error {
+func (a *Activities) recordDrift(ctx context.Context, in DriftInput, ident store.Drift, idPassed bool, checks []drift.DriftCheck) error {
 	verdicts := []store.Drift{ident}
 	a.Metrics.Drift("identifiers", idPassed)
 	for _, c := range checks {
@@ -162,20 +162,20 @@ func (a *Activities) recordDrift(ctx context.Context, in DriftInput, ident store
 // sessionChecks are the three-tier design's checks of a history summary: the LLM
 // judge's verdict when the workflow got one, else (or when it is not in
 // the schema) the deterministic heuristics. The note says which decided.
-func (a *Activities) sessionChecks(ctx context.Context, in DriftInput, source, summary string) []digest.DriftCheck {
+func (a *Activities) sessionChecks(ctx context.Context, in DriftInput, source, summary string) []drift.DriftCheck {
 	fallback := ""
 	if in.JudgeKey != "" {
 		text, err := a.text(ctx, in.Run.Tenant, in.JudgeKey)
 		if err == nil {
 			verdict, perr := llm.ParseJudgeVerdict(text)
 			if perr == nil {
-				checks := make([]digest.DriftCheck, 0, len(verdict))
+				checks := make([]drift.DriftCheck, 0, len(verdict))
 				for _, v := range verdict {
 					score := 0.0
 					if v.Passed {
 						score = 1
 					}
-					checks = append(checks, digest.DriftCheck{Name: v.Name, Passed: v.Passed, Score: score,
+					checks = append(checks, drift.DriftCheck{Name: v.Name, Passed: v.Passed, Score: score,
 						Missing: v.Missing, Note: "LLM judge: " + llm.Scrub(v.Note)})
 				}
 				return checks
@@ -184,7 +184,7 @@ func (a *Activities) sessionChecks(ctx context.Context, in DriftInput, source, s
 		}
 		fallback = "LLM judge unusable (" + llm.Scrub(err.Error()) + "); heuristics: "
 	}
-	checks := digest.SessionDriftChecks(source, summary)
+	checks := drift.SessionDriftChecks(source, summary)
 	for i := range checks {
 		checks[i].Note = fallback + checks[i].Note
 	}
@@ -198,13 +198,13 @@ func isHistoryStep(step string) bool {
 }
 
 // Retention scores a summary against the last maxIDs identifiers of its
-// source a summary must keep (digest.Required) and lists the missing
+// source a summary must keep (drift.Required) and lists the missing
 // ones, most recent last.
 func Retention(source, summary string, maxIDs int) (float64, []string) {
-	return retention(digest.Required(digest.Identifiers(source), digest.Comparable(source)), summary, maxIDs)
+	return retention(drift.Required(drift.Identifiers(source), drift.Comparable(source)), summary, maxIDs)
 }
 
-func retention(ids []digest.Identifier, summary string, maxIDs int) (float64, []string) {
+func retention(ids []drift.Identifier, summary string, maxIDs int) (float64, []string) {
 	if maxIDs > 0 && len(ids) > maxIDs {
 		ids = ids[len(ids)-maxIDs:]
 	}
@@ -212,7 +212,7 @@ func retention(ids []digest.Identifier, summary string, maxIDs int) (float64, []
 		return 1, nil
 	}
 	var missing []string
-	for _, id := range digest.MissingComparable(ids, summary) {
+	for _, id := range drift.MissingComparable(ids, summary) {
 		missing = append(missing, id.Value)
 	}
 	return float64(len(ids)-len(missing)) / float64(len(ids)), missing

@@ -7,9 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ctxcompact/orchestrator/activities"
-	"github.com/ctxcompact/orchestrator/internal/digest"
+	"github.com/ctxcompact/orchestrator/internal/drift"
 	"github.com/ctxcompact/orchestrator/internal/llm"
-	"github.com/ctxcompact/orchestrator/internal/recap"
+	"github.com/ctxcompact/orchestrator/internal/offline"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -135,11 +135,11 @@ func TestUnitDeterministicSummaryKeepsRecentIdentifiers(t *testing.T) {
 	prep, err := u.a.PrepareHistory(t.Context(), activities.HistoryInput{Run: u.run, WorkKey: in.Key})
 	require.NoError(t, err)
 	source := u.get(prep.TranscriptKey)
-	resp, err := recap.Extractive{}.Summarize(t.Context(), llm.Request{Prompt: llm.PromptHistory, Text: source, TargetTokens: u.run.Resolved.History.TargetTokens})
+	resp, err := offline.Summarizer{}.Summarize(t.Context(), llm.Request{Prompt: llm.PromptHistory, Text: source, TargetTokens: u.run.Resolved.History.TargetTokens})
 	require.NoError(t, err)
 	score, missing := activities.Retention(source, resp.Text, u.run.Resolved.Drift.MaxIdentifiers)
 	require.GreaterOrEqual(t, score, u.run.Resolved.Drift.MinRetention, "missing: %v", missing)
-	require.Empty(t, digest.FabricationCheck(source, resp.Text).Missing)
+	require.Empty(t, drift.FabricationCheck(source, resp.Text).Missing)
 }
 
 // lastDrifts are the last n verdicts recorded, for a failure's message.
@@ -174,7 +174,7 @@ func TestUnitLastErrorsOfAModelSummary(t *testing.T) {
 	last := u.store.lastDrifts(7)
 	var lastErrors *store.Drift
 	for i := range last {
-		if strings.HasSuffix(last[i].Step, "/"+digest.CheckLastErrors) {
+		if strings.HasSuffix(last[i].Step, "/"+drift.CheckLastErrors) {
 			lastErrors = &last[i]
 		}
 	}

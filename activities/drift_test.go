@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctxcompact/orchestrator/internal/digest"
+	"github.com/ctxcompact/orchestrator/internal/drift"
 )
 
 func TestPrefetchedIdentifiersServeTheDriftCheck(t *testing.T) {
@@ -22,14 +22,14 @@ func TestPrefetchedIdentifiersServeTheDriftCheck(t *testing.T) {
 
 	ids, err := a.ids.get(key, func() (string, error) { return "", errors.New("read again") })
 	require.NoError(t, err)
-	require.Equal(t, digest.Identifiers(text), ids)
+	require.Equal(t, drift.Identifiers(text), ids)
 	require.NotEmpty(t, ids)
 	// The check's comparable source and required identifiers are made
 	// once, by the prefetch: another text under the same key is not read.
 	cs, err := a.checked(key, "another text")
 	require.NoError(t, err)
-	require.Equal(t, digest.Comparable(text), cs.comparable)
-	require.Equal(t, digest.Required(digest.Identifiers(text), digest.Comparable(text)), cs.required)
+	require.Equal(t, drift.Comparable(text), cs.comparable)
+	require.Equal(t, drift.Required(drift.Identifiers(text), drift.Comparable(text)), cs.required)
 
 	score, missing := retention(cs.required, "query.py:1423 was edited", 0)
 	want, wantMissing := Retention(text, "query.py:1423 was edited", 0)

@@ -6,9 +6,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/ctxcompact/orchestrator/internal/digest"
+	"github.com/ctxcompact/orchestrator/internal/drift"
 	"github.com/ctxcompact/orchestrator/internal/llm"
-	"github.com/ctxcompact/orchestrator/internal/recap"
+	"github.com/ctxcompact/orchestrator/internal/offline"
+	"github.com/ctxcompact/orchestrator/internal/textcut"
 )
 
 // Fallback makes a summary without an LLM: the extractive summarizer, or
@@ -29,9 +30,9 @@ func (a *Activities) Fallback(ctx context.Context, in FallbackInput) (res Summar
 		if err != nil {
 			return res, err
 		}
-		out = digest.Truncate(text, p.LargeResult.TruncateChars)
+		out = textcut.Truncate(text, p.LargeResult.TruncateChars)
 	case "extractive":
-		var required []digest.Identifier
+		var required []drift.Identifier
 		if StructuredPrompt(in.Prompt) && strings.TrimSpace(text) != "" {
 			// The identifiers it must keep are the drift check's, made
 			// once for both (the replacement is checked next).
@@ -68,15 +69,15 @@ func StructuredPrompt(prompt string) bool {
 
 // structuredFallback is the extractive summary of text: in the sections
 // of a structured prompt (history, session, brief) when the input names
-// one, the selected lines of digest.KeepLines otherwise (a tool result).
-func structuredFallback(ctx context.Context, in FallbackInput, text string, required []digest.Identifier) (string, error) {
+// one, the selected lines of textcut.KeepLines otherwise (a tool result).
+func structuredFallback(ctx context.Context, in FallbackInput, text string, required []drift.Identifier) (string, error) {
 	if !StructuredPrompt(in.Prompt) {
-		return digest.KeepLines(text, max(in.TargetChars, 200)), nil
+		return textcut.KeepLines(text, max(in.TargetChars, 200)), nil
 	}
 	if strings.TrimSpace(text) == "" {
-		return digest.KeepLines(text, max(in.TargetChars, 200)), nil
+		return textcut.KeepLines(text, max(in.TargetChars, 200)), nil
 	}
-	resp, err := recap.Extractive{Required: required}.Summarize(ctx, llm.Request{Prompt: in.Prompt, Text: text,
+	resp, err := offline.Summarizer{Required: required}.Summarize(ctx, llm.Request{Prompt: in.Prompt, Text: text,
 		TargetChars: max(in.TargetChars, 200), ArchiveRef: in.ArchiveKey})
 	if err != nil {
 		return "", badInput(fmt.Errorf("extractive %s summary: %w", in.Prompt, err))

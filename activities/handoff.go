@@ -7,11 +7,11 @@ import (
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
-	"github.com/ctxcompact/orchestrator/internal/digest"
 	"github.com/ctxcompact/orchestrator/internal/llm"
+	"github.com/ctxcompact/orchestrator/internal/offline"
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
-	"github.com/ctxcompact/orchestrator/internal/recap"
+	"github.com/ctxcompact/orchestrator/internal/textcut"
 )
 
 // PrepareHandoff writes the transcript a CRITICAL handoff summarizes, so
@@ -61,10 +61,10 @@ func (a *Activities) handoff(ctx context.Context, run contract.Run, conv convers
 		}
 	}
 	refs.Summarize = func(transcript string, target int) string {
-		resp, err := recap.Extractive{}.Summarize(ctx, llm.Request{Prompt: llm.PromptSession, Text: transcript,
+		resp, err := offline.Summarizer{}.Summarize(ctx, llm.Request{Prompt: llm.PromptSession, Text: transcript,
 			TargetChars: target, ArchiveRef: archiveRef(refs.ArchiveID)})
 		if err != nil {
-			return digest.KeepLines(transcript, target)
+			return textcut.KeepLines(transcript, target)
 		}
 		return resp.Text
 	}

@@ -8,12 +8,12 @@ import (
 
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/recoverid"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 )
 
 // PrepareHistory decides history compaction and writes the transcript of
@@ -89,7 +89,7 @@ func (a *Activities) restoreOffloads(ctx context.Context, run contract.Run, conv
 	// looks like one (another tenant's id, an archive's) stays text.
 	keyOf := offloadKeyOf(run.Tenant)
 	var named []string
-	for _, id := range compress.References(conv, func(i int) bool { return !keep[i] }) {
+	for _, id := range strategy.References(conv, func(i int) bool { return !keep[i] }) {
 		if k := keyOf(id); k != "" {
 			named = append(named, k)
 		}
@@ -98,10 +98,10 @@ func (a *Activities) restoreOffloads(ctx context.Context, run contract.Run, conv
 	if err != nil {
 		return conv, nil, 0, storeErr(fmt.Errorf("look up offloads: %w", err))
 	}
-	restored, st, err := compress.Restore(conv, func(id string) (string, error) {
+	restored, st, err := strategy.Restore(conv, func(id string) (string, error) {
 		key := keyOf(id)
 		if key == "" || !live[key] {
-			return "", compress.ErrNotReference
+			return "", strategy.ErrNotReference
 		}
 		return a.text(ctx, run.Tenant, key)
 	}, keep)
@@ -110,7 +110,7 @@ func (a *Activities) restoreOffloads(ctx context.Context, run contract.Run, conv
 	}
 	// An object a kept message still refers to is not released.
 	stillUsed := map[string]bool{}
-	for _, id := range compress.References(conv, func(i int) bool { return keep[i] }) {
+	for _, id := range strategy.References(conv, func(i int) bool { return keep[i] }) {
 		stillUsed[id] = true
 	}
 	var release []string
@@ -150,7 +150,7 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 	known := newDigestSet(in.Log)
 	before := b.Measure(conv)
 	conv, view := plan.SeparateLog(conv, known.has, b.Counter)
-	style := compress.SummaryStyle(p.History.Style)
+	style := strategy.SummaryStyle(p.History.Style)
 	split := in.Split
 	if in.ReflectionKey != "" && len(view.Messages) > 0 {
 		block, removed, err := a.reflect(ctx, in, style, b, &conv, view)
@@ -166,10 +166,10 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 	if err != nil {
 		return res, err
 	}
-	if style == compress.StyleSessionSummary {
+	if style == strategy.StyleSessionSummary {
 		summary = sessionSummary(in.Run, summary, in.ArchiveKey)
 	}
-	protected := compress.Protected(conv, plan.Frozen(p, view))
+	protected := strategy.Protected(conv, plan.Frozen(p, view))
 	if strings.TrimSpace(summary) != "" {
 		// The summary ends naming the messages of the original it
 		// replaces and the id that gives them back.
@@ -178,7 +178,7 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 			return res, err
 		}
 		if ok {
-			if id, ok := m.Range(compress.SummarizedMessages(conv, split, protected)); ok {
+			if id, ok := m.Range(strategy.SummarizedMessages(conv, split, protected)); ok {
 				summary = strings.TrimRight(summary, "\n") + "\n\n" + recoverid.SummaryLine(id)
 			}
 		}
@@ -187,7 +187,7 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 	if p.History.Log.Enabled && strings.TrimSpace(summary) != "" {
 		summary = blockText(style, label, summary)
 	}
-	out, st, err := compress.Compact(conv, split, summary, style, protected)
+	out, st, err := strategy.Compact(conv, split, summary, style, protected)
 	if err != nil {
 		return res, badInput(fmt.Errorf("compact history: %w", err))
 	}
@@ -195,7 +195,7 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 		// Every summary is recorded as a block, with or without a log:
 		// a later run then reads it as a summary, never as the words of
 		// the user whose message it was rendered into.
-		msg, _ := compress.SummaryMessage(summary, style)
+		msg, _ := strategy.SummaryMessage(summary, style)
 		text := msg.Blocks[0].Text
 		res.Log = append(res.Log, store.LogBlock{SHA256: plan.BlockDigest(text), Label: label, Tokens: b.Counter.Count(text)})
 	}
@@ -213,16 +213,16 @@ func (a *Activities) ApplyHistory(ctx context.Context, in ApplyHistoryInput) (re
 // reflect replaces the log's blocks of *conv by the reflection at
 // in.ReflectionKey (plan.Reflection), framed as a block, and returns its
 // record and how many messages fewer the conversation has.
-func (a *Activities) reflect(ctx context.Context, in ApplyHistoryInput, style compress.SummaryStyle, b plan.Budget, conv *conversation.Conversation, view plan.LogView) (store.LogBlock, int, error) {
+func (a *Activities) reflect(ctx context.Context, in ApplyHistoryInput, style strategy.SummaryStyle, b plan.Budget, conv *conversation.Conversation, view plan.LogView) (store.LogBlock, int, error) {
 	body, err := a.text(ctx, in.Run.Tenant, in.ReflectionKey)
 	if err != nil {
 		return store.LogBlock{}, 0, err
 	}
 	label := plan.ReflectionLabel(*conv, view)
-	if style == compress.StyleSessionSummary {
+	if style == strategy.StyleSessionSummary {
 		body = sessionSummary(in.Run, body, "")
 	}
-	msg, err := compress.SummaryMessage(blockText(style, label, body), style)
+	msg, err := strategy.SummaryMessage(blockText(style, label, body), style)
 	if err != nil {
 		return store.LogBlock{}, 0, badInput(fmt.Errorf("reflect: %w", err))
 	}
@@ -239,12 +239,12 @@ func (a *Activities) reflect(ctx context.Context, in ApplyHistoryInput, style co
 // blockText frames summary as log block label in the preset's style: a
 // session summary keeps its heading first (the three-tier design's
 // "## Session Summary [session]"), the block's delimiters after it.
-func blockText(style compress.SummaryStyle, label, summary string) string {
-	if style == compress.StyleSessionSummary && strings.HasPrefix(summary, compress.SessionSummaryHeading) {
+func blockText(style strategy.SummaryStyle, label, summary string) string {
+	if style == strategy.StyleSessionSummary && strings.HasPrefix(summary, strategy.SessionSummaryHeading) {
 		head, rest, _ := strings.Cut(summary, "\n")
-		return head + "\n\n" + compress.LogBlockText(label, rest)
+		return head + "\n\n" + strategy.LogBlockText(label, rest)
 	}
-	return compress.LogBlockText(label, summary)
+	return strategy.LogBlockText(label, summary)
 }
 
 // digestSet is a set of log block digests.
@@ -288,8 +288,8 @@ func (a *Activities) recordedBlocks(ctx context.Context, run contract.Run) ([]st
 // sure its recovery references name the archive and the offloads, whatever
 // the summarizer wrote: they are how an operator gets the original back.
 func sessionSummary(run contract.Run, summary, archiveKey string) string {
-	if !strings.HasPrefix(summary, compress.SessionSummaryHeading) {
-		summary = fmt.Sprintf("%s [%s]\n\n%s", compress.SessionSummaryHeading, run.Session, summary)
+	if !strings.HasPrefix(summary, strategy.SessionSummaryHeading) {
+		summary = fmt.Sprintf("%s [%s]\n\n%s", strategy.SessionSummaryHeading, run.Session, summary)
 	}
 	if archiveKey == "" {
 		return summary
@@ -318,7 +318,7 @@ func sessionSummary(run contract.Run, summary, archiveKey string) string {
 }
 
 // offloadsRef tells the agent how to read its offloaded results back.
-const offloadsRef = "each offload reference names its id; read it with the " + compress.RecoverTool +
+const offloadsRef = "each offload reference names its id; read it with the " + strategy.RecoverTool +
 	" tool (search_context finds text in them)"
 
 // checkpointsRef is the three-tier design's third recovery reference
@@ -326,7 +326,7 @@ const offloadsRef = "each offload reference names its id; read it with the " + c
 // checkpoint, its original archived, and each summary-log block ends
 // with the id that reads back the messages it summarized.
 const checkpointsRef = "every earlier compaction's original is archived; each summary block ends with the " +
-	compress.RecoverTool + " id of the messages it summarized"
+	strategy.RecoverTool + " id of the messages it summarized"
 
 // archiveID is the id of an archived original: its SHA-256, which the
 // RecoverTool reads the whole conversation back with ("" for a key that
@@ -345,7 +345,7 @@ func archiveRef(id string) string {
 	if id == "" {
 		return ""
 	}
-	return compress.RecoverTool + " id " + id
+	return strategy.RecoverTool + " id " + id
 }
 
 // historyWork is the history steps' prologue: the working conversation at

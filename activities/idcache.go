@@ -7,8 +7,8 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
 
-	"github.com/ctxcompact/orchestrator/internal/digest"
-	"github.com/ctxcompact/orchestrator/internal/recap"
+	"github.com/ctxcompact/orchestrator/internal/drift"
+	"github.com/ctxcompact/orchestrator/internal/offline"
 )
 
 // idCache remembers the identifiers of recent drift-check sources by S3
@@ -21,7 +21,7 @@ import (
 // value is ready to use.
 type idCache struct {
 	once   sync.Once
-	recent *lru.Cache[string, []digest.Identifier]
+	recent *lru.Cache[string, []drift.Identifier]
 	// flight lets a drift check wait for an extraction of the same source
 	// already under way (a prefetch) instead of doing it twice.
 	flight singleflight.Group
@@ -30,9 +30,9 @@ type idCache struct {
 // idCacheSize bounds idCache by entries.
 const idCacheSize = 64
 
-func (c *idCache) cache() *lru.Cache[string, []digest.Identifier] {
+func (c *idCache) cache() *lru.Cache[string, []drift.Identifier] {
 	c.once.Do(func() {
-		recent, err := lru.New[string, []digest.Identifier](idCacheSize)
+		recent, err := lru.New[string, []drift.Identifier](idCacheSize)
 		if err != nil {
 			panic(err) // only for a size below 1
 		}
@@ -44,7 +44,7 @@ func (c *idCache) cache() *lru.Cache[string, []digest.Identifier] {
 // get extracts the identifiers of the source at key once while the cache
 // holds them; a caller that arrives during an extraction waits for its
 // result.
-func (c *idCache) get(key string, text func() (string, error)) ([]digest.Identifier, error) {
+func (c *idCache) get(key string, text func() (string, error)) ([]drift.Identifier, error) {
 	v, err, _ := c.flight.Do(key, func() (any, error) {
 		if ids, ok := c.cache().Get(key); ok {
 			return ids, nil
@@ -53,25 +53,25 @@ func (c *idCache) get(key string, text func() (string, error)) ([]digest.Identif
 		if err != nil {
 			return nil, err
 		}
-		ids := keepIDs(digest.Identifiers(t))
+		ids := keepIDs(drift.Identifiers(t))
 		c.cache().Add(key, ids)
 		return ids, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return v.([]digest.Identifier), nil
+	return v.([]drift.Identifier), nil
 }
 
 // checkedSource is what every drift check of one source needs besides
-// the source itself: its Comparable form (digest.Comparable, as long as
+// the source itself: its Comparable form (drift.Comparable, as long as
 // the source) and the identifiers a summary of it must keep
-// (digest.Required). Making them was about two thirds of a check's time,
+// (drift.Required). Making them was about two thirds of a check's time,
 // and a history summary's source is checked up to four times (the
 // summary, each repair, the deterministic replacement).
 type checkedSource struct {
 	comparable string
-	required   []digest.Identifier
+	required   []drift.Identifier
 	// open are the source's last errors still open, made once, by the
 	// first check that asks (a history summary's; a tool result's check
 	// never does).
@@ -79,7 +79,7 @@ type checkedSource struct {
 }
 
 // openErrors are a drift-check source's last open errors
-// (recap.OpenErrors), made once.
+// (offline.OpenErrors), made once.
 type openErrors struct {
 	once  sync.Once
 	lines []string
@@ -87,7 +87,7 @@ type openErrors struct {
 
 // of returns the open errors of source, the text this entry is of.
 func (o *openErrors) of(source string) []string {
-	o.once.Do(func() { o.lines = recap.OpenErrors(source) })
+	o.once.Do(func() { o.lines = offline.OpenErrors(source) })
 	return o.lines
 }
 
@@ -118,7 +118,7 @@ func (c *sourceCache) cache() *lru.Cache[string, checkedSource] {
 
 // get makes the checkedSource of the source at key once while the cache
 // holds it; ids are the source's identifiers.
-func (c *sourceCache) get(key string, ids []digest.Identifier, text func() (string, error)) (checkedSource, error) {
+func (c *sourceCache) get(key string, ids []drift.Identifier, text func() (string, error)) (checkedSource, error) {
 	v, err, _ := c.flight.Do(key, func() (any, error) {
 		if cs, ok := c.cache().Get(key); ok {
 			return cs, nil
@@ -127,8 +127,8 @@ func (c *sourceCache) get(key string, ids []digest.Identifier, text func() (stri
 		if err != nil {
 			return nil, err
 		}
-		src := digest.Comparable(t)
-		cs := checkedSource{comparable: src, required: keepIDs(digest.Required(ids, src)), open: &openErrors{}}
+		src := drift.Comparable(t)
+		cs := checkedSource{comparable: src, required: keepIDs(drift.Required(ids, src)), open: &openErrors{}}
 		c.cache().Add(key, cs)
 		return cs, nil
 	})
@@ -152,7 +152,7 @@ func (a *Activities) checked(key, text string) (checkedSource, error) {
 // keepIDs copies the identifiers' values out of their source: they are
 // substrings of it, and a cached substring would keep the whole source
 // (megabytes) alive.
-func keepIDs(ids []digest.Identifier) []digest.Identifier {
+func keepIDs(ids []drift.Identifier) []drift.Identifier {
 	for i := range ids {
 		ids[i].Value = strings.Clone(ids[i].Value)
 	}

@@ -8,10 +8,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
-	"github.com/ctxcompact/orchestrator/internal/recap"
+	"github.com/ctxcompact/orchestrator/internal/offline"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 )
 
 // Plan reads and validates the input, measures it, and marks the run
@@ -49,7 +49,7 @@ func (a *Activities) Plan(ctx context.Context, in PlanInput) (res PlanResult, er
 	res = PlanResult{
 		Format: string(conv.Format), Messages: len(conv.Messages), Encoding: b.Counter.Name(),
 		ContextLimit: b.Limit, TokensBefore: size, CharsBefore: runeCount(data),
-		UsageBefore: usage, LevelBefore: string(compress.LevelFor(usage)),
+		UsageBefore: usage, LevelBefore: string(strategy.LevelFor(usage)),
 	}
 	switch {
 	case p.Debug:
@@ -108,7 +108,7 @@ func inputArchive(key, sha string, data []byte) (ArchiveResult, error) {
 
 // modelFor is the summarizer model a run will use, as recorded on it.
 func (a *Activities) modelFor(presetModel string) string {
-	if _, offline := a.Summarizer.(recap.Extractive); offline {
+	if _, ok := a.Summarizer.(offline.Summarizer); ok {
 		return "extractive"
 	}
 	if presetModel != "" {

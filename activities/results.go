@@ -8,15 +8,15 @@ import (
 
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
-	"github.com/ctxcompact/orchestrator/internal/digest"
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/recoverid"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
+	"github.com/ctxcompact/orchestrator/internal/textcut"
 )
 
 // target stores one tool result's text and context for an LLM pass.
-func (a *Activities) target(ctx context.Context, run contract.Run, conv conversation.Conversation, r compress.ResultLoc) (Target, error) {
+func (a *Activities) target(ctx context.Context, run contract.Run, conv conversation.Conversation, r strategy.ResultLoc) (Target, error) {
 	textKey, err := a.putText(ctx, run, "text", conv.Messages[r.Msg].Blocks[r.Block].Text)
 	if err != nil {
 		return Target{}, err
@@ -44,7 +44,7 @@ func (a *Activities) Chunk(ctx context.Context, in ChunkInput) (res ChunkResult,
 	if err != nil {
 		return res, err
 	}
-	chunks, err := digest.Chunk(text, chunkChars(utf8.RuneCountInString(text), p.LargeResult.ChunkChars))
+	chunks, err := textcut.Chunk(text, chunkChars(utf8.RuneCountInString(text), p.LargeResult.ChunkChars))
 	if err != nil {
 		return res, config(fmt.Errorf("chunk: %w", err))
 	}
@@ -132,7 +132,7 @@ func (a *Activities) ApplyResults(ctx context.Context, in ApplyResultsInput) (re
 			}
 		}
 		before := utf8.RuneCountInString(conv.Messages[r.Msg].Blocks[r.Block].Text)
-		if conv, err = compress.ReplaceToolResult(conv, r.Msg, r.Block, text); err != nil {
+		if conv, err = strategy.ReplaceToolResult(conv, r.Msg, r.Block, text); err != nil {
 			return res, badInput(fmt.Errorf("replace result: %w", err))
 		}
 		after := utf8.RuneCountInString(text)

@@ -14,8 +14,8 @@ import (
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/offline"
 	"github.com/ctxcompact/orchestrator/internal/policy"
-	"github.com/ctxcompact/orchestrator/internal/recap"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/testkit/blobtest"
 	"github.com/ctxcompact/orchestrator/internal/testkit/storetest"
@@ -46,7 +46,7 @@ func newStepEnv(t *testing.T) *stepEnv {
 	require.NoError(t, err, "the test conversation must be in testdata")
 	counted, s3 := blobtest.WithCounter()
 	e := &stepEnv{t: t, store: storetest.New(t), blob: blobtest.New(t, counted), data: data, s3: s3}
-	a := &activities.Activities{Store: e.store, Blob: e.blob, Summarizer: recap.Extractive{}, Limits: tokens.DefaultLimits(),
+	a := &activities.Activities{Store: e.store, Blob: e.blob, Summarizer: offline.Summarizer{}, Limits: tokens.DefaultLimits(),
 		LLMSlots: make(chan struct{}, 1)}
 	var suite testsuite.WorkflowTestSuite
 	e.env = suite.NewTestActivityEnvironment()

@@ -11,9 +11,9 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/ctxcompact/orchestrator/internal/digest"
 	"github.com/ctxcompact/orchestrator/internal/llm"
-	"github.com/ctxcompact/orchestrator/internal/recap"
+	"github.com/ctxcompact/orchestrator/internal/offline"
+	"github.com/ctxcompact/orchestrator/internal/textcut"
 )
 
 // maxSplitDepth bounds how often a context-length error halves the input.
@@ -65,11 +65,11 @@ func (a *Activities) Summarize(ctx context.Context, in SummarizeInput) (res Summ
 		return res, llmErr(err)
 	}
 	a.Metrics.Summarizer(resp.Model, "ok", time.Since(callStart), resp.PromptTokens, resp.CompletionTokens)
-	if resp.Model != recap.ExtractiveModel && conversationPrompt(in.Prompt) {
+	if resp.Model != offline.ExtractiveModel && conversationPrompt(in.Prompt) {
 		// An LLM's summary of a conversation: what it copied from tool
 		// results and users is quoted as theirs, as the offline summary
-		// does (recap.QuoteCopied).
-		resp.Text = recap.QuoteCopied(resp.Text, text)
+		// does (offline.QuoteCopied).
+		resp.Text = offline.QuoteCopied(resp.Text, text)
 	}
 	rec.outputSize, rec.model, rec.promptVersion = int64(len(resp.Text)), resp.Model, resp.PromptVersion
 	rec.promptTokens, rec.completionTokens = resp.PromptTokens, resp.CompletionTokens
@@ -98,7 +98,7 @@ func (a *Activities) summarize(ctx context.Context, req llm.Request, depth int) 
 	if err == nil || !errors.As(err, &le) || le.Kind != llm.ContextLength || depth >= maxSplitDepth {
 		return resp, err
 	}
-	halves, cerr := digest.Chunk(req.Text, utf8.RuneCountInString(req.Text)/2+1)
+	halves, cerr := textcut.Chunk(req.Text, utf8.RuneCountInString(req.Text)/2+1)
 	if cerr != nil || len(halves) < 2 {
 		return resp, err
 	}

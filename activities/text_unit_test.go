@@ -12,7 +12,7 @@ import (
 	"github.com/ctxcompact/orchestrator/activities"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/llm"
-	"github.com/ctxcompact/orchestrator/internal/recap"
+	"github.com/ctxcompact/orchestrator/internal/offline"
 )
 
 // The steps that work on texts (a result, its chunks, a summary), on the
@@ -60,7 +60,7 @@ func TestUnitSummarize(t *testing.T) {
 		res, err := u.a.Summarize(t.Context(), activities.SummarizeInput{Run: u.run, Step: "large/0/summarize",
 			Prompt: llm.PromptChunk, SourceKey: u.put("text", longText(20000)), TargetChars: 2000})
 		require.NoError(t, err)
-		require.Equal(t, recap.ExtractiveModel, res.Model)
+		require.Equal(t, offline.ExtractiveModel, res.Model)
 		require.True(t, res.Offline())
 		summary := u.get(res.Key)
 		require.NotEmpty(t, summary)

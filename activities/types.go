@@ -2,7 +2,7 @@ package activities
 
 import (
 	"github.com/ctxcompact/orchestrator/contract"
-	"github.com/ctxcompact/orchestrator/internal/recap"
+	"github.com/ctxcompact/orchestrator/internal/offline"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -194,7 +194,7 @@ type SummarizeResult struct {
 // Offline reports a summary made without an LLM (the offline summarizer,
 // a fallback or a patch): it only copies from its source.
 func (r SummarizeResult) Offline() bool {
-	return r.Fallback != "" || r.Model == recap.ExtractiveModel
+	return r.Fallback != "" || r.Model == offline.ExtractiveModel
 }
 
 // FallbackInput asks for the no-LLM fallback of a summary.
@@ -207,7 +207,7 @@ type FallbackInput struct {
 	Mode string `json:"mode"`
 	// Prompt is the summary's prompt when it is a structured one
 	// (history, session, brief): the extractive fallback then fills the
-	// same sections the LLM would (recap.Extractive), not bare lines.
+	// same sections the LLM would (offline.Summarizer), not bare lines.
 	Prompt string `json:"prompt,omitempty"`
 	// ArchiveKey is named in a session summary's recovery references.
 	ArchiveKey string `json:"archive_key,omitempty"`

@@ -35,7 +35,7 @@ type DriftResult struct {
 	MissingCount int     `json:"missing_count"`
 	MissingKey   string  `json:"missing_key,omitempty"`
 	// Fabricated counts the quotes, paths, URLs and ids of the summary
-	// that its source does not hold (digest.FabricationCheck).
+	// that its source does not hold (drift.FabricationCheck).
 	Fabricated int `json:"fabricated,omitempty"`
 	// PatchOnly says the summary failed only because it left out some
 	// of the last errors still open: verbatim lines, which the patch

@@ -10,8 +10,8 @@ import (
 	"github.com/ctxcompact/orchestrator/activities"
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/offline"
 	"github.com/ctxcompact/orchestrator/internal/policy"
-	"github.com/ctxcompact/orchestrator/internal/recap"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
@@ -29,7 +29,7 @@ type unit struct {
 func newUnit(t *testing.T) *unit {
 	t.Helper()
 	u := &unit{t: t, blob: newMemBlob(), store: newMemStore()}
-	u.a = &activities.Activities{Store: u.store, Blob: u.blob, Summarizer: recap.Extractive{},
+	u.a = &activities.Activities{Store: u.store, Blob: u.blob, Summarizer: offline.Summarizer{},
 		Limits: tokens.DefaultLimits(), LLMSlots: make(chan struct{}, 1)}
 	u.run = contract.Run{ID: testRunID(t), Tenant: "acme", Session: "s1", EventID: "ev-1", Trigger: "manual",
 		Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 4000}

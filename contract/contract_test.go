@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctxcompact/orchestrator/internal/ident"
+	"github.com/ctxcompact/orchestrator/internal/idcheck"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 )
 
@@ -73,7 +73,7 @@ func TestSearchAttributesListsEveryKey(t *testing.T) {
 }
 
 // TestSessionWorkflowIDCarriesEveryValidName: every name the API accepts
-// (ident.Session), from every Unicode category it lets through, gives a
+// (idcheck.Session), from every Unicode category it lets through, gives a
 // workflow id Temporal's gRPC headers can carry (printable ASCII), no two
 // names share an id, and a name of printable ASCII keeps the id it had
 // before non-ASCII names were encoded (running sessions must not fork).
@@ -94,7 +94,7 @@ func TestSessionWorkflowIDCarriesEveryValidName(t *testing.T) {
 	}
 	ids := map[string]string{}
 	for _, name := range names {
-		if ident.Session(name) != nil {
+		if idcheck.Session(name) != nil {
 			continue
 		}
 		id := SessionWorkflowID("acme", name)

@@ -79,7 +79,7 @@ func auditSubmit(t *testing.T, e *env, evs ...gateway.Event) []gateway.Submitted
 
 func TestAuditHistoryRestoreDiffSearchExport(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, offline())
+	e := newEnv(t, withoutLLM())
 	ctx := context.Background()
 	svc := &audit.Service{Store: e.store, Blob: e.blob}
 	other := e.tenant + "-other"
@@ -479,7 +479,7 @@ func TestReplayFailedRunFromArchive(t *testing.T) {
 // record them, with no workflow history to read.
 func TestReplayFailedSelectsByTimeRange(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, offline())
+	e := newEnv(t, withoutLLM())
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	input := auditConversation(t, "Please fix ticket QUOKKA-9.", "ok")
@@ -558,7 +558,7 @@ func auditEnvVars(t *testing.T, e *env) []string {
 
 func TestAuditCLI(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, offline())
+	e := newEnv(t, withoutLLM())
 	bin := buildCommand(t, "starter")
 	vars := auditEnvVars(t, e)
 	run := func(wantOK bool, args ...string) (string, string) {
@@ -667,7 +667,7 @@ func TestAuditCLI(t *testing.T) {
 // (they never ask the EC2 metadata service).
 func TestReadOnlyCommandsNeedOnlyPostgres(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, offline())
+	e := newEnv(t, withoutLLM())
 	bin := buildCommand(t, "starter")
 	input := readData(t, "swe-agent-deepseek/django__django-11564.json")
 	sub, _ := e.compact(gateway.Event{Session: "ro", Model: "gpt-4o", Conversation: input})

@@ -18,7 +18,7 @@ import (
 // success closes the breaker.
 func TestLoopBreaker(t *testing.T) {
 	t.Parallel()
-	a := newAPIEnv(t, offline())
+	a := newAPIEnv(t, withoutLLM())
 	a.gw.Breaker = store.BreakerRule{Runs: 2, Window: time.Hour, MinFreed: 0.05}
 	input := readData(t, "swe-agent-deepseek/django__django-11742.json")
 	event := func(id, kind string, limit int) (*http.Response, []byte) {
@@ -54,7 +54,7 @@ func TestLoopBreaker(t *testing.T) {
 // and counts the replay apart.
 func TestReplaysDoNotChangeTheLiveSession(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, offline())
+	e := newEnv(t, withoutLLM())
 	ctx := t.Context()
 	input := readData(t, "swe-agent-deepseek/django__django-11742.json")
 	sub, res := e.compact(gatewayEvent("adaptive", 200000, input))

@@ -43,7 +43,7 @@ func overflowInputs(t *testing.T) map[string][]byte {
 // limit, with tool pairing intact and the original restorable.
 func TestNewestOversizedResultEndsUnderLimit(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, offline())
+	e := newEnv(t, withoutLLM())
 	huge := hugeText(t) // a real 868K-character `git diff`
 	shapes := map[string][]string{
 		"single line": {convtest.SingleLine(412_000)},
@@ -89,7 +89,7 @@ func TestNewestOversizedResultEndsUnderLimit(t *testing.T) {
 // reason in the result and in the run's record.
 func TestUncuttableUserMessageEndsOverLimit(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, offline())
+	e := newEnv(t, withoutLLM())
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(readData(t, "swe-agent-deepseek/django__django-11742.json"), &doc))
 	msgs := doc["messages"].([]any)
@@ -155,7 +155,7 @@ func TestUncuttableUserMessageEndsOverLimit(t *testing.T) {
 // and its the ReAct two-layer design stats go to the run's stats.
 func TestReActCompactsUnderEveryPreset(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, offline())
+	e := newEnv(t, withoutLLM())
 	turns, err := os.ReadFile("../internal/conversation/testdata/react_turns.json")
 	require.NoError(t, err)
 	object, err := os.ReadFile("../internal/conversation/testdata/react_sample.json")

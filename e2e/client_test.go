@@ -12,9 +12,9 @@ import (
 
 	"github.com/ctxcompact/orchestrator/client"
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 	"github.com/ctxcompact/orchestrator/internal/testkit/convtest"
 )
 
@@ -25,7 +25,7 @@ import (
 // definitions for both providers.
 func TestClientRecoversWhatWasOffloaded(t *testing.T) {
 	t.Parallel()
-	a := newAPIEnv(t, offline())
+	a := newAPIEnv(t, withoutLLM())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := client.New(a.url, a.key, a.client)
@@ -62,7 +62,7 @@ func TestClientRecoversWhatWasOffloaded(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, offs, 1)
 	require.Equal(t, "call_big_0", offs[0].ToolCallID)
-	require.Contains(t, string(out), compress.RecoverTool+" tool, id: "+offs[0].ID, "the reference names the tool and the id")
+	require.Contains(t, string(out), strategy.RecoverTool+" tool, id: "+offs[0].ID, "the reference names the tool and the id")
 
 	got, err := c.Recover(ctx, "agent", offs[0].ID, "")
 	require.NoError(t, err)
@@ -115,7 +115,7 @@ func TestClientRecoversWhatWasOffloaded(t *testing.T) {
 // the caller's current conversation, with nothing run or stored.
 func TestHTTPInspectReportsTheConversationSent(t *testing.T) {
 	t.Parallel()
-	a := newAPIEnv(t, offline())
+	a := newAPIEnv(t, withoutLLM())
 	input, err := convtest.AppendResults(readData(t, "swe-agent-deepseek/django__django-11742.json"), convtest.SingleLine(412_000))
 	require.NoError(t, err)
 	body, err := json.Marshal(map[string]any{"preset": "three-tier", "model": "gpt-4o", "context_limit": 128000, "conversation": json.RawMessage(input)})
@@ -150,7 +150,7 @@ func TestHTTPInspectReportsTheConversationSent(t *testing.T) {
 // the fresh-session conversation; an ordinary run has no handoff.
 func TestHandoffOnCheckpointAndAtCritical(t *testing.T) {
 	t.Parallel()
-	a := newAPIEnv(t, offline())
+	a := newAPIEnv(t, withoutLLM())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := client.New(a.url, a.key, a.client)
@@ -199,7 +199,7 @@ func TestHandoffOnCheckpointAndAtCritical(t *testing.T) {
 // each verdict is in the run's audit record.
 func TestSessionDriftChecksAreStored(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, offline())
+	e := newEnv(t, withoutLLM())
 	input := readData(t, "swe-agent-deepseek/django__django-12308.json")
 	sub, res := e.compact(gatewayEvent("three-tier", 20000, input))
 	checkRun(t, e, input, sub, res)

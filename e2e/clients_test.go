@@ -94,7 +94,7 @@ func TestClientsIntegration(t *testing.T) {
 	t.Parallel()
 	python, node := clientTools(t)
 	compileTS(t, node)
-	a := newAPIEnv(t, offline())
+	a := newAPIEnv(t, withoutLLM())
 	conv, err := filepath.Abs(filepath.Join(dataDir, "swe-agent-deepseek/django__django-11742.json"))
 	require.NoError(t, err)
 	// An endpoint URL the deployment allows (no run ends while one is
@@ -455,7 +455,7 @@ func TestClientsCoverTheAPI(t *testing.T) {
 // listed, rotated and deleted; deliveries and a redelivery of none.
 func TestClientsGoIntegration(t *testing.T) {
 	t.Parallel()
-	a := newAPIEnv(t, offline())
+	a := newAPIEnv(t, withoutLLM())
 	hook := startReceiver(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

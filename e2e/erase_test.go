@@ -255,7 +255,7 @@ func TestEraseWhileARunIsInFlight(t *testing.T) {
 // reports the tombstone's counts; a second time the session is unknown.
 func TestEraseSessionCLI(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, offline())
+	e := newEnv(t, withoutLLM())
 	bin := buildCommand(t, "starter")
 	input := readData(t, "swe-agent-deepseek/django__django-11564.json")
 	sub, _ := e.compact(gateway.Event{Session: "cli-doomed", Model: "gpt-4o", Conversation: input})

@@ -33,8 +33,8 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/metrics"
+	"github.com/ctxcompact/orchestrator/internal/offline"
 	"github.com/ctxcompact/orchestrator/internal/policy"
-	"github.com/ctxcompact/orchestrator/internal/recap"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/testkit/blobtest"
 	"github.com/ctxcompact/orchestrator/internal/testkit/convtest"
@@ -146,7 +146,9 @@ func withLLMRate(perSecond float64) envOption {
 	return func(c *envConfig) { c.llmRate = perSecond }
 }
 
-func offline() envOption { return func(c *envConfig) { c.offline = true } }
+// withoutLLM runs the stack with the offline summarizer (offline.Summarizer),
+// as a deployment without OPENAI_BASE_URL: no test LLM server.
+func withoutLLM() envOption { return func(c *envConfig) { c.offline = true } }
 
 func withBlob(b *blob.Store) envOption { return func(c *envConfig) { c.blob = b } }
 
@@ -163,7 +165,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	if e.blob == nil {
 		e.blob = blobtest.New(t)
 	}
-	var sum llm.Summarizer = recap.Extractive{}
+	var sum llm.Summarizer = offline.Summarizer{}
 	if !cfg.offline {
 		e.llm = llmtest.New(cfg.llmOpts...)
 		t.Cleanup(e.llm.Close)

@@ -19,9 +19,9 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/httpapi"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 	"github.com/ctxcompact/orchestrator/internal/testkit/llmtest"
 )
 
@@ -398,7 +398,7 @@ func TestHTTPAcceptedThenPollThenReplay(t *testing.T) {
 
 func TestHTTPManualCompact(t *testing.T) {
 	t.Parallel()
-	a := newAPIEnv(t, offline())
+	a := newAPIEnv(t, withoutLLM())
 	input := readData(t, "swe-agent-deepseek/django__django-11564.json")
 	body := eventBody(map[string]any{"preset": "offload-compact", "model": "gpt-4o", "context_limit": 60000, "wait_seconds": 120}, input)
 
@@ -440,7 +440,7 @@ func TestHTTPManualCompact(t *testing.T) {
 // manual forces history compaction).
 func TestHTTPManualCompactAtLowUsage(t *testing.T) {
 	t.Parallel()
-	a := newAPIEnv(t, offline())
+	a := newAPIEnv(t, withoutLLM())
 	input := readData(t, "swe-agent-deepseek/django__django-11564.json")
 	body := eventBody(map[string]any{"model": "gpt-4o", "context_limit": 1000000, "wait_seconds": 120}, input)
 	var res apiResult
@@ -461,7 +461,7 @@ func TestHTTPManualCompactAtLowUsage(t *testing.T) {
 
 func TestHTTPErrorPaths(t *testing.T) {
 	t.Parallel()
-	a := newAPIEnv(t, offline())
+	a := newAPIEnv(t, withoutLLM())
 	chat := []byte(`{"messages":[{"role":"user","content":"hello"},{"role":"assistant","content":"hi"}]}`)
 	orphan := []byte(`{"system":"s","messages":[{"role":"user","content":"hi"},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_9","content":"x"}]}]}`)
 	huge := eventBody(map[string]any{"event_id": "big"}, []byte(`{"messages":[{"role":"user","content":"`+strings.Repeat("x", httpMaxBytes)+`"}]}`))
@@ -552,7 +552,7 @@ func TestHTTPResultsCompress(t *testing.T) {
 	}
 	resp, _ := a.call("POST", "/v1/results:compress", a.key, body, &off)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	id, ok := compress.ParseReference(off.Reference)
+	id, ok := strategy.ParseReference(off.Reference)
 	require.True(t, ok)
 	require.Equal(t, off.ID, id, "the reference names the offload's id")
 	require.Equal(t, off.SHA256, off.ID)
@@ -626,7 +626,7 @@ func TestHTTPResultsCompress(t *testing.T) {
 func TestHTTPWaitEndsWithTheRunIDAndTheRunGoesOn(t *testing.T) {
 	t.Parallel()
 	// No worker yet: the run cannot finish while the requests wait.
-	e := newEnv(t, offline(), func(c *envConfig) { c.noWorker = true })
+	e := newEnv(t, withoutLLM(), func(c *envConfig) { c.noWorker = true })
 	draining, drain := context.WithCancel(context.Background())
 	defer drain()
 	srv := httptest.NewServer(httpapi.New(httpapi.Deps{

@@ -20,7 +20,7 @@ import (
 // no session row, no S3 object.
 func TestIdentifiersAreValidatedAtTheEdge(t *testing.T) {
 	t.Parallel()
-	a := newAPIEnv(t, offline())
+	a := newAPIEnv(t, withoutLLM())
 	ctx := context.Background()
 	input := readData(t, "swe-agent-deepseek/django__django-11742.json")
 	for _, tc := range []struct {
@@ -76,7 +76,7 @@ func TestIdentifiersAreValidatedAtTheEdge(t *testing.T) {
 // no session row behind.
 func TestIdempotencyOnMeaning(t *testing.T) {
 	t.Parallel()
-	a := newAPIEnv(t, offline())
+	a := newAPIEnv(t, withoutLLM())
 	ctx := context.Background()
 	input := readData(t, "swe-agent-deepseek/django__django-11742.json")
 	first := eventBody(map[string]any{"event_id": "same", "preset": "adaptive", "model": "gpt-4o", "overrides": map[string]any{"history": map[string]any{"keep_last": 4, "target_tokens": 3000}}}, input)
@@ -137,7 +137,7 @@ func TestIdempotencyOnMeaning(t *testing.T) {
 // is stored.
 func TestOverridesAtAndAboveTheCaps(t *testing.T) {
 	t.Parallel()
-	a := newAPIEnv(t, offline())
+	a := newAPIEnv(t, withoutLLM())
 	input := readData(t, "swe-agent-deepseek/django__django-11742.json")
 	for i, tc := range []struct {
 		at, above map[string]any

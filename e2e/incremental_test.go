@@ -25,7 +25,7 @@ import (
 // incremental event answers its run.
 func TestIncrementalEvents(t *testing.T) {
 	t.Parallel()
-	a := newAPIEnv(t, offline())
+	a := newAPIEnv(t, withoutLLM())
 	full := readData(t, "swe-agent-deepseek/django__django-11742.json")
 	src, err := conversation.ParseAny(full)
 	require.NoError(t, err)

@@ -50,7 +50,7 @@ type mcpEnv struct {
 
 func newMCPEnv(t *testing.T) *mcpEnv {
 	t.Helper()
-	e := newEnv(t, offline())
+	e := newEnv(t, withoutLLM())
 	svc := &audit.Service{Store: e.store, Blob: e.blob}
 	m, err := mcp.New(mcp.Deps{Gateway: e.gw, Audit: svc, MaxRequestBytes: httpMaxBytes, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
@@ -429,7 +429,7 @@ func TestMCPStdio(t *testing.T) {
 	bcfg := blobtest.NewConfig(t)
 	bs, err := blob.New(t.Context(), bcfg)
 	require.NoError(t, err)
-	e := newEnv(t, offline(), noWorker(), withBlob(bs))
+	e := newEnv(t, withoutLLM(), noWorker(), withBlob(bs))
 	e.store, e.deps.Store, e.gw.Store = st, st, st
 	e.startWorker()
 

@@ -16,7 +16,7 @@ import (
 // Temporal SDK's.
 func TestMetricsAfterARun(t *testing.T) {
 	t.Parallel()
-	a := newAPIEnv(t, offline(), withMetrics(metrics.New()))
+	a := newAPIEnv(t, withoutLLM(), withMetrics(metrics.New()))
 	input := readData(t, "swe-agent-deepseek/django__django-12308.json")
 	body := eventBody(map[string]any{"event_id": "m-1", "preset": "three-tier", "model": "gpt-4o", "context_limit": 20000, "wait_seconds": 60}, input)
 	resp, raw := a.call("POST", "/v1/sessions/metrics/events", a.key, body, nil)

@@ -24,7 +24,7 @@ import (
 func TestOutagesAnswerLikeOutages(t *testing.T) {
 	t.Parallel()
 	bs, proxy := blobtest.NewBehindProxy(t)
-	a := newAPIEnv(t, offline(), withBlob(bs))
+	a := newAPIEnv(t, withoutLLM(), withBlob(bs))
 
 	var ready struct {
 		Status string            `json:"status"`

@@ -13,8 +13,8 @@ import (
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
+	"github.com/ctxcompact/orchestrator/internal/offline"
 	"github.com/ctxcompact/orchestrator/internal/policy"
-	"github.com/ctxcompact/orchestrator/internal/recap"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/testkit/llmtest"
 )
@@ -110,7 +110,7 @@ func TestOffloadCompactKeepsLastFiveAndDeletesRestoredOffloads(t *testing.T) {
 	t.Parallel()
 	// Offline: the extractive summarizer renders offload-compact's eight
 	// sections the way the prompt asks an LLM to.
-	e := newEnv(t, offline())
+	e := newEnv(t, withoutLLM())
 	input := readData(t, "swe-agent-deepseek/django__django-11564.json")
 	in := parse(t, input)
 
@@ -128,7 +128,7 @@ func TestOffloadCompactKeepsLastFiveAndDeletesRestoredOffloads(t *testing.T) {
 	// The sections in the prompt's order; one with nothing to say is
 	// left out, never filled with a placeholder.
 	at := -1
-	for _, section := range recap.HistorySections {
+	for _, section := range offline.HistorySections {
 		i := strings.Index(textOf(summary), "## "+section+"\n")
 		if i < 0 {
 			continue
@@ -385,7 +385,7 @@ func TestAdaptiveStopsAtTargetWithoutLLM(t *testing.T) {
 func TestDeploymentOverridesTravelWithTheRun(t *testing.T) {
 	t.Parallel()
 	// As SYNAPSE_COMPACT_PRESERVE_COUNT=7 would configure it.
-	e := newEnv(t, offline(), withOverrides(policy.Overrides{"offload-compact": json.RawMessage(`{"history":{"keep_last":7}}`)}))
+	e := newEnv(t, withoutLLM(), withOverrides(policy.Overrides{"offload-compact": json.RawMessage(`{"history":{"keep_last":7}}`)}))
 	input := readData(t, "swe-agent-deepseek/django__django-12308.json")
 	in := parse(t, input)
 	sub, res := e.compact(gateway.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 30000, Conversation: input})

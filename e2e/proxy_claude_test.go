@@ -94,7 +94,7 @@ func TestProxyClaudeCode(t *testing.T) {
 	require.NoError(t, err, "Claude Code is required in e2e/node/node_modules (bash deploy/test-deps.sh)")
 
 	const steps, limit = 12, 40000
-	e := newEnv(t, offline())
+	e := newEnv(t, withoutLLM())
 	model := &claudeModel{steps: steps}
 	upstream := httptest.NewServer(model)
 	t.Cleanup(upstream.Close)

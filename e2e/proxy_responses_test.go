@@ -214,7 +214,7 @@ func itemsChat(t *testing.T, what string, instructions string, items []json.RawM
 // tool.
 func TestProxyCompactsAResponsesSession(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, offline())
+	e := newEnv(t, withoutLLM())
 	up := &responsesUpstream{}
 	upstream := httptest.NewServer(up)
 	t.Cleanup(upstream.Close)

@@ -197,7 +197,7 @@ func TestProxySDKAgents(t *testing.T) {
 		t.Run(provider, func(t *testing.T) {
 			t.Parallel()
 			const turns, limit = 30, 7000
-			e := newEnv(t, offline())
+			e := newEnv(t, withoutLLM())
 			up := &sdkUpstream{provider: provider, turns: turns}
 			upstream := httptest.NewServer(up)
 			t.Cleanup(upstream.Close)

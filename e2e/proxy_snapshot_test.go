@@ -22,7 +22,7 @@ import (
 // session's erasure deletes the snapshots' rows and their objects in S3.
 func TestProxySnapshotsFollowTheSession(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, offline())
+	e := newEnv(t, withoutLLM())
 	up := &chatUpstream{}
 	upstream := httptest.NewServer(up)
 	t.Cleanup(upstream.Close)

@@ -65,7 +65,7 @@ func (u *chatUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // provider gets is checked.
 func TestProxyCompactsARecordedAgentSession(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, offline())
+	e := newEnv(t, withoutLLM())
 	up := &chatUpstream{}
 	upstream := httptest.NewServer(up)
 	t.Cleanup(upstream.Close)
@@ -293,7 +293,7 @@ type proxySession struct {
 
 func newProxySession(t *testing.T) *proxySession {
 	t.Helper()
-	e := newEnv(t, offline())
+	e := newEnv(t, withoutLLM())
 	up := &chatUpstream{}
 	upstream := httptest.NewServer(up)
 	t.Cleanup(upstream.Close)

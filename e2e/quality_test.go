@@ -78,7 +78,7 @@ func TestLazyModelNeverReachesTheAgent(t *testing.T) {
 // target.
 func TestProbesOnRealData(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, offline())
+	e := newEnv(t, withoutLLM())
 	openai := readData(t, "swe-agent-deepseek/django__django-12125.json")
 	anthropic, err := convtest.Anthropic(openai)
 	require.NoError(t, err)

@@ -65,7 +65,7 @@ func TestReconcilerMarksRunsNoWorkflowWillFinish(t *testing.T) {
 // never retries is started by the reconciler. Both end succeeded, once.
 func TestClaimedWhileTemporalIsDownStillRuns(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, offline())
+	e := newEnv(t, withoutLLM())
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dead, err := client.NewLazyClient(client.Options{HostPort: "127.0.0.1:1"})

@@ -31,7 +31,7 @@ var recoverIDs = regexp.MustCompile(`id: ([0-9a-f]{64}(?:\.m[0-9]+(?:-[0-9]+|b[0
 // read them back.
 func TestRecoverEveryCut(t *testing.T) {
 	t.Parallel()
-	a := newAPIEnv(t, offline())
+	a := newAPIEnv(t, withoutLLM())
 	base := readData(t, "swe-agent-deepseek/django__django-12308.json")
 	// A fresh result too large for the goal that nothing may offload:
 	// the budget ladder has to cut it.

@@ -11,9 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 	"github.com/ctxcompact/orchestrator/internal/testkit/sessionlife"
 )
 
@@ -25,7 +25,7 @@ import (
 // delta. Before, both were accepted and one delta was lost.
 func TestSeamsTwoRacingDeltasOnOneBase(t *testing.T) {
 	t.Parallel()
-	a := newAPIEnv(t, offline())
+	a := newAPIEnv(t, withoutLLM())
 	first, deltas := sessionSlices(t, 2)
 	one := a.postEvent("race", map[string]any{"event_id": "race-1", "preset": "adaptive", "model": "gpt-4o",
 		"context_limit": 20000, "wait_seconds": 120}, first)
@@ -77,7 +77,7 @@ func TestSeamsTwoRacingDeltasOnOneBase(t *testing.T) {
 // name answers 410.
 func TestSeamsNonASCIISessionName(t *testing.T) {
 	t.Parallel()
-	a := newAPIEnv(t, offline())
+	a := newAPIEnv(t, withoutLLM())
 	first, _ := sessionSlices(t, 0)
 	for _, name := range []string{"été", "会话 1", "100%"} {
 		path := url.PathEscape(name)
@@ -100,7 +100,7 @@ func TestSeamsNonASCIISessionName(t *testing.T) {
 // summarize and stay under the limit.
 func TestSeamsPastedBackBlock(t *testing.T) {
 	t.Parallel()
-	a := newAPIEnv(t, offline())
+	a := newAPIEnv(t, withoutLLM())
 	first, deltas := sessionSlices(t, 3)
 	fields := func(id string) map[string]any {
 		return map[string]any{"event_id": id, "preset": "adaptive", "model": "gpt-4o", "context_limit": 12000, "wait_seconds": 120}
@@ -111,7 +111,7 @@ func TestSeamsPastedBackBlock(t *testing.T) {
 	block := ""
 	for _, m := range out.Messages {
 		for _, b := range m.Blocks {
-			if b.Kind == conversation.KindText && compress.IsLogBlock(b.Text) {
+			if b.Kind == conversation.KindText && strategy.IsLogBlock(b.Text) {
 				block = b.Text
 			}
 		}
@@ -217,7 +217,7 @@ func passNames(doc map[string]any) []string {
 // a base beside a conversation, is refused naming the field.
 func TestInspectBaseAndMessages(t *testing.T) {
 	t.Parallel()
-	a := newAPIEnv(t, offline())
+	a := newAPIEnv(t, withoutLLM())
 	first, deltas := sessionSlices(t, 2)
 	one := a.postEvent("ask", map[string]any{"event_id": "ask-1", "preset": "adaptive", "model": "gpt-4o",
 		"context_limit": 20000, "wait_seconds": 120}, first)

@@ -84,7 +84,7 @@ func TestLongSessionIsNeverLockedOut(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t, offline())
+			e := newEnv(t, withoutLLM())
 			res := replaySession(t, e, tc.file, tc.format, tc.model, tc.preset, tc.compactions)
 			task := probe.Derive(res.Original, policy.DefaultPinMarkers()).Task
 			require.NotEmpty(t, task)

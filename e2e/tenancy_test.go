@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 )
 
 // withPointers replaces the content of the first tool results of an OpenAI
@@ -30,7 +30,7 @@ func withPointers(t *testing.T, data []byte, keys []string) []byte {
 		if n < len(keys) {
 			msg["content"] = "Tool result is at: " + key
 		} else {
-			msg["content"] = compress.Reference(compress.OffloadRef{Key: key, ToolName: "bash", TokensSaved: 9000, Preview: "…"})
+			msg["content"] = strategy.Reference(strategy.OffloadRef{Key: key, ToolName: "bash", TokensSaved: 9000, Preview: "…"})
 		}
 		n++
 	}
@@ -47,7 +47,7 @@ func withPointers(t *testing.T, data []byte, keys []string) []byte {
 func TestPointersToAnotherTenantAreText(t *testing.T) {
 	t.Parallel()
 	// The runs' transcripts are read after them: kept.
-	e := newEnv(t, offline(), keepIntermediates())
+	e := newEnv(t, withoutLLM(), keepIntermediates())
 	ctx := context.Background()
 	tenantB := e.tenant + "-b"
 	bInput := withHugeResult(t, readData(t, "swe-agent-deepseek/django__django-12308.json"), 20, hugeText(t)[:151582])
@@ -114,7 +114,7 @@ func TestPointersToAnotherTenantAreText(t *testing.T) {
 // still points at it.
 func TestSharedOffloadIsNotDeleted(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, offline())
+	e := newEnv(t, withoutLLM())
 	ctx := context.Background()
 	huge := hugeText(t)[:151582]
 	base := readData(t, "swe-agent-deepseek/django__django-11742.json")
@@ -168,7 +168,7 @@ func TestSharedOffloadIsNotDeleted(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, ok, "the object the kept message points at is not deleted")
 		var refs int
-		for _, k := range compress.References(out, func(int) bool { return true }) {
+		for _, k := range strategy.References(out, func(int) bool { return true }) {
 			if k == live[0].SHA256 { // a reference names the offload's id
 				refs++
 			}

@@ -18,7 +18,7 @@ import (
 // outcome, and the run's memo holds its figures, no conversation text.
 func TestRunsAreFoundByWhatTheyMean(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, offline())
+	e := newEnv(t, withoutLLM())
 	e.gw.SearchAttributes = true
 	input := readData(t, "swe-agent-deepseek/django__django-11742.json")
 	sub, res := e.compact(gateway.Event{Session: "visible", Preset: "three-tier", Model: "gpt-4o", ContextLimit: 20000, Conversation: input})

@@ -330,7 +330,7 @@ func TestWebhookDeliverySurvivesAWorkerRestart(t *testing.T) {
 // shows a run's delivery log and redelivers, deletes.
 func TestWebhookCLI(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, offline())
+	e := newEnv(t, withoutLLM())
 	bin := buildCommand(t, "starter")
 	vars := append(auditEnvVars(t, e), "WEBHOOK_ALLOW_HOSTS="+strings.Join(hookAllowHosts(t), ","))
 	run := func(wantOK bool, args ...string) (string, string) {

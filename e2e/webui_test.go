@@ -243,7 +243,7 @@ func thousands(n int) string {
 func TestWebUI(t *testing.T) {
 	t.Parallel()
 	ctx := newBrowser(t)
-	a := newAPIEnv(t, offline())
+	a := newAPIEnv(t, withoutLLM())
 	input := readData(t, "django__django-11742.json")
 
 	// Real runs: two in one session at two limits, one in another session

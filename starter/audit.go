@@ -20,8 +20,8 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/blob"
+	"github.com/ctxcompact/orchestrator/internal/clitable"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
-	"github.com/ctxcompact/orchestrator/internal/report"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -332,7 +332,7 @@ func newReplay() *cobra.Command {
 				if werr != nil {
 					return errors.Join(err, fmt.Errorf("run %s: %w", s.RunID, werr))
 				}
-				if jerr := c.print(res, func(w io.Writer) { report.Run(w, res) }); jerr != nil {
+				if jerr := c.print(res, func(w io.Writer) { clitable.Run(w, res) }); jerr != nil {
 					return jerr
 				}
 			}

@@ -16,12 +16,12 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/audit"
+	"github.com/ctxcompact/orchestrator/internal/clitable"
 	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
-	"github.com/ctxcompact/orchestrator/internal/report"
 )
 
 func main() {
@@ -105,7 +105,7 @@ func newInspect() *cobra.Command {
 			}
 			return c.print(map[string]any{"format": conv.Format, "messages": len(conv.Messages), "presets": reports}, func(w io.Writer) {
 				fmt.Fprintf(w, "%s: %s conversation, %d messages\n\n", c.args[0], conv.Format, len(conv.Messages))
-				report.Inspect(w, reports)
+				clitable.Inspect(w, reports)
 			})
 		},
 	})
@@ -194,7 +194,7 @@ func compactAndReport(ctx context.Context, gw *gateway.Gateway, ev gateway.Event
 		enc.SetIndent("", "  ")
 		return enc.Encode(res)
 	}
-	report.Run(out, res)
+	clitable.Run(out, res)
 	if outPath != "" {
 		fmt.Fprintf(out, "compacted conversation written to %s\n", outPath)
 	}

@@ -20,8 +20,8 @@ import (
 
 	"github.com/ctxcompact/orchestrator/activities"
 	"github.com/ctxcompact/orchestrator/contract"
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 )
 
 // Compaction runs one compaction: plan → archive → deterministic passes →
@@ -159,7 +159,7 @@ func (r *compactionRun) execute(ctx workflow.Context) (contract.Outcome, error) 
 	// Without a history summary of its own to reuse, its handoff's
 	// summary (of the input) is made beside the passes, not after them.
 	var besidePasses workflow.Future
-	if r.plan.LevelBefore == string(compress.LevelCritical) && !r.preset.History.Enabled && canHandOff(r.plan) {
+	if r.plan.LevelBefore == string(strategy.LevelCritical) && !r.preset.History.Enabled && canHandOff(r.plan) {
 		besidePasses = r.startHandoffSummary(ctx, r.in.InputKey)
 	}
 	if !r.plan.Skip {

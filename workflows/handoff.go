@@ -6,8 +6,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/ctxcompact/orchestrator/activities"
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	planpkg "github.com/ctxcompact/orchestrator/internal/plan"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 )
 
 // canHandOff reports whether a run's conversation can have a handoff made
@@ -30,8 +30,8 @@ type handoffMade struct {
 // structured offline summary itself.
 func (r *compactionRun) handoffSummary(ctx workflow.Context, started workflow.Future) error {
 	if started == nil {
-		after := compress.LevelFor(float64(r.res.TokensAfter) / float64(max(r.plan.ContextLimit, 1)))
-		made := r.plan.LevelBefore == string(compress.LevelCritical) || after == compress.LevelCritical ||
+		after := strategy.LevelFor(float64(r.res.TokensAfter) / float64(max(r.plan.ContextLimit, 1)))
+		made := r.plan.LevelBefore == string(strategy.LevelCritical) || after == strategy.LevelCritical ||
 			r.res.TokensAfter > r.plan.ContextLimit || r.run.Trigger == "checkpoint"
 		if !made {
 			return nil

@@ -140,6 +140,8 @@ func TestClassify(t *testing.T) {
 		{[]string{"strings.Index", "github.com/ctxcompact/orchestrator/internal/plan.Deterministic"}, catDeterministic},
 		{[]string{"encoding/json.Marshal", "github.com/ctxcompact/orchestrator/internal/testkit/llmtest.(*Server).handleCompletion"}, catFakeLLM},
 		{[]string{"crypto/sha256.block", "github.com/aws/aws-sdk-go-v2/service/s3.(*Client).PutObject", "github.com/ctxcompact/orchestrator/internal/blob.(*Store).put"}, catAWS},
+		{[]string{"regexp.(*Regexp).FindAllStringIndex", "github.com/ctxcompact/orchestrator/internal/drift.Matches", "github.com/ctxcompact/orchestrator/activities.(*idCache).get.func1"}, catText},
+		{[]string{"strings.ToLower", "github.com/ctxcompact/orchestrator/internal/textcut.KeepLines", "github.com/ctxcompact/orchestrator/internal/offline.Summarizer.Summarize"}, catText},
 		{[]string{"runtime.gcBgMarkWorker"}, catRuntime},
 		{[]string{"database/sql.(*DB).conn", "go.temporal.io/server/common/persistence.(*x).y"}, catServer},
 	}

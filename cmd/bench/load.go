@@ -31,7 +31,7 @@ const (
 	catTokens        = "token counting"
 	catDeterministic = "deterministic passes (without their token counting)"
 	catConversation  = "conversation parse/render"
-	catDigest        = "digest (identifiers, extractive, chunking)"
+	catText          = "drift and textcut (identifiers, extractive, chunking)"
 	catProduct       = "other product code (activities, gateway, store, blob)"
 	catServer        = "Temporal server (in-process)"
 	catSDK           = "Temporal Go SDK (worker, client)"
@@ -50,7 +50,8 @@ var stackCats = []struct{ cat, marker string }{
 	{catTokens, "tiktoken-go/tokenizer"},
 	{catDeterministic, "/internal/plan.Deterministic"},
 	{catConversation, "/internal/conversation."},
-	{catDigest, "/internal/digest."},
+	{catText, "/internal/drift."},
+	{catText, "/internal/textcut."},
 }
 
 var leafCats = []struct{ cat, prefix string }{

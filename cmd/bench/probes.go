@@ -143,7 +143,7 @@ func benchProbes(ctx context.Context, st *stack, o options, rep *report) error {
 		"region = the size of the input messages not kept verbatim over the size of the output messages that are new. Prefix "+
 		"= the share of the output's tokens in leading messages identical to the input's (what a provider's prompt cache still "+
 		"hits); again = the same between two compactions in a row (the first 85%% of the messages, then its output with the "+
-		"rest appended). The summarizer is the product's offline one (recap.Extractive, what runs without OPENAI_BASE_URL). %s",
+		"rest appended). The summarizer is the product's offline one (offline.Summarizer, what runs without OPENAI_BASE_URL). %s",
 		strings.Join(names, ", "), probeLimit, 4*probeLimit, probe.Recent, probe.Recent, judged)
 	return nil
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm"
-	"github.com/ctxcompact/orchestrator/internal/recap"
+	"github.com/ctxcompact/orchestrator/internal/offline"
 	"github.com/ctxcompact/orchestrator/internal/testkit/llmtest"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
@@ -53,7 +53,7 @@ func (s *stack) newScenario(name string, llmOpts ...llmtest.Option) (*scenario, 
 }
 
 // newOfflineScenario is a scenario whose summarizer is the product's
-// offline one (recap.Extractive), as a deployment without OPENAI_BASE_URL
+// offline one (offline.Summarizer), as a deployment without OPENAI_BASE_URL
 // runs; its test server answers nothing.
 func (s *stack) newOfflineScenario(name string) (*scenario, error) {
 	return s.newScenarioWith(name, true, nil)
@@ -61,11 +61,11 @@ func (s *stack) newOfflineScenario(name string) (*scenario, error) {
 
 // newScenarioWith is a scenario whose configuration tune adjusts (nil:
 // the deployment's) after its queues are named.
-func (s *stack) newScenarioWith(name string, offline bool, tune func(*config.Config), llmOpts ...llmtest.Option) (*scenario, error) {
+func (s *stack) newScenarioWith(name string, useOffline bool, tune func(*config.Config), llmOpts ...llmtest.Option) (*scenario, error) {
 	srv := llmtest.New(llmOpts...)
 	model := s.cfg.SummarizerModel
-	var oa llm.Summarizer = recap.Extractive{}
-	if !offline {
+	var oa llm.Summarizer = offline.Summarizer{}
+	if !useOffline {
 		var err error
 		oa, err = llm.NewOpenAI(llm.Config{BaseURL: srv.URL(), APIKey: "bench-key", Model: model, Timeout: s.cfg.LLMTimeout})
 		if err != nil {

@@ -24,13 +24,13 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/audit"
-	"github.com/ctxcompact/orchestrator/internal/compress"
+	"github.com/ctxcompact/orchestrator/internal/clitable"
 	"github.com/ctxcompact/orchestrator/internal/config"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/devkit/devstack"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
-	"github.com/ctxcompact/orchestrator/internal/report"
 	"github.com/ctxcompact/orchestrator/internal/server"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 )
 
 // demoTenant is the tenant of the demo run and of the printed API key.
@@ -196,7 +196,7 @@ func demo(ctx context.Context, deps *app.Deps, gw *gateway.Gateway, stack *devst
 	if err != nil {
 		return fmt.Errorf("run %s: %w", sub.RunID, err)
 	}
-	report.Run(os.Stdout, res)
+	clitable.Run(os.Stdout, res)
 	fmt.Printf("\nthe original is archived (sha256 verified) at s3://%s/%s under %s/s3\n", stack.S3Bucket, res.ArchiveKey, dir)
 	body, err := deps.Blob.GetVerified(ctx, res.OutputKey, res.OutputSHA256)
 	if err != nil {
@@ -223,7 +223,7 @@ func printSummary(output []byte) {
 		return
 	}
 	for _, m := range conv.Messages {
-		if !compress.IsSummary(m) {
+		if !strategy.IsSummary(m) {
 			continue
 		}
 		for _, b := range m.Blocks {

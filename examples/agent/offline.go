@@ -155,7 +155,7 @@ func (m *ScriptedModel) URL() string { return m.url }
 func (m *ScriptedModel) Close() error { return m.srv.Close() }
 
 // referenceID finds the offload references of a compacted conversation
-// (internal/compress.Reference writes them).
+// (internal/strategy.Reference writes them).
 var referenceID = regexp.MustCompile(`recover_context tool, id: ([A-Za-z0-9._-]+)`)
 
 func (m *ScriptedModel) handle(w http.ResponseWriter, r *http.Request) {

@@ -27,8 +27,8 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/metrics"
+	"github.com/ctxcompact/orchestrator/internal/offline"
 	"github.com/ctxcompact/orchestrator/internal/ratelimit"
-	"github.com/ctxcompact/orchestrator/internal/recap"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 	"github.com/ctxcompact/orchestrator/internal/webhook"
@@ -123,11 +123,11 @@ func openDeps(ctx context.Context, cfg config.Config, st startup) (*Deps, error)
 	return d, nil
 }
 
-// NewSummarizer returns the offline summarizer (recap.Extractive) when
+// NewSummarizer returns the offline summarizer (offline.Summarizer) when
 // cfg.BaseURL is empty, else the client of the OpenAI-compatible endpoint.
 func NewSummarizer(cfg llm.Config) (llm.Summarizer, error) {
 	if cfg.BaseURL == "" {
-		return recap.Extractive{}, nil
+		return offline.Summarizer{}, nil
 	}
 	return llm.NewOpenAI(cfg)
 }

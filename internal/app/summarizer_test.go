@@ -6,7 +6,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/app"
 	"github.com/ctxcompact/orchestrator/internal/llm"
-	"github.com/ctxcompact/orchestrator/internal/recap"
+	"github.com/ctxcompact/orchestrator/internal/offline"
 	"github.com/ctxcompact/orchestrator/internal/testkit/llmtest"
 	"github.com/stretchr/testify/require"
 )
@@ -15,12 +15,12 @@ const source = "user: the nightly job crashed again, see /var/log/etl/nightly.lo
 	"tool: retried 3 times, last exit code 137, job id job-8f3a91c\n"
 
 // TestNewPicksOfflineWithoutBaseURL moved here from internal/llm with the
-// choice (llm.New before the offline summarizer became package recap).
+// choice (llm.New before the offline summarizer became package recap, now offline).
 func TestNewPicksOfflineWithoutBaseURL(t *testing.T) {
 	t.Parallel()
 	sum, err := app.NewSummarizer(llm.Config{})
 	require.NoError(t, err)
-	require.IsType(t, recap.Extractive{}, sum)
+	require.IsType(t, offline.Summarizer{}, sum)
 
 	s := llmtest.New()
 	defer s.Close()

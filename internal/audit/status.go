@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 )
 
 // HistoryRow is one applied pass of one run: a line of the three-tier
@@ -174,10 +174,10 @@ func (s *Service) Status(ctx context.Context, tenant, session string) (SessionSt
 	}
 	if st.LastRunID != "" {
 		if st.Level == "" {
-			st.Level = string(compress.LevelFor(st.Usage))
+			st.Level = string(strategy.LevelFor(st.Usage))
 		}
 		if st.Recommendation == "" {
-			st.Recommendation = compress.Recommendation(compress.Level(st.Level))
+			st.Recommendation = strategy.Recommendation(strategy.Level(st.Level))
 		}
 	}
 	offloads, err := s.Store.ListOffloads(ctx, tenant, session, false)

@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ctxcompact/orchestrator/contract"
-	"github.com/ctxcompact/orchestrator/internal/ident"
+	"github.com/ctxcompact/orchestrator/internal/idcheck"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -22,8 +22,8 @@ var ErrSessionErasing = store.ErrSessionErasing
 // tombstone and workflow id. store.ErrNotFound when the tenant has
 // nothing of that session.
 func (g *Gateway) EraseSession(ctx context.Context, tenant, session, requestedBy string) (store.Erasure, string, error) {
-	if err := ident.Session(session); err != nil {
-		return store.Erasure{}, "", &InputError{Field: "session", Err: err.(*ident.Error).Unnamed()}
+	if err := idcheck.Session(session); err != nil {
+		return store.Erasure{}, "", &InputError{Field: "session", Err: err.(*idcheck.Error).Unnamed()}
 	}
 	e, _, err := g.Store.StartErasure(ctx, tenant, session, requestedBy)
 	if err != nil {

@@ -25,7 +25,7 @@ import (
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
-	"github.com/ctxcompact/orchestrator/internal/ident"
+	"github.com/ctxcompact/orchestrator/internal/idcheck"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/webhook"
@@ -435,11 +435,11 @@ func (g *Gateway) validate(ev *Event) (settings, error) {
 	if err := blob.ValidateTenant(ev.Tenant); err != nil {
 		return settings{}, &InputError{Field: "tenant", Err: err}
 	}
-	if err := ident.Session(ev.Session); err != nil {
-		return settings{}, &InputError{Field: "session", Err: err.(*ident.Error).Unnamed()}
+	if err := idcheck.Session(ev.Session); err != nil {
+		return settings{}, &InputError{Field: "session", Err: err.(*idcheck.Error).Unnamed()}
 	}
-	if err := ident.EventID(ev.EventID); err != nil {
-		return settings{}, &InputError{Field: "event_id", Err: err.(*ident.Error).Unnamed()}
+	if err := idcheck.EventID(ev.EventID); err != nil {
+		return settings{}, &InputError{Field: "event_id", Err: err.(*idcheck.Error).Unnamed()}
 	}
 	switch ev.Kind {
 	case "":
@@ -457,8 +457,8 @@ func (g *Gateway) validate(ev *Event) (settings, error) {
 	if ev.Model != "" {
 		// The model names a counter and a window, lands in the run's row
 		// and in operators' terminals: plain text, bounded.
-		if err := ident.Check("model", ev.Model); err != nil {
-			return settings{}, &InputError{Field: "model", Err: err.(*ident.Error).Unnamed()}
+		if err := idcheck.Check("model", ev.Model); err != nil {
+			return settings{}, &InputError{Field: "model", Err: err.(*idcheck.Error).Unnamed()}
 		}
 	}
 	set, err := g.settings(ev)
@@ -532,7 +532,7 @@ const MaxContextLimit = 100_000_000
 
 // checkToolNames refuses, before anything is stored, a conversation whose
 // tool call ids or tool names are not plain text (a NUL, a control
-// character, more than ident.MaxLen bytes): they become Postgres values
+// character, more than idcheck.MaxLen bytes): they become Postgres values
 // of offload and step rows, and a run would fail on them after the
 // event was accepted. The field names the message by its position in the
 // caller's messages[].
@@ -544,8 +544,8 @@ func checkToolNames(conv conversation.Conversation) error {
 				if f.value == "" {
 					continue
 				}
-				if err := ident.Check(f.name, f.value); err != nil {
-					return &InputError{Field: fmt.Sprintf("conversation.messages[%d].%s", pos[i], f.name), Err: err.(*ident.Error).Unnamed()}
+				if err := idcheck.Check(f.name, f.value); err != nil {
+					return &InputError{Field: fmt.Sprintf("conversation.messages[%d].%s", pos[i], f.name), Err: err.(*idcheck.Error).Unnamed()}
 				}
 			}
 		}

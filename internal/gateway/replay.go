@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ctxcompact/orchestrator/internal/ident"
+	"github.com/ctxcompact/orchestrator/internal/idcheck"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -152,11 +152,11 @@ func (g *Gateway) ReplayFailed(ctx context.Context, tenant string, from, to time
 	return out, errors.Join(errs...)
 }
 
-// checkRequestID validates a replay's request id (see ident) within
+// checkRequestID validates a replay's request id (see idcheck) within
 // MaxRequestIDLen, which leaves room for the event id made from it.
 func checkRequestID(id string) error {
-	if err := ident.RequestID(id); err != nil {
-		return &InputError{Field: "request_id", Err: err.(*ident.Error).Unnamed()}
+	if err := idcheck.RequestID(id); err != nil {
+		return &InputError{Field: "request_id", Err: err.(*idcheck.Error).Unnamed()}
 	}
 	if len(id) > MaxRequestIDLen {
 		return &InputError{Field: "request_id", Err: fmt.Errorf("%d bytes, at most %d allowed", len(id), MaxRequestIDLen)}

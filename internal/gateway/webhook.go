@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/ctxcompact/orchestrator/contract"
-	"github.com/ctxcompact/orchestrator/internal/ident"
+	"github.com/ctxcompact/orchestrator/internal/idcheck"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/webhook"
 )
@@ -42,8 +42,8 @@ func (g *Gateway) AddWebhook(ctx context.Context, tenant, url, description strin
 		return store.Webhook{}, false, &InputError{Field: "description", Err: errors.New("is longer than 200 bytes")}
 	}
 	if description != "" {
-		if err := ident.Check("description", description); err != nil {
-			return store.Webhook{}, false, &InputError{Field: "description", Err: err.(*ident.Error).Unnamed()}
+		if err := idcheck.Check("description", description); err != nil {
+			return store.Webhook{}, false, &InputError{Field: "description", Err: err.(*idcheck.Error).Unnamed()}
 		}
 	}
 	live, err := g.Store.ListWebhooks(ctx, tenant)

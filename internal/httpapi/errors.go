@@ -16,7 +16,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/ratelimit"
-	"github.com/ctxcompact/orchestrator/internal/runread"
+	"github.com/ctxcompact/orchestrator/internal/runview"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -149,7 +149,7 @@ func classify(err error) *apiError {
 		}
 		return out
 	}
-	switch runread.Status(err) {
+	switch runview.Status(err) {
 	case http.StatusGone:
 		var gone *store.SessionGoneError
 		errors.As(err, &gone)
@@ -160,7 +160,7 @@ func classify(err error) *apiError {
 		}
 		return out
 	case http.StatusNotFound:
-		if missing := runread.Missing(err); missing != "" {
+		if missing := runview.Missing(err); missing != "" {
 			return &apiError{Status: http.StatusNotFound, Code: CodeNotFound, Message: missing}
 		}
 		return notFound("resource")

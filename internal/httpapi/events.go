@@ -198,7 +198,7 @@ func (a *api) accept(w http.ResponseWriter, r *http.Request, tenant string, sub 
 	writeJSON(w, http.StatusAccepted, ack)
 }
 
-// waitRun waits up to wait for a run of tenant (runread.Reader.Wait) and
+// waitRun waits up to wait for a run of tenant (runview.Reader.Wait) and
 // answers its result once it is final; done is false when the wait ended
 // first.
 func (a *api) waitRun(ctx context.Context, tenant, runID string, wait time.Duration) (runResponse, bool, error) {

@@ -18,10 +18,10 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 	"github.com/ctxcompact/orchestrator/internal/testkit/blobtest"
 	"github.com/ctxcompact/orchestrator/internal/testkit/storetest"
 )
@@ -276,7 +276,7 @@ func TestOffloadStoresTheResultAndAnswersAReference(t *testing.T) {
 	require.Equal(t, "stored", got.Status)
 
 	require.Equal(t, got.SHA256, got.ID, "the offload's id is its SHA-256")
-	id, ok := compress.ParseReference(got.Reference)
+	id, ok := strategy.ParseReference(got.Reference)
 	require.True(t, ok, got.Reference)
 	require.Equal(t, got.ID, id)
 	require.NotContains(t, got.Reference, "tenants/", "the reference names the id, not the storage key")

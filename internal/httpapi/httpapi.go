@@ -24,11 +24,11 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
-	"github.com/ctxcompact/orchestrator/internal/ident"
+	"github.com/ctxcompact/orchestrator/internal/idcheck"
 	"github.com/ctxcompact/orchestrator/internal/metrics"
 	"github.com/ctxcompact/orchestrator/internal/proxy"
 	"github.com/ctxcompact/orchestrator/internal/ratelimit"
-	"github.com/ctxcompact/orchestrator/internal/runread"
+	"github.com/ctxcompact/orchestrator/internal/runview"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/webui"
 )
@@ -130,7 +130,7 @@ type api struct {
 	inspections tenantCount
 	// runs reads, waits for and downloads runs, as the MCP server and
 	// the web UI do.
-	runs *runread.Reader
+	runs *runview.Reader
 }
 
 // maxInspections bounds the inspections one API process measures at once:
@@ -184,7 +184,7 @@ func New(deps Deps) http.Handler {
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
 	}
-	a.runs = &runread.Reader{Audit: a.auditService(), Draining: deps.Draining}
+	a.runs = &runview.Reader{Audit: a.auditService(), Draining: deps.Draining}
 	if deps.Gateway != nil && deps.Gateway.Temporal != nil {
 		a.runs.Workflows = deps.Gateway
 	}
@@ -212,7 +212,7 @@ func New(deps Deps) http.Handler {
 		// by X-Compactor-Key (tenantOfKey, the same failed-auth limit).
 		px, err := proxy.New(deps.Proxy, proxy.Deps{Compactor: deps.Gateway, Authenticate: a.proxyTenant, Logger: a.log,
 			Outputs: func(ctx context.Context, tenant, runID string) ([]byte, error) {
-				d, err := a.runs.Download(ctx, tenant, runID, runread.Output)
+				d, err := a.runs.Download(ctx, tenant, runID, runview.Output)
 				return d.Data, err
 			},
 			Latest: a.latestOutput, Recover: a.proxyRecover, Snapshots: proxySnapshots{a}, Metrics: deps.Metrics})
@@ -441,7 +441,7 @@ func (a *api) checkGone(r *http.Request, rt route, tenant string) (*http.Request
 	if session == "" && r.Method == http.MethodGet {
 		session = r.URL.Query().Get("session")
 	}
-	if session == "" || ident.Session(session) != nil {
+	if session == "" || idcheck.Session(session) != nil {
 		return r, nil // no session, or one the handler refuses by name
 	}
 	if r.Method == http.MethodDelete && rt.Path != "/v1/sessions/{session}" {
@@ -459,7 +459,7 @@ func (a *api) checkGone(r *http.Request, rt route, tenant string) (*http.Request
 }
 
 // checkPathValues validates the identifiers in a request's path (see
-// package ident) before any handler looks them up: a session of invalid
+// package idcheck) before any handler looks them up: a session of invalid
 // UTF-8 or with control characters is a 400 naming it, not a 500.
 func checkPathValues(r *http.Request, pattern string) error {
 	for _, name := range []string{"session", "run", "id"} {
@@ -467,9 +467,9 @@ func checkPathValues(r *http.Request, pattern string) error {
 			continue
 		}
 		v := r.PathValue(name)
-		err := ident.Check(name, v)
+		err := idcheck.Check(name, v)
 		if name == "session" {
-			err = ident.Session(v)
+			err = idcheck.Session(v)
 		}
 		if err != nil {
 			return badRequest(name, "%v", err)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
-	"github.com/ctxcompact/orchestrator/internal/ident"
+	"github.com/ctxcompact/orchestrator/internal/idcheck"
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
@@ -63,7 +63,7 @@ func (a *api) postInspect(w http.ResponseWriter, r *http.Request, tenant string)
 		return badRequest("context_limit", "context_limit: %d is above %d", req.ContextLimit, gateway.MaxContextLimit)
 	}
 	if req.Model != "" {
-		if err := ident.Check("model", req.Model); err != nil {
+		if err := idcheck.Check("model", req.Model); err != nil {
 			return badRequest("model", "%v", err)
 		}
 	}

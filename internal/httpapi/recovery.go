@@ -9,8 +9,8 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/compress"
-	"github.com/ctxcompact/orchestrator/internal/runread"
+	"github.com/ctxcompact/orchestrator/internal/runview"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 )
 
 // getOutput answers a finished run's compacted conversation, byte for
@@ -18,7 +18,7 @@ import (
 // the result of a run that answered 202 (replays included). A run that
 // did not commit is a 409 saying how to wait for it.
 func (a *api) getOutput(w http.ResponseWriter, r *http.Request, tenant string) error {
-	d, err := a.runs.Download(r.Context(), tenant, r.PathValue("run"), runread.Output)
+	d, err := a.runs.Download(r.Context(), tenant, r.PathValue("run"), runview.Output)
 	if errors.Is(err, audit.ErrNoOutput) {
 		return &apiError{Status: http.StatusConflict, Code: CodeConflict, Field: "run",
 			Message: fmt.Sprintf("run is %s: it has no output (GET /v1/runs/%s?wait=30s waits for it to finish)", d.Run.Status, d.Run.ID)}
@@ -27,7 +27,7 @@ func (a *api) getOutput(w http.ResponseWriter, r *http.Request, tenant string) e
 		return notFoundAs(err, "run")
 	}
 	w.Header().Set("X-Run-Status", string(d.Run.Status))
-	runread.Write(w, "application/json", "", d.Data)
+	runview.Write(w, "application/json", "", d.Data)
 	return nil
 }
 
@@ -125,7 +125,7 @@ func (a *api) getOffload(w http.ResponseWriter, r *http.Request, tenant string) 
 	if rec.From > 0 {
 		w.Header().Set("X-Lines", fmt.Sprintf("%d-%d", rec.From, rec.To))
 	}
-	runread.Write(w, "text/plain; charset=utf-8", "", rec.Data)
+	runview.Write(w, "text/plain; charset=utf-8", "", rec.Data)
 	return nil
 }
 
@@ -152,7 +152,7 @@ func lineRange(text string, from, to int) string { return audit.LineRange(text, 
 
 // Tool names an agent is given to recover what was offloaded.
 const (
-	ToolRecover = compress.RecoverTool
+	ToolRecover = strategy.RecoverTool
 	ToolSearch  = "search_context"
 )
 

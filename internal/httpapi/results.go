@@ -11,12 +11,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
-	"github.com/ctxcompact/orchestrator/internal/ident"
+	"github.com/ctxcompact/orchestrator/internal/idcheck"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
@@ -87,11 +87,11 @@ func (a *api) postCompress(w http.ResponseWriter, r *http.Request, tenant string
 	}
 	// The same identifier rules as every route's session and the
 	// gateway's tool names: they land in rows, keys and terminals.
-	if err := ident.Session(req.Session); err != nil {
+	if err := idcheck.Session(req.Session); err != nil {
 		return badRequest("session", "%v", err)
 	}
 	if req.ToolName != "" {
-		if err := ident.Check("tool_name", req.ToolName); err != nil {
+		if err := idcheck.Check("tool_name", req.ToolName); err != nil {
 			return badRequest("tool_name", "%v", err)
 		}
 	}
@@ -160,7 +160,7 @@ func (a *api) offload(w http.ResponseWriter, r *http.Request, tenant string, req
 		return fmt.Errorf("store offload: %w", err)
 	}
 	chars := utf8.RuneCountInString(req.Text)
-	reference := compress.Reference(compress.OffloadRef{Key: ref.Key, ToolName: req.ToolName, TokensSaved: n, Preview: compress.Preview(req.Text)})
+	reference := strategy.Reference(strategy.OffloadRef{Key: ref.Key, ToolName: req.ToolName, TokensSaved: n, Preview: strategy.Preview(req.Text)})
 	writeJSON(w, http.StatusOK, compressResponse{Mode: ModeOffload, Status: "stored", Reference: reference, ID: ref.SHA256, SHA256: ref.SHA256,
 		Tokens: n, CharsBefore: chars, CharsAfter: utf8.RuneCountInString(reference)})
 	return nil

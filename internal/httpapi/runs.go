@@ -12,8 +12,8 @@ import (
 
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
-	"github.com/ctxcompact/orchestrator/internal/ident"
-	"github.com/ctxcompact/orchestrator/internal/runread"
+	"github.com/ctxcompact/orchestrator/internal/idcheck"
+	"github.com/ctxcompact/orchestrator/internal/runview"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -57,12 +57,12 @@ func runFilter(r *http.Request, tenant string) (store.RunFilter, error) {
 	// Both reach Postgres: text it cannot hold (a NUL, invalid UTF-8) is
 	// the caller's mistake, named, not a 500.
 	if f.Session != "" {
-		if err := ident.Session(f.Session); err != nil {
+		if err := idcheck.Session(f.Session); err != nil {
 			return f, badRequest("session", "%s", err.Error())
 		}
 	}
 	if f.AfterID != "" {
-		if err := ident.Check("after", f.AfterID); err != nil {
+		if err := idcheck.Check("after", f.AfterID); err != nil {
 			return f, badRequest("after", "%s", err.Error())
 		}
 	}
@@ -153,11 +153,11 @@ type runAnswer struct {
 // getOriginal restores a run's original conversation byte for byte, with
 // its SHA-256 so the caller can check it.
 func (a *api) getOriginal(w http.ResponseWriter, r *http.Request, tenant string) error {
-	d, err := a.runs.Download(r.Context(), tenant, r.PathValue("run"), runread.Original)
+	d, err := a.runs.Download(r.Context(), tenant, r.PathValue("run"), runview.Original)
 	if err != nil {
 		return notFoundAs(err, "run")
 	}
-	runread.Write(w, "application/json", "", d.Data)
+	runview.Write(w, "application/json", "", d.Data)
 	return nil
 }
 
@@ -373,15 +373,15 @@ func (e *exportWriter) Write(p []byte) (int, error) {
 	return e.w.Write(p)
 }
 
-// notFoundAs names what was not found in the answer (runread.Status):
+// notFoundAs names what was not found in the answer (runview.Status):
 // an unknown one, or another tenant's, is "<what> not found", a run
 // without the conversation asked for says which it lacks; other errors,
 // an erased session's included, pass.
 func notFoundAs(err error, what string) error {
-	if runread.Status(err) != http.StatusNotFound {
+	if runview.Status(err) != http.StatusNotFound {
 		return err
 	}
-	if missing := runread.Missing(err); missing != "" {
+	if missing := runview.Missing(err); missing != "" {
 		return &apiError{Status: http.StatusNotFound, Code: CodeNotFound, Message: missing}
 	}
 	return notFound(what)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ctxcompact/orchestrator/internal/digest"
+	"github.com/ctxcompact/orchestrator/internal/drift"
 )
 
 // PromptJudge asks the model for the three-tier drift verdict of a summary
@@ -61,7 +61,7 @@ func ParseJudgeVerdict(text string) ([]JudgeCheck, error) {
 	if err := json.Unmarshal([]byte(strings.TrimSpace(text)), &v); err != nil {
 		return nil, fmt.Errorf("judge verdict is not the JSON asked for: %w", err)
 	}
-	want := []string{digest.CheckIntent, digest.CheckTrajectory, digest.CheckPremature, digest.CheckClarification}
+	want := []string{drift.CheckIntent, drift.CheckTrajectory, drift.CheckPremature, drift.CheckClarification}
 	byName := map[string]JudgeCheck{}
 	for _, c := range v.Checks {
 		if _, dup := byName[c.Name]; dup {
@@ -87,7 +87,7 @@ func ParseJudgeVerdict(text string) ([]JudgeCheck, error) {
 // answer: the offline judge, and the test server's.
 func HeuristicVerdict(transcript, summary string) string {
 	var v judgeVerdict
-	for _, c := range digest.SessionDriftChecks(transcript, summary) {
+	for _, c := range drift.SessionDriftChecks(transcript, summary) {
 		missing := c.Missing
 		if missing == nil {
 			missing = []string{}

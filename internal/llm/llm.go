@@ -4,7 +4,7 @@
 // and versioned prompts, the drift judge's schema and its deterministic
 // stand-in, and the classification of every error, in one place, so that
 // the Temporal activities above can decide what to retry. The offline
-// summarizer that needs no model is package recap.
+// summarizer that needs no model is package offline.
 package llm
 
 import (
@@ -14,7 +14,7 @@ import (
 )
 
 // CharsPerToken is the rough ratio used where a target is given in one unit
-// and needed in the other (here and by the offline summarizer, recap).
+// and needed in the other (here and by the offline summarizer, package offline).
 const CharsPerToken = 4
 
 // Request asks for one summary.
@@ -99,7 +99,7 @@ type Summarizer interface {
 // Config configures the OpenAI-compatible summarizer.
 type Config struct {
 	// BaseURL is the API base, e.g. https://api.openai.com/v1. A deployment
-	// without one uses the offline summarizer (recap.Extractive) instead
+	// without one uses the offline summarizer (offline.Summarizer) instead
 	// (app.NewSummarizer).
 	BaseURL string
 	// APIKey is sent as a bearer token; it may be empty for local servers.

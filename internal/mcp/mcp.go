@@ -7,7 +7,7 @@
 // or the tenant of the environment over stdio (`starter mcp`).
 //
 // The tools reuse what the HTTP API runs: the gateway for submitting
-// events (the same validation), package runread for waiting for a run
+// events (the same validation), package runview for waiting for a run
 // and reading its answer and conversations (the same wait, the same
 // not found), and the audit service for status, recovery and search (the
 // same id and session checks). Conversation text never goes to the logs.
@@ -30,7 +30,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/httpapi"
-	"github.com/ctxcompact/orchestrator/internal/runread"
+	"github.com/ctxcompact/orchestrator/internal/runview"
 )
 
 // Tool names.
@@ -77,7 +77,7 @@ type Deps struct {
 type Service struct {
 	deps Deps
 	// runs waits for and reads runs as the HTTP API and the web UI do.
-	runs    *runread.Reader
+	runs    *runview.Reader
 	log     *slog.Logger
 	schemas *sdk.SchemaCache
 	// in and out are the tools' JSON schemas, built once.
@@ -103,7 +103,7 @@ func New(deps Deps) (*Service, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.runs = &runread.Reader{Audit: deps.Audit, Draining: deps.Draining}
+	s.runs = &runview.Reader{Audit: deps.Audit, Draining: deps.Draining}
 	if deps.Gateway.Temporal != nil {
 		s.runs.Workflows = deps.Gateway
 	}

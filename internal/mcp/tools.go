@@ -18,8 +18,8 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
 	"github.com/ctxcompact/orchestrator/internal/httpapi"
-	"github.com/ctxcompact/orchestrator/internal/ident"
-	"github.com/ctxcompact/orchestrator/internal/runread"
+	"github.com/ctxcompact/orchestrator/internal/idcheck"
+	"github.com/ctxcompact/orchestrator/internal/runview"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -138,7 +138,7 @@ func fieldError(field, format string, args ...any) error {
 }
 
 func (t *tenantTools) checkpoint(ctx context.Context, _ *sdk.CallToolRequest, in CheckpointInput) (*sdk.CallToolResult, CheckpointResult, error) {
-	if err := ident.Session(in.Session); err != nil {
+	if err := idcheck.Session(in.Session); err != nil {
 		return nil, CheckpointResult{}, err
 	}
 	ev, key, err := t.checkpointEvent(ctx, in)
@@ -244,7 +244,7 @@ func conversationArg(raw json.RawMessage) (json.RawMessage, error) {
 }
 
 // waitRun waits up to wait for a submitted run and answers its result
-// once it is final, else its id and status: runread.Reader.Wait, the
+// once it is final, else its id and status: runview.Reader.Wait, the
 // HTTP API's wait.
 func (t *tenantTools) waitRun(ctx context.Context, sub gateway.Submitted, wait time.Duration) (CheckpointResult, error) {
 	res := CheckpointResult{RunID: sub.RunID, Existing: sub.Existing,
@@ -266,10 +266,10 @@ func (t *tenantTools) waitRun(ctx context.Context, sub gateway.Submitted, wait t
 }
 
 func (t *tenantTools) recover(ctx context.Context, _ *sdk.CallToolRequest, in RecoverInput) (*sdk.CallToolResult, RecoverResult, error) {
-	if err := ident.Session(in.Session); err != nil {
+	if err := idcheck.Session(in.Session); err != nil {
 		return nil, RecoverResult{}, err
 	}
-	if err := ident.Check("id", in.ID); err != nil {
+	if err := idcheck.Check("id", in.ID); err != nil {
 		return nil, RecoverResult{}, err
 	}
 	rec, err := t.svc.deps.Audit.RecoverContext(ctx, t.tenant, in.Session, in.ID, in.Lines)
@@ -284,7 +284,7 @@ func (t *tenantTools) recover(ctx context.Context, _ *sdk.CallToolRequest, in Re
 }
 
 func (t *tenantTools) search(ctx context.Context, _ *sdk.CallToolRequest, in SearchInput) (*sdk.CallToolResult, SearchResult, error) {
-	if err := ident.Session(in.Session); err != nil {
+	if err := idcheck.Session(in.Session); err != nil {
 		return nil, SearchResult{}, err
 	}
 	query := strings.TrimSpace(in.Query)
@@ -306,7 +306,7 @@ func (t *tenantTools) search(ctx context.Context, _ *sdk.CallToolRequest, in Sea
 }
 
 func (t *tenantTools) status(ctx context.Context, _ *sdk.CallToolRequest, in StatusInput) (*sdk.CallToolResult, StatusResult, error) {
-	if err := ident.Session(in.Session); err != nil {
+	if err := idcheck.Session(in.Session); err != nil {
 		return nil, StatusResult{}, err
 	}
 	a := t.svc.deps.Audit
@@ -346,9 +346,9 @@ func (t *tenantTools) toolError(tool string, err error) error {
 	var ie *gateway.InputError
 	var re *audit.RecoverError
 	var breaker *gateway.BreakerOpenError
-	var ide *ident.Error
+	var ide *idcheck.Error
 	var gone *store.SessionGoneError
-	status := runread.Status(err)
+	status := runview.Status(err)
 	switch {
 	case errors.As(err, &ie):
 		return ie

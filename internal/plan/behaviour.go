@@ -6,9 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
-	"github.com/ctxcompact/orchestrator/internal/digest"
+	"github.com/ctxcompact/orchestrator/internal/drift"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 )
 
 // The three-tier design's post-compression check is about the agent, not
@@ -72,7 +72,7 @@ func Behaviour(prev, cur conversation.Conversation) []BehaviourSignal {
 				}
 				for _, l := range strings.Split(b.Text, "\n") {
 					l = strings.TrimSpace(l)
-					if firstSaid && len(pending) > 0 && digest.IsQuestionToUser(l) && !has(out, SignalClarification) {
+					if firstSaid && len(pending) > 0 && drift.IsQuestionToUser(l) && !has(out, SignalClarification) {
 						out = append(out, BehaviourSignal{Name: SignalClarification, Message: i,
 							Note: fmt.Sprintf("the agent's first message after the compaction asks the user a question while %d pending item(s) are listed", len(pending))})
 					}
@@ -85,8 +85,8 @@ func Behaviour(prev, cur conversation.Conversation) []BehaviourSignal {
 				if isFinishCall(b) && (len(pending) > 0 || openErrors > 0) && !has(out, SignalCompletion) {
 					out = append(out, BehaviourSignal{Name: SignalCompletion, Message: i, Note: completionNote("calls "+b.ToolName+" to finish", pending, openErrors)})
 				}
-				for _, id := range digest.Identifiers(b.Input) {
-					if id.Kind == digest.KindPath && !slices.Contains(paths, id.Value) {
+				for _, id := range drift.Identifiers(b.Input) {
+					if id.Kind == drift.KindPath && !slices.Contains(paths, id.Value) {
 						paths = append(paths, id.Value)
 						if pathAt < 0 {
 							pathAt = i
@@ -109,7 +109,7 @@ func Behaviour(prev, cur conversation.Conversation) []BehaviourSignal {
 // did, how to recover and what to do.
 func GoalDriftWarning(cur conversation.Conversation, signals []BehaviourSignal) string {
 	var sb strings.Builder
-	sb.WriteString(compress.GoalDriftWarningOpening + " (from the context service, not the user)\n\n**Detection:** ")
+	sb.WriteString(strategy.GoalDriftWarningOpening + " (from the context service, not the user)\n\n**Detection:** ")
 	var names, notes []string
 	for _, s := range signals {
 		names = append(names, s.Name)
@@ -120,7 +120,7 @@ func GoalDriftWarning(cur conversation.Conversation, signals []BehaviourSignal) 
 	if len(signals) > 0 && signals[0].Message < len(cur.Messages) {
 		fmt.Fprintf(&sb, "\n**Current Action:** «%s»", oneLine(saidText(cur.Messages[signals[0].Message]), 200))
 	}
-	sb.WriteString("\n\n**Recovery Action:** the summary log above holds the session's work so far; the " + compress.RecoverTool +
+	sb.WriteString("\n\n**Recovery Action:** the summary log above holds the session's work so far; the " + strategy.RecoverTool +
 		" tool reads back each summarized range by the id its block ends with.\n\n**Recommendation:** ")
 	switch {
 	case slices.Contains(names, SignalCompletion):
@@ -188,7 +188,7 @@ func continues(prev, cur conversation.Conversation) bool {
 // summary in any style), "" when it has none.
 func lastSummary(conv conversation.Conversation) string {
 	for i := len(conv.Messages) - 1; i >= 0; i-- {
-		if compress.IsSummary(conv.Messages[i]) {
+		if strategy.IsSummary(conv.Messages[i]) {
 			return saidText(conv.Messages[i])
 		}
 	}
@@ -270,7 +270,7 @@ func saidText(m conversation.Message) string {
 // taskText is the text of the first user message with text.
 func taskText(conv conversation.Conversation) string {
 	for _, m := range conv.Messages {
-		if m.Role == conversation.RoleUser && !compress.IsSummary(m) {
+		if m.Role == conversation.RoleUser && !strategy.IsSummary(m) {
 			if t := strings.TrimSpace(saidText(m)); t != "" {
 				return t
 			}
@@ -289,7 +289,7 @@ func oneLine(text string, n int) string {
 			break
 		}
 	}
-	line = compress.EscapeQuote(line)
+	line = strategy.EscapeQuote(line)
 	if len(line) <= n {
 		return line
 	}

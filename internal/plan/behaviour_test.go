@@ -7,10 +7,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/llm"
-	"github.com/ctxcompact/orchestrator/internal/recap"
+	"github.com/ctxcompact/orchestrator/internal/offline"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 	"github.com/ctxcompact/orchestrator/internal/testkit/convtest"
 )
 
@@ -42,9 +42,9 @@ func compacted(t *testing.T, c conversation.Conversation, head, cut, end int) co
 	middle := c
 	middle.Messages = c.Messages[head:cut]
 	transcript := Transcript(middle, len(middle.Messages), make([]bool, len(middle.Messages)))
-	res, err := recap.Extractive{}.Summarize(t.Context(), llm.Request{Prompt: llm.PromptHistory, Text: transcript, TargetTokens: 1500})
+	res, err := offline.Summarizer{}.Summarize(t.Context(), llm.Request{Prompt: llm.PromptHistory, Text: transcript, TargetTokens: 1500})
 	require.NoError(t, err)
-	block := compress.LogBlockText("1", res.Text+"\n\nRecover the summarized messages 2-9 with the recover_context tool, id: abc.m2-9")
+	block := strategy.LogBlockText("1", res.Text+"\n\nRecover the summarized messages 2-9 with the recover_context tool, id: abc.m2-9")
 	out := c
 	out.Messages = append(append(append([]conversation.Message(nil), c.Messages[:head]...),
 		conversation.Message{Role: conversation.RoleUser, Blocks: []conversation.Block{{Kind: conversation.KindText, Text: "[Compressed History]\n\n" + block}}}),

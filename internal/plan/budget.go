@@ -7,9 +7,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 )
 
 // The budget ladder's steps, in order, as they are recorded in a run's
@@ -87,7 +87,7 @@ func LadderHistoryPreset(p policy.Preset, b Budget) policy.Preset {
 // and tool inputs. Tool results are not counted: they can be offloaded or
 // cut. A floor over the limit means the run cannot fit, whatever it does.
 func Floor(conv conversation.Conversation, p policy.Preset, b Budget) int {
-	keep := compress.Protected(conv, Protection(LadderHistoryPreset(p, b)))
+	keep := strategy.Protected(conv, Protection(LadderHistoryPreset(p, b)))
 	floor := b.Overhead
 	for i, m := range conv.Messages {
 		if !keep[i] && conv.Format != conversation.FormatReAct {
@@ -108,17 +108,17 @@ func Floor(conv conversation.Conversation, p policy.Preset, b Budget) int {
 // protection keeps the structure of recent turns, not an oversized body).
 // Each reference stays in its block, paired with its call.
 func FitOffload(conv conversation.Conversation, p policy.Preset, b Budget, offloadKey func(string) string) (conversation.Conversation, Pass, []Offload, error) {
-	return fitOffload(conv, p, b, offloadKey, func(x, y compress.OffloadCandidate) int { return cmp.Compare(y.Tokens, x.Tokens) }, nil)
+	return fitOffload(conv, p, b, offloadKey, func(x, y strategy.OffloadCandidate) int { return cmp.Compare(y.Tokens, x.Tokens) }, nil)
 }
 
 // fitOffload offloads candidates in the given order until the
 // conversation is under the goal, each reference with the preview
 // preview makes of its text (nil: the preset's first lines).
 func fitOffload(conv conversation.Conversation, p policy.Preset, b Budget, offloadKey func(string) string,
-	order func(x, y compress.OffloadCandidate) int, preview func(text string) string) (conversation.Conversation, Pass, []Offload, error) {
+	order func(x, y strategy.OffloadCandidate) int, preview func(text string) string) (conversation.Conversation, Pass, []Offload, error) {
 	if preview == nil {
 		preview = func(text string) string {
-			return compress.PreviewN(text, p.Offload.PreviewLines, p.Offload.PreviewChars)
+			return strategy.PreviewN(text, p.Offload.PreviewLines, p.Offload.PreviewChars)
 		}
 	}
 	pass := Pass{Name: LadderOffload}
@@ -127,13 +127,13 @@ func fitOffload(conv conversation.Conversation, p policy.Preset, b Budget, offlo
 		pass.Note = "under the goal: nothing to do"
 		return conv, pass, nil, nil
 	}
-	cands := compress.PlanOffloadWith(conv, b.Counter, compress.OffloadOptions{
+	cands := strategy.PlanOffloadWith(conv, b.Counter, strategy.OffloadOptions{
 		MinTokens: p.Budget.OffloadMinTokens, IncludeErrors: true,
 		PreviewLines: p.Offload.PreviewLines, PreviewChars: p.Offload.PreviewChars,
 	})
 	slices.SortStableFunc(cands, order)
 	excess := size - goal
-	var placed []compress.Placed
+	var placed []strategy.Placed
 	var offloads []Offload
 	for _, c := range cands {
 		if excess <= 0 {
@@ -142,16 +142,16 @@ func fitOffload(conv conversation.Conversation, p policy.Preset, b Budget, offlo
 		text := conv.Messages[c.Msg].Blocks[c.Block].Text
 		key := offloadKey(text)
 		shown := preview(text)
-		ref := compress.Reference(compress.OffloadRef{Key: key, ToolName: c.ToolName, TokensSaved: c.Tokens, Preview: shown})
+		ref := strategy.Reference(strategy.OffloadRef{Key: key, ToolName: c.ToolName, TokensSaved: c.Tokens, Preview: shown})
 		excess -= c.Tokens - b.Counter.Count(ref)
-		placed = append(placed, compress.Placed{OffloadCandidate: c, Key: key, Preview: shown})
+		placed = append(placed, strategy.Placed{OffloadCandidate: c, Key: key, Preview: shown})
 		offloads = append(offloads, Offload{Key: key, ToolID: c.ToolID, ToolName: c.ToolName, Tokens: c.Tokens, Text: text})
 	}
 	if len(placed) == 0 {
 		pass.Note = fmt.Sprintf("no result above %d to offload", p.Budget.OffloadMinTokens)
 		return conv, pass, nil, nil
 	}
-	out, err := compress.ApplyOffload(conv, placed)
+	out, err := strategy.ApplyOffload(conv, placed)
 	if err != nil {
 		return conversation.Conversation{}, pass, nil, fmt.Errorf("%s: %w", LadderOffload, err)
 	}
@@ -242,7 +242,7 @@ func truncateMiddle(text string, keep int, archiveKey, id string) string {
 	note := fmt.Sprintf("\n\n[… %d characters cut by the budget check; the whole result is in the archived conversation %s]\n\n", len(runes)-keep, archiveKey)
 	if id != "" {
 		note = fmt.Sprintf("\n\n[… %d characters cut by the budget check; recover the whole result with the %s tool, id: %s (archived conversation %s)]\n\n",
-			len(runes)-keep, compress.RecoverTool, id, archiveKey)
+			len(runes)-keep, strategy.RecoverTool, id, archiveKey)
 	}
 	return string(runes[:head]) + note + string(runes[len(runes)-tail:])
 }

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
-	"github.com/ctxcompact/orchestrator/internal/digest"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
+	"github.com/ctxcompact/orchestrator/internal/textcut"
 )
 
 // Transcript renders the messages before split that are not protected as
@@ -87,8 +87,8 @@ type HandoffRefs struct {
 	Offloads [][2]string
 	// Summarize writes the summary of the handed-off middle of the
 	// session from its transcript, within about targetChars; nil is
-	// digest.KeepLines. The worker passes the structured offline
-	// summary (recap.Extractive, the three-tier session sections).
+	// textcut.KeepLines. The worker passes the structured offline
+	// summary (offline.Summarizer, the three-tier session sections).
 	Summarize func(transcript string, targetChars int) string
 	// Made is a summary the run already made of the session's history
 	// (its history pass, with the drift check): the handoff's summary
@@ -116,7 +116,7 @@ func Handoff(conv conversation.Conversation, p policy.Preset, refs HandoffRefs) 
 	sb.WriteString("### Summary of the previous session\n")
 	summarize := refs.Summarize
 	if summarize == nil {
-		summarize = digest.KeepLines
+		summarize = textcut.KeepLines
 	}
 	var summary string
 	switch {
@@ -137,15 +137,15 @@ func Handoff(conv conversation.Conversation, p policy.Preset, refs HandoffRefs) 
 	}
 	sb.WriteString("\n")
 	if refs.ArchiveID != "" && !strings.Contains(summary, refs.ArchiveID) {
-		fmt.Fprintf(&sb, "- Full previous conversation (archived): %s tool, id: %s\n", compress.RecoverTool, refs.ArchiveID)
+		fmt.Fprintf(&sb, "- Full previous conversation (archived): %s tool, id: %s\n", strategy.RecoverTool, refs.ArchiveID)
 	}
 	for _, o := range refs.Offloads {
-		fmt.Fprintf(&sb, "- Offloaded %s result: %s tool, id: %s\n", o[1], compress.RecoverTool, o[0])
+		fmt.Fprintf(&sb, "- Offloaded %s result: %s tool, id: %s\n", o[1], strategy.RecoverTool, o[0])
 	}
 	if transcript == "" {
 		// Nothing to replace between the log and the last turn: the
 		// handoff's note goes in before the last turn.
-		msg, err := compress.SummaryMessage(sb.String(), compress.StyleSessionSummary)
+		msg, err := strategy.SummaryMessage(sb.String(), strategy.StyleSessionSummary)
 		if err != nil {
 			return conv, false, fmt.Errorf("handoff: %w", err)
 		}
@@ -153,7 +153,7 @@ func Handoff(conv conversation.Conversation, p policy.Preset, refs HandoffRefs) 
 		out.Messages = append(append(append([]conversation.Message(nil), out.Messages[:logEnd]...), msg), out.Messages[logEnd:]...)
 		return out, true, nil
 	}
-	out, _, err = compress.Compact(conv, split, sb.String(), compress.StyleSessionSummary, protected)
+	out, _, err = strategy.Compact(conv, split, sb.String(), strategy.StyleSessionSummary, protected)
 	if err != nil {
 		return conv, false, fmt.Errorf("handoff: %w", err)
 	}
@@ -188,7 +188,7 @@ func handoffSplit(conv conversation.Conversation, p policy.Preset) (split int, p
 	for i, m := range conv.Messages {
 		// An earlier compaction's summary is not the user's words: it is
 		// part of the middle the handoff summarizes.
-		if m.Role == conversation.RoleUser && hasText(m) && !compress.IsSummary(m) {
+		if m.Role == conversation.RoleUser && hasText(m) && !strategy.IsSummary(m) {
 			if first < 0 {
 				first = i
 			}
@@ -207,9 +207,9 @@ func handoffSplit(conv conversation.Conversation, p policy.Preset) (split int, p
 	}
 	pr := Protection(p)
 	pr.System, pr.FirstUser, pr.LastN = true, true, 0
-	protected = compress.Protected(conv, pr)
+	protected = strategy.Protected(conv, pr)
 	logEnd = protectLog(conv, p, first, protected)
-	split = compress.SplitPoint(conv, keep, protected)
+	split = strategy.SplitPoint(conv, keep, protected)
 	transcript = Transcript(conv, split, protected)
 	if strings.TrimSpace(transcript) == "" {
 		transcript = ""
@@ -244,7 +244,7 @@ func protectLog(conv conversation.Conversation, p policy.Preset, first int, prot
 // inLog reports whether summary is the text of one of conv's protected
 // log blocks (its opening, as the block frames it).
 func inLog(conv conversation.Conversation, protected []bool, summary string) bool {
-	head := compress.EscapeDelimiters(strings.TrimSpace(summary))
+	head := strategy.EscapeDelimiters(strings.TrimSpace(summary))
 	head = head[:min(len(head), 200)]
 	for i, m := range conv.Messages {
 		if protected[i] && isLogBlockMessage(m) && strings.Contains(saidText(m), head) {
@@ -258,7 +258,7 @@ func inLog(conv conversation.Conversation, protected []bool, summary string) boo
 // as LogBlockText frames one.
 func isLogBlockMessage(m conversation.Message) bool {
 	for _, b := range m.Blocks {
-		if b.Kind == conversation.KindText && compress.IsLogBlock(b.Text) {
+		if b.Kind == conversation.KindText && strategy.IsLogBlock(b.Text) {
 			return true
 		}
 	}
@@ -310,7 +310,7 @@ func FitHandoff(conv conversation.Conversation, p policy.Preset, b Budget, offlo
 		id := key[strings.LastIndexByte(key, '/')+1:]
 		runes := []rune(text)
 		blk.Text = string(runes[:handoffHeadChars]) + fmt.Sprintf("\n\n[… %d more characters of this message (%d tokens) are offloaded: recover them with the %s tool, id: %s]",
-			len(runes)-handoffHeadChars, size, compress.RecoverTool, id)
+			len(runes)-handoffHeadChars, size, strategy.RecoverTool, id)
 		offloads = append(offloads, Offload{Key: key, ToolName: "user-message", Tokens: size, Text: text})
 	}
 	return out, offloads, b.Measure(out) <= b.Limit, nil

@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 	"github.com/ctxcompact/orchestrator/internal/testkit/memtest"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
@@ -101,9 +101,9 @@ func TestHandoffOfACompactedConversation(t *testing.T) {
 	t.Parallel()
 	conv := sample(t)
 	p := preset(t, policy.ThreeTier, "")
-	protected := compress.Protected(conv, Protection(p))
-	split := compress.SplitPoint(conv, 3, protected)
-	compacted, _, err := compress.Compact(conv, split, "SUMMARY-MARK of the work so far", compress.StyleCompressedHistory, protected)
+	protected := strategy.Protected(conv, Protection(p))
+	split := strategy.SplitPoint(conv, 3, protected)
+	compacted, _, err := strategy.Compact(conv, split, "SUMMARY-MARK of the work so far", strategy.StyleCompressedHistory, protected)
 	require.NoError(t, err)
 	_, _, transcript, ok := HandoffTranscript(compacted, p)
 	require.True(t, ok)
@@ -171,8 +171,8 @@ func TestTranscriptIsWrittenOnce(t *testing.T) {
 // summarizes them again, as the source design does.
 func TestHandoffCarriesTheWholeLog(t *testing.T) {
 	t.Parallel()
-	reflection := "[Compressed History]\n\n" + compress.LogBlockText("1-3", "Reflection of 3 session log blocks: REFLECTED-MARK\n\nRecover the summarized messages 2-40 with the recover_context tool, id: aaa.m2-40")
-	block4 := "[Compressed History]\n\n" + compress.LogBlockText("4", "BLOCK4-MARK the agent ran the tests\n\nRecover the summarized messages 41-60 with the recover_context tool, id: aaa.m41-60")
+	reflection := "[Compressed History]\n\n" + strategy.LogBlockText("1-3", "Reflection of 3 session log blocks: REFLECTED-MARK\n\nRecover the summarized messages 2-40 with the recover_context tool, id: aaa.m2-40")
+	block4 := "[Compressed History]\n\n" + strategy.LogBlockText("4", "BLOCK4-MARK the agent ran the tests\n\nRecover the summarized messages 41-60 with the recover_context tool, id: aaa.m41-60")
 	for _, name := range []string{policy.ThreeTier, policy.Adaptive, policy.OffloadCompact, policy.AutoSummarize} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -214,7 +214,7 @@ func TestHandoffRightAfterTheLog(t *testing.T) {
 	require.True(t, p.History.Log.Enabled)
 	conv := sample(t)
 	body := "### Session Intent\n- NEWEST-BLOCK-MARK fix the check\n\nRecover the summarized messages 2-80 with the recover_context tool, id: aaa.m2-80"
-	block := compress.SessionSummaryHeading + " [s1]\n\n" + compress.LogBlockText("1", body)
+	block := strategy.SessionSummaryHeading + " [s1]\n\n" + strategy.LogBlockText("1", body)
 	withLog := conv
 	withLog.Messages = append([]conversation.Message{conv.Messages[0], conv.Messages[1], text(conversation.RoleUser, block)}, conv.Messages[len(conv.Messages)-8:]...)
 	out, ok, err := Handoff(withLog, p, HandoffRefs{Level: "CRITICAL", Usage: 0.9, ArchiveID: "abc", Made: body})

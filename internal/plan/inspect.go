@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
@@ -58,7 +58,7 @@ func Inspect(conv conversation.Conversation, p policy.Preset, model string, limi
 	usage := b.Usage(res.SizeBefore)
 	r := Report{
 		Preset: p.Name, Encoding: b.CounterName(), Limit: b.Limit, SizeBefore: res.SizeBefore,
-		Usage: usage, Level: string(compress.LevelFor(usage)), Passes: res.Passes,
+		Usage: usage, Level: string(strategy.LevelFor(usage)), Passes: res.Passes,
 		SizeAfter: res.SizeAfter, UsageAfter: b.Usage(res.SizeAfter), LargeResults: len(res.LargeResults),
 	}
 	if !res.Done {
@@ -84,7 +84,7 @@ func Inspect(conv conversation.Conversation, p policy.Preset, model string, limi
 	} else {
 		r.HistoryNote = "target reached by the deterministic passes"
 	}
-	r.Recommendation = compress.Recommendation(compress.LevelFor(r.UsageAfter))
+	r.Recommendation = strategy.Recommendation(strategy.LevelFor(r.UsageAfter))
 	r.Budget = inspectLadder(res.Conv, p, b)
 	return r, nil
 }
@@ -93,7 +93,7 @@ func Inspect(conv conversation.Conversation, p policy.Preset, model string, limi
 // result) leaves: each such result shrunk to its expected summary size
 // (ratio of its characters, at most the second pass's bound), and the
 // set of their places, which layer 2 leaves alone.
-func afterLayer1(conv conversation.Conversation, p policy.Preset, large []compress.ResultLoc) (conversation.Conversation, map[[2]int]bool) {
+func afterLayer1(conv conversation.Conversation, p policy.Preset, large []strategy.ResultLoc) (conversation.Conversation, map[[2]int]bool) {
 	if len(large) == 0 {
 		return conv, nil
 	}

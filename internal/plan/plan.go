@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
-	"github.com/ctxcompact/orchestrator/internal/digest"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/recoverid"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
+	"github.com/ctxcompact/orchestrator/internal/textcut"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
@@ -120,9 +120,9 @@ func (b Budget) Usage(size int) float64 {
 	return float64(size) / float64(b.Limit)
 }
 
-// Protection maps a preset's protection rules onto compress's.
-func Protection(p policy.Preset) compress.Protection {
-	pr := compress.Protection{
+// Protection maps a preset's protection rules onto strategy's.
+func Protection(p policy.Preset) strategy.Protection {
+	pr := strategy.Protection{
 		System:     p.Protection.System,
 		FirstUser:  p.Protection.FirstUser,
 		LastN:      p.Protection.LastN,
@@ -139,7 +139,7 @@ func Protection(p policy.Preset) compress.Protection {
 // a summary keeps exactly History.KeepLast messages after it (offload-compact's
 // SYNAPSE_COMPACT_PRESERVE_COUNT) whatever the preset protects from the
 // cheaper passes.
-func HistoryProtection(p policy.Preset) compress.Protection {
+func HistoryProtection(p policy.Preset) strategy.Protection {
 	pr := Protection(p)
 	pr.LastN = min(pr.LastN, max(p.History.KeepLast, 0))
 	return pr
@@ -226,7 +226,7 @@ func nameCuts(before, next conversation.Conversation, ids func(msg, block int) s
 			if b.Kind != conversation.KindToolResult || b.Text == before.Messages[i].Blocks[j].Text {
 				continue
 			}
-			if _, isRef := compress.ParseReference(b.Text); isRef {
+			if _, isRef := strategy.ParseReference(b.Text); isRef {
 				continue
 			}
 			id := ids(i, j)
@@ -250,7 +250,7 @@ type Result struct {
 	Passes       []Pass
 	Watermark    string
 	Offloads     []Offload
-	LargeResults []compress.ResultLoc
+	LargeResults []strategy.ResultLoc
 	// Done is set when the preset stops at its target usage and the
 	// deterministic passes reached it.
 	Done bool
@@ -284,7 +284,7 @@ func Deterministic(in Input) (Result, error) {
 	}
 	if (p.Watermark.Enabled || in.Checkpoint) && conv.Format != conversation.FormatReAct {
 		anchor := ""
-		id, found, reanchored := compress.FindCheckpointAnchored(conv, p.Watermark.CheckpointTools, res.Watermark)
+		id, found, reanchored := strategy.FindCheckpointAnchored(conv, p.Watermark.CheckpointTools, res.Watermark)
 		if reanchored {
 			anchor = fmt.Sprintf("watermark %s no longer in the conversation: re-anchored; ", res.Watermark)
 		}
@@ -295,8 +295,8 @@ func Deterministic(in Input) (Result, error) {
 		next := conv
 		count := 0
 		if res.Watermark != "" {
-			out, st, err := compress.PruneAtWatermarkWith(conv, res.Watermark, compress.WatermarkOptions{
-				KeepBefore: p.Watermark.KeepBefore, Protected: compress.Protected(conv, Protection(p)),
+			out, st, err := strategy.PruneAtWatermarkWith(conv, res.Watermark, strategy.WatermarkOptions{
+				KeepBefore: p.Watermark.KeepBefore, Protected: strategy.Protected(conv, Protection(p)),
 			})
 			if err != nil {
 				return Result{}, fmt.Errorf("watermark pruning: %w", err)
@@ -311,7 +311,7 @@ func Deterministic(in Input) (Result, error) {
 	}
 
 	if p.PostProcess.Enabled && !stop() {
-		rules := digest.PostRules{
+		rules := textcut.PostRules{
 			SmallTokens: p.PostProcess.SmallTokens, JSONTokens: p.PostProcess.JSONTokens,
 			FileLines: p.PostProcess.FileLines, DBRows: p.PostProcess.DBRows, SampleRows: p.PostProcess.SampleRows,
 		}
@@ -319,7 +319,7 @@ func Deterministic(in Input) (Result, error) {
 		// result as it arrives. Only results change (errors, small ones
 		// and JSON stay as they are by the table), so the recent turns
 		// keep their structure and the user's words.
-		out, st, err := compress.PostProcessResults(conv, b.Counter, rules, compress.Protected(conv, compress.Protection{System: true}))
+		out, st, err := strategy.PostProcessResults(conv, b.Counter, rules, strategy.Protected(conv, strategy.Protection{System: true}))
 		if err != nil {
 			return Result{}, fmt.Errorf("post-processing: %w", err)
 		}
@@ -334,19 +334,19 @@ func Deterministic(in Input) (Result, error) {
 		// and pairing, the user's words), not an oversized result that
 		// just arrived (the three-tier tier 1 offloads such a result "immediately").
 		// The reference stays in the result's block, paired with its call.
-		cands := compress.PlanOffloadWith(conv, b.Counter, compress.OffloadOptions{
+		cands := strategy.PlanOffloadWith(conv, b.Counter, strategy.OffloadOptions{
 			MinTokens:    p.Offload.MinTokens,
 			PreviewLines: p.Offload.PreviewLines, PreviewChars: p.Offload.PreviewChars,
 		})
-		placed := make([]compress.Placed, 0, len(cands))
+		placed := make([]strategy.Placed, 0, len(cands))
 		for _, c := range cands {
 			text := conv.Messages[c.Msg].Blocks[c.Block].Text
 			key := in.OffloadKey(text)
-			placed = append(placed, compress.Placed{OffloadCandidate: c, Key: key,
-				Preview: compress.PreviewN(text, p.Offload.PreviewLines, p.Offload.PreviewChars)})
+			placed = append(placed, strategy.Placed{OffloadCandidate: c, Key: key,
+				Preview: strategy.PreviewN(text, p.Offload.PreviewLines, p.Offload.PreviewChars)})
 			res.Offloads = append(res.Offloads, Offload{Key: key, ToolID: c.ToolID, ToolName: c.ToolName, Tokens: c.Tokens, Text: text})
 		}
-		out, err := compress.ApplyOffload(conv, placed)
+		out, err := strategy.ApplyOffload(conv, placed)
 		if err != nil {
 			return Result{}, fmt.Errorf("offload: %w", err)
 		}
@@ -358,8 +358,8 @@ func Deterministic(in Input) (Result, error) {
 			// The ReAct two-layer design never touches an action.
 			record("truncate-inputs", conv, 0, "skipped: a ReAct trajectory keeps its actions")
 		} else {
-			out, st, err := compress.TruncateInputs(conv, b.Counter, compress.TruncateOptions{
-				Tools: p.Truncate.Tools, MinTokens: p.Truncate.MinTokens, Protected: compress.Protected(conv, Protection(p)),
+			out, st, err := strategy.TruncateInputs(conv, b.Counter, strategy.TruncateOptions{
+				Tools: p.Truncate.Tools, MinTokens: p.Truncate.MinTokens, Protected: strategy.Protected(conv, Protection(p)),
 				RecoverID: in.blockIDs(conv),
 			})
 			if err != nil {
@@ -370,7 +370,7 @@ func Deterministic(in Input) (Result, error) {
 	}
 
 	if p.LargeResult.Enabled && !stop() {
-		for _, r := range compress.ToolResults(conv) {
+		for _, r := range strategy.ToolResults(conv) {
 			if r.Chars > p.LargeResult.ThresholdChars {
 				res.LargeResults = append(res.LargeResults, r)
 			}
@@ -384,13 +384,13 @@ func Deterministic(in Input) (Result, error) {
 // GlobalTargets is layer 2 of the ReAct two-layer design: when usage passes the trigger,
 // every result above the minimum size, except those already compressed
 // (exclude, as message/block pairs), with its turn as context.
-func GlobalTargets(conv conversation.Conversation, p policy.Preset, b Budget, exclude map[[2]int]bool) ([]compress.ResultLoc, float64) {
+func GlobalTargets(conv conversation.Conversation, p policy.Preset, b Budget, exclude map[[2]int]bool) ([]strategy.ResultLoc, float64) {
 	usage := b.Usage(b.Measure(conv))
 	if !p.GlobalResults.Enabled || usage <= p.GlobalResults.TriggerUsage {
 		return nil, usage
 	}
-	var out []compress.ResultLoc
-	for _, r := range compress.ToolResults(conv) {
+	var out []strategy.ResultLoc
+	for _, r := range strategy.ToolResults(conv) {
 		if r.Chars > p.GlobalResults.MinChars && !exclude[[2]int{r.Msg, r.Block}] {
 			out = append(out, r)
 		}
@@ -461,7 +461,7 @@ func History(conv conversation.Conversation, p policy.Preset, b Budget, freed in
 	}
 	target := BlockTarget(p, b)
 	p.History.TargetTokens = target
-	protected := compress.Protected(conv, Frozen(p, view))
+	protected := strategy.Protected(conv, Frozen(p, view))
 	tail := HistoryTail(conv, p, b, protected)
 	split := tail.Split
 	n := 0

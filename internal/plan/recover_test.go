@@ -9,10 +9,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/policy"
 	"github.com/ctxcompact/orchestrator/internal/recoverid"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
@@ -134,7 +134,7 @@ func TestCutsNameTheirOriginal(t *testing.T) {
 		for _, msg := range out.Messages {
 			for _, blk := range msg.Blocks {
 				if strings.Contains(blk.Text, "cut by the budget check") {
-					require.Contains(t, blk.Text, "recover the whole result with the "+compress.RecoverTool+" tool, id: "+testArchive)
+					require.Contains(t, blk.Text, "recover the whole result with the "+strategy.RecoverTool+" tool, id: "+testArchive)
 					require.Contains(t, blk.Text, "tenants/t/archive/x", "and the archive")
 				}
 			}

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
-	"github.com/ctxcompact/orchestrator/internal/digest"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
+	"github.com/ctxcompact/orchestrator/internal/textcut"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
@@ -19,7 +19,7 @@ import (
 // with its call), so a run never ends RED when it could have done it.
 const LadderRelieve = "budget/relieve"
 
-// RedUsage is where the RED level starts (compress.LevelFor).
+// RedUsage is where the RED level starts (strategy.LevelFor).
 const RedUsage = 0.75
 
 // reliefShare is where the relief step aims: just under RED.
@@ -101,13 +101,13 @@ func FitOffloadSmall(conv conversation.Conversation, p policy.Preset, b Budget, 
 		q.Budget.OffloadMinTokens = 4 * smallOffloadTokens
 	}
 	q.Offload.PreviewLines, q.Offload.PreviewChars = 2, 160
-	failed := func(c compress.OffloadCandidate) int {
-		if digest.LooksLikeError(conv.Messages[c.Msg].Blocks[c.Block].Text) {
+	failed := func(c strategy.OffloadCandidate) int {
+		if textcut.LooksLikeError(conv.Messages[c.Msg].Blocks[c.Block].Text) {
 			return 1
 		}
 		return 0
 	}
-	order := func(x, y compress.OffloadCandidate) int {
+	order := func(x, y strategy.OffloadCandidate) int {
 		return cmp.Or(cmp.Compare(failed(x), failed(y)), cmp.Compare(x.Msg, y.Msg), cmp.Compare(x.Block, y.Block))
 	}
 	// A result that already names a recovery id (cut by the truncation
@@ -116,14 +116,14 @@ func FitOffloadSmall(conv conversation.Conversation, p policy.Preset, b Budget, 
 	preview := func(text string) string {
 		var pointers []string
 		for _, l := range strings.Split(text, "\n") {
-			if strings.Contains(l, compress.RecoverTool) {
+			if strings.Contains(l, strategy.RecoverTool) {
 				pointers = append(pointers, strings.TrimSpace(l))
 			}
 		}
 		if len(pointers) > 0 {
 			return strings.Join(pointers, "\n")
 		}
-		return compress.PreviewN(text, q.Offload.PreviewLines, q.Offload.PreviewChars)
+		return strategy.PreviewN(text, q.Offload.PreviewLines, q.Offload.PreviewChars)
 	}
 	out, pass, offloads, err := fitOffload(conv, q, b, offloadKey, order, preview)
 	pass.Name = LadderOffloadSmall

@@ -9,11 +9,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
-	"github.com/ctxcompact/orchestrator/internal/digest"
+	"github.com/ctxcompact/orchestrator/internal/drift"
 	"github.com/ctxcompact/orchestrator/internal/llm"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
@@ -178,12 +178,12 @@ func NextBlockLabel(conv conversation.Conversation, view LogView) string {
 
 // lastBlockNumber is the highest number the labels of the log's blocks
 // name (0 without a log). A label is read from the block's frame alone
-// (compress.LogBlockLabel): whatever the body quotes is never a label.
+// (strategy.LogBlockLabel): whatever the body quotes is never a label.
 func lastBlockNumber(conv conversation.Conversation, view LogView) int {
 	n := 0
 	for _, i := range view.Messages {
 		for _, b := range conv.Messages[i].Blocks {
-			m := blockLabel.FindStringSubmatch(compress.LogBlockLabel(b.Text))
+			m := blockLabel.FindStringSubmatch(strategy.LogBlockLabel(b.Text))
 			for _, g := range m[min(1, len(m)):] {
 				if v, err := strconv.Atoi(g); err == nil && v > n {
 					n = v
@@ -216,7 +216,7 @@ func Reflection(conv conversation.Conversation, view LogView, targetChars int) s
 	bodies := make([]string, 0, len(view.Messages))
 	for _, i := range view.Messages {
 		for _, b := range conv.Messages[i].Blocks {
-			bodies = append(bodies, compress.LogBlockBody(b.Text))
+			bodies = append(bodies, strategy.LogBlockBody(b.Text))
 		}
 	}
 	return MergeSections(bodies, targetChars)
@@ -267,7 +267,7 @@ func MergeSections(bodies []string, targetChars int) string {
 			line = strings.TrimSpace(line)
 			switch {
 			case line == "", strings.Contains(line, "(none found)"), strings.HasPrefix(line, "Identifiers kept by the drift check"),
-				strings.HasPrefix(line, "- "+compress.IdentifiersLabel+": "), reflectionOpening.MatchString(line):
+				strings.HasPrefix(line, "- "+strategy.IdentifiersLabel+": "), reflectionOpening.MatchString(line):
 				// Placeholders, the identifiers a block kept for its own
 				// drift check, and an earlier reflection's opening line
 				// (which would read as a reflection inside this one).
@@ -343,8 +343,8 @@ func MergeSections(bodies []string, targetChars int) string {
 	kept := map[string]bool{}
 	for _, s := range sections {
 		for _, l := range s.lines {
-			for _, id := range digest.Identifiers(l) {
-				if id.Kind == digest.KindPath {
+			for _, id := range drift.Identifiers(l) {
+				if id.Kind == drift.KindPath {
 					kept[id.Value] = true
 				}
 			}
@@ -355,8 +355,8 @@ func MergeSections(bodies []string, targetChars int) string {
 	// outgrew the lines it stood for.
 	var paths []string
 	for _, l := range dropped {
-		for _, id := range digest.Identifiers(l) {
-			if id.Kind == digest.KindPath && !kept[id.Value] && !strings.ContainsAny(id.Value, "\\\"'") {
+		for _, id := range drift.Identifiers(l) {
+			if id.Kind == drift.KindPath && !kept[id.Value] && !strings.ContainsAny(id.Value, "\\\"'") {
 				kept[id.Value] = true
 				paths = append(paths, id.Value)
 			}
@@ -489,7 +489,7 @@ func sameBlock(a, b conversation.Block) bool {
 // the preset's, with everything up to the log's end frozen when the
 // preset keeps a session log (without one, earlier summaries are
 // summarized again, as the source designs do).
-func Frozen(p policy.Preset, view LogView) compress.Protection {
+func Frozen(p policy.Preset, view LogView) strategy.Protection {
 	pr := HistoryProtection(p)
 	if p.History.Enabled && p.History.Log.Enabled {
 		pr.Frozen = view.End

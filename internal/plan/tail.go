@@ -3,9 +3,9 @@ package plan
 import (
 	"fmt"
 
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
@@ -46,7 +46,7 @@ type TailChoice struct {
 // not the budget made it so.
 func HistoryTail(conv conversation.Conversation, p policy.Preset, b Budget, protected []bool) TailChoice {
 	keep := max(p.History.KeepLast, 0)
-	minSplit := compress.SplitPoint(conv, keep, protected)
+	minSplit := strategy.SplitPoint(conv, keep, protected)
 	sizes := make([]int, len(conv.Messages))
 	for i, m := range conv.Messages {
 		sizes[i] = tokens.Message(b.Counter, m)
@@ -91,7 +91,7 @@ func HistoryTail(conv conversation.Conversation, p policy.Preset, b Budget, prot
 	// keeps that smallest tail: the output is then as small as this
 	// summary makes it, and the budget ladder goes on from there.
 	for k := keep; k <= len(conv.Messages); k++ {
-		s := compress.SplitPoint(conv, k, protected)
+		s := strategy.SplitPoint(conv, k, protected)
 		if s > minSplit {
 			continue
 		}

@@ -5,9 +5,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/policy"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
@@ -49,12 +49,12 @@ func TestHistoryTail(t *testing.T) {
 			t.Parallel()
 			b := measure(adaptive)
 			p := tc.preset(b)
-			protected := compress.Protected(conv, HistoryProtection(p))
+			protected := strategy.Protected(conv, HistoryProtection(p))
 			got := HistoryTail(conv, p, b, protected)
 			require.Contains(t, got.Note, tc.wantNote)
 			kept := len(conv.Messages) - got.Split
 			if !tc.fills {
-				require.Equal(t, compress.SplitPoint(conv, p.History.KeepLast, protected), got.Split)
+				require.Equal(t, strategy.SplitPoint(conv, p.History.KeepLast, protected), got.Split)
 				return
 			}
 			aim := TailAim(p, b)
@@ -63,15 +63,15 @@ func TestHistoryTail(t *testing.T) {
 			require.Greater(t, kept, p.History.KeepLast, "more than the minimum tail is kept")
 			// One more message would not fit: the tail is the largest.
 			k := kept + 1
-			for k < len(conv.Messages) && compress.SplitPoint(conv, k, protected) == got.Split {
+			for k < len(conv.Messages) && strategy.SplitPoint(conv, k, protected) == got.Split {
 				k++
 			}
-			if compress.SplitPoint(conv, k, protected) < got.Split {
+			if strategy.SplitPoint(conv, k, protected) < got.Split {
 				next := HistoryTail(conv, withKeep(p, k), b, protected)
 				require.Greater(t, next.Estimate, aim, "a larger tail would be over the aim")
 			}
 			// The kept tail begins at a pair-safe boundary.
-			require.Equal(t, got.Split, compress.SplitPoint(conv, kept, protected))
+			require.Equal(t, got.Split, strategy.SplitPoint(conv, kept, protected))
 			// What stays is at least half the aim: least destruction.
 			require.GreaterOrEqual(t, got.Estimate, aim/2)
 		})
@@ -100,7 +100,7 @@ func TestLadderKeepsTheTask(t *testing.T) {
 		lp := LadderHistoryPreset(p, b)
 		require.True(t, lp.Protection.FirstUser, name)
 		require.NotEmpty(t, lp.Protection.PinMarkers, name)
-		protected := compress.Protected(conv, HistoryProtection(lp))
+		protected := strategy.Protected(conv, HistoryProtection(lp))
 		first := -1
 		for i, m := range conv.Messages {
 			if m.Role == conversation.RoleUser {

@@ -1,6 +1,6 @@
 // Package policy holds the compaction presets, one per source design
 // (docs/designs.md), as plain data with each design's numbers, and the user
-// configuration that overrides them. Behaviour lives in internal/compress
+// configuration that overrides them. Behaviour lives in internal/strategy
 // and internal/plan; this package only says which passes run and with which
 // numbers.
 package policy
@@ -180,7 +180,7 @@ type History struct {
 	// Prompt is the prompt file: "history" (offload-compact),
 	// "brief" (auto-summarize), "session" (three-tier).
 	Prompt string `json:"prompt"`
-	// Style is how the summary is inserted, see compress.SummaryStyle.
+	// Style is how the summary is inserted, see strategy.SummaryStyle.
 	Style        string `json:"style"`
 	TargetTokens int    `json:"target_tokens"`
 	// Attempts is the LLM attempts before giving up (offload-compact: 3).

@@ -43,7 +43,7 @@ import (
 
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/gateway"
-	"github.com/ctxcompact/orchestrator/internal/ident"
+	"github.com/ctxcompact/orchestrator/internal/idcheck"
 	"github.com/ctxcompact/orchestrator/internal/metrics"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
@@ -137,7 +137,7 @@ type Compactor interface {
 }
 
 // Outputs reads a committed run's output, checked against what the store
-// recorded for the tenant (runread.Reader through an adapter).
+// recorded for the tenant (runview.Reader through an adapter).
 type Outputs func(ctx context.Context, tenant, runID string) ([]byte, error)
 
 // Latest is tenant's session's latest output as the store recorded it:
@@ -608,7 +608,7 @@ func (p *Proxy) limitOf(r *http.Request, model string) (int, error) {
 // (see request.thread).
 func sessionOf(r *http.Request, req request, tenant string) (session string, named bool, err error) {
 	if v := r.Header.Get(HeaderSession); v != "" {
-		if err := ident.Session(v); err != nil {
+		if err := idcheck.Session(v); err != nil {
 			return "", true, fmt.Errorf("%s: %w", HeaderSession, err)
 		}
 		return v, true, nil

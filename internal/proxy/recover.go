@@ -11,7 +11,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/ctxcompact/orchestrator/internal/compress"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 )
 
 // The references a compaction leaves (offloads, cut results, the archived
@@ -26,7 +26,7 @@ import (
 // answer is never compacted again.
 
 // RecoverTool is the tool the proxy offers and answers.
-const RecoverTool = compress.RecoverTool
+const RecoverTool = strategy.RecoverTool
 
 // maxRecoverRounds bounds the follow-ups of one request: a model that
 // keeps asking gets its host's answer with the calls left out.

@@ -27,7 +27,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 )
 
-// Tool is the tool an agent calls with an id (compress.RecoverTool).
+// Tool is the tool an agent calls with an id (strategy.RecoverTool).
 const Tool = "recover_context"
 
 // maxIndexDigits bounds each number of an id: 9,999,999 messages or

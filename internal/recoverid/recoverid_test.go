@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/recoverid"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 )
 
 var sha = strings.Repeat("0a", 32)
@@ -69,7 +69,7 @@ func TestParseAndFormat(t *testing.T) {
 		require.Equal(t, tc.in, got.String(), "an id formats as it parses")
 		require.Equal(t, strings.Contains(tc.in, "b"), got.IsBlock())
 	}
-	require.Equal(t, compress.RecoverTool, recoverid.Tool)
+	require.Equal(t, strategy.RecoverTool, recoverid.Tool)
 }
 
 // sample is a small OpenAI conversation: system, task, a call and its
@@ -180,7 +180,7 @@ func TestAlignFollowsThePasses(t *testing.T) {
 		protected := make([]bool, len(orig.Messages))
 		protected[0], protected[1] = true, true
 		summary := "the parser was read\n\n" + recoverid.SummaryLine(recoverid.Range(sha, 2, 3))
-		work, _, err := compress.Compact(orig, 4, summary, compress.StyleSummaryFirst, protected)
+		work, _, err := strategy.Compact(orig, 4, summary, strategy.StyleSummaryFirst, protected)
 		require.NoError(t, err)
 		require.Len(t, work.Messages, 6) // system, task, summary, 4, 5, 6
 		m := recoverid.Align(orig, work, sha)

@@ -18,26 +18,26 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
 
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 )
 
 // band is one of the three-tier status levels as a range of context usage, in
-// percent of the limit. The bounds are compress.LevelFor's (a test keeps
+// percent of the limit. The bounds are strategy.LevelFor's (a test keeps
 // the two in step).
 type band struct {
-	Level    compress.Level
+	Level    strategy.Level
 	From, To float64 // percent; To of the last band is open
 	Color    color.Color
 }
 
 // levelBands are the GREEN…CRITICAL bands, lowest first.
 var levelBands = []band{
-	{compress.LevelGreen, 0, 25, color.NRGBA{R: 0x2e, G: 0xa0, B: 0x43, A: 0x38}},
-	{compress.LevelYellow, 25, 50, color.NRGBA{R: 0xe6, G: 0xc2, B: 0x00, A: 0x40}},
-	{compress.LevelOrange, 50, 75, color.NRGBA{R: 0xf0, G: 0x88, B: 0x1a, A: 0x40}},
-	{compress.LevelRed, 75, 85, color.NRGBA{R: 0xd7, G: 0x30, B: 0x27, A: 0x40}},
-	{compress.LevelCritical, 85, math.Inf(1), color.NRGBA{R: 0x80, G: 0x00, B: 0x26, A: 0x48}},
+	{strategy.LevelGreen, 0, 25, color.NRGBA{R: 0x2e, G: 0xa0, B: 0x43, A: 0x38}},
+	{strategy.LevelYellow, 25, 50, color.NRGBA{R: 0xe6, G: 0xc2, B: 0x00, A: 0x40}},
+	{strategy.LevelOrange, 50, 75, color.NRGBA{R: 0xf0, G: 0x88, B: 0x1a, A: 0x40}},
+	{strategy.LevelRed, 75, 85, color.NRGBA{R: 0xd7, G: 0x30, B: 0x27, A: 0x40}},
+	{strategy.LevelCritical, 85, math.Inf(1), color.NRGBA{R: 0x80, G: 0x00, B: 0x26, A: 0x48}},
 }
 
 // Chart colours.
@@ -283,7 +283,7 @@ func addTimelinePoints(p *plot.Plot, points []timelinePoint, ymax float64) error
 	for i, pt := range points {
 		level := pt.Level
 		if level == "" {
-			level = string(compress.LevelFor(usage(pt.After, pt.Limit) / 100))
+			level = string(strategy.LevelFor(usage(pt.After, pt.Limit) / 100))
 		}
 		afterText := thousands(pt.After) + " " + level
 		yb, ya := usage(pt.Before, pt.Limit), usage(pt.After, pt.Limit)

@@ -15,8 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 )
 
 // svgTexts parses an SVG document as XML (failing the test when it is
@@ -54,14 +54,14 @@ func svgTexts(t *testing.T, svg []byte) []string {
 func TestLevelBandsMatchLevelFor(t *testing.T) {
 	t.Parallel()
 	for i, b := range levelBands {
-		require.Equal(t, b.Level, compress.LevelFor(b.From/100), "usage at the bottom of %s", b.Level)
+		require.Equal(t, b.Level, strategy.LevelFor(b.From/100), "usage at the bottom of %s", b.Level)
 		if i > 0 {
 			below := math.Nextafter(b.From/100, 0)
-			require.Equal(t, levelBands[i-1].Level, compress.LevelFor(below), "usage just below %s", b.Level)
+			require.Equal(t, levelBands[i-1].Level, strategy.LevelFor(below), "usage just below %s", b.Level)
 			require.Equal(t, levelBands[i-1].To, b.From, "bands are contiguous")
 		}
 	}
-	require.Equal(t, compress.LevelCritical, compress.LevelFor(5))
+	require.Equal(t, strategy.LevelCritical, strategy.LevelFor(5))
 }
 
 func TestTimelineSVG(t *testing.T) {

@@ -16,11 +16,11 @@ import (
 	"github.com/ctxcompact/orchestrator/contract"
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/blob"
-	"github.com/ctxcompact/orchestrator/internal/compress"
-	"github.com/ctxcompact/orchestrator/internal/ident"
+	"github.com/ctxcompact/orchestrator/internal/idcheck"
 	"github.com/ctxcompact/orchestrator/internal/policy"
-	"github.com/ctxcompact/orchestrator/internal/runread"
+	"github.com/ctxcompact/orchestrator/internal/runview"
 	"github.com/ctxcompact/orchestrator/internal/store"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 )
 
 // pageNames are the templates under templates/, each rendered inside
@@ -107,7 +107,7 @@ func formatDuration(d time.Duration) string {
 // pathRun reads and checks the run id of the path, as the API does.
 func pathRun(r *http.Request) (string, error) {
 	id := r.PathValue("run")
-	if err := ident.Check("run", id); err != nil {
+	if err := idcheck.Check("run", id); err != nil {
 		return "", badRequest("run", "%v", unnamed(err))
 	}
 	return id, nil
@@ -116,15 +116,15 @@ func pathRun(r *http.Request) (string, error) {
 // pathSession reads and checks the session of the path.
 func pathSession(r *http.Request) (string, error) {
 	s := r.PathValue("session")
-	if err := ident.Session(s); err != nil {
+	if err := idcheck.Session(s); err != nil {
 		return "", badRequest("session", "%v", unnamed(err))
 	}
 	return s, nil
 }
 
-// unnamed drops ident's field name, which badRequest adds itself.
+// unnamed drops idcheck's field name, which badRequest adds itself.
 func unnamed(err error) error {
-	var ie *ident.Error
+	var ie *idcheck.Error
 	if errors.As(err, &ie) {
 		return ie.Unnamed()
 	}
@@ -236,7 +236,7 @@ func parseRunFilter(q url.Values, tenant string) (store.RunFilter, filterForm, e
 		return f, form, badRequest("degraded", "%q is not 1 or empty", v)
 	}
 	if f.Session != "" {
-		if err := ident.Session(f.Session); err != nil {
+		if err := idcheck.Session(f.Session); err != nil {
 			return f, form, badRequest("session", "%v", unnamed(err))
 		}
 	}
@@ -265,7 +265,7 @@ func parseRunFilter(q url.Values, tenant string) (store.RunFilter, filterForm, e
 	}
 	form.Limit = f.Limit
 	if v := q.Get("after"); v != "" {
-		if err := ident.Check("after", v); err != nil {
+		if err := idcheck.Check("after", v); err != nil {
 			return f, form, badRequest("after", "%v", unnamed(err))
 		}
 		f.AfterID = v
@@ -473,7 +473,7 @@ func (u *UI) runPage(w http.ResponseWriter, r *http.Request, tenant string) erro
 	if v.Limit > 0 {
 		v.UsageBefore = float64(d.Run.TokensBefore) / float64(v.Limit)
 		v.UsageAfter = float64(d.Run.TokensAfter) / float64(v.Limit)
-		v.LevelBefore = string(compress.LevelFor(v.UsageBefore))
+		v.LevelBefore = string(strategy.LevelFor(v.UsageBefore))
 	}
 	for _, p := range st.Passes {
 		if p.Applied {
@@ -602,9 +602,9 @@ func (u *UI) stepsChart(w http.ResponseWriter, r *http.Request, tenant string) e
 }
 
 // download serves a run's original, output or handoff as a file, byte
-// for byte, with its SHA-256 (runread.Reader.Download: scoped to the
+// for byte, with its SHA-256 (runview.Reader.Download: scoped to the
 // tenant, a handoff's key checked to be the tenant's before it is read).
-func (u *UI) download(part runread.Part) handlerFunc {
+func (u *UI) download(part runview.Part) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, tenant string) error {
 		id, err := pathRun(r)
 		if err != nil {
@@ -614,7 +614,7 @@ func (u *UI) download(part runread.Part) handlerFunc {
 		if err != nil {
 			return err
 		}
-		runread.Write(w, "application/json", d.Filename(), d.Data)
+		runview.Write(w, "application/json", d.Filename(), d.Data)
 		return nil
 	}
 }

@@ -32,7 +32,7 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/audit"
 	"github.com/ctxcompact/orchestrator/internal/blob"
 	"github.com/ctxcompact/orchestrator/internal/ratelimit"
-	"github.com/ctxcompact/orchestrator/internal/runread"
+	"github.com/ctxcompact/orchestrator/internal/runview"
 	"github.com/ctxcompact/orchestrator/internal/store"
 )
 
@@ -87,7 +87,7 @@ type Deps struct {
 type UI struct {
 	deps Deps
 	// runs reads and downloads runs as the API and the MCP server do.
-	runs  *runread.Reader
+	runs  *runview.Reader
 	log   *slog.Logger
 	pages map[string]*template.Template
 	// handler is the route table behind the cross-origin protection.
@@ -105,7 +105,7 @@ func New(deps Deps) (*UI, error) {
 	if deps.SessionTTL <= 0 {
 		deps.SessionTTL = DefaultSessionTTL
 	}
-	u := &UI{deps: deps, runs: &runread.Reader{Audit: deps.Audit}, log: deps.Logger}
+	u := &UI{deps: deps, runs: &runview.Reader{Audit: deps.Audit}, log: deps.Logger}
 	if u.log == nil {
 		u.log = slog.New(slog.DiscardHandler)
 	}
@@ -131,9 +131,9 @@ func New(deps Deps) (*UI, error) {
 	mux.Handle("GET /ui/runs", u.auth(u.runsPage))
 	mux.Handle("GET /ui/runs/{run}", u.auth(u.runPage))
 	mux.Handle("GET /ui/runs/{run}/steps.svg", u.auth(u.stepsChart))
-	mux.Handle("GET /ui/runs/{run}/original", u.auth(u.download(runread.Original)))
-	mux.Handle("GET /ui/runs/{run}/output", u.auth(u.download(runread.Output)))
-	mux.Handle("GET /ui/runs/{run}/handoff", u.auth(u.download(runread.Handoff)))
+	mux.Handle("GET /ui/runs/{run}/original", u.auth(u.download(runview.Original)))
+	mux.Handle("GET /ui/runs/{run}/output", u.auth(u.download(runview.Output)))
+	mux.Handle("GET /ui/runs/{run}/handoff", u.auth(u.download(runview.Handoff)))
 	mux.Handle("GET /ui/sessions/{session}", u.auth(u.sessionPage))
 	mux.Handle("GET /ui/sessions/{session}/timeline.svg", u.auth(u.timelineChart))
 	mux.Handle("GET /ui/overview", u.auth(u.overviewPage))
@@ -377,14 +377,14 @@ func (u *UI) errorPage(w http.ResponseWriter, r *http.Request, tenant string, er
 	var pe *pageError
 	var refused *ratelimit.Refusal
 	var gone *store.SessionGoneError
-	status := runread.Status(err)
+	status := runview.Status(err)
 	switch {
 	case errors.As(err, &pe):
 	case status == http.StatusGone && errors.As(err, &gone):
 		// As the API's 410: the erasure's id and when, never "not found".
 		pe = &pageError{Status: http.StatusGone, Message: gone.Error()}
-	case status == http.StatusNotFound && runread.Missing(err) != "":
-		pe = &pageError{Status: http.StatusNotFound, Message: runread.Missing(err)}
+	case status == http.StatusNotFound && runview.Missing(err) != "":
+		pe = &pageError{Status: http.StatusNotFound, Message: runview.Missing(err)}
 	case status == http.StatusNotFound:
 		pe = notFound("run or session")
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:

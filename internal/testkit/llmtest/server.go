@@ -22,8 +22,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ctxcompact/orchestrator/internal/digest"
 	"github.com/ctxcompact/orchestrator/internal/llm"
+	"github.com/ctxcompact/orchestrator/internal/textcut"
 )
 
 // DefaultMaxTokens is the completion budget when a request sets none.
@@ -490,7 +490,7 @@ func (s *Server) handleCompletion(w http.ResponseWriter, r *http.Request) {
 	if maxTokens <= 0 {
 		maxTokens = DefaultMaxTokens
 	}
-	content := digest.KeepLines(user.String(), maxTokens*4)
+	content := textcut.KeepLines(user.String(), maxTokens*4)
 	if rf := req.ResponseFormat; rf != nil && rf.JSONSchema != nil && rf.JSONSchema.Name == llm.JudgeSchemaName {
 		// A drift judge: the verdict in the schema asked for, decided by
 		// the deterministic checks over the summary in the system prompt.

@@ -19,7 +19,8 @@ import (
 	"strings"
 
 	"github.com/ctxcompact/orchestrator/internal/conversation"
-	"github.com/ctxcompact/orchestrator/internal/digest"
+	"github.com/ctxcompact/orchestrator/internal/drift"
+	"github.com/ctxcompact/orchestrator/internal/textcut"
 )
 
 // Recent is how many of the last errors and commands are probed.
@@ -73,7 +74,7 @@ func Derive(c conversation.Conversation, pinMarkers []string) Set {
 			case conversation.KindToolUse:
 				cmd := Command(b.Input)
 				if cmd != "" {
-					cmds = appendRecent(cmds, digest.Truncate(cmd, headRunes))
+					cmds = appendRecent(cmds, textcut.Truncate(cmd, headRunes))
 				}
 				for _, p := range CallPaths(b.Input) {
 					if !seenPath[p] {
@@ -134,7 +135,7 @@ func lastN(list []string, n int) []string {
 func firstLine(text string) string {
 	for _, l := range strings.Split(text, "\n") {
 		if l = strings.TrimSpace(l); l != "" {
-			return digest.Truncate(l, 200)
+			return textcut.Truncate(l, 200)
 		}
 	}
 	return ""
@@ -219,9 +220,9 @@ func stripHeredocs(script string) string {
 func Paths(text string) []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, id := range digest.Identifiers(text) {
+	for _, id := range drift.Identifiers(text) {
 		p := id.Value
-		if id.Kind != digest.KindPath || seen[p] || strings.ContainsAny(p, "\\\"'") {
+		if id.Kind != drift.KindPath || seen[p] || strings.ContainsAny(p, "\\\"'") {
 			continue
 		}
 		seen[p] = true
@@ -251,7 +252,7 @@ func ErrorLines(text string) []string {
 		if len(l) < 8 || !reError.MatchString(l) {
 			continue
 		}
-		out = append(out, digest.Truncate(l, headRunes))
+		out = append(out, textcut.Truncate(l, headRunes))
 	}
 	return out
 }

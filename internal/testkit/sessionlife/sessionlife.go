@@ -17,8 +17,8 @@ import (
 	"fmt"
 
 	"github.com/ctxcompact/orchestrator/contract"
-	"github.com/ctxcompact/orchestrator/internal/compress"
 	"github.com/ctxcompact/orchestrator/internal/conversation"
+	"github.com/ctxcompact/orchestrator/internal/strategy"
 	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
@@ -242,12 +242,12 @@ func Replay(ctx context.Context, src conversation.Conversation, o Options, compa
 }
 
 // Blocks are the session log blocks of c: the text blocks that open with
-// a log block's delimiter (compress.LogBlockOpening), in order.
+// a log block's delimiter (strategy.LogBlockOpening), in order.
 func Blocks(c conversation.Conversation) []string {
 	var out []string
 	for _, m := range c.Messages {
 		for _, b := range m.Blocks {
-			if b.Kind == conversation.KindText && compress.IsLogBlock(b.Text) {
+			if b.Kind == conversation.KindText && strategy.IsLogBlock(b.Text) {
 				out = append(out, b.Text)
 			}
 		}
