@@ -73,8 +73,8 @@ func (a *Activities) CheckDrift(ctx context.Context, in DriftInput) (res DriftRe
 //
 // cs is what the checks of this source share (its comparable form, its
 // open errors).
-func (a *Activities) driftChecks(ctx context.Context, in DriftInput, source string, cs checkedSource, summary string, res *DriftResult, missing []string) ([]drift.DriftCheck, []string) {
-	var checks []drift.DriftCheck
+func (a *Activities) driftChecks(ctx context.Context, in DriftInput, source string, cs checkedSource, summary string, res *DriftResult, missing []string) ([]drift.Check, []string) {
+	var checks []drift.Check
 	if isHistoryStep(in.Step) {
 		// The three-tier design's checks of a session summary: intent, trajectory,
 		// premature completion, clarification. Each is stored; a failed
@@ -111,7 +111,7 @@ func (a *Activities) driftChecks(ctx context.Context, in DriftInput, source stri
 
 // onlyLastErrorsFailed reports whether the one failed check of checks is
 // the last-errors check.
-func onlyLastErrorsFailed(checks []drift.DriftCheck) bool {
+func onlyLastErrorsFailed(checks []drift.Check) bool {
 	failed := false
 	for _, c := range checks {
 		if c.Passed {
@@ -141,7 +141,7 @@ func identifierVerdict(minRetention, score float64, idPassed, fabPassed, passed 
 
 // recordDrift records the identifier verdict and each other check's in
 // one round trip, and counts them in the metrics.
-func (a *Activities) recordDrift(ctx context.Context, in DriftInput, ident store.Drift, idPassed bool, checks []drift.DriftCheck) error {
+func (a *Activities) recordDrift(ctx context.Context, in DriftInput, ident store.Drift, idPassed bool, checks []drift.Check) error {
 	verdicts := []store.Drift{ident}
 	a.Metrics.Drift("identifiers", idPassed)
 	for _, c := range checks {
@@ -162,20 +162,20 @@ func (a *Activities) recordDrift(ctx context.Context, in DriftInput, ident store
 // sessionChecks are the three-tier design's checks of a history summary: the LLM
 // judge's verdict when the workflow got one, else (or when it is not in
 // the schema) the deterministic heuristics. The note says which decided.
-func (a *Activities) sessionChecks(ctx context.Context, in DriftInput, source, summary string) []drift.DriftCheck {
+func (a *Activities) sessionChecks(ctx context.Context, in DriftInput, source, summary string) []drift.Check {
 	fallback := ""
 	if in.JudgeKey != "" {
 		text, err := a.text(ctx, in.Run.Tenant, in.JudgeKey)
 		if err == nil {
 			verdict, perr := llm.ParseJudgeVerdict(text)
 			if perr == nil {
-				checks := make([]drift.DriftCheck, 0, len(verdict))
+				checks := make([]drift.Check, 0, len(verdict))
 				for _, v := range verdict {
 					score := 0.0
 					if v.Passed {
 						score = 1
 					}
-					checks = append(checks, drift.DriftCheck{Name: v.Name, Passed: v.Passed, Score: score,
+					checks = append(checks, drift.Check{Name: v.Name, Passed: v.Passed, Score: score,
 						Missing: v.Missing, Note: "LLM judge: " + llm.Scrub(v.Note)})
 				}
 				return checks
@@ -184,7 +184,7 @@ func (a *Activities) sessionChecks(ctx context.Context, in DriftInput, source, s
 		}
 		fallback = "LLM judge unusable (" + llm.Scrub(err.Error()) + "); heuristics: "
 	}
-	checks := drift.SessionDriftChecks(source, summary)
+	checks := drift.SessionChecks(source, summary)
 	for i := range checks {
 		checks[i].Note = fallback + checks[i].Note
 	}

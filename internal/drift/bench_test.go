@@ -30,6 +30,6 @@ func BenchmarkSessionDriftChecks(b *testing.B) {
 	summary := textcut.KeepLines(result, 8000)
 	b.SetBytes(int64(len(text)))
 	for b.Loop() {
-		drift.SessionDriftChecks(text, summary)
+		drift.SessionChecks(text, summary)
 	}
 }

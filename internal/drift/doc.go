@@ -11,10 +11,10 @@
 //     (escapes, heredoc markers and quoting normalised, the product's own
 //     text left out) so that they compare: Required is what a summary must
 //     keep of its source, MissingComparable what it left out.
-//   - SessionDriftChecks and LastErrorsCheck (drift.go) are the three-tier
+//   - SessionChecks and LastErrorsCheck (drift.go) are the three-tier
 //     design's checks of a session summary against its transcript (intent,
 //     trajectory, premature completion, clarification) and the product's
-//     own (the last errors), each a DriftCheck with its score and what the
+//     own (the last errors), each a Check with its score and what the
 //     summary misses; TranscriptBlocks (transcript.go) reads a transcript
 //     the way they do.
 //   - FabricationCheck (fabrication.go) fails a summary that quotes words

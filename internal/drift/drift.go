@@ -21,8 +21,8 @@ const (
 	CheckLastErrors = "last-errors"
 )
 
-// DriftCheck is the verdict of one check.
-type DriftCheck struct {
+// Check is the verdict of one check.
+type Check struct {
 	Name    string
 	Passed  bool
 	Score   float64
@@ -124,21 +124,21 @@ var (
 	failCount = regexp.MustCompile(`(?i)\b[1-9]\d* (failed|errors?)\b`)
 )
 
-// SessionDriftChecks runs the three-tier drift checks of a session summary against
+// SessionChecks runs the three-tier drift checks of a session summary against
 // its transcript: intent alignment, trajectory, premature completion and
 // clarification. A transcript without the thing a check looks at (the
 // first request kept verbatim outside the summary, no question asked)
 // passes that check.
-func SessionDriftChecks(transcript, summary string) []DriftCheck {
+func SessionChecks(transcript, summary string) []Check {
 	blocks := parseTranscriptBlocks(transcript)
-	return []DriftCheck{intentCheck(blocks, summary), trajectoryCheck(blocks, summary),
+	return []Check{intentCheck(blocks, summary), trajectoryCheck(blocks, summary),
 		prematureCheck(blocks, summary), clarificationCheck(blocks, summary)}
 }
 
 // intentCheck: the first request in the summarized range is present
 // verbatim or restated (half of its distinctive words).
-func intentCheck(blocks []transcriptBlock, summary string) DriftCheck {
-	c := DriftCheck{Name: CheckIntent, Passed: true, Score: 1, Note: "the first request is kept verbatim outside the summary"}
+func intentCheck(blocks []transcriptBlock, summary string) Check {
+	c := Check{Name: CheckIntent, Passed: true, Score: 1, Note: "the first request is kept verbatim outside the summary"}
 	for _, b := range blocks {
 		if b.head != "user" {
 			continue
@@ -175,7 +175,7 @@ func CallText(input string) string {
 // the last five tool calls, read as the agent wrote them (unescaped),
 // without their arguments' keys or the product's own text (a truncated
 // input's reference block, a recovery id).
-func trajectoryCheck(blocks []transcriptBlock, summary string) DriftCheck {
+func trajectoryCheck(blocks []transcriptBlock, summary string) Check {
 	var calls []string
 	for i := len(blocks) - 1; i >= 0 && len(calls) < 5; i-- {
 		if strings.HasPrefix(blocks[i].head, "assistant tool call") {
@@ -187,14 +187,14 @@ func trajectoryCheck(blocks []transcriptBlock, summary string) DriftCheck {
 	for i := range missing {
 		missing[i] = "recent action: " + missing[i]
 	}
-	return DriftCheck{Name: CheckTrajectory, Passed: score >= 0.4, Score: score, Missing: missing,
+	return Check{Name: CheckTrajectory, Passed: score >= 0.4, Score: score, Missing: missing,
 		Note: fmt.Sprintf("%d of %d key words of the last %d calls", len(words)-len(missing), len(words), len(calls))}
 }
 
 // prematureCheck: the summary does not claim done what the transcript's
 // last results show open (an error or failure after the last success).
-func prematureCheck(blocks []transcriptBlock, summary string) DriftCheck {
-	c := DriftCheck{Name: CheckPremature, Passed: true, Score: 1}
+func prematureCheck(blocks []transcriptBlock, summary string) Check {
+	c := Check{Name: CheckPremature, Passed: true, Score: 1}
 	claim := doneClaim.FindString(summary)
 	if claim == "" {
 		c.Note = "the summary claims nothing done"
@@ -229,7 +229,7 @@ func prematureCheck(blocks []transcriptBlock, summary string) DriftCheck {
 
 // clarificationCheck: questions the assistant asked the user, not yet
 // answered, survive in the summary.
-func clarificationCheck(blocks []transcriptBlock, summary string) DriftCheck {
+func clarificationCheck(blocks []transcriptBlock, summary string) Check {
 	var open []string
 	for i, b := range blocks {
 		if b.head != "assistant" {
@@ -252,7 +252,7 @@ func clarificationCheck(blocks []transcriptBlock, summary string) DriftCheck {
 			}
 		}
 	}
-	c := DriftCheck{Name: CheckClarification, Passed: true, Score: 1, Note: "no open question to the user"}
+	c := Check{Name: CheckClarification, Passed: true, Score: 1, Note: "no open question to the user"}
 	if len(open) == 0 {
 		return c
 	}
@@ -328,8 +328,8 @@ func keptOpenLine(result, line, summary string) string {
 // aside. A summary that says what failed in its own words still misses
 // the line a resumed agent would search the code for; the repair pass is
 // asked to restore the lines, and the patch appends those still missing.
-func LastErrorsCheck(required []string, summary string) DriftCheck {
-	c := DriftCheck{Name: CheckLastErrors, Passed: true, Score: 1, Note: "no open error among the last ones"}
+func LastErrorsCheck(required []string, summary string) Check {
+	c := Check{Name: CheckLastErrors, Passed: true, Score: 1, Note: "no open error among the last ones"}
 	if len(required) == 0 {
 		return c
 	}

@@ -45,7 +45,7 @@ func TestSessionDriftChecks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			for _, c := range SessionDriftChecks(driftTranscript, tt.summary) {
+			for _, c := range SessionChecks(driftTranscript, tt.summary) {
 				if c.Name == tt.failing {
 					require.False(t, c.Passed, "%s: %s", c.Name, c.Note)
 					require.NotEmpty(t, c.Missing)
@@ -53,10 +53,10 @@ func TestSessionDriftChecks(t *testing.T) {
 			}
 		})
 	}
-	for _, c := range SessionDriftChecks(driftTranscript, good) {
+	for _, c := range SessionChecks(driftTranscript, good) {
 		require.True(t, c.Passed, "%s on the good summary: %s %v", c.Name, c.Note, c.Missing)
 	}
-	for _, c := range SessionDriftChecks("", "anything") {
+	for _, c := range SessionChecks("", "anything") {
 		require.True(t, c.Passed, "%s on an empty transcript", c.Name)
 	}
 }

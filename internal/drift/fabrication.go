@@ -27,14 +27,14 @@ var reQuote = regexp.MustCompile(`"([^"\n]{12,400})"|“([^”\n]{12,400})”`)
 // its own text (see Comparable): summary and source are compared with
 // escapes, heredoc markers and quoting normalised, so that a command
 // copied from a JSON tool input is not "invented" for its backslashes.
-func FabricationCheck(source, summary string) DriftCheck {
+func FabricationCheck(source, summary string) Check {
 	return FabricationCheckComparable(Comparable(source), summary)
 }
 
 // FabricationCheckComparable is FabricationCheck of a source already in
 // Comparable form (a caller that also needs it for Required makes it
 // once).
-func FabricationCheckComparable(src, summary string) DriftCheck {
+func FabricationCheckComparable(src, summary string) Check {
 	// Quotes are found in the summary as a reader sees it: an escaped
 	// quotation mark copied from a tool input opens no quotation.
 	plain := Unescape(summary)
@@ -76,7 +76,7 @@ func FabricationCheckComparable(src, summary string) DriftCheck {
 			bad = append(bad, fmt.Sprintf("fabricated %s: %s", id.Kind, id.Value))
 		}
 	}
-	c := DriftCheck{Name: CheckFabrication, Passed: len(bad) == 0, Score: 1, Missing: bad,
+	c := Check{Name: CheckFabrication, Passed: len(bad) == 0, Score: 1, Missing: bad,
 		Note: fmt.Sprintf("every one of %d quotes, paths, URLs and ids is in the source", checked)}
 	if len(bad) > 0 {
 		c.Score = 1 - float64(len(bad))/float64(checked)

@@ -87,7 +87,7 @@ func ParseJudgeVerdict(text string) ([]JudgeCheck, error) {
 // answer: the offline judge, and the test server's.
 func HeuristicVerdict(transcript, summary string) string {
 	var v judgeVerdict
-	for _, c := range drift.SessionDriftChecks(transcript, summary) {
+	for _, c := range drift.SessionChecks(transcript, summary) {
 		missing := c.Missing
 		if missing == nil {
 			missing = []string{}
