@@ -252,6 +252,35 @@ func Defaults() Config {
 
 func load(getenv func(string) string) (Config, error) {
 	r := reader{getenv: getenv}
+	c := read(&r)
+	if r.err != nil {
+		return Config{}, r.err
+	}
+	proxies, err := ratelimit.ParsePrefixes(r.str("TRUSTED_PROXIES", ""))
+	if err != nil {
+		return Config{}, fmt.Errorf("TRUSTED_PROXIES: %w", err)
+	}
+	c.TrustedProxies = proxies
+	for _, check := range []func() error{c.checkProxy, c.checkQueues, c.checkBounds, c.checkModels} {
+		if err := check(); err != nil {
+			return Config{}, err
+		}
+	}
+	if c.Prices, err = pricing.Parse(getenv("MODEL_PRICES")); err != nil {
+		return Config{}, fmt.Errorf("MODEL_PRICES: %w", err)
+	}
+	if c.CostTurns < 1 {
+		return Config{}, fmt.Errorf("COST_TURNS: %d is not a number of calls (at least 1)", c.CostTurns)
+	}
+	if c.PresetOverrides, err = presetOverrides(&r, c.DefaultPreset); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// read reads the variables with a default, each by its type; r.err
+// holds the first that does not parse. load checks what they say.
+func read(r *reader) Config {
 	c := Config{
 		TemporalAddress:   r.str("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
 		TemporalNamespace: r.str("TEMPORAL_NAMESPACE", "default"),
@@ -327,39 +356,42 @@ func load(getenv func(string) string) (Config, error) {
 	c.ProxyInterim = r.boolean("PROXY_INTERIM", true)
 	c.ProxyColdAfter = r.duration("PROXY_COLD_AFTER", 5*time.Minute)
 	c.ProxyColdTrigger = r.number("PROXY_COLD_TRIGGER", 0.5)
-	if r.err != nil {
-		return Config{}, r.err
-	}
-	proxies, err := ratelimit.ParsePrefixes(r.str("TRUSTED_PROXIES", ""))
-	if err != nil {
-		return Config{}, fmt.Errorf("TRUSTED_PROXIES: %w", err)
-	}
-	c.TrustedProxies = proxies
+	return c
+}
+
+// checkProxy checks the proxy's upstream URLs and its thresholds.
+func (c *Config) checkProxy() error {
 	for _, u := range []struct{ name, v string }{{"PROXY_ANTHROPIC_URL", c.ProxyAnthropicURL}, {"PROXY_OPENAI_URL", c.ProxyOpenAIURL}} {
 		if u.v == "" {
 			continue
 		}
 		if pu, err := url.Parse(u.v); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-			return Config{}, fmt.Errorf("%s: %q is not an http(s) URL such as https://api.anthropic.com", u.name, u.v)
+			return fmt.Errorf("%s: %q is not an http(s) URL such as https://api.anthropic.com", u.name, u.v)
 		}
 	}
 	if c.ProxyTrigger <= 0 || c.ProxyTrigger > 1 {
-		return Config{}, fmt.Errorf("PROXY_TRIGGER: %v must be a share of the context limit above 0 and at most 1", c.ProxyTrigger)
+		return fmt.Errorf("PROXY_TRIGGER: %v must be a share of the context limit above 0 and at most 1", c.ProxyTrigger)
 	}
 	if c.ProxyTarget < 0 || c.ProxyTarget >= c.ProxyTrigger {
-		return Config{}, fmt.Errorf("PROXY_TARGET: %v must be at least 0 (0: the preset's own) and below PROXY_TRIGGER (%v)", c.ProxyTarget, c.ProxyTrigger)
+		return fmt.Errorf("PROXY_TARGET: %v must be at least 0 (0: the preset's own) and below PROXY_TRIGGER (%v)", c.ProxyTarget, c.ProxyTrigger)
 	}
 	if c.ProxyColdAfter < 0 {
-		return Config{}, fmt.Errorf("PROXY_COLD_AFTER: %v must be a duration of at least 0 (0: never)", c.ProxyColdAfter)
+		return fmt.Errorf("PROXY_COLD_AFTER: %v must be a duration of at least 0 (0: never)", c.ProxyColdAfter)
 	}
 	if c.ProxyColdTrigger <= c.ProxyTarget || c.ProxyColdTrigger > c.ProxyTrigger {
-		return Config{}, fmt.Errorf("PROXY_COLD_TRIGGER: %v must be above PROXY_TARGET (%v) and at most PROXY_TRIGGER (%v)", c.ProxyColdTrigger, c.ProxyTarget, c.ProxyTrigger)
+		return fmt.Errorf("PROXY_COLD_TRIGGER: %v must be above PROXY_TARGET (%v) and at most PROXY_TRIGGER (%v)", c.ProxyColdTrigger, c.ProxyTarget, c.ProxyTrigger)
 	}
+	return nil
+}
+
+// checkQueues names the task queues left unset after TEMPORAL_TASK_QUEUE
+// and checks that no two share a name.
+func (c *Config) checkQueues() error {
 	if c.LLMTaskQueue == "" {
 		c.LLMTaskQueue = c.TaskQueue + "-llm"
 	}
 	if c.LLMTaskQueue == c.TaskQueue {
-		return Config{}, fmt.Errorf("LLM_TASK_QUEUE: %q is TEMPORAL_TASK_QUEUE; the summarizer calls need a queue of their own", c.LLMTaskQueue)
+		return fmt.Errorf("LLM_TASK_QUEUE: %q is TEMPORAL_TASK_QUEUE; the summarizer calls need a queue of their own", c.LLMTaskQueue)
 	}
 	if c.DeliveryTaskQueue == "" {
 		c.DeliveryTaskQueue = c.TaskQueue + "-deliveries"
@@ -372,71 +404,81 @@ func load(getenv func(string) string) (Config, error) {
 	queues := map[string]string{c.TaskQueue: "TEMPORAL_TASK_QUEUE"}
 	for _, q := range []struct{ name, v string }{{c.LLMTaskQueue, "LLM_TASK_QUEUE"}, {c.DeliveryTaskQueue, "DELIVERY_TASK_QUEUE"}, {c.EraseTaskQueue, "ERASE_TASK_QUEUE"}} {
 		if other, ok := queues[q.name]; ok {
-			return Config{}, fmt.Errorf("%s: %q is %s; each task queue needs a name of its own", q.v, q.name, other)
+			return fmt.Errorf("%s: %q is %s; each task queue needs a name of its own", q.v, q.name, other)
 		}
 		queues[q.name] = q.v
 	}
+	return nil
+}
+
+// checkBounds checks the numbers that have a range.
+func (c *Config) checkBounds() error {
 	if c.DeliveryActivities < 1 || c.EraseActivities < 1 {
-		return Config{}, fmt.Errorf("DELIVERY_ACTIVITIES and ERASE_ACTIVITIES must be at least 1 (got %d and %d)", c.DeliveryActivities, c.EraseActivities)
+		return fmt.Errorf("DELIVERY_ACTIVITIES and ERASE_ACTIVITIES must be at least 1 (got %d and %d)", c.DeliveryActivities, c.EraseActivities)
 	}
 	if c.TenantRunsInFlight < 0 {
-		return Config{}, fmt.Errorf("TENANT_RUNS_IN_FLIGHT: %d is negative (0 is no bound)", c.TenantRunsInFlight)
+		return fmt.Errorf("TENANT_RUNS_IN_FLIGHT: %d is negative (0 is no bound)", c.TenantRunsInFlight)
 	}
 	if c.DeliveryTenantConcurrent < 0 {
-		return Config{}, fmt.Errorf("DELIVERY_TENANT_CONCURRENT: %d is negative (0 is no bound)", c.DeliveryTenantConcurrent)
+		return fmt.Errorf("DELIVERY_TENANT_CONCURRENT: %d is negative (0 is no bound)", c.DeliveryTenantConcurrent)
 	}
 	if c.BlobCacheMB > maxBlobCacheMB {
-		return Config{}, fmt.Errorf("BLOB_CACHE_MB: %d is more than %d (1 TiB)", c.BlobCacheMB, maxBlobCacheMB)
+		return fmt.Errorf("BLOB_CACHE_MB: %d is more than %d (1 TiB)", c.BlobCacheMB, maxBlobCacheMB)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
-		return Config{}, fmt.Errorf("LOG_LEVEL: %q is not one of debug, info, warn, error", c.LogLevel)
+		return fmt.Errorf("LOG_LEVEL: %q is not one of debug, info, warn, error", c.LogLevel)
 	}
 	if c.BreakerMinFreed > 1 {
-		return Config{}, fmt.Errorf("BREAKER_MIN_FREED: %v is more than 1 (a share of the run's size)", c.BreakerMinFreed)
+		return fmt.Errorf("BREAKER_MIN_FREED: %v is more than 1 (a share of the run's size)", c.BreakerMinFreed)
 	}
+	return nil
+}
+
+// checkModels parses the model tables; they are parsed again where they
+// are used.
+func (c *Config) checkModels() error {
 	// Parsed here as well as where they are used, so that a bad entry
 	// stops the process at start, not at its first run.
 	if _, err := c.TokenLimits(); err != nil {
-		return Config{}, err
+		return err
 	}
 	if _, err := c.ProviderTokens(); err != nil {
-		return Config{}, err
+		return err
 	}
-	if c.Prices, err = pricing.Parse(getenv("MODEL_PRICES")); err != nil {
-		return Config{}, fmt.Errorf("MODEL_PRICES: %w", err)
-	}
-	if c.CostTurns < 1 {
-		return Config{}, fmt.Errorf("COST_TURNS: %d is not a number of calls (at least 1)", c.CostTurns)
-	}
-	if _, err := policy.Builtin(c.DefaultPreset); err != nil {
-		return Config{}, fmt.Errorf("COMPACTOR_DEFAULT_PRESET: %w", err)
+	return nil
+}
+
+// presetOverrides checks the default preset and reads the preset
+// overrides of COMPACTOR_PRESET_FILE and SYNAPSE_COMPACT_*.
+func presetOverrides(r *reader, defaultPreset string) (policy.Overrides, error) {
+	if _, err := policy.Builtin(defaultPreset); err != nil {
+		return nil, fmt.Errorf("COMPACTOR_DEFAULT_PRESET: %w", err)
 	}
 	overrides := policy.Overrides{}
-	if path := getenv("COMPACTOR_PRESET_FILE"); path != "" {
+	if path := r.getenv("COMPACTOR_PRESET_FILE"); path != "" {
 		o, err := policy.LoadFile(path)
 		if err != nil {
-			return Config{}, fmt.Errorf("COMPACTOR_PRESET_FILE: %w", err)
+			return nil, fmt.Errorf("COMPACTOR_PRESET_FILE: %w", err)
 		}
 		overrides = o
 	}
-	synapse, err := synapseOverrides(&r)
+	synapse, err := synapseOverrides(r)
 	if err != nil {
-		return Config{}, err
+		return nil, err
 	}
 	if synapse != nil {
 		merged, err := policy.Merge(overrides[policy.OffloadCompact], synapse)
 		if err != nil {
-			return Config{}, err
+			return nil, err
 		}
 		overrides[policy.OffloadCompact] = merged
 		if _, err := policy.Resolve(policy.OffloadCompact, merged); err != nil {
-			return Config{}, fmt.Errorf("SYNAPSE_COMPACT_*: %w", err)
+			return nil, fmt.Errorf("SYNAPSE_COMPACT_*: %w", err)
 		}
 	}
-	c.PresetOverrides = overrides
-	return c, nil
+	return overrides, nil
 }
 
 // TokenLimits returns how models are measured: tokens.DefaultLimits (the
