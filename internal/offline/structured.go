@@ -287,121 +287,152 @@ var (
 
 // buildDigest reads the events into the digest.
 func buildDigest(events []event) transcriptDigest {
-	var d transcriptDigest
-	files := newFileTracker()
-	type call struct {
-		entry    commandEntry
-		readOnly bool
-	}
-	type occurrence struct {
-		line, kind string
-		at         int
-	}
-	var (
-		calls       []*call
-		pending     []*call // calls waiting for their result, oldest first
-		errs        []occurrence
-		lastSuccess = map[string]int{} // kind → position of its last success
-		anySuccess  = -1
-		firstUser   = -1
-		lastUser    = -1
-		nextAt      = -1
-		lastSaid    string
-		constraints = newDistinct()
-		decisions   = newDistinct()
-	)
+	b := &digestBuilder{events: events, files: newFileTracker(), lastSuccess: map[string]int{},
+		anySuccess: -1, firstUser: -1, lastUser: -1, nextAt: -1, constraints: newDistinct(), decisions: newDistinct()}
 	for i, e := range events {
 		switch e.kind {
 		case evText:
-			if strings.HasPrefix(strings.TrimSpace(e.text), strategy.GoalDriftWarningOpening) {
-				// The service's own warning, not the user's words nor a
-				// request to answer.
-				continue
-			}
-			switch e.role {
-			case "user":
-				if firstUser < 0 {
-					firstUser = i
-					d.task = quoteUser(openingLines(e.text, taskLines, taskRunes))
-				}
-				lastUser = i
-				for _, l := range proseLines(e.text) {
-					if reConstraint.MatchString(l) && !isLabel(l) {
-						constraints.add(quoteUser([]string{clip(l, maxItemRunes)})[0])
-					}
-				}
-			case "assistant":
-				if strings.TrimSpace(e.text) == "" {
-					continue
-				}
-				lastSaid = e.text
-				for _, l := range proseLines(e.text) {
-					for _, s := range pick(l, reDecision) {
-						if isStatement(s) {
-							decisions.add(clip(s, maxItemRunes))
-						}
-					}
-					if s := lastMatch(l, reNextStep); s != "" {
-						d.next, nextAt = []string{clip(s, maxItemRunes)}, i
-					}
-					files.stated(l)
-				}
-			}
+			b.text(i, e)
 		case evCall:
-			c := &call{}
-			c.entry, c.readOnly = files.call(e)
+			c := &digestCall{}
+			c.entry, c.readOnly = b.files.call(e)
 			c.entry.outcome = "no result"
-			calls = append(calls, c)
-			pending = append(pending, c)
+			b.calls = append(b.calls, c)
+			b.pending = append(b.pending, c)
 		case evResult:
-			var c *call
-			if len(pending) > 0 {
-				c, pending = pending[0], pending[1:]
+			b.result(i, e)
+		}
+	}
+	b.pendingWork()
+	b.taskAndState()
+	b.recentCalls()
+	b.listed()
+	b.errorsByLastOccurrence()
+	return b.d
+}
+
+// digestBuilder is what buildDigest gathers as it reads the events in
+// order, and the digest it fills.
+type digestBuilder struct {
+	events      []event
+	d           transcriptDigest
+	files       *fileTracker
+	calls       []*digestCall
+	pending     []*digestCall // calls waiting for their result, oldest first
+	errs        []errorOccurrence
+	lastSuccess map[string]int // kind → position of its last success
+	anySuccess  int
+	firstUser   int
+	lastUser    int
+	nextAt      int
+	lastSaid    string
+	constraints *distinct
+	decisions   *distinct
+}
+
+// digestCall is a tool call as read, waiting for its outcome.
+type digestCall struct {
+	entry    commandEntry
+	readOnly bool
+}
+
+// errorOccurrence is an error line at position at of the events, from a
+// command of kind.
+type errorOccurrence struct {
+	line, kind string
+	at         int
+}
+
+// text reads message i: the user's task and constraints, the assistant's
+// decisions, next step and the files it says it touched.
+func (b *digestBuilder) text(i int, e event) {
+	if strings.HasPrefix(strings.TrimSpace(e.text), strategy.GoalDriftWarningOpening) {
+		// The service's own warning, not the user's words nor a
+		// request to answer.
+		return
+	}
+	switch e.role {
+	case "user":
+		if b.firstUser < 0 {
+			b.firstUser = i
+			b.d.task = quoteUser(openingLines(e.text, taskLines, taskRunes))
+		}
+		b.lastUser = i
+		for _, l := range proseLines(e.text) {
+			if reConstraint.MatchString(l) && !isLabel(l) {
+				b.constraints.add(quoteUser([]string{clip(l, maxItemRunes)})[0])
 			}
-			kind, readOnly := "", false
-			if c != nil {
-				kind, readOnly = c.entry.kind, c.readOnly
-			}
-			rc, hasRC := returnCode(e.text)
-			// A tool that answers "Error: …" failed, whatever it read (a
-			// function tool has no exit status to say so).
-			failed := e.isErr || (hasRC && rc != 0) || reToolFailed.MatchString(firstLine(e.text))
-			found := errorLines(e.text, failed, readOnly)
-			if e.isErr && len(found) == 0 {
-				if first := firstLine(e.text); first != "" {
-					found = []string{first}
+		}
+	case "assistant":
+		if strings.TrimSpace(e.text) == "" {
+			return
+		}
+		b.lastSaid = e.text
+		for _, l := range proseLines(e.text) {
+			for _, s := range pick(l, reDecision) {
+				if isStatement(s) {
+					b.decisions.add(clip(s, maxItemRunes))
 				}
 			}
-			for _, l := range found {
-				errs = append(errs, occurrence{line: l, kind: kind, at: i})
+			if s := lastMatch(l, reNextStep); s != "" {
+				b.d.next, b.nextAt = []string{clip(s, maxItemRunes)}, i
 			}
-			if !e.isErr && len(found) == 0 && (!hasRC || rc == 0) {
-				lastSuccess[kind], anySuccess = i, i
-			}
-			if c != nil {
-				c.entry.outcome = outcome(e, rc, hasRC, found)
-			}
-			if !readOnly {
-				// A result's own report of what it wrote ("File created
-				// successfully at: /x.py", git status's "modified: x.go").
-				for _, l := range strings.Split(e.text, "\n") {
-					if utf8.RuneCountInString(l) <= longLineRunes {
-						files.stated(l)
-					}
-				}
+			b.files.stated(l)
+		}
+	}
+}
+
+// result reads tool result i as the outcome of the oldest call waiting
+// for one: its errors, whether it succeeded, the files it reports.
+func (b *digestBuilder) result(i int, e event) {
+	var c *digestCall
+	if len(b.pending) > 0 {
+		c, b.pending = b.pending[0], b.pending[1:]
+	}
+	kind, readOnly := "", false
+	if c != nil {
+		kind, readOnly = c.entry.kind, c.readOnly
+	}
+	rc, hasRC := returnCode(e.text)
+	// A tool that answers "Error: …" failed, whatever it read (a
+	// function tool has no exit status to say so).
+	failed := e.isErr || (hasRC && rc != 0) || reToolFailed.MatchString(firstLine(e.text))
+	found := errorLines(e.text, failed, readOnly)
+	if e.isErr && len(found) == 0 {
+		if first := firstLine(e.text); first != "" {
+			found = []string{first}
+		}
+	}
+	for _, l := range found {
+		b.errs = append(b.errs, errorOccurrence{line: l, kind: kind, at: i})
+	}
+	if !e.isErr && len(found) == 0 && (!hasRC || rc == 0) {
+		b.lastSuccess[kind], b.anySuccess = i, i
+	}
+	if c != nil {
+		c.entry.outcome = outcome(e, rc, hasRC, found)
+	}
+	if !readOnly {
+		// A result's own report of what it wrote ("File created
+		// successfully at: /x.py", git status's "modified: x.go").
+		for _, l := range strings.Split(e.text, "\n") {
+			if utf8.RuneCountInString(l) <= longLineRunes {
+				b.files.stated(l)
 			}
 		}
 	}
-	if lastUser >= 0 && lastUser > nextAt {
-		// The user spoke after the assistant's last stated plan: the
-		// request is what is pending.
-		d.next = append([]string{"Answer the user's latest message, quoted below."},
-			quoteUser(openingLines(events[lastUser].text, requestLines, stateRunes))...)
+}
+
+// pendingWork sets the next step: the user's latest message when it
+// came after the assistant's last stated plan, and first any question
+// the assistant asked the user that no user message has answered yet.
+func (b *digestBuilder) pendingWork() {
+	if b.lastUser >= 0 && b.lastUser > b.nextAt {
+		b.d.next = append([]string{"Answer the user's latest message, quoted below."},
+			quoteUser(openingLines(b.events[b.lastUser].text, requestLines, stateRunes))...)
 	}
-	// A question the assistant asked the user that no user message has
-	// answered yet is what is pending first.
 	var questions []string
-	for _, e := range events[lastUser+1:] {
+	for _, e := range b.events[b.lastUser+1:] {
 		if e.kind == evText && e.role == "assistant" {
 			for _, l := range proseLines(e.text) {
 				if drift.IsQuestionToUser(l) {
@@ -410,63 +441,77 @@ func buildDigest(events []event) transcriptDigest {
 			}
 		}
 	}
-	d.next = append(questions, d.next...)
-	if len(d.task) == 0 && lastSaid != "" {
-		// No user message: the assistant's first words say what it is doing.
-		for _, e := range events {
+	b.d.next = append(questions, b.d.next...)
+}
+
+// taskAndState sets the task when no user message gave one (the
+// assistant's first words say what it is doing) and the current state
+// (its last words).
+func (b *digestBuilder) taskAndState() {
+	if len(b.d.task) == 0 && b.lastSaid != "" {
+		for _, e := range b.events {
 			if e.kind == evText && e.role == "assistant" && strings.TrimSpace(e.text) != "" {
-				d.task = openingLines(e.text, taskLines, taskRunes)
+				b.d.task = openingLines(e.text, taskLines, taskRunes)
 				break
 			}
 		}
 	}
-	if lastSaid != "" {
-		d.state = openingLines(lastSaid, stateLines, stateRunes)
+	if b.lastSaid != "" {
+		b.d.state = openingLines(b.lastSaid, stateLines, stateRunes)
 	}
-	for i := len(events) - 1; i >= 0 && len(d.recent) < recentCalls; i-- {
-		if events[i].kind == evCall {
-			if t := strings.Join(strings.Fields(callDisplay(events[i].text)), " "); t != "" {
+}
+
+// recentCalls sets the last calls, newest first, the newest one clipped
+// the least.
+func (b *digestBuilder) recentCalls() {
+	for i := len(b.events) - 1; i >= 0 && len(b.d.recent) < recentCalls; i-- {
+		if b.events[i].kind == evCall {
+			if t := strings.Join(strings.Fields(callDisplay(b.events[i].text)), " "); t != "" {
 				limit := maxRecentRunes
-				if len(d.recent) == 0 {
+				if len(b.d.recent) == 0 {
 					limit = maxItemRunes
 				}
-				d.recent = append(d.recent, clip(t, limit))
+				b.d.recent = append(b.d.recent, clip(t, limit))
 			}
 		}
 	}
-	d.constraints = constraints.items
+}
+
+// listed sets the constraints, decisions, files and commands.
+func (b *digestBuilder) listed() {
+	b.d.constraints = b.constraints.items
 	// A statement the task already quotes (no user message: the
 	// assistant's first words) is not written twice.
-	for _, l := range d.task {
-		if decisions.seen[l] {
-			decisions.items = slices.DeleteFunc(decisions.items, func(s string) bool { return s == l })
+	for _, l := range b.d.task {
+		if b.decisions.seen[l] {
+			b.decisions.items = slices.DeleteFunc(b.decisions.items, func(s string) bool { return s == l })
 		}
 	}
-	d.decisions = decisions.items
-	d.files, d.namedMore = capNamed(files.ordered(), maxFiles)
-	for _, c := range calls {
-		d.commands = append(d.commands, c.entry)
+	b.d.decisions = b.decisions.items
+	b.d.files, b.d.namedMore = capNamed(b.files.ordered(), maxFiles)
+	for _, c := range b.calls {
+		b.d.commands = append(b.d.commands, c.entry)
 	}
-	// Distinct errors, ordered by their last occurrence, each resolved when
-	// a command of its kind (any command, when the kind is unknown)
-	// succeeded after it.
+}
+
+// errorsByLastOccurrence sets the distinct errors, ordered by their last
+// occurrence, each resolved when a command of its kind (any command,
+// when the kind is unknown) succeeded after it.
+func (b *digestBuilder) errorsByLastOccurrence() {
 	seen := map[string]bool{}
-	for i := len(errs) - 1; i >= 0; i-- {
-		o := errs[i]
+	for i := len(b.errs) - 1; i >= 0; i-- {
+		o := b.errs[i]
 		if seen[o.line] {
 			continue
 		}
 		seen[o.line] = true
-		after, ok := lastSuccess[o.kind]
+		after, ok := b.lastSuccess[o.kind]
 		if o.kind == "" {
-			after, ok = anySuccess, true
+			after, ok = b.anySuccess, true
 		}
-		d.errors = append(d.errors, errorEntry{line: o.line, kind: o.kind, resolved: ok && after > o.at})
+		b.d.errors = append(b.d.errors, errorEntry{line: o.line, kind: o.kind, resolved: ok && after > o.at})
 	}
-	for i, j := 0, len(d.errors)-1; i < j; i, j = i+1, j-1 {
-		d.errors[i], d.errors[j] = d.errors[j], d.errors[i]
-	}
-	return d
+	slices.Reverse(b.d.errors)
 }
 
 // distinct collects strings once each, in first-seen order.
