@@ -6,7 +6,9 @@
 //   - Identifiers (identifiers.go) finds the facts of a text a summary must
 //     not lose: its paths, URLs, ids, numbers, commands and error names;
 //     Matches gives them where they occur, and Retain and Missing measure
-//     which of a source's survive in a summary.
+//     which of a source's survive in a summary. The scanner behind them
+//     is scan.go (one extractor per kind, overlaps resolved), kinds.go
+//     (each kind's finder and filter) and commands.go (shell commands).
 //   - Comparable (normalize.go) puts a source and a summary in one form
 //     (escapes, heredoc markers and quoting normalised, the product's own
 //     text left out) so that they compare: Required is what a summary must
