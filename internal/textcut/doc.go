@@ -19,7 +19,8 @@
 //     summary to keep (drift.Matches), the package's one import of the
 //     product.
 //   - PostProcess applies the selective tool post-processing table
-//     (preset auto-summarize; postprocess.go).
+//     (preset auto-summarize; postprocess.go, and a file per reduced
+//     form: postjson.go, postsearch.go, posttable.go, postfile.go).
 //
 // What a summary must keep of its source, and must not invent, is package
 // drift's.
