@@ -777,19 +777,16 @@ func TestRecordHistories(t *testing.T) {
 		snips := append(snippets(t, openAIContents(t, inputs[0]), 10), snippets(t, openAIContents(t, inputs[1]), 10)...)
 		record(t, "session-two-events", h, append(append([]byte{}, inputs[0]...), inputs[1]...), snips, subs[1].InputKey)
 	})
-	t.Run("session-admission", func(t *testing.T) {
-		t.Parallel()
-		// One run of the tenant in flight at a time: of two sessions'
-		// events submitted together, one waits for admission and is
-		// told by the other's run when it ended (the admission and
-		// admission-handoff version markers). The waiting session and
-		// the run that handed its slot on are recorded.
-		e := newEnv(t, withRunsInFlight(1))
+	// admissionPair submits one event in each of two sessions of a tenant
+	// with one run in flight at a time: one waits for admission and is
+	// told by the other's run when it ended. It returns which run handed
+	// its slot on.
+	admissionPair := func(t *testing.T) (e *env, input []byte, sessions []string, subs []gateway.Submitted, handoff int) {
+		e = newEnv(t, withRunsInFlight(1))
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		input := readData(t, "swe-agent-deepseek/django__django-12308.json")
-		sessions := []string{"admit-a", "admit-b"}
-		var subs []gateway.Submitted
+		input = readData(t, "swe-agent-deepseek/django__django-12308.json")
+		sessions = []string{"admit-a", "admit-b"}
 		for _, s := range sessions {
 			sub, err := e.gw.Submit(ctx, gateway.Event{Tenant: e.tenant, Session: s, EventID: "ev-0",
 				Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 60000, Conversation: input})
@@ -801,9 +798,8 @@ func TestRecordHistories(t *testing.T) {
 			require.NoError(t, err)
 			checkRun(t, e, input, sub, res)
 		}
-		snips := snippets(t, openAIContents(t, input), 10)
 		// The run that handed its slot on signalled the other session.
-		handoff := -1
+		handoff = -1
 		for i, sub := range subs {
 			require.NoError(t, e.client.GetWorkflow(ctx, sub.RunID, "").Get(ctx, nil))
 			for _, ev := range fetchHistory(t, e.client, sub.RunID).Events {
@@ -813,6 +809,26 @@ func TestRecordHistories(t *testing.T) {
 			}
 		}
 		require.NotEqual(t, -1, handoff, "one run handed its slot on")
+		return e, input, sessions, subs, handoff
+	}
+	t.Run("run-shape-told", func(t *testing.T) {
+		t.Parallel()
+		// The run-shape version on a run that hands its slot on: it
+		// closes only once its signal to the admitted run's session is
+		// out (awaitTold).
+		e, input, _, subs, handoff := admissionPair(t)
+		h := fetchHistory(t, e.client, subs[handoff].RunID)
+		require.Equal(t, []string{"run-shape"}, versionMarkers(t, h))
+		require.Equal(t, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, h.Events[len(h.Events)-1].EventType)
+		record(t, "compaction-run-shape-told", h, input, snippets(t, openAIContents(t, input), 10), subs[handoff].InputKey)
+	})
+	t.Run("session-admission", func(t *testing.T) {
+		t.Parallel()
+		// The admission and admission-handoff version markers: the
+		// waiting session and the run that handed its slot on are
+		// recorded.
+		e, input, sessions, subs, handoff := admissionPair(t)
+		snips := snippets(t, openAIContents(t, input), 10)
 		record(t, "compaction-admission-handoff", fetchHistory(t, e.client, subs[handoff].RunID), input, snips, subs[handoff].InputKey)
 		// The other session waited, and then waits idle on its timer.
 		waited := 1 - handoff

@@ -104,15 +104,16 @@ type compactionRun struct {
 }
 
 // runShapeChange is the change id of the run's current shape. A run
-// started since it records this one marker and takes every branch that
-// a version of the run gates (plan-final, manual-compacts, judge-once,
-// replacement-beside-repair, admission-handoff, intermediates,
-// release-after-commit, webhooks, delivery-queue), rather than one marker
-// per branch: the SDK upserts a search attribute beside each marker,
-// which made four branches eight history events and four billable
-// actions per run. A change to come takes its own GetVersion (or this
-// one's version 2); the branches of this one keep their change ids for
-// the runs recorded before it.
+// started since it records this one marker, rather than one per branch,
+// and takes every branch that a version of the run gates (plan-final,
+// manual-compacts, judge-once, replacement-beside-repair,
+// admission-handoff, intermediates, release-after-commit, webhooks,
+// delivery-queue); it also waits, before it closes, for the admission
+// signals it sent (awaitTold), which no run recorded before it did. The
+// SDK upserts a search attribute beside each marker: four branches cost a
+// run eight history events and four billable actions. A change to come
+// takes its own GetVersion (or this one's version 2); the branches of
+// this one keep their change ids for the runs recorded before it.
 const runShapeChange = "run-shape"
 
 // changed reports whether the run takes the branch of version changeID
@@ -238,10 +239,15 @@ func (r *compactionRun) finish(ctx workflow.Context, ans *answer, res contract.O
 		res = contract.Outcome{RunID: r.run.ID}
 	}
 	ans.set(res, err)
-	r.handOnSlot(ctx)
+	told := r.handOnSlot(ctx)
 	r.releaseIntermediates(ctx)
 	if r.notify {
 		r.startDelivery(ctx)
+	}
+	if r.current {
+		// Last, so that the release and the delivery are not behind them:
+		// most are out by the time the release is done.
+		awaitTold(ctx, told)
 	}
 	return res, err
 }

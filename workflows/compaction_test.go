@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
@@ -976,6 +978,30 @@ func TestCompactionHandsItsSlotOn(t *testing.T) {
 			require.Equal(t, []string{"run-9"}, told.wait(t, 1), "the admitted run's session is told")
 		})
 	}
+}
+
+// TestCompactionClosesOnceItsAdmissionSignalsAreOut: a run that handed
+// its slot on does not close before its signal to the admitted run's
+// session has gone out. Temporal drops a signal whose sender closed
+// first, and the admitted run then waited for the retell or its recheck
+// (15 to 30 s: the ceiling bench's p99).
+func TestCompactionClosesOnceItsAdmissionSignalsAreOut(t *testing.T) {
+	t.Parallel()
+	f := &fakes{admit: activities.AdmitResult{Others: []activities.AdmittedRun{{RunID: "run-9", Session: "s2"}}}}
+	env := newTestEnv()
+	f.install(env)
+	var delivered atomic.Bool
+	env.OnSignalExternalWorkflow(mock.Anything, contract.SessionWorkflowID("t1", "s2"), "", contract.AdmitSignal, "run-9").Return(
+		func(_, _, _, _ string, _ interface{}) error {
+			// Slower than the rest of the run's end.
+			time.Sleep(300 * time.Millisecond)
+			delivered.Store(true)
+			return nil
+		})
+	env.ExecuteWorkflow(Compaction, contract.CompactionInput{Run: testRun("offload-compact", ""), InputKey: "t1/input/abc", InputSHA256: "abc"})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	require.True(t, delivered.Load(), "the run closed before its admission signal went out")
 }
 
 // TestCompactionHandOnFailing: a handoff that keeps failing (Postgres

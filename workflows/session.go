@@ -140,7 +140,12 @@ func (s *sessionQueue) run(ctx workflow.Context) error {
 // the queue and the ids seen, handing on a slot the last run freed.
 func (s *sessionQueue) continueAsNew(ctx workflow.Context, freed bool, admits workflow.ReceiveChannel) error {
 	if freed {
-		admit(ctx, s.in.Tenant, "")
+		_, told := admitWithin(ctx, localStepOptions(), s.in.Tenant, "")
+		// This run of the session closes next: its signals must be out
+		// first (awaitTold). Sessions of before continued at once.
+		if len(told) > 0 && workflow.GetVersion(ctx, "admission-told", workflow.DefaultVersion, 1) >= 1 {
+			awaitTold(ctx, told)
+		}
 	}
 	s.drain()
 	// Admissions already acted on (a run that found itself admitted
@@ -218,28 +223,46 @@ func awaitAdmission(ctx workflow.Context, tenant, runID string, admits, signals 
 // lets the run start: admission is fairness, and the run's own steps
 // meet the same outage.
 func admit(ctx workflow.Context, tenant, runID string) bool {
-	return admitWithin(ctx, localStepOptions(), tenant, runID)
+	admitted, _ := admitWithin(ctx, localStepOptions(), tenant, runID)
+	return admitted
 }
 
-// admitWithin is admit with the step's options.
-func admitWithin(ctx workflow.Context, opts workflow.LocalActivityOptions, tenant, runID string) bool {
+// admitWithin is admit with the step's options. told are the signals to
+// the other sessions, under way: a workflow about to close waits for
+// them (awaitTold), since Temporal drops a signal whose sender closed
+// before the signal went out.
+func admitWithin(ctx workflow.Context, opts workflow.LocalActivityOptions, tenant, runID string) (admitted bool, told []workflow.Future) {
 	var a *activities.Admission
 	var res activities.AdmitResult
 	lctx := workflow.WithLocalActivityOptions(ctx, opts)
 	if err := workflow.ExecuteLocalActivity(lctx, a.Admit, activities.AdmitInput{Tenant: tenant, RunID: runID}).Get(ctx, &res); err != nil {
 		if runID == "" {
 			workflow.GetLogger(ctx).Warn("handing a freed admission slot on failed; the next Admit call or a recheck does it", "tenant", tenant, "error", err)
-			return false
+			return false, nil
 		}
 		workflow.GetLogger(ctx).Error("admission failed; the run starts", "run", runID, "error", err)
-		return true
+		return true, nil
 	}
 	for _, o := range res.Others {
-		// Not waited for: a session that is gone has its run started
-		// again by the reconciler, admitted already.
-		workflow.SignalExternalWorkflow(ctx, contract.SessionWorkflowID(tenant, o.Session), "", contract.AdmitSignal, o.RunID)
+		// Not waited for here: the run goes on while they go out.
+		told = append(told, workflow.SignalExternalWorkflow(ctx, contract.SessionWorkflowID(tenant, o.Session), "", contract.AdmitSignal, o.RunID))
 	}
-	return res.Admitted
+	return res.Admitted, told
+}
+
+// awaitTold waits, before a workflow closes, for the admission signals it
+// sent to go out. Temporal sends a workflow's signal to another after the
+// task that issued it, and drops it when the sender has closed by then:
+// under load a run that handed its slot on and ended at once left the
+// admitted run to wait for the retell or its recheck (15 to 30 s, the
+// ceiling bench's p99). A signal that fails (a session that is gone has
+// its run started again by the reconciler, admitted already) is logged.
+func awaitTold(ctx workflow.Context, told []workflow.Future) {
+	for _, f := range told {
+		if err := f.Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Warn("admission signal not delivered", "error", err)
+		}
+	}
 }
 
 // queuedRuns are the run ids of the queued events, in order.
@@ -321,13 +344,16 @@ func waitForEvent(ctx workflow.Context, signals workflow.ReceiveChannel, add fun
 // without reaching this. It tries for a minute at most (Postgres down):
 // the workflow's release and delivery come after it, and the session's
 // call and the waiting sessions' rechecks do the handoff later anyway.
-func (r *compactionRun) handOnSlot(ctx workflow.Context) {
+// told are its signals to the admitted runs' sessions, which a run of the
+// current shape waits for before it closes (awaitTold).
+func (r *compactionRun) handOnSlot(ctx workflow.Context) (told []workflow.Future) {
 	if !r.changed(ctx, "admission-handoff") {
-		return
+		return nil
 	}
 	opts := localStepOptions()
 	opts.StartToCloseTimeout, opts.ScheduleToCloseTimeout = handOnTimeout/2, handOnTimeout
-	admitWithin(ctx, opts, r.run.Tenant, "")
+	_, told = admitWithin(ctx, opts, r.run.Tenant, "")
+	return told
 }
 
 // handOnTimeout bounds a finished run's handoff of its slot.
