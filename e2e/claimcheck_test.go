@@ -61,6 +61,31 @@ func fetchHistory(t *testing.T, c client.Client, workflowID string) *historypb.H
 	return h
 }
 
+// addQuietHook registers, for e's tenant, a webhook receiver that
+// accepts every delivery.
+func addQuietHook(t *testing.T, e *env) {
+	t.Helper()
+	l := takeHookListener(t)
+	hook := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = hook.Serve(l) }()
+	t.Cleanup(func() { _ = hook.Close() })
+	_, _, err := e.gw.AddWebhook(context.Background(), e.tenant, "http://"+l.Addr().String()+"/hook", "recorded")
+	require.NoError(t, err)
+}
+
+// deliveryDone waits for the webhook delivery of run runID to complete
+// and returns its description.
+func deliveryDone(t *testing.T, e *env, runID string) *workflowservice.DescribeWorkflowExecutionResponse {
+	t.Helper()
+	var d *workflowservice.DescribeWorkflowExecutionResponse
+	require.Eventually(t, func() bool {
+		var err error
+		d, err = e.client.DescribeWorkflowExecution(context.Background(), contract.DeliveryWorkflowID(runID), "")
+		return err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+	}, time.Minute, 100*time.Millisecond, "the delivery of %s completed", runID)
+	return d
+}
+
 // versionMarkers lists the change ids of the version markers in h, in
 // their order (the SDK's "Version" markers carry it as "change-id").
 func versionMarkers(t *testing.T, h *historypb.History) []string {
@@ -434,21 +459,13 @@ func TestRecordHistories(t *testing.T) {
 		// webhook (webhooks, delivery-queue), handing on its admission
 		// slot and releasing its intermediates after the commit.
 		e := newEnv(t)
-		l := takeHookListener(t)
-		hook := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = hook.Serve(l) }()
-		t.Cleanup(func() { _ = hook.Close() })
-		_, _, err := e.gw.AddWebhook(context.Background(), e.tenant, "http://"+l.Addr().String()+"/hook", "recorded")
-		require.NoError(t, err)
+		addQuietHook(t, e)
 		input := readData(t, "swe-agent-deepseek/django__django-12308.json")
 		sub, res := e.compact(gateway.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 30000,
 			Overrides: json.RawMessage(`{"drift":{"min_retention":1}}`), Conversation: input})
 		checkRun(t, e, input, sub, res)
 		require.Contains(t, []string{"repaired", "replaced", "replaced+patched"}, res.Drift)
-		require.Eventually(t, func() bool {
-			d, err := e.client.DescribeWorkflowExecution(context.Background(), contract.DeliveryWorkflowID(sub.RunID), "")
-			return err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
-		}, time.Minute, 100*time.Millisecond)
+		deliveryDone(t, e, sub.RunID)
 		h := fetchHistory(t, e.client, sub.RunID)
 		require.Equal(t, []string{"run-shape"}, versionMarkers(t, h), "one version marker for the run's every branch")
 		record(t, "compaction-run-shape", h, input, snippets(t, openAIContents(t, input), 20), sub.InputKey)
@@ -709,10 +726,7 @@ func TestRecordHistories(t *testing.T) {
 		}, time.Minute, 100*time.Millisecond)
 		snips := snippets(t, openAIContents(t, input), 20)
 		record(t, "compaction-webhook", fetchHistory(t, e.client, sub.RunID), input, snips, sub.InputKey)
-		require.Eventually(t, func() bool {
-			d, err := e.client.DescribeWorkflowExecution(context.Background(), contract.DeliveryWorkflowID(sub.RunID), "")
-			return err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
-		}, time.Minute, 100*time.Millisecond)
+		deliveryDone(t, e, sub.RunID)
 		record(t, "webhook-delivery", fetchHistory(t, e.client, contract.DeliveryWorkflowID(sub.RunID)), input, snips, sub.RunID)
 	})
 	t.Run("webhook-delivery-queue", func(t *testing.T) {
@@ -720,20 +734,11 @@ func TestRecordHistories(t *testing.T) {
 		// Version delivery-queue: the run starts its delivery on the
 		// delivery task queue (DELIVERY_TASK_QUEUE).
 		e := newEnv(t)
-		l := takeHookListener(t)
-		hook := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = hook.Serve(l) }()
-		t.Cleanup(func() { _ = hook.Close() })
-		_, _, err := e.gw.AddWebhook(context.Background(), e.tenant, "http://"+l.Addr().String()+"/hook", "recorded")
-		require.NoError(t, err)
+		addQuietHook(t, e)
 		input := readData(t, "swe-agent-deepseek/django__django-11564.json")
 		sub, res := e.compact(gateway.Event{Preset: "offload-compact", Model: "gpt-4o", ContextLimit: 60000, Conversation: input})
 		checkRun(t, e, input, sub, res)
-		var d *workflowservice.DescribeWorkflowExecutionResponse
-		require.Eventually(t, func() bool {
-			d, err = e.client.DescribeWorkflowExecution(context.Background(), contract.DeliveryWorkflowID(sub.RunID), "")
-			return err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
-		}, time.Minute, 100*time.Millisecond)
+		d := deliveryDone(t, e, sub.RunID)
 		require.Equal(t, e.deps.Config.DeliveryTaskQueue, d.GetWorkflowExecutionInfo().GetTaskQueue(), "the delivery ran on the delivery queue")
 		record(t, "compaction-webhook-delivery-queue", fetchHistory(t, e.client, sub.RunID), input, snippets(t, openAIContents(t, input), 20), sub.InputKey)
 	})
