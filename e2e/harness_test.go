@@ -150,13 +150,20 @@ func withLLMRate(perSecond float64) envOption {
 // as a deployment without OPENAI_BASE_URL: no test LLM server.
 func withoutLLM() envOption { return func(c *envConfig) { c.offline = true } }
 
-func withBlob(b *blob.Store) envOption { return func(c *envConfig) { c.blob = b } }
-
-func newEnv(t *testing.T, opts ...envOption) *env {
+// skipUnderShort skips a test that needs the services under -short
+// (make unit), which runs none.
+func skipUnderShort(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs Temporal, Postgres and S3: skipped under -short")
 	}
+}
+
+func withBlob(b *blob.Store) envOption { return func(c *envConfig) { c.blob = b } }
+
+func newEnv(t *testing.T, opts ...envOption) *env {
+	t.Helper()
+	skipUnderShort(t)
 	var cfg envConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -264,6 +271,10 @@ func readData(t *testing.T, rel string) []byte {
 // after the first time.
 func buildCommand(t *testing.T, name string) string {
 	t.Helper()
+	// Every test that runs a binary of the product runs it against the
+	// services: under -short it stops before the build (tens of seconds
+	// of `make unit` went to building binaries for tests that skipped).
+	skipUnderShort(t)
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
