@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -14,10 +12,8 @@ import (
 	"github.com/ctxcompact/orchestrator/internal/conversation"
 	"github.com/ctxcompact/orchestrator/internal/plan"
 	"github.com/ctxcompact/orchestrator/internal/policy"
-	"github.com/ctxcompact/orchestrator/internal/pricing"
 	"github.com/ctxcompact/orchestrator/internal/store"
 	"github.com/ctxcompact/orchestrator/internal/strategy"
-	"github.com/ctxcompact/orchestrator/internal/tokens"
 )
 
 // Commit writes the compacted conversation in the caller's format, marks
@@ -79,139 +75,6 @@ type final struct {
 	o    outcome
 }
 
-// finalOutput is the run's output: the working conversation at
-// in.WorkKey, measured and priced, or, under cost.skip_unprofitable,
-// the input unchanged when the session did not need the compaction yet
-// and it would cost the agent more than it saves. A skipped run moves
-// nothing of its session (no watermark, no released offload, no log
-// block) and says so in a "skip" pass.
-//
-// A Goal Drift Warning (behaviour) is appended at the tail of the
-// output, when it fits: a warning that would push the output over its
-// limit is left out, the signs still recorded and said in the outcome.
-func (a *Activities) finalOutput(ctx context.Context, in CommitInput, p policy.Preset, b plan.Budget, tokensBefore int64) (final, error) {
-	signals, warning, err := a.behaviour(ctx, in, p)
-	if err != nil {
-		return final{}, err
-	}
-	f, err := a.measured(ctx, in, p, b, tokensBefore, in.WorkKey, warning)
-	if err == nil && f.o.over && warning != "" {
-		f, err = a.measured(ctx, in, p, b, tokensBefore, in.WorkKey, "")
-	}
-	if err != nil {
-		return f, err
-	}
-	names := make([]string, 0, len(signals))
-	for _, s := range signals {
-		names = append(names, s.Name)
-	}
-	if len(names) > 0 {
-		f.o.stats.BehaviourDrift = names
-	}
-	if !skipUnprofitable(in.Run.Trigger, p, b, tokensBefore, f.o) {
-		return f, nil
-	}
-	cost := *f.o.stats.Cost
-	skip := in
-	skip.Watermark, skip.DeleteOffloads, skip.Log = "", nil, nil
-	skip.Passes = append(append([]PassStat(nil), in.Passes...), PassStat{Name: "skip",
-		Note: fmt.Sprintf("the input was under its limit and the compaction would cost the agent $%.6f more than it saves over its next %d calls (cache re-write of %d tokens): kept as it came",
-			-(cost.NetSavingUSD + cost.SummarizerUSD), cost.Turns, cost.CacheRewriteTokens)})
-	if f, err = a.measured(ctx, skip, p, b, tokensBefore, in.ArchiveKey, ""); err != nil {
-		return f, err
-	}
-	// What the skipped compaction spent stays spent.
-	f.o.stats.Cost.NetSavingUSD = -cost.SummarizerUSD
-	if len(names) > 0 {
-		f.o.stats.BehaviourDrift = names // recorded; the input comes back as it was
-	}
-	return f, nil
-}
-
-// skipUnprofitable reports whether a run's output o is one that
-// cost.skip_unprofitable keeps out: the input was under the limit (the
-// session did not need it yet), the output fits, and the compaction
-// costs the agent more over its next calls than it saves, the
-// summarizer's cost aside (spent by now either way). Only a threshold
-// event is the service's own call to make: a checkpoint or manual event
-// is the caller's intent (seed 002 makes manual compaction
-// unconditional; a checkpoint must prune and move its watermark), so
-// cost never overrides it.
-func skipUnprofitable(trigger string, p policy.Preset, b plan.Budget, tokensBefore int64, o outcome) bool {
-	c := o.stats.Cost
-	return contract.Automatic(trigger) && p.Cost.SkipUnprofitable && !o.over && tokensBefore <= int64(b.Limit) && c != nil && c.Priced &&
-		c.NetSavingUSD+c.SummarizerUSD < 0
-}
-
-// measured reads the conversation at key as the run's output, with
-// warning (when not "") appended at its tail, and works out its outcome:
-// size, level, cache, log and cost figures.
-func (a *Activities) measured(ctx context.Context, in CommitInput, p policy.Preset, b plan.Budget, tokensBefore int64, key, warning string) (final, error) {
-	f := final{in: in}
-	conv, _, err := a.load(ctx, in.Run.Tenant, key)
-	if err != nil {
-		return f, err
-	}
-	warned := false
-	if warning != "" {
-		conv = conv.Clone() // the loaded conversation is the cache's
-		warned = appendWarning(&conv, warning)
-	}
-	size := a.outputSize(ctx, in.Run, conv, b)
-	after := size.Size
-	// changed: by commit itself, since the work was saved.
-	reactStats, changed, err := setReActStats(&conv, p, b, after)
-	if err != nil {
-		return f, err
-	}
-	if f.data, err = a.outputBytes(ctx, in.Run.Tenant, key, conv, changed || warned); err != nil {
-		return f, err
-	}
-	f.conv, f.o = conv, commitOutcome(ctx, in, conv, p, b, after, tokensBefore, reactStats)
-	if size.Counting == tokens.CountingProvider && f.o.over {
-		f.o.reason = providerReason(f.o.reason, conv, b, after)
-		f.o.stats.OverLimitReason = f.o.reason
-	}
-	f.o.stats.Watermark, f.o.stats.TokenCounting = in.Watermark, size.Counting
-	f.o.stats.GoalDriftWarning = warned
-	if f.o.stats.Cache, err = a.cacheFigures(ctx, in, conv, b, after); err != nil {
-		return f, err
-	}
-	if f.o.stats.SessionLog, f.o.log, err = a.logFigures(ctx, in, conv, p, b); err != nil {
-		return f, err
-	}
-	f.o.stats.SummaryLog = f.o.stats.SessionLog
-	f.o.stats.Cost = a.costFigures(in, p, b, int(tokensBefore), after, f.o.stats.Cache)
-	return f, nil
-}
-
-// outputSize is the size of a run's output that the limit is checked
-// against: the provider's count when a.ProviderTokens handles the run's
-// model (counted over the network, here in the activity, within the
-// counter's timeout and cached by content), else the budget's. A provider
-// that fails never fails the commit: the budget's estimate stands, and
-// the outcome's token_counting says "estimate".
-func (a *Activities) outputSize(ctx context.Context, run contract.Run, conv conversation.Conversation, b plan.Budget) tokens.Measured {
-	m, err := tokens.MeasureConversation(ctx, a.ProviderTokens, run.Model, b.Encoding, b.Overhead, conv,
-		func() int { return b.Measure(conv) })
-	if err != nil {
-		logger(ctx).Warn("provider token count failed; the output's size is the estimate", "run", run.ID, "error", err)
-	}
-	return m
-}
-
-// providerReason is the over-limit reason of an output the provider
-// counted: its size is the provider's, and the estimate the steps worked
-// with is named beside it.
-func providerReason(reason string, conv conversation.Conversation, b plan.Budget, after int) string {
-	est := b.Measure(conv)
-	prefix := fmt.Sprintf("%d of limit %d (%s)", est, b.Limit, b.CounterName())
-	if rest, ok := strings.CutPrefix(reason, prefix); ok {
-		return fmt.Sprintf("%d of limit %d (the provider's count; %s estimates %d)", after, b.Limit, b.CounterName(), est) + rest
-	}
-	return fmt.Sprintf("%s (the provider's count: %d)", reason, after)
-}
-
 // commitSession moves the session's state on once the run is recorded:
 // the watermark the run reached, and the offloads it released. Both are
 // idempotent, so a retried commit repeats them harmlessly. A replay is a
@@ -248,29 +111,6 @@ func (a *Activities) recordedOutcome(ctx context.Context, runID string) (contrac
 		return contract.Outcome{}, storeErr(err)
 	}
 	return o, nil
-}
-
-// setReActStats gives a ReAct trajectory its compression stats. A bare
-// list of turns has no place for them: they go to the run's stats (and
-// the response) only, and the output stays a list; changed reports
-// whether conv itself got them. A conversation of another format has none.
-func setReActStats(conv *conversation.Conversation, p policy.Preset, b plan.Budget, after int) (*conversation.ReActStats, bool, error) {
-	if conv.Format != conversation.FormatReAct {
-		return nil, false, nil
-	}
-	usage := b.Usage(after)
-	threshold := int(float64(b.Limit) * p.GlobalResults.TriggerUsage)
-	stats := &conversation.ReActStats{
-		TotalSize: after, ModelLimit: b.Limit, UsagePercent: roundTo(usage*100, 1),
-		TurnsCount: len(conv.Messages) / 2, CompressionThreshold: threshold, NeedsCompression: after > threshold,
-	}
-	if !conversation.HasStatsPlace(*conv) {
-		return stats, false, nil
-	}
-	if err := conversation.SetReActStats(conv, *stats); err != nil {
-		return nil, false, fmt.Errorf("write compression stats: %w", err)
-	}
-	return stats, true, nil
 }
 
 // outcome is what a commit decided about its run: the figures of its
@@ -383,125 +223,4 @@ func (a *Activities) commitRun(ctx context.Context, rec *attempt, in CommitInput
 		return c, badInput(fmt.Errorf("run %s is already %s", run.ID, current.Status))
 	}
 	return c, nil
-}
-
-// outputBytes is the run's output: when commit changed nothing, the bytes
-// at workKey, so that the output is not rendered a second time: the saved
-// working copy (a "work" object is the rendering of the conversation
-// commit loaded), or the input, the caller's own bytes, which the gateway
-// stored as the archive, when no pass changed it; else the conversation
-// rendered.
-func (a *Activities) outputBytes(ctx context.Context, tenant, workKey string, conv conversation.Conversation, changed bool) ([]byte, error) {
-	if _, kind, sha, err := blob.ParseContentKey(workKey); err == nil && (kind == blob.KindWork || kind == blob.KindArchive) && !changed {
-		return a.getVerified(ctx, tenant, workKey, sha)
-	}
-	data, err := conversation.Render(conv)
-	if err != nil {
-		return nil, fmt.Errorf("render output: %w", err)
-	}
-	return data, nil
-}
-
-// cacheFigures measures how much of the output is an unchanged prefix of
-// the run's request (its archived original), which the agent's prompt
-// cache keeps, and how much its next call writes again.
-func (a *Activities) cacheFigures(ctx context.Context, in CommitInput, conv conversation.Conversation, b plan.Budget, after int) (*contract.CacheFigures, error) {
-	orig, _, ok, err := a.original(ctx, in.Run, in.ArchiveKey)
-	if err != nil || !ok {
-		return nil, err
-	}
-	prefix := min(plan.StablePrefix(orig, conv, b), after)
-	f := &contract.CacheFigures{PrefixTokens: prefix, RewriteTokens: after - prefix}
-	if after > 0 {
-		f.PrefixShare = roundTo(float64(prefix)/float64(after), 3)
-	}
-	return f, nil
-}
-
-// logFigures describes the session log of the output, and picks the
-// blocks the run appended that the output still holds (a later step may
-// have replaced a whole conversation by a handoff) for the commit to
-// record. A preset without history summaries has no log.
-func (a *Activities) logFigures(ctx context.Context, in CommitInput, conv conversation.Conversation, p policy.Preset, b plan.Budget) (*contract.LogFigures, []store.LogBlock, error) {
-	if !p.History.Enabled && len(in.Log) == 0 {
-		return nil, nil, nil
-	}
-	if len(in.Log) == 0 && !holdsLogBlock(conv) {
-		// No block could be recorded: the session's log need not be read.
-		return &contract.LogFigures{}, nil, nil
-	}
-	recorded := in.LogRecorded
-	if !in.LogRead {
-		// No history pass read the log in this run: the commit does.
-		var err error
-		if recorded, err = a.recordedBlocks(ctx, in.Run); err != nil {
-			return nil, nil, err
-		}
-	}
-	known := newDigestSet(append(slices.Clone(recorded), LogDigests(in.Log)...))
-	_, view := plan.SeparateLog(conv, known.has, b.Counter)
-	present := map[string]bool{}
-	for _, d := range view.Digests {
-		present[d] = true
-	}
-	f := &contract.LogFigures{Blocks: len(view.Messages), Tokens: view.Tokens}
-	var keep []store.LogBlock
-	for _, l := range in.Log {
-		if !present[l.SHA256] {
-			continue
-		}
-		keep = append(keep, l)
-		f.Appended++
-		f.Reflected = f.Reflected || l.Reflection
-	}
-	return f, keep, nil
-}
-
-// holdsLogBlock reports whether a text block of conv is framed as a
-// session log block (only the store's records say whether it is one).
-func holdsLogBlock(conv conversation.Conversation) bool {
-	for _, m := range conv.Messages {
-		for _, b := range m.Blocks {
-			if b.Kind == conversation.KindText && strategy.IsLogBlock(b.Text) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// costFigures prices the run: the summarizer's usage summed over its
-// steps, and the net saving over the agent's next calls after the cache
-// re-write (pricing.Saving). Sizes in characters (react-two-layer) are
-// not priced.
-func (a *Activities) costFigures(in CommitInput, p policy.Preset, b plan.Budget, before, after int, cache *contract.CacheFigures) *contract.CostFigures {
-	// The horizon is the session's own pace when an incremental event
-	// showed it (the agent's calls since its previous compaction), else
-	// COST_TURNS.
-	turns, source := a.CostTurns, contract.TurnsDefault
-	if in.Run.ObservedTurns > 0 {
-		turns, source = in.Run.ObservedTurns, contract.TurnsObserved
-	}
-	f := &contract.CostFigures{TokensShed: max(before-after, 0), Turns: turns, TurnsSource: source}
-	for _, st := range in.Steps {
-		f.SummarizerInputTokens += st.PromptTokens
-		f.SummarizerOutputTokens += st.CompletionTokens
-	}
-	run := pricing.Run{Before: before, After: after, SummarizerIn: f.SummarizerInputTokens, SummarizerOut: f.SummarizerOutputTokens}
-	if cache != nil {
-		run.Prefix, run.Rewrite = cache.PrefixTokens, cache.RewriteTokens
-		f.CacheRewriteTokens = cache.RewriteTokens
-	}
-	agent, ok := a.Prices.For(in.Run.Model)
-	if !ok || unitOf(b) == "chars" {
-		return f
-	}
-	model := in.Model
-	if model == "" {
-		model = a.modelFor(p.SummarizerModel)
-	}
-	summarizer, _ := a.Prices.For(model)
-	saving, spent := pricing.Saving(run, agent, summarizer, turns)
-	f.NetSavingUSD, f.SummarizerUSD, f.Priced = roundTo(saving, 6), roundTo(spent, 6), true
-	return f
 }
