@@ -46,8 +46,12 @@ func (s *Store) SubmitRun(ctx context.Context, r Run, bodySHA256 string, restore
 	if err := checkNewRun(r); err != nil {
 		return Submission{}, fmt.Errorf("%s: %w", op, err)
 	}
+	runArgs, err := runInsertArgs(r)
+	if err != nil {
+		return Submission{}, fmt.Errorf("%s: %w", op, err)
+	}
 	sub := Submission{RunID: r.ID}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// The original's lock and discard check and the claim go in one
 		// round trip; a discarded original is written again before the
 		// transaction commits, under the lock the first statement took.
@@ -71,10 +75,6 @@ func (s *Store) SubmitRun(ctx context.Context, r Run, bodySHA256 string, restore
 		})
 		// The run's row, in the same round trip, when the claim just made
 		// is this run's (a repeat's run is recorded below, if missing).
-		runArgs, err := runInsertArgs(r)
-		if err != nil {
-			return err
-		}
 		recorded := false
 		b.Queue(runInsertSQL(`exists (select 1 from events where tenant_id = $2 and session_id = $3 and event_id = $4 and run_id = $1)`),
 			runArgs...).Exec(func(tag pgconn.CommandTag) error {
