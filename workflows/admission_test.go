@@ -2,8 +2,11 @@ package workflows
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -156,6 +159,42 @@ func TestSessionHandsItsSlotOn(t *testing.T) {
 	require.Equal(t, []string{"e1"}, h.eventIDs())
 	require.Equal(t, []string{"run-x"}, told.wait(t, 1), "session s2 is told its run was admitted")
 	require.True(t, f.live["run-x"])
+}
+
+// A session that continues as new right after its last run hands that
+// run's slot on first, and continues only once its signal to the
+// admitted run's session is out: Temporal drops a signal whose sender
+// has closed.
+func TestSessionContinuesAsNewOnceItsAdmissionSignalsAreOut(t *testing.T) {
+	t.Parallel()
+	f := newFakeAdmission()
+	h := admitHarness(f)
+	var ids []string
+	for i := 0; i < maxRunsPerSession; i++ {
+		ids = append(ids, fmt.Sprintf("e%d", i))
+	}
+	h.signalAt(0, ids...)
+	// Session s2's run asks while the session's last run runs (each
+	// takes a minute of the test clock) and waits.
+	h.env.RegisterDelayedCallback(func() {
+		f.sessions["run-x"] = "s2"
+		a, err := f.Admit(t.Context(), "t1", "run-x", 1)
+		require.NoError(t, err)
+		require.False(t, a.Admitted)
+	}, time.Duration(maxRunsPerSession)*time.Minute-30*time.Second)
+	var delivered atomic.Bool
+	h.env.OnSignalExternalWorkflow(mock.Anything, contract.SessionWorkflowID("t1", "s2"), "", contract.AdmitSignal, "run-x").Return(
+		func(_, _, _, _ string, _ interface{}) error {
+			time.Sleep(300 * time.Millisecond)
+			delivered.Store(true)
+			return nil
+		})
+	err := h.run(t, contract.SessionInput{Tenant: "t1", Session: "s1"})
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(err, &can), "want continue-as-new, got %v", err)
+	require.Len(t, h.eventIDs(), maxRunsPerSession)
+	require.True(t, f.live["run-x"], "the last run's slot went to run-x")
+	require.True(t, delivered.Load(), "the session continued as new before its admission signal went out")
 }
 
 // signals collects the run ids an Admit signal told a session. The test
